@@ -1,0 +1,5 @@
+// Marks the CLI entry executable after tsc emits it (tsc does not keep file modes).
+import { chmodSync, existsSync } from "node:fs";
+
+const bin = new URL("../dist/cli/main.js", import.meta.url);
+if (existsSync(bin)) chmodSync(bin, 0o755);

@@ -1,0 +1,57 @@
+/**
+ * The application context shared by the HTTP server and the CLI: the database, the tool runtime backed by it,
+ * and the application services. Both front ends open the same data directory, so a setting made in one is seen
+ * by the other.
+ */
+import "../tools/index.js";
+import { defaultRegistry, type ToolRegistryStore } from "../core/registry.js";
+import { configureDefaultRuntime, ToolRuntime } from "../core/runtime.js";
+import { createLogger } from "../core/stores.js";
+import type { Logger } from "../core/types.js";
+import { openDatabase, resolveDataDir, type ToolhostDatabase } from "../storage/database.js";
+import { ChatRepository, SqlAuditLog, SqlFreshnessLedger, SqlToolSettingsStore, TokenRepository } from "../storage/repositories.js";
+import { ToolSettingsService } from "./tool-settings-service.js";
+
+/** Everything a front end needs, wired to one database. */
+export interface AppContext {
+  dataDir: string;
+  database: ToolhostDatabase;
+  runtime: ToolRuntime;
+  settings: ToolSettingsService;
+  tokens: TokenRepository;
+  chats: ChatRepository;
+  audit: SqlAuditLog;
+  logger: Logger;
+  close(): Promise<void>;
+}
+
+/** Options of createAppContext; defaults come from the environment (TOOLHOST_DATA_DIR, TOOLHOST_DATABASE_URL). */
+export interface AppContextOptions {
+  dataDir?: string;
+  databaseUrl?: string;
+  logger?: Logger;
+  registry?: ToolRegistryStore;
+}
+
+/** Opens the database (migrating it) and wires the runtime and services. Throws when the database cannot open. */
+export async function createAppContext(options: AppContextOptions = {}): Promise<AppContext> {
+  const dataDir = resolveDataDir(options.dataDir);
+  const logger = options.logger ?? createLogger();
+  const database = await openDatabase({ dataDir, url: options.databaseUrl });
+  const store = new SqlToolSettingsStore(database.db);
+  const audit = new SqlAuditLog(database.db);
+  const registry = options.registry ?? defaultRegistry;
+  const runtime = new ToolRuntime({ registry, store, ledger: new SqlFreshnessLedger(database.db), audit, logger, dataDir });
+  configureDefaultRuntime(runtime);
+  return {
+    dataDir,
+    database,
+    runtime,
+    settings: new ToolSettingsService(registry, store, logger),
+    tokens: new TokenRepository(database.db),
+    chats: new ChatRepository(database.db),
+    audit,
+    logger,
+    close: () => database.close(),
+  };
+}

@@ -1,0 +1,112 @@
+/**
+ * Tool settings application service (000_6d817c25d4590fa9.txt, "Tool Settings API" and Architecture:
+ * routes → service → registry, settings policy, repository). Shared by the HTTP routes and the CLI so both
+ * apply the same rules and raise the same errors.
+ */
+import { NotFoundError } from "../core/errors.js";
+import type { ToolRegistryStore } from "../core/registry.js";
+import { getSafeEffectiveToolSettings, getToolDefinition, mergeToolSettings, normalizeToolParameters } from "../core/settings-policy.js";
+import type { ToolSettingsStore } from "../core/stores.js";
+import type { Logger, RegisteredTool, SavedToolSettings, ToolCategory, ToolDefinition, ToolParameterDescriptor } from "../core/types.js";
+
+/** One tool with the user's effective settings (000: ToolSettingsDescriptor). */
+export interface ToolSettingsDescriptor {
+  name: string;
+  title: string;
+  description: string;
+  category: ToolCategory;
+  enabled: boolean;
+  enabledByDefault: boolean;
+  canDisable: boolean;
+  /** Effective parameter values (defaults < saved). */
+  parameters: Record<string, unknown>;
+  defaultParameters: Record<string, unknown>;
+  parameterDescriptors: ToolParameterDescriptor[];
+  /** The definition a model is offered with these settings. */
+  definition: ToolDefinition;
+}
+
+/**
+ * Body of a settings update (000: UpdateToolSettingsBody). A parameter set to null is reset to its default.
+ */
+export interface UpdateToolSettingsBody {
+  enabled?: boolean;
+  parameters?: Record<string, unknown>;
+}
+
+/** Reads and changes per-user tool settings. */
+export class ToolSettingsService {
+  constructor(
+    private readonly registry: ToolRegistryStore,
+    private readonly store: ToolSettingsStore,
+    private readonly logger: Logger,
+  ) {}
+
+  #describe(tool: RegisteredTool, saved: SavedToolSettings | undefined): ToolSettingsDescriptor {
+    const effective = getSafeEffectiveToolSettings(tool, saved, this.logger);
+    const m = tool.settings;
+    return {
+      name: tool.definition.name,
+      title: m.title,
+      description: m.description,
+      category: m.category,
+      enabled: effective.enabled,
+      enabledByDefault: m.enabledByDefault,
+      canDisable: m.canDisable,
+      parameters: effective.parameters,
+      defaultParameters: structuredClone(m.defaultParameters),
+      parameterDescriptors: m.parameterDescriptors.map((d) => ({ ...d })),
+      definition: getToolDefinition(tool, effective),
+    };
+  }
+
+  /** Every registered tool with the user's effective settings, sorted by name. */
+  async list(userId: string): Promise<ToolSettingsDescriptor[]> {
+    const saved = await this.store.getAll(userId);
+    return this.registry.list().map((tool) => this.#describe(tool, saved.get(tool.definition.name)));
+  }
+
+  /** One tool's descriptor. Throws NotFoundError for an unknown tool. */
+  async get(userId: string, toolName: string): Promise<ToolSettingsDescriptor> {
+    const tool = this.#tool(toolName);
+    return this.#describe(tool, await this.store.get(userId, toolName));
+  }
+
+  /**
+   * Applies an update and persists it; returns the new descriptor. Throws NotFoundError for an unknown tool,
+   * ToolParameterError for an invalid parameter, ToolSettingsError for disabling a tool that cannot be disabled.
+   * Only explicitly chosen values are stored, so a later change of a default still reaches the user.
+   */
+  async update(userId: string, toolName: string, body: UpdateToolSettingsBody): Promise<ToolSettingsDescriptor> {
+    const tool = this.#tool(toolName);
+    const saved = await this.store.get(userId, toolName);
+    let savedParameters: Record<string, unknown> = {};
+    try {
+      savedParameters = normalizeToolParameters(tool, saved?.parameters ?? {});
+    } catch (error) {
+      this.logger.warn({ tool: toolName, userId, err: (error as Error).message }, "discarding invalid saved settings on update");
+    }
+    const updates = { ...(body.parameters ?? {}) };
+    const resets = Object.keys(updates).filter((key) => updates[key] === null);
+    for (const key of resets) delete updates[key];
+    // Validates names, types, ranges and canDisable; throws before anything is written.
+    mergeToolSettings(tool, { enabled: saved?.enabled ?? null, parameters: savedParameters }, { enabled: body.enabled, parameters: updates });
+    for (const key of resets) {
+      if (!tool.settings.parameterDescriptors.some((d) => d.name === key)) normalizeToolParameters(tool, { [key]: null });
+      delete savedParameters[key];
+    }
+    const enabled = body.enabled ?? (typeof saved?.enabled === "boolean" ? saved.enabled : null);
+    await this.store.save(userId, toolName, { enabled, parameters: { ...savedParameters, ...normalizeToolParameters(tool, updates) } });
+    return this.get(userId, toolName);
+  }
+
+  #tool(toolName: string): RegisteredTool {
+    const tool = this.registry.get(toolName);
+    if (!tool) {
+      throw new NotFoundError(`Unknown tool "${toolName}". List the tools with GET /api/settings/tools or \`toolhost tools\`.`, {
+        tool: toolName,
+      });
+    }
+    return tool;
+  }
+}

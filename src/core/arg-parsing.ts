@@ -1,0 +1,162 @@
+/**
+ * Parsing of model-supplied tool arguments (000_6d817c25d4590fa9.txt, "Optional arguments are optional" and
+ * "Malformed arguments are rejected, not substituted").
+ *
+ * - `null` means absent: a strict-mode model (OpenAI Responses) sends `null` for every optional key it skips, so
+ *   a null value is removed before validation unless the schema itself admits null. A required key sent as null
+ *   is therefore a missing required argument.
+ * - Schema defaults are applied to absent keys.
+ * - A present value of the wrong type, out of range or not among the allowed values is a ToolArgumentError
+ *   (code validation_failed) naming the key; it is never replaced by a default.
+ * - Keys the schema does not declare are rejected too (a misspelt flag silently ignored reads as a wrong answer),
+ *   unless the schema sets `additionalProperties` to something other than false.
+ */
+import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
+import addFormatsModule from "ajv-formats";
+import { ToolArgumentError } from "./errors.js";
+import type { JsonSchema } from "./types.js";
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+
+const ajv = new Ajv({ allErrors: false, useDefaults: true, coerceTypes: false, strict: false, allowUnionTypes: true });
+addFormats(ajv);
+
+const compiled = new WeakMap<JsonSchema, ValidateFunction>();
+
+function validatorFor(schema: JsonSchema): ValidateFunction {
+  let validate = compiled.get(schema);
+  if (!validate) {
+    validate = ajv.compile(withClosedObjects(schema));
+    compiled.set(schema, validate);
+  }
+  return validate;
+}
+
+/** Copies the schema, closing object schemas that declare properties but say nothing of additionalProperties. */
+function withClosedObjects(schema: JsonSchema): JsonSchema {
+  const walk = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(walk);
+    if (!node || typeof node !== "object") return node;
+    const out: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(node)) {
+      out[key] = key === "enum" || key === "const" || key === "default" || key === "examples" ? value : walk(value);
+    }
+    if (out.properties && typeof out.properties === "object" && out.additionalProperties === undefined) {
+      out.additionalProperties = false;
+    }
+    return out;
+  };
+  return walk(schema) as JsonSchema;
+}
+
+function admitsNull(schema: JsonSchema | undefined): boolean {
+  if (!schema) return false;
+  const t = schema.type;
+  if (t === "null" || (Array.isArray(t) && t.includes("null"))) return true;
+  if (Array.isArray(schema.enum) && schema.enum.includes(null)) return true;
+  return [schema.anyOf, schema.oneOf].some((list) => list?.some((s) => admitsNull(s)));
+}
+
+/** Removes `null` values the schema does not admit, recursively through objects and arrays (returns a copy). */
+export function stripNulls(schema: JsonSchema | undefined, value: unknown): unknown {
+  if (Array.isArray(value)) {
+    const itemSchema = schema && !Array.isArray(schema.items) ? schema.items : undefined;
+    return value.map((v) => stripNulls(itemSchema, v));
+  }
+  if (value === null || typeof value !== "object") return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
+    const propSchema = schema?.properties?.[key];
+    if (v === null && !admitsNull(propSchema)) continue;
+    out[key] = stripNulls(propSchema, v);
+  }
+  return out;
+}
+
+function describeValue(value: unknown): string {
+  if (value === undefined) return "nothing";
+  const json = JSON.stringify(value);
+  const shown = json.length > 60 ? `${json.slice(0, 57)}...` : json;
+  const kind = value === null ? "null" : Array.isArray(value) ? "array" : typeof value;
+  return `${kind} ${shown}`;
+}
+
+function keyName(instancePath: string, extra?: string): string {
+  const parts = instancePath
+    .split("/")
+    .slice(1)
+    .map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"));
+  if (extra !== undefined) parts.push(extra);
+  return parts.reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), "");
+}
+
+function valueAt(root: unknown, instancePath: string): unknown {
+  let node = root;
+  for (const part of instancePath.split("/").slice(1)) {
+    if (node === null || typeof node !== "object") return undefined;
+    node = (node as Record<string, unknown>)[part.replace(/~1/g, "/").replace(/~0/g, "~")];
+  }
+  return node;
+}
+
+function toArgumentError(error: ErrorObject, args: unknown, schema: JsonSchema): ToolArgumentError {
+  const params = error.params as Record<string, unknown>;
+  if (error.keyword === "required") {
+    const key = keyName(error.instancePath, String(params.missingProperty));
+    return new ToolArgumentError(`Missing required argument "${key}".`, { argument: key, rule: "required" });
+  }
+  if (error.keyword === "additionalProperties") {
+    const key = keyName(error.instancePath, String(params.additionalProperty));
+    const known = Object.keys(
+      (error.instancePath === "" ? schema.properties : (error.parentSchema as JsonSchema | undefined)?.properties) ?? {},
+    );
+    return new ToolArgumentError(
+      `Unknown argument "${key}"${known.length ? `; expected one of: ${known.join(", ")}` : ""}.`,
+      { argument: key, rule: "unknown argument" },
+    );
+  }
+  const key = keyName(error.instancePath) || "(arguments)";
+  const value = valueAt(args, error.instancePath);
+  let rule = error.message ?? error.keyword;
+  if (error.keyword === "enum") rule = `must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(", ")}`;
+  return new ToolArgumentError(`Invalid argument "${key}": ${rule}, got ${describeValue(value)}.`, {
+    argument: key,
+    rule: error.keyword,
+  });
+}
+
+/**
+ * Parses raw model arguments (a JSON string or an already-decoded value) against a tool's JSON Schema.
+ * Returns a fresh object with nulls removed and defaults applied. Throws ToolArgumentError (validation_failed)
+ * for text that is not JSON, for a non-object, and for the first schema violation, naming the key.
+ */
+export function parseToolArguments(schema: JsonSchema, raw: unknown): Record<string, unknown> {
+  let value = raw;
+  if (typeof raw === "string") {
+    const text = raw.trim();
+    if (text === "") value = {};
+    else {
+      try {
+        value = JSON.parse(text);
+      } catch (error) {
+        throw new ToolArgumentError(
+          `Arguments are not valid JSON (${(error as Error).message}); send a JSON object matching the tool's schema.`,
+          { rule: "json" },
+        );
+      }
+    }
+  }
+  if (value === undefined || value === null) value = {};
+  if (typeof value !== "object" || Array.isArray(value)) {
+    throw new ToolArgumentError(`Arguments must be a JSON object, got ${describeValue(value)}.`, { rule: "type" });
+  }
+  const args = stripNulls(schema, value) as Record<string, unknown>;
+  const validate = validatorFor(schema);
+  if (!validate(args)) {
+    const first = validate.errors?.[0];
+    throw first
+      ? toArgumentError(first, args, schema)
+      : new ToolArgumentError("Arguments do not match the tool's schema.");
+  }
+  return args;
+}

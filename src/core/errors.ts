@@ -1,0 +1,110 @@
+/**
+ * Classified tool errors. Each class carries a stable `code` that the model (and API clients) see; a tool failure
+ * is a result fed back to the model, never a crashed loop (DESIGN.md, "Contracts worth keeping stable").
+ */
+
+/** The stable error codes a tool call can end with. */
+export type ToolErrorCode =
+  | "validation_failed"
+  | "invalid_settings"
+  | "access_denied"
+  | "not_found"
+  | "timeout"
+  | "aborted"
+  | "execution_failed";
+
+/** Serialized form of a classified error, as fed back to the model and returned by the API. */
+export interface SerializedToolError {
+  code: ToolErrorCode;
+  message: string;
+  /** Extra machine-readable facts (e.g. `{ parameter: "timeoutSeconds" }`); never secrets. */
+  details?: Record<string, unknown>;
+}
+
+/** Base class of every classified tool error. */
+export class ToolError extends Error {
+  readonly code: ToolErrorCode;
+  readonly details?: Record<string, unknown>;
+
+  constructor(code: ToolErrorCode, message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+    if (details !== undefined) this.details = details;
+  }
+
+  /** The JSON shape sent to models and API clients. */
+  toJSON(): SerializedToolError {
+    return this.details === undefined
+      ? { code: this.code, message: this.message }
+      : { code: this.code, message: this.message, details: this.details };
+  }
+}
+
+/** A model-supplied argument is missing, of the wrong type, or out of range (code `validation_failed`). */
+export class ToolArgumentError extends ToolError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super("validation_failed", message, details);
+  }
+}
+
+/** A tool setting value is invalid: unknown name, wrong type, out of range, disallowed (code `invalid_settings`). */
+export class ToolParameterError extends ToolError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super("invalid_settings", message, details);
+  }
+}
+
+/** A settings update is refused as a whole, e.g. disabling a tool whose canDisable is false (`invalid_settings`). */
+export class ToolSettingsError extends ToolError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super("invalid_settings", message, details);
+  }
+}
+
+/** Path policy, SSRF guard or allowlist refused the operation (code `access_denied`). */
+export class AccessDeniedError extends ToolError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super("access_denied", message, details);
+  }
+}
+
+/** The tool, file or other named thing does not exist (code `not_found`). */
+export class NotFoundError extends ToolError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super("not_found", message, details);
+  }
+}
+
+/** The tool exceeded its time budget (code `timeout`). */
+export class ToolTimeoutError extends ToolError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super("timeout", message, details);
+  }
+}
+
+/** The caller cancelled the call (user cancel, stream teardown); never reported as a timeout (code `aborted`). */
+export class ToolAbortedError extends ToolError {
+  constructor(message = "The tool call was cancelled by the caller.", details?: Record<string, unknown>) {
+    super("aborted", message, details);
+  }
+}
+
+/** The tool ran and failed (code `execution_failed`). */
+export class ToolExecutionError extends ToolError {
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super("execution_failed", message, details, options);
+  }
+}
+
+/** Turns anything thrown into a classified error; unknown errors become `execution_failed` with their message. */
+export function toToolError(error: unknown): ToolError {
+  if (error instanceof ToolError) return error;
+  if (error instanceof Error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return new NotFoundError(error.message);
+    if (code === "EACCES" || code === "EPERM") return new AccessDeniedError(error.message);
+    return new ToolExecutionError(error.message, undefined, { cause: error });
+  }
+  return new ToolExecutionError(String(error));
+}

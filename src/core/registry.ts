@@ -1,0 +1,61 @@
+/**
+ * The tool registry (000_6d817c25d4590fa9.txt, "Tool Lifecycle" step 1): tools self-register at import time with
+ * registerTool(); a second tool with the same name is an error.
+ */
+import type { RegisteredTool } from "./types.js";
+
+const TOOL_NAME = /^[a-zA-Z][a-zA-Z0-9_-]{0,63}$/;
+
+/** A set of registered tools, keyed by name. The process-wide default instance backs the free functions below. */
+export class ToolRegistryStore {
+  readonly #tools = new Map<string, RegisteredTool>();
+
+  /**
+   * Adds a tool. Throws Error when the name is already registered or is not a valid tool name
+   * (letters, digits, `_` and `-`, starting with a letter, at most 64 characters).
+   */
+  register(tool: RegisteredTool): void {
+    const name = tool.definition.name;
+    if (!TOOL_NAME.test(name)) {
+      throw new Error(`Invalid tool name "${name}": use letters, digits, "_" or "-", starting with a letter (max 64).`);
+    }
+    if (this.#tools.has(name)) throw new Error(`A tool named "${name}" is already registered.`);
+    if (tool.definition.parameters.type !== "object") {
+      throw new Error(`Tool "${name}": parameters must be a JSON Schema with type "object".`);
+    }
+    this.#tools.set(name, tool);
+  }
+
+  /** Removes a tool; returns whether it was there. Meant for tests and hot-reloading hosts. */
+  unregister(name: string): boolean {
+    return this.#tools.delete(name);
+  }
+
+  /** The tool with that name, or undefined. */
+  get(name: string): RegisteredTool | undefined {
+    return this.#tools.get(name);
+  }
+
+  /** Every registered tool, sorted by name. */
+  list(): RegisteredTool[] {
+    return [...this.#tools.values()].sort((a, b) => a.definition.name.localeCompare(b.definition.name));
+  }
+}
+
+/** The process-wide registry that built-ins register into at import time. */
+export const defaultRegistry = new ToolRegistryStore();
+
+/** Registers a tool in the default registry; throws on a duplicate name (000: registerTool). */
+export function registerTool(tool: RegisteredTool): void {
+  defaultRegistry.register(tool);
+}
+
+/** Looks a tool up in the default registry. */
+export function getTool(name: string): RegisteredTool | undefined {
+  return defaultRegistry.get(name);
+}
+
+/** All tools of the default registry, sorted by name. */
+export function listTools(): RegisteredTool[] {
+  return defaultRegistry.list();
+}

@@ -1,0 +1,207 @@
+/**
+ * Settings policy: pure functions over tool metadata and stored settings
+ * (000_6d817c25d4590fa9.txt, "Settings Policy").
+ *
+ * Stored settings are validated strictly when a user changes them (normalizeToolParameters throws
+ * ToolParameterError), but when they are read back for a call, corrupt values fall back to defaults
+ * (getSafeEffectiveToolSettings) because there is no model turn to hand a correctable error to.
+ */
+import { ToolParameterError, ToolSettingsError } from "./errors.js";
+import type {
+  EffectiveToolSettings,
+  Logger,
+  RegisteredTool,
+  SavedToolSettings,
+  ToolDefinition,
+  ToolParameterDescriptor,
+} from "./types.js";
+
+/** Defaults from the tool's metadata: enabledByDefault and a copy of defaultParameters. */
+export function getDefaultToolSettings(tool: RegisteredTool): EffectiveToolSettings {
+  return { enabled: tool.settings.enabledByDefault, parameters: structuredClone(tool.settings.defaultParameters) };
+}
+
+function describe(value: unknown): string {
+  const text = JSON.stringify(value);
+  if (text === undefined) return String(value);
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+
+function checkValue(toolName: string, d: ToolParameterDescriptor, value: unknown): unknown {
+  const fail = (rule: string): never => {
+    throw new ToolParameterError(
+      `Invalid value ${describe(value)} for parameter "${d.name}" of tool "${toolName}": ${rule}.`,
+      { tool: toolName, parameter: d.name, rule },
+    );
+  };
+  const range = (n: number, what: string) => {
+    if (d.min !== undefined && n < d.min) fail(`${what} must be at least ${d.min}`);
+    if (d.max !== undefined && n > d.max) fail(`${what} must be at most ${d.max}`);
+  };
+  switch (d.type) {
+    case "integer":
+      if (typeof value !== "number" || !Number.isInteger(value)) fail("must be an integer");
+      range(value as number, "value");
+      return value;
+    case "number":
+      if (typeof value !== "number" || !Number.isFinite(value)) fail("must be a finite number");
+      range(value as number, "value");
+      return value;
+    case "boolean":
+      if (typeof value !== "boolean") fail("must be true or false");
+      return value;
+    case "string":
+      if (typeof value !== "string") fail("must be a string");
+      if (d.allowedValues && !d.allowedValues.includes(value as string)) {
+        fail(`must be one of ${d.allowedValues.map((v) => JSON.stringify(v)).join(", ")}`);
+      }
+      return value;
+    case "string[]":
+      if (!Array.isArray(value) || value.some((v) => typeof v !== "string")) fail("must be a list of strings");
+      range((value as string[]).length, "list length");
+      if (d.allowedValues) {
+        const bad = (value as string[]).find((v) => !d.allowedValues?.includes(v));
+        if (bad !== undefined) fail(`entries must be among ${d.allowedValues.join(", ")} (got ${JSON.stringify(bad)})`);
+      }
+      return [...(value as string[])];
+  }
+}
+
+/**
+ * Validates parameter names, types, min/max and allowed values against the tool's parameterDescriptors.
+ * Returns a new object holding the given keys. Throws ToolParameterError naming the parameter, value and rule.
+ */
+export function normalizeToolParameters(tool: RegisteredTool, params: Record<string, unknown>): Record<string, unknown> {
+  const name = tool.definition.name;
+  if (params === null || typeof params !== "object" || Array.isArray(params)) {
+    throw new ToolParameterError(`Parameters of tool "${name}" must be an object.`, { tool: name });
+  }
+  const descriptors = new Map(tool.settings.parameterDescriptors.map((d) => [d.name, d]));
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(params)) {
+    const d = descriptors.get(key);
+    if (!d) {
+      const known = [...descriptors.keys()];
+      throw new ToolParameterError(
+        `Unknown parameter "${key}" for tool "${name}"; ${known.length ? `known parameters: ${known.join(", ")}` : "it has no settings"}.`,
+        { tool: name, parameter: key, rule: "unknown parameter" },
+      );
+    }
+    out[key] = checkValue(name, d, value);
+  }
+  return out;
+}
+
+/**
+ * Three-way merge: defaults < saved < updates, validated. Throws ToolParameterError for an invalid parameter
+ * and ToolSettingsError when `updates.enabled` is false for a tool whose canDisable is false.
+ * A saved `enabled: false` on a tool that cannot be disabled is ignored.
+ */
+export function mergeToolSettings(
+  tool: RegisteredTool,
+  saved?: SavedToolSettings | null,
+  updates?: SavedToolSettings | null,
+): EffectiveToolSettings {
+  const name = tool.definition.name;
+  if (updates?.enabled === false && !tool.settings.canDisable) {
+    throw new ToolSettingsError(`Tool "${name}" cannot be disabled.`, { tool: name, rule: "canDisable is false" });
+  }
+  const defaults = getDefaultToolSettings(tool);
+  let enabled = defaults.enabled;
+  for (const layer of [saved, updates]) {
+    if (layer?.enabled === true || layer?.enabled === false) enabled = layer.enabled;
+  }
+  if (!tool.settings.canDisable) enabled = true;
+  const parameters = {
+    ...defaults.parameters,
+    ...normalizeToolParameters(tool, saved?.parameters ?? {}),
+    ...normalizeToolParameters(tool, updates?.parameters ?? {}),
+  };
+  return { enabled, parameters };
+}
+
+/**
+ * mergeToolSettings for execution time: corrupt saved parameters are logged and replaced by defaults, never
+ * breaking the call. The saved enabled state is kept when it is a boolean (a user's "off" must stay off).
+ */
+export function getSafeEffectiveToolSettings(
+  tool: RegisteredTool,
+  saved?: SavedToolSettings | null,
+  logger?: Logger,
+): EffectiveToolSettings {
+  try {
+    return mergeToolSettings(tool, saved);
+  } catch (error) {
+    logger?.warn(
+      { tool: tool.definition.name, err: (error as Error).message },
+      "saved tool settings are invalid; using defaults",
+    );
+    const defaults = getDefaultToolSettings(tool);
+    const enabled = typeof saved?.enabled === "boolean" && tool.settings.canDisable ? saved.enabled : defaults.enabled;
+    return { enabled, parameters: defaults.parameters };
+  }
+}
+
+/** The definition a model sees for a tool with these settings (buildDefinition when the tool has one). */
+export function getToolDefinition(tool: RegisteredTool, settings: EffectiveToolSettings): ToolDefinition {
+  return tool.buildDefinition ? tool.buildDefinition(settings) : tool.definition;
+}
+
+/**
+ * Filters enabled tools and produces their definitions. `settings` maps tool name → effective settings; tools
+ * missing from it use their defaults.
+ */
+export function getToolDefinitionsForTools(
+  tools: readonly RegisteredTool[],
+  settings?: ReadonlyMap<string, EffectiveToolSettings> | Record<string, EffectiveToolSettings>,
+): ToolDefinition[] {
+  const lookup = (name: string): EffectiveToolSettings | undefined =>
+    settings instanceof Map ? settings.get(name) : (settings as Record<string, EffectiveToolSettings> | undefined)?.[name];
+  const out: ToolDefinition[] = [];
+  for (const tool of tools) {
+    const effective = lookup(tool.definition.name) ?? getDefaultToolSettings(tool);
+    if (effective.enabled) out.push(getToolDefinition(tool, effective));
+  }
+  return out;
+}
+
+/**
+ * Reads an integer setting, coercing anything invalid to `fallback` and clamping to [min, max].
+ * For stored settings only; model arguments are never coerced.
+ */
+export function clampIntegerSetting(value: unknown, min: number, max: number, fallback: number): number {
+  if (typeof value !== "number" || !Number.isFinite(value)) return fallback;
+  return Math.min(max, Math.max(min, Math.trunc(value)));
+}
+
+/** Reads a string setting; returns `fallback` unless it is a string (and among `allowed`, when given). */
+export function getStringSetting(value: unknown, fallback: string, allowed?: readonly string[]): string {
+  if (typeof value !== "string") return fallback;
+  if (allowed && !allowed.includes(value)) return fallback;
+  return value;
+}
+
+/** Reads a boolean setting; returns `fallback` unless it is a boolean. */
+export function getBooleanSetting(value: unknown, fallback: boolean): boolean {
+  return typeof value === "boolean" ? value : fallback;
+}
+
+/** Reads a list-of-strings setting; returns `fallback` unless every entry is a string. */
+export function getStringListSetting(value: unknown, fallback: readonly string[]): string[] {
+  if (!Array.isArray(value) || value.some((v) => typeof v !== "string")) return [...fallback];
+  return [...value];
+}
+
+/** The `timeoutSeconds` setting (5–600, default 30) that long-running built-ins expose. */
+export const TIMEOUT_SECONDS_DESCRIPTOR: ToolParameterDescriptor = {
+  name: "timeoutSeconds",
+  type: "integer",
+  description: "Execution budget for one call; the call is cancelled when it is exceeded.",
+  min: 5,
+  max: 600,
+  default: 30,
+  unit: "seconds",
+};
+
+/** Default time budget (ms) for tools without a timeoutSeconds setting. */
+export const DEFAULT_TOOL_TIMEOUT_MS = 30_000;

@@ -1,0 +1,186 @@
+/**
+ * Core types of the tool runtime.
+ *
+ * Implements 000_6d817c25d4590fa9.txt, "Core Types": ToolDefinition, RegisteredTool, ToolSettingsMetadata,
+ * plus the parameter descriptors, effective settings and the per-call ToolContext every executor receives.
+ */
+
+/** A JSON Schema object (draft 2020-12 subset). Source schemas stay plain; provider dialects are derived. */
+export type JsonSchema = {
+  type?: string | string[];
+  description?: string;
+  properties?: Record<string, JsonSchema>;
+  required?: string[];
+  items?: JsonSchema | JsonSchema[];
+  enum?: unknown[];
+  const?: unknown;
+  default?: unknown;
+  additionalProperties?: boolean | JsonSchema;
+  minimum?: number;
+  maximum?: number;
+  exclusiveMinimum?: number;
+  exclusiveMaximum?: number;
+  minLength?: number;
+  maxLength?: number;
+  minItems?: number;
+  maxItems?: number;
+  pattern?: string;
+  format?: string;
+  oneOf?: JsonSchema[];
+  anyOf?: JsonSchema[];
+  allOf?: JsonSchema[];
+  not?: JsonSchema;
+  $ref?: string;
+  $defs?: Record<string, JsonSchema>;
+  definitions?: Record<string, JsonSchema>;
+  [keyword: string]: unknown;
+};
+
+/** What a model is told about a tool: its name, what it does, and the JSON Schema of its arguments. */
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  /** JSON Schema for the tool's arguments; always `type: "object"` at the top. */
+  parameters: JsonSchema;
+}
+
+/** Where a tool is listed in settings UIs (000: ToolSettingsMetadata.category). */
+export type ToolCategory = "system" | "image" | "interaction";
+
+/** The value types a stored tool setting may have. */
+export type ToolParameterType = "string" | "integer" | "number" | "boolean" | "string[]";
+
+/**
+ * Describes one user-adjustable setting of a tool (e.g. `timeoutSeconds`), so that the settings policy can
+ * validate it and a UI can render it. `min`/`max` bound numbers (inclusive) and, for `string[]`, the list length.
+ */
+export interface ToolParameterDescriptor {
+  name: string;
+  type: ToolParameterType;
+  description: string;
+  min?: number;
+  max?: number;
+  /** For `string` settings: the only values accepted. */
+  allowedValues?: readonly string[];
+  /** The default; mirrors `ToolSettingsMetadata.defaultParameters[name]`. */
+  default?: unknown;
+  /** Unit shown to people (e.g. "seconds", "bytes"). */
+  unit?: string;
+}
+
+/** Settings metadata of a registered tool (000: ToolSettingsMetadata). */
+export interface ToolSettingsMetadata {
+  title: string;
+  description: string;
+  category: ToolCategory;
+  enabledByDefault: boolean;
+  canDisable: boolean;
+  defaultParameters: Record<string, unknown>;
+  parameterDescriptors: ToolParameterDescriptor[];
+}
+
+/** A user's settings for one tool after merging defaults < saved < overrides. */
+export interface EffectiveToolSettings {
+  enabled: boolean;
+  parameters: Record<string, unknown>;
+}
+
+/** A user's stored settings for one tool, as they sit in `user_tool_settings`. Either part may be absent. */
+export interface SavedToolSettings {
+  enabled?: boolean | null;
+  parameters?: Record<string, unknown> | null;
+}
+
+/** A progress event a tool emits while it runs (e.g. one generated image); streamed to chats as-is. */
+export interface ToolProgressEvent {
+  /** Short kind, e.g. "image_generated", "image_failed", "output". */
+  kind: string;
+  message?: string;
+  data?: Record<string, unknown>;
+}
+
+/**
+ * Per-chat record of which file contents the chat has seen (path → sha256), used by write_file and apply_patch
+ * to refuse overwriting a file the model has not read or that changed since it read it.
+ */
+export interface FreshnessLedger {
+  /** Records that `chatId` saw `absolutePath` with content hash `sha256` (hex). */
+  recordRead(chatId: string, absolutePath: string, sha256: string): Promise<void>;
+  /** The hash recorded for that chat and path, or undefined when the chat never read it. */
+  getRead(chatId: string, absolutePath: string): Promise<string | undefined>;
+}
+
+/** One entry of the security audit log (shell executions and other sensitive actions). */
+export interface AuditEntry {
+  userId: string;
+  chatId: string | null;
+  tool: string;
+  /** The argv (shell_exec) or command string (bash/zsh/powershell). */
+  command: string | string[];
+  cwd: string | null;
+  exitCode: number | null;
+  termination: string;
+  durationMs: number;
+}
+
+/** Where audit entries go (the database in the server and CLI; memory in tests). */
+export interface AuditSink {
+  record(entry: AuditEntry): Promise<void>;
+}
+
+/** Minimal structured logger (pino-compatible subset). */
+export interface Logger {
+  debug(obj: object | string, msg?: string): void;
+  info(obj: object | string, msg?: string): void;
+  warn(obj: object | string, msg?: string): void;
+  error(obj: object | string, msg?: string): void;
+}
+
+/**
+ * What an executor receives with its arguments.
+ *
+ * `workingDirectory` is the chat's bound directory (absolute), or null when none is bound; tools then fall back to
+ * `process.cwd()`. `signal` aborts on the caller's cancel and on the tool's time budget; `signal.reason` is a
+ * ToolTimeoutError or ToolAbortedError so a tool can tell them apart.
+ */
+export interface ToolContext {
+  userId: string;
+  chatId: string | null;
+  workingDirectory: string | null;
+  signal: AbortSignal;
+  /** This tool's effective settings for this user (defaults < saved). */
+  settings: EffectiveToolSettings;
+  /** Data directory of this Toolhost instance (images and other artefacts are stored beneath it). */
+  dataDir: string;
+  ledger: FreshnessLedger;
+  audit: AuditSink;
+  logger: Logger;
+  /** Streams a progress event to whoever runs the tool (chat SSE, CLI spinner). */
+  emitProgress(event: ToolProgressEvent): void;
+  /** Extension point for services a tool needs from the host (e.g. a model runner for sub-agents). */
+  services: Record<string, unknown>;
+}
+
+/**
+ * A tool in the registry (000: RegisteredTool).
+ *
+ * `execute` receives arguments already parsed against `definition.parameters` (nulls removed, defaults applied)
+ * and returns any JSON-serializable value; it throws a ToolError subclass to report a classified failure.
+ */
+export interface RegisteredTool {
+  definition: ToolDefinition;
+  /** Settings-aware definition (e.g. hide a parameter the user's settings forbid). */
+  buildDefinition?: (settings: EffectiveToolSettings) => ToolDefinition;
+  settings: ToolSettingsMetadata;
+  execute: (args: unknown, context: ToolContext) => Promise<unknown>;
+  /**
+   * True when the tool enforces its own time budget (shell tools kill their process group on their own timer).
+   * executeTool then only adds a backstop a few seconds past the tool's budget instead of racing it.
+   */
+  managesOwnTimeout?: boolean;
+  /**
+   * The time budget in milliseconds for one call, given its parsed arguments and settings; overrides the
+   * `timeoutSeconds` setting lookup (shell_exec's `timeout` argument is in milliseconds).
+   */
+  timeoutMs?: (args: Record<string, unknown>, settings: EffectiveToolSettings) => number;
+}

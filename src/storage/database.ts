@@ -1,0 +1,167 @@
+/**
+ * Database access: one Kysely schema and one set of migrations for both dialects. Embedded SQLite (a file under
+ * the data directory) is the default; a `postgres://` URL selects PostgreSQL (DESIGN.md, "Storage").
+ */
+import { mkdirSync } from "node:fs";
+import { join, resolve } from "node:path";
+import Database from "better-sqlite3";
+import {
+  Kysely,
+  type Migration,
+  type MigrationProvider,
+  Migrator,
+  PostgresDialect,
+  SqliteDialect,
+} from "kysely";
+import pg from "pg";
+import { migrations } from "./migrations.js";
+
+/** Row of `user_tool_settings`: one user's saved settings for one tool. `enabled` is 0/1, or null when unset. */
+export interface UserToolSettingsTable {
+  user_id: string;
+  tool_name: string;
+  enabled: number | null;
+  /** JSON object of saved parameter values. */
+  parameters: string;
+  /** ISO-8601 UTC timestamp. */
+  updated_at: string;
+}
+
+/** Row of `api_tokens`: a bearer token, stored as its sha256 hex digest only. */
+export interface ApiTokensTable {
+  id: string;
+  user_id: string;
+  token_hash: string;
+  label: string | null;
+  created_at: string;
+  last_used_at: string | null;
+}
+
+/** Row of `chats`: a conversation bound to a working directory, a provider and a model. */
+export interface ChatsTable {
+  id: string;
+  user_id: string;
+  title: string | null;
+  working_directory: string | null;
+  provider: string | null;
+  model: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Row of `chat_messages`: one message (user, assistant with tool calls, tool results) as provider-neutral JSON. */
+export interface ChatMessagesTable {
+  id: string;
+  chat_id: string;
+  seq: number;
+  role: string;
+  /** JSON of the message's content (see loop/ for its shape). */
+  content: string;
+  created_at: string;
+}
+
+/** Row of `file_reads`: the freshness ledger (which content hash a chat last saw for a path). */
+export interface FileReadsTable {
+  chat_id: string;
+  path: string;
+  sha256: string;
+  read_at: string;
+}
+
+/** Row of `audit_log`: a security-relevant execution (shell commands). */
+export interface AuditLogTable {
+  id: string;
+  user_id: string;
+  chat_id: string | null;
+  tool: string;
+  /** JSON: argv array or command string. */
+  command: string;
+  cwd: string | null;
+  exit_code: number | null;
+  termination: string;
+  duration_ms: number;
+  created_at: string;
+}
+
+/** Row of `images`: a generated image stored under the data directory, served to its owner. */
+export interface ImagesTable {
+  id: string;
+  user_id: string;
+  chat_id: string | null;
+  /** Path relative to the data directory. */
+  path: string;
+  mime_type: string;
+  prompt: string;
+  model: string | null;
+  created_at: string;
+}
+
+/** The whole schema, as Kysely sees it. */
+export interface DatabaseSchema {
+  user_tool_settings: UserToolSettingsTable;
+  api_tokens: ApiTokensTable;
+  chats: ChatsTable;
+  chat_messages: ChatMessagesTable;
+  file_reads: FileReadsTable;
+  audit_log: AuditLogTable;
+  images: ImagesTable;
+}
+
+/** An open database with its dialect. */
+export interface ToolhostDatabase {
+  db: Kysely<DatabaseSchema>;
+  dialect: "sqlite" | "postgres";
+  /** Where it lives: the SQLite file path, or the PostgreSQL URL without its password. */
+  location: string;
+  close(): Promise<void>;
+}
+
+/** Options of openDatabase. */
+export interface OpenDatabaseOptions {
+  /** Data directory; the SQLite file is `<dataDir>/toolhost.db`. Default `$TOOLHOST_DATA_DIR` or `./.toolhost`. */
+  dataDir?: string;
+  /** `postgres://…` selects PostgreSQL; `sqlite:PATH` or a plain path selects that SQLite file. Default: env `TOOLHOST_DATABASE_URL`. */
+  url?: string;
+}
+
+/** The data directory from options or environment (`TOOLHOST_DATA_DIR`, default `./.toolhost`), absolute. */
+export function resolveDataDir(dataDir?: string): string {
+  return resolve(dataDir ?? process.env.TOOLHOST_DATA_DIR ?? ".toolhost");
+}
+
+class StaticMigrationProvider implements MigrationProvider {
+  async getMigrations(): Promise<Record<string, Migration>> {
+    return migrations;
+  }
+}
+
+/**
+ * Opens (creating when needed) the database and brings its schema up to date. Throws Error when a migration
+ * fails, naming it.
+ */
+export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<ToolhostDatabase> {
+  const url = options.url ?? process.env.TOOLHOST_DATABASE_URL;
+  let database: ToolhostDatabase;
+  if (url && /^postgres(ql)?:\/\//.test(url)) {
+    const pool = new pg.Pool({ connectionString: url, max: 10 });
+    const db = new Kysely<DatabaseSchema>({ dialect: new PostgresDialect({ pool }) });
+    database = { db, dialect: "postgres", location: url.replace(/:[^:@/]*@/, ":***@"), close: () => db.destroy() };
+  } else {
+    const file = url ? resolve(url.replace(/^sqlite:/, "")) : join(resolveDataDir(options.dataDir), "toolhost.db");
+    mkdirSync(resolve(file, ".."), { recursive: true, mode: 0o700 });
+    const sqlite = new Database(file);
+    sqlite.pragma("journal_mode = WAL");
+    sqlite.pragma("busy_timeout = 5000");
+    sqlite.pragma("foreign_keys = ON");
+    const db = new Kysely<DatabaseSchema>({ dialect: new SqliteDialect({ database: sqlite }) });
+    database = { db, dialect: "sqlite", location: file, close: () => db.destroy() };
+  }
+  const migrator = new Migrator({ db: database.db, provider: new StaticMigrationProvider() });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === "Error")?.migrationName ?? "unknown";
+    await database.close();
+    throw new Error(`Database migration "${failed}" failed: ${(error as Error).message ?? String(error)}`);
+  }
+  return database;
+}

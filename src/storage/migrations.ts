@@ -1,0 +1,96 @@
+/**
+ * Schema migrations, written with Kysely's schema builder so that one set serves SQLite and PostgreSQL.
+ * Add a new entry (never edit a landed one); names sort in the order they run.
+ */
+import type { Kysely, Migration } from "kysely";
+
+export const migrations: Record<string, Migration> = {
+  "0001_initial": {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable("user_tool_settings")
+        .addColumn("user_id", "text", (c) => c.notNull())
+        .addColumn("tool_name", "text", (c) => c.notNull())
+        .addColumn("enabled", "integer")
+        .addColumn("parameters", "text", (c) => c.notNull().defaultTo("{}"))
+        .addColumn("updated_at", "text", (c) => c.notNull())
+        .addPrimaryKeyConstraint("user_tool_settings_pk", ["user_id", "tool_name"])
+        .execute();
+
+      await db.schema
+        .createTable("api_tokens")
+        .addColumn("id", "text", (c) => c.primaryKey())
+        .addColumn("user_id", "text", (c) => c.notNull())
+        .addColumn("token_hash", "text", (c) => c.notNull().unique())
+        .addColumn("label", "text")
+        .addColumn("created_at", "text", (c) => c.notNull())
+        .addColumn("last_used_at", "text")
+        .execute();
+
+      await db.schema
+        .createTable("chats")
+        .addColumn("id", "text", (c) => c.primaryKey())
+        .addColumn("user_id", "text", (c) => c.notNull())
+        .addColumn("title", "text")
+        .addColumn("working_directory", "text")
+        .addColumn("provider", "text")
+        .addColumn("model", "text")
+        .addColumn("created_at", "text", (c) => c.notNull())
+        .addColumn("updated_at", "text", (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex("chats_user_idx").on("chats").column("user_id").execute();
+
+      await db.schema
+        .createTable("chat_messages")
+        .addColumn("id", "text", (c) => c.primaryKey())
+        .addColumn("chat_id", "text", (c) => c.notNull().references("chats.id").onDelete("cascade"))
+        .addColumn("seq", "integer", (c) => c.notNull())
+        .addColumn("role", "text", (c) => c.notNull())
+        .addColumn("content", "text", (c) => c.notNull())
+        .addColumn("created_at", "text", (c) => c.notNull())
+        .addUniqueConstraint("chat_messages_chat_seq", ["chat_id", "seq"])
+        .execute();
+
+      await db.schema
+        .createTable("file_reads")
+        .addColumn("chat_id", "text", (c) => c.notNull())
+        .addColumn("path", "text", (c) => c.notNull())
+        .addColumn("sha256", "text", (c) => c.notNull())
+        .addColumn("read_at", "text", (c) => c.notNull())
+        .addPrimaryKeyConstraint("file_reads_pk", ["chat_id", "path"])
+        .execute();
+
+      await db.schema
+        .createTable("audit_log")
+        .addColumn("id", "text", (c) => c.primaryKey())
+        .addColumn("user_id", "text", (c) => c.notNull())
+        .addColumn("chat_id", "text")
+        .addColumn("tool", "text", (c) => c.notNull())
+        .addColumn("command", "text", (c) => c.notNull())
+        .addColumn("cwd", "text")
+        .addColumn("exit_code", "integer")
+        .addColumn("termination", "text", (c) => c.notNull())
+        .addColumn("duration_ms", "integer", (c) => c.notNull())
+        .addColumn("created_at", "text", (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex("audit_log_created_idx").on("audit_log").column("created_at").execute();
+
+      await db.schema
+        .createTable("images")
+        .addColumn("id", "text", (c) => c.primaryKey())
+        .addColumn("user_id", "text", (c) => c.notNull())
+        .addColumn("chat_id", "text")
+        .addColumn("path", "text", (c) => c.notNull())
+        .addColumn("mime_type", "text", (c) => c.notNull())
+        .addColumn("prompt", "text", (c) => c.notNull())
+        .addColumn("model", "text")
+        .addColumn("created_at", "text", (c) => c.notNull())
+        .execute();
+    },
+    async down(db: Kysely<any>) {
+      for (const table of ["images", "audit_log", "file_reads", "chat_messages", "chats", "api_tokens", "user_tool_settings"]) {
+        await db.schema.dropTable(table).ifExists().execute();
+      }
+    },
+  },
+};

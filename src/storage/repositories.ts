@@ -1,0 +1,295 @@
+/**
+ * Repositories over the database: tool settings (000: tool-settings-repository), API tokens, chats and their
+ * messages, the freshness ledger and the security audit log. Each implements a core interface where one exists,
+ * so the core never sees SQL.
+ */
+import { createHash, randomBytes, randomUUID } from "node:crypto";
+import type { Kysely } from "kysely";
+import type { ToolSettingsStore } from "../core/stores.js";
+import type { AuditEntry, AuditSink, FreshnessLedger, SavedToolSettings } from "../core/types.js";
+import type { ChatMessagesTable, ChatsTable, DatabaseSchema } from "./database.js";
+
+const now = () => new Date().toISOString();
+
+function parseJsonObject(text: string): Record<string, unknown> | null {
+  try {
+    const value = JSON.parse(text);
+    return value && typeof value === "object" && !Array.isArray(value) ? value : null;
+  } catch {
+    return null;
+  }
+}
+
+/** `user_tool_settings` as a ToolSettingsStore. Corrupt JSON reads back as null parameters (defaults apply). */
+export class SqlToolSettingsStore implements ToolSettingsStore {
+  constructor(private readonly db: Kysely<DatabaseSchema>) {}
+
+  async getAll(userId: string): Promise<Map<string, SavedToolSettings>> {
+    const rows = await this.db.selectFrom("user_tool_settings").selectAll().where("user_id", "=", userId).execute();
+    return new Map(
+      rows.map((r) => [r.tool_name, { enabled: r.enabled === null ? null : r.enabled === 1, parameters: parseJsonObject(r.parameters) }]),
+    );
+  }
+
+  async get(userId: string, toolName: string): Promise<SavedToolSettings | undefined> {
+    const r = await this.db
+      .selectFrom("user_tool_settings")
+      .selectAll()
+      .where("user_id", "=", userId)
+      .where("tool_name", "=", toolName)
+      .executeTakeFirst();
+    return r ? { enabled: r.enabled === null ? null : r.enabled === 1, parameters: parseJsonObject(r.parameters) } : undefined;
+  }
+
+  async save(userId: string, toolName: string, settings: { enabled: boolean | null; parameters: Record<string, unknown> }): Promise<void> {
+    const row = {
+      user_id: userId,
+      tool_name: toolName,
+      enabled: settings.enabled === null ? null : settings.enabled ? 1 : 0,
+      parameters: JSON.stringify(settings.parameters),
+      updated_at: now(),
+    };
+    await this.db
+      .insertInto("user_tool_settings")
+      .values(row)
+      .onConflict((oc) =>
+        oc.columns(["user_id", "tool_name"]).doUpdateSet({ enabled: row.enabled, parameters: row.parameters, updated_at: row.updated_at }),
+      )
+      .execute();
+  }
+}
+
+/** The freshness ledger in `file_reads`, per chat; survives restarts. */
+export class SqlFreshnessLedger implements FreshnessLedger {
+  constructor(private readonly db: Kysely<DatabaseSchema>) {}
+
+  async recordRead(chatId: string, absolutePath: string, sha256: string): Promise<void> {
+    const readAt = now();
+    await this.db
+      .insertInto("file_reads")
+      .values({ chat_id: chatId, path: absolutePath, sha256, read_at: readAt })
+      .onConflict((oc) => oc.columns(["chat_id", "path"]).doUpdateSet({ sha256, read_at: readAt }))
+      .execute();
+  }
+
+  async getRead(chatId: string, absolutePath: string): Promise<string | undefined> {
+    const row = await this.db
+      .selectFrom("file_reads")
+      .select("sha256")
+      .where("chat_id", "=", chatId)
+      .where("path", "=", absolutePath)
+      .executeTakeFirst();
+    return row?.sha256;
+  }
+}
+
+/** An audit entry as stored, with its id and time. */
+export interface StoredAuditEntry extends AuditEntry {
+  id: string;
+  createdAt: string;
+}
+
+/** The security audit log in `audit_log`. */
+export class SqlAuditLog implements AuditSink {
+  constructor(private readonly db: Kysely<DatabaseSchema>) {}
+
+  async record(entry: AuditEntry): Promise<void> {
+    await this.db
+      .insertInto("audit_log")
+      .values({
+        id: randomUUID(),
+        user_id: entry.userId,
+        chat_id: entry.chatId,
+        tool: entry.tool,
+        command: JSON.stringify(entry.command),
+        cwd: entry.cwd,
+        exit_code: entry.exitCode,
+        termination: entry.termination,
+        duration_ms: Math.round(entry.durationMs),
+        created_at: now(),
+      })
+      .execute();
+  }
+
+  /** The newest entries first; `userId` filters to one user; `limit` 1–1000 (default 100). */
+  async list(options: { userId?: string; limit?: number } = {}): Promise<StoredAuditEntry[]> {
+    let query = this.db.selectFrom("audit_log").selectAll().orderBy("created_at", "desc").orderBy("id");
+    if (options.userId) query = query.where("user_id", "=", options.userId);
+    const rows = await query.limit(Math.min(1000, Math.max(1, options.limit ?? 100))).execute();
+    return rows.map((r) => ({
+      id: r.id,
+      createdAt: r.created_at,
+      userId: r.user_id,
+      chatId: r.chat_id,
+      tool: r.tool,
+      command: JSON.parse(r.command),
+      cwd: r.cwd,
+      exitCode: r.exit_code,
+      termination: r.termination,
+      durationMs: r.duration_ms,
+    }));
+  }
+}
+
+/** sha256 hex digest of a token; only this is stored. */
+export function hashToken(token: string): string {
+  return createHash("sha256").update(token, "utf8").digest("hex");
+}
+
+/** Bearer tokens mapped to users (`api_tokens`), stored hashed. */
+export class TokenRepository {
+  constructor(private readonly db: Kysely<DatabaseSchema>) {}
+
+  /** Creates a token for the user; returns the plaintext token (shown once) and its id. */
+  async create(userId: string, label: string | null = null): Promise<{ id: string; token: string }> {
+    const token = `th_${randomBytes(32).toString("base64url")}`;
+    const id = randomUUID();
+    await this.db
+      .insertInto("api_tokens")
+      .values({ id, user_id: userId, token_hash: hashToken(token), label, created_at: now(), last_used_at: null })
+      .execute();
+    return { id, token };
+  }
+
+  /** The user id the token belongs to, or undefined for an unknown token. */
+  async authenticate(token: string): Promise<string | undefined> {
+    const row = await this.db
+      .selectFrom("api_tokens")
+      .select(["id", "user_id"])
+      .where("token_hash", "=", hashToken(token))
+      .executeTakeFirst();
+    return row?.user_id;
+  }
+
+  /** How many tokens exist (any user). */
+  async count(): Promise<number> {
+    const row = await this.db.selectFrom("api_tokens").select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+}
+
+/** A chat as the application sees it. */
+export interface Chat {
+  id: string;
+  userId: string;
+  title: string | null;
+  workingDirectory: string | null;
+  provider: string | null;
+  model: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** A stored chat message; `content` is the provider-neutral JSON the loop writes. */
+export interface ChatMessage {
+  id: string;
+  chatId: string;
+  seq: number;
+  role: string;
+  content: unknown;
+  createdAt: string;
+}
+
+function toChat(r: ChatsTable): Chat {
+  return {
+    id: r.id,
+    userId: r.user_id,
+    title: r.title,
+    workingDirectory: r.working_directory,
+    provider: r.provider,
+    model: r.model,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+function toMessage(r: ChatMessagesTable): ChatMessage {
+  return { id: r.id, chatId: r.chat_id, seq: r.seq, role: r.role, content: JSON.parse(r.content), createdAt: r.created_at };
+}
+
+/** Chats and their messages. Every read is scoped by user id: nobody reads another user's chat. */
+export class ChatRepository {
+  constructor(private readonly db: Kysely<DatabaseSchema>) {}
+
+  /** Creates a chat; `id` may be chosen by the caller (CLI `--chat ID`), else a UUID. */
+  async create(input: {
+    userId: string;
+    id?: string;
+    title?: string | null;
+    workingDirectory?: string | null;
+    provider?: string | null;
+    model?: string | null;
+  }): Promise<Chat> {
+    const at = now();
+    const row: ChatsTable = {
+      id: input.id ?? randomUUID(),
+      user_id: input.userId,
+      title: input.title ?? null,
+      working_directory: input.workingDirectory ?? null,
+      provider: input.provider ?? null,
+      model: input.model ?? null,
+      created_at: at,
+      updated_at: at,
+    };
+    await this.db.insertInto("chats").values(row).execute();
+    return toChat(row);
+  }
+
+  /** The chat if it exists and belongs to the user. */
+  async get(userId: string, chatId: string): Promise<Chat | undefined> {
+    const r = await this.db.selectFrom("chats").selectAll().where("id", "=", chatId).where("user_id", "=", userId).executeTakeFirst();
+    return r ? toChat(r) : undefined;
+  }
+
+  /** Whether any user has a chat with this id (ids are global). */
+  async exists(chatId: string): Promise<boolean> {
+    return (await this.db.selectFrom("chats").select("id").where("id", "=", chatId).executeTakeFirst()) !== undefined;
+  }
+
+  /** The user's chats, newest first. */
+  async list(userId: string, limit = 100): Promise<Chat[]> {
+    const rows = await this.db.selectFrom("chats").selectAll().where("user_id", "=", userId).orderBy("updated_at", "desc").limit(limit).execute();
+    return rows.map(toChat);
+  }
+
+  /** Updates provider/model/title of the user's chat. */
+  async update(userId: string, chatId: string, fields: { title?: string | null; provider?: string | null; model?: string | null }): Promise<void> {
+    await this.db
+      .updateTable("chats")
+      .set({ ...fields, updated_at: now() })
+      .where("id", "=", chatId)
+      .where("user_id", "=", userId)
+      .execute();
+  }
+
+  /** Messages of the chat in order. */
+  async messages(chatId: string): Promise<ChatMessage[]> {
+    const rows = await this.db.selectFrom("chat_messages").selectAll().where("chat_id", "=", chatId).orderBy("seq").execute();
+    return rows.map(toMessage);
+  }
+
+  /** Appends messages atomically (one transaction) after the chat's last one; returns them as stored. */
+  async append(chatId: string, messages: { role: string; content: unknown }[]): Promise<ChatMessage[]> {
+    if (messages.length === 0) return [];
+    return this.db.transaction().execute(async (trx) => {
+      const last = await trx
+        .selectFrom("chat_messages")
+        .select((eb) => eb.fn.max<number>("seq").as("seq"))
+        .where("chat_id", "=", chatId)
+        .executeTakeFirst();
+      let seq = Number(last?.seq ?? 0);
+      const at = now();
+      const rows: ChatMessagesTable[] = messages.map((m) => ({
+        id: randomUUID(),
+        chat_id: chatId,
+        seq: ++seq,
+        role: m.role,
+        content: JSON.stringify(m.content),
+        created_at: at,
+      }));
+      await trx.insertInto("chat_messages").values(rows).execute();
+      await trx.updateTable("chats").set({ updated_at: at }).where("id", "=", chatId).execute();
+      return rows.map(toMessage);
+    });
+  }
+}

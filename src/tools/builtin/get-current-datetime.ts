@@ -1,0 +1,159 @@
+/**
+ * get_current_datetime (000_6d817c25d4590fa9.txt, "Built-in Tools"): the current date and time in a requested
+ * IANA timezone and BCP 47 locale, formatted with Intl.DateTimeFormat. Returns ISO UTC, the local ISO time with
+ * its offset, a localized string and the UTC offset.
+ *
+ * Validation is explicit, because "the Intl constructor did not throw" is not validation: Intl silently falls
+ * back to another language for a locale it does not support, and accepts offset-style names that are not IANA
+ * zones in some versions.
+ */
+import { ToolArgumentError } from "../../core/errors.js";
+import { registerTool } from "../../core/registry.js";
+import { getStringSetting } from "../../core/settings-policy.js";
+import type { RegisteredTool, ToolParameterDescriptor } from "../../core/types.js";
+
+/** Result of get_current_datetime. */
+export interface CurrentDatetimeResult {
+  /** Canonical IANA timezone name, e.g. "America/Sao_Paulo". */
+  timezone: string;
+  /** Canonical BCP 47 locale used for `localized`. */
+  locale: string;
+  /** The instant in ISO 8601 UTC, e.g. "2025-01-15T12:00:00.000Z". */
+  utc: string;
+  /** Wall-clock time in the timezone, ISO 8601 with its offset, e.g. "2025-01-15T09:00:00-03:00". */
+  local: string;
+  /** Human-readable date and time in the locale, e.g. "sexta-feira, 5 de junho de 2020 às 12:00:00 BRT". */
+  localized: string;
+  /** UTC offset as ±HH:MM, e.g. "+05:45". */
+  offset: string;
+  /** Weekday in the locale, e.g. "sexta-feira". */
+  weekday: string;
+  /** Milliseconds since the Unix epoch. */
+  epochMs: number;
+}
+
+const IANA_NAME = /^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/;
+
+/** Validates an IANA timezone name and returns its canonical spelling; throws ToolArgumentError naming it. */
+export function validateTimezone(timezone: string, argument = "timezone"): string {
+  const fail = (why: string): never => {
+    throw new ToolArgumentError(
+      `Invalid argument "${argument}": ${JSON.stringify(timezone)} ${why}. Use an IANA timezone name such as "America/Sao_Paulo", "Europe/Berlin" or "UTC".`,
+      { argument, rule: "iana_timezone" },
+    );
+  };
+  if (!IANA_NAME.test(timezone) || /^(GMT|UTC)[+-]/i.test(timezone)) fail("is not an IANA timezone name");
+  try {
+    return new Intl.DateTimeFormat("en-US", { timeZone: timezone }).resolvedOptions().timeZone;
+  } catch {
+    return fail("is not a known IANA timezone");
+  }
+}
+
+/** Validates a BCP 47 locale that this runtime can format; returns its canonical form; throws ToolArgumentError. */
+export function validateLocale(locale: string, argument = "locale"): string {
+  let canonical: string | undefined;
+  try {
+    canonical = Intl.getCanonicalLocales(locale)[0];
+  } catch {
+    canonical = undefined;
+  }
+  if (!canonical) {
+    throw new ToolArgumentError(
+      `Invalid argument "${argument}": ${JSON.stringify(locale)} is not a BCP 47 language tag. Use a tag such as "pt-BR" or "en-US" (hyphen, not underscore).`,
+      { argument, rule: "bcp47_locale" },
+    );
+  }
+  if (Intl.DateTimeFormat.supportedLocalesOf([canonical]).length === 0) {
+    throw new ToolArgumentError(
+      `Invalid argument "${argument}": locale ${JSON.stringify(locale)} is not supported for date formatting here, so it would silently fall back to another language. Use a supported locale such as "pt-BR", "de-DE" or "en-US".`,
+      { argument, rule: "supported_locale" },
+    );
+  }
+  return canonical;
+}
+
+function offsetOf(date: Date, timeZone: string): string {
+  const name = new Intl.DateTimeFormat("en-US", { timeZone, timeZoneName: "longOffset" })
+    .formatToParts(date)
+    .find((p) => p.type === "timeZoneName")?.value;
+  const match = /^GMT([+-]\d{2}):?(\d{2})?$/.exec(name ?? "");
+  return match ? `${match[1]}:${match[2] ?? "00"}` : "+00:00";
+}
+
+function localIso(date: Date, timeZone: string, offset: string): string {
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat("en-US", {
+      timeZone,
+      year: "numeric",
+      month: "2-digit",
+      day: "2-digit",
+      hour: "2-digit",
+      minute: "2-digit",
+      second: "2-digit",
+      hourCycle: "h23",
+    })
+      .formatToParts(date)
+      .map((p) => [p.type, p.value]),
+  );
+  return `${parts.year}-${parts.month}-${parts.day}T${parts.hour}:${parts.minute}:${parts.second}${offset}`;
+}
+
+/** Formats `date` for a validated timezone and locale. */
+export function describeInstant(date: Date, timeZone: string, locale: string): CurrentDatetimeResult {
+  const offset = offsetOf(date, timeZone);
+  return {
+    timezone: timeZone,
+    locale,
+    utc: date.toISOString(),
+    local: localIso(date, timeZone, offset),
+    localized: new Intl.DateTimeFormat(locale, { dateStyle: "full", timeStyle: "long", timeZone }).format(date),
+    offset,
+    weekday: new Intl.DateTimeFormat(locale, { weekday: "long", timeZone }).format(date),
+    epochMs: date.getTime(),
+  };
+}
+
+const parameterDescriptors: ToolParameterDescriptor[] = [
+  { name: "defaultTimezone", type: "string", description: "IANA timezone used when the model gives none.", default: "UTC" },
+  { name: "defaultLocale", type: "string", description: "BCP 47 locale used when the model gives none.", default: "en-US" },
+];
+
+export const getCurrentDatetimeTool: RegisteredTool = {
+  definition: {
+    name: "get_current_datetime",
+    description:
+      "Returns the current date and time in a timezone and locale: ISO UTC, local ISO time with UTC offset, and a localized text.",
+    parameters: {
+      type: "object",
+      properties: {
+        timezone: { type: "string", description: "IANA timezone name, e.g. America/Sao_Paulo. Default: UTC." },
+        locale: { type: "string", description: "BCP 47 locale for the localized text, e.g. pt-BR. Default: en-US." },
+      },
+      required: [],
+    },
+  },
+  settings: {
+    title: "Current date and time",
+    description: "Lets the model know the current date and time in any timezone.",
+    category: "system",
+    enabledByDefault: true,
+    canDisable: true,
+    defaultParameters: { defaultTimezone: "UTC", defaultLocale: "en-US" },
+    parameterDescriptors,
+  },
+  async execute(args, context) {
+    const { timezone, locale } = args as { timezone?: string; locale?: string };
+    const zone = validateTimezone(
+      timezone ?? getStringSetting(context.settings.parameters.defaultTimezone, "UTC"),
+      timezone === undefined ? "defaultTimezone" : "timezone",
+    );
+    const tag = validateLocale(
+      locale ?? getStringSetting(context.settings.parameters.defaultLocale, "en-US"),
+      locale === undefined ? "defaultLocale" : "locale",
+    );
+    return describeInstant(new Date(), zone, tag);
+  },
+};
+
+registerTool(getCurrentDatetimeTool);

@@ -1,0 +1,6 @@
+/**
+ * Imports every built-in tool so that each registers itself (000: "Import the tool in index.ts to trigger
+ * registration"). Add one line per new built-in file.
+ */
+import "./builtin/get-current-datetime.js";
+import "./builtin/list-directory.js";

@@ -1,0 +1,22 @@
+/** Test helpers: a fresh in-memory runtime over the default registry (built-ins registered). */
+import "../../src/tools/index.js";
+import { ToolRuntime } from "../../src/core/runtime.js";
+import { MemoryAuditSink, MemoryFreshnessLedger, MemoryToolSettingsStore } from "../../src/core/stores.js";
+import type { Logger } from "../../src/core/types.js";
+
+/** A logger that records what it was given, so tests can assert on warnings. */
+export function recordingLogger(): Logger & { lines: { level: string; obj: unknown; msg?: string }[] } {
+  const lines: { level: string; obj: unknown; msg?: string }[] = [];
+  const at = (level: string) => (obj: object | string, msg?: string) => void lines.push({ level, obj, msg });
+  return { lines, debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
+}
+
+/** A runtime with in-memory settings, ledger and audit sink. */
+export function memoryRuntime(dataDir = "/tmp/toolhost-test-data") {
+  const store = new MemoryToolSettingsStore();
+  const ledger = new MemoryFreshnessLedger();
+  const audit = new MemoryAuditSink();
+  const logger = recordingLogger();
+  const runtime = new ToolRuntime({ store, ledger, audit, logger, dataDir });
+  return { runtime, store, ledger, audit, logger };
+}
