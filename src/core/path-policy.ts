@@ -1,0 +1,315 @@
+/**
+ * The shared path policy of every path-taking tool (000_6d817c25d4590fa9.txt, "Built-in Tools": the path
+ * convention and "resolveAndValidatePath"; issue 4, "Path policy").
+ *
+ * Rules:
+ * - A model-supplied path is absolute, `~`-prefixed, or relative to the chat working directory (none bound: the
+ *   process working directory). It is normalized lexically first (`..` and `.` removed), so the kernel never sees
+ *   a `..` after a symlink.
+ * - Restriction is on by default (`restrictPaths: true`). With no `allowedPaths`, the one allowed root is the
+ *   chat working directory (none bound: `process.cwd()`). `allowedPaths` replaces that root with its own list.
+ * - `deniedPaths` always apply (even with restriction off) and win over `allowedPaths`.
+ * - Containment is decided on the real path after symlinks resolve, compared segment-wise (`/t/proj` never admits
+ *   `/t/proj-secrets`). A path that does not exist yet is decided on its nearest existing ancestor; a dangling
+ *   link is followed as a path (never created through), so a dangling link inside pointing outside is refused.
+ * - A refusal is an AccessDeniedError naming the input path and the rule, never what lies outside.
+ */
+import { realpathSync } from "node:fs";
+import { lstat, readlink, realpath, stat } from "node:fs/promises";
+import { homedir } from "node:os";
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { AccessDeniedError, NotFoundError, ToolArgumentError } from "./errors.js";
+import { getBooleanSetting, getStringListSetting } from "./settings-policy.js";
+import type { ToolContext, ToolParameterDescriptor } from "./types.js";
+
+/** Settings descriptors every path-taking tool includes: allowedPaths, deniedPaths, restrictPaths. */
+export const PATH_POLICY_DESCRIPTORS: ToolParameterDescriptor[] = [
+  {
+    name: "allowedPaths",
+    type: "string[]",
+    description:
+      "Directories the tool may touch (absolute or ~-prefixed). Empty: only the chat working directory (or the process working directory when none is bound).",
+    default: [],
+    max: 100,
+  },
+  {
+    name: "deniedPaths",
+    type: "string[]",
+    description: "Files or directories the tool must never touch, even inside an allowed directory. Deny wins.",
+    default: [],
+    max: 100,
+  },
+  {
+    name: "restrictPaths",
+    type: "boolean",
+    description:
+      "Confine the tool to the allowed directories (default true). Off: any path the process can reach, except deniedPaths.",
+    default: true,
+  },
+];
+
+/** Default values of the path-policy settings. */
+export const PATH_POLICY_DEFAULTS: { allowedPaths: string[]; deniedPaths: string[]; restrictPaths: boolean } = {
+  allowedPaths: [],
+  deniedPaths: [],
+  restrictPaths: true,
+};
+
+/** Most symlink hops followed while resolving one path (same order as the kernel's limit). */
+const MAX_LINK_HOPS = 40;
+
+/**
+ * True when `child` equals `root` or lies beneath it, compared on whole path segments after lexical
+ * normalization (`/a/proj` contains `/a/proj/x` but not `/a/proj2`, `/a/proj-old` or `/a`). Both must be absolute;
+ * anything else (empty, relative, non-string, NUL-bearing) is false.
+ */
+export function isPathInside(child: string, root: string): boolean {
+  if (typeof child !== "string" || typeof root !== "string") return false;
+  if (!child || !root || child.includes("\0") || root.includes("\0")) return false;
+  if (!isAbsolute(child) || !isAbsolute(root)) return false;
+  const rel = relative(resolve(root), resolve(child));
+  return rel === "" || (rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
+}
+
+/**
+ * True when `path` lies within one of `roots` (see isPathInside). Relative roots resolve against process.cwd();
+ * empty or non-string roots are skipped; an empty or non-string path, or a root list that is not an array, is false.
+ */
+export function isPathWithinRoots(path: string, roots: readonly string[]): boolean {
+  if (typeof path !== "string" || !path || path.includes("\0") || !Array.isArray(roots)) return false;
+  const absolute = resolve(path);
+  return roots.some(
+    (r) => typeof r === "string" && r !== "" && !r.includes("\0") && isPathInside(absolute, resolve(r)),
+  );
+}
+
+/** The directory relative inputs resolve against: the chat working directory, else process.cwd(). */
+export function baseDirectory(context: Pick<ToolContext, "workingDirectory">): string {
+  return context.workingDirectory ? resolve(context.workingDirectory) : process.cwd();
+}
+
+/**
+ * Expands a path lexically: `~` and `~/…` → the home directory, absolute paths normalized, anything else
+ * resolved against `base`. Does not touch the filesystem.
+ */
+export function expandPath(input: string, base: string): string {
+  if (input === "~") return homedir();
+  if (input.startsWith("~/") || (sep === "\\" && input.startsWith("~\\"))) return join(homedir(), input.slice(2));
+  return isAbsolute(input) ? resolve(input) : resolve(base, input);
+}
+
+function errnoOf(error: unknown): string | undefined {
+  return (error as NodeJS.ErrnoException | undefined)?.code;
+}
+
+/** Outcome of resolving a path through symlinks without requiring it to exist. */
+interface LooseReal {
+  /** The real location the path designates (through every link, including dangling ones). */
+  real: string;
+  /** Whether something exists there (a dangling link does not count). */
+  exists: boolean;
+}
+
+/**
+ * Resolves `absolute` (already lexically normalized) through symlinks. When it does not exist, the nearest
+ * existing ancestor is resolved and the missing tail appended; a dangling link is followed to where it points.
+ * Throws ToolArgumentError on a symlink loop.
+ */
+async function realpathLoose(absolute: string, input: string, hops = 0): Promise<LooseReal> {
+  if (hops > MAX_LINK_HOPS) throw loopError(input);
+  try {
+    return { real: await realpath(absolute), exists: true };
+  } catch (error) {
+    const code = errnoOf(error);
+    if (code === "ELOOP") throw loopError(input);
+    if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
+  }
+  // Something on the way is missing. Is the last component itself a (dangling) link?
+  let isLink = false;
+  try {
+    isLink = (await lstat(absolute)).isSymbolicLink();
+  } catch (error) {
+    const code = errnoOf(error);
+    if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
+  }
+  const parent = dirname(absolute);
+  if (parent === absolute) return { real: absolute, exists: false };
+  const parentReal = await realpathLoose(parent, input, hops);
+  if (isLink) {
+    const target = await readlink(absolute);
+    const next = isAbsolute(target) ? resolve(target) : resolve(parentReal.real, target);
+    const followed = await realpathLoose(next, input, hops + 1);
+    return { real: followed.real, exists: false };
+  }
+  return { real: join(parentReal.real, basename(absolute)), exists: false };
+}
+
+function loopError(input: string): ToolArgumentError {
+  return new ToolArgumentError(
+    `Path "${input}" goes through a symbolic link loop (or too many links); pass a path that does not cycle.`,
+    { path: input, rule: "symlink_loop" },
+  );
+}
+
+/** Every form under which a configured root may be met: its lexical and its real location. */
+async function rootForms(entries: readonly string[], base: string): Promise<string[]> {
+  const out = new Set<string>();
+  for (const entry of entries) {
+    if (typeof entry !== "string" || entry.trim() === "" || entry.includes("\0")) continue;
+    const lexical = expandPath(entry.trim(), base);
+    out.add(lexical);
+    try {
+      out.add((await realpathLoose(lexical, entry)).real);
+    } catch {
+      // an unresolvable root (loop) still counts under its lexical form
+    }
+  }
+  return [...out];
+}
+
+/** The effective path policy of a call, as read from its settings. */
+export interface EffectivePathPolicy {
+  restrict: boolean;
+  /** Allowed roots, lexical and real forms (empty when restriction is off). */
+  allowed: string[];
+  /** Denied entries, lexical and real forms. */
+  denied: string[];
+  /** Whether the allowed roots came from `allowedPaths` (else: the working directory). */
+  explicitRoots: boolean;
+}
+
+/** Reads allowedPaths / deniedPaths / restrictPaths from the call's settings (stored settings coerce to defaults). */
+export async function effectivePathPolicy(context: ToolContext): Promise<EffectivePathPolicy> {
+  const params = context.settings?.parameters ?? {};
+  const base = baseDirectory(context);
+  const restrict = getBooleanSetting(params.restrictPaths, PATH_POLICY_DEFAULTS.restrictPaths);
+  const allowedList = getStringListSetting(params.allowedPaths, PATH_POLICY_DEFAULTS.allowedPaths).filter(
+    (p) => p.trim() !== "",
+  );
+  const deniedList = getStringListSetting(params.deniedPaths, PATH_POLICY_DEFAULTS.deniedPaths);
+  const explicitRoots = allowedList.length > 0;
+  const allowed = restrict ? await rootForms(explicitRoots ? allowedList : [base], base) : [];
+  const denied = await rootForms(deniedList, base);
+  return { restrict, allowed, denied, explicitRoots };
+}
+
+/**
+ * Decides one already-resolved location against a policy. Returns null when allowed, else the rule that refuses
+ * it ("deniedPaths", "allowedPaths" or "workingDirectory"). `lexical` and `real` are absolute.
+ */
+export function policyRefusal(policy: EffectivePathPolicy, lexical: string, real: string): string | null {
+  if (policy.denied.some((d) => isPathInside(real, d) || isPathInside(lexical, d))) return "deniedPaths";
+  if (policy.restrict && !policy.allowed.some((root) => isPathInside(real, root))) {
+    return policy.explicitRoots ? "allowedPaths" : "workingDirectory";
+  }
+  return null;
+}
+
+/** The AccessDeniedError for a refused path: names the input and the rule, never the resolved target. */
+export function accessDenied(input: string, rule: string, argument = "path"): AccessDeniedError {
+  const why =
+    rule === "deniedPaths"
+      ? "it is covered by the deniedPaths setting"
+      : rule === "allowedPaths"
+        ? "it resolves outside the directories allowed by the allowedPaths setting"
+        : "it resolves outside the chat working directory (the only allowed directory while restrictPaths is on and allowedPaths is empty)";
+  return new AccessDeniedError(
+    `Access denied to "${input}": ${why}. Use a path inside the allowed directories, or ask the user to change the tool's path settings.`,
+    { path: input, argument, rule },
+  );
+}
+
+/**
+ * Resolves a model-supplied path (absolute, ~-prefixed, or relative to context.workingDirectory, else
+ * process.cwd()) and enforces the policy from context.settings.parameters (allowedPaths, deniedPaths,
+ * restrictPaths).
+ *
+ * Returns `absolute` (the lexically normalized path, what results are reported from) and `real` (the location
+ * after every symlink; for a missing file, its nearest existing ancestor's real path plus the missing tail) —
+ * open `real`.
+ *
+ * Throws AccessDeniedError (access_denied, naming the input path and the rule, never leaking what lies outside),
+ * NotFoundError when `mustExist` and it does not exist, ToolArgumentError for an empty path, a NUL byte, a
+ * symlink loop, or the wrong kind (`kind: "file" | "directory"`).
+ */
+export async function resolveAndValidatePath(
+  input: string,
+  context: ToolContext,
+  options: { mustExist?: boolean; kind?: "file" | "directory" | "any"; argument?: string } = {},
+): Promise<{ absolute: string; real: string }> {
+  const argument = options.argument ?? "path";
+  if (typeof input !== "string" || input.trim() === "") {
+    throw new ToolArgumentError(`Invalid argument "${argument}": must be a non-empty path.`, {
+      argument,
+      rule: "non_empty",
+    });
+  }
+  if (input.includes("\0")) {
+    throw new ToolArgumentError(`Invalid argument "${argument}": a path must not contain a NUL byte.`, {
+      argument,
+      rule: "nul_byte",
+    });
+  }
+  const absolute = expandPath(input, baseDirectory(context));
+  const policy = await effectivePathPolicy(context);
+  const { real, exists } = await realpathLoose(absolute, input);
+  const rule = policyRefusal(policy, absolute, real);
+  if (rule) throw accessDenied(input, rule, argument);
+
+  if (options.mustExist && !exists) {
+    throw new NotFoundError(
+      `No such file or directory: "${input}". Check the path (list_directory or glob can help).`,
+      {
+        path: input,
+        argument,
+      },
+    );
+  }
+  const kind = options.kind ?? "any";
+  if (exists && kind !== "any") {
+    const info = await stat(real);
+    if (kind === "file" && info.isDirectory()) {
+      throw new ToolArgumentError(
+        `Invalid argument "${argument}": "${input}" is a directory, not a file; use list_directory or glob for directories.`,
+        { argument, rule: "kind", path: input },
+      );
+    }
+    if (kind === "directory" && !info.isDirectory()) {
+      throw new ToolArgumentError(
+        `Invalid argument "${argument}": "${input}" is not a directory; use read_file for files.`,
+        { argument, rule: "kind", path: input },
+      );
+    }
+  }
+  return { absolute, real };
+}
+
+const realWorkingDirs = new Map<string, string | null>();
+
+function realOf(dir: string): string | null {
+  let value = realWorkingDirs.get(dir);
+  if (value === undefined) {
+    try {
+      value = realpathSync.native(dir);
+    } catch {
+      value = null;
+    }
+    if (realWorkingDirs.size > 1000) realWorkingDirs.clear();
+    realWorkingDirs.set(dir, value);
+  }
+  return value;
+}
+
+/**
+ * A result path relative to the chat working directory ("." for the directory itself), or absolute when no
+ * directory is bound or the path lies outside it (000: the path convention). Separators are `/`-style on POSIX.
+ */
+export function toResultPath(absolutePath: string, context: Pick<ToolContext, "workingDirectory">): string {
+  const target = resolve(absolutePath);
+  if (!context.workingDirectory) return target;
+  const wd = resolve(context.workingDirectory);
+  for (const root of [wd, realOf(wd)]) {
+    if (root && isPathInside(target, root)) return relative(root, target) || ".";
+  }
+  return target;
+}

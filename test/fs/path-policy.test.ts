@@ -1,0 +1,240 @@
+/**
+ * Path policy: hostile cases first. The table ports the case list of the MCP reference filesystem server's
+ * path-validation tests (modelcontextprotocol/servers, src/filesystem/__tests__/path-validation.test.ts), then
+ * resolveAndValidatePath is exercised on real trees with real symlinks.
+ */
+import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isPathWithinRoots, resolveAndValidatePath, toResultPath } from "../../src/core/path-policy.js";
+import { makeContext, tempDir } from "./helpers.js";
+
+type Row = [path: unknown, roots: unknown, expected: boolean, why: string];
+const P = "/home/user/project";
+const rows: Row[] = [
+  [P, [P], true, "exact directory"],
+  [`${P}/src`, [P], true, "subdirectory"],
+  [`${P}/src/index.js`, [P], true, "file in subdirectory"],
+  [`${P}/deeply/nested/file.txt`, [P], true, "deep file"],
+  ["/home/user/project2", [P], false, "prefix: project2"],
+  ["/home/user/project_backup", [P], false, "prefix: _backup"],
+  ["/home/user/project-old", [P], false, "prefix: -old"],
+  ["/home/user/projectile", [P], false, "prefix: projectile"],
+  ["/home/user/project.bak", [P], false, "prefix: .bak"],
+  ["/home/user/other", [P], false, "sibling"],
+  ["/etc/passwd", [P], false, "elsewhere"],
+  ["/home/user", [P], false, "parent"],
+  ["/", [P], false, "filesystem root"],
+  ["/home/user/project1/src", ["/home/user/project1", "/home/user/project2"], true, "multiple roots 1"],
+  ["/home/user/project2/src", ["/home/user/project1", "/home/user/project2"], true, "multiple roots 2"],
+  ["/home/user/project3", ["/home/user/project1", "/home/user/project2"], false, "multiple roots miss"],
+  ["/home/user/project1_backup", ["/home/user/project1", "/home/user/project2"], false, "multiple roots prefix"],
+  ["/home/user/project2-old", ["/home/user/project1", "/home/user/project2"], false, "multiple roots prefix 2"],
+  ["/test", ["/test/allowed"], false, "parent of root"],
+  ["/test/allowed_sibling", ["/test/allowed"], false, "sibling with common prefix"],
+  ["/test/allowed2", ["/test/allowed"], false, "sibling with digit"],
+  ["/home/user/my-project (v2)", ["/home/user/my-project (v2)"], true, "special characters exact"],
+  ["/home/user/my-project (v2)/src", ["/home/user/my-project (v2)"], true, "special characters child"],
+  ["/home/user/my-project (v2)_backup", ["/home/user/my-project (v2)"], false, "special characters prefix"],
+  ["/home/user/my-project", ["/home/user/my-project (v2)"], false, "shorter name"],
+  ["", [P], false, "empty path"],
+  [P, [], false, "no roots"],
+  [`${P}/`, [P], true, "trailing separator on path"],
+  [P, [`${P}/`], true, "trailing separator on root"],
+  [`${P}/`, [`${P}/`], true, "trailing separators on both"],
+  ["/home/user/project2", [`${P}/`], false, "prefix with separator root"],
+  ["/home/user/project2/", [P], false, "prefix with separator path"],
+  [P, ["", P, ""], true, "empty root entries skipped"],
+  ["/home/user/other", ["", P, ""], false, "empty root entries still validate"],
+  ["relative/path", [process.cwd()], true, "relative path against cwd"],
+  ["./file", [process.cwd()], true, "dot-relative path against cwd"],
+  ["/some/other/absolute/path/file", ["relative/path", "/some/other/absolute/path"], true, "relative root ignored"],
+  ["/absolute/path/file", ["relative/path", "/some/other/absolute/path"], false, "relative root does not match"],
+  [null, [P], false, "null path"],
+  [undefined, [P], false, "undefined path"],
+  ["/path", null, false, "null roots"],
+  ["/path", undefined, false, "undefined roots"],
+  ["/home/user/café", ["/home/user/café"], true, "unicode exact"],
+  ["/home/user/café/file", ["/home/user/café"], true, "unicode child"],
+  ["/home/user/cafe\u0301", ["/home/user/café"], false, "decomposed unicode differs"],
+  ["/home/user/my project", ["/home/user/my project"], true, "spaces exact"],
+  ["/home/user/my project/file", ["/home/user/my project"], true, "spaces child"],
+  ["/home/user/my", ["/home/user/my project"], false, "spaces partial 1"],
+  ["/home/user/my proj", ["/home/user/my project"], false, "spaces partial 2"],
+  ["/home/anything", ["/home", "/home/user", P], true, "nested roots 1"],
+  ["/home/other/deep/path", ["/home", "/home/user", P], true, "nested roots most permissive"],
+  ["/", ["/"], true, "root allowed: root"],
+  ["/etc/passwd", ["/"], true, "root allowed: anything"],
+  [`${P}/../../../etc/passwd`, [P], false, "traversal to /etc"],
+  [`${P}/../../other`, [P], false, "traversal to other"],
+  [`${P}/../project2`, [P], false, "traversal to prefix sibling"],
+  [`${P}/src/../../project2`, [P], false, "mixed traversal"],
+  [`${P}/./../../other`, [P], false, "dot then traversal"],
+  [`${P}/../project/../../../etc`, [P], false, "multiple traversal"],
+  ["/home/user/safe/file", ["/home/user/project/../safe"], true, "traversal in root normalizes"],
+  [`${P}/file`, ["/home/user/project/../safe"], false, "traversal in root excludes original"],
+  [`${P}/..test`, [P], true, "double dots prefix in name"],
+  [`${P}/test..`, [P], true, "double dots suffix in name"],
+  [`${P}/te..st`, [P], true, "double dots inside name"],
+  [`${P}/../test`, [P], false, "real traversal"],
+  [`${P}/..`, [P], false, "parent by .."],
+  [`${P}\x00/etc/passwd`, [P], false, "NUL byte 1"],
+  [`${P}/test\x00.txt`, [P], false, "NUL byte 2"],
+  [`\x00${P}`, [P], false, "NUL byte 3"],
+  [`${P}/\x00`, [P], false, "NUL byte 4"],
+  [P, [`${P}\x00`], false, "NUL byte in root"],
+  [`${P}/file`, [`${P}\x00`], false, "NUL byte in root child"],
+  [`${P}/report_50%.pdf`, [P], true, "percent in name"],
+  [`${P}/Q1_25%_growth`, [P], true, "percent in name 2"],
+  [`${P}/%41`, [P], true, "percent-encoded name is literal"],
+  [`${P}/%2e%2e`, [P], true, "encoded dots are literal"],
+  [`${P}/file%20name`, [P], true, "encoded space is literal"],
+  ["/home/user/project%20files/test", ["/home/user/project%20files"], true, "percent in root"],
+  ["/home/user/project files/test", ["/home/user/project%20files"], false, "percent root is not decoded"],
+  [`${P}//`, [P], true, "double trailing slash"],
+  [`${P}///`, [P], true, "triple trailing slash"],
+  [`${P}/./src`, [P], true, "dot segment"],
+  ["/home/user/./project/src", [P], true, "dot segment above root"],
+  [`${P}//src//file`, [P], true, "double slashes"],
+  ["/home//user//project//src", [P], true, "double slashes everywhere"],
+  ["/home/user//project2", [P], false, "double slashes prefix sibling"],
+  [123, [P], false, "number path"],
+  [{}, [P], false, "object path"],
+  [[], [P], false, "array path"],
+  [P, [123], false, "number root"],
+  [P, [{}], false, "object root"],
+  [`${P}/${"a/".repeat(1000)}file.txt`, [P], true, "very long path"],
+  [`${P}/${"a/".repeat(1000)}${"../".repeat(1001)}etc/passwd`, [P], false, "very long escaping path"],
+  [`${P}/file`, ["/home/user/../user/project"], true, "root normalizes safely"],
+  ["/home/user/other", ["/home/user/../user/project"], false, "root normalizes safely, other"],
+  [`${P}/.`, [P], true, "trailing dot"],
+  [`${P}/...`, [P], true, "three dots name"],
+  [`${P}/....`, [P], true, "four dots name"],
+];
+
+describe("isPathWithinRoots (MCP reference case list)", () => {
+  it.each(rows)("%j in %j → %s (%s)", (path, roots, expected) => {
+    expect(isPathWithinRoots(path as string, roots as string[])).toBe(expected);
+  });
+});
+
+describe("resolveAndValidatePath on real trees", () => {
+  let dir: string;
+  let cleanup: () => void;
+  let proj: string;
+  let outside: string;
+  beforeAll(() => {
+    ({ dir, cleanup } = tempDir());
+    proj = join(dir, "proj");
+    outside = join(dir, "proj-secrets");
+    mkdirSync(join(proj, "src"), { recursive: true });
+    mkdirSync(join(proj, "secret"), { recursive: true });
+    mkdirSync(outside);
+    writeFileSync(join(proj, "src", "a.ts"), "export const a = 1;\n");
+    writeFileSync(join(proj, "secret", "key.txt"), "TOPSECRET\n");
+    writeFileSync(join(outside, "passwd"), "root:x:0:0\n");
+    symlinkSync(join(outside, "passwd"), join(proj, "link-file"));
+    symlinkSync(outside, join(proj, "link-dir"));
+    symlinkSync(join(outside, "not-yet"), join(proj, "dangling-out"));
+    symlinkSync(join(proj, "src", "new.ts"), join(proj, "dangling-in"));
+    symlinkSync(join(proj, "secret", "key.txt"), join(proj, "alias"));
+    symlinkSync(join(proj, "src", "a.ts"), join(proj, "inner-link"));
+    symlinkSync(join(proj, "loop-b"), join(proj, "loop-a"));
+    symlinkSync(join(proj, "loop-a"), join(proj, "loop-b"));
+  });
+  afterAll(() => cleanup());
+
+  const ctx = (parameters: Record<string, unknown> = {}) => makeContext({ workingDirectory: proj, parameters });
+  const denied = async (input: string, parameters: Record<string, unknown> = {}, rule?: string) => {
+    const err = await resolveAndValidatePath(input, ctx(parameters)).then(
+      () => null,
+      (e) => e,
+    );
+    expect(err?.code, `${input} should be refused`).toBe("access_denied");
+    expect(err.message).toContain(input);
+    if (!input.includes("proj-secrets")) expect(err.message).not.toContain("proj-secrets");
+    if (rule) expect(err.details.rule).toBe(rule);
+    return err;
+  };
+
+  it("refuses a prefix sibling of the working directory", async () => {
+    await denied("../proj-secrets/passwd", {}, "workingDirectory");
+    await denied(join(outside, "passwd"));
+  });
+  it("refuses `..` escapes and absolute paths outside", async () => {
+    await denied("src/../../proj-secrets");
+    await denied("/etc/passwd");
+    await denied("..");
+  });
+  it("refuses a link to a file outside and a link to a directory outside", async () => {
+    await denied("link-file");
+    await denied("link-dir");
+    await denied("link-dir/passwd");
+    await denied("link-dir/new-file.txt");
+  });
+  it("refuses a dangling link pointing outside (decided where it points, not followed)", async () => {
+    await denied("dangling-out");
+  });
+  it("allows a dangling link pointing inside, and links that stay inside", async () => {
+    await expect(resolveAndValidatePath("dangling-in", ctx())).resolves.toMatchObject({
+      real: join(proj, "src", "new.ts"),
+    });
+    await expect(resolveAndValidatePath("inner-link", ctx())).resolves.toMatchObject({
+      real: join(proj, "src", "a.ts"),
+    });
+  });
+  it("deny wins over allow, also through a link alias and with restriction off", async () => {
+    await denied("secret/key.txt", { deniedPaths: [join(proj, "secret")] }, "deniedPaths");
+    await denied("alias", { deniedPaths: ["secret"] }, "deniedPaths");
+    await denied("alias", { deniedPaths: ["secret"], restrictPaths: false }, "deniedPaths");
+    await denied("secret", { deniedPaths: ["secret/"], allowedPaths: [proj] }, "deniedPaths");
+  });
+  it("refuses a symlink loop as a bad argument", async () => {
+    const err = await resolveAndValidatePath("loop-a", ctx()).catch((e) => e);
+    expect(err.code).toBe("validation_failed");
+    expect(err.details.rule).toBe("symlink_loop");
+  });
+  it("allowedPaths replaces the working-directory root; restrictPaths false lifts it", async () => {
+    await expect(
+      resolveAndValidatePath(join(outside, "passwd"), ctx({ allowedPaths: [outside] })),
+    ).resolves.toBeTruthy();
+    await denied("src/a.ts", { allowedPaths: [outside] }, "allowedPaths");
+    await expect(resolveAndValidatePath("link-file", ctx({ restrictPaths: false }))).resolves.toMatchObject({
+      real: join(outside, "passwd"),
+    });
+  });
+  it("resolves relative, absolute, and ~ paths; decides a missing file on its nearest ancestor", async () => {
+    const r = await resolveAndValidatePath("src/deep/new/file.txt", ctx());
+    expect(r.absolute).toBe(join(proj, "src/deep/new/file.txt"));
+    const home = await resolveAndValidatePath("~/x", ctx({ restrictPaths: false }));
+    expect(home.absolute).toBe(join(homedir(), "x"));
+  });
+  it("classifies empty paths, NUL bytes, missing files and wrong kinds", async () => {
+    await expect(resolveAndValidatePath("", ctx())).rejects.toMatchObject({ code: "validation_failed" });
+    await expect(resolveAndValidatePath("  ", ctx())).rejects.toMatchObject({ code: "validation_failed" });
+    await expect(resolveAndValidatePath("a\0b", ctx())).rejects.toMatchObject({ code: "validation_failed" });
+    await expect(resolveAndValidatePath("nope.txt", ctx(), { mustExist: true })).rejects.toMatchObject({
+      code: "not_found",
+    });
+    await expect(resolveAndValidatePath("src", ctx(), { kind: "file" })).rejects.toMatchObject({
+      code: "validation_failed",
+    });
+    await expect(resolveAndValidatePath("src/a.ts", ctx(), { kind: "directory" })).rejects.toMatchObject({
+      code: "validation_failed",
+    });
+  });
+  it("falls back to process.cwd() when no working directory is bound", async () => {
+    const c = makeContext({ workingDirectory: null });
+    const r = await resolveAndValidatePath("package.json", c, { mustExist: true });
+    expect(r.absolute).toBe(join(process.cwd(), "package.json"));
+    await expect(resolveAndValidatePath("/etc/hostname", c)).rejects.toMatchObject({ code: "access_denied" });
+  });
+  it("toResultPath re-anchors to the working directory, absolute outside or unbound", () => {
+    const c = ctx();
+    expect(toResultPath(join(proj, "src", "a.ts"), c)).toBe("src/a.ts");
+    expect(toResultPath(proj, c)).toBe(".");
+    expect(toResultPath(join(outside, "passwd"), c)).toBe(join(outside, "passwd"));
+    expect(toResultPath(join(proj, "x"), makeContext({ workingDirectory: null }))).toBe(join(proj, "x"));
+  });
+});
