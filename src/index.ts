@@ -16,6 +16,7 @@ export * from "./core/stores.js";
 export * from "./core/metrics.js";
 export * from "./core/custom-tools.js";
 export * from "./core/trigger.js";
+export * from "./core/path-policy.js";
 export { createAppContext, type AppContext, type AppContextOptions } from "./app/context.js";
 export { ToolSettingsService, type ToolSettingsDescriptor, type UpdateToolSettingsBody } from "./app/tool-settings-service.js";
 export { openDatabase, type ToolhostDatabase } from "./storage/database.js";
