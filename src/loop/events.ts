@@ -1,0 +1,35 @@
+/**
+ * Events of the tool loop (issue 3, "Streaming and the loop"; 000_6d817c25d4590fa9.txt, Tool Lifecycle steps
+ * 4–7). The loop re-yields every normalized provider event and adds its own: iteration markers, tool results,
+ * tool progress, errors and exactly one final `done`.
+ */
+import type { SerializedToolError } from "../core/errors.js";
+import type { ToolProgressEvent } from "../core/types.js";
+import type { ConversationMessage, ProviderStreamEvent } from "../providers/types.js";
+
+/** Why a run of the loop ended. */
+export type LoopDoneReason = "text" | "max_iterations" | "aborted" | "error";
+
+/** Stable codes of loop-level `error` events (tool failures are `tool_result` events with ok false instead). */
+export type LoopErrorCode = "provider_error" | "max_iterations" | "aborted" | "internal_error";
+
+/** A tool call finished: the result or the classified error, with the time it took in milliseconds. */
+export type ToolResultEvent =
+  | { type: "tool_result"; id: string; name: string; ok: true; result: unknown; durationMs: number }
+  | { type: "tool_result"; id: string; name: string; ok: false; error: SerializedToolError; durationMs: number };
+
+/**
+ * Everything runToolLoop yields, in order per iteration: `iteration {n}` (n counts from 1), the provider's
+ * normalized events of that model turn (text_delta, tool_call_*, usage, finish), then for each tool call any
+ * `tool_progress` events and one `tool_result` (in completion order; calls of one turn run concurrently).
+ * A run ends with an optional `error` (provider failure, iteration limit, cancel) and always exactly one `done`,
+ * whose `messages` are the complete new messages to append to the conversation (never a half-streamed turn,
+ * never a tool call without its result).
+ */
+export type LoopEvent =
+  | ProviderStreamEvent
+  | { type: "iteration"; n: number }
+  | ToolResultEvent
+  | { type: "tool_progress"; id: string; name: string; progress: ToolProgressEvent }
+  | { type: "error"; code: LoopErrorCode; message: string }
+  | { type: "done"; reason: LoopDoneReason; iterations: number; messages: ConversationMessage[] };

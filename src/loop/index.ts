@@ -1,0 +1,4 @@
+/** The tool loop: runToolLoop, its events, and tool-result serialization. */
+export * from "./events.js";
+export * from "./run-tool-loop.js";
+export * from "./serialize.js";

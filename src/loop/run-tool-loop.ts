@@ -1,0 +1,274 @@
+/**
+ * The tool loop (issue 3, "Streaming and the loop"; 000_6d817c25d4590fa9.txt, Tool Lifecycle steps 4–7):
+ * stream a model turn through a provider adapter, execute the tool calls it asks for concurrently through the
+ * ToolRuntime, feed the results back, and repeat until the model answers in text or the iteration limit is hit.
+ */
+import type { ToolCallOutcome, ToolRuntime } from "../core/runtime.js";
+import type { ToolDefinition } from "../core/types.js";
+import {
+  type ConversationMessage,
+  type ConversationToolCall,
+  type ConversationToolResult,
+  isAbortError,
+  type ProviderAdapter,
+} from "../providers/types.js";
+import type { LoopEvent } from "./events.js";
+import { toConversationToolResult } from "./serialize.js";
+
+/** Default maximum number of model turns in one run of the loop. */
+export const DEFAULT_MAX_ITERATIONS = 10;
+
+/** Input of {@link runToolLoop}. */
+export interface RunToolLoopOptions {
+  /** The provider adapter that streams model turns. */
+  adapter: ProviderAdapter;
+  /** Provider model id, e.g. "gpt-5-mini". */
+  model: string;
+  /** System prompt (e.g. announcing the chat's working directory). */
+  system?: string;
+  /** The conversation so far, ending with the new user message. Not mutated. */
+  messages: ConversationMessage[];
+  /** Runtime whose enabled tools (for `userId`) are offered and executed. */
+  runtime: ToolRuntime;
+  userId: string;
+  /** Chat id (freshness-ledger scope of file tools); null for one-off runs. */
+  chatId?: string | null;
+  /** Directory relative tool paths resolve against; null falls back to the process working directory. */
+  workingDirectory?: string | null;
+  /** Maximum number of model turns (≥ 1; default {@link DEFAULT_MAX_ITERATIONS}). */
+  maxIterations?: number;
+  /** Cancels the model stream and the running tools; the run then ends with `done {reason: "aborted"}`. */
+  signal?: AbortSignal;
+  /** Upper bound on output tokens per model turn, passed to the provider. */
+  maxOutputTokens?: number;
+  /** Offered tools; default `runtime.getEnabledToolRuntime(userId).definitions`. */
+  tools?: ToolDefinition[];
+  /** Host services handed to tools (ToolContext.services). */
+  services?: Record<string, unknown>;
+}
+
+/**
+ * Runs the tool loop and yields {@link LoopEvent}s. It never throws: a provider failure becomes an `error` event
+ * (code `provider_error`) and `done {reason: "error"}`; a cancel through `signal` ends with `done {reason:
+ * "aborted"}` once the running tools have stopped; reaching `maxIterations` while the model still asks for tools
+ * yields `error {code: "max_iterations"}` and `done {reason: "max_iterations"}`. Tool failures (bad JSON
+ * arguments, validation, timeouts, aborts) are `tool_result` events with `ok: false` and are fed back to the
+ * model as results, never crash the loop.
+ *
+ * `done.messages` holds only complete messages: every assistant message with tool calls is followed by the tool
+ * message answering all of them; a model turn interrupted mid-stream is dropped. Appending them to the
+ * conversation therefore always leaves a history every provider accepts.
+ */
+export async function* runToolLoop(options: RunToolLoopOptions): AsyncGenerator<LoopEvent, void, undefined> {
+  const { adapter, model, runtime, userId, signal } = options;
+  const maxIterations = Math.max(1, Math.floor(options.maxIterations ?? DEFAULT_MAX_ITERATIONS));
+  const added: ConversationMessage[] = [];
+  const history: ConversationMessage[] = [...options.messages];
+  let iterations = 0;
+  const done = (reason: "text" | "max_iterations" | "aborted" | "error"): LoopEvent => ({
+    type: "done",
+    reason,
+    iterations,
+    messages: added,
+  });
+
+  let tools: ToolDefinition[];
+  try {
+    tools = options.tools ?? (await runtime.getEnabledToolRuntime(userId)).definitions;
+  } catch (error) {
+    yield { type: "error", code: "internal_error", message: `Could not load the user's tools: ${errorMessage(error)}` };
+    yield done("error");
+    return;
+  }
+  const resolveName = toolNameResolver(tools);
+
+  while (iterations < maxIterations) {
+    if (signal?.aborted) {
+      yield done("aborted");
+      return;
+    }
+    iterations += 1;
+    yield { type: "iteration", n: iterations };
+
+    let text = "";
+    const calls: ConversationToolCall[] = [];
+    let providerData: Record<string, unknown> | undefined;
+    try {
+      const stream = adapter.stream({
+        model,
+        system: options.system,
+        messages: history,
+        tools,
+        signal,
+        maxOutputTokens: options.maxOutputTokens,
+      });
+      for await (const event of stream) {
+        switch (event.type) {
+          case "text_delta":
+            text += event.delta;
+            yield event;
+            break;
+          case "tool_call_started":
+            yield { ...event, name: resolveName(event.name) };
+            break;
+          case "tool_call_completed": {
+            const name = resolveName(event.name);
+            calls.push({ id: event.id, name, arguments: event.arguments });
+            yield { ...event, name };
+            break;
+          }
+          case "finish":
+            if (event.providerData) providerData = event.providerData;
+            yield event;
+            break;
+          default:
+            yield event;
+        }
+      }
+    } catch (error) {
+      if (signal?.aborted || isAbortError(error)) {
+        yield done("aborted");
+      } else {
+        yield { type: "error", code: "provider_error", message: providerErrorMessage(adapter.name, error) };
+        yield done("error");
+      }
+      return;
+    }
+    if (signal?.aborted) {
+      yield done("aborted");
+      return;
+    }
+
+    const assistant: ConversationMessage = { role: "assistant", content: text };
+    if (calls.length > 0) assistant.toolCalls = calls;
+    if (providerData) assistant.providerData = providerData;
+
+    if (calls.length === 0) {
+      added.push(assistant);
+      history.push(assistant);
+      yield done("text");
+      return;
+    }
+
+    const results: ConversationToolResult[] = new Array(calls.length);
+    yield* executeCalls(calls, results, options);
+    const toolMessage: ConversationMessage = { role: "tool", results };
+    added.push(assistant, toolMessage);
+    history.push(assistant, toolMessage);
+
+    if (signal?.aborted) {
+      yield done("aborted");
+      return;
+    }
+  }
+
+  yield {
+    type: "error",
+    code: "max_iterations",
+    message: `Stopped after ${maxIterations} model turns while the model was still calling tools. Send another message to let it continue, or raise the iteration limit.`,
+  };
+  yield done("max_iterations");
+}
+
+/** Executes the calls of one turn concurrently, yielding progress and results as they happen. */
+async function* executeCalls(
+  calls: ConversationToolCall[],
+  results: ConversationToolResult[],
+  options: RunToolLoopOptions,
+): AsyncGenerator<LoopEvent, void, undefined> {
+  const queue: LoopEvent[] = [];
+  let wake: (() => void) | undefined;
+  const push = (event: LoopEvent) => {
+    queue.push(event);
+    wake?.();
+    wake = undefined;
+  };
+  let pending = calls.length;
+
+  calls.forEach((call, index) => {
+    const run = async (): Promise<ToolCallOutcome> => {
+      try {
+        return await options.runtime.executeTool(call.name, call.arguments, {
+          userId: options.userId,
+          chatId: options.chatId ?? null,
+          workingDirectory: options.workingDirectory ?? null,
+          signal: options.signal,
+          services: options.services,
+          onProgress: (progress) => push({ type: "tool_progress", id: call.id, name: call.name, progress }),
+        });
+      } catch (error) {
+        // executeTool classifies tool failures itself; this only guards against a bug in a custom runtime.
+        return {
+          ok: false,
+          error: { code: "execution_failed", message: `Tool "${call.name}" failed: ${errorMessage(error)}` },
+          durationMs: 0,
+        };
+      }
+    };
+    void run().then((outcome) => {
+      results[index] = toConversationToolResult(call.id, call.name, outcome);
+      push(
+        outcome.ok
+          ? {
+              type: "tool_result",
+              id: call.id,
+              name: call.name,
+              ok: true,
+              result: outcome.result,
+              durationMs: outcome.durationMs,
+            }
+          : {
+              type: "tool_result",
+              id: call.id,
+              name: call.name,
+              ok: false,
+              error: outcome.error,
+              durationMs: outcome.durationMs,
+            },
+      );
+    });
+  });
+
+  while (pending > 0 || queue.length > 0) {
+    if (queue.length === 0) {
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+      });
+      continue;
+    }
+    const event = queue.shift()!;
+    if (event.type === "tool_result") pending -= 1;
+    yield event;
+  }
+}
+
+/**
+ * Maps a tool name as the provider reported it back to the registered name. Registered names already satisfy
+ * every provider's name rule, so this is the identity in practice; should a mapper sanitize a name (characters
+ * replaced by `_`, case folded, cut to 64), the sanitized form is translated back here.
+ */
+function toolNameResolver(tools: ToolDefinition[]): (name: string) => string {
+  const exact = new Set(tools.map((t) => t.name));
+  const normalize = (name: string) =>
+    name
+      .replace(/[^a-zA-Z0-9_]/g, "_")
+      .toLowerCase()
+      .slice(0, 64);
+  const byNormalized = new Map<string, string>();
+  for (const tool of tools) {
+    const key = normalize(tool.name);
+    if (!byNormalized.has(key)) byNormalized.set(key, tool.name);
+  }
+  return (name) => (exact.has(name) ? name : (byNormalized.get(normalize(name)) ?? name));
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function providerErrorMessage(provider: string, error: unknown): string {
+  const status = (error as { status?: unknown })?.status;
+  const prefix =
+    typeof status === "number" ? `The ${provider} provider failed (HTTP ${status})` : `The ${provider} provider failed`;
+  return `${prefix}: ${errorMessage(error)}. The turn was not saved past its last complete step; retry the message.`;
+}
