@@ -2,5 +2,6 @@
  * Imports every built-in tool so that each registers itself (000: "Import the tool in index.ts to trigger
  * registration"). Add one line per new built-in file.
  */
+import "./builtin/generate-image.js";
 import "./builtin/get-current-datetime.js";
 import "./builtin/list-directory.js";

@@ -34,7 +34,7 @@ export interface CurrentDatetimeResult {
 
 const IANA_NAME = /^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/;
 
-/** Validates an IANA timezone name and returns its canonical spelling; throws ToolArgumentError naming it. */
+/** Validates an IANA timezone name and returns it (canonical letter case where ICU agrees); throws ToolArgumentError naming it. */
 export function validateTimezone(timezone: string, argument = "timezone"): string {
   const fail = (why: string): never => {
     throw new ToolArgumentError(
@@ -44,7 +44,10 @@ export function validateTimezone(timezone: string, argument = "timezone"): strin
   };
   if (!IANA_NAME.test(timezone) || /^(GMT|UTC)[+-]/i.test(timezone)) fail("is not an IANA timezone name");
   try {
-    return new Intl.DateTimeFormat("en-US", { timeZone: timezone }).resolvedOptions().timeZone;
+    const resolved = new Intl.DateTimeFormat("en-US", { timeZone: timezone }).resolvedOptions().timeZone;
+    // ICU reports some zones by their legacy alias (Asia/Kathmandu → Asia/Katmandu); keep the caller's spelling
+    // when it differs only by that, so the result names the zone that was asked for.
+    return resolved.toLowerCase() === timezone.toLowerCase() ? resolved : timezone;
   } catch {
     return fail("is not a known IANA timezone");
   }

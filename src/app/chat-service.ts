@@ -1,0 +1,353 @@
+/**
+ * Chat turns (issue 3, "Chats (server and CLI)"; 000_6d817c25d4590fa9.txt, "Built-in Tools": chats bind a
+ * server-side working directory). A chat binds a working directory, a provider and a model; each turn loads the
+ * chat's provider-neutral history, runs the tool loop through the provider's adapter, and appends the user message
+ * and the loop's complete new messages in one transaction, so history stays consistent when a stream breaks or the
+ * caller cancels.
+ */
+import { realpathSync, statSync } from "node:fs";
+import { isAbsolute, resolve } from "node:path";
+import { AccessDeniedError, NotFoundError, ToolArgumentError } from "../core/errors.js";
+import { isPathWithinRoots } from "../core/path-policy.js";
+import type { ToolRuntime } from "../core/runtime.js";
+import type { Logger } from "../core/types.js";
+import type { LoopEvent } from "../loop/events.js";
+import { DEFAULT_MAX_ITERATIONS, runToolLoop } from "../loop/run-tool-loop.js";
+import { createProviderAdapter, providerConfigFromEnv } from "../providers/adapters.js";
+import type { ConversationMessage, ProviderAdapter, ProviderName } from "../providers/types.js";
+import type { Chat, ChatRepository } from "../storage/repositories.js";
+
+/** The providers a chat can use. */
+export const CHAT_PROVIDERS: readonly ProviderName[] = ["openai", "openai-chat", "gemini", "anthropic"];
+
+/**
+ * Model used when a CLI chat names none (TOOLHOST_CHAT_MODEL overrides for every provider). The HTTP API always
+ * requires an explicit model.
+ */
+export const DEFAULT_CHAT_MODELS: Record<ProviderName, string> = {
+  openai: "gpt-5-mini",
+  "openai-chat": "gpt-4.1-mini",
+  gemini: "gemini-2.5-flash",
+  anthropic: "claude-sonnet-4-5",
+};
+
+/** A chat could not start a turn because its provider is not configured (e.g. a missing API key). */
+export class ChatConfigError extends Error {
+  override readonly name = "ChatConfigError";
+  readonly code = "provider_not_configured";
+}
+
+/** Another turn of the same chat is still running in this process. */
+export class ChatBusyError extends Error {
+  override readonly name = "ChatBusyError";
+  readonly code = "chat_busy";
+}
+
+/** Builds the provider adapter for a chat turn; throws when the provider is not configured. */
+export type AdapterFactory = (provider: ProviderName, env: NodeJS.ProcessEnv) => ProviderAdapter;
+
+/** Dependencies and knobs of a ChatService. */
+export interface ChatServiceOptions {
+  chats: ChatRepository;
+  runtime: ToolRuntime;
+  logger?: Logger;
+  /** Where API keys, base URLs and the TOOLHOST_CHAT_* settings come from (default process.env). */
+  env?: NodeJS.ProcessEnv;
+  /**
+   * Directories a chat may bind (the bound directory must lie within one). Default: TOOLHOST_CHAT_ROOTS
+   * (colon-separated absolute paths); unset or empty means any existing directory may be bound.
+   */
+  chatRoots?: string[] | null;
+  /** Model turns per chat turn; default TOOLHOST_CHAT_MAX_ITERATIONS or {@link DEFAULT_MAX_ITERATIONS}. */
+  maxIterations?: number;
+  /** Builds adapters; default the official-SDK adapters configured from `env`. */
+  adapterFactory?: AdapterFactory;
+}
+
+/** What createChat accepts. */
+export interface CreateChatInput {
+  /** Caller-chosen id (CLI `--chat ID`); a UUID when absent. */
+  id?: string;
+  /** Directory to bind: absolute, or relative to the process working directory. Must exist and be a directory. */
+  workingDirectory?: string | null;
+  provider: string;
+  model: string;
+  title?: string | null;
+}
+
+/** A stored message as the API returns it: the provider-neutral message plus its position and time. */
+export type ChatMessageView = ConversationMessage & { id: string; seq: number; createdAt: string };
+
+/** A chat with its messages in order. */
+export interface ChatWithMessages extends Chat {
+  messages: ChatMessageView[];
+}
+
+/** Events of a chat turn: the loop's events; `done` is yielded only after the messages are stored. */
+export type ChatTurnEvent = LoopEvent;
+
+/** A turn that passed its checks (chat found, provider configured, chat not busy) and is ready to run. */
+export interface PreparedTurn {
+  chat: Chat;
+  /**
+   * Runs the turn. Aborting `signal` cancels the model stream and the running tools; the complete part of the
+   * turn is still stored. Yields an `error {code: "internal_error"}` before `done` if storing fails. Must be
+   * iterated to the end (it releases the chat on completion).
+   */
+  run(signal?: AbortSignal): AsyncGenerator<ChatTurnEvent, void, undefined>;
+  /** Releases the chat without running (when the caller gives up before iterating). */
+  cancel(): void;
+}
+
+/** Parses TOOLHOST_CHAT_ROOTS: colon-separated, each resolved to an absolute path; empty entries ignored. */
+export function parseChatRoots(value: string | undefined): string[] | null {
+  if (!value) return null;
+  const roots = value
+    .split(":")
+    .map((r) => r.trim())
+    .filter((r) => r !== "")
+    .map((r) => resolve(r));
+  return roots.length > 0 ? roots : null;
+}
+
+function realOrSelf(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
+}
+
+/** The system prompt of a chat turn: announces the bound working directory (000, "Built-in Tools"). */
+export function chatSystemPrompt(workingDirectory: string | null): string {
+  const where = workingDirectory
+    ? `The working directory of this chat is ${workingDirectory}. Relative paths you pass to tools resolve against it, and paths in tool results are relative to it.`
+    : "No working directory is bound to this chat: pass absolute paths to file tools.";
+  return `You are a helpful assistant. You can call tools that run on the user's machine through Toolhost. ${where} Use the tools to look things up instead of guessing, and answer in plain text when you are done.`;
+}
+
+function toConversationMessage(content: unknown): ConversationMessage | undefined {
+  if (!content || typeof content !== "object") return undefined;
+  const m = content as { role?: unknown };
+  if (m.role === "user" || m.role === "assistant" || m.role === "tool") return content as ConversationMessage;
+  return undefined;
+}
+
+/** Chat creation, reading and turn orchestration over the ChatRepository and the tool loop. */
+export class ChatService {
+  readonly #chats: ChatRepository;
+  readonly #runtime: ToolRuntime;
+  readonly #logger: Logger | undefined;
+  readonly #env: NodeJS.ProcessEnv;
+  readonly #roots: string[] | null;
+  readonly #maxIterations: number;
+  readonly #adapterFactory: AdapterFactory;
+  readonly #running = new Set<string>();
+
+  constructor(options: ChatServiceOptions) {
+    this.#chats = options.chats;
+    this.#runtime = options.runtime;
+    this.#logger = options.logger;
+    this.#env = options.env ?? process.env;
+    const roots = options.chatRoots === undefined ? parseChatRoots(this.#env.TOOLHOST_CHAT_ROOTS) : options.chatRoots;
+    this.#roots = roots && roots.length > 0 ? roots.map((r) => realOrSelf(resolve(r))) : null;
+    const fromEnv = Number(this.#env.TOOLHOST_CHAT_MAX_ITERATIONS);
+    this.#maxIterations =
+      options.maxIterations ?? (Number.isInteger(fromEnv) && fromEnv > 0 ? fromEnv : DEFAULT_MAX_ITERATIONS);
+    this.#adapterFactory = options.adapterFactory ?? defaultAdapterFactory;
+  }
+
+  /** The roots chats may bind, or null when any directory may be bound. */
+  get chatRoots(): readonly string[] | null {
+    return this.#roots;
+  }
+
+  /**
+   * Validates a directory to bind and returns its absolute path. Throws ToolArgumentError (validation_failed) when
+   * it does not exist or is not a directory, AccessDeniedError when chat roots are configured and it lies outside
+   * them (symlinks resolved), or when roots are configured and no directory is given.
+   */
+  resolveWorkingDirectory(input: string | null | undefined): string | null {
+    if (input === undefined || input === null || input === "") {
+      if (this.#roots) {
+        throw new AccessDeniedError(
+          `This server restricts chats to directories under ${this.#roots.join(", ")} (TOOLHOST_CHAT_ROOTS); pass a workingDirectory within one of them.`,
+          { rule: "chat_roots" },
+        );
+      }
+      return null;
+    }
+    if (input.includes("\0")) throw new ToolArgumentError("workingDirectory must not contain NUL characters.");
+    const absolute = isAbsolute(input) ? resolve(input) : resolve(process.cwd(), input);
+    let isDirectory = false;
+    try {
+      isDirectory = statSync(absolute).isDirectory();
+    } catch {
+      throw new ToolArgumentError(`workingDirectory ${absolute} does not exist. Create it or pass an existing directory.`, {
+        argument: "workingDirectory",
+      });
+    }
+    if (!isDirectory) {
+      throw new ToolArgumentError(`workingDirectory ${absolute} is not a directory.`, { argument: "workingDirectory" });
+    }
+    if (this.#roots && !isPathWithinRoots(realOrSelf(absolute), this.#roots)) {
+      throw new AccessDeniedError(
+        `workingDirectory ${absolute} is outside the directories chats may bind (${this.#roots.join(", ")}; TOOLHOST_CHAT_ROOTS).`,
+        { rule: "chat_roots", argument: "workingDirectory" },
+      );
+    }
+    return absolute;
+  }
+
+  /**
+   * Creates a chat for the user. Throws ToolArgumentError for an unknown provider, an empty model or a bad
+   * directory; AccessDeniedError for a directory outside the chat roots; ToolArgumentError when `id` is taken.
+   */
+  async createChat(userId: string, input: CreateChatInput): Promise<Chat> {
+    const provider = parseProvider(input.provider);
+    const model = input.model?.trim();
+    if (!model) throw new ToolArgumentError("model must be a non-empty model id, e.g. gpt-5-mini.", { argument: "model" });
+    const workingDirectory = this.resolveWorkingDirectory(input.workingDirectory);
+    if (input.id !== undefined) {
+      if (!/^[A-Za-z0-9._-]{1,128}$/.test(input.id)) {
+        throw new ToolArgumentError("A chat id uses 1–128 letters, digits, '.', '_' or '-'.", { argument: "id" });
+      }
+      if (await this.#chats.exists(input.id)) throw new ToolArgumentError(`A chat with id "${input.id}" already exists.`);
+    }
+    return this.#chats.create({ userId, id: input.id, title: input.title ?? null, workingDirectory, provider, model });
+  }
+
+  /** The user's chat with its messages, or undefined (also for another user's chat). */
+  async getChat(userId: string, chatId: string): Promise<ChatWithMessages | undefined> {
+    const chat = await this.#chats.get(userId, chatId);
+    if (!chat) return undefined;
+    const rows = await this.#chats.messages(chat.id);
+    const messages: ChatMessageView[] = [];
+    for (const row of rows) {
+      const message = toConversationMessage(row.content);
+      if (message) messages.push({ ...message, id: row.id, seq: row.seq, createdAt: row.createdAt });
+    }
+    return { ...chat, messages };
+  }
+
+  /** Updates the provider and/or model of the user's chat (CLI `--provider`/`--model` on an existing chat). */
+  async updateChat(userId: string, chatId: string, fields: { provider?: string; model?: string }): Promise<void> {
+    const update: { provider?: string; model?: string } = {};
+    if (fields.provider !== undefined) update.provider = parseProvider(fields.provider);
+    if (fields.model !== undefined) update.model = fields.model;
+    await this.#chats.update(userId, chatId, update);
+  }
+
+  /**
+   * Checks a turn can run and reserves the chat. Throws NotFoundError (no such chat for this user),
+   * ToolArgumentError (empty content), AccessDeniedError (bound directory no longer within the chat roots),
+   * ChatConfigError (provider not configured, e.g. missing API key: the message names the variable) or
+   * ChatBusyError (another turn of this chat is running in this process).
+   */
+  async prepareTurn(userId: string, chatId: string, content: string): Promise<PreparedTurn> {
+    const chat = await this.#chats.get(userId, chatId);
+    if (!chat) throw new NotFoundError(`No chat "${chatId}" for this user. Create one with POST /api/chats.`);
+    if (typeof content !== "string" || content.trim() === "") {
+      throw new ToolArgumentError("content must be a non-empty message.", { argument: "content" });
+    }
+    if (chat.workingDirectory && this.#roots && !isPathWithinRoots(realOrSelf(chat.workingDirectory), this.#roots)) {
+      throw new AccessDeniedError(
+        `This chat's directory ${chat.workingDirectory} is no longer within the allowed chat roots (TOOLHOST_CHAT_ROOTS). Start a new chat.`,
+        { rule: "chat_roots" },
+      );
+    }
+    const provider = parseProvider(chat.provider ?? "");
+    const model = chat.model ?? DEFAULT_CHAT_MODELS[provider];
+    let adapter: ProviderAdapter;
+    try {
+      adapter = this.#adapterFactory(provider, this.#env);
+    } catch (error) {
+      throw new ChatConfigError((error as Error).message ?? String(error));
+    }
+    if (this.#running.has(chat.id)) {
+      throw new ChatBusyError(`Chat ${chat.id} is already running a turn; wait for it to finish or cancel it.`);
+    }
+    this.#running.add(chat.id);
+    let released = false;
+    const release = () => {
+      if (!released) this.#running.delete(chat.id);
+      released = true;
+    };
+    const service = this;
+    return {
+      chat,
+      cancel: release,
+      async *run(signal?: AbortSignal) {
+        try {
+          yield* service.#runTurn(chat, adapter, model, userId, content, signal);
+        } finally {
+          release();
+        }
+      },
+    };
+  }
+
+  async *#runTurn(
+    chat: Chat,
+    adapter: ProviderAdapter,
+    model: string,
+    userId: string,
+    content: string,
+    signal: AbortSignal | undefined,
+  ): AsyncGenerator<ChatTurnEvent, void, undefined> {
+    const history: ConversationMessage[] = [];
+    for (const row of await this.#chats.messages(chat.id)) {
+      const message = toConversationMessage(row.content);
+      if (message) history.push(message);
+    }
+    const userMessage: ConversationMessage = { role: "user", content };
+    for await (const event of runToolLoop({
+      adapter,
+      model,
+      system: chatSystemPrompt(chat.workingDirectory),
+      messages: [...history, userMessage],
+      runtime: this.#runtime,
+      userId,
+      chatId: chat.id,
+      workingDirectory: chat.workingDirectory,
+      maxIterations: this.#maxIterations,
+      signal,
+    })) {
+      if (event.type !== "done") {
+        yield event;
+        continue;
+      }
+      // A turn that completed nothing (stream failed or was cancelled before the first full step) stores nothing,
+      // so a retry does not leave two user messages in a row; otherwise the user message and the complete steps
+      // go in together.
+      const completedSomething = event.messages.length > 0 || event.reason === "text" || event.reason === "max_iterations";
+      if (completedSomething) {
+        try {
+          await this.#chats.append(
+            chat.id,
+            [userMessage, ...event.messages].map((m) => ({ role: m.role, content: m })),
+          );
+          if (!chat.title) await this.#chats.update(userId, chat.id, { title: content.trim().slice(0, 80) });
+        } catch (error) {
+          this.#logger?.error({ err: (error as Error)?.stack ?? String(error), chatId: chat.id }, "storing chat messages failed");
+          yield { type: "error", code: "internal_error", message: "The turn ran but its messages could not be stored." };
+          yield { ...event, reason: "error" };
+          return;
+        }
+      }
+      yield event;
+    }
+  }
+}
+
+/** Validates a provider name; throws ToolArgumentError naming the accepted ones. */
+export function parseProvider(value: string): ProviderName {
+  if ((CHAT_PROVIDERS as readonly string[]).includes(value)) return value as ProviderName;
+  throw new ToolArgumentError(`Unknown provider "${value}". Use one of: ${CHAT_PROVIDERS.join(", ")}.`, {
+    argument: "provider",
+  });
+}
+
+/** The official-SDK adapter for the provider, configured from the environment (keys, base URLs). */
+export const defaultAdapterFactory: AdapterFactory = (provider, env) =>
+  createProviderAdapter(provider, providerConfigFromEnv(provider, env));

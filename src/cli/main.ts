@@ -1,0 +1,200 @@
+#!/usr/bin/env node
+/**
+ * The `toolhost` command line (DESIGN.md, "Surfaces"): serve, tools, call, settings, token, audit, chat, mcp.
+ * Every command opens the same data directory as the server (TOOLHOST_DATA_DIR, default ./.toolhost), so a
+ * setting made in one is seen by the other.
+ */
+import { Command, Option } from "commander";
+import { type AppContext, createAppContext } from "../app/context.js";
+import { ToolError } from "../core/errors.js";
+import { startServer } from "../server/serve.js";
+import { VERSION } from "../version.js";
+import { CliError, parseAssignment, resolveDirectoryOption, table } from "./util.js";
+
+async function withContext<T>(fn: (ctx: AppContext) => Promise<T>): Promise<T> {
+  const ctx = await createAppContext();
+  try {
+    return await fn(ctx);
+  } finally {
+    await ctx.close();
+  }
+}
+
+const print = (value: unknown): void => {
+  process.stdout.write(`${typeof value === "string" ? value : JSON.stringify(value, null, 2)}\n`);
+};
+
+/** Builds the program; exported for tests and for commands contributed by other modules. */
+export function buildProgram(): Command {
+  const program = new Command();
+  program
+    .name("toolhost")
+    .description("Tool-calling runtime for LLM apps: built-in tools, per-user settings, tool loop, HTTP API, MCP.")
+    .version(VERSION)
+    .showHelpAfterError("(run with --help for usage)")
+    .addHelpText(
+      "after",
+      "\nEnvironment:\n  TOOLHOST_DATA_DIR      data directory (default ./.toolhost; SQLite file toolhost.db inside)\n  TOOLHOST_DATABASE_URL  postgres://… to use PostgreSQL instead of SQLite\n  TOOLHOST_LOG_LEVEL     pino log level on stderr (default warn)\n",
+    );
+
+  program
+    .command("serve")
+    .description("Start the HTTP service (binds 127.0.0.1; prints a token on first start).")
+    .addOption(new Option("-p, --port <port>", "port (0 picks a free one)").default(process.env.TOOLHOST_PORT ?? "8787"))
+    .addOption(new Option("-H, --host <host>", "interface to bind").default(process.env.TOOLHOST_HOST ?? "127.0.0.1"))
+    .action(async (opts: { port: string; host: string }) => {
+      const port = Number(opts.port);
+      if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CliError(`--port must be 0–65535, got "${opts.port}".`);
+      const ctx = await createAppContext();
+      const server = await startServer(ctx, { port, host: opts.host });
+      const stop = async () => {
+        await server.close();
+        await ctx.close();
+        process.exit(0);
+      };
+      process.once("SIGINT", stop);
+      process.once("SIGTERM", stop);
+    });
+
+  program
+    .command("tools")
+    .description("List the tools with their enabled state and category for a user.")
+    .option("-u, --user <name>", "user id", "local")
+    .option("--json", "print JSON instead of a table")
+    .action(async (opts: { user: string; json?: boolean }) =>
+      withContext(async (ctx) => {
+        const tools = await ctx.settings.list(opts.user);
+        if (opts.json) return print({ tools });
+        print(table([["NAME", "ENABLED", "CATEGORY", "TITLE"], ...tools.map((t) => [t.name, t.enabled ? "yes" : "no", t.category, t.title])]));
+      }),
+    );
+
+  program
+    .command("call")
+    .description("Run a tool and print its JSON result (exit 0 on success, 1 on a classified tool error).")
+    .argument("<tool>", "tool name, e.g. get_current_datetime")
+    .argument("[json]", "arguments as a JSON object", "{}")
+    .option("-u, --user <name>", "user id", "local")
+    .option("--cwd <dir>", "bind this working directory, exactly as a chat does")
+    .option("--chat <id>", "run in this chat's context (created, bound to --cwd, when it does not exist)")
+    .action(async (toolName: string, json: string, opts: { user: string; cwd?: string; chat?: string }) =>
+      withContext(async (ctx) => {
+        let workingDirectory = opts.cwd ? resolveDirectoryOption(opts.cwd) : null;
+        if (opts.chat) {
+          const chat = await ctx.chats.get(opts.user, opts.chat);
+          if (chat) {
+            if (workingDirectory && chat.workingDirectory !== workingDirectory) {
+              throw new CliError(`Chat ${opts.chat} is bound to ${chat.workingDirectory ?? "no directory"}; omit --cwd or pass that directory.`);
+            }
+            workingDirectory = chat.workingDirectory;
+          } else {
+            if (await ctx.chats.exists(opts.chat)) throw new CliError(`Chat ${opts.chat} belongs to another user.`);
+            await ctx.chats.create({ id: opts.chat, userId: opts.user, workingDirectory });
+          }
+        }
+        const controller = new AbortController();
+        const onSigint = () => controller.abort();
+        process.once("SIGINT", onSigint);
+        const outcome = await ctx.runtime.executeTool(toolName, json, {
+          userId: opts.user,
+          chatId: opts.chat ?? null,
+          workingDirectory,
+          signal: controller.signal,
+          onProgress: (event) => process.stderr.write(`${event.kind}${event.message ? `: ${event.message}` : ""}\n`),
+        });
+        process.removeListener("SIGINT", onSigint);
+        if (outcome.ok) return print(outcome.result);
+        print({ error: outcome.error });
+        process.stderr.write(`error: ${outcome.error.code}: ${outcome.error.message}\n`);
+        process.exitCode = 1;
+      }),
+    );
+
+  const settings = program.command("settings").description("Show or change a user's tool settings.");
+  settings
+    .command("get")
+    .description("Print a tool's effective settings as JSON.")
+    .argument("<tool>")
+    .option("-u, --user <name>", "user id", "local")
+    .action(async (toolName: string, opts: { user: string }) => withContext(async (ctx) => print(await ctx.settings.get(opts.user, toolName))));
+  settings
+    .command("set")
+    .description("Enable/disable a tool and set parameters (values parsed as JSON where they parse; null resets).")
+    .argument("<tool>")
+    .argument("[assignments...]", "name=value pairs, e.g. timeoutSeconds=60")
+    .option("--enable", "enable the tool")
+    .option("--disable", "disable the tool")
+    .option("-u, --user <name>", "user id", "local")
+    .action(async (toolName: string, assignments: string[], opts: { enable?: boolean; disable?: boolean; user: string }) => {
+      if (opts.enable && opts.disable) throw new CliError("Use either --enable or --disable, not both.");
+      const parameters = Object.fromEntries(assignments.map(parseAssignment));
+      const enabled = opts.enable ? true : opts.disable ? false : undefined;
+      if (enabled === undefined && assignments.length === 0) throw new CliError("Nothing to change: pass --enable, --disable or name=value pairs.");
+      await withContext(async (ctx) => {
+        const descriptor = await ctx.settings.update(opts.user, toolName, {
+          ...(enabled === undefined ? {} : { enabled }),
+          ...(assignments.length ? { parameters } : {}),
+        });
+        print({ name: descriptor.name, enabled: descriptor.enabled, parameters: descriptor.parameters });
+      });
+    });
+
+  program
+    .command("token")
+    .description("Manage API tokens.")
+    .command("create")
+    .description("Create a bearer token for a user and print it (shown only once; stored hashed).")
+    .option("-u, --user <name>", "user id", "local")
+    .option("--label <text>", "a note to remember the token by")
+    .action(async (opts: { user: string; label?: string }) =>
+      withContext(async (ctx) => {
+        if (!/^[A-Za-z0-9._@-]{1,128}$/.test(opts.user)) throw new CliError("--user: use 1–128 letters, digits, or . _ @ -");
+        const { token } = await ctx.tokens.create(opts.user, opts.label ?? null);
+        print(token);
+      }),
+    );
+
+  program
+    .command("audit")
+    .description("Show the security audit log of shell executions, newest first.")
+    .option("-u, --user <name>", "only this user's entries")
+    .option("-n, --limit <n>", "how many entries (1–1000)", "50")
+    .option("--json", "print JSON")
+    .action(async (opts: { user?: string; limit: string; json?: boolean }) =>
+      withContext(async (ctx) => {
+        const limit = Number(opts.limit);
+        if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new CliError("--limit must be an integer from 1 to 1000.");
+        const entries = await ctx.audit.list({ userId: opts.user, limit });
+        if (opts.json) return print({ entries });
+        print(
+          table([
+            ["TIME", "USER", "TOOL", "EXIT", "TERMINATION", "MS", "COMMAND"],
+            ...entries.map((e) => [e.createdAt, e.userId, e.tool, String(e.exitCode ?? "-"), e.termination, String(e.durationMs), JSON.stringify(e.command)]),
+          ]),
+        );
+      }),
+    );
+
+  return program;
+}
+
+/** Runs the CLI with process.argv; maps errors to messages and exit codes (2 usage, 1 tool/other failures). */
+export async function main(argv = process.argv): Promise<void> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+  } catch (error) {
+    if (error instanceof CliError) {
+      process.stderr.write(`error: ${error.message}\n`);
+      process.exitCode = error.exitCode;
+    } else if (error instanceof ToolError) {
+      process.stderr.write(`error: ${error.code}: ${error.message}\n`);
+      process.exitCode = 1;
+    } else {
+      process.stderr.write(`error: ${(error as Error)?.message ?? String(error)}\n`);
+      process.exitCode = 1;
+    }
+  }
+}
+
+await main();

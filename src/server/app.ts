@@ -1,0 +1,43 @@
+/**
+ * The HTTP service (DESIGN.md, "Surfaces"): Hono routes over the application services.
+ * Layers: routes → services (src/app) → registry, settings policy, repositories.
+ */
+import { Hono } from "hono";
+import type { AppContext } from "../app/context.js";
+import { metricsRegistry } from "../core/metrics.js";
+import { VERSION } from "../version.js";
+import { bearerAuth } from "./auth.js";
+import { type AuthEnv, errorResponse } from "./http.js";
+import { buildOpenApiDocument } from "./openapi.js";
+import { adminRoutes } from "./routes/admin.js";
+import { settingsRoutes } from "./routes/settings.js";
+import { toolRoutes } from "./routes/tools.js";
+
+/** Builds the Hono app for a context. Every /api route but health and the OpenAPI document needs a bearer token. */
+export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
+  const app = new Hono<AuthEnv>();
+  const openApi = buildOpenApiDocument(VERSION);
+
+  app.onError((error, c) => {
+    const response = errorResponse(c, error);
+    if (response.status >= 500) ctx.logger.error({ err: error.stack ?? String(error), path: c.req.path }, "request failed");
+    return response;
+  });
+  app.notFound((c) => c.json({ error: { code: "not_found", message: `No route for ${c.req.method} ${c.req.path}.` } }, 404));
+
+  app.get("/api/health", (c) => c.json({ ok: true, version: VERSION }));
+  app.get("/api/openapi.json", (c) => c.json(openApi));
+
+  const auth = bearerAuth(ctx.tokens);
+  app.use("/api/*", async (c, next) => {
+    if (c.req.path === "/api/health" || c.req.path === "/api/openapi.json") return next();
+    return auth(c, next);
+  });
+  app.use("/metrics", auth);
+  app.get("/metrics", async (c) => c.text(await metricsRegistry.metrics(), 200, { "Content-Type": metricsRegistry.contentType }));
+
+  app.route("/api/settings", settingsRoutes(ctx.settings));
+  app.route("/api/tools", toolRoutes(ctx));
+  app.route("/api/admin", adminRoutes(ctx));
+  return app;
+}

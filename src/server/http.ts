@@ -1,0 +1,80 @@
+/**
+ * HTTP helpers shared by the routes: JSON body parsing and validation against TypeBox schemas, response
+ * validation, and the mapping of classified errors to status codes.
+ */
+import type { Context } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { Compile } from "typebox/compile";
+import { ToolError, type ToolErrorCode } from "../core/errors.js";
+
+/** Variables the auth middleware sets on every authenticated request. */
+export type AuthEnv = { Variables: { userId: string } };
+
+/** A request the route refuses, with its HTTP status and a classified body. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: ContentfulStatusCode,
+    readonly code: string,
+    message: string,
+    readonly details?: Record<string, unknown>,
+  ) {
+    super(message);
+  }
+}
+
+const STATUS_BY_CODE: Record<ToolErrorCode, ContentfulStatusCode> = {
+  validation_failed: 400,
+  invalid_settings: 422,
+  access_denied: 403,
+  not_found: 404,
+  timeout: 504,
+  aborted: 499 as ContentfulStatusCode,
+  execution_failed: 500,
+};
+
+const compiled = new WeakMap<object, ReturnType<typeof Compile>>();
+function checker(schema: object) {
+  let c = compiled.get(schema);
+  if (!c) {
+    c = Compile(schema as never);
+    compiled.set(schema, c);
+  }
+  return c;
+}
+
+/** Reads the JSON body and validates it; throws HttpError 400 (malformed JSON or schema mismatch). */
+export async function readJsonBody<T>(c: Context, schema: object): Promise<T> {
+  let body: unknown;
+  try {
+    const text = await c.req.text();
+    body = text.trim() === "" ? {} : JSON.parse(text);
+  } catch (error) {
+    throw new HttpError(400, "bad_request", `Request body is not valid JSON: ${(error as Error).message}`);
+  }
+  const check = checker(schema);
+  if (!check.Check(body)) {
+    const first = [...check.Errors(body)][0];
+    const where = first?.instancePath ? `at ${first.instancePath}` : "body";
+    throw new HttpError(400, "bad_request", `Invalid request ${where}: ${first?.message ?? "does not match the schema"}.`);
+  }
+  return body as T;
+}
+
+/** Sends a JSON response after checking it against its schema (a mismatch is a server bug: 500). */
+export function sendJson(c: Context, schema: object, body: unknown, status: ContentfulStatusCode = 200) {
+  const check = checker(schema);
+  if (!check.Check(body)) {
+    const first = [...check.Errors(body)][0];
+    throw new Error(`Response does not match its schema at ${first?.instancePath ?? "/"}: ${first?.message}`);
+  }
+  return c.json(body as object, status);
+}
+
+/** Maps anything thrown by a route to a JSON error response `{ error: { code, message, details? } }`. */
+export function errorResponse(c: Context, error: unknown) {
+  if (error instanceof HttpError) {
+    return c.json({ error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) } }, error.status);
+  }
+  if (error instanceof ToolError) return c.json({ error: error.toJSON() }, STATUS_BY_CODE[error.code]);
+  return c.json({ error: { code: "internal_error", message: "Internal server error; see the server log." } }, 500);
+}

@@ -1,0 +1,80 @@
+/**
+ * The OpenAPI 3.1 document of the HTTP API, built from the same TypeBox schemas that validate requests and
+ * responses (served at GET /api/openapi.json).
+ */
+import {
+  AuditListResponse,
+  ErrorBody,
+  ExecuteToolBody,
+  ExecuteToolResponse,
+  ToolSettingsDescriptorSchema,
+  ToolSettingsListResponse,
+  UpdateToolSettingsBodySchema,
+} from "./schemas.js";
+
+const json = (schema: unknown) => ({ "application/json": { schema } });
+const error = (description: string) => ({ description, content: json(ErrorBody) });
+const secured = { security: [{ bearerAuth: [] }] };
+
+/** Builds the OpenAPI document; `extraPaths` merges path items contributed by other route modules. */
+export function buildOpenApiDocument(version: string, extraPaths: Record<string, unknown> = {}): Record<string, unknown> {
+  const toolName = { name: "toolName", in: "path", required: true, schema: { type: "string" } };
+  return {
+    openapi: "3.1.0",
+    info: { title: "Toolhost API", version, description: "Per-user tool settings, tool execution, chats that run the tool loop, metrics." },
+    components: { securitySchemes: { bearerAuth: { type: "http", scheme: "bearer" } } },
+    paths: {
+      "/api/health": { get: { summary: "Liveness check (no auth).", responses: { 200: { description: "OK" } } } },
+      "/api/settings/tools": {
+        get: {
+          ...secured,
+          summary: "All registered tools with the current user's effective settings.",
+          responses: { 200: { description: "Tools", content: json(ToolSettingsListResponse) }, 401: error("Missing or invalid token") },
+        },
+      },
+      "/api/settings/tools/{toolName}": {
+        get: {
+          ...secured,
+          parameters: [toolName],
+          summary: "One tool's effective settings.",
+          responses: { 200: { description: "Tool", content: json(ToolSettingsDescriptorSchema) }, 404: error("Unknown tool") },
+        },
+        put: {
+          ...secured,
+          parameters: [toolName],
+          summary: "Update a tool's enabled state and parameters (null resets a parameter to its default).",
+          requestBody: { required: true, content: json(UpdateToolSettingsBodySchema) },
+          responses: {
+            200: { description: "The new settings", content: json(ToolSettingsDescriptorSchema) },
+            400: error("Malformed body"),
+            404: error("Unknown tool"),
+            422: error("ToolSettingsError: invalid parameters, or disabling a tool that cannot be disabled"),
+          },
+        },
+      },
+      "/api/tools": { get: { ...secured, summary: "Definitions of the user's enabled tools.", responses: { 200: { description: "Definitions" } } } },
+      "/api/tools/{toolName}/execute": {
+        post: {
+          ...secured,
+          parameters: [toolName],
+          summary: "Execute a tool; a classified tool error is returned as ok:false.",
+          requestBody: { required: true, content: json(ExecuteToolBody) },
+          responses: { 200: { description: "Outcome", content: json(ExecuteToolResponse) }, 404: error("Unknown tool or chat") },
+        },
+      },
+      "/api/admin/audit": {
+        get: {
+          ...secured,
+          summary: "Security audit log of shell executions, newest first (admins only).",
+          parameters: [
+            { name: "user", in: "query", schema: { type: "string" } },
+            { name: "limit", in: "query", schema: { type: "integer", minimum: 1, maximum: 1000 } },
+          ],
+          responses: { 200: { description: "Entries", content: json(AuditListResponse) }, 403: error("Not an admin") },
+        },
+      },
+      "/metrics": { get: { ...secured, summary: "Prometheus metrics.", responses: { 200: { description: "text/plain exposition" } } } },
+      ...extraPaths,
+    },
+  };
+}

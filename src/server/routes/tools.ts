@@ -1,0 +1,41 @@
+/**
+ * Tool execution route: POST /api/tools/:toolName/execute runs a tool for the authenticated user through
+ * executeTool (settings, argument validation, time budget, metrics), optionally in a chat's context.
+ */
+import { Hono } from "hono";
+import type { AppContext } from "../../app/context.js";
+import { ToolArgumentError } from "../../core/errors.js";
+import { HttpError, type AuthEnv, readJsonBody, sendJson } from "../http.js";
+import { ExecuteToolBody, ExecuteToolResponse } from "../schemas.js";
+
+/** Routes to list the user's enabled tools and to execute one. */
+export function toolRoutes(ctx: AppContext): Hono<AuthEnv> {
+  const app = new Hono<AuthEnv>();
+  app.get("/", async (c) => {
+    const enabled = await ctx.runtime.getEnabledToolRuntime(c.get("userId"));
+    return c.json({ tools: enabled.definitions });
+  });
+  app.post("/:toolName/execute", async (c) => {
+    const userId = c.get("userId");
+    const body = await readJsonBody<{ arguments?: unknown; workingDirectory?: string; chatId?: string }>(c, ExecuteToolBody);
+    let workingDirectory = body.workingDirectory ?? null;
+    if (body.chatId) {
+      const chat = await ctx.chats.get(userId, body.chatId);
+      if (!chat) throw new HttpError(404, "not_found", `No chat "${body.chatId}" for this user.`);
+      if (workingDirectory && chat.workingDirectory && workingDirectory !== chat.workingDirectory) {
+        throw new ToolArgumentError("workingDirectory differs from the chat's bound directory; omit it to use the chat's.");
+      }
+      workingDirectory = chat.workingDirectory;
+    }
+    const controller = new AbortController();
+    c.req.raw.signal?.addEventListener("abort", () => controller.abort(), { once: true });
+    const outcome = await ctx.runtime.executeTool(c.req.param("toolName"), body.arguments ?? {}, {
+      userId,
+      chatId: body.chatId ?? null,
+      workingDirectory,
+      signal: controller.signal,
+    });
+    return sendJson(c, ExecuteToolResponse, outcome, outcome.ok ? 200 : outcome.error.code === "not_found" ? 404 : 200);
+  });
+  return app;
+}

@@ -1,0 +1,95 @@
+/**
+ * TypeBox schemas of the HTTP API's requests and responses (000_6d817c25d4590fa9.txt, "Tool Settings API").
+ * They validate bodies at runtime and are the source of the OpenAPI document at /api/openapi.json.
+ */
+import Type from "typebox";
+
+export const ErrorBody = Type.Object(
+  {
+    error: Type.Object({
+      code: Type.String({ description: "Stable error code, e.g. validation_failed, invalid_settings, not_found." }),
+      message: Type.String(),
+      details: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    }),
+  },
+  { $id: "ErrorBody" },
+);
+
+export const ToolParameterDescriptorSchema = Type.Object({
+  name: Type.String(),
+  type: Type.Union([Type.Literal("string"), Type.Literal("integer"), Type.Literal("number"), Type.Literal("boolean"), Type.Literal("string[]")]),
+  description: Type.String(),
+  min: Type.Optional(Type.Number()),
+  max: Type.Optional(Type.Number()),
+  allowedValues: Type.Optional(Type.Array(Type.String())),
+  default: Type.Optional(Type.Unknown()),
+  unit: Type.Optional(Type.String()),
+});
+
+export const ToolDefinitionSchema = Type.Object({
+  name: Type.String(),
+  description: Type.String(),
+  parameters: Type.Record(Type.String(), Type.Unknown()),
+});
+
+export const ToolSettingsDescriptorSchema = Type.Object(
+  {
+    name: Type.String(),
+    title: Type.String(),
+    description: Type.String(),
+    category: Type.Union([Type.Literal("system"), Type.Literal("image"), Type.Literal("interaction")]),
+    enabled: Type.Boolean(),
+    enabledByDefault: Type.Boolean(),
+    canDisable: Type.Boolean(),
+    parameters: Type.Record(Type.String(), Type.Unknown()),
+    defaultParameters: Type.Record(Type.String(), Type.Unknown()),
+    parameterDescriptors: Type.Array(ToolParameterDescriptorSchema),
+    definition: ToolDefinitionSchema,
+  },
+  { $id: "ToolSettingsDescriptor" },
+);
+
+export const ToolSettingsListResponse = Type.Object({ tools: Type.Array(ToolSettingsDescriptorSchema) });
+
+export const UpdateToolSettingsBodySchema = Type.Object(
+  {
+    enabled: Type.Optional(Type.Boolean()),
+    parameters: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "Values to set; null resets one to its default." })),
+  },
+  { additionalProperties: false },
+);
+
+export const ExecuteToolBody = Type.Object(
+  {
+    arguments: Type.Optional(Type.Unknown({ description: "The tool's arguments: a JSON object (or a JSON string)." })),
+    workingDirectory: Type.Optional(Type.String({ description: "Working directory to bind for this call (absolute)." })),
+    chatId: Type.Optional(Type.String({ description: "Run in this chat's context (its working directory and freshness ledger)." })),
+  },
+  { additionalProperties: false },
+);
+
+export const ExecuteToolResponse = Type.Union([
+  Type.Object({ ok: Type.Literal(true), result: Type.Unknown(), durationMs: Type.Number() }),
+  Type.Object({
+    ok: Type.Literal(false),
+    error: Type.Object({ code: Type.String(), message: Type.String(), details: Type.Optional(Type.Record(Type.String(), Type.Unknown())) }),
+    durationMs: Type.Number(),
+  }),
+]);
+
+export const AuditListResponse = Type.Object({
+  entries: Type.Array(
+    Type.Object({
+      id: Type.String(),
+      createdAt: Type.String(),
+      userId: Type.String(),
+      chatId: Type.Union([Type.String(), Type.Null()]),
+      tool: Type.String(),
+      command: Type.Unknown(),
+      cwd: Type.Union([Type.String(), Type.Null()]),
+      exitCode: Type.Union([Type.Number(), Type.Null()]),
+      termination: Type.String(),
+      durationMs: Type.Number(),
+    }),
+  ),
+});

@@ -1,0 +1,52 @@
+/**
+ * Starts the HTTP service on a real socket (@hono/node-server). Binds 127.0.0.1 by default. On first start with
+ * no token in the database it creates one for user `local` and prints it once, with the URL.
+ */
+import type { AddressInfo } from "node:net";
+import { serve } from "@hono/node-server";
+import type { AppContext } from "../app/context.js";
+import { createServerApp } from "./app.js";
+
+/** A running server. */
+export interface RunningServer {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/** Options of startServer. `port` 0 picks a free port. */
+export interface StartServerOptions {
+  port?: number;
+  host?: string;
+  /** Where the first-start token notice goes (default stdout). */
+  print?: (line: string) => void;
+}
+
+/** Listens and resolves once the socket is bound. Rejects when the port is taken (EADDRINUSE) or the host is invalid. */
+export async function startServer(ctx: AppContext, options: StartServerOptions = {}): Promise<RunningServer> {
+  const host = options.host ?? "127.0.0.1";
+  const print = options.print ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const app = createServerApp(ctx);
+  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
+    const s = serve({ fetch: app.fetch, port: options.port ?? 8787, hostname: host }, () => resolve(s));
+    s.once("error", reject);
+  });
+  const port = (server.address() as AddressInfo).port;
+  const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+  print(`Toolhost ${url} (data: ${ctx.dataDir}, database: ${ctx.database.dialect})`);
+  if ((await ctx.tokens.count()) === 0) {
+    const { token } = await ctx.tokens.create("local", "created on first start");
+    print("No API token existed, so one was created for user \"local\". It is shown only this once:");
+    print(`  ${token}`);
+    print(`Try: curl -H "Authorization: Bearer ${token}" ${url}/api/settings/tools`);
+  }
+  return {
+    url,
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+      }),
+  };
+}

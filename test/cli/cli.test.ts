@@ -1,0 +1,88 @@
+import { describe, expect, it } from "vitest";
+import { createAppContext } from "../../src/app/context.js";
+import { runCli } from "../helpers/cli.js";
+import { recordingLogger } from "../helpers/runtime.js";
+import { tempDir } from "../helpers/server.js";
+
+describe("toolhost CLI (built bin)", () => {
+  const dataDir = tempDir();
+  const env = { TOOLHOST_DATA_DIR: dataDir };
+
+  it("call get_current_datetime prints the +05:45 offset for Asia/Kathmandu", async () => {
+    const run = await runCli(["call", "get_current_datetime", '{"timezone":"Asia/Kathmandu","locale":"ne-NP"}'], env);
+    expect(run.code).toBe(0);
+    const result = JSON.parse(run.stdout);
+    expect(result.offset).toBe("+05:45");
+    expect(result.local).toMatch(/\+05:45$/);
+  });
+
+  it.each([
+    ['{"timezone":"Mars/Olympus"}', /Mars\/Olympus/],
+    ['{"timezone":42}', /"timezone": must be string, got number 42/],
+    ["{broken", /not valid JSON/],
+  ])("call with %s exits 1 with validation_failed", async (json, message) => {
+    const run = await runCli(["call", "get_current_datetime", json], env);
+    expect(run.code).toBe(1);
+    expect(JSON.parse(run.stdout).error.code).toBe("validation_failed");
+    expect(run.stderr).toMatch(message);
+  });
+
+  it("an unknown tool exits 1 with not_found", async () => {
+    const run = await runCli(["call", "no_such_tool"], env);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/not_found/);
+  });
+
+  it("settings set applies the API's rules and is seen by the server's context", async () => {
+    const bad = await runCli(["settings", "set", "get_current_datetime", "colour=red"], env);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/invalid_settings: Unknown parameter "colour"/);
+
+    const ok = await runCli(["settings", "set", "get_current_datetime", "defaultTimezone=Asia/Tokyo", "--user", "ana"], env);
+    expect(ok.code).toBe(0);
+    expect(JSON.parse(ok.stdout)).toMatchObject({ enabled: true, parameters: { defaultTimezone: "Asia/Tokyo" } });
+
+    const called = await runCli(["call", "get_current_datetime", "{}", "--user", "ana"], env);
+    expect(JSON.parse(called.stdout).offset).toBe("+09:00");
+
+    const ctx = await createAppContext({ dataDir, logger: recordingLogger() });
+    try {
+      expect((await ctx.settings.get("ana", "get_current_datetime")).parameters.defaultTimezone).toBe("Asia/Tokyo");
+      expect((await ctx.settings.get("local", "get_current_datetime")).parameters.defaultTimezone).toBe("UTC");
+    } finally {
+      await ctx.close();
+    }
+
+    const off = await runCli(["settings", "set", "get_current_datetime", "--disable", "--user", "ana"], env);
+    expect(off.code).toBe(0);
+    const tools = await runCli(["tools", "--user", "ana"], env);
+    expect(tools.stdout).toMatch(/get_current_datetime\s+no\s+system/);
+    const refused = await runCli(["call", "get_current_datetime", "{}", "--user", "ana"], env);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/access_denied/);
+  });
+
+  it("token create prints a token the server accepts", async () => {
+    const run = await runCli(["token", "create", "--user", "bob"], env);
+    expect(run.code).toBe(0);
+    const token = run.stdout.trim();
+    expect(token).toMatch(/^th_/);
+    const ctx = await createAppContext({ dataDir, logger: recordingLogger() });
+    try {
+      expect(await ctx.tokens.authenticate(token)).toBe("bob");
+    } finally {
+      await ctx.close();
+    }
+  });
+
+  it("usage errors exit 2 and --help answers", async () => {
+    const help = await runCli(["--help"], env);
+    expect(help.code).toBe(0);
+    for (const cmd of ["serve", "tools", "call", "settings", "token"]) expect(help.stdout).toContain(cmd);
+    const usage = await runCli(["settings", "set", "get_current_datetime"], env);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toMatch(/Nothing to change/);
+    const badCwd = await runCli(["call", "list_directory", '{"path":"."}', "--cwd", "/definitely/not/here"], env);
+    expect(badCwd.code).toBe(2);
+  });
+});

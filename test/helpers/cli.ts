@@ -1,0 +1,36 @@
+/** Runs the built `toolhost` bin (dist/cli/main.js) as a real process. `npm test` builds it first (pretest). */
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+export const BIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
+
+/** Output of one CLI run. */
+export interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `toolhost ...args` with the given environment additions; resolves when it exits (killed after 60 s). */
+export function runCli(args: string[], env: Record<string, string> = {}, options: { cwd?: string; input?: string } = {}): Promise<CliRun> {
+  if (!existsSync(BIN)) throw new Error(`${BIN} is missing: run \`npm run build\` first (npm test does it).`);
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      cwd: options.cwd,
+      env: { ...process.env, TOOLHOST_LOG_LEVEL: "error", ...env },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (d) => (stdout += d));
+    child.stderr.setEncoding("utf8").on("data", (d) => (stderr += d));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+    child.on("error", reject);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+    child.stdin.end(options.input ?? "");
+  });
+}

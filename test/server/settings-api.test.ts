@@ -1,0 +1,140 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { defaultRegistry, ToolRegistryStore } from "../../src/core/registry.js";
+import { TIMEOUT_SECONDS_DESCRIPTOR } from "../../src/core/settings-policy.js";
+import type { RegisteredTool } from "../../src/core/types.js";
+import "../../src/tools/index.js";
+import { startTestServer, type TestServer } from "../helpers/server.js";
+
+/** The built-ins plus a tool with a ranged setting and one that cannot be disabled. */
+function registryWithTestTools(): ToolRegistryStore {
+  const registry = new ToolRegistryStore();
+  for (const tool of defaultRegistry.list()) registry.register(tool);
+  const base = (name: string, canDisable: boolean): RegisteredTool => ({
+    definition: { name, description: name, parameters: { type: "object", properties: {} } },
+    settings: {
+      title: name,
+      description: name,
+      category: "interaction",
+      enabledByDefault: true,
+      canDisable,
+      defaultParameters: { timeoutSeconds: 30 },
+      parameterDescriptors: [TIMEOUT_SECONDS_DESCRIPTOR],
+    },
+    execute: async () => ({ ok: true }),
+  });
+  registry.register(base("slow_job", true));
+  registry.register(base("pinned", false));
+  return registry;
+}
+
+let servers: TestServer[] = [];
+afterEach(async () => {
+  await Promise.all(servers.map((s) => s.stop()));
+  servers = [];
+});
+async function start(dataDir?: string) {
+  const s = await startTestServer({ registry: registryWithTestTools(), ...(dataDir ? { dataDir } : {}) });
+  servers.push(s);
+  return s;
+}
+
+describe("settings API over real HTTP and SQLite", () => {
+  it("prints a token on first start only", async () => {
+    const s = await start();
+    expect(s.token).toMatch(/^th_[A-Za-z0-9_-]{40,}$/);
+    await s.stop();
+    servers = [];
+    const again = await start(s.dataDir);
+    expect(again.token).toBe("");
+  });
+
+  it("refuses requests without a valid token with 401 and no tool data", async () => {
+    const s = await start();
+    for (const token of [null, "th_wrong", ""]) {
+      const res = await s.api("/api/settings/tools", { token });
+      expect(res.status).toBe(401);
+      const text = await res.text();
+      expect(text).not.toContain("get_current_datetime");
+    }
+    expect((await s.api("/api/tools/get_current_datetime/execute", { method: "POST", token: null, json: {} })).status).toBe(401);
+    expect((await s.api("/metrics", { token: null })).status).toBe(401);
+  });
+
+  it("lists built-ins with metadata and effective settings", async () => {
+    const s = await start();
+    const res = await s.api("/api/settings/tools");
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { tools: { name: string; category: string; enabled: boolean; parameters: object }[] };
+    const names = body.tools.map((t) => t.name);
+    expect(names).toContain("get_current_datetime");
+    expect(names).toContain("list_directory");
+    expect(body.tools.find((t) => t.name === "get_current_datetime")).toMatchObject({
+      category: "system",
+      enabled: true,
+      canDisable: true,
+      parameters: { defaultTimezone: "UTC" },
+    });
+  });
+
+  it("422 names the parameter of an out-of-range PUT; nothing is written", async () => {
+    const s = await start();
+    const res = await s.api("/api/settings/tools/slow_job", { method: "PUT", json: { parameters: { timeoutSeconds: 9999 } } });
+    expect(res.status).toBe(422);
+    const body = (await res.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe("invalid_settings");
+    expect(body.error.message).toMatch(/timeoutSeconds.*at most 600/);
+    const after = (await (await s.api("/api/settings/tools/slow_job")).json()) as { parameters: { timeoutSeconds: number } };
+    expect(after.parameters.timeoutSeconds).toBe(30);
+  });
+
+  it("422 for disabling a tool that cannot be disabled, 404 for an unknown tool, 400 for a malformed body", async () => {
+    const s = await start();
+    expect((await s.api("/api/settings/tools/pinned", { method: "PUT", json: { enabled: false } })).status).toBe(422);
+    expect((await s.api("/api/settings/tools/nope", { method: "PUT", json: { enabled: false } })).status).toBe(404);
+    const malformed = await s.api("/api/settings/tools/slow_job", { method: "PUT", body: "{oops", headers: { "content-type": "application/json" } });
+    expect(malformed.status).toBe(400);
+    expect((await s.api("/api/settings/tools/slow_job", { method: "PUT", json: { enabled: "yes" } })).status).toBe(400);
+    expect((await s.api("/api/settings/tools/slow_job", { method: "PUT", json: { colour: "red" } })).status).toBe(400);
+  });
+
+  it("a valid PUT persists across a restart, per user", async () => {
+    const s = await start();
+    const put = await s.api("/api/settings/tools/slow_job", { method: "PUT", json: { enabled: false, parameters: { timeoutSeconds: 120 } } });
+    expect(put.status).toBe(200);
+    expect(await put.json()).toMatchObject({ enabled: false, parameters: { timeoutSeconds: 120 } });
+    const other = await s.ctx.tokens.create("someone-else");
+    const theirs = (await (await s.api("/api/settings/tools/slow_job", { token: other.token })).json()) as { enabled: boolean };
+    expect(theirs.enabled).toBe(true);
+    await s.stop();
+    servers = [];
+
+    const restarted = await start(s.dataDir);
+    const res = await restarted.api("/api/settings/tools/slow_job", { token: s.token });
+    expect(await res.json()).toMatchObject({ enabled: false, parameters: { timeoutSeconds: 120 } });
+    // null resets one parameter to its default.
+    const reset = await restarted.api("/api/settings/tools/slow_job", { method: "PUT", token: s.token, json: { parameters: { timeoutSeconds: null } } });
+    expect(await reset.json()).toMatchObject({ enabled: false, parameters: { timeoutSeconds: 30 } });
+  });
+
+  it("executes a tool, honouring the user's settings", async () => {
+    const s = await start();
+    const ok = await s.api("/api/tools/get_current_datetime/execute", { method: "POST", json: { arguments: { timezone: "Asia/Kathmandu" } } });
+    expect(await ok.json()).toMatchObject({ ok: true, result: { offset: "+05:45" } });
+    const bad = await s.api("/api/tools/get_current_datetime/execute", { method: "POST", json: { arguments: { timezone: 42 } } });
+    expect(await bad.json()).toMatchObject({ ok: false, error: { code: "validation_failed" } });
+    await s.api("/api/settings/tools/get_current_datetime", { method: "PUT", json: { enabled: false } });
+    const off = await s.api("/api/tools/get_current_datetime/execute", { method: "POST", json: { arguments: {} } });
+    expect(await off.json()).toMatchObject({ ok: false, error: { code: "access_denied" } });
+  });
+
+  it("serves the OpenAPI document and metrics", async () => {
+    const s = await start();
+    const doc = (await (await s.api("/api/openapi.json", { token: null })).json()) as { openapi: string; paths: Record<string, unknown> };
+    expect(doc.openapi).toBe("3.1.0");
+    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(["/api/settings/tools", "/api/settings/tools/{toolName}"]));
+    await s.api("/api/tools/get_current_datetime/execute", { method: "POST", json: { arguments: {} } });
+    const metrics = await (await s.api("/metrics")).text();
+    expect(metrics).toMatch(/tool_execution_total\{tool="get_current_datetime",status="success"\} \d+/);
+    expect(metrics).toContain("function_call_duration_ms_bucket");
+  });
+});

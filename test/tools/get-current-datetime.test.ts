@@ -1,0 +1,62 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { memoryRuntime } from "../helpers/runtime.js";
+
+const call = (args: unknown) => memoryRuntime().runtime.executeTool("get_current_datetime", args, { userId: "u" });
+
+describe("get_current_datetime with a frozen clock", () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it.each([
+    ["Etc/GMT+3", "2025-01-15T09:00:00-03:00", "-03:00"],
+    ["Etc/GMT-14", "2025-01-16T02:00:00+14:00", "+14:00"],
+    ["America/Sao_Paulo", "2025-01-15T09:00:00-03:00", "-03:00"],
+    ["Asia/Kathmandu", "2025-01-15T17:45:00+05:45", "+05:45"],
+    ["UTC", "2025-01-15T12:00:00+00:00", "+00:00"],
+  ])("at 2025-01-15T12:00:00Z, %s is %s", async (timezone, local, offset) => {
+    vi.setSystemTime(new Date("2025-01-15T12:00:00Z"));
+    const outcome = await call({ timezone });
+    expect(outcome).toMatchObject({ ok: true, result: { timezone, local, offset, utc: "2025-01-15T12:00:00.000Z" } });
+  });
+
+  it("localizes in Portuguese for pt-BR", async () => {
+    vi.setSystemTime(new Date("2020-06-05T15:00:00Z"));
+    const outcome = await call({ timezone: "America/Sao_Paulo", locale: "pt-BR" });
+    expect(outcome.ok).toBe(true);
+    const result = (outcome as { result: { localized: string; weekday: string } }).result;
+    expect(result.localized).toContain("sexta-feira");
+    expect(result.localized).toContain("5 de junho de 2020");
+    expect(result.weekday).toBe("sexta-feira");
+  });
+
+  it("defaults to UTC and en-US", async () => {
+    vi.setSystemTime(new Date("2025-01-15T12:00:00Z"));
+    expect(await call({})).toMatchObject({ ok: true, result: { timezone: "UTC", locale: "en-US", offset: "+00:00" } });
+    expect(await call({ timezone: null, locale: null })).toMatchObject({ ok: true, result: { timezone: "UTC" } });
+  });
+});
+
+describe("get_current_datetime validation", () => {
+  it.each([
+    [{ timezone: "Mars/Olympus" }, "timezone", /Mars\/Olympus/],
+    [{ timezone: "GMT+3" }, "timezone", /not an IANA timezone/],
+    [{ timezone: "+05:00" }, "timezone", /not an IANA timezone/],
+    [{ timezone: "" }, "timezone", /not an IANA timezone/],
+    [{ locale: "zz-ZZ" }, "locale", /not supported.*fall back/],
+    [{ locale: "pt_BR" }, "locale", /not a BCP 47 language tag/],
+    [{ timezone: 42 }, "timezone", /must be string/],
+    [{ locale: ["pt-BR"] }, "locale", /must be string/],
+  ])("%j is validation_failed naming %s", async (args, argument, message) => {
+    const outcome = await call(args);
+    expect(outcome.ok).toBe(false);
+    if (!outcome.ok) {
+      expect(outcome.error.code).toBe("validation_failed");
+      expect(outcome.error.details).toMatchObject({ argument });
+      expect(outcome.error.message).toMatch(message);
+    }
+  });
+});
