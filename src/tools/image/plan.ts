@@ -1,0 +1,133 @@
+/**
+ * createGenerateImageToolPlan (000_6d817c25d4590fa9.txt, "generate_image": "Plans images via
+ * createGenerateImageToolPlan()"): turns parsed arguments and the user's effective settings into the list of
+ * images to make, with the count clamped by maxImagesPerCall, the quality and the model resolved, and the
+ * provider chosen. Pure apart from reading settings; does no I/O.
+ */
+import { ToolArgumentError } from "../../core/errors.js";
+import { clampIntegerSetting, getBooleanSetting, getStringSetting } from "../../core/settings-policy.js";
+import type { EffectiveToolSettings } from "../../core/types.js";
+import { resolveImageProvider } from "./providers.js";
+import { IMAGE_QUALITIES, type ImageProviderName, type ImageQuality } from "./types.js";
+
+/** Hard ceiling on images per call (the `count` argument's maximum). */
+export const MAX_IMAGES_PER_CALL = 4;
+/** Longest prompt accepted, in characters (the GPT image models' limit). */
+export const MAX_PROMPT_LENGTH = 32_000;
+/** Default of the defaultModel setting. */
+export const DEFAULT_IMAGE_MODEL = "gpt-image-1";
+/** Values of the `provider` setting. */
+export const IMAGE_PROVIDER_SETTINGS = ["auto", "openai", "gemini"] as const;
+
+/** Parsed generate_image arguments (nulls already removed by the runtime). */
+export interface GenerateImageArgs {
+  prompt: string;
+  count?: number;
+  quality?: string;
+  model?: string;
+}
+
+/** One image to make; `index` is 1-based, as reported to the model and in progress events. */
+export interface PlannedImage {
+  index: number;
+}
+
+/** What one generate_image call will do. */
+export interface GenerateImageToolPlan {
+  prompt: string;
+  model: string;
+  /** Where `model` came from. */
+  modelSource: "argument" | "setting";
+  provider: ImageProviderName;
+  quality: ImageQuality;
+  qualitySource: "argument" | "setting";
+  /** The count the model asked for (default 1). */
+  requestedCount: number;
+  /** The images to make: min(requestedCount, maxImagesPerCall). */
+  images: PlannedImage[];
+  /** Time budget in milliseconds (timeoutSeconds × 1000, 5–600 s, default 30 s). */
+  budgetMs: number;
+  /** Human-readable adjustments made while planning (clamped count, ignored quality), for the summary. */
+  notes: string[];
+}
+
+/**
+ * Plans a generate_image call. Settings are read leniently (invalid stored values fall back to defaults);
+ * arguments strictly. Throws ToolArgumentError for an empty or over-long prompt, a count outside 1–4, an unknown
+ * quality, and a model no provider serves.
+ */
+export function createGenerateImageToolPlan(
+  args: GenerateImageArgs,
+  settings: EffectiveToolSettings,
+): GenerateImageToolPlan {
+  const p = settings.parameters;
+  const notes: string[] = [];
+
+  const prompt = typeof args.prompt === "string" ? args.prompt.trim() : "";
+  if (!prompt) {
+    throw new ToolArgumentError('Missing required argument "prompt": describe the image to generate.', {
+      argument: "prompt",
+      rule: "required",
+    });
+  }
+  if (prompt.length > MAX_PROMPT_LENGTH) {
+    throw new ToolArgumentError(
+      `Invalid argument "prompt": ${prompt.length} characters is longer than the ${MAX_PROMPT_LENGTH} allowed; shorten it.`,
+      { argument: "prompt", rule: "maxLength" },
+    );
+  }
+
+  const requestedCount = args.count ?? 1;
+  if (!Number.isInteger(requestedCount) || requestedCount < 1 || requestedCount > MAX_IMAGES_PER_CALL) {
+    throw new ToolArgumentError(
+      `Invalid argument "count": must be an integer from 1 to ${MAX_IMAGES_PER_CALL}, got ${requestedCount}.`,
+      {
+        argument: "count",
+        rule: "range",
+      },
+    );
+  }
+  const maxImages = clampIntegerSetting(p.maxImagesPerCall, 1, MAX_IMAGES_PER_CALL, MAX_IMAGES_PER_CALL);
+  const count = Math.min(requestedCount, maxImages);
+  if (count < requestedCount) {
+    notes.push(
+      `Asked for ${requestedCount} images; this user's maxImagesPerCall setting allows ${maxImages}, so ${count} were planned.`,
+    );
+  }
+
+  const defaultQuality = getStringSetting(p.defaultQuality, "auto", IMAGE_QUALITIES) as ImageQuality;
+  const letAiDecide = getBooleanSetting(p.letAiDecideQuality, true);
+  let quality = defaultQuality;
+  let qualitySource: "argument" | "setting" = "setting";
+  if (args.quality !== undefined) {
+    if (!letAiDecide) {
+      notes.push(`The quality argument was ignored: quality is set by the user (${defaultQuality}).`);
+    } else if (!(IMAGE_QUALITIES as readonly string[]).includes(args.quality)) {
+      throw new ToolArgumentError(
+        `Invalid argument "quality": must be one of ${IMAGE_QUALITIES.map((q) => JSON.stringify(q)).join(", ")}, got ${JSON.stringify(args.quality)}.`,
+        { argument: "quality", rule: "enum" },
+      );
+    } else {
+      quality = args.quality as ImageQuality;
+      qualitySource = "argument";
+    }
+  }
+
+  const argModel = typeof args.model === "string" ? args.model.trim() : "";
+  const model = argModel || getStringSetting(p.defaultModel, DEFAULT_IMAGE_MODEL).trim() || DEFAULT_IMAGE_MODEL;
+  const provider = resolveImageProvider(model, getStringSetting(p.provider, "auto", IMAGE_PROVIDER_SETTINGS));
+
+  const seconds = clampIntegerSetting(p.timeoutSeconds, 5, 600, 30);
+  return {
+    prompt,
+    model,
+    modelSource: argModel ? "argument" : "setting",
+    provider,
+    quality,
+    qualitySource,
+    requestedCount,
+    images: Array.from({ length: count }, (_, i) => ({ index: i + 1 })),
+    budgetMs: seconds * 1000,
+    notes,
+  };
+}
