@@ -9,7 +9,13 @@ import { configureDefaultRuntime, ToolRuntime } from "../core/runtime.js";
 import { createLogger } from "../core/stores.js";
 import type { Logger } from "../core/types.js";
 import { openDatabase, resolveDataDir, type ToolhostDatabase } from "../storage/database.js";
-import { ChatRepository, SqlAuditLog, SqlFreshnessLedger, SqlToolSettingsStore, TokenRepository } from "../storage/repositories.js";
+import {
+  ChatRepository,
+  SqlAuditLog,
+  SqlFreshnessLedger,
+  SqlToolSettingsStore,
+  TokenRepository,
+} from "../storage/repositories.js";
 import { ToolSettingsService } from "./tool-settings-service.js";
 
 /** Everything a front end needs, wired to one database. */
@@ -41,7 +47,14 @@ export async function createAppContext(options: AppContextOptions = {}): Promise
   const store = new SqlToolSettingsStore(database.db);
   const audit = new SqlAuditLog(database.db);
   const registry = options.registry ?? defaultRegistry;
-  const runtime = new ToolRuntime({ registry, store, ledger: new SqlFreshnessLedger(database.db), audit, logger, dataDir });
+  const runtime = new ToolRuntime({
+    registry,
+    store,
+    ledger: new SqlFreshnessLedger(database.db),
+    audit,
+    logger,
+    dataDir,
+  });
   configureDefaultRuntime(runtime);
   return {
     dataDir,

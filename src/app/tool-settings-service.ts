@@ -5,9 +5,21 @@
  */
 import { NotFoundError } from "../core/errors.js";
 import type { ToolRegistryStore } from "../core/registry.js";
-import { getSafeEffectiveToolSettings, getToolDefinition, mergeToolSettings, normalizeToolParameters } from "../core/settings-policy.js";
+import {
+  getSafeEffectiveToolSettings,
+  getToolDefinition,
+  mergeToolSettings,
+  normalizeToolParameters,
+} from "../core/settings-policy.js";
 import type { ToolSettingsStore } from "../core/stores.js";
-import type { Logger, RegisteredTool, SavedToolSettings, ToolCategory, ToolDefinition, ToolParameterDescriptor } from "../core/types.js";
+import type {
+  Logger,
+  RegisteredTool,
+  SavedToolSettings,
+  ToolCategory,
+  ToolDefinition,
+  ToolParameterDescriptor,
+} from "../core/types.js";
 
 /** One tool with the user's effective settings (000: ToolSettingsDescriptor). */
 export interface ToolSettingsDescriptor {
@@ -84,28 +96,42 @@ export class ToolSettingsService {
     try {
       savedParameters = normalizeToolParameters(tool, saved?.parameters ?? {});
     } catch (error) {
-      this.logger.warn({ tool: toolName, userId, err: (error as Error).message }, "discarding invalid saved settings on update");
+      this.logger.warn(
+        { tool: toolName, userId, err: (error as Error).message },
+        "discarding invalid saved settings on update",
+      );
     }
     const updates = { ...(body.parameters ?? {}) };
     const resets = Object.keys(updates).filter((key) => updates[key] === null);
     for (const key of resets) delete updates[key];
     // Validates names, types, ranges and canDisable; throws before anything is written.
-    mergeToolSettings(tool, { enabled: saved?.enabled ?? null, parameters: savedParameters }, { enabled: body.enabled, parameters: updates });
+    mergeToolSettings(
+      tool,
+      { enabled: saved?.enabled ?? null, parameters: savedParameters },
+      { enabled: body.enabled, parameters: updates },
+    );
     for (const key of resets) {
-      if (!tool.settings.parameterDescriptors.some((d) => d.name === key)) normalizeToolParameters(tool, { [key]: null });
+      if (!tool.settings.parameterDescriptors.some((d) => d.name === key))
+        normalizeToolParameters(tool, { [key]: null });
       delete savedParameters[key];
     }
     const enabled = body.enabled ?? (typeof saved?.enabled === "boolean" ? saved.enabled : null);
-    await this.store.save(userId, toolName, { enabled, parameters: { ...savedParameters, ...normalizeToolParameters(tool, updates) } });
+    await this.store.save(userId, toolName, {
+      enabled,
+      parameters: { ...savedParameters, ...normalizeToolParameters(tool, updates) },
+    });
     return this.get(userId, toolName);
   }
 
   #tool(toolName: string): RegisteredTool {
     const tool = this.registry.get(toolName);
     if (!tool) {
-      throw new NotFoundError(`Unknown tool "${toolName}". List the tools with GET /api/settings/tools or \`toolhost tools\`.`, {
-        tool: toolName,
-      });
+      throw new NotFoundError(
+        `Unknown tool "${toolName}". List the tools with GET /api/settings/tools or \`toolhost tools\`.`,
+        {
+          tool: toolName,
+        },
+      );
     }
     return tool;
   }

@@ -40,11 +40,14 @@ export function buildProgram(): Command {
   program
     .command("serve")
     .description("Start the HTTP service (binds 127.0.0.1; prints a token on first start).")
-    .addOption(new Option("-p, --port <port>", "port (0 picks a free one)").default(process.env.TOOLHOST_PORT ?? "8787"))
+    .addOption(
+      new Option("-p, --port <port>", "port (0 picks a free one)").default(process.env.TOOLHOST_PORT ?? "8787"),
+    )
     .addOption(new Option("-H, --host <host>", "interface to bind").default(process.env.TOOLHOST_HOST ?? "127.0.0.1"))
     .action(async (opts: { port: string; host: string }) => {
       const port = Number(opts.port);
-      if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CliError(`--port must be 0–65535, got "${opts.port}".`);
+      if (!Number.isInteger(port) || port < 0 || port > 65535)
+        throw new CliError(`--port must be 0–65535, got "${opts.port}".`);
       const ctx = await createAppContext();
       const server = await startServer(ctx, { port, host: opts.host });
       const stop = async () => {
@@ -65,7 +68,12 @@ export function buildProgram(): Command {
       withContext(async (ctx) => {
         const tools = await ctx.settings.list(opts.user);
         if (opts.json) return print({ tools });
-        print(table([["NAME", "ENABLED", "CATEGORY", "TITLE"], ...tools.map((t) => [t.name, t.enabled ? "yes" : "no", t.category, t.title])]));
+        print(
+          table([
+            ["NAME", "ENABLED", "CATEGORY", "TITLE"],
+            ...tools.map((t) => [t.name, t.enabled ? "yes" : "no", t.category, t.title]),
+          ]),
+        );
       }),
     );
 
@@ -84,7 +92,9 @@ export function buildProgram(): Command {
           const chat = await ctx.chats.get(opts.user, opts.chat);
           if (chat) {
             if (workingDirectory && chat.workingDirectory !== workingDirectory) {
-              throw new CliError(`Chat ${opts.chat} is bound to ${chat.workingDirectory ?? "no directory"}; omit --cwd or pass that directory.`);
+              throw new CliError(
+                `Chat ${opts.chat} is bound to ${chat.workingDirectory ?? "no directory"}; omit --cwd or pass that directory.`,
+              );
             }
             workingDirectory = chat.workingDirectory;
           } else {
@@ -116,7 +126,9 @@ export function buildProgram(): Command {
     .description("Print a tool's effective settings as JSON.")
     .argument("<tool>")
     .option("-u, --user <name>", "user id", "local")
-    .action(async (toolName: string, opts: { user: string }) => withContext(async (ctx) => print(await ctx.settings.get(opts.user, toolName))));
+    .action(async (toolName: string, opts: { user: string }) =>
+      withContext(async (ctx) => print(await ctx.settings.get(opts.user, toolName))),
+    );
   settings
     .command("set")
     .description("Enable/disable a tool and set parameters (values parsed as JSON where they parse; null resets).")
@@ -125,19 +137,22 @@ export function buildProgram(): Command {
     .option("--enable", "enable the tool")
     .option("--disable", "disable the tool")
     .option("-u, --user <name>", "user id", "local")
-    .action(async (toolName: string, assignments: string[], opts: { enable?: boolean; disable?: boolean; user: string }) => {
-      if (opts.enable && opts.disable) throw new CliError("Use either --enable or --disable, not both.");
-      const parameters = Object.fromEntries(assignments.map(parseAssignment));
-      const enabled = opts.enable ? true : opts.disable ? false : undefined;
-      if (enabled === undefined && assignments.length === 0) throw new CliError("Nothing to change: pass --enable, --disable or name=value pairs.");
-      await withContext(async (ctx) => {
-        const descriptor = await ctx.settings.update(opts.user, toolName, {
-          ...(enabled === undefined ? {} : { enabled }),
-          ...(assignments.length ? { parameters } : {}),
+    .action(
+      async (toolName: string, assignments: string[], opts: { enable?: boolean; disable?: boolean; user: string }) => {
+        if (opts.enable && opts.disable) throw new CliError("Use either --enable or --disable, not both.");
+        const parameters = Object.fromEntries(assignments.map(parseAssignment));
+        const enabled = opts.enable ? true : opts.disable ? false : undefined;
+        if (enabled === undefined && assignments.length === 0)
+          throw new CliError("Nothing to change: pass --enable, --disable or name=value pairs.");
+        await withContext(async (ctx) => {
+          const descriptor = await ctx.settings.update(opts.user, toolName, {
+            ...(enabled === undefined ? {} : { enabled }),
+            ...(assignments.length ? { parameters } : {}),
+          });
+          print({ name: descriptor.name, enabled: descriptor.enabled, parameters: descriptor.parameters });
         });
-        print({ name: descriptor.name, enabled: descriptor.enabled, parameters: descriptor.parameters });
-      });
-    });
+      },
+    );
 
   program
     .command("token")
@@ -148,7 +163,8 @@ export function buildProgram(): Command {
     .option("--label <text>", "a note to remember the token by")
     .action(async (opts: { user: string; label?: string }) =>
       withContext(async (ctx) => {
-        if (!/^[A-Za-z0-9._@-]{1,128}$/.test(opts.user)) throw new CliError("--user: use 1–128 letters, digits, or . _ @ -");
+        if (!/^[A-Za-z0-9._@-]{1,128}$/.test(opts.user))
+          throw new CliError("--user: use 1–128 letters, digits, or . _ @ -");
         const { token } = await ctx.tokens.create(opts.user, opts.label ?? null);
         print(token);
       }),
@@ -163,13 +179,22 @@ export function buildProgram(): Command {
     .action(async (opts: { user?: string; limit: string; json?: boolean }) =>
       withContext(async (ctx) => {
         const limit = Number(opts.limit);
-        if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new CliError("--limit must be an integer from 1 to 1000.");
+        if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
+          throw new CliError("--limit must be an integer from 1 to 1000.");
         const entries = await ctx.audit.list({ userId: opts.user, limit });
         if (opts.json) return print({ entries });
         print(
           table([
             ["TIME", "USER", "TOOL", "EXIT", "TERMINATION", "MS", "COMMAND"],
-            ...entries.map((e) => [e.createdAt, e.userId, e.tool, String(e.exitCode ?? "-"), e.termination, String(e.durationMs), JSON.stringify(e.command)]),
+            ...entries.map((e) => [
+              e.createdAt,
+              e.userId,
+              e.tool,
+              String(e.exitCode ?? "-"),
+              e.termination,
+              String(e.durationMs),
+              JSON.stringify(e.command),
+            ]),
           ]),
         );
       }),

@@ -1,6 +1,7 @@
 /** Small helpers shared by CLI commands. */
-import { resolve } from "node:path";
+
 import { statSync } from "node:fs";
+import { resolve } from "node:path";
 
 /** An error the CLI reports as `error: <message>` with exit code `exitCode` (2 for usage errors). */
 export class CliError extends Error {
@@ -15,7 +16,8 @@ export class CliError extends Error {
 /** Parses a `name=value` settings pair; the value is JSON where it parses, else the raw string. */
 export function parseAssignment(pair: string): [string, unknown] {
   const eq = pair.indexOf("=");
-  if (eq <= 0) throw new CliError(`Expected name=value, got "${pair}" (e.g. timeoutSeconds=60 or allowedPaths='["/srv"]').`);
+  if (eq <= 0)
+    throw new CliError(`Expected name=value, got "${pair}" (e.g. timeoutSeconds=60 or allowedPaths='["/srv"]').`);
   const name = pair.slice(0, eq);
   const text = pair.slice(eq + 1);
   try {
@@ -41,5 +43,12 @@ export function resolveDirectoryOption(dir: string): string {
 /** Renders rows as an aligned text table. */
 export function table(rows: string[][]): string {
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length))) ?? [];
-  return rows.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join("  ").trimEnd()).join("\n");
+  return rows
+    .map((r) =>
+      r
+        .map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
+        .join("  ")
+        .trimEnd(),
+    )
+    .join("\n");
 }

@@ -108,7 +108,8 @@ function toArgumentError(error: ErrorObject, args: unknown, schema: JsonSchema):
   if (error.keyword === "additionalProperties") {
     const key = keyName(error.instancePath, String(params.additionalProperty));
     const known = Object.keys(
-      (error.instancePath === "" ? schema.properties : (error.parentSchema as JsonSchema | undefined)?.properties) ?? {},
+      (error.instancePath === "" ? schema.properties : (error.parentSchema as JsonSchema | undefined)?.properties) ??
+        {},
     );
     return new ToolArgumentError(
       `Unknown argument "${key}"${known.length ? `; expected one of: ${known.join(", ")}` : ""}.`,
@@ -118,7 +119,8 @@ function toArgumentError(error: ErrorObject, args: unknown, schema: JsonSchema):
   const key = keyName(error.instancePath) || "(arguments)";
   const value = valueAt(args, error.instancePath);
   let rule = error.message ?? error.keyword;
-  if (error.keyword === "enum") rule = `must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(", ")}`;
+  if (error.keyword === "enum")
+    rule = `must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(", ")}`;
   return new ToolArgumentError(`Invalid argument "${key}": ${rule}, got ${describeValue(value)}.`, {
     argument: key,
     rule: error.keyword,

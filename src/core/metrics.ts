@@ -32,7 +32,11 @@ export const functionCallDurationMs = new Histogram({
  * Runs `fn`, recording its duration and whether it succeeded. `isFailure` decides failure for functions that
  * report failure in their return value rather than by throwing. Rethrows what `fn` throws.
  */
-export async function withToolMetrics<T>(tool: string, fn: () => Promise<T>, isFailure?: (value: T) => boolean): Promise<T> {
+export async function withToolMetrics<T>(
+  tool: string,
+  fn: () => Promise<T>,
+  isFailure?: (value: T) => boolean,
+): Promise<T> {
   const started = performance.now();
   let failed = true;
   try {

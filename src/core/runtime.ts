@@ -8,6 +8,7 @@
 import { resolve } from "node:path";
 import { parseToolArguments } from "./arg-parsing.js";
 import {
+  AccessDeniedError,
   NotFoundError,
   type SerializedToolError,
   ToolAbortedError,
@@ -15,7 +16,6 @@ import {
   ToolExecutionError,
   ToolTimeoutError,
   toToolError,
-  AccessDeniedError,
 } from "./errors.js";
 import { withToolMetrics } from "./metrics.js";
 import { defaultRegistry, type ToolRegistryStore } from "./registry.js";
@@ -151,7 +151,10 @@ export class ToolRuntime {
         } catch (thrown) {
           const error = toToolError(thrown);
           if (!(thrown instanceof ToolError)) {
-            this.logger.warn({ tool: name, err: (thrown as Error)?.stack ?? String(thrown) }, "tool threw an unclassified error");
+            this.logger.warn(
+              { tool: name, err: (thrown as Error)?.stack ?? String(thrown) },
+              "tool threw an unclassified error",
+            );
           }
           return { ok: false, error: error.toJSON(), durationMs: elapsed() };
         }
@@ -245,7 +248,9 @@ function toSerializable(tool: string, value: unknown): unknown {
   try {
     return JSON.parse(JSON.stringify(value));
   } catch (error) {
-    throw new ToolExecutionError(`Tool "${tool}" returned a value that is not JSON-serializable: ${(error as Error).message}`);
+    throw new ToolExecutionError(
+      `Tool "${tool}" returned a value that is not JSON-serializable: ${(error as Error).message}`,
+    );
   }
 }
 

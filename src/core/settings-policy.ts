@@ -71,7 +71,10 @@ function checkValue(toolName: string, d: ToolParameterDescriptor, value: unknown
  * Validates parameter names, types, min/max and allowed values against the tool's parameterDescriptors.
  * Returns a new object holding the given keys. Throws ToolParameterError naming the parameter, value and rule.
  */
-export function normalizeToolParameters(tool: RegisteredTool, params: Record<string, unknown>): Record<string, unknown> {
+export function normalizeToolParameters(
+  tool: RegisteredTool,
+  params: Record<string, unknown>,
+): Record<string, unknown> {
   const name = tool.definition.name;
   if (params === null || typeof params !== "object" || Array.isArray(params)) {
     throw new ToolParameterError(`Parameters of tool "${name}" must be an object.`, { tool: name });
@@ -156,7 +159,9 @@ export function getToolDefinitionsForTools(
   settings?: ReadonlyMap<string, EffectiveToolSettings> | Record<string, EffectiveToolSettings>,
 ): ToolDefinition[] {
   const lookup = (name: string): EffectiveToolSettings | undefined =>
-    settings instanceof Map ? settings.get(name) : (settings as Record<string, EffectiveToolSettings> | undefined)?.[name];
+    settings instanceof Map
+      ? settings.get(name)
+      : (settings as Record<string, EffectiveToolSettings> | undefined)?.[name];
   const out: ToolDefinition[] = [];
   for (const tool of tools) {
     const effective = lookup(tool.definition.name) ?? getDefaultToolSettings(tool);

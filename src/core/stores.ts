@@ -12,7 +12,11 @@ export interface ToolSettingsStore {
   /** One saved row, or undefined. */
   get(userId: string, toolName: string): Promise<SavedToolSettings | undefined>;
   /** Creates or replaces the user's row for the tool. */
-  save(userId: string, toolName: string, settings: { enabled: boolean | null; parameters: Record<string, unknown> }): Promise<void>;
+  save(
+    userId: string,
+    toolName: string,
+    settings: { enabled: boolean | null; parameters: Record<string, unknown> },
+  ): Promise<void>;
 }
 
 /** Settings kept in process memory; lost on exit. */
@@ -27,7 +31,11 @@ export class MemoryToolSettingsStore implements ToolSettingsStore {
     return this.#rows.get(userId)?.get(toolName);
   }
 
-  async save(userId: string, toolName: string, settings: { enabled: boolean | null; parameters: Record<string, unknown> }): Promise<void> {
+  async save(
+    userId: string,
+    toolName: string,
+    settings: { enabled: boolean | null; parameters: Record<string, unknown> },
+  ): Promise<void> {
     let user = this.#rows.get(userId);
     if (!user) {
       user = new Map();

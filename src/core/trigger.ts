@@ -6,13 +6,13 @@
 import {
   AccessDeniedError,
   NotFoundError,
+  type SerializedToolError,
   ToolAbortedError,
   ToolArgumentError,
-  ToolError,
+  type ToolError,
   ToolExecutionError,
   ToolParameterError,
   ToolTimeoutError,
-  type SerializedToolError,
 } from "./errors.js";
 import { getDefaultRuntime, type ToolCallContext, type ToolRuntime } from "./runtime.js";
 
@@ -41,10 +41,16 @@ export function errorFromSerialized(error: SerializedToolError): ToolError {
  * application chose the tool, not a model); a tool the user explicitly disabled is refused.
  * Throws ToolArgumentError for a malformed id, and the tool's classified ToolError when the call fails.
  */
-export async function trigger<T = any>(functionId: string, args: unknown = {}, options: TriggerOptions = {}): Promise<T> {
+export async function trigger<T = any>(
+  functionId: string,
+  args: unknown = {},
+  options: TriggerOptions = {},
+): Promise<T> {
   const match = /^tool::([a-zA-Z][a-zA-Z0-9_-]*)$/.exec(functionId);
   if (!match?.[1]) {
-    throw new ToolArgumentError(`Unknown function id "${functionId}"; expected "tool::<name>", e.g. "tool::file_read".`);
+    throw new ToolArgumentError(
+      `Unknown function id "${functionId}"; expected "tool::<name>", e.g. "tool::file_read".`,
+    );
   }
   const { runtime = getDefaultRuntime(), ...call } = options;
   const outcome = await runtime.executeTool(match[1], args, {

@@ -20,10 +20,13 @@ export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
 
   app.onError((error, c) => {
     const response = errorResponse(c, error);
-    if (response.status >= 500) ctx.logger.error({ err: error.stack ?? String(error), path: c.req.path }, "request failed");
+    if (response.status >= 500)
+      ctx.logger.error({ err: error.stack ?? String(error), path: c.req.path }, "request failed");
     return response;
   });
-  app.notFound((c) => c.json({ error: { code: "not_found", message: `No route for ${c.req.method} ${c.req.path}.` } }, 404));
+  app.notFound((c) =>
+    c.json({ error: { code: "not_found", message: `No route for ${c.req.method} ${c.req.path}.` } }, 404),
+  );
 
   app.get("/api/health", (c) => c.json({ ok: true, version: VERSION }));
   app.get("/api/openapi.json", (c) => c.json(openApi));
@@ -34,7 +37,9 @@ export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
     return auth(c, next);
   });
   app.use("/metrics", auth);
-  app.get("/metrics", async (c) => c.text(await metricsRegistry.metrics(), 200, { "Content-Type": metricsRegistry.contentType }));
+  app.get("/metrics", async (c) =>
+    c.text(await metricsRegistry.metrics(), 200, { "Content-Type": metricsRegistry.contentType }),
+  );
 
   app.route("/api/settings", settingsRoutes(ctx.settings));
   app.route("/api/tools", toolRoutes(ctx));

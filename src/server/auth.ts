@@ -15,7 +15,12 @@ export function bearerAuth(tokens: TokenRepository): MiddlewareHandler<AuthEnv> 
     if (!userId) {
       c.header("WWW-Authenticate", 'Bearer realm="toolhost"');
       return c.json(
-        { error: { code: "unauthorized", message: "Missing or invalid bearer token. Create one with `toolhost token create --user NAME`." } },
+        {
+          error: {
+            code: "unauthorized",
+            message: "Missing or invalid bearer token. Create one with `toolhost token create --user NAME`.",
+          },
+        },
         401,
       );
     }

@@ -55,7 +55,11 @@ export async function readJsonBody<T>(c: Context, schema: object): Promise<T> {
   if (!check.Check(body)) {
     const first = [...check.Errors(body)][0];
     const where = first?.instancePath ? `at ${first.instancePath}` : "body";
-    throw new HttpError(400, "bad_request", `Invalid request ${where}: ${first?.message ?? "does not match the schema"}.`);
+    throw new HttpError(
+      400,
+      "bad_request",
+      `Invalid request ${where}: ${first?.message ?? "does not match the schema"}.`,
+    );
   }
   return body as T;
 }
@@ -73,7 +77,10 @@ export function sendJson(c: Context, schema: object, body: unknown, status: Cont
 /** Maps anything thrown by a route to a JSON error response `{ error: { code, message, details? } }`. */
 export function errorResponse(c: Context, error: unknown) {
   if (error instanceof HttpError) {
-    return c.json({ error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) } }, error.status);
+    return c.json(
+      { error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) } },
+      error.status,
+    );
   }
   if (error instanceof ToolError) return c.json({ error: error.toJSON() }, STATUS_BY_CODE[error.code]);
   return c.json({ error: { code: "internal_error", message: "Internal server error; see the server log." } }, 500);

@@ -17,11 +17,18 @@ const error = (description: string) => ({ description, content: json(ErrorBody) 
 const secured = { security: [{ bearerAuth: [] }] };
 
 /** Builds the OpenAPI document; `extraPaths` merges path items contributed by other route modules. */
-export function buildOpenApiDocument(version: string, extraPaths: Record<string, unknown> = {}): Record<string, unknown> {
+export function buildOpenApiDocument(
+  version: string,
+  extraPaths: Record<string, unknown> = {},
+): Record<string, unknown> {
   const toolName = { name: "toolName", in: "path", required: true, schema: { type: "string" } };
   return {
     openapi: "3.1.0",
-    info: { title: "Toolhost API", version, description: "Per-user tool settings, tool execution, chats that run the tool loop, metrics." },
+    info: {
+      title: "Toolhost API",
+      version,
+      description: "Per-user tool settings, tool execution, chats that run the tool loop, metrics.",
+    },
     components: { securitySchemes: { bearerAuth: { type: "http", scheme: "bearer" } } },
     paths: {
       "/api/health": { get: { summary: "Liveness check (no auth).", responses: { 200: { description: "OK" } } } },
@@ -29,7 +36,10 @@ export function buildOpenApiDocument(version: string, extraPaths: Record<string,
         get: {
           ...secured,
           summary: "All registered tools with the current user's effective settings.",
-          responses: { 200: { description: "Tools", content: json(ToolSettingsListResponse) }, 401: error("Missing or invalid token") },
+          responses: {
+            200: { description: "Tools", content: json(ToolSettingsListResponse) },
+            401: error("Missing or invalid token"),
+          },
         },
       },
       "/api/settings/tools/{toolName}": {
@@ -37,7 +47,10 @@ export function buildOpenApiDocument(version: string, extraPaths: Record<string,
           ...secured,
           parameters: [toolName],
           summary: "One tool's effective settings.",
-          responses: { 200: { description: "Tool", content: json(ToolSettingsDescriptorSchema) }, 404: error("Unknown tool") },
+          responses: {
+            200: { description: "Tool", content: json(ToolSettingsDescriptorSchema) },
+            404: error("Unknown tool"),
+          },
         },
         put: {
           ...secured,
@@ -52,14 +65,23 @@ export function buildOpenApiDocument(version: string, extraPaths: Record<string,
           },
         },
       },
-      "/api/tools": { get: { ...secured, summary: "Definitions of the user's enabled tools.", responses: { 200: { description: "Definitions" } } } },
+      "/api/tools": {
+        get: {
+          ...secured,
+          summary: "Definitions of the user's enabled tools.",
+          responses: { 200: { description: "Definitions" } },
+        },
+      },
       "/api/tools/{toolName}/execute": {
         post: {
           ...secured,
           parameters: [toolName],
           summary: "Execute a tool; a classified tool error is returned as ok:false.",
           requestBody: { required: true, content: json(ExecuteToolBody) },
-          responses: { 200: { description: "Outcome", content: json(ExecuteToolResponse) }, 404: error("Unknown tool or chat") },
+          responses: {
+            200: { description: "Outcome", content: json(ExecuteToolResponse) },
+            404: error("Unknown tool or chat"),
+          },
         },
       },
       "/api/admin/audit": {
@@ -73,7 +95,13 @@ export function buildOpenApiDocument(version: string, extraPaths: Record<string,
           responses: { 200: { description: "Entries", content: json(AuditListResponse) }, 403: error("Not an admin") },
         },
       },
-      "/metrics": { get: { ...secured, summary: "Prometheus metrics.", responses: { 200: { description: "text/plain exposition" } } } },
+      "/metrics": {
+        get: {
+          ...secured,
+          summary: "Prometheus metrics.",
+          responses: { 200: { description: "text/plain exposition" } },
+        },
+      },
       ...extraPaths,
     },
   };

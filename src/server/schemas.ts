@@ -17,7 +17,13 @@ export const ErrorBody = Type.Object(
 
 export const ToolParameterDescriptorSchema = Type.Object({
   name: Type.String(),
-  type: Type.Union([Type.Literal("string"), Type.Literal("integer"), Type.Literal("number"), Type.Literal("boolean"), Type.Literal("string[]")]),
+  type: Type.Union([
+    Type.Literal("string"),
+    Type.Literal("integer"),
+    Type.Literal("number"),
+    Type.Literal("boolean"),
+    Type.Literal("string[]"),
+  ]),
   description: Type.String(),
   min: Type.Optional(Type.Number()),
   max: Type.Optional(Type.Number()),
@@ -54,7 +60,9 @@ export const ToolSettingsListResponse = Type.Object({ tools: Type.Array(ToolSett
 export const UpdateToolSettingsBodySchema = Type.Object(
   {
     enabled: Type.Optional(Type.Boolean()),
-    parameters: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "Values to set; null resets one to its default." })),
+    parameters: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), { description: "Values to set; null resets one to its default." }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -62,8 +70,12 @@ export const UpdateToolSettingsBodySchema = Type.Object(
 export const ExecuteToolBody = Type.Object(
   {
     arguments: Type.Optional(Type.Unknown({ description: "The tool's arguments: a JSON object (or a JSON string)." })),
-    workingDirectory: Type.Optional(Type.String({ description: "Working directory to bind for this call (absolute)." })),
-    chatId: Type.Optional(Type.String({ description: "Run in this chat's context (its working directory and freshness ledger)." })),
+    workingDirectory: Type.Optional(
+      Type.String({ description: "Working directory to bind for this call (absolute)." }),
+    ),
+    chatId: Type.Optional(
+      Type.String({ description: "Run in this chat's context (its working directory and freshness ledger)." }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -72,7 +84,11 @@ export const ExecuteToolResponse = Type.Union([
   Type.Object({ ok: Type.Literal(true), result: Type.Unknown(), durationMs: Type.Number() }),
   Type.Object({
     ok: Type.Literal(false),
-    error: Type.Object({ code: Type.String(), message: Type.String(), details: Type.Optional(Type.Record(Type.String(), Type.Unknown())) }),
+    error: Type.Object({
+      code: Type.String(),
+      message: Type.String(),
+      details: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    }),
     durationMs: Type.Number(),
   }),
 ]);

@@ -36,7 +36,7 @@ export async function startServer(ctx: AppContext, options: StartServerOptions =
   print(`Toolhost ${url} (data: ${ctx.dataDir}, database: ${ctx.database.dialect})`);
   if ((await ctx.tokens.count()) === 0) {
     const { token } = await ctx.tokens.create("local", "created on first start");
-    print("No API token existed, so one was created for user \"local\". It is shown only this once:");
+    print('No API token existed, so one was created for user "local". It is shown only this once:');
     print(`  ${token}`);
     print(`Try: curl -H "Authorization: Bearer ${token}" ${url}/api/settings/tools`);
   }

@@ -88,7 +88,15 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
     async down(db: Kysely<any>) {
-      for (const table of ["images", "audit_log", "file_reads", "chat_messages", "chats", "api_tokens", "user_tool_settings"]) {
+      for (const table of [
+        "images",
+        "audit_log",
+        "file_reads",
+        "chat_messages",
+        "chats",
+        "api_tokens",
+        "user_tool_settings",
+      ]) {
         await db.schema.dropTable(table).ifExists().execute();
       }
     },

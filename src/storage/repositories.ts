@@ -27,7 +27,10 @@ export class SqlToolSettingsStore implements ToolSettingsStore {
   async getAll(userId: string): Promise<Map<string, SavedToolSettings>> {
     const rows = await this.db.selectFrom("user_tool_settings").selectAll().where("user_id", "=", userId).execute();
     return new Map(
-      rows.map((r) => [r.tool_name, { enabled: r.enabled === null ? null : r.enabled === 1, parameters: parseJsonObject(r.parameters) }]),
+      rows.map((r) => [
+        r.tool_name,
+        { enabled: r.enabled === null ? null : r.enabled === 1, parameters: parseJsonObject(r.parameters) },
+      ]),
     );
   }
 
@@ -38,10 +41,16 @@ export class SqlToolSettingsStore implements ToolSettingsStore {
       .where("user_id", "=", userId)
       .where("tool_name", "=", toolName)
       .executeTakeFirst();
-    return r ? { enabled: r.enabled === null ? null : r.enabled === 1, parameters: parseJsonObject(r.parameters) } : undefined;
+    return r
+      ? { enabled: r.enabled === null ? null : r.enabled === 1, parameters: parseJsonObject(r.parameters) }
+      : undefined;
   }
 
-  async save(userId: string, toolName: string, settings: { enabled: boolean | null; parameters: Record<string, unknown> }): Promise<void> {
+  async save(
+    userId: string,
+    toolName: string,
+    settings: { enabled: boolean | null; parameters: Record<string, unknown> },
+  ): Promise<void> {
     const row = {
       user_id: userId,
       tool_name: toolName,
@@ -53,7 +62,9 @@ export class SqlToolSettingsStore implements ToolSettingsStore {
       .insertInto("user_tool_settings")
       .values(row)
       .onConflict((oc) =>
-        oc.columns(["user_id", "tool_name"]).doUpdateSet({ enabled: row.enabled, parameters: row.parameters, updated_at: row.updated_at }),
+        oc
+          .columns(["user_id", "tool_name"])
+          .doUpdateSet({ enabled: row.enabled, parameters: row.parameters, updated_at: row.updated_at }),
       )
       .execute();
   }
@@ -163,7 +174,10 @@ export class TokenRepository {
 
   /** How many tokens exist (any user). */
   async count(): Promise<number> {
-    const row = await this.db.selectFrom("api_tokens").select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow();
+    const row = await this.db
+      .selectFrom("api_tokens")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .executeTakeFirstOrThrow();
     return Number(row.n);
   }
 }
@@ -204,7 +218,14 @@ function toChat(r: ChatsTable): Chat {
 }
 
 function toMessage(r: ChatMessagesTable): ChatMessage {
-  return { id: r.id, chatId: r.chat_id, seq: r.seq, role: r.role, content: JSON.parse(r.content), createdAt: r.created_at };
+  return {
+    id: r.id,
+    chatId: r.chat_id,
+    seq: r.seq,
+    role: r.role,
+    content: JSON.parse(r.content),
+    createdAt: r.created_at,
+  };
 }
 
 /** Chats and their messages. Every read is scoped by user id: nobody reads another user's chat. */
@@ -237,7 +258,12 @@ export class ChatRepository {
 
   /** The chat if it exists and belongs to the user. */
   async get(userId: string, chatId: string): Promise<Chat | undefined> {
-    const r = await this.db.selectFrom("chats").selectAll().where("id", "=", chatId).where("user_id", "=", userId).executeTakeFirst();
+    const r = await this.db
+      .selectFrom("chats")
+      .selectAll()
+      .where("id", "=", chatId)
+      .where("user_id", "=", userId)
+      .executeTakeFirst();
     return r ? toChat(r) : undefined;
   }
 
@@ -248,12 +274,22 @@ export class ChatRepository {
 
   /** The user's chats, newest first. */
   async list(userId: string, limit = 100): Promise<Chat[]> {
-    const rows = await this.db.selectFrom("chats").selectAll().where("user_id", "=", userId).orderBy("updated_at", "desc").limit(limit).execute();
+    const rows = await this.db
+      .selectFrom("chats")
+      .selectAll()
+      .where("user_id", "=", userId)
+      .orderBy("updated_at", "desc")
+      .limit(limit)
+      .execute();
     return rows.map(toChat);
   }
 
   /** Updates provider/model/title of the user's chat. */
-  async update(userId: string, chatId: string, fields: { title?: string | null; provider?: string | null; model?: string | null }): Promise<void> {
+  async update(
+    userId: string,
+    chatId: string,
+    fields: { title?: string | null; provider?: string | null; model?: string | null },
+  ): Promise<void> {
     await this.db
       .updateTable("chats")
       .set({ ...fields, updated_at: now() })
@@ -264,7 +300,12 @@ export class ChatRepository {
 
   /** Messages of the chat in order. */
   async messages(chatId: string): Promise<ChatMessage[]> {
-    const rows = await this.db.selectFrom("chat_messages").selectAll().where("chat_id", "=", chatId).orderBy("seq").execute();
+    const rows = await this.db
+      .selectFrom("chat_messages")
+      .selectAll()
+      .where("chat_id", "=", chatId)
+      .orderBy("seq")
+      .execute();
     return rows.map(toMessage);
   }
 

@@ -38,7 +38,10 @@ describe("toolhost CLI (built bin)", () => {
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/invalid_settings: Unknown parameter "colour"/);
 
-    const ok = await runCli(["settings", "set", "get_current_datetime", "defaultTimezone=Asia/Tokyo", "--user", "ana"], env);
+    const ok = await runCli(
+      ["settings", "set", "get_current_datetime", "defaultTimezone=Asia/Tokyo", "--user", "ana"],
+      env,
+    );
     expect(ok.code).toBe(0);
     expect(JSON.parse(ok.stdout)).toMatchObject({ enabled: true, parameters: { defaultTimezone: "Asia/Tokyo" } });
 

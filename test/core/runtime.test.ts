@@ -16,7 +16,10 @@ function setup() {
   return { registry, store, logger, runtime };
 }
 
-function echoTool(overrides: Partial<RegisteredTool> = {}, settings: Partial<RegisteredTool["settings"]> = {}): RegisteredTool {
+function echoTool(
+  overrides: Partial<RegisteredTool> = {},
+  settings: Partial<RegisteredTool["settings"]> = {},
+): RegisteredTool {
   return {
     definition: {
       name: "echo",
@@ -53,8 +56,14 @@ describe("registry", () => {
   });
   it("rejects invalid names and non-object schemas", () => {
     const { registry } = setup();
-    expect(() => registry.register(echoTool({ definition: { name: "bad name", description: "", parameters: { type: "object" } } }))).toThrow(/Invalid tool name/);
-    expect(() => registry.register(echoTool({ definition: { name: "ok", description: "", parameters: { type: "string" } } }))).toThrow(/type "object"/);
+    expect(() =>
+      registry.register(
+        echoTool({ definition: { name: "bad name", description: "", parameters: { type: "object" } } }),
+      ),
+    ).toThrow(/Invalid tool name/);
+    expect(() =>
+      registry.register(echoTool({ definition: { name: "ok", description: "", parameters: { type: "string" } } })),
+    ).toThrow(/type "object"/);
   });
 });
 
@@ -63,7 +72,10 @@ describe("executeTool", () => {
     const { registry, runtime, store } = setup();
     registry.register(echoTool());
     await store.save("u1", "echo", { enabled: null, parameters: { suffix: "?" } });
-    const outcome = await runtime.executeTool("echo", '{"text":"hi","times":null}', { userId: "u1", workingDirectory: "/tmp" });
+    const outcome = await runtime.executeTool("echo", '{"text":"hi","times":null}', {
+      userId: "u1",
+      workingDirectory: "/tmp",
+    });
     expect(outcome).toMatchObject({ ok: true, result: { out: "hi?", cwd: "/tmp" } });
   });
 
@@ -201,7 +213,9 @@ describe("custom-tool API (004) and trigger (002)", () => {
     new ToolRegistry(registry).register(new ExchangeRateTool());
     const def = registry.get("get_exchange_rate")?.definition;
     expect(def?.parameters.required).toEqual(["from_currency", "to_currency"]);
-    expect(await runtime.executeTool("get_exchange_rate", { from_currency: "USD", to_currency: "EUR" }, { userId: "u" })).toMatchObject({
+    expect(
+      await runtime.executeTool("get_exchange_rate", { from_currency: "USD", to_currency: "EUR" }, { userId: "u" }),
+    ).toMatchObject({
       ok: true,
       result: { rate: 0.5, pair: "USD/EUR" },
     });
@@ -210,8 +224,15 @@ describe("custom-tool API (004) and trigger (002)", () => {
   it("a ToolResult with success false reaches the caller as a retryable classified error", async () => {
     const { registry, runtime } = setup();
     new ToolRegistry(registry).register(new ExchangeRateTool());
-    const outcome = await runtime.executeTool("get_exchange_rate", { from_currency: "USD", to_currency: "XXX" }, { userId: "u" });
-    expect(outcome).toMatchObject({ ok: false, error: { code: "execution_failed", message: expect.stringMatching(/Unknown currency XXX/) } });
+    const outcome = await runtime.executeTool(
+      "get_exchange_rate",
+      { from_currency: "USD", to_currency: "XXX" },
+      { userId: "u" },
+    );
+    expect(outcome).toMatchObject({
+      ok: false,
+      error: { code: "execution_failed", message: expect.stringMatching(/Unknown currency XXX/) },
+    });
   });
 
   it("ToolResult.asText shows data or the error", () => {
@@ -224,8 +245,13 @@ describe("custom-tool API (004) and trigger (002)", () => {
     const { registry, runtime, store } = setup();
     new ToolRegistry(registry).register(new ExchangeRateTool());
     registry.register(echoTool({}, { enabledByDefault: false }));
-    expect(await trigger("tool::get_exchange_rate", { from_currency: "A", to_currency: "B" }, { runtime })).toEqual({ rate: 0.5, pair: "A/B" });
-    await expect(trigger("tool::get_exchange_rate", { from_currency: "A", to_currency: "XXX" }, { runtime })).rejects.toBeInstanceOf(ToolExecutionError);
+    expect(await trigger("tool::get_exchange_rate", { from_currency: "A", to_currency: "B" }, { runtime })).toEqual({
+      rate: 0.5,
+      pair: "A/B",
+    });
+    await expect(
+      trigger("tool::get_exchange_rate", { from_currency: "A", to_currency: "XXX" }, { runtime }),
+    ).rejects.toBeInstanceOf(ToolExecutionError);
     await expect(trigger("file_read", {}, { runtime })).rejects.toMatchObject({ code: "validation_failed" });
     // Off by default: the host application may still trigger it; explicitly disabled by the user: refused.
     expect(await trigger("tool::echo", { text: "z" }, { runtime })).toMatchObject({ out: "z!" });

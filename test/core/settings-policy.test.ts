@@ -80,8 +80,15 @@ describe("normalizeToolParameters", () => {
 
 describe("mergeToolSettings", () => {
   it("layers defaults < saved < updates", () => {
-    const merged = mergeToolSettings(tool(), { parameters: { timeoutSeconds: 60, mode: "slow" } }, { parameters: { timeoutSeconds: 90 } });
-    expect(merged).toEqual({ enabled: true, parameters: { timeoutSeconds: 90, mode: "slow", verbose: false, roots: [] } });
+    const merged = mergeToolSettings(
+      tool(),
+      { parameters: { timeoutSeconds: 60, mode: "slow" } },
+      { parameters: { timeoutSeconds: 90 } },
+    );
+    expect(merged).toEqual({
+      enabled: true,
+      parameters: { timeoutSeconds: 90, mode: "slow", verbose: false, roots: [] },
+    });
   });
   it("takes the enabled state from the latest layer that sets it", () => {
     expect(mergeToolSettings(tool(), { enabled: false }).enabled).toBe(false);
@@ -106,7 +113,11 @@ describe("getSafeEffectiveToolSettings", () => {
   it("falls back to default parameters for corrupt saved settings, logs, and keeps the user's enabled choice", () => {
     const logger = recordingLogger();
     const t = tool();
-    const effective = getSafeEffectiveToolSettings(t, { enabled: false, parameters: { timeoutSeconds: "lots" } }, logger);
+    const effective = getSafeEffectiveToolSettings(
+      t,
+      { enabled: false, parameters: { timeoutSeconds: "lots" } },
+      logger,
+    );
     expect(effective).toEqual({ enabled: false, parameters: getDefaultToolSettings(t).parameters });
     expect(logger.lines.some((l) => l.level === "warn")).toBe(true);
   });
@@ -123,7 +134,10 @@ describe("getToolDefinitionsForTools", () => {
       ...tool({}, "c"),
       buildDefinition: (s) => ({ name: "c", description: `mode=${s.parameters.mode}`, parameters: { type: "object" } }),
     };
-    const defs = getToolDefinitionsForTools([a, b, c], new Map([["c", { enabled: true, parameters: { mode: "slow" } }]]));
+    const defs = getToolDefinitionsForTools(
+      [a, b, c],
+      new Map([["c", { enabled: true, parameters: { mode: "slow" } }]]),
+    );
     expect(defs.map((d) => d.name)).toEqual(["a", "c"]);
     expect(defs[1]?.description).toBe("mode=slow");
   });

@@ -13,7 +13,11 @@ export interface CliRun {
 }
 
 /** Runs `toolhost ...args` with the given environment additions; resolves when it exits (killed after 60 s). */
-export function runCli(args: string[], env: Record<string, string> = {}, options: { cwd?: string; input?: string } = {}): Promise<CliRun> {
+export function runCli(
+  args: string[],
+  env: Record<string, string> = {},
+  options: { cwd?: string; input?: string } = {},
+): Promise<CliRun> {
   if (!existsSync(BIN)) throw new Error(`${BIN} is missing: run \`npm run build\` first (npm test does it).`);
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {

@@ -39,7 +39,11 @@ export async function startTestServer(options: AppContextOptions & { dataDir?: s
       const bearer = override === undefined ? token : override;
       if (bearer) headers.set("authorization", `Bearer ${bearer}`);
       if (json !== undefined) headers.set("content-type", "application/json");
-      return fetch(`${server.url}${path}`, { ...rest, headers, body: json !== undefined ? JSON.stringify(json) : rest.body });
+      return fetch(`${server.url}${path}`, {
+        ...rest,
+        headers,
+        body: json !== undefined ? JSON.stringify(json) : rest.body,
+      });
     },
     async stop() {
       await server.close();

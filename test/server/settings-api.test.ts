@@ -56,7 +56,9 @@ describe("settings API over real HTTP and SQLite", () => {
       const text = await res.text();
       expect(text).not.toContain("get_current_datetime");
     }
-    expect((await s.api("/api/tools/get_current_datetime/execute", { method: "POST", token: null, json: {} })).status).toBe(401);
+    expect(
+      (await s.api("/api/tools/get_current_datetime/execute", { method: "POST", token: null, json: {} })).status,
+    ).toBe(401);
     expect((await s.api("/metrics", { token: null })).status).toBe(401);
   });
 
@@ -64,7 +66,9 @@ describe("settings API over real HTTP and SQLite", () => {
     const s = await start();
     const res = await s.api("/api/settings/tools");
     expect(res.status).toBe(200);
-    const body = (await res.json()) as { tools: { name: string; category: string; enabled: boolean; parameters: object }[] };
+    const body = (await res.json()) as {
+      tools: { name: string; category: string; enabled: boolean; parameters: object }[];
+    };
     const names = body.tools.map((t) => t.name);
     expect(names).toContain("get_current_datetime");
     expect(names).toContain("list_directory");
@@ -78,12 +82,17 @@ describe("settings API over real HTTP and SQLite", () => {
 
   it("422 names the parameter of an out-of-range PUT; nothing is written", async () => {
     const s = await start();
-    const res = await s.api("/api/settings/tools/slow_job", { method: "PUT", json: { parameters: { timeoutSeconds: 9999 } } });
+    const res = await s.api("/api/settings/tools/slow_job", {
+      method: "PUT",
+      json: { parameters: { timeoutSeconds: 9999 } },
+    });
     expect(res.status).toBe(422);
     const body = (await res.json()) as { error: { code: string; message: string } };
     expect(body.error.code).toBe("invalid_settings");
     expect(body.error.message).toMatch(/timeoutSeconds.*at most 600/);
-    const after = (await (await s.api("/api/settings/tools/slow_job")).json()) as { parameters: { timeoutSeconds: number } };
+    const after = (await (await s.api("/api/settings/tools/slow_job")).json()) as {
+      parameters: { timeoutSeconds: number };
+    };
     expect(after.parameters.timeoutSeconds).toBe(30);
   });
 
@@ -91,7 +100,11 @@ describe("settings API over real HTTP and SQLite", () => {
     const s = await start();
     expect((await s.api("/api/settings/tools/pinned", { method: "PUT", json: { enabled: false } })).status).toBe(422);
     expect((await s.api("/api/settings/tools/nope", { method: "PUT", json: { enabled: false } })).status).toBe(404);
-    const malformed = await s.api("/api/settings/tools/slow_job", { method: "PUT", body: "{oops", headers: { "content-type": "application/json" } });
+    const malformed = await s.api("/api/settings/tools/slow_job", {
+      method: "PUT",
+      body: "{oops",
+      headers: { "content-type": "application/json" },
+    });
     expect(malformed.status).toBe(400);
     expect((await s.api("/api/settings/tools/slow_job", { method: "PUT", json: { enabled: "yes" } })).status).toBe(400);
     expect((await s.api("/api/settings/tools/slow_job", { method: "PUT", json: { colour: "red" } })).status).toBe(400);
@@ -99,11 +112,16 @@ describe("settings API over real HTTP and SQLite", () => {
 
   it("a valid PUT persists across a restart, per user", async () => {
     const s = await start();
-    const put = await s.api("/api/settings/tools/slow_job", { method: "PUT", json: { enabled: false, parameters: { timeoutSeconds: 120 } } });
+    const put = await s.api("/api/settings/tools/slow_job", {
+      method: "PUT",
+      json: { enabled: false, parameters: { timeoutSeconds: 120 } },
+    });
     expect(put.status).toBe(200);
     expect(await put.json()).toMatchObject({ enabled: false, parameters: { timeoutSeconds: 120 } });
     const other = await s.ctx.tokens.create("someone-else");
-    const theirs = (await (await s.api("/api/settings/tools/slow_job", { token: other.token })).json()) as { enabled: boolean };
+    const theirs = (await (await s.api("/api/settings/tools/slow_job", { token: other.token })).json()) as {
+      enabled: boolean;
+    };
     expect(theirs.enabled).toBe(true);
     await s.stop();
     servers = [];
@@ -112,15 +130,25 @@ describe("settings API over real HTTP and SQLite", () => {
     const res = await restarted.api("/api/settings/tools/slow_job", { token: s.token });
     expect(await res.json()).toMatchObject({ enabled: false, parameters: { timeoutSeconds: 120 } });
     // null resets one parameter to its default.
-    const reset = await restarted.api("/api/settings/tools/slow_job", { method: "PUT", token: s.token, json: { parameters: { timeoutSeconds: null } } });
+    const reset = await restarted.api("/api/settings/tools/slow_job", {
+      method: "PUT",
+      token: s.token,
+      json: { parameters: { timeoutSeconds: null } },
+    });
     expect(await reset.json()).toMatchObject({ enabled: false, parameters: { timeoutSeconds: 30 } });
   });
 
   it("executes a tool, honouring the user's settings", async () => {
     const s = await start();
-    const ok = await s.api("/api/tools/get_current_datetime/execute", { method: "POST", json: { arguments: { timezone: "Asia/Kathmandu" } } });
+    const ok = await s.api("/api/tools/get_current_datetime/execute", {
+      method: "POST",
+      json: { arguments: { timezone: "Asia/Kathmandu" } },
+    });
     expect(await ok.json()).toMatchObject({ ok: true, result: { offset: "+05:45" } });
-    const bad = await s.api("/api/tools/get_current_datetime/execute", { method: "POST", json: { arguments: { timezone: 42 } } });
+    const bad = await s.api("/api/tools/get_current_datetime/execute", {
+      method: "POST",
+      json: { arguments: { timezone: 42 } },
+    });
     expect(await bad.json()).toMatchObject({ ok: false, error: { code: "validation_failed" } });
     await s.api("/api/settings/tools/get_current_datetime", { method: "PUT", json: { enabled: false } });
     const off = await s.api("/api/tools/get_current_datetime/execute", { method: "POST", json: { arguments: {} } });
@@ -129,9 +157,14 @@ describe("settings API over real HTTP and SQLite", () => {
 
   it("serves the OpenAPI document and metrics", async () => {
     const s = await start();
-    const doc = (await (await s.api("/api/openapi.json", { token: null })).json()) as { openapi: string; paths: Record<string, unknown> };
+    const doc = (await (await s.api("/api/openapi.json", { token: null })).json()) as {
+      openapi: string;
+      paths: Record<string, unknown>;
+    };
     expect(doc.openapi).toBe("3.1.0");
-    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(["/api/settings/tools", "/api/settings/tools/{toolName}"]));
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining(["/api/settings/tools", "/api/settings/tools/{toolName}"]),
+    );
     await s.api("/api/tools/get_current_datetime/execute", { method: "POST", json: { arguments: {} } });
     const metrics = await (await s.api("/metrics")).text();
     expect(metrics).toMatch(/tool_execution_total\{tool="get_current_datetime",status="success"\} \d+/);

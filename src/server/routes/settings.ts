@@ -10,8 +10,12 @@ import { ToolSettingsDescriptorSchema, ToolSettingsListResponse, UpdateToolSetti
 /** Routes for per-user tool settings; errors propagate to the app's error handler (404, 422, 400). */
 export function settingsRoutes(settings: ToolSettingsService): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
-  app.get("/tools", async (c) => sendJson(c, ToolSettingsListResponse, { tools: await settings.list(c.get("userId")) }));
-  app.get("/tools/:toolName", async (c) => sendJson(c, ToolSettingsDescriptorSchema, await settings.get(c.get("userId"), c.req.param("toolName"))));
+  app.get("/tools", async (c) =>
+    sendJson(c, ToolSettingsListResponse, { tools: await settings.list(c.get("userId")) }),
+  );
+  app.get("/tools/:toolName", async (c) =>
+    sendJson(c, ToolSettingsDescriptorSchema, await settings.get(c.get("userId"), c.req.param("toolName"))),
+  );
   app.put("/tools/:toolName", async (c) => {
     const body = await readJsonBody<UpdateToolSettingsBody>(c, UpdateToolSettingsBodySchema);
     const descriptor = await settings.update(c.get("userId"), c.req.param("toolName"), body);

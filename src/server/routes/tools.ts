@@ -5,7 +5,7 @@
 import { Hono } from "hono";
 import type { AppContext } from "../../app/context.js";
 import { ToolArgumentError } from "../../core/errors.js";
-import { HttpError, type AuthEnv, readJsonBody, sendJson } from "../http.js";
+import { type AuthEnv, HttpError, readJsonBody, sendJson } from "../http.js";
 import { ExecuteToolBody, ExecuteToolResponse } from "../schemas.js";
 
 /** Routes to list the user's enabled tools and to execute one. */
@@ -17,13 +17,18 @@ export function toolRoutes(ctx: AppContext): Hono<AuthEnv> {
   });
   app.post("/:toolName/execute", async (c) => {
     const userId = c.get("userId");
-    const body = await readJsonBody<{ arguments?: unknown; workingDirectory?: string; chatId?: string }>(c, ExecuteToolBody);
+    const body = await readJsonBody<{ arguments?: unknown; workingDirectory?: string; chatId?: string }>(
+      c,
+      ExecuteToolBody,
+    );
     let workingDirectory = body.workingDirectory ?? null;
     if (body.chatId) {
       const chat = await ctx.chats.get(userId, body.chatId);
       if (!chat) throw new HttpError(404, "not_found", `No chat "${body.chatId}" for this user.`);
       if (workingDirectory && chat.workingDirectory && workingDirectory !== chat.workingDirectory) {
-        throw new ToolArgumentError("workingDirectory differs from the chat's bound directory; omit it to use the chat's.");
+        throw new ToolArgumentError(
+          "workingDirectory differs from the chat's bound directory; omit it to use the chat's.",
+        );
       }
       workingDirectory = chat.workingDirectory;
     }

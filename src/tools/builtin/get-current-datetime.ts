@@ -118,8 +118,18 @@ export function describeInstant(date: Date, timeZone: string, locale: string): C
 }
 
 const parameterDescriptors: ToolParameterDescriptor[] = [
-  { name: "defaultTimezone", type: "string", description: "IANA timezone used when the model gives none.", default: "UTC" },
-  { name: "defaultLocale", type: "string", description: "BCP 47 locale used when the model gives none.", default: "en-US" },
+  {
+    name: "defaultTimezone",
+    type: "string",
+    description: "IANA timezone used when the model gives none.",
+    default: "UTC",
+  },
+  {
+    name: "defaultLocale",
+    type: "string",
+    description: "BCP 47 locale used when the model gives none.",
+    default: "en-US",
+  },
 ];
 
 export const getCurrentDatetimeTool: RegisteredTool = {
