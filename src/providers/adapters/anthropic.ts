@@ -1,0 +1,198 @@
+/**
+ * Anthropic Messages streaming adapter (issue 3, "Streaming and the loop"), on the official `@anthropic-ai/sdk`
+ * (`client.messages.create({ stream: true })`, raw events).
+ *
+ * Wire → normalized events:
+ * - message_start → (input token count remembered)
+ * - content_block_start text / content_block_delta text_delta → text_delta
+ * - content_block_start tool_use → tool_call_started {id: toolu_…}; input_json_delta → tool_call_arguments_delta;
+ *   content_block_stop → tool_call_completed with the concatenated JSON ("{}" when empty)
+ * - thinking / redacted_thinking blocks are kept (with signatures) in providerData.anthropicThinking and echoed
+ *   back before the turn's tool_use blocks, as extended thinking requires
+ * - message_delta stop_reason → finish: end_turn/stop_sequence → stop, tool_use → tool_calls, max_tokens →
+ *   length, refusal → content_filter, anything else (pause_turn…) → other; usage from message_start + message_delta
+ * - a stream without message_stop, or an `error` event, is a thrown ProviderError.
+ *
+ * Conversation → messages: assistant turns as content blocks (thinking…, text, tool_use with the parsed input),
+ * results as ONE user message of `tool_result` blocks (`tool_use_id`, `content`, `is_error: true` on failures).
+ */
+
+import Anthropic from "@anthropic-ai/sdk";
+import type {
+  ContentBlockParam,
+  MessageParam,
+  RawMessageStreamEvent,
+  Tool,
+} from "@anthropic-ai/sdk/resources/messages/messages";
+import type { ToolDefinition } from "../../core/types.js";
+import type {
+  ConversationMessage,
+  FinishReason,
+  ProviderAdapter,
+  ProviderConfig,
+  ProviderRequest,
+  ProviderStreamEvent,
+} from "../types.js";
+import { argumentsObject, classifyProviderError, truncatedStream } from "./shared.js";
+import { anthropicTools } from "./tools.js";
+
+/** Default `max_tokens` (required by the Messages API) when the request sets none. */
+export const ANTHROPIC_DEFAULT_MAX_TOKENS = 4096;
+
+/** Renders the provider-neutral conversation as Anthropic messages. */
+export function toAnthropicMessages(messages: ConversationMessage[]): MessageParam[] {
+  const out: MessageParam[] = [];
+  for (const message of messages) {
+    if (message.role === "user") {
+      out.push({ role: "user", content: message.content });
+    } else if (message.role === "assistant") {
+      const blocks: ContentBlockParam[] = [];
+      const thinking = message.providerData?.anthropicThinking;
+      if (Array.isArray(thinking)) blocks.push(...(thinking as ContentBlockParam[]));
+      if (message.content) blocks.push({ type: "text", text: message.content });
+      for (const call of message.toolCalls ?? []) {
+        blocks.push({ type: "tool_use", id: call.id, name: call.name, input: argumentsObject(call.arguments) });
+      }
+      if (blocks.length === 0) blocks.push({ type: "text", text: "" });
+      out.push({ role: "assistant", content: blocks });
+    } else {
+      out.push({
+        role: "user",
+        content: message.results.map((r) => ({
+          type: "tool_result" as const,
+          tool_use_id: r.id,
+          content: r.content,
+          ...(r.ok ? {} : { is_error: true }),
+        })),
+      });
+    }
+  }
+  return out;
+}
+
+const STOP: Record<string, FinishReason> = {
+  end_turn: "stop",
+  stop_sequence: "stop",
+  tool_use: "tool_calls",
+  max_tokens: "length",
+  model_context_window_exceeded: "length",
+  refusal: "content_filter",
+};
+
+/** The Anthropic Messages adapter; `config.baseURL` overrides https://api.anthropic.com. */
+export class AnthropicAdapter implements ProviderAdapter {
+  readonly name = "anthropic" as const;
+  private readonly client: Anthropic;
+
+  constructor(config: ProviderConfig = {}) {
+    this.client = new Anthropic({ apiKey: config.apiKey ?? "", baseURL: config.baseURL, maxRetries: 0 });
+  }
+
+  /** Maps tool definitions to Anthropic tools. */
+  protected mapTools(tools: ToolDefinition[]): Tool[] {
+    return anthropicTools(tools) as unknown as Tool[];
+  }
+
+  async *stream(request: ProviderRequest): AsyncIterable<ProviderStreamEvent> {
+    const { signal } = request;
+    let stream: AsyncIterable<RawMessageStreamEvent>;
+    try {
+      stream = await this.client.messages.create(
+        {
+          model: request.model,
+          max_tokens: request.maxOutputTokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS,
+          messages: toAnthropicMessages(request.messages),
+          ...(request.system ? { system: request.system } : {}),
+          ...(request.tools.length > 0 ? { tools: this.mapTools(request.tools) } : {}),
+          stream: true,
+        },
+        { signal },
+      );
+    } catch (error) {
+      throw classifyProviderError(this.name, error, signal);
+    }
+    const blocks = new Map<
+      number,
+      { kind: "tool"; id: string; name: string; json: string } | { kind: "thinking"; block: any }
+    >();
+    const thinking: unknown[] = [];
+    let inputTokens = 0;
+    let outputTokens = 0;
+    let stopReason: string | null | undefined;
+    let stopped = false;
+    try {
+      for await (const event of stream) {
+        switch (event.type) {
+          case "message_start":
+            inputTokens = event.message.usage?.input_tokens ?? 0;
+            outputTokens = event.message.usage?.output_tokens ?? 0;
+            break;
+          case "content_block_start": {
+            const block = event.content_block;
+            if (block.type === "tool_use") {
+              blocks.set(event.index, { kind: "tool", id: block.id, name: block.name, json: "" });
+              yield { type: "tool_call_started", id: block.id, name: block.name };
+            } else if (block.type === "text") {
+              if (block.text) yield { type: "text_delta", delta: block.text };
+            } else if (block.type === "thinking" || block.type === "redacted_thinking") {
+              blocks.set(event.index, { kind: "thinking", block: { ...block } });
+            }
+            break;
+          }
+          case "content_block_delta": {
+            const delta = event.delta;
+            const state = blocks.get(event.index);
+            if (delta.type === "text_delta") {
+              if (delta.text) yield { type: "text_delta", delta: delta.text };
+            } else if (delta.type === "input_json_delta") {
+              if (state?.kind === "tool" && delta.partial_json) {
+                state.json += delta.partial_json;
+                yield { type: "tool_call_arguments_delta", id: state.id, delta: delta.partial_json };
+              }
+            } else if (state?.kind === "thinking") {
+              if (delta.type === "thinking_delta") state.block.thinking = (state.block.thinking ?? "") + delta.thinking;
+              if (delta.type === "signature_delta")
+                state.block.signature = (state.block.signature ?? "") + delta.signature;
+            }
+            break;
+          }
+          case "content_block_stop": {
+            const state = blocks.get(event.index);
+            if (state?.kind === "tool") {
+              yield { type: "tool_call_completed", id: state.id, name: state.name, arguments: state.json || "{}" };
+            } else if (state?.kind === "thinking") {
+              thinking.push(state.block);
+            }
+            blocks.delete(event.index);
+            break;
+          }
+          case "message_delta":
+            stopReason = event.delta.stop_reason;
+            if (event.usage?.output_tokens !== undefined && event.usage.output_tokens !== null) {
+              outputTokens = event.usage.output_tokens;
+            }
+            if (typeof event.usage?.input_tokens === "number") inputTokens = event.usage.input_tokens;
+            break;
+          case "message_stop":
+            stopped = true;
+            break;
+          default:
+            break;
+        }
+      }
+    } catch (error) {
+      throw classifyProviderError(this.name, error, signal);
+    }
+    if (!stopped) {
+      if (signal?.aborted) throw classifyProviderError(this.name, new Error("aborted"), signal);
+      throw truncatedStream(this.name, "message_stop");
+    }
+    yield { type: "usage", inputTokens, outputTokens };
+    yield {
+      type: "finish",
+      reason: STOP[stopReason ?? ""] ?? "other",
+      ...(stopReason ? { providerReason: stopReason } : {}),
+      ...(thinking.length > 0 ? { providerData: { anthropicThinking: thinking } } : {}),
+    };
+  }
+}

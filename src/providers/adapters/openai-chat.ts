@@ -1,0 +1,158 @@
+/**
+ * OpenAI-compatible Chat Completions streaming adapter (issue 3, "Streaming and the loop"), on the official
+ * `openai` SDK (`client.chat.completions.create({ stream: true })`). The base URL is configurable, so local
+ * servers that speak Chat Completions (llama.cpp, vLLM, Ollama's /v1, LM Studio…) work too.
+ *
+ * Wire → normalized events:
+ * - `choices[0].delta.content` → text_delta
+ * - `delta.tool_calls[i]` with an `id` → tool_call_started; later pieces for the same `index` →
+ *   tool_call_arguments_delta (a server that sends the name/arguments in the first piece is handled too)
+ * - `finish_reason` → tool_call_completed for every call of the turn, then (after the usage chunk requested with
+ *   `stream_options.include_usage`) finish: stop / tool_calls (also legacy function_call) / length / content_filter
+ * - a stream that ends without any finish_reason is a thrown ProviderError; `data: [DONE]` alone is not enough.
+ *
+ * Conversation → messages: system first, user messages, assistant messages with `tool_calls`
+ * (`{id, type:'function', function:{name, arguments}}`), then one `role: 'tool'` message per result with its
+ * `tool_call_id`.
+ */
+
+import OpenAI from "openai";
+import type {
+  ChatCompletionChunk,
+  ChatCompletionMessageParam,
+  ChatCompletionTool,
+} from "openai/resources/chat/completions";
+import type { ToolDefinition } from "../../core/types.js";
+import type {
+  ConversationMessage,
+  FinishReason,
+  ProviderAdapter,
+  ProviderConfig,
+  ProviderRequest,
+  ProviderStreamEvent,
+} from "../types.js";
+import { classifyProviderError, truncatedStream } from "./shared.js";
+import { chatTools } from "./tools.js";
+
+/** Renders the provider-neutral conversation as Chat Completions messages. */
+export function toChatMessages(
+  system: string | undefined,
+  messages: ConversationMessage[],
+): ChatCompletionMessageParam[] {
+  const out: ChatCompletionMessageParam[] = [];
+  if (system) out.push({ role: "system", content: system });
+  for (const message of messages) {
+    if (message.role === "user") {
+      out.push({ role: "user", content: message.content });
+    } else if (message.role === "assistant") {
+      const calls = message.toolCalls ?? [];
+      out.push({
+        role: "assistant",
+        content: message.content || (calls.length > 0 ? null : ""),
+        ...(calls.length > 0
+          ? {
+              tool_calls: calls.map((c) => ({
+                id: c.id,
+                type: "function" as const,
+                function: { name: c.name, arguments: c.arguments },
+              })),
+            }
+          : {}),
+      });
+    } else {
+      for (const result of message.results) {
+        out.push({ role: "tool", tool_call_id: result.id, content: result.content });
+      }
+    }
+  }
+  return out;
+}
+
+const FINISH: Record<string, FinishReason> = {
+  stop: "stop",
+  tool_calls: "tool_calls",
+  function_call: "tool_calls",
+  length: "length",
+  content_filter: "content_filter",
+};
+
+/** The Chat Completions adapter; `config.baseURL` selects the server (default api.openai.com/v1). */
+export class OpenAIChatAdapter implements ProviderAdapter {
+  readonly name = "openai-chat" as const;
+  private readonly client: OpenAI;
+
+  constructor(config: ProviderConfig = {}) {
+    this.client = new OpenAI({ apiKey: config.apiKey ?? "", baseURL: config.baseURL, maxRetries: 0 });
+  }
+
+  /** Maps tool definitions to Chat Completions tools. */
+  protected mapTools(tools: ToolDefinition[]): ChatCompletionTool[] {
+    return chatTools(tools) as unknown as ChatCompletionTool[];
+  }
+
+  async *stream(request: ProviderRequest): AsyncIterable<ProviderStreamEvent> {
+    const { signal } = request;
+    let stream: AsyncIterable<ChatCompletionChunk>;
+    try {
+      stream = await this.client.chat.completions.create(
+        {
+          model: request.model,
+          messages: toChatMessages(request.system, request.messages),
+          ...(request.tools.length > 0 ? { tools: this.mapTools(request.tools) } : {}),
+          ...(request.maxOutputTokens ? { max_tokens: request.maxOutputTokens } : {}),
+          stream: true,
+          stream_options: { include_usage: true },
+        },
+        { signal },
+      );
+    } catch (error) {
+      throw classifyProviderError(this.name, error, signal);
+    }
+    const calls = new Map<number, { id: string; name: string; args: string; started: boolean }>();
+    let finishReason: string | undefined;
+    let usage: { inputTokens: number; outputTokens: number } | undefined;
+    try {
+      for await (const chunk of stream) {
+        if (chunk.usage) {
+          usage = { inputTokens: chunk.usage.prompt_tokens ?? 0, outputTokens: chunk.usage.completion_tokens ?? 0 };
+        }
+        const choice = chunk.choices?.[0];
+        if (!choice) continue;
+        const delta = choice.delta ?? {};
+        if (delta.content) yield { type: "text_delta", delta: delta.content };
+        for (const piece of delta.tool_calls ?? []) {
+          let call = calls.get(piece.index);
+          if (!call) {
+            call = { id: piece.id ?? `call_${piece.index}`, name: "", args: "", started: false };
+            calls.set(piece.index, call);
+          }
+          if (piece.id) call.id = piece.id;
+          if (piece.function?.name) call.name += piece.function.name;
+          if (!call.started && call.name) {
+            call.started = true;
+            yield { type: "tool_call_started", id: call.id, name: call.name };
+          }
+          const args = piece.function?.arguments;
+          if (args) {
+            call.args += args;
+            if (call.started) yield { type: "tool_call_arguments_delta", id: call.id, delta: args };
+          }
+        }
+        if (choice.finish_reason) finishReason = choice.finish_reason;
+      }
+    } catch (error) {
+      throw classifyProviderError(this.name, error, signal);
+    }
+    if (!finishReason) {
+      if (signal?.aborted) throw classifyProviderError(this.name, new Error("aborted"), signal);
+      throw truncatedStream(this.name, "a finish_reason");
+    }
+    for (const call of [...calls.entries()].sort((a, b) => a[0] - b[0]).map(([, c]) => c)) {
+      if (!call.started) yield { type: "tool_call_started", id: call.id, name: call.name };
+      yield { type: "tool_call_completed", id: call.id, name: call.name, arguments: call.args || "{}" };
+    }
+    if (usage) yield { type: "usage", ...usage };
+    const reason: FinishReason = calls.size > 0 ? "tool_calls" : (FINISH[finishReason] ?? "other");
+    yield { type: "finish", reason, providerReason: finishReason };
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * Script and request types of the protocol-faithful fake provider servers (issue 3, "Tests").
+ * A script is a list of turns; each HTTP request to the fake consumes the next turn.
+ */
+
+/** One tool call the fake model makes. `arguments` is JSON text (sent as-is, split into several deltas). */
+export interface FakeToolCall {
+  /** The provider call id; generated in the provider's style when omitted. */
+  id?: string;
+  name: string;
+  /** JSON text, or an object that is serialized. Non-JSON text is sent verbatim (malformed-arguments tests). */
+  arguments: string | Record<string, unknown>;
+}
+
+/** What the fake does for one request. */
+export type FakeTurnAction =
+  /** Stream a text answer (split into several deltas); `finish: "length"` ends as truncated. */
+  | { kind: "text"; text: string; finish?: "stop" | "length" }
+  /** Stream optional leading text, then the tool calls of one turn (parallel when more than one). */
+  | { kind: "tools"; calls: FakeToolCall[]; text?: string }
+  /** Stream the start of an answer (some text and half a tool call), then destroy the socket mid-stream. */
+  | { kind: "break"; text?: string }
+  /** Stream `text` (default "Thinking") then keep the response open until the client goes away (abort tests). */
+  | { kind: "stall"; text?: string }
+  /** Answer with an HTTP error in the provider's error shape. */
+  | { kind: "error"; status: number; message: string }
+  /** Write this exact body (a recorded stream fixture) as an SSE response. */
+  | { kind: "raw"; body: string };
+
+/**
+ * A scripted turn: a fixed action, optionally with `expect` (throw to fail the request: the fake then answers
+ * HTTP 400 with the message and records it in `FakeProvider.failures`), or a function of the request (a model that
+ * answers from the tool results it received).
+ */
+export type FakeTurn =
+  | (FakeTurnAction & { expect?: (request: FakeRequest) => void })
+  | ((request: FakeRequest) => FakeTurnAction);
+
+/** A tool definition as the fake received it, normalized across providers. */
+export interface FakeReceivedTool {
+  name: string;
+  description?: string;
+  /** The schema the provider got (Responses `parameters`, Anthropic `input_schema`, Gemini `parameters`). */
+  parameters: unknown;
+  /** Responses/Chat `strict` (undefined where the provider has no such flag or it was not sent). */
+  strict?: boolean;
+  /** The provider's raw tool object. */
+  raw: Record<string, unknown>;
+}
+
+/** A tool result as the fake received it, normalized across providers. */
+export interface FakeReceivedToolResult {
+  /** The call id the result answers (Responses call_id, Chat tool_call_id, Anthropic tool_use_id, Gemini call_id). */
+  id: string;
+  name?: string;
+  content: string;
+  /** Anthropic `is_error` / Gemini `is_error` (undefined where the format has no flag). */
+  isError?: boolean;
+}
+
+/** One request the SDK sent to the fake. */
+export interface FakeRequest {
+  /** Index of the request (0-based) = index of the script turn it consumed. */
+  index: number;
+  method: string;
+  path: string;
+  headers: Record<string, string | string[] | undefined>;
+  /** Parsed JSON body. */
+  body: any;
+  model: string;
+  system?: string;
+  tools: FakeReceivedTool[];
+  /** Every tool result in the request's history, in order. */
+  toolResults: FakeReceivedToolResult[];
+  /** Tool results of the last turn only (those after the last assistant message). */
+  lastToolResults: FakeReceivedToolResult[];
+  /** Text of the last user message ("" when the last message is tool results). */
+  lastUserText: string;
+}
