@@ -1,0 +1,118 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openDatabase, type ToolhostDatabase } from "../../src/storage/database.js";
+import {
+  ChatRepository,
+  SqlAuditLog,
+  SqlFreshnessLedger,
+  SqlToolSettingsStore,
+  TokenRepository,
+} from "../../src/storage/repositories.js";
+import { findPgBin, type PgCluster, startPostgres } from "../helpers/postgres.js";
+import { tempDir } from "../helpers/server.js";
+
+type Opener = () => Promise<ToolhostDatabase>;
+
+function repositoryContract(name: string, open: () => Opener) {
+  describe(`repositories on ${name}`, () => {
+    let database: ToolhostDatabase;
+    beforeAll(async () => {
+      database = await open()();
+    });
+    afterAll(async () => {
+      await database?.close();
+    });
+
+    it("saves, replaces and reads tool settings per user; corrupt JSON reads as null", async () => {
+      const store = new SqlToolSettingsStore(database.db);
+      await store.save("u1", "bash", { enabled: true, parameters: { timeoutSeconds: 60 } });
+      await store.save("u1", "bash", { enabled: false, parameters: { timeoutSeconds: 90 } });
+      await store.save("u2", "bash", { enabled: null, parameters: {} });
+      expect(await store.get("u1", "bash")).toEqual({ enabled: false, parameters: { timeoutSeconds: 90 } });
+      expect(await store.get("u2", "bash")).toEqual({ enabled: null, parameters: {} });
+      expect(await store.get("u3", "bash")).toBeUndefined();
+      expect([...(await store.getAll("u1")).keys()]).toEqual(["bash"]);
+      await database.db
+        .updateTable("user_tool_settings")
+        .set({ parameters: "{not json" })
+        .where("user_id", "=", "u2")
+        .execute();
+      expect(await store.get("u2", "bash")).toEqual({ enabled: null, parameters: null });
+    });
+
+    it("stores tokens hashed and authenticates them", async () => {
+      const tokens = new TokenRepository(database.db);
+      const { token } = await tokens.create("ana");
+      expect(await tokens.authenticate(token)).toBe("ana");
+      expect(await tokens.authenticate(`${token}x`)).toBeUndefined();
+      const rows = await database.db.selectFrom("api_tokens").select("token_hash").execute();
+      expect(rows.some((r) => r.token_hash === token)).toBe(false);
+      expect(await tokens.count()).toBeGreaterThanOrEqual(1);
+    });
+
+    it("keeps the freshness ledger per chat", async () => {
+      const ledger = new SqlFreshnessLedger(database.db);
+      await ledger.recordRead("c1", "/a", "h1");
+      await ledger.recordRead("c1", "/a", "h2");
+      expect(await ledger.getRead("c1", "/a")).toBe("h2");
+      expect(await ledger.getRead("c2", "/a")).toBeUndefined();
+    });
+
+    it("scopes chats by user and appends messages in order", async () => {
+      const chats = new ChatRepository(database.db);
+      const chat = await chats.create({ userId: "ana", workingDirectory: "/tmp", provider: "openai", model: "m" });
+      expect(await chats.get("bob", chat.id)).toBeUndefined();
+      expect(await chats.get("ana", chat.id)).toMatchObject({ workingDirectory: "/tmp" });
+      await chats.append(chat.id, [{ role: "user", content: { text: "hi" } }]);
+      await chats.append(chat.id, [
+        { role: "assistant", content: { text: "", toolCalls: [{ id: "1" }] } },
+        { role: "tool", content: { results: [] } },
+      ]);
+      const messages = await chats.messages(chat.id);
+      expect(messages.map((m) => [m.seq, m.role])).toEqual([
+        [1, "user"],
+        [2, "assistant"],
+        [3, "tool"],
+      ]);
+    });
+
+    it("records and lists audit entries newest first", async () => {
+      const audit = new SqlAuditLog(database.db);
+      await audit.record({
+        userId: "ana",
+        chatId: null,
+        tool: "shell_exec",
+        command: ["git", "status"],
+        cwd: "/w",
+        exitCode: 0,
+        termination: "exited",
+        durationMs: 12.4,
+      });
+      await new Promise((r) => setTimeout(r, 5));
+      await audit.record({
+        userId: "bob",
+        chatId: "c",
+        tool: "bash",
+        command: "ls",
+        cwd: null,
+        exitCode: null,
+        termination: "timed_out",
+        durationMs: 5000,
+      });
+      const all = await audit.list();
+      expect(all[0]).toMatchObject({ userId: "bob", command: "ls", termination: "timed_out" });
+      expect(await audit.list({ userId: "ana" })).toMatchObject([{ command: ["git", "status"], durationMs: 12 }]);
+    });
+  });
+}
+
+repositoryContract("SQLite", () => () => openDatabase({ dataDir: tempDir() }));
+
+const pgBin = findPgBin();
+describe.skipIf(!pgBin)("PostgreSQL", () => {
+  let cluster: PgCluster;
+  beforeAll(async () => {
+    cluster = await startPostgres();
+  }, 60_000);
+  afterAll(() => cluster?.stop());
+  repositoryContract("PostgreSQL", () => () => openDatabase({ url: cluster.url }));
+});
