@@ -36,7 +36,7 @@ export function isBinaryHead(head: Uint8Array): boolean {
   return head.subarray(0, end).indexOf(0) !== -1;
 }
 
-const decoders: Record<TextEncoding, TextDecoder> = {
+const decoders: Record<TextEncoding, InstanceType<typeof TextDecoder>> = {
   "utf-8": new TextDecoder("utf-8", { fatal: false, ignoreBOM: true }),
   "utf-16le": new TextDecoder("utf-16le", { fatal: false, ignoreBOM: true }),
   "utf-16be": new TextDecoder("utf-16be", { fatal: false, ignoreBOM: true }),

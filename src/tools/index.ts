@@ -5,3 +5,9 @@
 import "./builtin/generate-image.js";
 import "./builtin/get-current-datetime.js";
 import "./builtin/list-directory.js";
+import "./builtin/shell.js";
+import "./builtin/read-file.js";
+import "./builtin/write-file.js";
+import "./builtin/file-ops-002.js";
+import "./builtin/web-fetch.js";
+import "./builtin/web-search.js";

@@ -1,15 +1,25 @@
 /**
- * list_directory (000_6d817c25d4590fa9.txt, "Built-in Tools"): readdir(path, { withFileTypes: true }) →
- * { path, entries: { name, type }[] }. The path is absolute, `~`-prefixed, or relative to the chat working
- * directory.
+ * list_directory (000_6d817c25d4590fa9.txt, "Built-in Tools" → list_directory): readdir(path, { withFileTypes:
+ * true }) → { path, entries: { name, type }[] }, under the shared path policy.
+ *
+ * Entries are sorted by name (code-unit order); entries covered by deniedPaths are left out; at most
+ * `maxEntries` (setting, default 1000) are returned, with `truncated: true` and `totalEntries` when more exist.
+ * A symlink is reported as "symlink" and never followed.
  */
 import type { Dirent } from "node:fs";
-import { readdir } from "node:fs/promises";
-import { homedir } from "node:os";
-import { isAbsolute, join, resolve } from "node:path";
-import { NotFoundError, ToolArgumentError } from "../../core/errors.js";
+import { opendir } from "node:fs/promises";
+import { join } from "node:path";
+import {
+  effectivePathPolicy,
+  isPathInside,
+  PATH_POLICY_DEFAULTS,
+  PATH_POLICY_DESCRIPTORS,
+  resolveAndValidatePath,
+  toResultPath,
+} from "../../core/path-policy.js";
 import { registerTool } from "../../core/registry.js";
-import type { RegisteredTool, ToolContext } from "../../core/types.js";
+import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
+import { intSetting } from "../fs/common.js";
 
 /** Entry kinds reported by list_directory. */
 export type EntryType = "file" | "directory" | "symlink" | "other";
@@ -22,50 +32,83 @@ export function entryType(entry: Dirent): EntryType {
   return "other";
 }
 
-function resolvePath(path: string, context: ToolContext): string {
-  if (path === "~" || path.startsWith("~/")) return join(homedir(), path.slice(1));
-  return isAbsolute(path) ? resolve(path) : resolve(context.workingDirectory ?? process.cwd(), path);
+const MAX_ENTRIES: ToolParameterDescriptor = {
+  name: "maxEntries",
+  type: "integer",
+  description: "Most entries returned by one call; more set truncated.",
+  min: 1,
+  max: 100_000,
+  default: 1000,
+};
+
+/** Result of list_directory. */
+export interface ListDirectoryResult {
+  /** The directory, relative to the chat working directory (absolute when none is bound or outside it). */
+  path: string;
+  entries: { name: string; type: EntryType }[];
+  truncated: boolean;
+  totalEntries: number;
+}
+
+/**
+ * Reads a directory's entries (sorted, denied ones removed). Shared by list_directory and file_list.
+ * Throws what resolveAndValidatePath throws (access_denied, not_found, validation_failed for a file).
+ */
+export async function readDirectoryEntries(input: string, context: ToolContext) {
+  const { absolute, real } = await resolveAndValidatePath(input, context, { mustExist: true, kind: "directory" });
+  const policy = await effectivePathPolicy(context);
+  const entries: Dirent[] = [];
+  const dir = await opendir(real, { bufferSize: 256 });
+  for await (const entry of dir) {
+    if (context.signal.aborted) throw context.signal.reason;
+    entries.push(entry);
+  }
+  const denied = (name: string) =>
+    policy.denied.length > 0 &&
+    policy.denied.some((d) => {
+      const a = join(absolute, name);
+      const r = join(real, name);
+      return isPathInside(a, d) || isPathInside(r, d);
+    });
+  const kept = entries.filter((e) => !denied(e.name));
+  kept.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return { absolute, real, entries: kept };
 }
 
 export const listDirectoryTool: RegisteredTool = {
   definition: {
     name: "list_directory",
-    description: "Lists the files and directories at a path (absolute, ~-prefixed, or relative to the working directory).",
+    description:
+      "Lists the files and directories at a path (absolute, ~-prefixed, or relative to the working directory), sorted by name.",
     parameters: {
       type: "object",
       properties: {
-        path: { type: "string", description: "Directory to list: absolute, ~-prefixed, or relative to the working directory." },
+        path: {
+          type: "string",
+          description: "Directory to list: absolute, ~-prefixed, or relative to the working directory.",
+        },
       },
       required: ["path"],
     },
   },
   settings: {
     title: "List directory",
-    description: "Lets the model list directory contents.",
+    description: "Lets the model list directory contents within the allowed directories.",
     category: "system",
     enabledByDefault: true,
     canDisable: true,
-    defaultParameters: {},
-    parameterDescriptors: [],
+    defaultParameters: { ...PATH_POLICY_DEFAULTS, maxEntries: 1000 },
+    parameterDescriptors: [...PATH_POLICY_DESCRIPTORS, MAX_ENTRIES],
   },
-  async execute(args, context) {
+  async execute(args, context): Promise<ListDirectoryResult> {
     const { path } = args as { path: string };
-    if (path.trim() === "") throw new ToolArgumentError('Invalid argument "path": must not be empty.', { argument: "path" });
-    const absolute = resolvePath(path, context);
-    let entries: Dirent[];
-    try {
-      entries = await readdir(absolute, { withFileTypes: true });
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === "ENOENT") throw new NotFoundError(`No such directory: ${path}`, { path });
-      if (code === "ENOTDIR") throw new ToolArgumentError(`Not a directory: ${path}; use read_file for files.`, { argument: "path" });
-      throw error;
-    }
+    const { absolute, entries } = await readDirectoryEntries(path, context);
+    const max = intSetting(context, MAX_ENTRIES);
     return {
-      path,
-      entries: entries
-        .map((e) => ({ name: e.name, type: entryType(e) }))
-        .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+      path: toResultPath(absolute, context),
+      entries: entries.slice(0, max).map((e) => ({ name: e.name, type: entryType(e) })),
+      truncated: entries.length > max,
+      totalEntries: entries.length,
     };
   },
 };

@@ -1,0 +1,225 @@
+/**
+ * read_file (000_6d817c25d4590fa9.txt, "Built-in Tools" → read_file): a file as line-numbered text (cat -n
+ * style) or as raw bytes (hex | base64), through a single file descriptor.
+ *
+ * - view "text": 10 MiB ceiling; refuses a file with a NUL byte in its first 8 KiB (naming the byte views);
+ *   BOM-marked UTF-8 / UTF-16 decoded with the BOM removed; invalid UTF-8 shown as U+FFFD; lines split on LF with
+ *   a trailing CR removed; startLine (1-based, default 1) and maxLines (default 2000, max 5000) choose the window;
+ *   a line longer than 2,000 characters and a window past 256 KiB are cut, setting `truncated` with a notice.
+ * - view "hex" / "base64": 256 KiB ceiling, the whole file transcoded, totalLines 0; startLine/maxLines rejected.
+ * - The cap bounds the bytes the descriptor yields, not what stat claims (a file that grows or lies is refused at
+ *   the cap). The whole file's sha256 is always recorded in the chat's freshness ledger, even for a partial window.
+ *
+ * Result: { content, path, size, sha256, totalLines, startLine, endLine, truncated } plus `view` when not text.
+ */
+import { ToolArgumentError } from "../../core/errors.js";
+import {
+  PATH_POLICY_DEFAULTS,
+  PATH_POLICY_DESCRIPTORS,
+  resolveAndValidatePath,
+  toResultPath,
+} from "../../core/path-policy.js";
+import { registerTool } from "../../core/registry.js";
+import { decodeText, isBinaryHead, splitLines } from "../../core/text-probe.js";
+import type { RegisteredTool, ToolContext } from "../../core/types.js";
+import { formatBytes, ledgerChat, MIB, openRegularFile, readAllCapped } from "../fs/common.js";
+
+/** Ceiling of the text view (bytes the descriptor may yield). */
+export const TEXT_VIEW_CAP = 10 * MIB;
+/** Ceiling of the hex and base64 views. */
+export const BYTE_VIEW_CAP = 256 * 1024;
+/** Default and largest maxLines. */
+export const DEFAULT_MAX_LINES = 2000;
+export const MAX_MAX_LINES = 5000;
+/** A line longer than this (UTF-16 code units) is cut with a marker. */
+export const MAX_LINE_CHARS = 2000;
+/** The text window (the returned content) is cut past this many characters. */
+export const MAX_WINDOW_CHARS = 256 * 1024;
+
+/** The views read_file offers. */
+export type ReadView = "text" | "hex" | "base64";
+
+/** Result of read_file. */
+export interface ReadFileResult {
+  content: string;
+  /** The path, relative to the chat working directory (absolute when none is bound or it lies outside). */
+  path: string;
+  /** Bytes in the file (as read through the descriptor). */
+  size: number;
+  /** sha256 (hex) of the whole file. */
+  sha256: string;
+  /** Lines in the file (0 for byte views). */
+  totalLines: number;
+  /** First line returned (1-based; 0 for byte views or an empty file). */
+  startLine: number;
+  /** Last line returned (0 when none). */
+  endLine: number;
+  truncated: boolean;
+  view?: "hex" | "base64";
+}
+
+/** Reads and decodes a file under the path policy; records its sha256 in the ledger. Shared by file_read. */
+export async function readFileForChat(
+  input: string,
+  context: ToolContext,
+  view: ReadView,
+): Promise<{ bytes: Buffer; sha256: string; absolute: string; real: string }> {
+  const { absolute, real } = await resolveAndValidatePath(input, context, { mustExist: true, kind: "file" });
+  const cap = view === "text" ? TEXT_VIEW_CAP : BYTE_VIEW_CAP;
+  const { handle, info } = await openRegularFile(real, input);
+  let read: Awaited<ReturnType<typeof readAllCapped>>;
+  try {
+    read = await readAllCapped(handle, cap, context.signal, info.size);
+  } finally {
+    await handle.close();
+  }
+  if (read.exceeded) {
+    throw new ToolArgumentError(
+      view === "text"
+        ? `"${input}" is larger than the ${formatBytes(cap)} ceiling of read_file's text view. Search it with grep instead.`
+        : `"${input}" is larger than the ${formatBytes(cap)} ceiling of read_file's ${view} view (the whole result would reach the model). Byte views are for small binary files.`,
+      { path: input, rule: "size_cap", capBytes: cap },
+    );
+  }
+  await context.ledger.recordRead(ledgerChat(context), real, read.sha256);
+  return { bytes: read.bytes, sha256: read.sha256, absolute, real };
+}
+
+/** Refuses a binary file in the text view, naming the byte views. */
+export function assertTextual(bytes: Uint8Array, input: string): void {
+  if (isBinaryHead(bytes)) {
+    throw new ToolArgumentError(
+      `"${input}" looks binary (a NUL byte in its first 8 KiB), so the text view refuses it. Read it with view: "hex" or view: "base64" (256 KiB ceiling).`,
+      { path: input, rule: "binary", views: ["hex", "base64"] },
+    );
+  }
+}
+
+function cutLine(line: string): { text: string; cut: boolean } {
+  if (line.length <= MAX_LINE_CHARS) return { text: line, cut: false };
+  return {
+    text: `${line.slice(0, MAX_LINE_CHARS)}… [line cut: ${line.length - MAX_LINE_CHARS} more characters]`,
+    cut: true,
+  };
+}
+
+/** Executes read_file on parsed arguments. */
+export async function readFile(
+  args: { path: string; startLine?: number; maxLines?: number; view?: ReadView },
+  context: ToolContext,
+): Promise<ReadFileResult> {
+  const view = args.view ?? "text";
+  if (view !== "text" && (args.startLine !== undefined || args.maxLines !== undefined)) {
+    throw new ToolArgumentError(
+      `startLine and maxLines apply to view "text" only; the ${view} view always returns the whole file. Drop them, or use view "text".`,
+      { argument: args.startLine !== undefined ? "startLine" : "maxLines", rule: "view" },
+    );
+  }
+  const { bytes, sha256, absolute } = await readFileForChat(args.path, context, view);
+  const path = toResultPath(absolute, context);
+  if (view !== "text") {
+    return {
+      content: bytes.toString(view),
+      path,
+      size: bytes.length,
+      sha256,
+      totalLines: 0,
+      startLine: 0,
+      endLine: 0,
+      truncated: false,
+      view,
+    };
+  }
+  assertTextual(bytes, args.path);
+  const lines = splitLines(decodeText(bytes).text);
+  const totalLines = lines.length;
+  const startLine = args.startLine ?? 1;
+  const maxLines = args.maxLines ?? DEFAULT_MAX_LINES;
+  if (totalLines > 0 && startLine > totalLines) {
+    throw new ToolArgumentError(
+      `startLine ${startLine} is past the end of "${args.path}", which has ${totalLines} line${totalLines === 1 ? "" : "s"}.`,
+      { argument: "startLine", rule: "range", totalLines },
+    );
+  }
+  const width = Math.max(6, String(Math.min(totalLines, startLine + maxLines - 1)).length);
+  const out: string[] = [];
+  let chars = 0;
+  let truncated = false;
+  let endLine = startLine - 1;
+  const last = Math.min(totalLines, startLine + maxLines - 1);
+  for (let n = startLine; n <= last; n++) {
+    const { text, cut } = cutLine(lines[n - 1]!);
+    const rendered = `${String(n).padStart(width)}\t${text}`;
+    if (chars + rendered.length + 1 > MAX_WINDOW_CHARS && out.length > 0) {
+      truncated = true;
+      break;
+    }
+    if (cut) truncated = true;
+    out.push(rendered);
+    chars += rendered.length + 1;
+    endLine = n;
+  }
+  if (endLine < totalLines) truncated = true;
+  let content = out.join("\n");
+  if (truncated) {
+    const more = endLine < totalLines ? ` Lines ${endLine + 1}–${totalLines} not shown.` : "";
+    content += `${content ? "\n" : ""}[truncated: showing lines ${totalLines === 0 ? 0 : startLine}–${endLine} of ${totalLines}.${more} Use startLine/maxLines to read more.]`;
+  }
+  return {
+    content,
+    path,
+    size: bytes.length,
+    sha256,
+    totalLines,
+    startLine: totalLines === 0 ? 0 : startLine,
+    endLine: totalLines === 0 ? 0 : endLine,
+    truncated,
+  };
+}
+
+export const readFileTool: RegisteredTool = {
+  definition: {
+    name: "read_file",
+    description:
+      'Reads a file: as line-numbered text (view "text", default; up to 10 MiB; choose a window with startLine/maxLines) or as raw bytes (view "hex" or "base64", whole file, up to 256 KiB). Reading a file is required before overwriting it with write_file or apply_patch.',
+    parameters: {
+      type: "object",
+      properties: {
+        path: {
+          type: "string",
+          description: "File to read: absolute, ~-prefixed, or relative to the working directory.",
+        },
+        startLine: {
+          type: "integer",
+          minimum: 1,
+          description: "First line to return, 1-based (text view only). Default 1.",
+        },
+        maxLines: {
+          type: "integer",
+          minimum: 1,
+          maximum: MAX_MAX_LINES,
+          description: `Most lines to return (text view only). Default ${DEFAULT_MAX_LINES}, max ${MAX_MAX_LINES}.`,
+        },
+        view: {
+          type: "string",
+          enum: ["text", "hex", "base64"],
+          description:
+            'How to return the content: "text" (line-numbered), "hex" or "base64" (raw bytes). Default "text".',
+        },
+      },
+      required: ["path"],
+    },
+  },
+  settings: {
+    title: "Read file",
+    description: "Lets the model read files as text or bytes, within the allowed directories.",
+    category: "system",
+    enabledByDefault: true,
+    canDisable: true,
+    defaultParameters: { ...PATH_POLICY_DEFAULTS },
+    parameterDescriptors: [...PATH_POLICY_DESCRIPTORS],
+  },
+  execute: (args, context) => readFile(args as Parameters<typeof readFile>[0], context),
+};
+
+registerTool(readFileTool);

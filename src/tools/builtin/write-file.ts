@@ -1,0 +1,116 @@
+/**
+ * write_file (issue 4; 002_b22707b29eca2f2a.txt tool::file_write is the same implementation): creates or
+ * overwrites a file with UTF-8 text.
+ *
+ * - Overwriting an existing file requires that this chat read it (read_file, any view) and that its sha256 still
+ *   matches the freshness ledger; otherwise a ToolExecutionError tells the model to read it first.
+ * - Atomic: a temp file in the same directory, fsync, the old file's mode kept, then rename over the target.
+ * - Parent directories are created only with createDirectories: true.
+ * - The path policy applies to the target (decided on its nearest existing ancestor when it does not exist yet).
+ *
+ * Result: { path, size (bytes written), sha256, created }.
+ */
+import { ToolArgumentError } from "../../core/errors.js";
+import {
+  PATH_POLICY_DEFAULTS,
+  PATH_POLICY_DESCRIPTORS,
+  resolveAndValidatePath,
+  toResultPath,
+} from "../../core/path-policy.js";
+import { registerTool } from "../../core/registry.js";
+import type { RegisteredTool, ToolContext } from "../../core/types.js";
+import { assertFresh, atomicWrite, ledgerChat, lstatOrUndefined, readWholeFile, sha256 } from "../fs/common.js";
+
+/** Largest content write_file accepts (and largest file it will replace), 10 MiB. */
+export const WRITE_CAP = 10 * 1024 * 1024;
+
+/** Result of write_file. */
+export interface WriteFileResult {
+  path: string;
+  /** Bytes written. */
+  size: number;
+  sha256: string;
+  /** True when the file did not exist before. */
+  created: boolean;
+}
+
+/** Writes `content` to `input` under the path policy and the freshness guard; returns what was written. */
+export async function writeFileForChat(
+  args: { path: string; content: string; createDirectories?: boolean },
+  context: ToolContext,
+): Promise<WriteFileResult & { absolute: string; real: string }> {
+  const { absolute, real } = await resolveAndValidatePath(args.path, context, { kind: "file" });
+  const data = Buffer.from(args.content, "utf8");
+  if (data.length > WRITE_CAP) {
+    throw new ToolArgumentError(`"content" is larger than 10 MiB; write smaller files.`, { argument: "content" });
+  }
+  const existing = await lstatOrUndefined(real);
+  let mode: number | undefined;
+  if (existing) {
+    if (!existing.isFile()) {
+      throw new ToolArgumentError(`"${args.path}" exists and is not a regular file; write_file only replaces files.`, {
+        argument: "path",
+        rule: "regular_file",
+      });
+    }
+    const current = await readWholeFile(real, args.path, WRITE_CAP, context.signal);
+    await assertFresh(context, real, args.path, current.sha256);
+    mode = current.info.mode & 0o7777;
+  }
+  if (context.signal.aborted) throw context.signal.reason;
+  await atomicWrite(real, data, { mode, createDirectories: args.createDirectories === true, input: args.path });
+  const digest = sha256(data);
+  // The chat knows what it just wrote: a follow-up write needs no re-read.
+  await context.ledger.recordRead(ledgerChat(context), real, digest);
+  return {
+    path: toResultPath(absolute, context),
+    size: data.length,
+    sha256: digest,
+    created: !existing,
+    absolute,
+    real,
+  };
+}
+
+export const writeFileTool: RegisteredTool = {
+  definition: {
+    name: "write_file",
+    description:
+      "Creates a file or replaces its whole content with UTF-8 text. To overwrite an existing file you must have read it with read_file in this chat, and it must not have changed since. For small edits prefer apply_patch.",
+    parameters: {
+      type: "object",
+      properties: {
+        path: {
+          type: "string",
+          description: "File to write: absolute, ~-prefixed, or relative to the working directory.",
+        },
+        content: { type: "string", description: "The complete new content of the file." },
+        createDirectories: {
+          type: "boolean",
+          description: "Create missing parent directories. Default false.",
+        },
+      },
+      required: ["path", "content"],
+    },
+  },
+  settings: {
+    title: "Write file",
+    description:
+      "Lets the model create and overwrite files within the allowed directories (read-before-write enforced).",
+    category: "system",
+    enabledByDefault: true,
+    canDisable: true,
+    defaultParameters: { ...PATH_POLICY_DEFAULTS },
+    parameterDescriptors: [...PATH_POLICY_DESCRIPTORS],
+  },
+  async execute(args, context) {
+    const {
+      absolute: _a,
+      real: _r,
+      ...result
+    } = await writeFileForChat(args as { path: string; content: string; createDirectories?: boolean }, context);
+    return result;
+  },
+};
+
+registerTool(writeFileTool);

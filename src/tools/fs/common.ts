@@ -1,0 +1,218 @@
+/**
+ * Shared pieces of the filesystem tools: capped reads through one descriptor, sha256, the freshness guard of
+ * write_file / apply_patch, atomic writes (temp file + rename, mode kept), and the settings descriptors.
+ */
+import { createHash, randomBytes } from "node:crypto";
+import { constants, type Stats } from "node:fs";
+import { chmod, lstat, mkdir, open, rename, rm } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
+import { NotFoundError, ToolArgumentError, ToolExecutionError } from "../../core/errors.js";
+import { clampIntegerSetting } from "../../core/settings-policy.js";
+import type { ToolContext, ToolParameterDescriptor } from "../../core/types.js";
+
+/** Result of reading a whole file through one descriptor under a byte cap. */
+export interface CappedRead {
+  /** The bytes read (at most `cap`). */
+  bytes: Buffer;
+  /** sha256 (hex) of every byte read. Only the whole file's hash when `exceeded` is false. */
+  sha256: string;
+  /** True when the descriptor yielded more than `cap` bytes (the file is refused; `bytes` is incomplete). */
+  exceeded: boolean;
+}
+
+/** 1 MiB. */
+export const MIB = 1024 * 1024;
+
+/** The ledger key of a chat (chatId, or "" for calls outside a chat). */
+export function ledgerChat(context: ToolContext): string {
+  return context.chatId ?? "";
+}
+
+/** Opens a regular file read-only without following a final symlink and without blocking on FIFOs. */
+export async function openRegularFile(real: string, input: string, argument = "path") {
+  let handle: Awaited<ReturnType<typeof open>>;
+  try {
+    handle = await open(real, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") throw new NotFoundError(`No such file: "${input}".`, { path: input, argument });
+    if (code === "ELOOP") {
+      throw new ToolArgumentError(`"${input}" changed into a symbolic link while being opened; try again.`, {
+        argument,
+        rule: "symlink_race",
+      });
+    }
+    throw error;
+  }
+  const info = await handle.stat();
+  if (!info.isFile()) {
+    await handle.close();
+    const what = info.isDirectory()
+      ? "a directory (use list_directory or glob)"
+      : info.isFIFO()
+        ? "a FIFO (named pipe)"
+        : info.isCharacterDevice() || info.isBlockDevice()
+          ? "a device"
+          : info.isSocket()
+            ? "a socket"
+            : "not a regular file";
+    throw new ToolArgumentError(`"${input}" is ${what}; only regular files can be read.`, {
+      argument,
+      rule: "regular_file",
+      path: input,
+    });
+  }
+  return { handle, info };
+}
+
+/**
+ * Reads everything the descriptor yields, up to `cap` bytes, hashing as it goes. The cap bounds the bytes read,
+ * not what stat claimed: a file that grows mid-read or under-reports its size stops at cap + 1 bytes with
+ * `exceeded: true`. Throws the signal's reason when aborted.
+ */
+export async function readAllCapped(
+  handle: Awaited<ReturnType<typeof open>>,
+  cap: number,
+  signal?: AbortSignal,
+  sizeHint = 0,
+): Promise<CappedRead> {
+  const hash = createHash("sha256");
+  let buffer = Buffer.allocUnsafe(Math.min(Math.max(sizeHint + 1, 64 * 1024), cap + 1));
+  let length = 0;
+  for (;;) {
+    if (signal?.aborted) throw signal.reason;
+    if (length === buffer.length) {
+      const grown = Buffer.allocUnsafe(Math.min(buffer.length * 2, cap + 1));
+      buffer.copy(grown, 0, 0, length);
+      buffer = grown;
+    }
+    const { bytesRead } = await handle.read(buffer, length, buffer.length - length, null);
+    if (bytesRead === 0) break;
+    hash.update(buffer.subarray(length, length + bytesRead));
+    length += bytesRead;
+    if (length > cap) return { bytes: buffer.subarray(0, cap), sha256: "", exceeded: true };
+  }
+  return { bytes: buffer.subarray(0, length), sha256: hash.digest("hex"), exceeded: false };
+}
+
+/** sha256 (hex) of a buffer or string (UTF-8). */
+export function sha256(data: Uint8Array | string): string {
+  return createHash("sha256").update(data).digest("hex");
+}
+
+/** Reads a whole existing regular file (no cap besides `cap`) for the freshness guard and patching. */
+export async function readWholeFile(real: string, input: string, cap: number, signal?: AbortSignal) {
+  const { handle, info } = await openRegularFile(real, input);
+  try {
+    const read = await readAllCapped(handle, cap, signal, info.size);
+    if (read.exceeded) {
+      throw new ToolArgumentError(
+        `"${input}" is larger than ${formatBytes(cap)}; it cannot be edited with this tool.`,
+        {
+          path: input,
+          rule: "size_cap",
+        },
+      );
+    }
+    return { ...read, info };
+  } finally {
+    await handle.close();
+  }
+}
+
+/** "10 MiB", "256 KiB", "12 bytes". */
+export function formatBytes(n: number): string {
+  if (n >= MIB && n % MIB === 0) return `${n / MIB} MiB`;
+  if (n >= 1024 && n % 1024 === 0) return `${n / 1024} KiB`;
+  return `${n} bytes`;
+}
+
+/**
+ * The freshness guard (write_file, apply_patch): overwriting an existing file requires that this chat read it
+ * (any view) and that its content still hashes to what the ledger recorded. Throws ToolExecutionError with
+ * `rule: "read_before_write"` or `"stale_read"` telling the model to read the file first.
+ */
+export async function assertFresh(
+  context: ToolContext,
+  real: string,
+  input: string,
+  currentSha: string,
+): Promise<void> {
+  const recorded = await context.ledger.getRead(ledgerChat(context), real);
+  if (recorded === undefined) {
+    throw new ToolExecutionError(
+      `Refusing to overwrite "${input}": this chat has not read it. Call read_file on "${input}" first (any view), then retry.`,
+      { path: input, rule: "read_before_write" },
+    );
+  }
+  if (recorded !== currentSha) {
+    throw new ToolExecutionError(
+      `Refusing to overwrite "${input}": it changed since this chat last read it. Call read_file on "${input}" again, re-apply your change to the current content, then retry.`,
+      { path: input, rule: "stale_read" },
+    );
+  }
+}
+
+/** lstat that returns undefined for a missing path. */
+export async function lstatOrUndefined(path: string): Promise<Stats | undefined> {
+  try {
+    return await lstat(path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Writes `data` to `real` atomically: a temp file in the same directory, fsync, chmod to `mode` (the replaced
+ * file's permission bits; new files get 0o666 minus the umask), then rename over the target.
+ * Creates missing parent directories only when `createDirectories`; else throws NotFoundError.
+ */
+export async function atomicWrite(
+  real: string,
+  data: Uint8Array | string,
+  options: { mode?: number; createDirectories?: boolean; input: string },
+): Promise<void> {
+  const dir = dirname(real);
+  const parent = await lstatOrUndefined(dir);
+  if (!parent) {
+    if (!options.createDirectories) {
+      throw new NotFoundError(
+        `The parent directory of "${options.input}" does not exist. Pass createDirectories: true to create it.`,
+        { path: options.input, rule: "parent_missing" },
+      );
+    }
+    await mkdir(dir, { recursive: true });
+  } else if (!parent.isDirectory()) {
+    throw new ToolArgumentError(`The parent of "${options.input}" is not a directory.`, { path: options.input });
+  }
+  const temp = join(dir, `.${basename(real)}.${randomBytes(6).toString("hex")}.toolhost-tmp`);
+  const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, options.mode ?? 0o666);
+  try {
+    await handle.writeFile(data);
+    await handle.sync();
+  } catch (error) {
+    await handle.close().catch(() => {});
+    await rm(temp, { force: true });
+    throw error;
+  }
+  await handle.close();
+  try {
+    if (options.mode !== undefined) await chmod(temp, options.mode & 0o7777);
+    await rename(temp, real);
+  } catch (error) {
+    await rm(temp, { force: true });
+    throw error;
+  }
+}
+
+/** Reads an integer setting clamped to its descriptor's range, falling back to the descriptor's default. */
+export function intSetting(context: ToolContext, d: ToolParameterDescriptor): number {
+  return clampIntegerSetting(
+    context.settings.parameters[d.name],
+    d.min ?? 1,
+    d.max ?? Number.MAX_SAFE_INTEGER,
+    d.default as number,
+  );
+}
