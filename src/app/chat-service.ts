@@ -13,7 +13,7 @@ import type { ToolRuntime } from "../core/runtime.js";
 import type { Logger } from "../core/types.js";
 import type { LoopEvent } from "../loop/events.js";
 import { DEFAULT_MAX_ITERATIONS, runToolLoop } from "../loop/run-tool-loop.js";
-import { createProviderAdapter, providerConfigFromEnv } from "../providers/adapters.js";
+import { createProviderAdapter, providerConfigFromEnv } from "../providers/index.js";
 import type { ConversationMessage, ProviderAdapter, ProviderName } from "../providers/types.js";
 import type { Chat, ChatRepository } from "../storage/repositories.js";
 
@@ -183,9 +183,12 @@ export class ChatService {
     try {
       isDirectory = statSync(absolute).isDirectory();
     } catch {
-      throw new ToolArgumentError(`workingDirectory ${absolute} does not exist. Create it or pass an existing directory.`, {
-        argument: "workingDirectory",
-      });
+      throw new ToolArgumentError(
+        `workingDirectory ${absolute} does not exist. Create it or pass an existing directory.`,
+        {
+          argument: "workingDirectory",
+        },
+      );
     }
     if (!isDirectory) {
       throw new ToolArgumentError(`workingDirectory ${absolute} is not a directory.`, { argument: "workingDirectory" });
@@ -206,13 +209,15 @@ export class ChatService {
   async createChat(userId: string, input: CreateChatInput): Promise<Chat> {
     const provider = parseProvider(input.provider);
     const model = input.model?.trim();
-    if (!model) throw new ToolArgumentError("model must be a non-empty model id, e.g. gpt-5-mini.", { argument: "model" });
+    if (!model)
+      throw new ToolArgumentError("model must be a non-empty model id, e.g. gpt-5-mini.", { argument: "model" });
     const workingDirectory = this.resolveWorkingDirectory(input.workingDirectory);
     if (input.id !== undefined) {
       if (!/^[A-Za-z0-9._-]{1,128}$/.test(input.id)) {
         throw new ToolArgumentError("A chat id uses 1–128 letters, digits, '.', '_' or '-'.", { argument: "id" });
       }
-      if (await this.#chats.exists(input.id)) throw new ToolArgumentError(`A chat with id "${input.id}" already exists.`);
+      if (await this.#chats.exists(input.id))
+        throw new ToolArgumentError(`A chat with id "${input.id}" already exists.`);
     }
     return this.#chats.create({ userId, id: input.id, title: input.title ?? null, workingDirectory, provider, model });
   }
@@ -320,7 +325,8 @@ export class ChatService {
       // A turn that completed nothing (stream failed or was cancelled before the first full step) stores nothing,
       // so a retry does not leave two user messages in a row; otherwise the user message and the complete steps
       // go in together.
-      const completedSomething = event.messages.length > 0 || event.reason === "text" || event.reason === "max_iterations";
+      const completedSomething =
+        event.messages.length > 0 || event.reason === "text" || event.reason === "max_iterations";
       if (completedSomething) {
         try {
           await this.#chats.append(
@@ -329,8 +335,15 @@ export class ChatService {
           );
           if (!chat.title) await this.#chats.update(userId, chat.id, { title: content.trim().slice(0, 80) });
         } catch (error) {
-          this.#logger?.error({ err: (error as Error)?.stack ?? String(error), chatId: chat.id }, "storing chat messages failed");
-          yield { type: "error", code: "internal_error", message: "The turn ran but its messages could not be stored." };
+          this.#logger?.error(
+            { err: (error as Error)?.stack ?? String(error), chatId: chat.id },
+            "storing chat messages failed",
+          );
+          yield {
+            type: "error",
+            code: "internal_error",
+            message: "The turn ran but its messages could not be stored.",
+          };
           yield { ...event, reason: "error" };
           return;
         }

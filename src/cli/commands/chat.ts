@@ -1,0 +1,300 @@
+/**
+ * `toolhost chat "prompt"` (issue 3, "Chats (server and CLI)"): runs one chat turn in the terminal. Streams the
+ * model's text to stdout and shows each tool call (name, short arguments, outcome, duration) on stderr, with a
+ * spinner while it runs when stderr is a terminal (plain lines otherwise). Ctrl-C cancels the turn cleanly (the
+ * model stream and running tools stop; completed steps are kept); a second Ctrl-C exits at once.
+ */
+import type { Command } from "commander";
+import { Option } from "commander";
+import {
+  CHAT_PROVIDERS,
+  ChatConfigError,
+  ChatService,
+  DEFAULT_CHAT_MODELS,
+  parseProvider,
+} from "../../app/chat-service.js";
+import { type AppContext, createAppContext } from "../../app/context.js";
+import { ToolError } from "../../core/errors.js";
+import type { LoopEvent } from "../../loop/events.js";
+import { CliError, resolveDirectoryOption } from "../util.js";
+
+/** Options of the chat command as commander parses them. */
+interface ChatOptions {
+  provider?: string;
+  model?: string;
+  cwd?: string;
+  chat?: string;
+  user: string;
+  maxIterations?: string;
+  json?: boolean;
+}
+
+const SPINNER_FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/** One-line rendering of tool arguments: `key=value …`, values as compact JSON, cut to `max` characters. */
+export function shortArguments(raw: string, max = 80): string {
+  let text: string;
+  try {
+    const parsed = JSON.parse(raw);
+    text =
+      parsed && typeof parsed === "object" && !Array.isArray(parsed)
+        ? Object.entries(parsed)
+            .filter(([, v]) => v !== null)
+            .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+            .join(" ")
+        : JSON.stringify(parsed);
+  } catch {
+    text = raw.replace(/\s+/g, " ");
+  }
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+function formatDuration(ms: number): string {
+  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+/** Renders loop events to a terminal or to plain streams. */
+class ChatRenderer {
+  readonly #out: NodeJS.WriteStream;
+  readonly #err: NodeJS.WriteStream;
+  readonly #tty: boolean;
+  readonly #running = new Map<string, { name: string; args: string; note?: string }>();
+  #midLine = false;
+  #frame = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #spinnerShown = false;
+
+  constructor(out: NodeJS.WriteStream, err: NodeJS.WriteStream) {
+    this.#out = out;
+    this.#err = err;
+    this.#tty = Boolean(err.isTTY) && process.env.TERM !== "dumb";
+  }
+
+  /** Ends a half-written line of model text before a status line. */
+  #breakLine(): void {
+    if (this.#midLine) {
+      this.#out.write("\n");
+      this.#midLine = false;
+    }
+  }
+
+  #clearSpinner(): void {
+    if (this.#spinnerShown) {
+      this.#err.write("\r\x1b[2K");
+      this.#spinnerShown = false;
+    }
+  }
+
+  #drawSpinner(): void {
+    if (!this.#tty || this.#running.size === 0) return;
+    const frame = SPINNER_FRAMES[this.#frame++ % SPINNER_FRAMES.length];
+    const parts = [...this.#running.values()].map((r) => `${r.name} ${r.args}${r.note ? ` (${r.note})` : ""}`.trim());
+    const columns = this.#err.columns ?? 100;
+    let line = `${frame} ${parts.join(" · ")}`;
+    if (line.length > columns - 1) line = `${line.slice(0, Math.max(10, columns - 2))}…`;
+    this.#err.write(`\r\x1b[2K${line}`);
+    this.#spinnerShown = true;
+  }
+
+  #syncTimer(): void {
+    if (this.#tty && this.#running.size > 0 && !this.#timer) {
+      this.#timer = setInterval(() => this.#drawSpinner(), 80);
+    } else if (this.#running.size === 0 && this.#timer) {
+      clearInterval(this.#timer);
+      this.#timer = undefined;
+      this.#clearSpinner();
+    }
+  }
+
+  /** Writes a status line to stderr without disturbing the spinner. */
+  status(line: string): void {
+    this.#breakLine();
+    this.#clearSpinner();
+    this.#err.write(`${line}\n`);
+    this.#drawSpinner();
+  }
+
+  render(event: LoopEvent): void {
+    switch (event.type) {
+      case "text_delta":
+        if (event.delta === "") return;
+        this.#clearSpinner();
+        this.#out.write(event.delta);
+        this.#midLine = !event.delta.endsWith("\n");
+        return;
+      case "tool_call_completed": {
+        const args = shortArguments(event.arguments);
+        this.#running.set(event.id, { name: event.name, args });
+        if (this.#tty) {
+          this.#breakLine();
+          this.#drawSpinner();
+          this.#syncTimer();
+        } else {
+          this.status(`→ ${event.name} ${args}`.trimEnd());
+        }
+        return;
+      }
+      case "tool_progress": {
+        const running = this.#running.get(event.id);
+        const note = event.progress.message ?? event.progress.kind;
+        if (this.#tty && running) {
+          running.note = note.slice(0, 40);
+        } else {
+          this.status(`  · ${event.name}: ${note}`);
+        }
+        return;
+      }
+      case "tool_result": {
+        const running = this.#running.get(event.id);
+        this.#running.delete(event.id);
+        const args = running?.args ?? "";
+        const outcome = event.ok ? "ok" : `${event.error.code}: ${event.error.message.split("\n")[0]?.slice(0, 160)}`;
+        this.status(
+          `${event.ok ? "✓" : "✗"} ${event.name} ${args}`.trimEnd() +
+            ` · ${outcome} · ${formatDuration(event.durationMs)}`,
+        );
+        this.#syncTimer();
+        return;
+      }
+      case "error":
+        this.status(`error: ${event.message}`);
+        return;
+      case "done":
+        this.#running.clear();
+        this.#syncTimer();
+        this.#breakLine();
+        if (event.reason === "aborted") this.status("Cancelled.");
+        return;
+      default:
+        return;
+    }
+  }
+
+  dispose(): void {
+    this.#running.clear();
+    this.#syncTimer();
+  }
+}
+
+/** Finds or creates the chat the turn runs in, applying --provider/--model/--cwd. Returns its id. */
+async function resolveChat(ctx: AppContext, service: ChatService, opts: ChatOptions): Promise<string> {
+  const cwd = opts.cwd !== undefined ? resolveDirectoryOption(opts.cwd) : undefined;
+  if (opts.chat) {
+    const existing = await ctx.chats.get(opts.user, opts.chat);
+    if (existing) {
+      if (cwd !== undefined && existing.workingDirectory !== cwd) {
+        throw new CliError(
+          `Chat ${opts.chat} is bound to ${existing.workingDirectory ?? "no directory"}; omit --cwd or pass that directory.`,
+        );
+      }
+      const provider = opts.provider ? parseProvider(opts.provider) : undefined;
+      if (provider || opts.model) {
+        await service.updateChat(opts.user, opts.chat, {
+          provider,
+          model: opts.model ?? (provider && provider !== existing.provider ? defaultModel(provider) : undefined),
+        });
+      }
+      return existing.id;
+    }
+    if (await ctx.chats.exists(opts.chat)) throw new CliError(`Chat ${opts.chat} belongs to another user.`);
+  }
+  const provider = parseProvider(opts.provider ?? process.env.TOOLHOST_CHAT_PROVIDER ?? "openai");
+  const chat = await service.createChat(opts.user, {
+    id: opts.chat,
+    provider,
+    model: opts.model ?? defaultModel(provider),
+    workingDirectory: cwd ?? process.cwd(),
+  });
+  return chat.id;
+}
+
+function defaultModel(provider: (typeof CHAT_PROVIDERS)[number]): string {
+  return process.env.TOOLHOST_CHAT_MODEL || DEFAULT_CHAT_MODELS[provider];
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/**
+ * Registers `toolhost chat`. Exit codes: 0 answered, 1 provider/tool-loop failure or iteration limit,
+ * 2 usage error (unknown provider, bad --cwd, missing API key), 130 cancelled with Ctrl-C.
+ */
+export function registerChatCommand(program: Command): void {
+  program
+    .command("chat")
+    .description("Run one chat turn: the model streams text and calls tools in the working directory.")
+    .argument("[prompt...]", "the message (read from stdin when omitted and stdin is not a terminal)")
+    .addOption(
+      new Option("-p, --provider <name>", "provider wire format (default $TOOLHOST_CHAT_PROVIDER or openai)").choices([
+        ...CHAT_PROVIDERS,
+      ]),
+    )
+    .option("-m, --model <id>", "model id (default $TOOLHOST_CHAT_MODEL or the provider's default)")
+    .option("--cwd <dir>", "working directory the chat binds (default: the current directory)")
+    .option("--chat <id>", "continue this chat (created with this id when it does not exist)")
+    .option("-u, --user <name>", "user id", "local")
+    .option("--max-iterations <n>", "model turns before the loop stops (default 10)")
+    .option("--json", "print every loop event as a JSON line on stdout instead of rendering")
+    .addHelpText(
+      "after",
+      `\nProvider keys and endpoints come from the environment:\n  openai       OPENAI_API_KEY, OPENAI_BASE_URL\n  openai-chat  OPENAI_API_KEY, OPENAI_BASE_URL (any OpenAI-compatible server, e.g. a local one)\n  gemini       GEMINI_API_KEY (or GOOGLE_API_KEY), GEMINI_BASE_URL\n  anthropic    ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL\nDefault models: ${Object.entries(
+        DEFAULT_CHAT_MODELS,
+      )
+        .map(([p, m]) => `${p}=${m}`)
+        .join(", ")}\n`,
+    )
+    .action(async (words: string[], opts: ChatOptions) => {
+      let prompt = words.join(" ").trim();
+      if (!prompt && !process.stdin.isTTY) prompt = (await readStdin()).trim();
+      if (!prompt)
+        throw new CliError('Nothing to send: pass a prompt, e.g. toolhost chat "what is in this directory?"');
+      let maxIterations: number | undefined;
+      if (opts.maxIterations !== undefined) {
+        maxIterations = Number(opts.maxIterations);
+        if (!Number.isInteger(maxIterations) || maxIterations < 1 || maxIterations > 1000) {
+          throw new CliError("--max-iterations must be an integer from 1 to 1000.");
+        }
+      }
+
+      const ctx = await createAppContext();
+      const renderer = opts.json ? undefined : new ChatRenderer(process.stdout, process.stderr);
+      const controller = new AbortController();
+      let interrupts = 0;
+      const onSigint = () => {
+        interrupts += 1;
+        if (interrupts > 1) process.exit(130);
+        controller.abort();
+        renderer?.status("Cancelling… (Ctrl-C again to quit now)");
+      };
+      try {
+        const service = new ChatService({ chats: ctx.chats, runtime: ctx.runtime, logger: ctx.logger, maxIterations });
+        const chatId = await resolveChat(ctx, service, opts);
+        let turn: Awaited<ReturnType<ChatService["prepareTurn"]>>;
+        try {
+          turn = await service.prepareTurn(opts.user, chatId, prompt);
+        } catch (error) {
+          if (error instanceof ChatConfigError) throw new CliError(error.message);
+          throw error;
+        }
+        process.on("SIGINT", onSigint);
+        let reason = "error";
+        for await (const event of turn.run(controller.signal)) {
+          if (opts.json) process.stdout.write(`${JSON.stringify(event)}\n`);
+          else renderer?.render(event);
+          if (event.type === "done") reason = event.reason;
+        }
+        if (!opts.json) process.stderr.write(`(chat ${chatId}; continue with --chat ${chatId})\n`);
+        process.exitCode = reason === "text" ? 0 : reason === "aborted" ? 130 : 1;
+      } catch (error) {
+        if (error instanceof ToolError && error.code !== "execution_failed") throw new CliError(error.message);
+        throw error;
+      } finally {
+        process.removeListener("SIGINT", onSigint);
+        renderer?.dispose();
+        await ctx.close();
+      }
+    });
+}

@@ -1,0 +1,214 @@
+/**
+ * Chat routes (issue 3, "Chats (server and CLI)"): create a chat bound to a working directory, provider and
+ * model; read it with its messages; send a message and receive the tool loop's events as Server-Sent Events.
+ * Every chat is per user: another user's chat is a 404. A client that disconnects aborts the turn and its tools.
+ */
+import { Hono } from "hono";
+import { streamSSE } from "hono/streaming";
+import Type from "typebox";
+import {
+  CHAT_PROVIDERS,
+  ChatBusyError,
+  ChatConfigError,
+  type ChatService,
+  ChatService as Service,
+} from "../../app/chat-service.js";
+import type { AppContext } from "../../app/context.js";
+import { type AuthEnv, HttpError, readJsonBody } from "../http.js";
+import { ErrorBody } from "../schemas.js";
+
+/** Body of POST /api/chats. */
+export const CreateChatBody = Type.Object(
+  {
+    workingDirectory: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description:
+          "Server-side directory the chat binds (absolute, or relative to the server's working directory). Must exist and be a directory, and lie within TOOLHOST_CHAT_ROOTS when that is set (then it is required).",
+      }),
+    ),
+    provider: Type.Union(
+      CHAT_PROVIDERS.map((p) => Type.Literal(p)),
+      {
+        description:
+          "Wire format: openai (Responses), openai-chat (Chat Completions, any compatible server), gemini, anthropic.",
+      },
+    ),
+    model: Type.String({ minLength: 1, maxLength: 200, description: "Provider model id, e.g. gpt-5-mini." }),
+    title: Type.Optional(Type.String({ maxLength: 200 })),
+  },
+  { additionalProperties: false },
+);
+
+/** Body of POST /api/chats/:id/messages. */
+export const SendMessageBody = Type.Object(
+  { content: Type.String({ minLength: 1, maxLength: 200_000, description: "The user's message." }) },
+  { additionalProperties: false },
+);
+
+const Nullable = (schema: ReturnType<typeof Type.String>) => Type.Union([schema, Type.Null()]);
+
+/** A chat as the API returns it. */
+export const ChatSchema = Type.Object({
+  id: Type.String(),
+  title: Nullable(Type.String()),
+  workingDirectory: Nullable(Type.String()),
+  provider: Nullable(Type.String()),
+  model: Nullable(Type.String()),
+  createdAt: Type.String(),
+  updatedAt: Type.String(),
+});
+
+/** A stored provider-neutral message. */
+export const ChatMessageSchema = Type.Object({
+  id: Type.String(),
+  seq: Type.Integer(),
+  createdAt: Type.String(),
+  role: Type.Union([Type.Literal("user"), Type.Literal("assistant"), Type.Literal("tool")]),
+  content: Type.Optional(Type.String({ description: "user and assistant text" })),
+  toolCalls: Type.Optional(
+    Type.Array(Type.Object({ id: Type.String(), name: Type.String(), arguments: Type.String() }), {
+      description: "assistant: the tool calls it made (arguments as raw JSON text)",
+    }),
+  ),
+  results: Type.Optional(
+    Type.Array(Type.Object({ id: Type.String(), name: Type.String(), ok: Type.Boolean(), content: Type.String() }), {
+      description: "tool: the results fed back, one per call",
+    }),
+  ),
+});
+
+/** GET /api/chats/:id response. */
+export const ChatWithMessagesSchema = Type.Intersect([
+  ChatSchema,
+  Type.Object({ messages: Type.Array(ChatMessageSchema) }),
+]);
+
+const json = (schema: unknown) => ({ "application/json": { schema } });
+const error = (description: string) => ({ description, content: json(ErrorBody) });
+const secured = { security: [{ bearerAuth: [] }] };
+const chatId = { name: "id", in: "path", required: true, schema: { type: "string" } };
+
+/** OpenAPI path items of the chat routes, merged into /api/openapi.json. */
+export const chatOpenApiPaths: Record<string, unknown> = {
+  "/api/chats": {
+    get: {
+      ...secured,
+      summary: "The user's chats, most recently active first.",
+      responses: { 200: { description: "Chats", content: json(Type.Object({ chats: Type.Array(ChatSchema) })) } },
+    },
+    post: {
+      ...secured,
+      summary: "Create a chat bound to a working directory, a provider and a model.",
+      requestBody: { required: true, content: json(CreateChatBody) },
+      responses: {
+        201: { description: "The chat", content: json(ChatSchema) },
+        400: error("Malformed body, unknown provider, or a workingDirectory that does not exist or is not a directory"),
+        403: error("workingDirectory outside TOOLHOST_CHAT_ROOTS"),
+      },
+    },
+  },
+  "/api/chats/{id}": {
+    get: {
+      ...secured,
+      parameters: [chatId],
+      summary: "A chat with its messages (tool calls and results included).",
+      responses: {
+        200: { description: "The chat", content: json(ChatWithMessagesSchema) },
+        404: error("No such chat for this user"),
+      },
+    },
+  },
+  "/api/chats/{id}/messages": {
+    post: {
+      ...secured,
+      parameters: [chatId],
+      summary:
+        "Send a message and stream the tool loop as Server-Sent Events. Each event's name is its `type` and its data the JSON event: iteration {n}, text_delta {delta}, tool_call_started {id,name}, tool_call_arguments_delta {id,delta}, tool_call_completed {id,name,arguments}, usage {inputTokens,outputTokens}, finish {reason}, tool_progress {id,name,progress}, tool_result {id,name,ok,result|error,durationMs}, error {code,message}, and a final done {reason: text|max_iterations|aborted|error, iterations, messages}. Disconnecting cancels the turn and its running tools; completed steps are kept.",
+      requestBody: { required: true, content: json(SendMessageBody) },
+      responses: {
+        200: {
+          description: "text/event-stream of loop events",
+          content: { "text/event-stream": { schema: { type: "string" } } },
+        },
+        400: error("Malformed body"),
+        404: error("No such chat for this user"),
+        409: error("Another turn of this chat is running"),
+        503: error("The chat's provider is not configured (e.g. missing API key)"),
+      },
+    },
+  },
+};
+
+/** Interval (ms) of SSE comment pings that keep idle connections (long tool runs) open through proxies. */
+const PING_INTERVAL_MS = 15_000;
+
+/**
+ * Routes mounted at /api/chats. `service` defaults to a ChatService over the context's repository and runtime,
+ * configured from process.env (API keys, base URLs, TOOLHOST_CHAT_ROOTS, TOOLHOST_CHAT_MAX_ITERATIONS).
+ */
+export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv> {
+  const chats = service ?? new Service({ chats: ctx.chats, runtime: ctx.runtime, logger: ctx.logger });
+  const app = new Hono<AuthEnv>();
+
+  app.get("/", async (c) => {
+    const list = await ctx.chats.list(c.get("userId"));
+    return c.json({ chats: list.map(({ userId: _u, ...chat }) => chat) });
+  });
+
+  app.post("/", async (c) => {
+    const body = await readJsonBody<{ workingDirectory?: string; provider: string; model: string; title?: string }>(
+      c,
+      CreateChatBody,
+    );
+    const { userId: _u, ...chat } = await chats.createChat(c.get("userId"), body);
+    return c.json(chat, 201);
+  });
+
+  app.get("/:id", async (c) => {
+    const found = await chats.getChat(c.get("userId"), c.req.param("id"));
+    if (!found) throw new HttpError(404, "not_found", `No chat "${c.req.param("id")}" for this user.`);
+    const { userId: _u, ...chat } = found;
+    return c.json(chat);
+  });
+
+  app.post("/:id/messages", async (c) => {
+    const body = await readJsonBody<{ content: string }>(c, SendMessageBody);
+    let turn: Awaited<ReturnType<ChatService["prepareTurn"]>>;
+    try {
+      turn = await chats.prepareTurn(c.get("userId"), c.req.param("id"), body.content);
+    } catch (thrown) {
+      if (thrown instanceof ChatConfigError) throw new HttpError(503, thrown.code, thrown.message);
+      if (thrown instanceof ChatBusyError) throw new HttpError(409, thrown.code, thrown.message);
+      throw thrown;
+    }
+    const controller = new AbortController();
+    const abort = () => controller.abort();
+    c.req.raw.signal?.addEventListener("abort", abort, { once: true });
+    return streamSSE(c, async (stream) => {
+      stream.onAbort(abort);
+      const ping = setInterval(() => {
+        if (!stream.aborted) stream.write(": ping\n\n").catch(() => {});
+      }, PING_INTERVAL_MS);
+      ping.unref?.();
+      let seq = 0;
+      try {
+        // Iterate to the end even after the client left: the turn then stops quickly (its signal is aborted) and
+        // its complete steps are stored.
+        for await (const event of turn.run(controller.signal)) {
+          if (stream.aborted) continue;
+          try {
+            await stream.writeSSE({ event: event.type, data: JSON.stringify(event), id: String(++seq) });
+          } catch {
+            abort();
+          }
+        }
+      } finally {
+        clearInterval(ping);
+        c.req.raw.signal?.removeEventListener("abort", abort);
+      }
+    });
+  });
+
+  return app;
+}
