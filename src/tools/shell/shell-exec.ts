@@ -1,0 +1,231 @@
+/**
+ * shell_exec (002_b22707b29eca2f2a.txt, "tool::shell_exec"): runs one allowlisted executable with an argv array.
+ * No shell interpretation: arguments reach the program verbatim, so `;`, `|`, `$(…)`, backticks, globs and
+ * redirections are inert text.
+ *
+ * - argv[0] must be a bare name on the effective allowlist (settings `allowlistPreset` seed | strict | custom and
+ *   `allowedCommands`), resolved to a real executable outside the working directory (see allowlist.ts).
+ * - cwd: relative to the chat working directory (002: "relative to WORKSPACE_ROOT"), contained by the path policy.
+ * - Environment filtered through TAINT_ENV_ALLOWLIST (env.ts).
+ * - timeout in milliseconds (default 120000); stdout capped at 100 KB, stderr at 50 KB (head + tail kept).
+ * - Result {stdout, stderr, exitCode} plus signal, termination, truncated and durationMs. A timeout is a
+ *   ToolTimeoutError, a caller's cancel a ToolAbortedError.
+ * - Every execution (refusals included) is recorded in the security audit log.
+ * - Disabled by default, like the interactive shells.
+ */
+import { ToolAbortedError, ToolArgumentError, ToolTimeoutError } from "../../core/errors.js";
+import { PATH_POLICY_DEFAULTS, PATH_POLICY_DESCRIPTORS, resolveAndValidatePath } from "../../core/path-policy.js";
+import type { RegisteredTool, ToolParameterDescriptor } from "../../core/types.js";
+import {
+  ALLOWLIST_PRESETS,
+  effectiveAllowlist,
+  resolveAllowedExecutable,
+  SHELL_COMMAND_ALLOWLIST,
+} from "./allowlist.js";
+import { lastChars, recordShellAudit } from "./audit.js";
+import { filterEnvironment } from "./env.js";
+import { runProcess, type Termination } from "./process-runner.js";
+
+/** Default time budget of shell_exec, in milliseconds (002). */
+export const SHELL_EXEC_DEFAULT_TIMEOUT_MS = 120_000;
+/** Largest accepted `timeout` argument, in milliseconds (10 minutes, the shells' timeoutSeconds maximum). */
+export const SHELL_EXEC_MAX_TIMEOUT_MS = 600_000;
+/** stdout cap of shell_exec in UTF-8 bytes (002: "limited to 100KB"). */
+export const SHELL_EXEC_MAX_STDOUT_BYTES = 100 * 1024;
+/** stderr cap of shell_exec in UTF-8 bytes (002: "limited to 50KB"). */
+export const SHELL_EXEC_MAX_STDERR_BYTES = 50 * 1024;
+
+/** Result of shell_exec. */
+export interface ShellExecResult {
+  stdout: string;
+  stderr: string;
+  /** Exit code (0 = success); null when the program was killed by a signal. */
+  exitCode: number | null;
+  signal: string | null;
+  termination: Termination;
+  truncated: boolean;
+  durationMs: number;
+}
+
+const parameterDescriptors: ToolParameterDescriptor[] = [
+  {
+    name: "allowlistPreset",
+    type: "string",
+    description:
+      'Which commands may run: "seed" (the documented list, which includes interpreters such as python3, node, env, awk, make, git that run arbitrary code), "strict" (file viewing and copying tools only), or "custom" (the allowedCommands setting).',
+    allowedValues: ALLOWLIST_PRESETS,
+    default: "seed",
+  },
+  {
+    name: "allowedCommands",
+    type: "string[]",
+    description: 'Command names allowed when allowlistPreset is "custom" (bare names, e.g. "git").',
+    default: [...SHELL_COMMAND_ALLOWLIST],
+    max: 500,
+  },
+  ...PATH_POLICY_DESCRIPTORS,
+];
+
+/** The shell_exec tool (registered by src/tools/builtin/shell.ts). */
+export const shellExecTool: RegisteredTool = {
+  definition: {
+    name: "shell_exec",
+    description:
+      'Runs one allowlisted program with an argument array, without a shell: ["git", "status", "--short"]. Pipes, redirections, globs, variables and ";" are not interpreted. Returns stdout (up to 100 KB), stderr (up to 50 KB) and the exit code.',
+    parameters: {
+      type: "object",
+      properties: {
+        argv: {
+          type: "array",
+          items: { type: "string" },
+          minItems: 1,
+          description:
+            'The program and its arguments, e.g. ["git", "log", "-n", "5"]. argv[0] must be an allowlisted command name.',
+        },
+        cwd: {
+          type: "string",
+          description:
+            "Working directory, relative to the chat working directory (or absolute inside the allowed paths).",
+        },
+        timeout: {
+          type: "integer",
+          minimum: 1,
+          maximum: SHELL_EXEC_MAX_TIMEOUT_MS,
+          description: "Timeout in milliseconds (default 120000).",
+        },
+      },
+      required: ["argv"],
+    },
+  },
+  settings: {
+    title: "Run allowlisted commands",
+    description:
+      "Lets the model run allowlisted programs (git, ls, …) with argument arrays, without a shell. Off by default.",
+    category: "system",
+    enabledByDefault: false,
+    canDisable: true,
+    defaultParameters: {
+      allowlistPreset: "seed",
+      allowedCommands: [...SHELL_COMMAND_ALLOWLIST],
+      ...structuredClone(PATH_POLICY_DEFAULTS),
+    },
+    parameterDescriptors,
+  },
+  managesOwnTimeout: true,
+  timeoutMs: (args) => (typeof args.timeout === "number" ? args.timeout : SHELL_EXEC_DEFAULT_TIMEOUT_MS),
+  async execute(rawArgs, context) {
+    const args = rawArgs as { argv: string[]; cwd?: string; timeout?: number };
+    const argv = args.argv;
+    const name = argv[0] ?? "";
+    const timeoutMs = args.timeout ?? SHELL_EXEC_DEFAULT_TIMEOUT_MS;
+    const refuse = async (error: unknown, cwd: string | null): Promise<never> => {
+      await recordShellAudit(context, {
+        tool: "shell_exec",
+        command: [...argv],
+        cwd,
+        exitCode: null,
+        termination: "refused",
+        durationMs: 0,
+      });
+      throw error;
+    };
+
+    const nul = argv.findIndex((a) => a.includes("\0"));
+    if (name.trim() === "" || nul >= 0) {
+      return refuse(
+        new ToolArgumentError(
+          nul >= 0
+            ? `Invalid argument "argv": element ${nul} contains a NUL byte, which no program can receive.`
+            : 'Invalid argument "argv": argv[0] must be a command name, e.g. "git".',
+          { argument: "argv" },
+        ),
+        args.cwd ?? null,
+      );
+    }
+
+    let cwd: { absolute: string; real: string };
+    try {
+      cwd = await resolveAndValidatePath(args.cwd ?? ".", context, {
+        mustExist: true,
+        kind: "directory",
+        argument: "cwd",
+      });
+    } catch (error) {
+      return refuse(error, args.cwd ?? null);
+    }
+
+    const env = filterEnvironment();
+    let file: string;
+    try {
+      const untrustedRoots = [cwd.real, cwd.absolute];
+      if (context.workingDirectory) untrustedRoots.push(context.workingDirectory);
+      file = resolveAllowedExecutable(name, {
+        allowlist: effectiveAllowlist(context.settings.parameters),
+        pathValue: env.PATH ?? env.Path,
+        untrustedRoots,
+      });
+    } catch (error) {
+      return refuse(error, cwd.absolute);
+    }
+
+    let run: Awaited<ReturnType<typeof runProcess>>;
+    try {
+      run = await runProcess({
+        file,
+        args: argv.slice(1),
+        argv0: name,
+        cwd: cwd.real,
+        env,
+        timeoutMs,
+        signal: context.signal,
+        maxStdoutBytes: SHELL_EXEC_MAX_STDOUT_BYTES,
+        maxStderrBytes: SHELL_EXEC_MAX_STDERR_BYTES,
+      });
+    } catch (error) {
+      await recordShellAudit(context, {
+        tool: "shell_exec",
+        command: [...argv],
+        cwd: cwd.absolute,
+        exitCode: null,
+        termination: "failed",
+        durationMs: 0,
+      });
+      throw error;
+    }
+    await recordShellAudit(context, {
+      tool: "shell_exec",
+      command: [...argv],
+      cwd: cwd.absolute,
+      exitCode: run.exitCode,
+      termination: run.termination,
+      durationMs: run.durationMs,
+    });
+    if (run.termination === "timed_out") {
+      throw new ToolTimeoutError(
+        `"${name}" did not finish within ${timeoutMs} ms and was killed with every process it started. Pass a larger "timeout" (milliseconds, up to ${SHELL_EXEC_MAX_TIMEOUT_MS}) or a narrower command.`,
+        {
+          tool: "shell_exec",
+          termination: "timed_out",
+          timeoutMs,
+          stdoutTail: lastChars(run.stdout),
+          stderrTail: lastChars(run.stderr),
+        },
+      );
+    }
+    if (run.termination === "aborted") {
+      throw new ToolAbortedError(`"${name}" was cancelled by the caller and killed with every process it started.`, {
+        tool: "shell_exec",
+        termination: "aborted",
+      });
+    }
+    return {
+      stdout: run.stdout,
+      stderr: run.stderr,
+      exitCode: run.exitCode,
+      signal: run.signal,
+      termination: run.termination,
+      truncated: run.truncated,
+      durationMs: run.durationMs,
+    } satisfies ShellExecResult;
+  },
+};

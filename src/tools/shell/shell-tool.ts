@@ -1,0 +1,292 @@
+/**
+ * bash / zsh / powershell (000_6d817c25d4590fa9.txt, "bash / zsh / powershell"): one implementation
+ * (buildShellTool) that differs only by interpreter, on the shared process runner.
+ *
+ * - Registered only when the interpreter exists: bash and zsh looked up on PATH; powershell only on Windows
+ *   (pwsh, then powershell). An unavailable shell is never offered to a model.
+ * - Disabled by default (enabledByDefault false); a user opts in through the tool settings.
+ * - Parameters: command (required), cwd (absolute, ~-prefixed or relative to the chat working directory, checked by
+ *   the path policy; default the chat working directory).
+ * - Settings: timeoutSeconds (5–600, default 30), maxOutputBytes (1 KB–1 MB per stream, default 100 KB), and the
+ *   path policy's allowedPaths / deniedPaths / restrictPaths for cwd.
+ * - The environment is filtered like shell_exec's (TAINT_ENV_ALLOWLIST): server secrets never reach the shell.
+ * - A genuine timeout is a ToolTimeoutError (code `timeout`); a caller's abort a ToolAbortedError; any exit,
+ *   including a non-zero one or death by a signal the command sent itself, is a result.
+ */
+import { NotFoundError, ToolAbortedError, ToolArgumentError, ToolTimeoutError } from "../../core/errors.js";
+import { PATH_POLICY_DEFAULTS, PATH_POLICY_DESCRIPTORS, resolveAndValidatePath } from "../../core/path-policy.js";
+import { defaultRegistry, type ToolRegistryStore } from "../../core/registry.js";
+import { clampIntegerSetting, TIMEOUT_SECONDS_DESCRIPTOR } from "../../core/settings-policy.js";
+import type { EffectiveToolSettings, RegisteredTool, ToolParameterDescriptor } from "../../core/types.js";
+import { findExecutable } from "./allowlist.js";
+import { lastChars, recordShellAudit } from "./audit.js";
+import { filterEnvironment } from "./env.js";
+import { runProcess, type Termination } from "./process-runner.js";
+
+/** The shells this module can offer. */
+export type ShellKind = "bash" | "zsh" | "powershell";
+
+/** Result of runShellCommand and of the bash / zsh / powershell tools (000: ShellCommandResult). */
+export interface ShellCommandResult {
+  /** Captured stdout (head + elision marker + tail when over the cap). */
+  stdout: string;
+  /** Captured stderr (same rules). */
+  stderr: string;
+  /** The shell's exit code; null when it was killed by a signal. */
+  exitCode: number | null;
+  /** The signal that ended the shell (e.g. "SIGKILL"), or null. */
+  signal: string | null;
+  /** Wall time in milliseconds. */
+  durationMs: number;
+  /** True when stdout or stderr lost bytes to maxOutputBytes. */
+  truncated: boolean;
+  /** exited (normal exit, any code), timed_out (owned timer), aborted (caller cancel), signalled (other signal). */
+  termination: Termination;
+}
+
+/** Options of runShellCommand. */
+export interface RunShellCommandOptions {
+  shell: ShellKind;
+  /** Absolute path of the interpreter (default: looked up on PATH; powershell: pwsh, then powershell). */
+  executable?: string;
+  /** The command text, run with `-c` (bash, zsh) or `-NoProfile -NonInteractive -Command` (powershell). */
+  command: string;
+  /** Working directory, absolute and already validated. */
+  cwd: string;
+  /** Child environment (default: filterEnvironment(process.env)). */
+  env?: Record<string, string>;
+  /**
+   * Time budget in milliseconds. The tools take it from timeoutSeconds (5–600 s); callers of this function (and
+   * tests) may pass any positive value, e.g. 1000.
+   */
+  timeoutMs: number;
+  /** Per-stream cap in UTF-8 bytes (>= 256). */
+  maxOutputBytes: number;
+  /** Caller's cancel signal: aborting kills the whole call (termination `aborted`). */
+  signal?: AbortSignal;
+  /** Bounded pipe drain after the shell exits, in ms (default 250). */
+  drainMs?: number;
+  /** Receives the shell's pid once spawned. */
+  onSpawn?: (pid: number) => void;
+}
+
+/** The interpreter arguments that run `command`. */
+export function shellArguments(shell: ShellKind, command: string): string[] {
+  return shell === "powershell" ? ["-NoProfile", "-NonInteractive", "-Command", command] : ["-c", command];
+}
+
+/**
+ * Locates a shell's interpreter: bash and zsh on PATH; powershell only on Windows (pwsh, then powershell).
+ * Returns the absolute path or null.
+ */
+export function findInterpreter(
+  shell: ShellKind,
+  pathValue: string | undefined = process.env.PATH,
+  platform: NodeJS.Platform = process.platform,
+): string | null {
+  if (shell === "powershell") {
+    if (platform !== "win32") return null;
+    return findExecutable("pwsh", pathValue, { platform }) ?? findExecutable("powershell", pathValue, { platform });
+  }
+  return findExecutable(shell, pathValue, { platform });
+}
+
+/**
+ * Runs a command through a shell interpreter in its own process group, with stdin closed, both streams capped,
+ * and the whole call (children, grandchildren, background jobs, nohup, setsid daemons) SIGKILLed at the timeout
+ * or on abort. 000: runShellCommand. A non-zero exit, a timeout and an abort are results (see `termination`).
+ * Throws NotFoundError when the interpreter is missing, ToolExecutionError when it cannot be spawned.
+ */
+export async function runShellCommand(options: RunShellCommandOptions): Promise<ShellCommandResult> {
+  const executable = options.executable ?? findInterpreter(options.shell);
+  if (!executable) {
+    throw new NotFoundError(`The ${options.shell} interpreter is not installed on this server.`, {
+      shell: options.shell,
+    });
+  }
+  const run = await runProcess({
+    file: executable,
+    args: shellArguments(options.shell, options.command),
+    argv0: options.shell,
+    cwd: options.cwd,
+    env: options.env ?? filterEnvironment(),
+    timeoutMs: options.timeoutMs,
+    signal: options.signal,
+    maxStdoutBytes: options.maxOutputBytes,
+    maxStderrBytes: options.maxOutputBytes,
+    drainMs: options.drainMs,
+    onSpawn: options.onSpawn,
+  });
+  return {
+    stdout: run.stdout,
+    stderr: run.stderr,
+    exitCode: run.exitCode,
+    signal: run.signal,
+    durationMs: run.durationMs,
+    truncated: run.truncated,
+    termination: run.termination,
+  };
+}
+
+/** maxOutputBytes setting: 1 KB–1 MB per stream, default 100 KB. */
+export const MAX_OUTPUT_BYTES_DESCRIPTOR: ToolParameterDescriptor = {
+  name: "maxOutputBytes",
+  type: "integer",
+  description: "Most bytes kept per output stream (stdout, stderr); longer output keeps its head and tail.",
+  min: 1024,
+  max: 1024 * 1024,
+  default: 100 * 1024,
+  unit: "bytes",
+};
+
+/** Budget of one call in ms from the timeoutSeconds setting (corrupt values fall back to 30 s; clamped 5–600 s). */
+export function shellTimeoutMs(settings: EffectiveToolSettings): number {
+  return clampIntegerSetting(settings.parameters.timeoutSeconds, 5, 600, 30) * 1000;
+}
+
+const TITLES: Record<ShellKind, string> = { bash: "Bash", zsh: "Zsh", powershell: "PowerShell" };
+
+/**
+ * Builds the tool for one shell (000: buildShellTool). `executable` is the interpreter's absolute path.
+ * The tool is disabled by default and manages its own timeout (the runtime only adds a backstop).
+ */
+export function buildShellTool(shell: ShellKind, executable: string): RegisteredTool {
+  const title = TITLES[shell];
+  return {
+    definition: {
+      name: shell,
+      description: `Runs a ${title} command on the server and returns its stdout, stderr, exit code and timing. stdin is closed; long output keeps its head and tail; the command and everything it started are killed at the timeout.`,
+      parameters: {
+        type: "object",
+        properties: {
+          command: { type: "string", description: `The ${title} command to run.` },
+          cwd: {
+            type: "string",
+            description:
+              "Working directory: absolute, ~-prefixed, or relative to the chat working directory. Default: the chat working directory.",
+          },
+        },
+        required: ["command"],
+      },
+    },
+    settings: {
+      title,
+      description: `Lets the model run ${title} commands on the server. Off by default: enable only for users you trust with a shell.`,
+      category: "system",
+      enabledByDefault: false,
+      canDisable: true,
+      defaultParameters: {
+        timeoutSeconds: TIMEOUT_SECONDS_DESCRIPTOR.default,
+        maxOutputBytes: MAX_OUTPUT_BYTES_DESCRIPTOR.default,
+        ...structuredClone(PATH_POLICY_DEFAULTS),
+      },
+      parameterDescriptors: [TIMEOUT_SECONDS_DESCRIPTOR, MAX_OUTPUT_BYTES_DESCRIPTOR, ...PATH_POLICY_DESCRIPTORS],
+    },
+    managesOwnTimeout: true,
+    timeoutMs: (_args, settings) => shellTimeoutMs(settings),
+    async execute(rawArgs, context) {
+      const args = rawArgs as { command: string; cwd?: string };
+      if (args.command.trim() === "") {
+        throw new ToolArgumentError('Invalid argument "command": must not be empty.', { argument: "command" });
+      }
+      const timeoutMs = shellTimeoutMs(context.settings);
+      const maxOutputBytes = clampIntegerSetting(context.settings.parameters.maxOutputBytes, 1024, 1024 * 1024, 102400);
+      let cwd: { absolute: string; real: string };
+      try {
+        cwd = await resolveAndValidatePath(args.cwd ?? ".", context, {
+          mustExist: true,
+          kind: "directory",
+          argument: "cwd",
+        });
+      } catch (error) {
+        await recordShellAudit(context, {
+          tool: shell,
+          command: args.command,
+          cwd: args.cwd ?? null,
+          exitCode: null,
+          termination: "refused",
+          durationMs: 0,
+        });
+        throw error;
+      }
+      let result: ShellCommandResult;
+      try {
+        result = await runShellCommand({
+          shell,
+          executable,
+          command: args.command,
+          cwd: cwd.real,
+          timeoutMs,
+          maxOutputBytes,
+          signal: context.signal,
+        });
+      } catch (error) {
+        await recordShellAudit(context, {
+          tool: shell,
+          command: args.command,
+          cwd: cwd.absolute,
+          exitCode: null,
+          termination: "failed",
+          durationMs: 0,
+        });
+        throw error;
+      }
+      await recordShellAudit(context, {
+        tool: shell,
+        command: args.command,
+        cwd: cwd.absolute,
+        exitCode: result.exitCode,
+        termination: result.termination,
+        durationMs: result.durationMs,
+      });
+      if (result.termination === "timed_out") {
+        throw new ToolTimeoutError(
+          `The ${shell} command did not finish within ${Math.round(timeoutMs / 1000)}s; it was killed with every process it started. Run a shorter or narrower command, run long jobs in smaller steps, or ask the user to raise timeoutSeconds.`,
+          {
+            tool: shell,
+            termination: "timed_out",
+            timeoutMs,
+            stdoutTail: lastChars(result.stdout),
+            stderrTail: lastChars(result.stderr),
+          },
+        );
+      }
+      if (result.termination === "aborted") {
+        throw new ToolAbortedError(
+          `The ${shell} command was cancelled by the caller; it was killed with every process it started.`,
+          {
+            tool: shell,
+            termination: "aborted",
+          },
+        );
+      }
+      return result;
+    },
+  };
+}
+
+/** Options of registerShellTools (tests pass a fake PATH and platform). */
+export interface RegisterShellToolsOptions {
+  registry?: ToolRegistryStore;
+  /** PATH to look the interpreters up on (default process.env.PATH). */
+  pathValue?: string;
+  platform?: NodeJS.Platform;
+}
+
+/**
+ * Registers bash, zsh and powershell for each interpreter found (000: "Registered at import time only when the
+ * interpreter exists"). Returns the names registered. Throws like registerTool on a duplicate name.
+ */
+export function registerShellTools(options: RegisterShellToolsOptions = {}): ShellKind[] {
+  const registry = options.registry ?? defaultRegistry;
+  const pathValue = "pathValue" in options ? options.pathValue : process.env.PATH;
+  const platform = options.platform ?? process.platform;
+  const registered: ShellKind[] = [];
+  for (const shell of ["bash", "zsh", "powershell"] as const) {
+    const executable = findInterpreter(shell, pathValue, platform);
+    if (!executable) continue;
+    registry.register(buildShellTool(shell, executable));
+    registered.push(shell);
+  }
+  return registered;
+}
