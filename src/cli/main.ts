@@ -200,6 +200,25 @@ export function buildProgram(): Command {
       }),
     );
 
+  program
+    .command("mcp")
+    .description("Serve the user's enabled tools over MCP on stdio (for desktop assistants, IDEs, agent frameworks).")
+    .option("-u, --user <name>", "user whose tool settings apply", "local")
+    .option("--cwd <dir>", "working directory bound for path-taking tools (default: the current directory)")
+    .action(async (opts: { user: string; cwd?: string }) => {
+      const { createMcpServer } = await import("../mcp/server.js");
+      const { StdioServerTransport } = await import("@modelcontextprotocol/sdk/server/stdio.js");
+      const ctx = await createAppContext();
+      const server = createMcpServer({
+        runtime: ctx.runtime,
+        userId: opts.user,
+        workingDirectory: resolveDirectoryOption(opts.cwd ?? process.cwd()),
+      });
+      const transport = new StdioServerTransport();
+      transport.onclose = () => void ctx.close();
+      await server.connect(transport);
+    });
+
   return program;
 }
 

@@ -5,6 +5,7 @@
 import { Hono } from "hono";
 import type { AppContext } from "../app/context.js";
 import { metricsRegistry } from "../core/metrics.js";
+import { handleMcpHttpRequest } from "../mcp/server.js";
 import { VERSION } from "../version.js";
 import { bearerAuth } from "./auth.js";
 import { type AuthEnv, errorResponse } from "./http.js";
@@ -44,5 +45,9 @@ export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
   app.route("/api/settings", settingsRoutes(ctx.settings));
   app.route("/api/tools", toolRoutes(ctx));
   app.route("/api/admin", adminRoutes(ctx));
+
+  // MCP Streamable HTTP (stateless), with the same bearer token and the user's own tool settings.
+  app.use("/mcp", auth);
+  app.all("/mcp", (c) => handleMcpHttpRequest(c.req.raw, { runtime: ctx.runtime, userId: c.get("userId") }));
   return app;
 }

@@ -95,6 +95,14 @@ export function buildOpenApiDocument(
           responses: { 200: { description: "Entries", content: json(AuditListResponse) }, 403: error("Not an admin") },
         },
       },
+      "/mcp": {
+        post: {
+          ...secured,
+          summary:
+            "MCP Streamable HTTP endpoint (stateless, JSON responses): tools/list and tools/call over the user's enabled tools.",
+          responses: { 200: { description: "JSON-RPC response" } },
+        },
+      },
       "/metrics": {
         get: {
           ...secured,
