@@ -1,0 +1,133 @@
+/**
+ * web_fetch (002_b22707b29eca2f2a.txt, "tool::web_fetch"): SSRF-protected HTTP GET with HTML-to-text conversion.
+ *
+ * Arguments: `url` (required, http or https), `maxSize` (bytes of body read, default 500000, at most 5000000).
+ * Result: `{ url, status, contentType, content, truncated }`: `url` is the final URL after redirects, `content`
+ * the body as text (HTML converted to readable text, main content first) capped at 100 KB, `truncated` true when
+ * the body was cut at maxSize or the content at 100 KB. Non-2xx statuses are results too (status tells).
+ *
+ * Settings: `timeoutSeconds` (5–600, default 30; the whole fetch including redirects and body), `maxRedirects`
+ * (0–10, default 5), `allowedHosts` (hosts, `*.suffix`, addresses or CIDRs that may be fetched although private).
+ * Host services (ToolCallContext.services): `webResolver` (a HostResolver replacing the system DNS resolver) and
+ * `webAllowedHosts` (string[] added to the allowedHosts setting by the host application).
+ */
+import { ToolArgumentError } from "../../core/errors.js";
+import { registerTool } from "../../core/registry.js";
+import { clampIntegerSetting, getStringListSetting, TIMEOUT_SECONDS_DESCRIPTOR } from "../../core/settings-policy.js";
+import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
+import { binaryRefusal, bodyKind, bodyToContent } from "../web/content.js";
+import { guardedFetch } from "../web/fetch.js";
+import type { HostResolver } from "../web/ssrf.js";
+
+/** Result of web_fetch (002). */
+export interface WebFetchResult {
+  /** The fetched URL (after redirects). */
+  url: string;
+  /** HTTP status code. */
+  status: number;
+  /** The response's Content-Type header ("" when absent). */
+  contentType: string;
+  /** The body as text: HTML converted to readable text, at most 100 KB. */
+  content: string;
+  /** True when the body was cut at maxSize or the content at 100 KB. */
+  truncated: boolean;
+}
+
+/** Name of the ToolContext service that replaces DNS resolution (a HostResolver); used by tests and hosts. */
+export const WEB_RESOLVER_SERVICE = "webResolver";
+/** Name of the ToolContext service holding host-provided allowed hosts (string[]). */
+export const WEB_ALLOWED_HOSTS_SERVICE = "webAllowedHosts";
+
+export const WEB_FETCH_DEFAULT_MAX_SIZE = 500_000;
+export const WEB_FETCH_MAX_SIZE_LIMIT = 5_000_000;
+
+const parameterDescriptors: ToolParameterDescriptor[] = [
+  TIMEOUT_SECONDS_DESCRIPTOR,
+  {
+    name: "maxRedirects",
+    type: "integer",
+    description: "Redirects followed per fetch; each hop is checked against the SSRF rules again.",
+    min: 0,
+    max: 10,
+    default: 5,
+  },
+  {
+    name: "allowedHosts",
+    type: "string[]",
+    description:
+      "Hosts that may be fetched even though they are private or local: exact names, *.suffix patterns, IP addresses or CIDRs (e.g. intranet.example, *.corp.example, 10.0.0.0/8). The only way to reach a non-public address.",
+    min: 0,
+    max: 100,
+    default: [],
+  },
+];
+
+function servicesOf(context: ToolContext): { resolver?: HostResolver; extraHosts: string[] } {
+  const resolver = context.services[WEB_RESOLVER_SERVICE];
+  const extra = context.services[WEB_ALLOWED_HOSTS_SERVICE];
+  return {
+    resolver: typeof resolver === "function" ? (resolver as HostResolver) : undefined,
+    extraHosts: Array.isArray(extra) ? extra.filter((h): h is string => typeof h === "string") : [],
+  };
+}
+
+/** Fetches `url` under the tool's settings; see the module docstring. Throws classified ToolErrors. */
+export async function webFetch(args: { url: string; maxSize?: number }, context: ToolContext): Promise<WebFetchResult> {
+  const { url } = args;
+  const maxSize = args.maxSize ?? WEB_FETCH_DEFAULT_MAX_SIZE;
+  if (!Number.isInteger(maxSize) || maxSize < 1 || maxSize > WEB_FETCH_MAX_SIZE_LIMIT) {
+    throw new ToolArgumentError(
+      `Invalid argument "maxSize": ${maxSize}; use an integer from 1 to ${WEB_FETCH_MAX_SIZE_LIMIT} (bytes).`,
+      { argument: "maxSize" },
+    );
+  }
+  const { resolver, extraHosts } = servicesOf(context);
+  const allowedHosts = [...getStringListSetting(context.settings.parameters.allowedHosts, []), ...extraHosts];
+  const result = await guardedFetch(url, {
+    maxBytes: maxSize,
+    maxRedirects: clampIntegerSetting(context.settings.parameters.maxRedirects, 0, 10, 5),
+    allowedHosts,
+    resolver,
+    signal: context.signal,
+    inspect: (response, at) => {
+      const type = response.headers.get("content-type") ?? "";
+      if (bodyKind(type) === "binary") throw binaryRefusal(at.href, type);
+    },
+  });
+  const { content, truncated } = bodyToContent(result.body, result.contentType, result.url, result.truncated);
+  return { url: result.url, status: result.status, contentType: result.contentType, content, truncated };
+}
+
+export const webFetchTool: RegisteredTool = {
+  definition: {
+    name: "web_fetch",
+    description:
+      "Fetches a public web page or text file over http(s) and returns its text: HTML is converted to readable text (main content first), other text types are returned as is, binary files are refused. Private, local and cloud-metadata addresses are refused. Content is capped at 100 KB.",
+    parameters: {
+      type: "object",
+      properties: {
+        url: { type: "string", description: "Absolute http:// or https:// URL to fetch." },
+        maxSize: {
+          type: "integer",
+          description: `Maximum bytes of the response body to read (default ${WEB_FETCH_DEFAULT_MAX_SIZE}); longer bodies are cut and truncated is true.`,
+          minimum: 1,
+          maximum: WEB_FETCH_MAX_SIZE_LIMIT,
+          default: WEB_FETCH_DEFAULT_MAX_SIZE,
+        },
+      },
+      required: ["url"],
+    },
+  },
+  settings: {
+    title: "Web fetch",
+    description: "Lets the model read public web pages (SSRF-protected: private and local addresses are refused).",
+    category: "system",
+    enabledByDefault: true,
+    canDisable: true,
+    defaultParameters: { timeoutSeconds: 30, maxRedirects: 5, allowedHosts: [] },
+    parameterDescriptors,
+  },
+  execute: (args, context) => webFetch(args as { url: string; maxSize?: number }, context),
+};
+
+registerTool(webFetchTool);

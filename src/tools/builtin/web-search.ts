@@ -1,0 +1,108 @@
+/**
+ * web_search (002_b22707b29eca2f2a.txt, "tool::web_search"): multi-provider web search (Tavily, Brave,
+ * DuckDuckGo).
+ *
+ * Arguments: `query` (required), `provider` ("tavily" | "brave" | "duckduckgo"), `maxResults` (1–20, default 5).
+ * Result: `{ results: [{ title, url, content }], provider }`, where `provider` names the provider that actually
+ * served the results: a provider asked for without its API key (TAVILY_API_KEY, BRAVE_API_KEY) falls back to
+ * DuckDuckGo, which needs none. Without `provider`, the `defaultProvider` setting decides ("auto": Tavily when
+ * keyed, else Brave when keyed, else DuckDuckGo).
+ *
+ * Enabled by default: DuckDuckGo works without a key, and search only sends the query to the provider; result
+ * URLs are returned, never fetched. Keys and base URLs are host configuration (see search-providers.ts).
+ */
+import { ToolArgumentError } from "../../core/errors.js";
+import { registerTool } from "../../core/registry.js";
+import { getStringSetting, TIMEOUT_SECONDS_DESCRIPTOR } from "../../core/settings-policy.js";
+import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
+import {
+  chooseProvider,
+  resolveSearchConfig,
+  runSearch,
+  SEARCH_PROVIDERS,
+  type SearchProviderName,
+  type SearchResult,
+  WEB_SEARCH_SERVICE,
+  type WebSearchConfig,
+} from "../web/search-providers.js";
+
+/** Result of web_search (002). */
+export interface WebSearchResult {
+  results: SearchResult[];
+  /** The provider that served the results. */
+  provider: SearchProviderName;
+}
+
+export const WEB_SEARCH_DEFAULT_MAX_RESULTS = 5;
+export const WEB_SEARCH_MAX_RESULTS_LIMIT = 20;
+const DEFAULT_PROVIDER_VALUES = ["auto", ...SEARCH_PROVIDERS] as const;
+
+const parameterDescriptors: ToolParameterDescriptor[] = [
+  { ...TIMEOUT_SECONDS_DESCRIPTOR, default: 20 },
+  {
+    name: "defaultProvider",
+    type: "string",
+    description:
+      'Provider used when the model names none: "auto" (Tavily if TAVILY_API_KEY is set, else Brave if BRAVE_API_KEY is set, else DuckDuckGo), or a provider name.',
+    allowedValues: DEFAULT_PROVIDER_VALUES,
+    default: "auto",
+  },
+];
+
+/** Runs a search under the tool's settings and the host's search configuration. Throws classified ToolErrors. */
+export async function webSearch(
+  args: { query: string; provider?: SearchProviderName; maxResults?: number },
+  context: ToolContext,
+): Promise<WebSearchResult> {
+  const query = args.query.trim();
+  if (!query)
+    throw new ToolArgumentError('Invalid argument "query": it is empty; give search words.', { argument: "query" });
+  const maxResults = args.maxResults ?? WEB_SEARCH_DEFAULT_MAX_RESULTS;
+  const config = resolveSearchConfig(context.services[WEB_SEARCH_SERVICE] as WebSearchConfig | undefined);
+  const preferred = getStringSetting(context.settings.parameters.defaultProvider, "auto", DEFAULT_PROVIDER_VALUES) as
+    | SearchProviderName
+    | "auto";
+  const provider = chooseProvider(args.provider, config, preferred);
+  const results = await runSearch(provider, query, maxResults, config, context.signal);
+  return { results, provider };
+}
+
+export const webSearchTool: RegisteredTool = {
+  definition: {
+    name: "web_search",
+    description:
+      "Searches the web and returns results with title, url and a content snippet. Providers: tavily, brave (need API keys) and duckduckgo (no key; used when the asked provider has no key). The result names the provider that served it. Use web_fetch to read a result page.",
+    parameters: {
+      type: "object",
+      properties: {
+        query: { type: "string", description: "Search query.", minLength: 1 },
+        provider: {
+          type: "string",
+          enum: [...SEARCH_PROVIDERS],
+          description: 'Search provider: "tavily", "brave" or "duckduckgo". Default: the configured default provider.',
+        },
+        maxResults: {
+          type: "integer",
+          description: `Maximum number of results (default ${WEB_SEARCH_DEFAULT_MAX_RESULTS}).`,
+          minimum: 1,
+          maximum: WEB_SEARCH_MAX_RESULTS_LIMIT,
+          default: WEB_SEARCH_DEFAULT_MAX_RESULTS,
+        },
+      },
+      required: ["query"],
+    },
+  },
+  settings: {
+    title: "Web search",
+    description: "Lets the model search the web (Tavily, Brave or DuckDuckGo).",
+    category: "system",
+    enabledByDefault: true,
+    canDisable: true,
+    defaultParameters: { timeoutSeconds: 20, defaultProvider: "auto" },
+    parameterDescriptors,
+  },
+  execute: (args, context) =>
+    webSearch(args as { query: string; provider?: SearchProviderName; maxResults?: number }, context),
+};
+
+registerTool(webSearchTool);
