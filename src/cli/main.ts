@@ -7,7 +7,6 @@
 import { Command, Option } from "commander";
 import { type AppContext, createAppContext } from "../app/context.js";
 import { ToolError } from "../core/errors.js";
-import { startServer } from "../server/serve.js";
 import { VERSION } from "../version.js";
 import { CliError, parseAssignment, resolveDirectoryOption, table } from "./util.js";
 
@@ -48,6 +47,7 @@ export function buildProgram(): Command {
       const port = Number(opts.port);
       if (!Number.isInteger(port) || port < 0 || port > 65535)
         throw new CliError(`--port must be 0–65535, got "${opts.port}".`);
+      const { startServer } = await import("../server/serve.js");
       const ctx = await createAppContext();
       const server = await startServer(ctx, { port, host: opts.host });
       const stop = async () => {
