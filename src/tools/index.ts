@@ -11,3 +11,5 @@ import "./builtin/write-file.js";
 import "./builtin/file-ops-002.js";
 import "./builtin/web-fetch.js";
 import "./builtin/web-search.js";
+import "./builtin/web-fetch.js";
+import "./builtin/web-search.js";
