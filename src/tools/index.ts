@@ -11,5 +11,3 @@ import "./builtin/write-file.js";
 import "./builtin/file-ops-002.js";
 import "./builtin/web-fetch.js";
 import "./builtin/web-search.js";
-import "./builtin/web-fetch.js";
-import "./builtin/web-search.js";
