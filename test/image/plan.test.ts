@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { ToolArgumentError } from "../../src/core/errors.js";
 import { getDefaultToolSettings } from "../../src/core/settings-policy.js";
 import type { JsonSchema } from "../../src/core/types.js";
+import { isStrictCompatible, strictSchemaProblems, toStrictSchema } from "../../src/providers/strict-schema.js";
 import { buildGenerateImageDefinition, generateImageTool } from "../../src/tools/builtin/generate-image.js";
 import { createGenerateImageToolPlan } from "../../src/tools/image/plan.js";
 import { openAiQuality, resolveImageProvider } from "../../src/tools/image/providers.js";
@@ -29,6 +30,14 @@ describe("generate_image definition", () => {
       for (const banned of ["oneOf", "anyOf", "allOf", "not", "$ref"]) expect(node).not.toHaveProperty(banned);
       expect(typeof node.type === "string").toBe(true);
     });
+  });
+
+  it("passes strict-mode derivation, with and without quality", () => {
+    for (const def of [generateImageTool.definition, buildGenerateImageDefinition(settings({ letAiDecideQuality: false }))]) {
+      const strict = toStrictSchema(def.parameters);
+      expect(strictSchemaProblems(strict)).toEqual([]);
+      expect(isStrictCompatible(strict)).toBe(true);
+    }
   });
 
   it("has the seed's settings with their defaults and ranges", () => {
