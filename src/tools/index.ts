@@ -9,5 +9,6 @@ import "./builtin/shell.js";
 import "./builtin/read-file.js";
 import "./builtin/write-file.js";
 import "./builtin/file-ops-002.js";
+import "./builtin/glob.js";
 import "./builtin/web-fetch.js";
 import "./builtin/web-search.js";

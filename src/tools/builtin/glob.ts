@@ -1,0 +1,218 @@
+/**
+ * glob (000_6d817c25d4590fa9.txt, "Built-in Tools" → glob): paths matching a pattern with Bun.Glob's language —
+ * `*`, `**`, `?`, `[…]`, `{a,b}` and a leading `!` (negation) — evaluated by picomatch, walked deterministically
+ * (sorted, symlinks not followed) and stopped at the cap.
+ *
+ * - cwd: optional base directory (absolute, ~-prefixed, or relative to the chat working directory); defaults to
+ *   the chat working directory, otherwise process.cwd(). The path policy applies to it, and denied entries are
+ *   never reported or descended into.
+ * - Settings: maxResults (1–5000, default 200), includeDotfiles (default false: `*` and `**` do not match names
+ *   starting with "."; a literal `.github` in the pattern still does), absolute (default false).
+ * - Matches are files and directories (onlyFiles: false), re-anchored to the chat working directory unless
+ *   `absolute` is set. The walk starts at the pattern's static base (`src/` for `src/*.{ts,tsx}`) and prunes
+ *   directories the pattern cannot reach.
+ *
+ * Result: { pattern, cwd, matches, truncated }.
+ */
+import { join } from "node:path";
+import picomatch from "picomatch";
+import { ToolArgumentError } from "../../core/errors.js";
+import {
+  effectivePathPolicy,
+  PATH_POLICY_DEFAULTS,
+  PATH_POLICY_DESCRIPTORS,
+  policyRefusal,
+  resolveAndValidatePath,
+  toResultPath,
+} from "../../core/path-policy.js";
+import { registerTool } from "../../core/registry.js";
+import { getBooleanSetting } from "../../core/settings-policy.js";
+import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
+import { intSetting, lstatOrUndefined } from "../fs/common.js";
+import { walk } from "../fs/walk.js";
+
+const MAX_RESULTS: ToolParameterDescriptor = {
+  name: "maxResults",
+  type: "integer",
+  description: "Most paths returned by one call; more set truncated.",
+  min: 1,
+  max: 5000,
+  default: 200,
+};
+const INCLUDE_DOTFILES: ToolParameterDescriptor = {
+  name: "includeDotfiles",
+  type: "boolean",
+  description: "Let * and ** match names starting with a dot.",
+  default: false,
+};
+const ABSOLUTE: ToolParameterDescriptor = {
+  name: "absolute",
+  type: "boolean",
+  description: "Return absolute paths instead of paths relative to the chat working directory.",
+  default: false,
+};
+
+/** A compiled glob: the full matcher plus what the walker may prune with. */
+export interface CompiledGlob {
+  /** Tests a `/`-separated path relative to the base directory. */
+  matches(rel: string): boolean;
+  /** The static directory prefix of the pattern ("" when none), relative to the base directory. */
+  base: string;
+  /** Whether a directory at `rel` (relative to the base) could contain a match. */
+  mayContain(rel: string): boolean;
+}
+
+function hasSlashInBraces(pattern: string): boolean {
+  let depth = 0;
+  for (const ch of pattern) {
+    if (ch === "{") depth++;
+    else if (ch === "}") depth = Math.max(0, depth - 1);
+    else if (ch === "/" && depth > 0) return true;
+  }
+  return false;
+}
+
+/**
+ * Compiles a Bun.Glob-style pattern. Throws ToolArgumentError for an empty pattern, an absolute one or one that
+ * climbs out with `..` (pass such a directory as cwd instead).
+ */
+export function compileGlob(pattern: string, options: { dot: boolean }): CompiledGlob {
+  if (pattern.trim() === "")
+    throw new ToolArgumentError('Invalid argument "pattern": must not be empty.', { argument: "pattern" });
+  const negated = pattern.startsWith("!") && !pattern.startsWith("!(");
+  const body = negated ? pattern.slice(1) : pattern;
+  if (body.startsWith("/") || /(^|\/)\.\.(\/|$)/.test(body)) {
+    throw new ToolArgumentError(
+      `Invalid argument "pattern": ${JSON.stringify(pattern)} is absolute or climbs with "..". Pass the directory as "cwd" and a relative pattern.`,
+      { argument: "pattern", rule: "relative_pattern" },
+    );
+  }
+  const clean = body.replace(/^(\.\/)+/, "");
+  const full = picomatch(clean, { dot: options.dot });
+  const matches = negated ? (rel: string) => !full(rel) : (rel: string) => full(rel);
+  if (negated || hasSlashInBraces(clean)) return { matches, base: "", mayContain: () => true };
+  const segments = clean.split("/");
+  const globstarAt = segments.indexOf("**");
+  const segmentMatchers = segments.map((s) => (s === "**" ? null : picomatch(s, { dot: options.dot })));
+  const scan = picomatch.scan(clean);
+  const base = scan.isGlob ? scan.base : segments.slice(0, -1).join("/");
+  const literalDotAfterGlobstar = globstarAt >= 0 && segments.slice(globstarAt + 1).some((s) => s.startsWith("."));
+  const mayContain = (rel: string): boolean => {
+    const parts = rel.split("/");
+    for (let i = 0; i < parts.length; i++) {
+      if (globstarAt >= 0 && i >= globstarAt) {
+        // Past a globstar: anything may follow, except hidden directories when dotfiles are off.
+        return options.dot || literalDotAfterGlobstar || !parts.slice(i).some((p) => p.startsWith("."));
+      }
+      // A directory at depth i must match segment i and leave at least one segment for its contents.
+      if (i >= segments.length - 1) return false;
+      if (!segmentMatchers[i]!(parts[i]!)) return false;
+    }
+    return true;
+  };
+  return { matches, base, mayContain };
+}
+
+/** Result of glob. */
+export interface GlobResult {
+  pattern: string;
+  /** The base directory as resolved (an echoed input). */
+  cwd: string;
+  matches: string[];
+  truncated: boolean;
+}
+
+/** Executes glob on parsed arguments. */
+export async function runGlob(args: { pattern: string; cwd?: string }, context: ToolContext): Promise<GlobResult> {
+  const params = context.settings.parameters;
+  const maxResults = intSetting(context, MAX_RESULTS);
+  const dot = getBooleanSetting(params.includeDotfiles, false);
+  const absolute = getBooleanSetting(params.absolute, false);
+  const cwdInput = args.cwd ?? context.workingDirectory ?? process.cwd();
+  const { absolute: baseAbs, real: baseReal } = await resolveAndValidatePath(cwdInput, context, {
+    mustExist: true,
+    kind: "directory",
+    argument: "cwd",
+  });
+  const glob = compileGlob(args.pattern, { dot });
+  const policy = await effectivePathPolicy(context);
+  const matches: string[] = [];
+  let truncated = false;
+  const report = (rel: string) => {
+    const full = join(baseAbs, rel);
+    matches.push(absolute ? full : toResultPath(full, context));
+  };
+
+  // Start at the pattern's static base when it exists (a literal file pattern is a single lookup).
+  let startRel = "";
+  if (glob.base) {
+    const info = await lstatOrUndefined(join(baseReal, glob.base));
+    if (!info) return { pattern: args.pattern, cwd: baseAbs, matches, truncated };
+    if (!info.isDirectory()) {
+      if (glob.matches(glob.base) && !policyRefusal(policy, join(baseAbs, glob.base), join(baseReal, glob.base))) {
+        report(glob.base);
+      }
+      return { pattern: args.pattern, cwd: baseAbs, matches, truncated };
+    }
+    startRel = glob.base;
+    if (glob.matches(startRel)) report(startRel);
+  }
+  await walk({
+    root: startRel ? join(baseReal, startRel) : baseReal,
+    signal: context.signal,
+    visit(entry) {
+      const rel = startRel ? `${startRel}/${entry.rel}` : entry.rel;
+      if (
+        policy.denied.length > 0 &&
+        policyRefusal(policy, join(baseAbs, rel), join(baseReal, rel)) === "deniedPaths"
+      ) {
+        return "skip";
+      }
+      if (glob.matches(rel)) {
+        if (matches.length >= maxResults) {
+          truncated = true;
+          return "stop";
+        }
+        report(rel);
+      }
+      if (entry.dirent.isDirectory() && !glob.mayContain(rel)) return "skip";
+      return undefined;
+    },
+  });
+  return { pattern: args.pattern, cwd: baseAbs, matches, truncated };
+}
+
+export const globTool: RegisteredTool = {
+  definition: {
+    name: "glob",
+    description:
+      'Finds files and directories whose path matches a glob pattern (*, **, ?, [abc], {a,b}, leading ! to negate), relative to cwd. Returns paths you can pass to read_file. Example: "src/**/*.{ts,tsx}".',
+    parameters: {
+      type: "object",
+      properties: {
+        pattern: {
+          type: "string",
+          description: 'Glob pattern relative to cwd, e.g. "**/*.md" or ".github/workflows/*.yml".',
+        },
+        cwd: {
+          type: "string",
+          description:
+            "Base directory: absolute, ~-prefixed, or relative to the working directory. Default: the working directory.",
+        },
+      },
+      required: ["pattern"],
+    },
+  },
+  settings: {
+    title: "Glob",
+    description: "Lets the model find files by name pattern within the allowed directories.",
+    category: "system",
+    enabledByDefault: true,
+    canDisable: true,
+    defaultParameters: { ...PATH_POLICY_DEFAULTS, maxResults: 200, includeDotfiles: false, absolute: false },
+    parameterDescriptors: [...PATH_POLICY_DESCRIPTORS, MAX_RESULTS, INCLUDE_DOTFILES, ABSOLUTE],
+  },
+  execute: (args, context) => runGlob(args as { pattern: string; cwd?: string }, context),
+};
+
+registerTool(globTool);
