@@ -253,6 +253,23 @@ describe("generate_image time budget", () => {
     expect(fake.requests).toHaveLength(2);
   });
 
+  it("the budget cancels outstanding Gemini requests on the wire too", async () => {
+    const fake = await track(startFakeGemini(() => "hang"));
+    const controller = new AbortController();
+    const { context, events } = directContext(data.dir, controller.signal, {
+      imageGeneration: { gemini: { apiKey: "k", baseUrl: fake.baseUrl } },
+    });
+    const running = generateImageTool.execute({ prompt: "slow", count: 2, model: "gemini-2.5-flash-image" }, context);
+    while (fake.requests.length < 2) await new Promise((r) => setTimeout(r, 10));
+    controller.abort(new ToolTimeoutError("budget ran out"));
+    await expect(running).rejects.toMatchObject({
+      code: "timeout",
+      message: expect.stringMatching(/Generated 0 of 2/),
+    });
+    await fake.waitForCancelled(2);
+    expect(events.map((e) => e.kind)).toEqual(["image_failed", "image_failed"]);
+  });
+
   it("a caller cancel aborts the requests and is reported as aborted, not as a timeout", async () => {
     const fake = await track(startFakeOpenAI(() => "hang"));
     const controller = new AbortController();

@@ -33,7 +33,10 @@ describe("generate_image definition", () => {
   });
 
   it("passes strict-mode derivation, with and without quality", () => {
-    for (const def of [generateImageTool.definition, buildGenerateImageDefinition(settings({ letAiDecideQuality: false }))]) {
+    for (const def of [
+      generateImageTool.definition,
+      buildGenerateImageDefinition(settings({ letAiDecideQuality: false })),
+    ]) {
       const strict = toStrictSchema(def.parameters);
       expect(strictSchemaProblems(strict)).toEqual([]);
       expect(isStrictCompatible(strict)).toBe(true);
