@@ -16,6 +16,7 @@ import {
   SqlToolSettingsStore,
   TokenRepository,
 } from "../storage/repositories.js";
+import { SqlImageStore } from "../tools/image/sql-image-store.js";
 import { ToolSettingsService } from "./tool-settings-service.js";
 
 /** Everything a front end needs, wired to one database. */

@@ -8,6 +8,7 @@ import { Command, Option } from "commander";
 import { type AppContext, createAppContext } from "../app/context.js";
 import { ToolError } from "../core/errors.js";
 import { VERSION } from "../version.js";
+import { registerChatCommand } from "./commands/chat.js";
 import { CliError, parseAssignment, resolveDirectoryOption, table } from "./util.js";
 
 async function withContext<T>(fn: (ctx: AppContext) => Promise<T>): Promise<T> {
@@ -199,6 +200,8 @@ export function buildProgram(): Command {
         );
       }),
     );
+
+  registerChatCommand(program);
 
   program
     .command("mcp")

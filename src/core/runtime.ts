@@ -80,6 +80,8 @@ export interface ToolRuntimeOptions {
   logger?: Logger;
   /** Directory for artefacts (generated images); default `$TOOLHOST_DATA_DIR` or `./.toolhost`. */
   dataDir?: string;
+  /** Host services every call receives in `context.services` (a call's own services override them). */
+  services?: Record<string, unknown>;
 }
 
 /** Extra time (ms) given past the budget of a tool that manages its own timeout before the backstop fires. */
@@ -93,6 +95,7 @@ export class ToolRuntime {
   readonly audit: AuditSink;
   readonly logger: Logger;
   readonly dataDir: string;
+  readonly services: Record<string, unknown>;
 
   constructor(options: ToolRuntimeOptions = {}) {
     this.registry = options.registry ?? defaultRegistry;
@@ -101,6 +104,7 @@ export class ToolRuntime {
     this.audit = options.audit ?? new MemoryAuditSink();
     this.logger = options.logger ?? createLogger();
     this.dataDir = resolve(options.dataDir ?? process.env.TOOLHOST_DATA_DIR ?? ".toolhost");
+    this.services = options.services ?? {};
   }
 
   /** Effective settings of one tool for a user; corrupt saved settings fall back to defaults (logged). */
@@ -211,7 +215,7 @@ export class ToolRuntime {
           this.logger.warn({ tool: name, err: String(error) }, "progress listener threw");
         }
       },
-      services: call.services ?? {},
+      services: { ...this.services, ...call.services },
     };
 
     try {

@@ -11,13 +11,15 @@ import { bearerAuth } from "./auth.js";
 import { type AuthEnv, errorResponse } from "./http.js";
 import { buildOpenApiDocument } from "./openapi.js";
 import { adminRoutes } from "./routes/admin.js";
+import { chatOpenApiPaths, chatRoutes } from "./routes/chats.js";
+import { imageRoutes } from "./routes/images.js";
 import { settingsRoutes } from "./routes/settings.js";
 import { toolRoutes } from "./routes/tools.js";
 
 /** Builds the Hono app for a context. Every /api route but health and the OpenAPI document needs a bearer token. */
 export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
-  const openApi = buildOpenApiDocument(VERSION);
+  const openApi = buildOpenApiDocument(VERSION, chatOpenApiPaths);
 
   app.onError((error, c) => {
     const response = errorResponse(c, error);
@@ -45,6 +47,8 @@ export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
   app.route("/api/settings", settingsRoutes(ctx.settings));
   app.route("/api/tools", toolRoutes(ctx));
   app.route("/api/admin", adminRoutes(ctx));
+  app.route("/api/chats", chatRoutes(ctx));
+  app.route("/api/images", imageRoutes({ db: ctx.database.db, dataDir: ctx.dataDir }));
 
   // MCP Streamable HTTP (stateless), with the same bearer token and the user's own tool settings.
   app.use("/mcp", auth);

@@ -95,6 +95,17 @@ export function buildOpenApiDocument(
           responses: { 200: { description: "Entries", content: json(AuditListResponse) }, 403: error("Not an admin") },
         },
       },
+      "/api/images/{id}": {
+        get: {
+          ...secured,
+          parameters: [{ name: "id", in: "path", required: true, schema: { type: "string", format: "uuid" } }],
+          summary: "The bytes of a generated image (owner only; 404 for anyone else).",
+          responses: {
+            200: { description: "image/png, image/jpeg or image/webp" },
+            404: error("No such image for this user"),
+          },
+        },
+      },
       "/mcp": {
         post: {
           ...secured,
