@@ -13,6 +13,7 @@ import { buildOpenApiDocument } from "./openapi.js";
 import { adminRoutes } from "./routes/admin.js";
 import { chatOpenApiPaths, chatRoutes } from "./routes/chats.js";
 import { imageRoutes } from "./routes/images.js";
+import { SETTINGS_PAGE_HTML } from "./settings-page.js";
 import { settingsRoutes } from "./routes/settings.js";
 import { toolRoutes } from "./routes/tools.js";
 
@@ -31,6 +32,7 @@ export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
     c.json({ error: { code: "not_found", message: `No route for ${c.req.method} ${c.req.path}.` } }, 404),
   );
 
+  app.get("/", (c) => c.html(SETTINGS_PAGE_HTML));
   app.get("/api/health", (c) => c.json({ ok: true, version: VERSION }));
   app.get("/api/openapi.json", (c) => c.json(openApi));
 

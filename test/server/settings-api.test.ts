@@ -155,6 +155,16 @@ describe("settings API over real HTTP and SQLite", () => {
     expect(await off.json()).toMatchObject({ ok: false, error: { code: "access_denied" } });
   });
 
+  it("serves the settings page without a token, and it reveals no tools", async () => {
+    const s = await start();
+    const res = await s.api("/", { token: null });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/text\/html/);
+    const html = await res.text();
+    expect(html).toContain("/api/settings/tools");
+    expect(html).not.toContain("get_current_datetime");
+  });
+
   it("serves the OpenAPI document and metrics", async () => {
     const s = await start();
     const doc = (await (await s.api("/api/openapi.json", { token: null })).json()) as {
