@@ -51,6 +51,25 @@ describe("HeadTailCapture", () => {
     expect(dropped).toBe(Buffer.byteLength(lines) - Buffer.byteLength(head ?? "") - Buffer.byteLength(tail ?? ""));
   });
 
+  it("keeps multi-byte characters whole at every cap and chunking", () => {
+    for (const unit of ["😀é", "€", "é", "a😀"]) {
+      const text = unit.repeat(2000);
+      for (let cap = 256; cap < 300; cap++) {
+        for (const chunks of [[1], [5], [4096], [3, 1000]]) {
+          const out = capture(text, cap, chunks);
+          expect(out.truncated).toBe(true);
+          expect(Buffer.byteLength(out.text)).toBeLessThanOrEqual(cap);
+          const [head, tail] = out.text.split(MARKER);
+          expect(text.startsWith(head ?? "x"), `head at cap ${cap}`).toBe(true);
+          expect(out.text.endsWith(unit), `tail at cap ${cap}`).toBe(true);
+          expect(text.endsWith(out.text.slice(out.text.lastIndexOf("]\n") + 2))).toBe(true);
+          expect(head).not.toContain("\uFFFD");
+          void tail;
+        }
+      }
+    }
+  });
+
   it("holds the cap, keeps characters whole, and counts the elided bytes exactly (property)", () => {
     fc.assert(
       fc.property(

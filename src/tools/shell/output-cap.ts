@@ -77,6 +77,8 @@ export class HeadTailCapture {
   /** Everything up to `maxBytes` is kept verbatim until the stream overflows. */
   #head: Buffer[] = [];
   #headBytes = 0;
+  /** The first bytes after the head (up to 4), to tell whether the head ends inside a character. */
+  #afterHead = Buffer.alloc(0);
   /** Chunks after the head; trimmed from the front so it holds at least `maxBytes - headCap` bytes. */
   #tail: Buffer[] = [];
   #tailBytes = 0;
@@ -111,6 +113,9 @@ export class HeadTailCapture {
       rest = rest.subarray(take);
     }
     if (rest.length === 0) return;
+    if (this.#afterHead.length < 4) {
+      this.#afterHead = Buffer.concat([this.#afterHead, rest.subarray(0, 4 - this.#afterHead.length)]);
+    }
     this.#tail.push(rest);
     this.#tailBytes += rest.length;
     // Keep enough after the head to return the whole stream verbatim while it still fits the cap.
@@ -135,7 +140,8 @@ export class HeadTailCapture {
       // Invalid bytes decode to U+FFFD (3 bytes each) and may push a binary stream past the cap.
       if (Buffer.byteLength(text, "utf8") <= this.maxBytes) return { text, truncated: false, totalBytes: this.#total };
     }
-    const headText = fitString(utf8Prefix(head, this.#headCap).toString("utf8"), this.#headCap, "head");
+    const headWithNext = Buffer.concat([head, this.#afterHead]);
+    const headText = fitString(utf8Prefix(headWithNext, this.#headCap).toString("utf8"), this.#headCap, "head");
     const tailText = fitString(utf8Suffix(tail, this.#tailCap).toString("utf8"), this.#tailCap, "tail");
     const kept = Buffer.byteLength(headText, "utf8") + Buffer.byteLength(tailText, "utf8");
     const dropped = Math.max(0, this.#total - kept);

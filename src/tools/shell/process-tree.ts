@@ -163,12 +163,15 @@ export async function killProcessTree(rootPid: number, tag: string, options: Kil
     });
     return true;
   }
+  const procFs = hasProcFs();
+  // Snapshot the tree while the parent links still exist (killing a parent reparents its children to init).
+  const initial = procFs ? findCallProcesses(rootPid, tag) : [];
   signal(-rootPid, "SIGKILL");
   signal(rootPid, "SIGKILL");
-  if (!hasProcFs()) return true;
+  if (!procFs) return true;
   const rounds = options.maxRounds ?? 25;
   for (let round = 0; round < rounds; round++) {
-    const members = findCallProcesses(rootPid, tag);
+    const members = round === 0 ? initial : findCallProcesses(rootPid, tag);
     if (members.length === 0) return true;
     for (const pid of members) {
       signal(-pid, "SIGKILL"); // its own group, when it leads one (setsid daemons)

@@ -279,7 +279,7 @@ export interface RegisterShellToolsOptions {
  */
 export function registerShellTools(options: RegisterShellToolsOptions = {}): ShellKind[] {
   const registry = options.registry ?? defaultRegistry;
-  const pathValue = "pathValue" in options ? options.pathValue : process.env.PATH;
+  const pathValue = ("pathValue" in options ? options.pathValue : process.env.PATH) ?? "";
   const platform = options.platform ?? process.platform;
   const registered: ShellKind[] = [];
   for (const shell of ["bash", "zsh", "powershell"] as const) {

@@ -1,0 +1,231 @@
+/**
+ * runShellCommand against real processes: nothing survives a timeout or an abort, caps hold against endless
+ * output, stdin is closed, background jobs do not hold the call open, and termination says what happened.
+ * Each scenario runs several times concurrently ("over repeated runs").
+ */
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ToolAbortedError, ToolTimeoutError } from "../../src/core/errors.js";
+import { findInterpreter, runShellCommand, type ShellCommandResult } from "../../src/tools/shell/shell-tool.js";
+import { readPids, survivors, tempDir, waitForPids } from "./helpers.js";
+
+const REPEATS = 3;
+let dir: string;
+let cleanup: () => void;
+let counter = 0;
+
+beforeAll(() => {
+  ({ dir, cleanup } = tempDir());
+});
+afterAll(() => cleanup());
+
+function pidFile(): string {
+  return join(dir, `pids-${++counter}`);
+}
+
+function bash(command: string, options: { timeoutMs?: number; maxOutputBytes?: number; signal?: AbortSignal } = {}) {
+  return runShellCommand({
+    shell: "bash",
+    command,
+    cwd: dir,
+    timeoutMs: options.timeoutMs ?? 1000,
+    maxOutputBytes: options.maxOutputBytes ?? 4096,
+    signal: options.signal,
+  });
+}
+
+/** Runs `scenario` REPEATS times concurrently; each returns the result and the pids its command recorded. */
+async function repeated(
+  scenario: (pids: string) => Promise<ShellCommandResult>,
+  expectedPids: number,
+): Promise<{ result: ShellCommandResult; pids: number[] }[]> {
+  return Promise.all(
+    Array.from({ length: REPEATS }, async () => {
+      const file = pidFile();
+      const result = await scenario(file);
+      const pids = readPids(file);
+      expect(pids.length, `pids recorded in ${file}`).toBeGreaterThanOrEqual(expectedPids);
+      return { result, pids };
+    }),
+  );
+}
+
+describe("no process survives a timeout", () => {
+  it("kills a background job and the foreground command (`sleep 100 &`)", async () => {
+    const runs = await repeated((p) => bash(`sleep 100 & echo $! >> ${p}; echo $$ >> ${p}; sleep 100`), 2);
+    for (const { result, pids } of runs) {
+      expect(result.termination).toBe("timed_out");
+      expect(result.exitCode).toBeNull();
+      expect(result.signal).toBe("SIGKILL");
+      expect(survivors(pids)).toEqual([]);
+    }
+  });
+
+  it("kills grandchildren of a double fork without setsid (reparented to init, still in the group)", async () => {
+    const runs = await repeated(
+      (p) => bash(`( (sleep 100 & echo $! >> ${p}) & ); ( (exec sleep 101) & echo $! >> ${p} ); sleep 100`),
+      2,
+    );
+    for (const { result, pids } of runs) {
+      expect(result.termination).toBe("timed_out");
+      expect(survivors(pids)).toEqual([]);
+    }
+  });
+
+  it("kills `nohup` jobs", async () => {
+    const runs = await repeated((p) => bash(`nohup sleep 100 >/dev/null 2>&1 & echo $! >> ${p}; sleep 100`), 1);
+    for (const { result, pids } of runs) {
+      expect(result.termination).toBe("timed_out");
+      expect(survivors(pids)).toEqual([]);
+    }
+  });
+
+  it("kills processes that left the group with setsid, including a daemon whose parent already exited", async () => {
+    const runs = await repeated(
+      (p) =>
+        bash(
+          [
+            // a new session whose leader stays alive with a child
+            `setsid bash -c 'echo $$ >> ${p}; sleep 100 & echo $! >> ${p}; wait' &`,
+            // a classic daemon: new session, double fork, intermediate exits (orphan reparented to init)
+            `setsid bash -c '(sleep 102 & echo $! >> ${p}) &' &`,
+            "sleep 100",
+          ].join("\n"),
+        ),
+      3,
+    );
+    for (const { result, pids } of runs) {
+      expect(result.termination).toBe("timed_out");
+      expect(survivors(pids)).toEqual([]);
+    }
+  });
+
+  it("kills `yes` flooding both streams, and the caps hold", async () => {
+    const cap = 2048;
+    const runs = await Promise.all(
+      [1, 2].map(async () => {
+        const p = pidFile();
+        const result = await bash(`yes & echo $! >> ${p}; yes >&2 & echo $! >> ${p}; wait`, { maxOutputBytes: cap });
+        return { result, pids: readPids(p) };
+      }),
+    );
+    for (const { result, pids } of runs) {
+      expect(pids).toHaveLength(2);
+      expect(result.termination).toBe("timed_out");
+      expect(result.truncated).toBe(true);
+      for (const stream of [result.stdout, result.stderr]) {
+        expect(Buffer.byteLength(stream)).toBeLessThanOrEqual(cap);
+        expect(stream.startsWith("y\ny\ny\n")).toBe(true);
+        expect(stream).toMatch(/\[\.\.\. \d+ bytes of output elided \.\.\.\]/);
+      }
+      expect(survivors(pids)).toEqual([]);
+    }
+  });
+});
+
+describe("completion", () => {
+  it("completes when the shell exits although a background job holds the pipes, and reaps that job", async () => {
+    // A 5 s budget: had the call waited for the job's pipes, it would end as timed_out.
+    const runs = await repeated((p) => bash(`sleep 30 & echo $! >> ${p}; echo started`, { timeoutMs: 5000 }), 1);
+    for (const { result, pids } of runs) {
+      expect(result.termination).toBe("exited");
+      expect(result.exitCode).toBe(0);
+      expect(result.stdout).toBe("started\n");
+      expect(survivors(pids)).toEqual([]);
+    }
+  });
+
+  it("closes stdin: commands that read input end instead of hanging", async () => {
+    const result = await bash('cat; read -r line; echo "read:[$line] rc=$?"', { timeoutMs: 5000 });
+    expect(result.termination).toBe("exited");
+    expect(result.stdout).toBe("read:[] rc=1\n");
+  });
+
+  it("reports exit codes, stderr, and death by a signal the command sent itself", async () => {
+    const failed = await bash("echo out; echo err >&2; exit 3");
+    expect(failed).toMatchObject({
+      termination: "exited",
+      exitCode: 3,
+      signal: null,
+      stdout: "out\n",
+      stderr: "err\n",
+    });
+    expect(failed.truncated).toBe(false);
+    const signalled = await bash("kill -TERM $$");
+    expect(signalled).toMatchObject({ termination: "signalled", exitCode: null, signal: "SIGTERM" });
+  });
+
+  it("keeps multi-byte characters whole when capping", async () => {
+    const result = await bash("for i in $(seq 1 3000); do printf '😀é'; done", {
+      maxOutputBytes: 1024,
+      timeoutMs: 5000,
+    });
+    const full = "😀é".repeat(3000);
+    expect(result.truncated).toBe(true);
+    expect(Buffer.byteLength(result.stdout)).toBeLessThanOrEqual(1024);
+    const [head, tail] = result.stdout.split(/\n\[\.\.\. \d+ bytes of output elided \.\.\.\]\n/);
+    expect(full.startsWith(head ?? "x")).toBe(true);
+    expect(full.endsWith(tail ?? "x")).toBe(true);
+    expect(result.stdout).not.toContain("\uFFFD");
+  });
+
+  it("metacharacters in the command are the shell's business, in the given cwd", async () => {
+    const result = await bash("pwd; echo a | tr a b");
+    expect(result.stdout).toBe(`${dir}\nb\n`);
+  });
+});
+
+describe("abort", () => {
+  it("a parent abort kills everything and is reported as aborted, never as a timeout", async () => {
+    const runs = await repeated(async (p) => {
+      const controller = new AbortController();
+      const running = bash(`sleep 100 & echo $! >> ${p}; setsid sleep 101 & echo $! >> ${p}; sleep 100`, {
+        timeoutMs: 10_000,
+        signal: controller.signal,
+      });
+      await waitForPids(p, 2);
+      controller.abort(new ToolAbortedError());
+      return running;
+    }, 2);
+    for (const { result, pids } of runs) {
+      expect(result.termination).toBe("aborted");
+      expect(survivors(pids)).toEqual([]);
+    }
+  });
+
+  it("an abort whose reason is the runtime's timeout counts as timed_out", async () => {
+    const controller = new AbortController();
+    const p = pidFile();
+    const running = bash(`sleep 100 & echo $! >> ${p}; sleep 100`, { timeoutMs: 10_000, signal: controller.signal });
+    await waitForPids(p, 1);
+    controller.abort(new ToolTimeoutError("budget"));
+    const result = await running;
+    expect(result.termination).toBe("timed_out");
+    expect(survivors(readPids(p))).toEqual([]);
+  });
+
+  it("an already aborted signal runs nothing", async () => {
+    const controller = new AbortController();
+    controller.abort(new ToolAbortedError());
+    const p = pidFile();
+    const result = await bash(`echo $$ >> ${p}`, { signal: controller.signal });
+    expect(result.termination).toBe("aborted");
+    expect(readPids(p)).toEqual([]);
+  });
+});
+
+describe.skipIf(!findInterpreter("zsh"))("zsh", () => {
+  it("runs zsh -c and kills its background jobs at the timeout", async () => {
+    const p = pidFile();
+    const result = await runShellCommand({
+      shell: "zsh",
+      command: `echo $ZSH_VERSION; sleep 100 & echo $! >> ${p}; sleep 100`,
+      cwd: dir,
+      timeoutMs: 1000,
+      maxOutputBytes: 4096,
+    });
+    expect(result.termination).toBe("timed_out");
+    expect(result.stdout).toMatch(/^\d+\.\d+/);
+    expect(survivors(readPids(p))).toEqual([]);
+  });
+});
