@@ -27,3 +27,25 @@ export * from "./tools/image/run.js";
 export { createImageProvider, GeminiImageProvider, OpenAiImageProvider, resolveImageProvider } from "./tools/image/providers.js";
 export { FileImageStore, IMAGE_URL_PREFIX, sniffImageMimeType } from "./tools/image/file-image-store.js";
 export { SqlImageStore } from "./tools/image/sql-image-store.js";
+export {
+  type AllowlistPreset,
+  effectiveAllowlist,
+  findExecutable,
+  resolveAllowedExecutable,
+  SHELL_COMMAND_ALLOWLIST,
+  STRICT_SHELL_COMMAND_ALLOWLIST,
+} from "./tools/shell/allowlist.js";
+export { FIXED_CHILD_ENV, filterEnvironment, TAINT_ENV_ALLOWLIST } from "./tools/shell/env.js";
+export { HeadTailCapture } from "./tools/shell/output-cap.js";
+export { type ProcessRunResult, type RunProcessOptions, runProcess, type Termination } from "./tools/shell/process-runner.js";
+export { killProcessTree, PROCESS_TAG_VARIABLE } from "./tools/shell/process-tree.js";
+export { type ShellExecResult, shellExecTool } from "./tools/shell/shell-exec.js";
+export {
+  buildShellTool,
+  findInterpreter,
+  registerShellTools,
+  type RunShellCommandOptions,
+  runShellCommand,
+  type ShellCommandResult,
+  type ShellKind,
+} from "./tools/shell/shell-tool.js";
