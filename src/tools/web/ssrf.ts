@@ -18,7 +18,7 @@
 import { lookup } from "node:dns/promises";
 import { isIP, type Socket } from "node:net";
 import { Agent, buildConnector } from "undici";
-import { AccessDeniedError, ToolExecutionError } from "../../core/errors.js";
+import { AccessDeniedError, ToolArgumentError, ToolExecutionError } from "../../core/errors.js";
 import { addressInRange, canonicalAddress, classifyAddress, sameAddress } from "./address.js";
 
 /** Resolves a host name to every address it has (IPv4 and IPv6 text). Throws when the name does not resolve. */
@@ -99,19 +99,16 @@ function deny(message: string, details: Record<string, unknown>, addressRule = t
  * Checks that `input` may be fetched and returns the addresses the connection must use
  * (002: assertNoSsrf). Throws AccessDeniedError (code access_denied) for a refused scheme, credentials in the URL,
  * a `localhost` name, an odd IP spelling that survived URL parsing, or any non-public address among those the host
- * resolves to (unless allowed by `policy.allowedHosts`); ToolArgumentError-like ToolExecutionError when the name
- * does not resolve. The resolver is called exactly once per call.
+ * resolves to (unless allowed by `policy.allowedHosts`); ToolArgumentError for text that is not an absolute URL; ToolExecutionError when the name does not resolve. The resolver is called exactly once per call.
  */
 export async function assertNoSsrf(input: string | URL, policy: SsrfPolicy = {}): Promise<CheckedTarget> {
   let url: URL;
   try {
     url = typeof input === "string" ? new URL(input) : new URL(input.href);
   } catch {
-    throw new AccessDeniedError(
-      `"${String(input).slice(0, 200)}" is not a valid absolute URL. Give a full http(s) URL.`,
-      {
-        rule: "url",
-      },
+    throw new ToolArgumentError(
+      `Invalid argument "url": ${JSON.stringify(String(input).slice(0, 200))} is not an absolute URL. Give a full http(s) URL such as https://example.com/page.`,
+      { argument: "url", rule: "url" },
     );
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
