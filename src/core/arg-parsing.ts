@@ -32,21 +32,60 @@ function validatorFor(schema: JsonSchema): ValidateFunction {
   return validate;
 }
 
-/** Copies the schema, closing object schemas that declare properties but say nothing of additionalProperties. */
+/** Keywords whose value maps names to subschemas. */
+const SCHEMA_MAP_KEYWORDS = new Set(["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"]);
+/** Keywords whose value is a subschema (or, for `items`, possibly a list of them). */
+const SCHEMA_KEYWORDS = new Set([
+  "items",
+  "additionalItems",
+  "additionalProperties",
+  "unevaluatedProperties",
+  "propertyNames",
+  "contains",
+  "not",
+  "if",
+  "then",
+  "else",
+]);
+const COMBINATOR_KEYWORDS = ["allOf", "anyOf", "oneOf"] as const;
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Copies the schema, closing object schemas that declare properties but say nothing of additionalProperties.
+ * Walks subschemas only (a property named "default" or "properties" is a name, not a keyword). Objects that take
+ * part in a combination are left open, since closing them would reject the properties their partners declare: a
+ * node with allOf/anyOf/oneOf next to its own properties, and the direct branches of allOf/anyOf/oneOf. The root's
+ * `$schema` and `$id` are dropped: Ajv (draft-07 class) cannot load a 2020-12 meta-schema reference, and two tools
+ * sharing an `$id` would collide in its cache.
+ */
 function withClosedObjects(schema: JsonSchema): JsonSchema {
-  const walk = (node: unknown): unknown => {
-    if (Array.isArray(node)) return node.map(walk);
-    if (!node || typeof node !== "object") return node;
+  const walk = (node: unknown, inCombination: boolean): unknown => {
+    if (!isRecord(node)) return node;
     const out: Record<string, unknown> = {};
     for (const [key, value] of Object.entries(node)) {
-      out[key] = key === "enum" || key === "const" || key === "default" || key === "examples" ? value : walk(value);
+      if (SCHEMA_MAP_KEYWORDS.has(key) && isRecord(value)) {
+        out[key] = Object.fromEntries(Object.entries(value).map(([name, sub]) => [name, walk(sub, false)]));
+      } else if ((COMBINATOR_KEYWORDS as readonly string[]).includes(key) && Array.isArray(value)) {
+        out[key] = value.map((sub) => walk(sub, true));
+      } else if (key === "prefixItems" && Array.isArray(value)) {
+        out[key] = value.map((sub) => walk(sub, false));
+      } else if (SCHEMA_KEYWORDS.has(key)) {
+        out[key] = Array.isArray(value) ? value.map((sub) => walk(sub, false)) : walk(value, false);
+      } else {
+        out[key] = value;
+      }
     }
-    if (out.properties && typeof out.properties === "object" && out.additionalProperties === undefined) {
+    const combined = COMBINATOR_KEYWORDS.some((k) => Array.isArray(out[k]));
+    if (isRecord(out.properties) && out.additionalProperties === undefined && !inCombination && !combined) {
       out.additionalProperties = false;
     }
     return out;
   };
-  return walk(schema) as JsonSchema;
+  const { $schema: _schema, $id: _id, ...rest } = schema;
+  return walk(rest, false) as JsonSchema;
 }
 
 function admitsNull(schema: JsonSchema | undefined): boolean {
