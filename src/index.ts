@@ -28,6 +28,33 @@ export { createImageProvider, GeminiImageProvider, OpenAiImageProvider, resolveI
 export { FileImageStore, IMAGE_URL_PREFIX, sniffImageMimeType } from "./tools/image/file-image-store.js";
 export { SqlImageStore } from "./tools/image/sql-image-store.js";
 export {
+  webFetch,
+  webFetchTool,
+  type WebFetchResult,
+  WEB_ALLOWED_HOSTS_SERVICE,
+  WEB_RESOLVER_SERVICE,
+} from "./tools/builtin/web-fetch.js";
+export { webSearch, webSearchTool, type WebSearchResult } from "./tools/builtin/web-search.js";
+export { type AddressVerdict, classifyAddress } from "./tools/web/address.js";
+export {
+  type AddressPins,
+  assertNoSsrf,
+  type CheckedTarget,
+  createGuardedAgent,
+  type HostResolver,
+  type SsrfPolicy,
+  systemResolver,
+} from "./tools/web/ssrf.js";
+export { guardedFetch, type GuardedFetchOptions, type GuardedFetchResult } from "./tools/web/fetch.js";
+export { htmlToReadableText, type ReadableText } from "./tools/web/html-to-text.js";
+export {
+  type SearchProviderConfig,
+  type SearchProviderName,
+  type SearchResult,
+  WEB_SEARCH_SERVICE,
+  type WebSearchConfig,
+} from "./tools/web/search-providers.js";
+export {
   type AllowlistPreset,
   effectiveAllowlist,
   findExecutable,
