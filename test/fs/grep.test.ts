@@ -1,0 +1,228 @@
+/** grep: hostile paths first, then the seed's rules, then a differential test of the ripgrep and JS engines. */
+import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ripgrepPath } from "../../src/tools/builtin/grep.js";
+import { translateJsRegexForRipgrep } from "../../src/tools/fs/regex-translate.js";
+import { fsRuntime, tempDir } from "./helpers.js";
+
+let dir: string;
+let cleanup: () => void;
+let proj: string;
+let outside: string;
+
+const files: Record<string, string | Buffer> = {
+  "a.txt": "alpha\nfoo\nbar foo\nFOO\n",
+  "crlf.txt": "foo\r\nbar\r\n",
+  "nofinal.txt": "x\nlast foo",
+  "bom8.txt": Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from("foo bom\n")]),
+  "bom16.txt": Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from("utf16 foo\nplain\n", "utf16le")]),
+  "invalid.txt": Buffer.from([0x61, 0xff, 0x62, 0x0a, 0x66, 0x6f, 0x6f, 0x0a]),
+  "bin.dat": Buffer.concat([Buffer.from("foo\n"), Buffer.from([0]), Buffer.from("foo\n")]),
+  "latenul.txt": Buffer.concat([Buffer.from(`${"a".repeat(9000)}\nfoo\n`), Buffer.from([0])]),
+  "unicode.txt": "café foo\néfoo\nK kelvin\nſtraße\n😀x\na😀b\nab\n\u00a0nbsp\nline\u2028sep foo\ntab\there\n",
+  "many.txt": Array.from({ length: 50 }, (_, i) => `foo ${i}`).join("\n"),
+  "sub/deep/d.txt": "foo deep\n",
+  "sub/deep/d.md": "foo md\n",
+  "sub/gen/out.txt": "foo generated\n",
+  "sub/keep.log": "foo kept log\n",
+  "sub/drop.log": "foo dropped log\n",
+  "sub/.gitignore": "gen/\n*.log\n!keep.log\n",
+  ".hidden/h.txt": "foo hidden\n",
+  ".git/config": "foo in git\n",
+  "secret/key.txt": "foo DENIED-SECRET\n",
+};
+
+beforeAll(() => {
+  ({ dir, cleanup } = tempDir());
+  proj = join(dir, "proj");
+  outside = join(dir, "proj-secrets");
+  for (const [name, data] of Object.entries(files)) {
+    mkdirSync(join(proj, name, ".."), { recursive: true });
+    writeFileSync(join(proj, name), data);
+  }
+  writeFileSync(join(proj, "long.min.js"), `${"x".repeat(300_000)}NEEDLE${"y".repeat(300_000)}\n`);
+  writeFileSync(join(proj, "big.txt"), `foo\n${"z".repeat(2_000_000)}\n`);
+  mkdirSync(outside);
+  writeFileSync(join(outside, "passwd"), "foo OUTSIDE-SECRET\n");
+  symlinkSync(join(outside, "passwd"), join(proj, "link-file"));
+  symlinkSync(outside, join(proj, "link-dir"));
+  symlinkSync(proj, join(proj, "sub", "up"));
+  symlinkSync(join(proj, "secret", "key.txt"), join(proj, "alias.txt"));
+});
+afterAll(() => cleanup());
+
+async function grep(args: Record<string, unknown>, parameters: Record<string, unknown> = {}) {
+  const out = await fsRuntime(proj).call("grep", args, parameters);
+  if (!out.ok) throw Object.assign(new Error(out.error.message), out.error);
+  return out.result as any;
+}
+
+describe("grep: hostile paths", () => {
+  it.each(["ripgrep", "js"])(
+    "never follows links out, never prints a denied file, stops on cycles (%s)",
+    async (engine) => {
+      const r = await grep({ pattern: "foo", path: "." }, { engine, deniedPaths: ["secret"], maxResults: 5000 });
+      const text = JSON.stringify(r);
+      expect(text).not.toContain("OUTSIDE-SECRET");
+      expect(text).not.toContain("DENIED-SECRET");
+      expect(text).not.toMatch(/up\/up/);
+      expect(r.matches.every((m: any) => !m.file.startsWith("sub/up"))).toBe(true);
+    },
+  );
+  it("refuses a path through a link outside, a prefix sibling, and a denied alias", async () => {
+    await expect(grep({ pattern: "foo", path: "link-file" })).rejects.toMatchObject({ code: "access_denied" });
+    await expect(grep({ pattern: "foo", path: "link-dir" })).rejects.toMatchObject({ code: "access_denied" });
+    await expect(grep({ pattern: "foo", path: "../proj-secrets" })).rejects.toMatchObject({ code: "access_denied" });
+    await expect(grep({ pattern: "foo", path: "alias.txt" }, { deniedPaths: ["secret"] })).rejects.toMatchObject({
+      code: "access_denied",
+    });
+  });
+  it("rejects an invalid regex as GrepPatternError (validation_failed)", async () => {
+    const err = await grep({ pattern: "foo(", path: "." }).catch((e) => e);
+    expect(err.code).toBe("validation_failed");
+    expect(err.details.rule).toBe("invalid_regex");
+    expect(err.message).toMatch(/Invalid regular expression/);
+  });
+});
+
+describe("grep: rules", () => {
+  it("matches ^foo$ on CRLF lines, reads BOM/UTF-16 files, reports sorted re-anchored paths", async () => {
+    const r = await grep({ pattern: "^foo$", path: "." });
+    expect(r.matches.map((m: any) => `${m.file}:${m.line}`)).toEqual([
+      "a.txt:2",
+      "crlf.txt:1",
+      "invalid.txt:2",
+      "latenul.txt:2",
+    ]);
+    const u = await grep({ pattern: "foo", path: "." }, { maxResults: 5000 });
+    const filesHit = new Set(u.matches.map((m: any) => m.file));
+    expect(filesHit.has("bom16.txt")).toBe(true);
+    expect(filesHit.has("bom8.txt")).toBe(true);
+    expect(filesHit.has("nofinal.txt")).toBe(true);
+    const sorted = [...u.matches].sort((a: any, b: any) =>
+      a.file < b.file ? -1 : a.file > b.file ? 1 : a.line - b.line,
+    );
+    expect(u.matches).toEqual(sorted);
+    const sub = await grep({ pattern: "deep", path: "sub/deep" });
+    expect(sub.matches).toEqual([{ file: "sub/deep/d.txt", line: 1, text: "foo deep" }]);
+  });
+  it("skips binary files (NUL in the first 8 KiB) but searches a late NUL, and says so", async () => {
+    const r = await grep({ pattern: "foo", path: "." }, { maxResults: 5000 });
+    const hit = new Set(r.matches.map((m: any) => m.file));
+    expect(hit.has("bin.dat")).toBe(false);
+    expect(hit.has("latenul.txt")).toBe(true);
+    expect(r.skipped.binary).toBe(1);
+    expect(r.notes.join(" ")).toMatch(/binary/);
+  });
+  it("skips files above maxFileSizeBytes, .git, dotfiles and .gitignored files, with notes; settings lift them", async () => {
+    const r = await grep({ pattern: "foo", path: "." }, { maxResults: 5000 });
+    const hit = new Set(r.matches.map((m: any) => m.file));
+    for (const f of ["big.txt", ".git/config", ".hidden/h.txt", "sub/gen/out.txt", "sub/drop.log"])
+      expect(hit.has(f)).toBe(false);
+    expect(hit.has("sub/keep.log")).toBe(true);
+    expect(r.notes.join(" ")).toMatch(/maxFileSizeBytes/);
+    expect(r.notes.join(" ")).toMatch(/gitignore/);
+    const all = await grep(
+      { pattern: "foo", path: "." },
+      { maxResults: 5000, includeDotfiles: true, respectGitignore: false, maxFileSizeBytes: 5_000_000 },
+    );
+    const hit2 = new Set(all.matches.map((m: any) => m.file));
+    for (const f of ["big.txt", ".hidden/h.txt", "sub/gen/out.txt", "sub/drop.log"]) expect(hit2.has(f)).toBe(true);
+    expect(hit2.has(".git/config")).toBe(false);
+  });
+  it("caps per file and in total with truncated", async () => {
+    const r = await grep({ pattern: "foo", path: "many.txt" });
+    expect(r.matches).toHaveLength(20);
+    expect(r.truncated).toBe(true);
+    const t = await grep({ pattern: "foo", path: "." }, { maxResults: 3 });
+    expect(t.matches).toHaveLength(3);
+    expect(t.truncated).toBe(true);
+    expect(t.matches.map((m: any) => m.file)).toEqual(["a.txt", "a.txt", "bom16.txt"]);
+  });
+  it("cuts a huge matched line around the match", async () => {
+    const r = await grep({ pattern: "NEEDLE", path: "long.min.js" });
+    expect(r.matches[0].text.length).toBeLessThan(700);
+    expect(r.matches[0].text).toContain("NEEDLE");
+    expect(r.matches[0].text).toMatch(/^\[…\d+ chars\] x+NEEDLEy+ \[…\d+ chars\]$/);
+  });
+  it("filters with glob: names at any depth, paths with /, ! to exclude", async () => {
+    const names = async (glob: string) => [
+      ...new Set(
+        (await grep({ pattern: "foo", path: ".", glob }, { maxResults: 5000 })).matches.map((m: any) => m.file),
+      ),
+    ];
+    expect(await names("*.md")).toEqual(["sub/deep/d.md"]);
+    expect(await names("sub/**/*.txt")).toEqual(["sub/deep/d.txt"]);
+    expect(await names("!*.txt")).toEqual(["sub/deep/d.md", "sub/keep.log"]);
+  });
+  it("searches a single file named explicitly, even a dotfile", async () => {
+    const r = await grep({ pattern: "hidden", path: ".hidden/h.txt" });
+    expect(r.matches).toEqual([{ file: ".hidden/h.txt", line: 1, text: "foo hidden" }]);
+    expect(r.engine).toBe("js");
+  });
+});
+
+const corpus: [string, boolean][] = [
+  ["foo", false],
+  ["foo", true],
+  ["^foo$", false],
+  ["^foo", true],
+  ["foo$", false],
+  ["a.b", false],
+  ["a..b", false],
+  ["^.$", false],
+  ["^..$", false],
+  ["^.{2}$", false],
+  ["\\bfoo", false],
+  ["\\Bfoo", false],
+  ["\\w+", false],
+  ["\\d+", false],
+  ["^\\S+$", false],
+  ["\\s", false],
+  ["[^a-z ]", false],
+  ["[^\\x00-\\x7f]", false],
+  ["caf[eé]", false],
+  ["k", true],
+  ["s", true],
+  ["STRASSE|straße", true],
+  ["(foo|bar) (foo|deep)", false],
+  ["fo{2}", false],
+  ["fo{1,}?", false],
+  ["x{", false],
+  ["\\u00e9foo", false],
+  ["\\x41", true],
+  ["\\t", false],
+  ["(?<n>fo)o", false],
+  ["foo(?= \\d)", false],
+  ["(?<!é)foo", false],
+  ["(f)oo\\1", false],
+  ["😀", false],
+  ["[😀]", false],
+  ["\\uFFFD", false],
+  ["sep", false],
+  [".*", false],
+  ["^$", false],
+  ["\\.log", false],
+  ["NEEDLE", false],
+];
+
+describe.skipIf(!ripgrepPath())("differential: ripgrep and JS engines return the same matches", () => {
+  it.each(corpus)("%j (caseInsensitive %s)", async (pattern, caseInsensitive) => {
+    const settings = { maxResults: 5000, maxMatchesPerFile: 100 };
+    const viaRg = await grep({ pattern, path: ".", caseInsensitive }, { ...settings, engine: "ripgrep" });
+    const viaJs = await grep({ pattern, path: ".", caseInsensitive }, { ...settings, engine: "js" });
+    expect(viaJs.engine).toBe("js");
+    if (translateJsRegexForRipgrep(pattern, caseInsensitive) !== null) expect(viaRg.engine).toBe("ripgrep");
+    expect(viaRg.matches).toEqual(viaJs.matches);
+    expect(viaRg.truncated).toBe(viaJs.truncated);
+    expect(viaRg.filesWithMatches).toBe(viaJs.filesWithMatches);
+  });
+  it("with the per-file cap hit and dotfiles/gitignore off", async () => {
+    const s = { maxResults: 7, maxMatchesPerFile: 2, includeDotfiles: true, respectGitignore: false };
+    const a = await grep({ pattern: "o", path: "." }, { ...s, engine: "ripgrep" });
+    const b = await grep({ pattern: "o", path: "." }, { ...s, engine: "js" });
+    expect(a.matches).toEqual(b.matches);
+    expect(a.truncated).toBe(true);
+  });
+});
