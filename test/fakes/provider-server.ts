@@ -79,10 +79,10 @@ export async function startFakeProvider(
     res.end(JSON.stringify(protocol.errorBody(status, message)));
   };
 
-  const writeFrames = async (req: IncomingMessage, res: ServerResponse, frames: string[]) => {
+  const writeFrames = async (res: ServerResponse, frames: string[]) => {
     res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
     for (const frame of frames) {
-      if (res.destroyed || req.destroyed) return;
+      if (res.destroyed) return;
       res.write(frame);
       // Yield to the event loop so the client sees the frames as separate chunks.
       await new Promise((resolve) => setImmediate(resolve));
@@ -149,13 +149,13 @@ export async function startFakeProvider(
         res.end(action.body);
         return;
       case "break":
-        await writeFrames(req, res, protocol.frames(action, ctx));
+        await writeFrames(res, protocol.frames(action, ctx));
         // Give the client time to read what was written, then cut the connection without a terminal event.
         await new Promise((resolve) => setTimeout(resolve, 20));
         res.socket?.destroy();
         return;
       case "stall": {
-        await writeFrames(req, res, protocol.frames(action, ctx));
+        await writeFrames(res, protocol.frames(action, ctx));
         await new Promise<void>((resolve) => {
           if (res.destroyed || res.socket?.destroyed) return resolve();
           res.on("close", () => resolve());
@@ -164,7 +164,7 @@ export async function startFakeProvider(
         return;
       }
       default:
-        await writeFrames(req, res, protocol.frames(action, ctx));
+        await writeFrames(res, protocol.frames(action, ctx));
         res.end();
     }
   };

@@ -1,0 +1,256 @@
+/**
+ * The four streaming adapters, each through its official SDK against a protocol-faithful fake server on
+ * 127.0.0.1 (issue 3, "Streaming and the loop" and "Tests"): text answers, two parallel tool calls whose
+ * arguments arrive in pieces, results fed back in the provider's own format (checked by the fake), a stream cut
+ * mid-way, abort through the signal, HTTP errors.
+ */
+
+import { afterEach, describe, expect, it } from "vitest";
+import type { ToolDefinition } from "../../src/core/types.js";
+import {
+  type ConversationMessage,
+  createProviderAdapter,
+  isAbortError,
+  type ProviderAdapter,
+  ProviderError,
+  type ProviderName,
+  type ProviderStreamEvent,
+} from "../../src/providers/index.js";
+import { type FakeProvider, type FakeTurn, startFakeProvider } from "../fakes/provider-server.js";
+
+const PROVIDERS: ProviderName[] = ["openai", "openai-chat", "gemini", "anthropic"];
+
+const TOOLS: ToolDefinition[] = [
+  {
+    name: "list_dir",
+    description: "List a directory.",
+    parameters: {
+      type: "object",
+      properties: { path: { type: "string" }, limit: { type: "integer" } },
+      required: ["path"],
+    },
+  },
+  {
+    name: "read_file",
+    description: "Read a file.",
+    parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
+  },
+];
+
+let fakes: FakeProvider[] = [];
+afterEach(async () => {
+  await Promise.all(fakes.map((f) => f.close()));
+  fakes = [];
+});
+
+async function setup(
+  name: ProviderName,
+  script: FakeTurn[],
+): Promise<{ fake: FakeProvider; adapter: ProviderAdapter }> {
+  const fake = await startFakeProvider(name, script);
+  fakes.push(fake);
+  return { fake, adapter: createProviderAdapter(name, { apiKey: "test-key", baseURL: fake.baseURL }) };
+}
+
+async function collect(iterable: AsyncIterable<ProviderStreamEvent>): Promise<ProviderStreamEvent[]> {
+  const events: ProviderStreamEvent[] = [];
+  for await (const event of iterable) events.push(event);
+  return events;
+}
+
+/** Runs the iterator to its end, returning the events seen and the error thrown (if any). */
+async function collectUntilError(
+  iterable: AsyncIterable<ProviderStreamEvent>,
+): Promise<{ events: ProviderStreamEvent[]; error: unknown }> {
+  const events: ProviderStreamEvent[] = [];
+  try {
+    for await (const event of iterable) events.push(event);
+  } catch (error) {
+    return { events, error };
+  }
+  return { events, error: undefined };
+}
+
+const ofType = <T extends ProviderStreamEvent["type"]>(events: ProviderStreamEvent[], type: T) =>
+  events.filter((e): e is Extract<ProviderStreamEvent, { type: T }> => e.type === type);
+
+const text = (events: ProviderStreamEvent[]) =>
+  ofType(events, "text_delta")
+    .map((e) => e.delta)
+    .join("");
+
+describe.each(PROVIDERS)("%s adapter through its SDK", (name) => {
+  it("streams a text answer as text deltas, usage and finish stop", async () => {
+    const answer = "The directory holds three files.";
+    const { fake, adapter } = await setup(name, [{ kind: "text", text: answer }]);
+    const events = await collect(
+      adapter.stream({
+        model: "test-model",
+        system: "You are terse.",
+        messages: [{ role: "user", content: "What is in the directory?" }],
+        tools: TOOLS,
+      }),
+    );
+    expect(fake.failures).toEqual([]);
+    expect(ofType(events, "text_delta").length).toBeGreaterThan(1);
+    expect(text(events)).toBe(answer);
+    expect(ofType(events, "usage")).toEqual([{ type: "usage", inputTokens: 42, outputTokens: 17 }]);
+    const finish = events.at(-1);
+    expect(finish).toMatchObject({ type: "finish", reason: "stop" });
+    const request = fake.requests[0]!;
+    expect(request.model).toBe("test-model");
+    expect(request.system).toBe("You are terse.");
+    expect(request.lastUserText).toBe("What is in the directory?");
+    expect(request.tools.map((t) => t.name)).toEqual(["list_dir", "read_file"]);
+    expect(request.tools[0]!.parameters).toMatchObject({ type: "object", properties: { path: { type: "string" } } });
+  });
+
+  it("normalizes two parallel tool calls whose arguments arrive in pieces, then feeds both results back", async () => {
+    const { fake, adapter } = await setup(name, [
+      {
+        kind: "tools",
+        text: "Let me look.",
+        calls: [
+          { name: "list_dir", arguments: { path: "src", limit: 10 } },
+          { name: "read_file", arguments: { path: "README.md" } },
+        ],
+      },
+      (request) => ({
+        kind: "text",
+        text: `Results: ${request.lastToolResults.map((r) => `${r.id}=${r.content}`).join(" | ")}`,
+      }),
+    ]);
+    const messages: ConversationMessage[] = [{ role: "user", content: "Look around." }];
+    const first = await collect(adapter.stream({ model: "m", messages, tools: TOOLS }));
+    expect(fake.failures).toEqual([]);
+
+    const started = ofType(first, "tool_call_started");
+    const completed = ofType(first, "tool_call_completed");
+    expect(started.map((e) => e.name)).toEqual(["list_dir", "read_file"]);
+    expect(new Set(started.map((e) => e.id)).size).toBe(2);
+    expect(completed.map((e) => [e.id, e.name])).toEqual(started.map((e) => [e.id, e.name]));
+    expect(JSON.parse(completed[0]!.arguments)).toEqual({ path: "src", limit: 10 });
+    expect(JSON.parse(completed[1]!.arguments)).toEqual({ path: "README.md" });
+    for (const call of started) {
+      const deltas = ofType(first, "tool_call_arguments_delta").filter((d) => d.id === call.id);
+      expect(deltas.length).toBeGreaterThan(1);
+      expect(deltas.map((d) => d.delta).join("")).toBe(completed.find((c) => c.id === call.id)!.arguments);
+      // Every delta of a call comes after its start and before its completion.
+      const startAt = first.indexOf(call);
+      const doneAt = first.findIndex((e) => e.type === "tool_call_completed" && e.id === call.id);
+      for (const d of deltas) {
+        expect(first.indexOf(d)).toBeGreaterThan(startAt);
+        expect(first.indexOf(d)).toBeLessThan(doneAt);
+      }
+    }
+    expect(text(first)).toBe("Let me look.");
+    const finish = first.at(-1);
+    expect(finish).toMatchObject({ type: "finish", reason: "tool_calls" });
+
+    // Feed the results back: one success, one failure.
+    messages.push({
+      role: "assistant",
+      content: text(first),
+      toolCalls: completed.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments })),
+      ...(finish?.type === "finish" && finish.providerData ? { providerData: finish.providerData } : {}),
+    });
+    messages.push({
+      role: "tool",
+      results: [
+        { id: completed[0]!.id, name: "list_dir", ok: true, content: '{"entries":["a.ts","b.ts"]}' },
+        { id: completed[1]!.id, name: "read_file", ok: false, content: "not_found: README.md does not exist" },
+      ],
+    });
+    const second = await collect(adapter.stream({ model: "m", messages, tools: TOOLS }));
+    expect(fake.failures).toEqual([]);
+    expect(second.at(-1)).toMatchObject({ type: "finish", reason: "stop" });
+    expect(text(second)).toContain(`${completed[0]!.id}=`);
+
+    const results = fake.requests[1]!.lastToolResults;
+    expect(results.map((r) => r.id)).toEqual([completed[0]!.id, completed[1]!.id]);
+    expect(results[0]!.content).toBe('{"entries":["a.ts","b.ts"]}');
+    expect(results[1]!.content).toContain("not_found");
+    if (name === "anthropic" || name === "gemini") {
+      expect(results[0]!.isError).toBeUndefined();
+      expect(results[1]!.isError).toBe(true);
+    }
+  });
+
+  it("rejects a conversation whose results do not match the calls (the fake checks the format)", async () => {
+    const { fake, adapter } = await setup(name, [
+      { kind: "tools", calls: [{ name: "list_dir", arguments: { path: "." } }] },
+    ]);
+    const first = await collect(
+      adapter.stream({ model: "m", messages: [{ role: "user", content: "go" }], tools: TOOLS }),
+    );
+    const call = ofType(first, "tool_call_completed")[0]!;
+    const { error } = await collectUntilError(
+      adapter.stream({
+        model: "m",
+        tools: TOOLS,
+        messages: [
+          { role: "user", content: "go" },
+          { role: "assistant", content: "", toolCalls: [{ id: call.id, name: call.name, arguments: call.arguments }] },
+          { role: "tool", results: [{ id: "call_wrong", name: "list_dir", ok: true, content: "{}" }] },
+        ],
+      }),
+    );
+    expect(error).toBeInstanceOf(ProviderError);
+    expect((error as ProviderError).status).toBe(400);
+    expect(fake.failures.length).toBeGreaterThan(0);
+  });
+
+  it("throws a ProviderError from the iterator when the stream breaks mid-way", async () => {
+    const { adapter } = await setup(name, [{ kind: "break", text: "Let me look" }]);
+    const { events, error } = await collectUntilError(
+      adapter.stream({ model: "m", messages: [{ role: "user", content: "go" }], tools: TOOLS }),
+    );
+    expect(error).toBeInstanceOf(ProviderError);
+    expect(isAbortError(error)).toBe(false);
+    expect(events.some((e) => e.type === "finish")).toBe(false);
+    expect(ofType(events, "tool_call_completed")).toEqual([]);
+  });
+
+  it("stops the stream when the caller's signal aborts", async () => {
+    const { fake, adapter } = await setup(name, [{ kind: "stall", text: "Thinking about it" }]);
+    const controller = new AbortController();
+    const events: ProviderStreamEvent[] = [];
+    let error: unknown;
+    try {
+      for await (const event of adapter.stream({
+        model: "m",
+        messages: [{ role: "user", content: "go" }],
+        tools: TOOLS,
+        signal: controller.signal,
+      })) {
+        events.push(event);
+        if (event.type === "text_delta") controller.abort();
+      }
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(Error);
+    expect(isAbortError(error)).toBe(true);
+    expect(error).not.toBeInstanceOf(ProviderError);
+    expect(events.some((e) => e.type === "finish")).toBe(false);
+    await fake.stallClosed(); // the server saw the connection go away
+  });
+
+  it("turns an HTTP error into a ProviderError with the status", async () => {
+    const { adapter } = await setup(name, [{ kind: "error", status: 401, message: "invalid api key" }]);
+    const { error } = await collectUntilError(
+      adapter.stream({ model: "m", messages: [{ role: "user", content: "go" }], tools: [] }),
+    );
+    expect(error).toBeInstanceOf(ProviderError);
+    expect((error as ProviderError).status).toBe(401);
+    expect((error as Error).message).toMatch(/API key/);
+  });
+
+  it("maps a truncated answer to finish length", async () => {
+    const { adapter } = await setup(name, [{ kind: "text", text: "Once upon a", finish: "length" }]);
+    const events = await collect(
+      adapter.stream({ model: "m", messages: [{ role: "user", content: "go" }], tools: [] }),
+    );
+    expect(events.at(-1)).toMatchObject({ type: "finish", reason: "length" });
+  });
+});
