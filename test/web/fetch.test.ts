@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { trigger } from "../../src/core/trigger.js";
 import type { WebFetchResult } from "../../src/tools/builtin/web-fetch.js";
 import { startServer, type TestServer, webRuntime } from "./servers.js";
 
@@ -158,6 +159,24 @@ describe("web_fetch content", () => {
         expect(outcome.error.message).toMatch(/not text; web_fetch only returns text/);
       }
     }
+  });
+});
+
+describe("web_fetch through the function-id API", () => {
+  it("answers trigger('tool::web_fetch', { url, maxSize }) as in the seed's example, and refuses SSRF there too", async () => {
+    const { runtime } = webRuntime();
+    const result = await trigger<WebFetchResult>(
+      "tool::web_fetch",
+      { url: `${server.origin}/article`, maxSize: 100_000 },
+      { runtime, services: { webAllowedHosts: ["127.0.0.1"] } },
+    );
+    expect(result.status).toBe(200);
+    expect(result.content.slice(0, 500)).toContain("Tide pools are rocky depressions");
+    await expect(
+      trigger("tool::web_fetch", { url: `http://2130706433:${server.port}/article` }, { runtime }),
+    ).rejects.toMatchObject({
+      code: "access_denied",
+    });
   });
 });
 

@@ -20,6 +20,8 @@ export interface GuardedFetchOptions extends SsrfPolicy {
   signal?: AbortSignal;
   /** Called with the response headers before the body is read; may throw to refuse it (e.g. binary types). */
   inspect?: (response: Response, url: URL) => void;
+  /** Extra trusted TLS root certificates (PEM), e.g. an intranet CA; the system roots stay trusted. */
+  ca?: string | Buffer | (string | Buffer)[];
   /** Extra request headers. */
   headers?: Record<string, string>;
 }
@@ -77,7 +79,7 @@ export async function readCapped(
 export async function guardedFetch(url: string, options: GuardedFetchOptions): Promise<GuardedFetchResult> {
   const policy: SsrfPolicy = { resolver: options.resolver, allowedHosts: options.allowedHosts };
   const pins: AddressPins = new Map();
-  const agent = createGuardedAgent(policy, pins);
+  const agent = createGuardedAgent(policy, pins, options.ca ? { ca: options.ca } : {});
   const maxRedirects = options.maxRedirects ?? 5;
   const chain: string[] = [];
   try {

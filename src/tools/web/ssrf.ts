@@ -17,6 +17,7 @@
  */
 import { lookup } from "node:dns/promises";
 import { isIP, type Socket } from "node:net";
+import { rootCertificates } from "node:tls";
 import { Agent, buildConnector } from "undici";
 import { AccessDeniedError, ToolArgumentError, ToolExecutionError } from "../../core/errors.js";
 import { addressInRange, canonicalAddress, classifyAddress, sameAddress } from "./address.js";
@@ -180,10 +181,17 @@ export type AddressPins = Map<string, string[]>;
  * An undici Agent whose connector enforces the policy on every connection, including each redirect hop made
  * through it: a pinned host connects to its first pinned address; an unpinned host (or an IP literal) is checked
  * by assertNoSsrf on the spot; after connecting, the socket's remote address must equal the address used,
- * else the socket is destroyed and the request fails with AccessDeniedError.
+ * else the socket is destroyed and the request fails with AccessDeniedError. `options.ca` adds trusted TLS roots
+ * (an intranet's private CA); certificates are always verified against the URL's host name, not the address.
  */
-export function createGuardedAgent(policy: SsrfPolicy, pins: AddressPins, connectTimeoutMs = 10_000): Agent {
-  const base = buildConnector({ timeout: connectTimeoutMs });
+export function createGuardedAgent(
+  policy: SsrfPolicy,
+  pins: AddressPins,
+  options: { connectTimeoutMs?: number; ca?: string | Buffer | (string | Buffer)[] } = {},
+): Agent {
+  // Node replaces its root store when `ca` is given: keep the system roots and add the extra ones.
+  const ca = options.ca ? [...rootCertificates, ...[options.ca].flat()] : undefined;
+  const base = buildConnector({ timeout: options.connectTimeoutMs ?? 10_000, ...(ca ? { ca } : {}) });
   const connector: buildConnector.connector = (options, callback) => {
     const host = normalizeHost(options.hostname);
     const run = async (): Promise<string> => {
