@@ -238,6 +238,7 @@ function toGeminiNode(raw: unknown): Record<string, unknown> {
  * `parametersJsonSchema`, see {@link toGeminiJsonSchema}), or `undefined` for a tool without parameters (an
  * OBJECT with no properties is rejected; the field may be left unset). Rewrites, on a copy:
  *
+ * - top-level `oneOf`/`anyOf`/`allOf` flattened into one object as {@link toAnthropicInputSchema} does;
  * - local `$ref`s inlined, `allOf` merged, `oneOf` read as `anyOf`, `{type: "null"}` branches → `nullable: true`;
  * - types upper-cased (`"STRING"`…); a type array → the single type + `nullable: true` (several non-null types
  *   become `anyOf` of single types);
@@ -253,7 +254,9 @@ function toGeminiNode(raw: unknown): Record<string, unknown> {
  * Throws SchemaMappingError for a recursive, dangling or non-local `$ref` (the subset has no references).
  */
 export function toGeminiOpenApiSchema(schema: JsonSchema): Schema | undefined {
-  const out = toGeminiNode(inlineLocalRefs(schema));
+  // Top-level oneOf/anyOf/allOf are flattened into one object first, exactly as for Anthropic: function
+  // parameters must be one OBJECT, and a root anyOf would otherwise leave the tool with no parameters at all.
+  const out = toGeminiNode(toAnthropicInputSchema(inlineLocalRefs(schema)));
   out.type = "OBJECT";
   delete out.nullable;
   if (!isPlainObject(out.properties)) return undefined;

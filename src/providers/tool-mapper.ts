@@ -105,11 +105,27 @@ export function deriveStrictParameters(parameters: JsonSchema): StrictDerivation
   }
 }
 
-function warnNonStrict(logger: ToolMapperOptions["logger"], provider: string, tool: string, problems: string[]): void {
-  logger?.warn(
-    { tool, provider, problems },
-    `Tool "${tool}" is sent to ${provider} without strict mode: its schema cannot be expressed in the strict dialect ` +
-      `(${problems.slice(0, 3).join("; ")}${problems.length > 3 ? "; …" : ""}). Simplify the schema to make it strict.`,
+/** (schema, logger) pairs already warned about, so a loop that maps its tools every turn warns once. */
+const warned = new WeakMap<object, WeakSet<object>>();
+
+function warnNonStrict(
+  logger: ToolMapperOptions["logger"],
+  provider: string,
+  def: ToolDefinition,
+  problems: string[],
+): void {
+  if (!logger) return;
+  let loggers = warned.get(def.parameters);
+  if (!loggers) {
+    loggers = new WeakSet();
+    warned.set(def.parameters, loggers);
+  }
+  if (loggers.has(logger)) return;
+  loggers.add(logger);
+  logger.warn(
+    { tool: def.name, provider, problems },
+    `Tool "${def.name}" is sent to ${provider} without strict mode: its schema cannot be expressed in the strict ` +
+      `dialect (${problems.slice(0, 3).join("; ")}${problems.length > 3 ? "; …" : ""}). Simplify the schema to make it strict.`,
   );
 }
 
@@ -117,7 +133,8 @@ function warnNonStrict(logger: ToolMapperOptions["logger"], provider: string, to
  * OpenAI Responses API tools: `{ type: "function", name, description, parameters, strict }` per definition.
  * `strict: true` with the derived strict schema ({@link toStrictSchema}) when it satisfies strict mode; otherwise
  * `strict: false` with a copy of the plain source schema, and a warning through `options.logger` naming the tool
- * and the reasons. Never throws for a schema problem.
+ * and the reasons (once per schema object and logger, so a loop that maps its tools every turn warns once).
+ * Never throws for a schema problem.
  */
 export function toolDefsToResponsesAPI(
   defs: readonly ToolDefinition[],
@@ -126,7 +143,7 @@ export function toolDefsToResponsesAPI(
   const names = nameMapFor(defs, "openai", options);
   return defs.map((def) => {
     const derived = deriveStrictParameters(def.parameters);
-    if (!derived.strict) warnNonStrict(options?.logger, "OpenAI Responses", def.name, derived.problems);
+    if (!derived.strict) warnNonStrict(options?.logger, "OpenAI Responses", def, derived.problems);
     return {
       type: "function",
       name: names.toWire(def.name),
@@ -162,7 +179,7 @@ export function toolDefsToChatCompletions(
       };
     }
     const derived = deriveStrictParameters(def.parameters);
-    if (!derived.strict) warnNonStrict(options.logger, "Chat Completions", def.name, derived.problems);
+    if (!derived.strict) warnNonStrict(options.logger, "Chat Completions", def, derived.problems);
     return {
       type: "function",
       function: { name, description: def.description, parameters: derived.parameters, strict: derived.strict },

@@ -177,6 +177,21 @@ describe("OpenAI Responses: schemas strict mode cannot express are sent non-stri
     expect(JSON.stringify(schema)).toBe(snapshot);
   });
 
+  it("warns once per schema and logger when the loop maps the same tools every turn", () => {
+    const logger = recordingLogger();
+    const def: ToolDefinition = {
+      name: "t",
+      description: "d",
+      parameters: { type: "object", properties: { h: { type: "object" } } },
+    };
+    toolDefsToResponsesAPI([def], { logger });
+    toolDefsToResponsesAPI([def], { logger });
+    expect(logger.lines).toHaveLength(1);
+    const other = recordingLogger();
+    toolDefsToResponsesAPI([def], { logger: other });
+    expect(other.lines).toHaveLength(1);
+  });
+
   it("works without a logger", () => {
     const [tool] = toolDefsToResponsesAPI([{ name: "t", description: "d", parameters: cases[0]![1] }]);
     expect(tool!.strict).toBe(false);
@@ -350,6 +365,31 @@ describe("Gemini generateContent, older OpenAPI-subset `parameters`", () => {
     ).toThrowError(
       expect.objectContaining({ name: "SchemaMappingError", message: expect.stringMatching(/Tool "rec".*recursive/) }),
     );
+  });
+
+  it("flattens a top-level anyOf into one OBJECT instead of losing the parameters", () => {
+    const schema: JsonSchema = {
+      anyOf: [
+        { type: "object", properties: { query: { type: "string" } }, required: ["query"] },
+        {
+          type: "object",
+          properties: { tag: { type: ["string", "null"] }, level: { type: "integer", enum: [1, 2] } },
+          required: ["tag"],
+        },
+      ],
+    };
+    const [d] = toolDefsToGeminiFunctionDeclarations([{ name: "search", description: "d", parameters: schema }], {
+      dialect: "openapi",
+    });
+    expect(d!.parameters).toEqual({
+      type: "OBJECT",
+      description: "Accepts one or more of: (1) requires query; (2) requires tag; may set level.",
+      properties: {
+        query: { type: "STRING" },
+        tag: { type: "STRING", nullable: true },
+        level: { type: "INTEGER", description: "Allowed values: 1, 2." },
+      },
+    });
   });
 
   it("inlines local $refs, merges allOf and reads oneOf as anyOf", () => {
