@@ -6,7 +6,7 @@
  * Adapters never execute tools.
  */
 
-import type { ToolDefinition } from "../core/types.js";
+import type { Logger, ToolDefinition } from "../core/types.js";
 
 /** The four supported wire formats. `openai-chat` is any OpenAI-compatible Chat Completions server. */
 export type ProviderName = "openai" | "openai-chat" | "gemini" | "anthropic";
@@ -93,6 +93,13 @@ export interface ProviderAdapter {
 export interface ProviderConfig {
   apiKey?: string;
   baseURL?: string;
+  /** Receives the tool mapper's warnings (a tool sent non-strict, and why). */
+  logger?: Pick<Logger, "warn">;
+  /**
+   * openai-chat only: send OpenAI strict-mode tool schemas. Default: true when no baseURL is set or it points at
+   * api.openai.com, false for other (local, compatible) servers, many of which reject `strict`.
+   */
+  chatStrict?: boolean;
 }
 
 /**

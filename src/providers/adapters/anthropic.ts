@@ -24,7 +24,6 @@ import type {
   RawMessageStreamEvent,
   Tool,
 } from "@anthropic-ai/sdk/resources/messages/messages";
-import type { ToolDefinition } from "../../core/types.js";
 import type {
   ConversationMessage,
   FinishReason,
@@ -34,13 +33,16 @@ import type {
   ProviderStreamEvent,
 } from "../types.js";
 import { argumentsObject, classifyProviderError, truncatedStream } from "./shared.js";
-import { anthropicTools } from "./tools.js";
+import { mapTools } from "./tools.js";
 
 /** Default `max_tokens` (required by the Messages API) when the request sets none. */
 export const ANTHROPIC_DEFAULT_MAX_TOKENS = 4096;
 
 /** Renders the provider-neutral conversation as Anthropic messages. */
-export function toAnthropicMessages(messages: ConversationMessage[]): MessageParam[] {
+export function toAnthropicMessages(
+  messages: ConversationMessage[],
+  toWire: (name: string) => string = (n) => n,
+): MessageParam[] {
   const out: MessageParam[] = [];
   for (const message of messages) {
     if (message.role === "user") {
@@ -51,7 +53,7 @@ export function toAnthropicMessages(messages: ConversationMessage[]): MessagePar
       if (Array.isArray(thinking)) blocks.push(...(thinking as ContentBlockParam[]));
       if (message.content) blocks.push({ type: "text", text: message.content });
       for (const call of message.toolCalls ?? []) {
-        blocks.push({ type: "tool_use", id: call.id, name: call.name, input: argumentsObject(call.arguments) });
+        blocks.push({ type: "tool_use", id: call.id, name: toWire(call.name), input: argumentsObject(call.arguments) });
       }
       if (blocks.length === 0) blocks.push({ type: "text", text: "" });
       out.push({ role: "assistant", content: blocks });
@@ -84,26 +86,22 @@ export class AnthropicAdapter implements ProviderAdapter {
   readonly name = "anthropic" as const;
   private readonly client: Anthropic;
 
-  constructor(config: ProviderConfig = {}) {
+  constructor(private readonly config: ProviderConfig = {}) {
     this.client = new Anthropic({ apiKey: config.apiKey ?? "", baseURL: config.baseURL, maxRetries: 0 });
-  }
-
-  /** Maps tool definitions to Anthropic tools. */
-  protected mapTools(tools: ToolDefinition[]): Tool[] {
-    return anthropicTools(tools) as unknown as Tool[];
   }
 
   async *stream(request: ProviderRequest): AsyncIterable<ProviderStreamEvent> {
     const { signal } = request;
+    const mapped = mapTools(this.name, request.tools, { logger: this.config.logger });
     let stream: AsyncIterable<RawMessageStreamEvent>;
     try {
       stream = await this.client.messages.create(
         {
           model: request.model,
           max_tokens: request.maxOutputTokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS,
-          messages: toAnthropicMessages(request.messages),
+          messages: toAnthropicMessages(request.messages, mapped.toWire),
           ...(request.system ? { system: request.system } : {}),
-          ...(request.tools.length > 0 ? { tools: this.mapTools(request.tools) } : {}),
+          ...(request.tools.length > 0 ? { tools: mapped.tools as Tool[] } : {}),
           stream: true,
         },
         { signal },
@@ -130,8 +128,9 @@ export class AnthropicAdapter implements ProviderAdapter {
           case "content_block_start": {
             const block = event.content_block;
             if (block.type === "tool_use") {
-              blocks.set(event.index, { kind: "tool", id: block.id, name: block.name, json: "" });
-              yield { type: "tool_call_started", id: block.id, name: block.name };
+              const name = mapped.fromWire(block.name);
+              blocks.set(event.index, { kind: "tool", id: block.id, name, json: "" });
+              yield { type: "tool_call_started", id: block.id, name };
             } else if (block.type === "text") {
               if (block.text) yield { type: "text_delta", delta: block.text };
             } else if (block.type === "thinking" || block.type === "redacted_thinking") {

@@ -24,7 +24,6 @@
  */
 
 import { GoogleGenAI } from "@google/genai";
-import type { ToolDefinition } from "../../core/types.js";
 import type {
   ConversationMessage,
   FinishReason,
@@ -35,12 +34,15 @@ import type {
 } from "../types.js";
 import { ProviderError } from "../types.js";
 import { argumentsObject, classifyProviderError, truncatedStream } from "./shared.js";
-import { geminiTools } from "./tools.js";
+import { mapTools } from "./tools.js";
 
 type Step = Record<string, unknown>;
 
 /** Renders the provider-neutral conversation as Interactions input steps. */
-export function toInteractionSteps(messages: ConversationMessage[]): Step[] {
+export function toInteractionSteps(
+  messages: ConversationMessage[],
+  toWire: (name: string) => string = (n) => n,
+): Step[] {
   const steps: Step[] = [];
   for (const message of messages) {
     if (message.role === "user") {
@@ -54,7 +56,7 @@ export function toInteractionSteps(messages: ConversationMessage[]): Step[] {
         steps.push({
           type: "function_call",
           id: call.id,
-          name: call.name,
+          name: toWire(call.name),
           arguments: argumentsObject(call.arguments),
           ...(signatures[call.id] ? { signature: signatures[call.id] } : {}),
         });
@@ -64,7 +66,7 @@ export function toInteractionSteps(messages: ConversationMessage[]): Step[] {
         steps.push({
           type: "function_result",
           call_id: result.id,
-          name: result.name,
+          name: toWire(result.name),
           result: result.content,
           ...(result.ok ? {} : { is_error: true }),
         });
@@ -79,27 +81,23 @@ export class GeminiInteractionsAdapter implements ProviderAdapter {
   readonly name = "gemini" as const;
   private readonly client: GoogleGenAI;
 
-  constructor(config: ProviderConfig = {}) {
+  constructor(private readonly config: ProviderConfig = {}) {
     this.client = new GoogleGenAI({
       apiKey: config.apiKey ?? "",
       ...(config.baseURL ? { httpOptions: { baseUrl: config.baseURL } } : {}),
     });
   }
 
-  /** Maps tool definitions to Interactions function tools. */
-  protected mapTools(tools: ToolDefinition[]): Record<string, unknown>[] {
-    return geminiTools(tools);
-  }
-
   async *stream(request: ProviderRequest): AsyncIterable<ProviderStreamEvent> {
     const { signal } = request;
+    const mapped = mapTools(this.name, request.tools, { logger: this.config.logger });
     const body: Record<string, unknown> = {
       model: request.model,
-      input: toInteractionSteps(request.messages),
+      input: toInteractionSteps(request.messages, mapped.toWire),
       stream: true,
       store: false,
       ...(request.system ? { system_instruction: request.system } : {}),
-      ...(request.tools.length > 0 ? { tools: this.mapTools(request.tools) } : {}),
+      ...(request.tools.length > 0 ? { tools: mapped.tools } : {}),
       ...(request.maxOutputTokens ? { generation_config: { max_output_tokens: request.maxOutputTokens } } : {}),
     };
     let stream: AsyncIterable<any>;
@@ -144,7 +142,7 @@ export class GeminiInteractionsAdapter implements ProviderAdapter {
               const call = {
                 type: "function_call",
                 id: String(step.id),
-                name: String(step.name),
+                name: mapped.fromWire(String(step.name)),
                 args: "",
                 fullArgs: args,
                 step,

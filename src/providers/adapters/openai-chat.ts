@@ -22,7 +22,6 @@ import type {
   ChatCompletionMessageParam,
   ChatCompletionTool,
 } from "openai/resources/chat/completions";
-import type { ToolDefinition } from "../../core/types.js";
 import type {
   ConversationMessage,
   FinishReason,
@@ -32,12 +31,13 @@ import type {
   ProviderStreamEvent,
 } from "../types.js";
 import { classifyProviderError, truncatedStream } from "./shared.js";
-import { chatTools } from "./tools.js";
+import { mapTools } from "./tools.js";
 
 /** Renders the provider-neutral conversation as Chat Completions messages. */
 export function toChatMessages(
   system: string | undefined,
   messages: ConversationMessage[],
+  toWire: (name: string) => string = (n) => n,
 ): ChatCompletionMessageParam[] {
   const out: ChatCompletionMessageParam[] = [];
   if (system) out.push({ role: "system", content: system });
@@ -54,7 +54,7 @@ export function toChatMessages(
               tool_calls: calls.map((c) => ({
                 id: c.id,
                 type: "function" as const,
-                function: { name: c.name, arguments: c.arguments },
+                function: { name: toWire(c.name), arguments: c.arguments },
               })),
             }
           : {}),
@@ -81,24 +81,24 @@ export class OpenAIChatAdapter implements ProviderAdapter {
   readonly name = "openai-chat" as const;
   private readonly client: OpenAI;
 
-  constructor(config: ProviderConfig = {}) {
-    this.client = new OpenAI({ apiKey: config.apiKey ?? "", baseURL: config.baseURL, maxRetries: 0 });
-  }
+  private readonly chatStrict: boolean;
 
-  /** Maps tool definitions to Chat Completions tools. */
-  protected mapTools(tools: ToolDefinition[]): ChatCompletionTool[] {
-    return chatTools(tools) as unknown as ChatCompletionTool[];
+  constructor(private readonly config: ProviderConfig = {}) {
+    this.chatStrict =
+      config.chatStrict ?? (!config.baseURL || /^https:\/\/api\.openai\.com(\/|$)/.test(config.baseURL));
+    this.client = new OpenAI({ apiKey: config.apiKey ?? "", baseURL: config.baseURL, maxRetries: 0 });
   }
 
   async *stream(request: ProviderRequest): AsyncIterable<ProviderStreamEvent> {
     const { signal } = request;
+    const mapped = mapTools(this.name, request.tools, { logger: this.config.logger, chatStrict: this.chatStrict });
     let stream: AsyncIterable<ChatCompletionChunk>;
     try {
       stream = await this.client.chat.completions.create(
         {
           model: request.model,
-          messages: toChatMessages(request.system, request.messages),
-          ...(request.tools.length > 0 ? { tools: this.mapTools(request.tools) } : {}),
+          messages: toChatMessages(request.system, request.messages, mapped.toWire),
+          ...(request.tools.length > 0 ? { tools: mapped.tools as ChatCompletionTool[] } : {}),
           ...(request.maxOutputTokens ? { max_tokens: request.maxOutputTokens } : {}),
           stream: true,
           stream_options: { include_usage: true },
@@ -130,7 +130,7 @@ export class OpenAIChatAdapter implements ProviderAdapter {
           if (piece.function?.name) call.name += piece.function.name;
           if (!call.started && call.name) {
             call.started = true;
-            yield { type: "tool_call_started", id: call.id, name: call.name };
+            yield { type: "tool_call_started", id: call.id, name: mapped.fromWire(call.name) };
           }
           const args = piece.function?.arguments;
           if (args) {
@@ -148,8 +148,9 @@ export class OpenAIChatAdapter implements ProviderAdapter {
       throw truncatedStream(this.name, "a finish_reason");
     }
     for (const call of [...calls.entries()].sort((a, b) => a[0] - b[0]).map(([, c]) => c)) {
-      if (!call.started) yield { type: "tool_call_started", id: call.id, name: call.name };
-      yield { type: "tool_call_completed", id: call.id, name: call.name, arguments: call.args || "{}" };
+      const name = mapped.fromWire(call.name);
+      if (!call.started) yield { type: "tool_call_started", id: call.id, name };
+      yield { type: "tool_call_completed", id: call.id, name, arguments: call.args || "{}" };
     }
     if (usage) yield { type: "usage", ...usage };
     const reason: FinishReason = calls.size > 0 ? "tool_calls" : (FINISH[finishReason] ?? "other");

@@ -18,7 +18,6 @@
 
 import OpenAI from "openai";
 import type { ResponseInputItem, ResponseStreamEvent, Tool } from "openai/resources/responses/responses";
-import type { ToolDefinition } from "../../core/types.js";
 import type {
   ConversationMessage,
   FinishReason,
@@ -28,10 +27,13 @@ import type {
   ProviderStreamEvent,
 } from "../types.js";
 import { classifyProviderError, truncatedStream } from "./shared.js";
-import { responsesTools } from "./tools.js";
+import { mapTools } from "./tools.js";
 
 /** Renders the provider-neutral conversation as Responses API input items. */
-export function toResponsesInput(messages: ConversationMessage[]): ResponseInputItem[] {
+export function toResponsesInput(
+  messages: ConversationMessage[],
+  toWire: (name: string) => string = (n) => n,
+): ResponseInputItem[] {
   const items: ResponseInputItem[] = [];
   for (const message of messages) {
     if (message.role === "user") {
@@ -41,7 +43,7 @@ export function toResponsesInput(messages: ConversationMessage[]): ResponseInput
       if (Array.isArray(reasoning)) items.push(...(reasoning as ResponseInputItem[]));
       if (message.content) items.push({ role: "assistant", content: message.content });
       for (const call of message.toolCalls ?? []) {
-        items.push({ type: "function_call", call_id: call.id, name: call.name, arguments: call.arguments });
+        items.push({ type: "function_call", call_id: call.id, name: toWire(call.name), arguments: call.arguments });
       }
     } else {
       for (const result of message.results) {
@@ -57,27 +59,23 @@ export class OpenAIResponsesAdapter implements ProviderAdapter {
   readonly name = "openai" as const;
   private readonly client: OpenAI;
 
-  constructor(config: ProviderConfig = {}) {
+  constructor(private readonly config: ProviderConfig = {}) {
     this.client = new OpenAI({ apiKey: config.apiKey ?? "", baseURL: config.baseURL, maxRetries: 0 });
-  }
-
-  /** Maps tool definitions to Responses function tools (strict when the derived schema allows it). */
-  protected mapTools(tools: ToolDefinition[]): Tool[] {
-    return responsesTools(tools) as unknown as Tool[];
   }
 
   async *stream(request: ProviderRequest): AsyncIterable<ProviderStreamEvent> {
     const { signal } = request;
     const calls = new Map<string, { callId: string; name: string; args: string; completed: boolean }>();
     const reasoning: unknown[] = [];
+    const mapped = mapTools(this.name, request.tools, { logger: this.config.logger });
     let stream: AsyncIterable<ResponseStreamEvent>;
     try {
       stream = await this.client.responses.create(
         {
           model: request.model,
-          input: toResponsesInput(request.messages),
+          input: toResponsesInput(request.messages, mapped.toWire),
           ...(request.system ? { instructions: request.system } : {}),
-          ...(request.tools.length > 0 ? { tools: this.mapTools(request.tools), parallel_tool_calls: true } : {}),
+          ...(request.tools.length > 0 ? { tools: mapped.tools as Tool[], parallel_tool_calls: true } : {}),
           ...(request.maxOutputTokens ? { max_output_tokens: request.maxOutputTokens } : {}),
           stream: true,
         },
@@ -96,8 +94,13 @@ export class OpenAIResponsesAdapter implements ProviderAdapter {
           case "response.output_item.added":
             if (event.item.type === "function_call") {
               const key = event.item.id ?? event.item.call_id;
-              calls.set(key, { callId: event.item.call_id, name: event.item.name, args: "", completed: false });
-              yield { type: "tool_call_started", id: event.item.call_id, name: event.item.name };
+              calls.set(key, {
+                callId: event.item.call_id,
+                name: mapped.fromWire(event.item.name),
+                args: "",
+                completed: false,
+              });
+              yield { type: "tool_call_started", id: event.item.call_id, name: mapped.fromWire(event.item.name) };
             }
             break;
           case "response.function_call_arguments.delta": {
@@ -113,14 +116,19 @@ export class OpenAIResponsesAdapter implements ProviderAdapter {
               const key = event.item.id ?? event.item.call_id;
               const call = calls.get(key) ?? {
                 callId: event.item.call_id,
-                name: event.item.name,
+                name: mapped.fromWire(event.item.name),
                 args: "",
                 completed: false,
               };
               call.completed = true;
               calls.set(key, call);
               const args = event.item.arguments || call.args || "{}";
-              yield { type: "tool_call_completed", id: call.callId, name: event.item.name, arguments: args };
+              yield {
+                type: "tool_call_completed",
+                id: call.callId,
+                name: mapped.fromWire(event.item.name),
+                arguments: args,
+              };
             } else if (event.item.type === "reasoning") {
               reasoning.push(event.item);
             }
