@@ -32,14 +32,22 @@ function appendNote(description: unknown, note: string): string {
   return typeof description === "string" && description.trim() !== "" ? `${description.trimEnd()} ${note}` : note;
 }
 
-/** Removes `$schema`, `$id` and `$comment` at every depth (returns a copy). */
+/** Keywords whose value maps names (not keywords) to subschemas. */
+const NAME_MAP_KEYWORDS: ReadonlySet<string> = new Set(["properties", "patternProperties", "$defs", "definitions"]);
+/** Keywords whose value is literal data. */
+const LITERAL_KEYWORDS: ReadonlySet<string> = new Set(["enum", "const", "default", "examples", "example", "required"]);
+
+/** Removes the `$schema`, `$id` and `$comment` keywords at every depth (a property named "$id" stays; a copy). */
 function stripMetaKeywords(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(stripMetaKeywords);
   if (!isPlainObject(node)) return node;
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(node)) {
     if (k === "$schema" || k === "$id" || k === "$comment") continue;
-    out[k] = k === "enum" || k === "const" || k === "default" || k === "examples" ? cloneJson(v) : stripMetaKeywords(v);
+    if (LITERAL_KEYWORDS.has(k)) out[k] = cloneJson(v);
+    else if (NAME_MAP_KEYWORDS.has(k) && isPlainObject(v)) {
+      out[k] = Object.fromEntries(Object.entries(v).map(([name, sub]) => [name, stripMetaKeywords(sub)]));
+    } else out[k] = stripMetaKeywords(v);
   }
   return out;
 }

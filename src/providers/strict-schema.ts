@@ -135,17 +135,28 @@ function encodePointerToken(token: string): string {
 /** Keywords whose values are literal data, not subschemas: never walked for `$ref`s. */
 const LITERAL_KEYS: ReadonlySet<string> = new Set(["enum", "const", "default", "examples", "example", "required"]);
 
+/** Keywords whose value maps names (not keywords) to subschemas: a property may be called "enum" or "$ref". */
+const NAME_MAP_KEYS: ReadonlySet<string> = new Set([
+  "properties",
+  "patternProperties",
+  "$defs",
+  "definitions",
+  "dependentSchemas",
+]);
+
 /** True when the schema contains a `$ref` anywhere (outside literal values). */
 export function hasRefs(schema: unknown): boolean {
-  const stack: unknown[] = [schema];
-  let seen = 0;
+  const stack: [unknown, boolean][] = [[schema, false]];
   while (stack.length > 0) {
-    const node = stack.pop();
-    if (++seen > MAX_INLINED_NODES) return true;
-    if (Array.isArray(node)) stack.push(...node);
+    const [node, isNameMap] = stack.pop()!;
+    if (Array.isArray(node)) for (const v of node) stack.push([v, false]);
     else if (isPlainObject(node)) {
+      if (isNameMap) {
+        for (const v of Object.values(node)) stack.push([v, false]);
+        continue;
+      }
       if (typeof node.$ref === "string") return true;
-      for (const [k, v] of Object.entries(node)) if (!LITERAL_KEYS.has(k)) stack.push(v);
+      for (const [k, v] of Object.entries(node)) if (!LITERAL_KEYS.has(k)) stack.push([v, NAME_MAP_KEYS.has(k)]);
     }
   }
   return false;
@@ -185,7 +196,7 @@ export function inlineLocalRefs(schema: JsonSchema): JsonSchema {
     }
     return node;
   };
-  const walk = (node: unknown, at: string, expanding: readonly string[]): unknown => {
+  const walk = (node: unknown, at: string, expanding: readonly string[], isNameMap = false): unknown => {
     if (++produced > MAX_INLINED_NODES) {
       throw new SchemaMappingError(
         `Schema expands beyond ${MAX_INLINED_NODES} nodes once its $refs are inlined; simplify the schema.`,
@@ -194,6 +205,11 @@ export function inlineLocalRefs(schema: JsonSchema): JsonSchema {
     }
     if (Array.isArray(node)) return node.map((v, i) => walk(v, `${at}/${i}`, expanding));
     if (!isPlainObject(node)) return node;
+    if (isNameMap) {
+      return Object.fromEntries(
+        Object.entries(node).map(([name, sub]) => [name, walk(sub, `${at}/${encodePointerToken(name)}`, expanding)]),
+      );
+    }
     if (typeof node.$ref === "string") {
       const ref = node.$ref;
       if (expanding.includes(ref)) {
@@ -209,13 +225,17 @@ export function inlineLocalRefs(schema: JsonSchema): JsonSchema {
       if (Object.keys(siblings).length === 0) return target;
       const merged: Record<string, unknown> = isPlainObject(target) ? { ...target } : {};
       for (const [k, v] of Object.entries(siblings)) {
-        merged[k] = LITERAL_KEYS.has(k) ? cloneJson(v) : walk(v, `${at}/${encodePointerToken(k)}`, expanding);
+        merged[k] = LITERAL_KEYS.has(k)
+          ? cloneJson(v)
+          : walk(v, `${at}/${encodePointerToken(k)}`, expanding, NAME_MAP_KEYS.has(k));
       }
       return merged;
     }
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(node)) {
-      out[k] = LITERAL_KEYS.has(k) ? cloneJson(v) : walk(v, `${at}/${encodePointerToken(k)}`, expanding);
+      out[k] = LITERAL_KEYS.has(k)
+        ? cloneJson(v)
+        : walk(v, `${at}/${encodePointerToken(k)}`, expanding, NAME_MAP_KEYS.has(k));
     }
     return out;
   };

@@ -249,6 +249,22 @@ describe("recursive and broken $refs", () => {
     );
   });
 
+  it("property names that look like keywords are names: their schemas are inlined too", () => {
+    const schema = deepFreeze<JsonSchema>({
+      type: "object",
+      $defs: { s: { type: "string" } },
+      properties: { enum: { $ref: "#/$defs/s" }, default: { $ref: "#/$defs/s" }, $ref: { $ref: "#/$defs/s" } },
+      required: ["enum", "default", "$ref"],
+    });
+    const strict = toStrictSchema(schema);
+    expect(strict.properties).toEqual({
+      enum: { type: "string" },
+      default: { type: "string" },
+      $ref: { type: "string" },
+    });
+    expect(isStrictCompatible(strict)).toBe(true);
+  });
+
   it("JSON-pointer escapes and sibling keywords of a $ref are honoured", () => {
     const schema: JsonSchema = {
       type: "object",

@@ -432,6 +432,12 @@ describe("Gemini generateContent, `parametersJsonSchema` (preferred, the default
     expect(decl!.parametersJsonSchema).toEqual(rest);
   });
 
+  it("keeps a property named $id or $schema while removing the keywords", () => {
+    const schema: JsonSchema = { $id: "urn:x", type: "object", properties: { $id: { type: "string", $comment: "c" } } };
+    const [d] = toolDefsToGeminiFunctionDeclarations([{ name: "t", description: "d", parameters: schema }]);
+    expect(d!.parametersJsonSchema).toEqual({ type: "object", properties: { $id: { type: "string" } } });
+  });
+
   it("inlines local $refs and keeps a recursive one with its $defs", () => {
     const flat: JsonSchema = {
       type: "object",
