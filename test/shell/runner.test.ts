@@ -3,9 +3,11 @@
  * output, stdin is closed, background jobs do not hold the call open, and termination says what happened.
  * Each scenario runs several times concurrently ("over repeated runs").
  */
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ToolAbortedError, ToolTimeoutError } from "../../src/core/errors.js";
+import { listProcesses, PROCESS_TAG_VARIABLE } from "../../src/tools/shell/process-tree.js";
 import { findInterpreter, runShellCommand, type ShellCommandResult } from "../../src/tools/shell/shell-tool.js";
 import { readPids, survivors, tempDir, waitForPids } from "./helpers.js";
 
@@ -26,7 +28,8 @@ function pidFile(): string {
 function bash(command: string, options: { timeoutMs?: number; maxOutputBytes?: number; signal?: AbortSignal } = {}) {
   return runShellCommand({
     shell: "bash",
-    command,
+    // Every call records its process tag, so the last test can look for any survivor in the whole process table.
+    command: `echo "$${PROCESS_TAG_VARIABLE}" >> ${join(dir, "tags")}\n${command}`,
     cwd: dir,
     timeoutMs: options.timeoutMs ?? 1000,
     maxOutputBytes: options.maxOutputBytes ?? 4096,
@@ -93,6 +96,20 @@ describe("no process survives a timeout", () => {
           ].join("\n"),
         ),
       3,
+    );
+    for (const { result, pids } of runs) {
+      expect(result.termination).toBe("timed_out");
+      expect(survivors(pids)).toEqual([]);
+    }
+  });
+
+  it("kills a command that keeps forking until the end", async () => {
+    const runs = await repeated(
+      (p) =>
+        bash(
+          `for i in 1 2 3 4 5; do sleep 100 & echo $! >> ${p}; done; while :; do sleep 100 & echo $! >> ${p}; (setsid sleep 100 &); sleep 0.01; done`,
+        ),
+      5,
     );
     for (const { result, pids } of runs) {
       expect(result.termination).toBe("timed_out");
@@ -227,5 +244,24 @@ describe.skipIf(!findInterpreter("zsh"))("zsh", () => {
     expect(result.termination).toBe("timed_out");
     expect(result.stdout).toMatch(/^\d+\.\d+/);
     expect(survivors(readPids(p))).toEqual([]);
+  });
+});
+
+describe("the whole process table", () => {
+  it("holds no live process carrying the tag of any call made above", () => {
+    const tags = readFileSync(join(dir, "tags"), "utf8").split("\n").filter(Boolean);
+    expect(tags.length).toBeGreaterThan(20);
+    const tagged: string[] = [];
+    for (const p of listProcesses()) {
+      if (p.state === "Z" || p.state === "X") continue;
+      let environ = "";
+      try {
+        environ = readFileSync(`/proc/${p.pid}/environ`, "latin1");
+      } catch {
+        continue;
+      }
+      if (tags.some((t) => environ.includes(`${PROCESS_TAG_VARIABLE}=${t}\0`))) tagged.push(`${p.pid}`);
+    }
+    expect(tagged).toEqual([]);
   });
 });

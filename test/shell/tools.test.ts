@@ -8,6 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ToolRegistryStore } from "../../src/core/registry.js";
 import { ToolRuntime } from "../../src/core/runtime.js";
 import { MemoryAuditSink, MemoryToolSettingsStore } from "../../src/core/stores.js";
+import { deriveStrictParameters } from "../../src/providers/tool-mapper.js";
 import { openDatabase } from "../../src/storage/database.js";
 import { SqlAuditLog } from "../../src/storage/repositories.js";
 import { STRICT_SHELL_COMMAND_ALLOWLIST } from "../../src/tools/shell/allowlist.js";
@@ -62,6 +63,7 @@ describe("defaults", () => {
       const text = JSON.stringify(tool.definition.parameters);
       expect(tool.definition.parameters.type).toBe("object");
       expect(text).not.toMatch(/"(oneOf|anyOf|allOf|\$ref|not)"/);
+      expect(deriveStrictParameters(tool.definition.parameters)).toMatchObject({ strict: true, problems: [] });
     }
   });
 });

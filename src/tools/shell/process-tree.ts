@@ -120,13 +120,14 @@ export function findCallProcesses(rootPid: number, tag: string): number[] {
       members.add(p.pid);
     }
   }
-  // Close over parent links: descendants of the root or of any member.
+  // Close over parent links: descendants of any member (the root's own children only while the root is alive,
+  // so a recycled pid can never pull in a stranger's children).
   let grew = true;
   while (grew) {
     grew = false;
     for (const p of table) {
       if (members.has(p.pid) || self.has(p.pid)) continue;
-      if (p.ppid === rootPid || members.has(p.ppid)) {
+      if (members.has(p.ppid)) {
         members.add(p.pid);
         grew = true;
       }
