@@ -11,5 +11,6 @@ import "./builtin/write-file.js";
 import "./builtin/file-ops-002.js";
 import "./builtin/glob.js";
 import "./builtin/grep.js";
+import "./builtin/apply-patch.js";
 import "./builtin/web-fetch.js";
 import "./builtin/web-search.js";

@@ -1,0 +1,338 @@
+/**
+ * apply_patch (002_b22707b29eca2f2a.txt tool::apply_patch; issue 4): applies a unified diff or a
+ * `*** Begin Patch` envelope to one or more files, all or nothing.
+ *
+ * - Formats and the tolerant pre-pass: see ../fs/patch-parse.ts. With `path` given, header-less hunks apply to it.
+ * - Each hunk is located by its context and removed lines: first at the line its header names (shifted by what
+ *   earlier hunks added or removed), then at the nearest line within the file, comparing exactly, then ignoring
+ *   trailing whitespace, then ignoring surrounding whitespace; an envelope `@@ anchor` narrows the search to after
+ *   the anchor line. Context lines keep the file's bytes; added lines take the file's line ending (CRLF stays CRLF).
+ *   Bytes outside the hunks are preserved exactly (a file that is not valid UTF-8 is refused, not re-encoded).
+ * - Every target (and move destination) goes through the path policy; updated, deleted and moved files need a
+ *   fresh read by this chat (the freshness guard of write_file). Everything is checked and computed before the
+ *   first byte is written, so a failure in the second file leaves the first untouched.
+ * - A hunk that does not apply names its file and hunk, shows the lines it expected and what the file holds there.
+ *
+ * Result: { patched: true, path, files: { path, action, hunks }[] } (`path`: the first file, re-anchored).
+ */
+import { rm } from "node:fs/promises";
+import { NotFoundError, ToolArgumentError, ToolExecutionError } from "../../core/errors.js";
+import {
+  PATH_POLICY_DEFAULTS,
+  PATH_POLICY_DESCRIPTORS,
+  resolveAndValidatePath,
+  toResultPath,
+} from "../../core/path-policy.js";
+import { registerTool } from "../../core/registry.js";
+import type { RegisteredTool, ToolContext } from "../../core/types.js";
+import { assertFresh, atomicWrite, ledgerChat, lstatOrUndefined, readWholeFile, sha256 } from "../fs/common.js";
+import { type FileOp, type Hunk, parsePatch } from "../fs/patch-parse.js";
+
+/** Largest file apply_patch edits (10 MiB). */
+export const PATCH_FILE_CAP = 10 * 1024 * 1024;
+
+interface Line {
+  /** Text without CR/LF. */
+  text: string;
+  cr: boolean;
+  nl: boolean;
+}
+
+/** Splits file text into lines that remember their CR and LF, so joining them restores the bytes. */
+export function toLines(text: string): Line[] {
+  if (text === "") return [];
+  const parts = text.split("\n");
+  const out: Line[] = [];
+  for (let i = 0; i < parts.length; i++) {
+    const raw = parts[i]!;
+    const last = i === parts.length - 1;
+    if (last && raw === "") break;
+    const cr = raw.endsWith("\r") && !last;
+    out.push({ text: cr ? raw.slice(0, -1) : raw, cr, nl: !last });
+  }
+  return out;
+}
+
+/** Joins lines back to text. */
+export function fromLines(lines: Line[]): string {
+  let s = "";
+  for (const l of lines) s += l.text + (l.nl ? (l.cr ? "\r\n" : "\n") : "");
+  return s;
+}
+
+const comparers: ((a: string, b: string) => boolean)[] = [
+  (a, b) => a === b,
+  (a, b) => a.trimEnd() === b.trimEnd(),
+  (a, b) => a.trim() === b.trim(),
+];
+
+function matchesAt(file: Line[], at: number, old: string[], eq: (a: string, b: string) => boolean): boolean {
+  for (let k = 0; k < old.length; k++) {
+    const line = file[at + k];
+    if (!line || !eq(line.text, old[k]!.replace(/\r$/, ""))) return false;
+  }
+  return true;
+}
+
+/** Finds where `old` sits: nearest to `expected` within [from, end], strictest comparison first; -1 if nowhere. */
+function locate(file: Line[], old: string[], from: number, expected: number, atEof: boolean): number {
+  const last = file.length - old.length;
+  if (last < from) return -1;
+  if (atEof) {
+    return comparers.some((eq) => matchesAt(file, last, old, eq)) ? last : -1;
+  }
+  const start = Math.min(Math.max(expected, from), last);
+  for (const eq of comparers) {
+    for (let d = 0; start - d >= from || start + d <= last; d++) {
+      if (start + d <= last && matchesAt(file, start + d, old, eq)) return start + d;
+      if (d > 0 && start - d >= from && matchesAt(file, start - d, old, eq)) return start - d;
+    }
+  }
+  return -1;
+}
+
+function describeMismatch(path: string, index: number, total: number, hunk: Hunk, file: Line[], from: number): string {
+  const old = hunk.lines.filter((l) => l.op !== "+").map((l) => l.text);
+  let at = hunk.oldStart !== undefined ? hunk.oldStart - 1 : -1;
+  if (at < 0 && old.length > 0) {
+    at = file.findIndex((l, i) => i >= from && l.text.trim() === old[0]!.trim());
+  }
+  if (at < 0) at = from;
+  at = Math.max(0, Math.min(at, Math.max(0, file.length - 1)));
+  const shown = file.slice(at, at + Math.max(old.length, 1));
+  const fmt = (ls: string[]) => ls.map((l) => `  |${l}`).join("\n") || "  (nothing)";
+  return [
+    `Hunk ${index} of ${total} for "${path}" did not apply: no place in the file matches its ${old.length} context/removed line(s).`,
+    `Expected:\n${fmt(old)}`,
+    `The file has at line ${at + 1}:\n${fmt(shown.map((l) => l.text))}`,
+    "Read the file again with read_file and send a patch whose context and '-' lines match it exactly.",
+  ].join("\n");
+}
+
+/** Applies hunks to file text. Throws ToolExecutionError (rule hunk_mismatch) naming the file and hunk. */
+export function applyHunks(text: string, hunks: Hunk[], path: string): string {
+  const bom = text.startsWith("\uFEFF") ? "\uFEFF" : "";
+  let file = toLines(bom ? text.slice(1) : text);
+  const crlf =
+    file.length > 0
+      ? file.filter((l) => l.cr).length * 2 >= file.filter((l) => l.nl).length && file.some((l) => l.cr)
+      : false;
+  let from = 0;
+  let delta = 0;
+  hunks.forEach((hunk, h) => {
+    const old = hunk.lines.filter((l) => l.op !== "+").map((l) => l.text);
+    let searchFrom = from;
+    if (hunk.anchor) {
+      const anchor = hunk.anchor.trim();
+      const a = file.findIndex((l, i) => i >= from && l.text.includes(anchor));
+      if (a >= 0) searchFrom = old.length > 0 && old[0]!.trim() === file[a]!.text.trim() ? a : a + 1;
+    }
+    const expected = hunk.oldStart !== undefined ? hunk.oldStart - 1 + delta : searchFrom;
+    let at: number;
+    if (old.length === 0) {
+      at = hunk.oldStart !== undefined ? Math.min(Math.max(expected, from), file.length) : file.length;
+    } else {
+      at = locate(file, old, searchFrom, expected, hunk.atEof);
+      if (at < 0 && searchFrom > from) at = locate(file, old, from, expected, hunk.atEof);
+      if (at < 0) {
+        throw new ToolExecutionError(describeMismatch(path, h + 1, hunks.length, hunk, file, from), {
+          path,
+          hunk: h + 1,
+          rule: "hunk_mismatch",
+        });
+      }
+    }
+    const replacement: Line[] = [];
+    let cursor = at;
+    for (const l of hunk.lines) {
+      if (l.op === " ") replacement.push({ ...file[cursor++]! });
+      else if (l.op === "-") cursor++;
+      else replacement.push({ text: l.text.replace(/\r$/, ""), cr: crlf, nl: true });
+    }
+    const touchesEof = at + old.length >= file.length;
+    const next = [...file.slice(0, at), ...replacement, ...file.slice(at + old.length)];
+    if (touchesEof && next.length > 0) {
+      const originalLastNl = file.length === 0 ? true : file[file.length - 1]!.nl;
+      const finalNl = hunk.newNoEol ? false : hunk.oldNoEol ? true : originalLastNl;
+      for (let k = at; k < next.length - 1; k++) {
+        const line = next[k]!;
+        if (!line.nl) Object.assign(line, { nl: true, cr: crlf });
+      }
+      next[next.length - 1]!.nl = finalNl;
+    }
+    file = next;
+    from = at + replacement.length;
+    delta += replacement.length - old.length;
+  });
+  return bom + fromLines(file);
+}
+
+/** One planned change, computed before anything is written. */
+interface Planned {
+  action: "add" | "update" | "delete" | "move";
+  input: string;
+  absolute: string;
+  real: string;
+  content?: string;
+  mode?: number;
+  /** For a move: the destination. */
+  dest?: { input: string; absolute: string; real: string };
+  hunks: number;
+}
+
+function decodeStrict(bytes: Buffer, input: string): string {
+  const text = bytes.toString("utf8");
+  if (!Buffer.from(text, "utf8").equals(bytes)) {
+    throw new ToolArgumentError(
+      `"${input}" is not valid UTF-8 text, so a patch could not preserve its bytes; use write_file instead.`,
+      { path: input, rule: "not_utf8" },
+    );
+  }
+  return text;
+}
+
+/** Plans every operation (policy, freshness, hunks) without writing; throws on the first problem. */
+async function planPatch(ops: FileOp[], context: ToolContext): Promise<Planned[]> {
+  const seen = new Set<string>();
+  const planned: Planned[] = [];
+  const claim = (real: string, input: string) => {
+    if (seen.has(real)) {
+      throw new ToolArgumentError(`The patch touches "${input}" more than once; merge those changes into one.`, {
+        argument: "patch",
+        rule: "duplicate_target",
+      });
+    }
+    seen.add(real);
+  };
+  // Every path through the policy before anything else: nothing is read or written outside.
+  const resolved = [];
+  for (const op of ops) {
+    const target = await resolveAndValidatePath(op.path, context, { kind: "file", argument: "patch" });
+    const dest =
+      op.kind === "update" && op.moveTo
+        ? await resolveAndValidatePath(op.moveTo, context, { kind: "file", argument: "patch" })
+        : undefined;
+    resolved.push({ op, target, dest });
+  }
+  for (const { op, target, dest } of resolved) {
+    claim(target.real, op.path);
+    const exists = await lstatOrUndefined(target.real);
+    if (op.kind === "add") {
+      if (exists) {
+        throw new ToolExecutionError(
+          `Cannot add "${op.path}": it already exists. Read it and send an update (or "*** Update File:") instead.`,
+          { path: op.path, rule: "exists" },
+        );
+      }
+      const hunk = op.hunks[0];
+      const lines = op.hunks.flatMap((h) => h.lines.filter((l) => l.op !== "-").map((l) => l.text));
+      const noEol = hunk?.newNoEol === true;
+      planned.push({
+        action: "add",
+        input: op.path,
+        ...target,
+        content: lines.length === 0 ? "" : `${lines.join("\n")}${noEol ? "" : "\n"}`,
+        hunks: op.hunks.length,
+      });
+      continue;
+    }
+    if (!exists) {
+      throw new NotFoundError(`Cannot patch "${op.path}": no such file.`, { path: op.path });
+    }
+    const current = await readWholeFile(target.real, op.path, PATCH_FILE_CAP, context.signal);
+    await assertFresh(context, target.real, op.path, current.sha256);
+    if (op.kind === "delete") {
+      planned.push({ action: "delete", input: op.path, ...target, hunks: 0 });
+      continue;
+    }
+    const text = decodeStrict(current.bytes, op.path);
+    const content = op.hunks.length > 0 ? applyHunks(text, op.hunks, op.path) : text;
+    const entry: Planned = {
+      action: dest ? "move" : "update",
+      input: op.path,
+      ...target,
+      content,
+      mode: current.info.mode & 0o7777,
+      hunks: op.hunks.length,
+    };
+    if (dest && op.moveTo) {
+      claim(dest.real, op.moveTo);
+      if (await lstatOrUndefined(dest.real)) {
+        throw new ToolExecutionError(`Cannot move "${op.path}" to "${op.moveTo}": the destination exists.`, {
+          path: op.moveTo,
+          rule: "exists",
+        });
+      }
+      entry.dest = { input: op.moveTo, ...dest };
+    }
+    planned.push(entry);
+  }
+  return planned;
+}
+
+/** Result of apply_patch. */
+export interface ApplyPatchResult {
+  patched: true;
+  path: string;
+  files: { path: string; action: Planned["action"]; hunks: number }[];
+}
+
+/** Executes apply_patch on parsed arguments. */
+export async function applyPatch(
+  args: { patch: string; path?: string },
+  context: ToolContext,
+): Promise<ApplyPatchResult> {
+  if (args.patch.trim() === "") throw new ToolArgumentError('"patch" is empty.', { argument: "patch" });
+  const ops = parsePatch(args.patch, args.path);
+  const planned = await planPatch(ops, context);
+  if (context.signal.aborted) throw context.signal.reason;
+  const chat = ledgerChat(context);
+  for (const p of planned) {
+    if (p.action === "delete") continue;
+    const target = p.dest ?? p;
+    await atomicWrite(target.real, p.content ?? "", { mode: p.mode, createDirectories: true, input: target.input });
+    await context.ledger.recordRead(chat, target.real, sha256(Buffer.from(p.content ?? "", "utf8")));
+  }
+  for (const p of planned) {
+    if (p.action === "delete" || p.action === "move") await rm(p.real, { force: true });
+  }
+  const files = planned.map((p) => ({
+    path: toResultPath((p.dest ?? p).absolute, context),
+    action: p.action,
+    hunks: p.hunks,
+  }));
+  return { patched: true, path: files[0]!.path, files };
+}
+
+export const applyPatchTool: RegisteredTool = {
+  definition: {
+    name: "apply_patch",
+    description:
+      'Edits files with a patch, all or nothing: a unified diff ("--- a/f" / "+++ b/f" headers and "@@ -l,n +l,n @@" hunks; several files, new and deleted files) or a "*** Begin Patch" envelope (*** Add File / *** Update File / *** Delete File / *** Move to, "@@" hunks, *** End Patch). Files you change must have been read with read_file first.',
+    parameters: {
+      type: "object",
+      properties: {
+        patch: { type: "string", description: "The patch text." },
+        path: {
+          type: "string",
+          description:
+            "Target file for hunks that carry no file headers: absolute, ~-prefixed, or relative to the working directory.",
+        },
+      },
+      required: ["patch"],
+    },
+  },
+  settings: {
+    title: "Apply patch",
+    description:
+      "Lets the model edit files with unified diffs within the allowed directories (read-before-write enforced).",
+    category: "system",
+    enabledByDefault: true,
+    canDisable: true,
+    defaultParameters: { ...PATH_POLICY_DEFAULTS },
+    parameterDescriptors: [...PATH_POLICY_DESCRIPTORS],
+  },
+  execute: (args, context) => applyPatch(args as { patch: string; path?: string }, context),
+};
+
+registerTool(applyPatchTool);

@@ -1,0 +1,281 @@
+/**
+ * Parsing of the two patch formats apply_patch accepts, into one model of file operations:
+ * - unified diff, with or without git headers (`diff --git`, `index`, `new file mode`, `rename from/to`), several
+ *   files and hunks, `/dev/null` for added and deleted files, or bare hunks for a single target given separately;
+ * - the `*** Begin Patch` envelope OpenAI models emit for their apply_patch tool (Add File, Delete File, Update
+ *   File with optional Move to, `@@` hunks located by context, `*** End of File`).
+ *
+ * A tolerant pre-pass absorbs the usual model slips: hunk counts that do not match the body are recounted, a bare
+ * `@@` (no numbers) is located by context, a context line that lost its leading space (including an empty line)
+ * is taken as context.
+ */
+import { ToolArgumentError } from "../../core/errors.js";
+
+/** One hunk: the lines it expects (context and removals) and what replaces them. */
+export interface Hunk {
+  /** 1-based line where the old side starts according to the header; undefined when unknown. */
+  oldStart?: number;
+  /** Anchor text from an envelope `@@ anchor` header: the hunk is located after a line containing it. */
+  anchor?: string;
+  /** The body in order: " " context, "-" removed, "+" added. */
+  lines: { op: " " | "-" | "+"; text: string; loose?: boolean }[];
+  /** The old side ends without a final newline ("\ No newline at end of file" after an old-side line). */
+  oldNoEol: boolean;
+  /** The new side ends without a final newline. */
+  newNoEol: boolean;
+  /** Envelope `*** End of File`: the hunk must match at the end of the file. */
+  atEof: boolean;
+}
+
+/** One file operation of a patch. */
+export type FileOp =
+  | { kind: "add"; path: string; hunks: Hunk[] }
+  | { kind: "delete"; path: string }
+  | { kind: "update"; path: string; moveTo?: string; hunks: Hunk[] };
+
+/**
+ * Drops trailing empty lines that carried no diff marker: usually the blank line after a hunk, and dropping
+ * context never changes what a hunk replaces.
+ */
+function dropLooseTail(hunk: Hunk): void {
+  while (hunk.lines.length > 0) {
+    const last = hunk.lines[hunk.lines.length - 1]!;
+    if (!(last.loose && last.text.trim() === "")) break;
+    hunk.lines.pop();
+  }
+}
+
+function fail(message: string): never {
+  throw new ToolArgumentError(`Invalid patch: ${message}`, { argument: "patch", rule: "patch_syntax" });
+}
+
+/** Parses a patch (either format). `defaultPath` is the target of header-less hunks. */
+export function parsePatch(patch: string, defaultPath?: string): FileOp[] {
+  const text = patch.replace(/\r\n/g, "\n");
+  const lines = text.split("\n");
+  if (lines[lines.length - 1] === "") lines.pop();
+  const first = lines.findIndex((l) => l.trim() !== "");
+  if (first >= 0 && lines[first]!.trim() === "*** Begin Patch") return parseEnvelope(lines.slice(first + 1));
+  return parseUnified(lines, defaultPath);
+}
+
+function parseEnvelope(lines: string[]): FileOp[] {
+  const ops: FileOp[] = [];
+  let i = 0;
+  let ended = false;
+  const readHunks = (): Hunk[] => {
+    const hunks: Hunk[] = [];
+    let current: Hunk | null = null;
+    while (i < lines.length) {
+      const line = lines[i]!;
+      if (line.startsWith("*** ") && line.trim() !== "*** End of File") break;
+      i++;
+      if (line.trim() === "*** End of File") {
+        if (current) current.atEof = true;
+        continue;
+      }
+      if (line.startsWith("@@")) {
+        current = { lines: [], oldNoEol: false, newNoEol: false, atEof: false };
+        const anchor = line.slice(2).trim();
+        if (anchor) current.anchor = anchor;
+        hunks.push(current);
+        continue;
+      }
+      if (!current) {
+        current = { lines: [], oldNoEol: false, newNoEol: false, atEof: false };
+        hunks.push(current);
+      }
+      const op = line[0];
+      if (op === "+" || op === "-" || op === " ") current.lines.push({ op, text: line.slice(1) });
+      else current.lines.push({ op: " ", text: line, loose: true }); // a context line that lost its leading space
+    }
+    for (const h of hunks) dropLooseTail(h);
+    return hunks.filter((h) => h.lines.length > 0);
+  };
+  while (i < lines.length) {
+    const line = lines[i]!;
+    const trimmed = line.trim();
+    i++;
+    if (trimmed === "") continue;
+    if (trimmed === "*** End Patch") {
+      ended = true;
+      break;
+    }
+    let m = /^\*\*\* Add File: (.+)$/.exec(trimmed);
+    if (m) {
+      const body: Hunk = { lines: [], oldNoEol: false, newNoEol: false, atEof: false };
+      while (i < lines.length && !lines[i]!.startsWith("*** ")) {
+        const l = lines[i++]!;
+        body.lines.push({ op: "+", text: l.startsWith("+") ? l.slice(1) : l });
+      }
+      ops.push({ kind: "add", path: m[1]!.trim(), hunks: [body] });
+      continue;
+    }
+    m = /^\*\*\* Delete File: (.+)$/.exec(trimmed);
+    if (m) {
+      ops.push({ kind: "delete", path: m[1]!.trim() });
+      continue;
+    }
+    m = /^\*\*\* Update File: (.+)$/.exec(trimmed);
+    if (m) {
+      const op: FileOp = { kind: "update", path: m[1]!.trim(), hunks: [] };
+      const move = /^\*\*\* Move to: (.+)$/.exec((lines[i] ?? "").trim());
+      if (move) {
+        op.moveTo = move[1]!.trim();
+        i++;
+      }
+      op.hunks = readHunks();
+      if (op.hunks.length === 0 && !op.moveTo) fail(`"*** Update File: ${op.path}" has no hunks.`);
+      ops.push(op);
+      continue;
+    }
+    fail(
+      `unexpected line ${JSON.stringify(line)} in a "*** Begin Patch" envelope; expected "*** Add File:", "*** Delete File:", "*** Update File:" or "*** End Patch".`,
+    );
+  }
+  if (!ended) fail('the envelope has no "*** End Patch" line.');
+  if (ops.length === 0) fail("the envelope holds no file operations.");
+  return ops;
+}
+
+function headerPath(raw: string): string | null {
+  let p = raw.replace(/\t.*$/, "").trim();
+  if (p.startsWith('"') && p.endsWith('"')) {
+    try {
+      p = JSON.parse(p) as string;
+    } catch {
+      // keep as is
+    }
+  }
+  if (p === "/dev/null") return null;
+  if (p.startsWith("a/") || p.startsWith("b/")) p = p.slice(2);
+  return p;
+}
+
+function parseUnified(lines: string[], defaultPath?: string): FileOp[] {
+  const ops: FileOp[] = [];
+  let oldPath: string | null | undefined;
+  let newPath: string | null | undefined;
+  let gitOld: string | undefined;
+  let gitNew: string | undefined;
+  let renameFrom: string | undefined;
+  let renameTo: string | undefined;
+  let deleted = false;
+  let created = false;
+  let hunks: Hunk[] = [];
+  let sawHeader = false;
+  let i = 0;
+  const flush = () => {
+    if (!sawHeader && hunks.length === 0) return;
+    const from = oldPath === undefined ? (renameFrom ?? gitOld) : oldPath;
+    const to = newPath === undefined ? (renameTo ?? gitNew) : newPath;
+    if (from === undefined && to === undefined) {
+      if (!defaultPath) fail('the hunks name no file (no "--- a/…" / "+++ b/…" headers); pass "path" too.');
+      ops.push({ kind: "update", path: defaultPath, hunks });
+    } else if (from === null || (created && to)) {
+      ops.push({ kind: "add", path: to!, hunks });
+    } else if (to === null || deleted) {
+      ops.push({ kind: "delete", path: from! });
+    } else {
+      const op: FileOp = { kind: "update", path: from!, hunks };
+      if (to && to !== from) op.moveTo = to;
+      ops.push(op);
+    }
+    oldPath = newPath = undefined;
+    gitOld = gitNew = renameFrom = renameTo = undefined;
+    deleted = created = false;
+    hunks = [];
+    sawHeader = false;
+  };
+  while (i < lines.length) {
+    const line = lines[i]!;
+    if (line.startsWith("diff --git ")) {
+      flush();
+      sawHeader = true;
+      const m = /^diff --git (?:"?a\/)?(.+?)"? (?:"?b\/)?(.+?)"?$/.exec(line);
+      if (m) {
+        gitOld = m[1];
+        gitNew = m[2];
+      }
+      i++;
+      continue;
+    }
+    if (line.startsWith("--- ") && (lines[i + 1] ?? "").startsWith("+++ ")) {
+      if (hunks.length > 0 || oldPath !== undefined) flush();
+      sawHeader = true;
+      oldPath = headerPath(line.slice(4));
+      newPath = headerPath(lines[i + 1]!.slice(4));
+      i += 2;
+      continue;
+    }
+    if (/^(index |similarity index |dissimilarity index |old mode |new mode |copy from |copy to )/.test(line)) {
+      i++;
+      continue;
+    }
+    if (line.startsWith("new file mode")) {
+      created = true;
+      i++;
+      continue;
+    }
+    if (line.startsWith("deleted file mode")) {
+      deleted = true;
+      i++;
+      continue;
+    }
+    if (line.startsWith("rename from ")) {
+      renameFrom = line.slice(12).trim();
+      i++;
+      continue;
+    }
+    if (line.startsWith("rename to ")) {
+      renameTo = line.slice(10).trim();
+      i++;
+      continue;
+    }
+    if (line.startsWith("Binary files ") || line.startsWith("GIT binary patch")) {
+      fail("binary patches are not supported; write the file with write_file instead.");
+    }
+    if (line.startsWith("@@")) {
+      const m = /^@@+ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@+/.exec(line);
+      const hunk: Hunk = { lines: [], oldNoEol: false, newNoEol: false, atEof: false };
+      if (m) {
+        const start = Number(m[1]);
+        const count = m[2] === undefined ? 1 : Number(m[2]);
+        hunk.oldStart = count === 0 ? start + 1 : Math.max(1, start);
+      }
+      i++;
+      while (i < lines.length) {
+        const l = lines[i]!;
+        if (l.startsWith("@@") || l.startsWith("diff --git ")) break;
+        if (l.startsWith("--- ") && (lines[i + 1] ?? "").startsWith("+++ ")) break;
+        if (l.startsWith("\\")) {
+          const last = hunk.lines[hunk.lines.length - 1];
+          if (last?.op === "-") hunk.oldNoEol = true;
+          else if (last?.op === "+") hunk.newNoEol = true;
+          else if (last) {
+            hunk.oldNoEol = true;
+            hunk.newNoEol = true;
+          }
+          i++;
+          continue;
+        }
+        const op = l[0];
+        if (op === " " || op === "-" || op === "+") hunk.lines.push({ op, text: l.slice(1) });
+        else hunk.lines.push({ op: " ", text: l, loose: true }); // lost its leading space (or an empty line)
+        i++;
+      }
+      dropLooseTail(hunk);
+      if (hunk.lines.length > 0) hunks.push(hunk);
+      continue;
+    }
+    if (hunks.length === 0 && !sawHeader) {
+      i++; // preamble text before the first header (commit message, prose)
+      continue;
+    }
+    i++;
+  }
+  flush();
+  if (ops.length === 0)
+    fail('no hunks found; send a unified diff ("@@ -l,n +l,n @@" hunks) or a "*** Begin Patch" envelope.');
+  return ops;
+}
