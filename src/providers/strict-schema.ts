@@ -268,6 +268,7 @@ function makeNullable(node: JsonSchema): JsonSchema {
 }
 
 function describeDefault(description: string | undefined, value: unknown): string {
+  if (description && /\bdefault/i.test(description)) return description; // the author already says it
   const note = `Default: ${JSON.stringify(value)}.`;
   return description ? `${description} ${note}` : note;
 }

@@ -71,6 +71,7 @@ describe("toStrictSchema", () => {
         fixed: { const: "v" },
         limit: { type: "integer", default: 100, description: "Max entries." },
         already: { type: ["string", "null"] },
+        said: { type: "integer", default: 5, description: "Retries (default 5)." },
       },
     });
     const props = toStrictSchema(source).properties!;
@@ -79,6 +80,7 @@ describe("toStrictSchema", () => {
     expect(props.fixed).toEqual({ enum: ["v", null] });
     expect(props.limit).toEqual({ type: ["integer", "null"], description: "Max entries. Default: 100." });
     expect(props.already).toEqual({ type: ["string", "null"] });
+    expect(props.said).toEqual({ type: ["integer", "null"], description: "Retries (default 5)." });
     expect(isStrictCompatible(toStrictSchema(source))).toBe(true);
   });
 
