@@ -2,7 +2,7 @@
  * The bash and shell_exec tools through a real ToolRuntime (own registry, so other built-ins do not matter):
  * allowlist, argv-only execution, environment filtering, cwd containment, audit log, timeout and abort.
  */
-import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ToolRegistryStore } from "../../src/core/registry.js";
@@ -116,6 +116,22 @@ describe("shell_exec allowlist (hostile)", () => {
     expect(existsSync(join(wd, "PWNED"))).toBe(false);
   });
 
+  it("a PATH entry that links into the working directory does not make a planted binary runnable", async () => {
+    const { enable, call } = setup();
+    await enable();
+    const planted = join(wd, "jq");
+    writeFileSync(planted, `#!/bin/sh\ntouch "${join(wd, "PWNED-jq")}"\n`);
+    chmodSync(planted, 0o755);
+    const bin = join(root, "linkbin");
+    mkdirSync(bin, { recursive: true });
+    symlinkSync(planted, join(bin, "jq"));
+    symlinkSync(wd, join(root, "wd-link"));
+    process.env.PATH = `${bin}:${join(root, "wd-link")}`;
+    const outcome = await call("shell_exec", { argv: ["jq", "--version"] });
+    expect(outcome).toMatchObject({ ok: false, error: { code: "not_found" } });
+    expect(existsSync(join(wd, "PWNED-jq"))).toBe(false);
+  });
+
   it("shell metacharacters in arguments are inert", async () => {
     const { enable, call } = setup();
     await enable();
@@ -217,6 +233,16 @@ describe("cwd containment", () => {
     expect(await call("bash", { command: "ls", cwd: "missing" })).toMatchObject({
       ok: false,
       error: { code: "not_found" },
+    });
+    symlinkSync("/etc", join(wd, "etc-link"));
+    writeFileSync(join(wd, "a-file"), "x");
+    expect(await call("shell_exec", { argv: ["ls"], cwd: "etc-link" })).toMatchObject({
+      ok: false,
+      error: { code: "access_denied" },
+    });
+    expect(await call("bash", { command: "ls", cwd: "a-file" })).toMatchObject({
+      ok: false,
+      error: { code: "validation_failed" },
     });
     expect(audit.entries.every((e) => e.termination === "refused")).toBe(true);
   });
