@@ -5,6 +5,7 @@
  * mid-way, abort through the signal, HTTP errors.
  */
 
+import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ToolDefinition } from "../../src/core/types.js";
 import {
@@ -15,6 +16,7 @@ import {
   ProviderError,
   type ProviderName,
   type ProviderStreamEvent,
+  providerConfigFromEnv,
 } from "../../src/providers/index.js";
 import { type FakeProvider, type FakeTurn, startFakeProvider } from "../fakes/provider-server.js";
 
@@ -73,6 +75,12 @@ async function collectUntilError(
 
 const ofType = <T extends ProviderStreamEvent["type"]>(events: ProviderStreamEvent[], type: T) =>
   events.filter((e): e is Extract<ProviderStreamEvent, { type: T }> => e.type === type);
+
+const finishOf = (events: ProviderStreamEvent[]) => {
+  const finish = events.at(-1);
+  if (finish?.type !== "finish") throw new Error("the stream did not end with finish");
+  return finish;
+};
 
 const text = (events: ProviderStreamEvent[]) =>
   ofType(events, "text_delta")
@@ -252,5 +260,158 @@ describe.each(PROVIDERS)("%s adapter through its SDK", (name) => {
       adapter.stream({ model: "m", messages: [{ role: "user", content: "go" }], tools: [] }),
     );
     expect(events.at(-1)).toMatchObject({ type: "finish", reason: "length" });
+  });
+});
+
+const FIXTURE_IDS: Record<ProviderName, [string, string]> = {
+  openai: ["call_FtIo8VaeVlpA0Lx0f3dVIQ1R", "call_Zq2mK7Yv0bB4nW8sTt6uJx3E"],
+  "openai-chat": ["call_7iNvM2LqT0sYkXe4R1pWcA9d", "call_Qe3hB8uVn5KjS2mZt0LyGf6o"],
+  anthropic: ["toolu_01A09q90qw90lq917835lq9", "toolu_01T1x1fJ34qAmk2tNTrN7Up6"],
+  gemini: ["k9m2x7qa", "p4t8w1zc"],
+};
+
+describe.each(PROVIDERS)("%s recorded stream fixture", (name) => {
+  it("replays test/fixtures/streams/<provider>.txt through the SDK into the normalized events", async () => {
+    const body = readFileSync(new URL(`../fixtures/streams/${name}.txt`, import.meta.url), "utf8");
+    const { adapter } = await setup(name, [{ kind: "raw", body }]);
+    const events = await collect(
+      adapter.stream({ model: "m", messages: [{ role: "user", content: "go" }], tools: TOOLS }),
+    );
+    const [a, b] = FIXTURE_IDS[name];
+    expect(text(events)).toBe("Let me check both.");
+    expect(ofType(events, "tool_call_started")).toEqual([
+      { type: "tool_call_started", id: a, name: "list_dir" },
+      { type: "tool_call_started", id: b, name: "read_file" },
+    ]);
+    expect(ofType(events, "tool_call_arguments_delta").filter((d) => d.id === a).length).toBeGreaterThan(1);
+    expect(ofType(events, "tool_call_completed")).toEqual([
+      { type: "tool_call_completed", id: a, name: "list_dir", arguments: '{"path":"src","limit":10}' },
+      { type: "tool_call_completed", id: b, name: "read_file", arguments: '{"path":"README.md"}' },
+    ]);
+    expect(ofType(events, "usage")).toEqual([{ type: "usage", inputTokens: 42, outputTokens: 17 }]);
+    expect(events.at(-1)).toMatchObject({ type: "finish", reason: "tool_calls" });
+    expect(events.filter((e) => e.type === "finish")).toHaveLength(1);
+  });
+});
+
+describe("tool definitions on the wire", () => {
+  const ODD: ToolDefinition = {
+    name: "files/list",
+    description: "A registered name no provider accepts as is.",
+    parameters: {
+      type: "object",
+      properties: { path: { type: "string" }, depth: { type: "integer" } },
+      required: ["path"],
+    },
+  };
+
+  it.each(PROVIDERS)("%s: sanitized tool names go out and come back as the registered name", async (name) => {
+    const { fake, adapter } = await setup(name, [
+      (req) => ({ kind: "tools", calls: [{ name: req.tools[0]!.name, arguments: { path: "." } }] }),
+      { kind: "text", text: "done" },
+    ]);
+    const messages: ConversationMessage[] = [{ role: "user", content: "go" }];
+    const first = await collect(adapter.stream({ model: "m", messages, tools: [ODD] }));
+    const wireName = fake.requests[0]!.tools[0]!.name;
+    expect(wireName).not.toBe("files/list");
+    const call = ofType(first, "tool_call_completed")[0]!;
+    expect(call.name).toBe("files/list");
+    messages.push({
+      role: "assistant",
+      content: "",
+      toolCalls: [{ id: call.id, name: call.name, arguments: call.arguments }],
+      providerData: finishOf(first).providerData,
+    });
+    messages.push({ role: "tool", results: [{ id: call.id, name: call.name, ok: true, content: "[]" }] });
+    await collect(adapter.stream({ model: "m", messages, tools: [ODD] }));
+    expect(fake.failures).toEqual([]); // the fake checked that the echoed call uses the wire name it issued
+  });
+
+  it("openai sends strict schemas (optional keys nullable and required); openai-chat on a local server does not", async () => {
+    const responses = await setup("openai", [{ kind: "text", text: "ok" }]);
+    await collect(responses.adapter.stream({ model: "m", messages: [{ role: "user", content: "go" }], tools: [ODD] }));
+    const strictTool = responses.fake.requests[0]!.tools[0]!;
+    expect(strictTool.strict).toBe(true);
+    expect(strictTool.parameters).toMatchObject({
+      additionalProperties: false,
+      required: ["path", "depth"],
+      properties: { depth: { type: ["integer", "null"] } },
+    });
+
+    const chat = await setup("openai-chat", [{ kind: "text", text: "ok" }]);
+    await collect(chat.adapter.stream({ model: "m", messages: [{ role: "user", content: "go" }], tools: [ODD] }));
+    const plain = chat.fake.requests[0]!.tools[0]!;
+    expect(plain.strict).toBeUndefined();
+    expect(plain.parameters).toEqual(ODD.parameters);
+
+    const fake = await startFakeProvider("openai-chat", [{ kind: "text", text: "ok" }]);
+    fakes.push(fake);
+    const strictChat = createProviderAdapter("openai-chat", { apiKey: "k", baseURL: fake.baseURL, chatStrict: true });
+    await collect(strictChat.stream({ model: "m", messages: [{ role: "user", content: "go" }], tools: [ODD] }));
+    expect(fake.requests[0]!.tools[0]!.strict).toBe(true);
+  });
+
+  it.each(PROVIDERS)(
+    "%s: malformed arguments reach the caller verbatim and the turn can still be answered",
+    async (name) => {
+      const { fake, adapter } = await setup(name, [
+        { kind: "tools", calls: [{ name: "list_dir", arguments: '{"path": "src", limit: }' }] },
+        { kind: "text", text: "fixed" },
+      ]);
+      const messages: ConversationMessage[] = [{ role: "user", content: "go" }];
+      const first = await collect(adapter.stream({ model: "m", messages, tools: TOOLS }));
+      const call = ofType(first, "tool_call_completed")[0]!;
+      expect(call.arguments).toBe('{"path": "src", limit: }');
+      messages.push({
+        role: "assistant",
+        content: "",
+        toolCalls: [{ id: call.id, name: call.name, arguments: call.arguments }],
+        providerData: finishOf(first).providerData,
+      });
+      messages.push({
+        role: "tool",
+        results: [
+          { id: call.id, name: call.name, ok: false, content: "validation_failed: arguments are not valid JSON" },
+        ],
+      });
+      const second = await collect(adapter.stream({ model: "m", messages, tools: TOOLS }));
+      expect(fake.failures).toEqual([]);
+      expect(text(second)).toBe("fixed");
+    },
+  );
+});
+
+describe("providerConfigFromEnv", () => {
+  it("reads each provider's key and base URL", () => {
+    const env = {
+      OPENAI_API_KEY: "sk-o",
+      OPENAI_BASE_URL: "http://127.0.0.1:8080/v1",
+      ANTHROPIC_API_KEY: "sk-a",
+      GEMINI_API_KEY: "g",
+      GEMINI_BASE_URL: "http://127.0.0.1:9090",
+    };
+    expect(providerConfigFromEnv("openai", env)).toEqual({ apiKey: "sk-o", baseURL: "http://127.0.0.1:8080/v1" });
+    expect(providerConfigFromEnv("openai-chat", env)).toEqual({ apiKey: "sk-o", baseURL: "http://127.0.0.1:8080/v1" });
+    expect(providerConfigFromEnv("anthropic", env)).toEqual({ apiKey: "sk-a" });
+    expect(providerConfigFromEnv("gemini", env)).toEqual({ apiKey: "g", baseURL: "http://127.0.0.1:9090" });
+    expect(providerConfigFromEnv("gemini", { GOOGLE_API_KEY: "gg" })).toEqual({ apiKey: "gg" });
+  });
+
+  it("names the missing variable", () => {
+    expect(() => providerConfigFromEnv("openai", {})).toThrow(/OPENAI_API_KEY/);
+    expect(() => providerConfigFromEnv("anthropic", {})).toThrow(/ANTHROPIC_API_KEY/);
+    expect(() => providerConfigFromEnv("gemini", {})).toThrow(/GEMINI_API_KEY/);
+    expect(() => providerConfigFromEnv("openai-chat", {})).toThrow(/OPENAI_API_KEY.*OPENAI_BASE_URL/);
+  });
+
+  it("lets openai-chat talk to a keyless local server", () => {
+    expect(providerConfigFromEnv("openai-chat", { OPENAI_BASE_URL: "http://127.0.0.1:11434/v1" })).toEqual({
+      apiKey: "not-needed",
+      baseURL: "http://127.0.0.1:11434/v1",
+    });
+  });
+
+  it("rejects an unknown provider name", () => {
+    expect(() => createProviderAdapter("mistral" as ProviderName)).toThrow(/Unknown provider/);
   });
 });

@@ -19,7 +19,7 @@ export function classifyProviderError(provider: ProviderName, error: unknown, si
     return abort;
   }
   const status = statusOf(err);
-  const detail = err.message || err.name;
+  const detail = (err.message || err.name).replace(/[.\s]+$/, "");
   const hint =
     status === 401 || status === 403
       ? " Check the API key."
