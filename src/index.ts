@@ -20,6 +20,7 @@ export * from "./core/path-policy.js";
 export * from "./providers/tool-mapper.js";
 export * from "./providers/strict-schema.js";
 export * from "./providers/provider-schemas.js";
+export * from "./providers/index.js";
 export { createAppContext, type AppContext, type AppContextOptions } from "./app/context.js";
 export { ToolSettingsService, type ToolSettingsDescriptor, type UpdateToolSettingsBody } from "./app/tool-settings-service.js";
 export { openDatabase, type ToolhostDatabase } from "./storage/database.js";
