@@ -17,7 +17,7 @@ import type { Readable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import { NotFoundError, ToolExecutionError, ToolTimeoutError } from "../../core/errors.js";
 import { HeadTailCapture } from "./output-cap.js";
-import { killProcessTree, PROCESS_TAG_VARIABLE } from "./process-tree.js";
+import { killProcessTree, PROCESS_TAG_VARIABLE, processStartTime } from "./process-tree.js";
 
 /** How a run ended: normal exit, killed by the owned timer, killed on the caller's abort, or killed by a signal. */
 export type Termination = "exited" | "timed_out" | "aborted" | "signalled";
@@ -147,6 +147,8 @@ export async function runProcess(options: RunProcessOptions): Promise<ProcessRun
     });
   }
   const pid = child.pid;
+  // Every process of the call starts after the child; older ones are never examined (undefined: no /proc).
+  const startedAt = posix ? processStartTime(pid) : undefined;
   options.onSpawn?.(pid);
   child.on("error", () => {}); // late errors (e.g. a failed kill) are not fatal: the exit event decides
 
@@ -166,7 +168,7 @@ export async function runProcess(options: RunProcessOptions): Promise<ProcessRun
   const killAll = (as: Termination) => {
     if (state.finished || state.killedAs) return;
     state.killedAs = as;
-    state.killing = killProcessTree(pid, tag);
+    state.killing = killProcessTree(pid, tag, { startedAt });
   };
 
   const timer = setTimeout(() => killAll("timed_out"), Math.max(1, options.timeoutMs));
@@ -186,7 +188,7 @@ export async function runProcess(options: RunProcessOptions): Promise<ProcessRun
   // the call is left (background jobs, daemons) so that nothing outlives the call and the pipes close.
   await waitAtMost(pipesClosed, drainMs);
   if (state.killing) await state.killing;
-  await killProcessTree(pid, tag);
+  await killProcessTree(pid, tag, { startedAt });
   await waitAtMost(pipesClosed, 100);
   child.stdout?.destroy();
   child.stderr?.destroy();

@@ -10,7 +10,8 @@
  * - descends from the child or from another member through the parent links still present, or
  * - carries the marker in its initial environment (/proc/<pid>/environ): a `setsid` daemon that double-forked
  *   and was reparented to init keeps it, since environments are inherited.
- * Members are SIGKILLed (their process groups too), and the scan repeats until none is left alive, so a process
+ * Only processes started after the child are considered, so nothing older than the call is ever examined or
+ * killed, whatever pids get recycled. Members are SIGKILLed (their process groups too), and the scan repeats until none is left alive, so a process
  * forked during the kill is caught by the next round. A process that both leaves the session and execs with a
  * scrubbed environment (`env -i setsid …`) after its parent died escapes; only a cgroup or container closes that gap.
  *
@@ -31,6 +32,8 @@ export interface ProcessStat {
   session: number;
   /** One-letter state (R, S, D, Z, T, …). */
   state: string;
+  /** Start time in clock ticks since boot (field 22 of /proc/<pid>/stat). */
+  startTime: number;
 }
 
 /** Parses the text of /proc/<pid>/stat; null when malformed. The command name may hold spaces and parentheses. */
@@ -45,7 +48,8 @@ export function parseProcStat(text: string): ProcessStat | null {
     .split(" ");
   const [state, ppid, pgrp, session] = [fields[0], Number(fields[1]), Number(fields[2]), Number(fields[3])];
   if (!state || !Number.isInteger(pid) || !Number.isInteger(ppid) || !Number.isInteger(pgrp)) return null;
-  return { pid, ppid, pgrp, session, state };
+  const startTime = Number(fields[19]);
+  return { pid, ppid, pgrp, session, state, startTime: Number.isFinite(startTime) ? startTime : 0 };
 }
 
 /** True when this platform exposes a Linux-style /proc with stat and environ files. */
@@ -79,6 +83,16 @@ export function listProcesses(): ProcessStat[] {
   return out;
 }
 
+/** The start time (clock ticks since boot) of a live process, or undefined (no /proc, or gone). */
+export function processStartTime(pid: number): number | undefined {
+  try {
+    const stat = parseProcStat(readFileSync(`/proc/${pid}/stat`, "utf8"));
+    return stat && stat.state !== "Z" ? stat.startTime : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Whether a process is alive (exists and is not a zombie). Uses /proc where present, else `kill(pid, 0)`. */
 export function isProcessAlive(pid: number): boolean {
   if (hasProcFs()) {
@@ -107,15 +121,17 @@ function carriesTag(pid: number, needle: Buffer): boolean {
 
 /**
  * The live processes that belong to the call whose child is `rootPid` and whose environment tag is `tag`
- * (see the module comment). Never includes this process or its parent. Linux only; empty elsewhere.
+ * (see the module comment). Never includes this process or its parent. `startedAt` (the root's start time, in
+ * clock ticks) skips every process older than the call, so only newer ones have their environment read.
+ * Linux only; empty elsewhere.
  */
-export function findCallProcesses(rootPid: number, tag: string): number[] {
+export function findCallProcesses(rootPid: number, tag: string, startedAt = 0): number[] {
   const table = listProcesses().filter((p) => p.state !== "Z" && p.state !== "X");
   const self = new Set([process.pid, process.ppid]);
   const needle = Buffer.from(`${PROCESS_TAG_VARIABLE}=${tag}\0`);
   const members = new Set<number>();
   for (const p of table) {
-    if (self.has(p.pid)) continue;
+    if (self.has(p.pid) || p.startTime < startedAt) continue;
     if (p.pid === rootPid || p.pgrp === rootPid || p.session === rootPid || carriesTag(p.pid, needle)) {
       members.add(p.pid);
     }
@@ -126,7 +142,7 @@ export function findCallProcesses(rootPid: number, tag: string): number[] {
   while (grew) {
     grew = false;
     for (const p of table) {
-      if (members.has(p.pid) || self.has(p.pid)) continue;
+      if (members.has(p.pid) || self.has(p.pid) || p.startTime < startedAt) continue;
       if (members.has(p.ppid)) {
         members.add(p.pid);
         grew = true;
@@ -148,6 +164,8 @@ function signal(pid: number, sig: NodeJS.Signals): void {
 export interface KillTreeOptions {
   /** Most scan-and-kill rounds on Linux (default 25). */
   maxRounds?: number;
+  /** The root's start time in clock ticks (processStartTime right after spawn); older processes are skipped. */
+  startedAt?: number;
 }
 
 /**
@@ -166,13 +184,13 @@ export async function killProcessTree(rootPid: number, tag: string, options: Kil
   }
   const procFs = hasProcFs();
   // Snapshot the tree while the parent links still exist (killing a parent reparents its children to init).
-  const initial = procFs ? findCallProcesses(rootPid, tag) : [];
+  const initial = procFs ? findCallProcesses(rootPid, tag, options.startedAt) : [];
   signal(-rootPid, "SIGKILL");
   signal(rootPid, "SIGKILL");
   if (!procFs) return true;
   const rounds = options.maxRounds ?? 25;
   for (let round = 0; round < rounds; round++) {
-    const members = round === 0 ? initial : findCallProcesses(rootPid, tag);
+    const members = round === 0 ? initial : findCallProcesses(rootPid, tag, options.startedAt);
     if (members.length === 0) return true;
     for (const pid of members) {
       signal(-pid, "SIGKILL"); // its own group, when it leads one (setsid daemons)
@@ -180,5 +198,5 @@ export async function killProcessTree(rootPid: number, tag: string, options: Kil
     }
     await sleep(round < 4 ? 5 : 20);
   }
-  return findCallProcesses(rootPid, tag).length === 0;
+  return findCallProcesses(rootPid, tag, options.startedAt).length === 0;
 }
