@@ -1,0 +1,135 @@
+/**
+ * `toolhost chat` end to end: the built CLI, the real SDKs of all four providers against the fake provider
+ * servers on loopback, real built-in tools on a real directory, SQLite in a temporary data directory.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ProviderName } from "../../src/providers/types.js";
+import { startFakeProvider } from "../fakes/provider-server.js";
+import { assertBuilt, cleanEnv, runCli, startCli } from "./chat-process.js";
+import { makeProject, SECRET_LINE, scenarioScript } from "./chat-scenario.js";
+
+const KEY_ENV: Record<ProviderName, [string, string]> = {
+  openai: ["OPENAI_API_KEY", "OPENAI_BASE_URL"],
+  "openai-chat": ["OPENAI_API_KEY", "OPENAI_BASE_URL"],
+  gemini: ["GEMINI_API_KEY", "GEMINI_BASE_URL"],
+  anthropic: ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"],
+};
+
+let work: string;
+let project: string;
+
+beforeAll(() => {
+  assertBuilt();
+  work = mkdtempSync(join(tmpdir(), "toolhost-e2e-cli-"));
+  project = makeProject();
+});
+
+afterAll(() => {
+  rmSync(work, { recursive: true, force: true });
+  rmSync(project, { recursive: true, force: true });
+});
+
+function envFor(provider: ProviderName, baseURL: string, dataDir: string) {
+  const [key, url] = KEY_ENV[provider];
+  return cleanEnv({ TOOLHOST_DATA_DIR: dataDir, [key]: "test-key", [url]: baseURL });
+}
+
+describe.each(["openai", "openai-chat", "gemini", "anthropic"] as const)("toolhost chat --provider %s", (provider) => {
+  it("lists the directory, reads the file it found, and answers from it", async () => {
+    const fake = await startFakeProvider(provider, scenarioScript(provider, project));
+    try {
+      const dataDir = join(work, `data-${provider}`);
+      const { code, stdout, stderr } = await runCli(
+        [
+          "chat",
+          "Find the launch code in this project.",
+          "--provider",
+          provider,
+          "--model",
+          "fake-model",
+          "--cwd",
+          project,
+        ],
+        envFor(provider, fake.baseURL, dataDir),
+      );
+      expect(fake.failures).toEqual([]);
+      expect(code, stderr).toBe(0);
+      expect(stdout).toContain("Let me look at the directory.");
+      expect(stdout).toContain(SECRET_LINE);
+      expect(stdout).toContain("launch-notes.txt");
+      // Tool lines (not a TTY: plain lines) with name, short arguments, outcome and duration.
+      expect(stderr).toMatch(/→ list_directory path="\."/);
+      expect(stderr).toMatch(/✓ list_directory path="\." · ok · \d+(\.\d+)? m?s/);
+      expect(stderr).toMatch(/✓ read_file path="launch-notes\.txt" · ok · /);
+      expect(fake.requests).toHaveLength(3);
+      expect(fake.requests[0]!.model).toBe("fake-model");
+    } finally {
+      await fake.close();
+    }
+  });
+});
+
+describe("toolhost chat", () => {
+  it("continues a chat across runs with --chat, sending the stored history", async () => {
+    const fake = await startFakeProvider("openai-chat", [
+      ...scenarioScript("openai-chat", project),
+      (request) => ({
+        kind: "text",
+        text: `You asked before; ${request.toolResults.length} tool results are in the history.`,
+      }),
+    ]);
+    try {
+      const env = envFor("openai-chat", fake.baseURL, join(work, "data-continue"));
+      const args = ["--provider", "openai-chat", "--model", "local-model", "--chat", "my-chat"];
+      const first = await runCli(["chat", "Find the launch code.", ...args, "--cwd", project], env);
+      expect(first.code, first.stderr).toBe(0);
+      const second = await runCli(["chat", "What did you find?", "--chat", "my-chat"], env, project);
+      expect(second.code, second.stderr).toBe(0);
+      expect(second.stdout).toContain("2 tool results are in the history");
+      expect(fake.requests[3]!.model).toBe("local-model");
+      expect(fake.requests[3]!.lastUserText).toBe("What did you find?");
+      expect(fake.failures).toEqual([]);
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it("names the missing API key variable", async () => {
+    const { code, stderr } = await runCli(
+      ["chat", "hi", "--provider", "anthropic", "--cwd", project],
+      cleanEnv({ TOOLHOST_DATA_DIR: join(work, "data-nokey") }),
+    );
+    expect(code).toBe(2);
+    expect(stderr).toContain("ANTHROPIC_API_KEY");
+  });
+
+  it("refuses a --cwd that does not exist", async () => {
+    const { code, stderr } = await runCli(
+      ["chat", "hi", "--provider", "openai", "--cwd", join(project, "missing")],
+      cleanEnv({ TOOLHOST_DATA_DIR: join(work, "data-nocwd"), OPENAI_API_KEY: "k" }),
+    );
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/no such directory/);
+  });
+
+  it("cancels the turn on Ctrl-C: the provider request is closed and the process exits 130", async () => {
+    const fake = await startFakeProvider("anthropic", [{ kind: "stall", text: "Thinking about it" }]);
+    try {
+      const p = startCli(
+        ["chat", "Take your time.", "--provider", "anthropic", "--cwd", project],
+        envFor("anthropic", fake.baseURL, join(work, "data-sigint")),
+      );
+      await p.waitFor((out) => out.includes("Thinking about it"));
+      p.child.kill("SIGINT");
+      await fake.stallClosed();
+      const code = await p.exited;
+      expect(code).toBe(130);
+      expect(p.stderr()).toContain("Cancelled.");
+    } finally {
+      await fake.close();
+    }
+  });
+});

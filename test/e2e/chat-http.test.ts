@@ -1,0 +1,330 @@
+/**
+ * The chat HTTP API end to end: the built server (`toolhost serve --port 0`) in its own process with SQLite in a
+ * temporary data directory, the real SDKs of all four providers against the fake provider servers, SSE read by a
+ * plain fetch client, as an API user would.
+ */
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ProviderName } from "../../src/providers/types.js";
+import { type FakeProvider, startFakeProvider } from "../fakes/provider-server.js";
+import { assertBuilt, type CliProcess, cleanEnv, runCli, startCli } from "./chat-process.js";
+import { makeProject, SECRET_LINE, scenarioScript } from "./chat-scenario.js";
+
+const KEY_ENV: Record<ProviderName, [string, string]> = {
+  openai: ["OPENAI_API_KEY", "OPENAI_BASE_URL"],
+  "openai-chat": ["OPENAI_API_KEY", "OPENAI_BASE_URL"],
+  gemini: ["GEMINI_API_KEY", "GEMINI_BASE_URL"],
+  anthropic: ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"],
+};
+
+interface SseEvent {
+  event: string;
+  id?: string;
+  data: any;
+}
+
+/** Reads an SSE response to its end (or until `until` returns true, then aborts the request). */
+async function readSse(
+  response: Response,
+  until?: (event: SseEvent) => boolean,
+  controller?: AbortController,
+): Promise<SseEvent[]> {
+  expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
+  const events: SseEvent[] = [];
+  const decoder = new TextDecoder();
+  let buffer = "";
+  const reader = response.body!.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true });
+      let end = buffer.indexOf("\n\n");
+      while (end >= 0) {
+        const frame = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        end = buffer.indexOf("\n\n");
+        const event: SseEvent = { event: "message", data: "" };
+        const data: string[] = [];
+        for (const line of frame.split("\n")) {
+          if (line.startsWith(":")) continue;
+          const colon = line.indexOf(":");
+          const field = colon < 0 ? line : line.slice(0, colon);
+          const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+          if (field === "event") event.event = value;
+          else if (field === "id") event.id = value;
+          else if (field === "data") data.push(value);
+        }
+        if (data.length === 0) continue;
+        event.data = JSON.parse(data.join("\n"));
+        events.push(event);
+        if (until?.(event)) {
+          controller?.abort();
+          return events;
+        }
+      }
+    }
+  } catch (error) {
+    if (!controller?.signal.aborted) throw error;
+  }
+  return events;
+}
+
+/** A running `toolhost serve` with its URL and first-start token. */
+interface Server {
+  process: CliProcess;
+  url: string;
+  token: string;
+  dataDir: string;
+  env: NodeJS.ProcessEnv;
+  api(path: string, init?: RequestInit & { token?: string }): Promise<Response>;
+  stop(): Promise<void>;
+}
+
+async function startServer(env: NodeJS.ProcessEnv, dataDir: string): Promise<Server> {
+  const p = startCli(["serve", "--port", "0"], env);
+  await p.waitFor((out) => /Toolhost (http:\/\/127\.0\.0\.1:\d+)/.test(out) && /^\s+(th_\S+)$/m.test(out));
+  const url = /Toolhost (http:\/\/127\.0\.0\.1:\d+)/.exec(p.stdout())![1]!;
+  const token = /^\s+(th_\S+)$/m.exec(p.stdout())![1]!;
+  return {
+    process: p,
+    url,
+    token,
+    dataDir,
+    env,
+    api: (path, init = {}) =>
+      fetch(`${url}${path}`, {
+        ...init,
+        headers: {
+          authorization: `Bearer ${init.token ?? token}`,
+          "content-type": "application/json",
+          ...(init.headers ?? {}),
+        },
+      }),
+    async stop() {
+      p.child.kill("SIGTERM");
+      await p.exited;
+    },
+  };
+}
+
+let work: string;
+let roots: string;
+let project: string;
+
+beforeAll(() => {
+  assertBuilt();
+  work = mkdtempSync(join(tmpdir(), "toolhost-e2e-http-"));
+  roots = join(work, "roots");
+  mkdirSync(roots);
+  project = makeProject(join(roots, "project-"));
+});
+
+afterAll(() => {
+  rmSync(work, { recursive: true, force: true });
+});
+
+async function withServer(provider: ProviderName, fake: FakeProvider, fn: (server: Server) => Promise<void>) {
+  const [key, url] = KEY_ENV[provider];
+  const dataDir = join(work, `data-${provider}-${Math.random().toString(36).slice(2)}`);
+  const env = cleanEnv({
+    TOOLHOST_DATA_DIR: dataDir,
+    [key]: "test-key",
+    [url]: fake.baseURL,
+    TOOLHOST_CHAT_ROOTS: roots,
+  });
+  const server = await startServer(env, dataDir);
+  try {
+    await fn(server);
+  } finally {
+    await server.stop();
+  }
+}
+
+async function createChat(server: Server, provider: ProviderName, body: Record<string, unknown> = {}) {
+  const response = await server.api("/api/chats", {
+    method: "POST",
+    body: JSON.stringify({ provider, model: "fake-model", workingDirectory: project, ...body }),
+  });
+  return { response, chat: (await response.json()) as any };
+}
+
+describe.each(["openai", "openai-chat", "gemini", "anthropic"] as const)("chat API with %s", (provider) => {
+  it("streams the scenario as SSE and stores the whole turn", async () => {
+    const fake = await startFakeProvider(provider, scenarioScript(provider, project));
+    try {
+      await withServer(provider, fake, async (server) => {
+        const { response, chat } = await createChat(server, provider, { title: "e2e" });
+        expect(response.status).toBe(201);
+        expect(chat).toMatchObject({ provider, model: "fake-model", workingDirectory: project, title: "e2e" });
+
+        const sse = await server.api(`/api/chats/${chat.id}/messages`, {
+          method: "POST",
+          body: JSON.stringify({ content: "Find the launch code in this project." }),
+        });
+        expect(sse.status).toBe(200);
+        const events = await readSse(sse);
+        expect(fake.failures).toEqual([]);
+        for (const e of events) expect(e.event).toBe(e.data.type);
+        expect(events.map((e) => Number(e.id))).toEqual(events.map((_, i) => i + 1));
+        const results = events.filter((e) => e.event === "tool_result").map((e) => e.data);
+        expect(results.map((r) => [r.name, r.ok])).toEqual([
+          ["list_directory", true],
+          ["read_file", true],
+        ]);
+        const text = events
+          .filter((e) => e.event === "text_delta")
+          .map((e) => e.data.delta)
+          .join("");
+        expect(text).toContain(SECRET_LINE);
+        expect(events.filter((e) => e.event === "iteration").map((e) => e.data.n)).toEqual([1, 2, 3]);
+        expect(events.at(-1)?.data).toMatchObject({ type: "done", reason: "text", iterations: 3 });
+
+        const stored = (await (await server.api(`/api/chats/${chat.id}`)).json()) as any;
+        expect(stored.messages.map((m: any) => m.role)).toEqual([
+          "user",
+          "assistant",
+          "tool",
+          "assistant",
+          "tool",
+          "assistant",
+        ]);
+        expect(stored.messages[2].results[0]).toMatchObject({ name: "list_directory", ok: true });
+        expect(stored.messages[5].content).toContain(SECRET_LINE);
+      });
+    } finally {
+      await fake.close();
+    }
+  });
+});
+
+describe("chat API rules", () => {
+  it("validates bodies, binds only directories within TOOLHOST_CHAT_ROOTS, and hides other users' chats", async () => {
+    const fake = await startFakeProvider("anthropic", []);
+    try {
+      await withServer("anthropic", fake, async (server) => {
+        expect((await server.api("/api/chats", { method: "POST", body: "{" })).status).toBe(400);
+        expect((await createChat(server, "mistral" as ProviderName)).response.status).toBe(400);
+        expect((await createChat(server, "anthropic", { model: "" })).response.status).toBe(400);
+        expect((await createChat(server, "anthropic", { extra: 1 })).response.status).toBe(400);
+        const missing = await createChat(server, "anthropic", { workingDirectory: join(project, "nope") });
+        expect(missing.response.status).toBe(400);
+        expect(missing.chat.error.message).toMatch(/does not exist/);
+        const outside = await createChat(server, "anthropic", { workingDirectory: work });
+        expect(outside.response.status).toBe(403);
+        expect(outside.chat.error.code).toBe("access_denied");
+        expect((await createChat(server, "anthropic", { workingDirectory: undefined })).response.status).toBe(403);
+        expect((await server.api("/api/chats", { method: "POST", body: "{}", token: "th_wrong" })).status).toBe(401);
+
+        const { chat } = await createChat(server, "anthropic");
+        const bob = await runCli(["token", "create", "--user", "bob"], server.env);
+        expect(bob.code, bob.stderr).toBe(0);
+        const bobToken = bob.stdout.trim();
+        expect((await server.api(`/api/chats/${chat.id}`, { token: bobToken })).status).toBe(404);
+        const post = await server.api(`/api/chats/${chat.id}/messages`, {
+          method: "POST",
+          body: JSON.stringify({ content: "hi" }),
+          token: bobToken,
+        });
+        expect(post.status).toBe(404);
+        expect(((await (await server.api("/api/chats", { token: bobToken })).json()) as any).chats).toEqual([]);
+        expect(
+          (
+            await server.api(`/api/chats/${chat.id}/messages`, {
+              method: "POST",
+              body: JSON.stringify({ content: "" }),
+            })
+          ).status,
+        ).toBe(400);
+
+        const doc = (await (await fetch(`${server.url}/api/openapi.json`)).json()) as any;
+        expect(doc.paths["/api/chats"].post.requestBody).toBeDefined();
+        expect(doc.paths["/api/chats/{id}/messages"].post).toBeDefined();
+      });
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it("reports a provider stream that breaks mid-turn as an error event and keeps the history consistent", async () => {
+    const fake = await startFakeProvider("openai", [
+      { kind: "tools", calls: [{ name: "list_directory", arguments: { path: "." } }] },
+      { kind: "break", text: "The directory contains" },
+      { kind: "text", text: "Recovered." },
+    ]);
+    try {
+      await withServer("openai", fake, async (server) => {
+        const { chat } = await createChat(server, "openai");
+        const events = await readSse(
+          await server.api(`/api/chats/${chat.id}/messages`, {
+            method: "POST",
+            body: JSON.stringify({ content: "What is here?" }),
+          }),
+        );
+        expect(events.at(-2)?.data).toMatchObject({ type: "error", code: "provider_error" });
+        expect(events.at(-1)?.data).toMatchObject({ type: "done", reason: "error" });
+        const stored = (await (await server.api(`/api/chats/${chat.id}`)).json()) as any;
+        expect(stored.messages.map((m: any) => m.role)).toEqual(["user", "assistant", "tool"]);
+        expect(JSON.stringify(stored.messages)).not.toContain("The directory contains");
+        // The next turn sends that history and the provider accepts it (the fake checks every call is answered).
+        const next = await readSse(
+          await server.api(`/api/chats/${chat.id}/messages`, {
+            method: "POST",
+            body: JSON.stringify({ content: "Go on." }),
+          }),
+        );
+        expect(next.at(-1)?.data).toMatchObject({ type: "done", reason: "text" });
+        expect(fake.failures).toEqual([]);
+      });
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it("aborts the turn when the client disconnects, and the chat stays usable", async () => {
+    const fake = await startFakeProvider("gemini", [
+      { kind: "stall", text: "Thinking" },
+      { kind: "text", text: "Fresh answer." },
+    ]);
+    try {
+      await withServer("gemini", fake, async (server) => {
+        const { chat } = await createChat(server, "gemini");
+        const controller = new AbortController();
+        const response = await server.api(`/api/chats/${chat.id}/messages`, {
+          method: "POST",
+          body: JSON.stringify({ content: "Think hard." }),
+          signal: controller.signal,
+        });
+        const seen = await readSse(response, (e) => e.event === "text_delta", controller);
+        expect(seen.at(-1)?.event).toBe("text_delta");
+        // The server noticed the disconnect and cancelled its request to the provider.
+        await fake.stallClosed();
+        // The chat is released: the next message runs (a busy chat would answer 409).
+        let events: SseEvent[] = [];
+        for (let attempt = 0; attempt < 50; attempt++) {
+          const next = await server.api(`/api/chats/${chat.id}/messages`, {
+            method: "POST",
+            body: JSON.stringify({ content: "Again." }),
+          });
+          if (next.status === 409) {
+            await next.body?.cancel();
+            await new Promise((resolve) => setTimeout(resolve, 50));
+            continue;
+          }
+          events = await readSse(next);
+          break;
+        }
+        expect(events.at(-1)?.data).toMatchObject({ type: "done", reason: "text" });
+        const stored = (await (await server.api(`/api/chats/${chat.id}`)).json()) as any;
+        expect(stored.messages.map((m: any) => [m.role, m.content])).toEqual([
+          ["user", "Again."],
+          ["assistant", "Fresh answer."],
+        ]);
+      });
+    } finally {
+      await fake.close();
+    }
+  });
+});
