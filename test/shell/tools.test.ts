@@ -5,9 +5,11 @@
 import { chmodSync, existsSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { AccessDeniedError } from "../../src/core/errors.js";
 import { ToolRegistryStore } from "../../src/core/registry.js";
 import { ToolRuntime } from "../../src/core/runtime.js";
 import { MemoryAuditSink, MemoryToolSettingsStore } from "../../src/core/stores.js";
+import { trigger } from "../../src/core/trigger.js";
 import { deriveStrictParameters } from "../../src/providers/tool-mapper.js";
 import { openDatabase } from "../../src/storage/database.js";
 import { SqlAuditLog } from "../../src/storage/repositories.js";
@@ -65,6 +67,18 @@ describe("defaults", () => {
       expect(text).not.toMatch(/"(oneOf|anyOf|allOf|\$ref|not)"/);
       expect(deriveStrictParameters(tool.definition.parameters)).toMatchObject({ strict: true, problems: [] });
     }
+  });
+});
+
+describe("function-id API (002)", () => {
+  it("trigger('tool::shell_exec', …) returns {stdout, stderr, exitCode} and throws classified errors", async () => {
+    const { runtime } = setup();
+    const options = { runtime, userId: USER, workingDirectory: wd };
+    const result = await trigger("tool::shell_exec", { argv: ["echo", "hello"], cwd: "sub" }, options);
+    expect(result).toMatchObject({ stdout: "hello\n", stderr: "", exitCode: 0 });
+    await expect(trigger("tool::shell_exec", { argv: ["/bin/sh", "-c", "id"] }, options)).rejects.toBeInstanceOf(
+      AccessDeniedError,
+    );
   });
 });
 
