@@ -21,6 +21,23 @@ export * from "./providers/tool-mapper.js";
 export * from "./providers/strict-schema.js";
 export * from "./providers/provider-schemas.js";
 export * from "./providers/index.js";
+export * from "./loop/index.js";
+export {
+  type AdapterFactory,
+  CHAT_PROVIDERS,
+  ChatBusyError,
+  ChatConfigError,
+  type ChatMessageView,
+  ChatService,
+  type ChatServiceOptions,
+  type ChatTurnEvent,
+  type ChatWithMessages,
+  chatSystemPrompt,
+  type CreateChatInput,
+  DEFAULT_CHAT_MODELS,
+  parseChatRoots,
+  type PreparedTurn,
+} from "./app/chat-service.js";
 export { createAppContext, type AppContext, type AppContextOptions } from "./app/context.js";
 export { ToolSettingsService, type ToolSettingsDescriptor, type UpdateToolSettingsBody } from "./app/tool-settings-service.js";
 export { openDatabase, type ToolhostDatabase } from "./storage/database.js";
