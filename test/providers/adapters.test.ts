@@ -415,3 +415,71 @@ describe("providerConfigFromEnv", () => {
     expect(() => createProviderAdapter("mistral" as ProviderName)).toThrow(/Unknown provider/);
   });
 });
+
+const ERROR_STREAMS: Record<ProviderName, string> = {
+  openai:
+    'event: response.created\ndata: {"type":"response.created","sequence_number":0,"response":{"id":"resp_1","object":"response","status":"in_progress","output":[]}}\n\n' +
+    'event: error\ndata: {"type":"error","sequence_number":1,"code":"server_error","message":"The server had an error while processing your request","param":null}\n\n',
+  "openai-chat":
+    'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"},"finish_reason":null}]}\n\n' +
+    'data: {"error":{"message":"The server had an error while processing your request","type":"server_error"}}\n\n',
+  anthropic:
+    'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}}\n\n' +
+    'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"The server had an error while processing your request"}}\n\n',
+  gemini:
+    'event: interaction.created\ndata: {"interaction":{"id":"v1_1","status":"in_progress"},"event_type":"interaction.created"}\n\n' +
+    'event: error\ndata: {"error":{"code":"500","message":"The server had an error while processing your request"},"event_type":"error"}\n\n',
+};
+
+describe.each(PROVIDERS)("%s error handling", (name) => {
+  it("throws an error event inside the stream as a ProviderError carrying the provider's message", async () => {
+    const { adapter } = await setup(name, [{ kind: "raw", body: ERROR_STREAMS[name] }]);
+    const { events, error } = await collectUntilError(
+      adapter.stream({ model: "m", messages: [{ role: "user", content: "go" }], tools: [] }),
+    );
+    expect(error).toBeInstanceOf(ProviderError);
+    expect((error as Error).message).toContain("The server had an error while processing your request");
+    expect(events.some((e) => e.type === "finish")).toBe(false);
+  });
+
+  it("throws an AbortError without a request when the signal is already aborted", async () => {
+    const { fake, adapter } = await setup(name, [{ kind: "text", text: "never" }]);
+    const controller = new AbortController();
+    controller.abort();
+    const { events, error } = await collectUntilError(
+      adapter.stream({ model: "m", messages: [{ role: "user", content: "go" }], tools: [], signal: controller.signal }),
+    );
+    expect(isAbortError(error)).toBe(true);
+    expect(events).toEqual([]);
+    expect(fake.remaining()).toBe(1);
+  });
+});
+
+describe("openai-chat with OpenAI-compatible servers", () => {
+  it("handles whole tool calls without index, finish_reason stop and no usage chunk", async () => {
+    const chunk = (delta: unknown, finish: string | null = null) =>
+      `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: "local", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    const body =
+      chunk({
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: "call_a", type: "function", function: { name: "list_dir", arguments: '{"path":"src"}' } }],
+      }) +
+      chunk({
+        tool_calls: [{ id: "call_b", type: "function", function: { name: "read_file", arguments: '{"path":' } }],
+      }) +
+      chunk({ tool_calls: [{ function: { arguments: '"a.txt"}' } }] }) +
+      chunk({}, "stop") +
+      "data: [DONE]\n\n";
+    const { adapter } = await setup("openai-chat", [{ kind: "raw", body }]);
+    const events = await collect(
+      adapter.stream({ model: "local", messages: [{ role: "user", content: "go" }], tools: TOOLS }),
+    );
+    expect(ofType(events, "tool_call_completed")).toEqual([
+      { type: "tool_call_completed", id: "call_a", name: "list_dir", arguments: '{"path":"src"}' },
+      { type: "tool_call_completed", id: "call_b", name: "read_file", arguments: '{"path":"a.txt"}' },
+    ]);
+    expect(ofType(events, "usage")).toEqual([]);
+    expect(events.at(-1)).toEqual({ type: "finish", reason: "tool_calls", providerReason: "stop" });
+  });
+});

@@ -121,13 +121,20 @@ export class OpenAIChatAdapter implements ProviderAdapter {
         const delta = choice.delta ?? {};
         if (delta.content) yield { type: "text_delta", delta: delta.content };
         for (const piece of delta.tool_calls ?? []) {
-          let call = calls.get(piece.index);
-          if (!call) {
-            call = { id: piece.id ?? `call_${piece.index}`, name: "", args: "", started: false };
-            calls.set(piece.index, call);
+          // Some compatible servers omit `index`: a new id opens a new call, a piece without one continues the last.
+          let index: number = piece.index;
+          if (typeof index !== "number") {
+            const known = piece.id ? [...calls.entries()].find(([, c]) => c.id === piece.id)?.[0] : undefined;
+            index = known ?? (piece.id || calls.size === 0 ? calls.size : calls.size - 1);
           }
-          if (piece.id) call.id = piece.id;
-          if (piece.function?.name) call.name += piece.function.name;
+          let call = calls.get(index);
+          if (!call) {
+            call = { id: piece.id || `call_${index}`, name: "", args: "", started: false };
+            calls.set(index, call);
+          }
+          // The id and name are fixed once the call has started (some servers repeat them on every piece).
+          if (piece.id && !call.started) call.id = piece.id;
+          if (piece.function?.name && !call.started) call.name += piece.function.name;
           if (!call.started && call.name) {
             call.started = true;
             yield { type: "tool_call_started", id: call.id, name: mapped.fromWire(call.name) };
