@@ -21,6 +21,8 @@ export interface IssuedCall {
   name: string;
   /** Gemini: the signature the function_call step carried; must be echoed back. */
   signature?: string;
+  /** Gemini: the signature of the thought step of the same turn; the thought must be replayed before the call. */
+  thoughtSignature?: string;
 }
 
 /** Mutable state of one fake server. */
@@ -642,6 +644,12 @@ const gemini: FakeProtocol = {
           if (issued.signature && step.signature !== issued.signature) {
             errors.push(`Function call ${step.id} is missing its thought signature; echo it back unchanged.`);
           }
+          const thoughtSignature = issued.thoughtSignature;
+          if (thoughtSignature && !steps.some((t) => t.type === "thought" && t.signature === thoughtSignature)) {
+            errors.push(
+              `The thought step (signature ${thoughtSignature}) before function call ${step.id} was not replayed.`,
+            );
+          }
         }
         if (typeof step.arguments !== "object" || step.arguments === null)
           errors.push("function_call.arguments must be an object");
@@ -675,7 +683,8 @@ const gemini: FakeProtocol = {
     let index = 0;
     if (action.kind === "tools") {
       // Gemini 3 thinks first: a thought step carrying a signature that must be replayed in stateless mode.
-      emit("step.start", { index, step: { type: "thought", signature: `thought-sig-${n}` } });
+      emit("step.start", { index, step: { type: "thought" } });
+      emit("step.delta", { index, delta: { type: "thought_signature", signature: `thought-sig-${n}` } });
       emit("step.stop", { index });
       index++;
     }
@@ -689,7 +698,7 @@ const gemini: FakeProtocol = {
       action.calls.forEach((call, i) => {
         const id = call.id ?? `${(n * 10 + i).toString(36).padStart(8, "k")}`;
         const signature = `fc-sig-${id}`;
-        ctx.issued.set(id, { id, name: call.name, signature });
+        ctx.issued.set(id, { id, name: call.name, signature, thoughtSignature: `thought-sig-${n}` });
         emit("step.start", { index, step: { type: "function_call", id, name: call.name, arguments: {}, signature } });
         for (const piece of splitPieces(argsText(call), 4)) {
           emit("step.delta", { index, delta: { type: "arguments_delta", arguments: piece } });
