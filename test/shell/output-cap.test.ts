@@ -104,6 +104,16 @@ describe("HeadTailCapture", () => {
     );
   });
 
+  it("stays exact and compact with a slow writer's one-byte chunks", () => {
+    const text = Array.from({ length: 20_000 }, (_, i) => String.fromCharCode(97 + (i % 26))).join("");
+    const out = capture(text, 4096, [1]);
+    const [head, , tail] = out.text.split(MARKER);
+    expect(text.startsWith(head ?? "x")).toBe(true);
+    expect(text.endsWith(tail ?? "x")).toBe(true);
+    expect(Buffer.byteLength(out.text)).toBeLessThanOrEqual(4096);
+    expect(Buffer.byteLength(out.text)).toBeGreaterThan(4000);
+  });
+
   it("does not keep the dropped middle in memory", () => {
     const c = new HeadTailCapture(4096);
     const chunk = Buffer.alloc(64 * 1024, 0x79);

@@ -9,6 +9,9 @@
  * chunk: the dropped middle is counted, never buffered.
  */
 
+/** Tail chunks kept before they are compacted into one buffer (bounds per-chunk overhead for slow writers). */
+const MAX_TAIL_CHUNKS = 256;
+
 /** Bytes reserved for the elision marker inside the cap. */
 const MARKER_RESERVE = 96;
 
@@ -108,7 +111,8 @@ export class HeadTailCapture {
     let rest = chunk;
     if (this.#headBytes < this.#headCap) {
       const take = Math.min(this.#headCap - this.#headBytes, rest.length);
-      this.#head.push(rest.subarray(0, take));
+      // Copied: a view would pin the stream's whole read buffer for the life of the call.
+      this.#head.push(Buffer.from(rest.subarray(0, take)));
       this.#headBytes += take;
       rest = rest.subarray(take);
     }
@@ -123,11 +127,12 @@ export class HeadTailCapture {
     while (this.#tail.length > 1 && this.#tailBytes - (this.#tail[0]?.length ?? 0) >= keep) {
       this.#tailBytes -= this.#tail.shift()?.length ?? 0;
     }
-    if (this.#tail.length === 1 && this.#tailBytes > keep * 2) {
-      // One huge chunk: copy its end so the rest can be collected.
-      const only = this.#tail[0] as Buffer;
-      this.#tail[0] = Buffer.from(only.subarray(only.length - keep));
-      this.#tailBytes = keep;
+    if (this.#tail.length > MAX_TAIL_CHUNKS || (this.#tail.length === 1 && this.#tailBytes > keep * 2)) {
+      // Many small chunks (a slow writer) or one huge one: keep a compact copy of the last `keep` bytes.
+      const joined = Buffer.concat(this.#tail, this.#tailBytes);
+      const kept = Buffer.from(joined.subarray(Math.max(0, joined.length - keep)));
+      this.#tail = [kept];
+      this.#tailBytes = kept.length;
     }
   }
 
