@@ -100,6 +100,11 @@ export interface ProviderConfig {
    * api.openai.com, false for other (local, compatible) servers, many of which reject `strict`.
    */
   chatStrict?: boolean;
+  /**
+   * How many times the SDK retries a request that failed before streaming began (connection error, 408/409/429,
+   * 5xx). Default 0: a failure surfaces at once and the loop reports it. A stream cut mid-way is never retried.
+   */
+  maxRetries?: number;
 }
 
 /**

@@ -483,3 +483,26 @@ describe("openai-chat with OpenAI-compatible servers", () => {
     expect(events.at(-1)).toEqual({ type: "finish", reason: "tool_calls", providerReason: "stop" });
   });
 });
+
+describe.each(PROVIDERS)("%s retries", (name) => {
+  it("retries a failed request when maxRetries is set, and not by default", async () => {
+    const fake = await startFakeProvider(name, [
+      { kind: "error", status: 503, message: "overloaded" },
+      { kind: "text", text: "second time lucky" },
+    ]);
+    fakes.push(fake);
+    const retrying = createProviderAdapter(name, { apiKey: "k", baseURL: fake.baseURL, maxRetries: 1 });
+    const events = await collect(
+      retrying.stream({ model: "m", messages: [{ role: "user", content: "go" }], tools: [] }),
+    );
+    expect(text(events)).toBe("second time lucky");
+    expect(fake.requests).toHaveLength(2);
+
+    const once = await setup(name, [{ kind: "error", status: 503, message: "overloaded" }]);
+    const { error } = await collectUntilError(
+      once.adapter.stream({ model: "m", messages: [{ role: "user", content: "go" }], tools: [] }),
+    );
+    expect((error as ProviderError).status).toBe(503);
+    expect(once.fake.requests).toHaveLength(1);
+  });
+});

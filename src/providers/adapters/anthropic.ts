@@ -87,7 +87,11 @@ export class AnthropicAdapter implements ProviderAdapter {
   private readonly client: Anthropic;
 
   constructor(private readonly config: ProviderConfig = {}) {
-    this.client = new Anthropic({ apiKey: config.apiKey ?? "", baseURL: config.baseURL, maxRetries: 0 });
+    this.client = new Anthropic({
+      apiKey: config.apiKey ?? "",
+      baseURL: config.baseURL,
+      maxRetries: config.maxRetries ?? 0,
+    });
   }
 
   async *stream(request: ProviderRequest): AsyncIterable<ProviderStreamEvent> {

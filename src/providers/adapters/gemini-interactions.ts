@@ -106,7 +106,9 @@ export class GeminiInteractionsAdapter implements ProviderAdapter {
         body as any,
         {
           signal,
-          retries: { strategy: "none" },
+          retries: this.config.maxRetries
+            ? { strategy: "attempt-count-backoff", maxRetries: this.config.maxRetries, retryConnectionErrors: true }
+            : { strategy: "none" },
         } as any,
       )) as unknown as AsyncIterable<any>;
     } catch (error) {

@@ -86,7 +86,11 @@ export class OpenAIChatAdapter implements ProviderAdapter {
   constructor(private readonly config: ProviderConfig = {}) {
     this.chatStrict =
       config.chatStrict ?? (!config.baseURL || /^https:\/\/api\.openai\.com(\/|$)/.test(config.baseURL));
-    this.client = new OpenAI({ apiKey: config.apiKey ?? "", baseURL: config.baseURL, maxRetries: 0 });
+    this.client = new OpenAI({
+      apiKey: config.apiKey ?? "",
+      baseURL: config.baseURL,
+      maxRetries: config.maxRetries ?? 0,
+    });
   }
 
   async *stream(request: ProviderRequest): AsyncIterable<ProviderStreamEvent> {

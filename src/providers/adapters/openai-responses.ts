@@ -60,7 +60,11 @@ export class OpenAIResponsesAdapter implements ProviderAdapter {
   private readonly client: OpenAI;
 
   constructor(private readonly config: ProviderConfig = {}) {
-    this.client = new OpenAI({ apiKey: config.apiKey ?? "", baseURL: config.baseURL, maxRetries: 0 });
+    this.client = new OpenAI({
+      apiKey: config.apiKey ?? "",
+      baseURL: config.baseURL,
+      maxRetries: config.maxRetries ?? 0,
+    });
   }
 
   async *stream(request: ProviderRequest): AsyncIterable<ProviderStreamEvent> {

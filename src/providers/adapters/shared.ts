@@ -63,7 +63,7 @@ export function argumentsObject(text: string): Record<string, unknown> {
   }
 }
 
-/** Throws a ProviderError for a stream that ended without its terminal event (a truncated or broken stream). */
+/** The ProviderError for a stream that ended without its terminal event (a truncated or broken stream). */
 export function truncatedStream(provider: ProviderName, expected: string): ProviderError {
   return new ProviderError(
     provider,
