@@ -22,13 +22,14 @@ export const CHAT_PROVIDERS: readonly ProviderName[] = ["openai", "openai-chat",
 
 /**
  * Model used when a CLI chat names none (TOOLHOST_CHAT_MODEL overrides for every provider). The HTTP API always
- * requires an explicit model.
+ * requires an explicit model. Picked from the model lists of the installed SDKs; for `openai-chat` against a local
+ * server pass the server's model name.
  */
 export const DEFAULT_CHAT_MODELS: Record<ProviderName, string> = {
-  openai: "gpt-5-mini",
-  "openai-chat": "gpt-4.1-mini",
-  gemini: "gemini-2.5-flash",
-  anthropic: "claude-sonnet-4-5",
+  openai: "gpt-5.4-mini",
+  "openai-chat": "gpt-5.4-mini",
+  gemini: "gemini-flash-latest",
+  anthropic: "claude-sonnet-5-5",
 };
 
 /** A chat could not start a turn because its provider is not configured (e.g. a missing API key). */
@@ -210,7 +211,7 @@ export class ChatService {
     const provider = parseProvider(input.provider);
     const model = input.model?.trim();
     if (!model)
-      throw new ToolArgumentError("model must be a non-empty model id, e.g. gpt-5-mini.", { argument: "model" });
+      throw new ToolArgumentError("model must be a non-empty model id, e.g. gpt-5.4-mini.", { argument: "model" });
     const workingDirectory = this.resolveWorkingDirectory(input.workingDirectory);
     if (input.id !== undefined) {
       if (!/^[A-Za-z0-9._-]{1,128}$/.test(input.id)) {

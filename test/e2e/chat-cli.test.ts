@@ -2,13 +2,13 @@
  * `toolhost chat` end to end: the built CLI, the real SDKs of all four providers against the fake provider
  * servers on loopback, real built-in tools on a real directory, SQLite in a temporary data directory.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ProviderName } from "../../src/providers/types.js";
 import { startFakeProvider } from "../fakes/provider-server.js";
-import { assertBuilt, cleanEnv, runCli, startCli } from "./chat-process.js";
+import { assertBuilt, CLI, cleanEnv, runCli, runProgram, startCli } from "./chat-process.js";
 import { makeProject, SECRET_LINE, scenarioScript } from "./chat-scenario.js";
 
 const KEY_ENV: Record<ProviderName, [string, string]> = {
@@ -91,6 +91,25 @@ describe("toolhost chat", () => {
       expect(second.stdout).toContain("2 tool results are in the history");
       expect(fake.requests[3]!.model).toBe("local-model");
       expect(fake.requests[3]!.lastUserText).toBe("What did you find?");
+      expect(fake.failures).toEqual([]);
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it.skipIf(!existsSync("/usr/bin/script"))("shows a spinner per running tool on a terminal", async () => {
+    const fake = await startFakeProvider("gemini", scenarioScript("gemini", project));
+    try {
+      const command = `${JSON.stringify(process.execPath)} ${JSON.stringify(CLI)} chat "Find the launch code." --provider gemini --cwd ${JSON.stringify(project)}`;
+      // util-linux script(1) runs the CLI on a real pseudo-terminal.
+      const { code, stdout } = await runProgram("/usr/bin/script", ["-qec", command, "/dev/null"], {
+        ...envFor("gemini", fake.baseURL, join(work, "data-tty")),
+        TERM: "xterm",
+      });
+      expect(code).toBe(0);
+      expect(stdout).toContain('\x1b[2K⠋ list_directory path="."');
+      expect(stdout).toMatch(/\x1b\[2K✓ list_directory path="\." · ok · /);
+      expect(stdout).toContain(SECRET_LINE);
       expect(fake.failures).toEqual([]);
     } finally {
       await fake.close();

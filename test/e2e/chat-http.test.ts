@@ -3,7 +3,7 @@
  * temporary data directory, the real SDKs of all four providers against the fake provider servers, SSE read by a
  * plain fetch client, as an API user would.
  */
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -277,6 +277,53 @@ describe("chat API rules", () => {
         );
         expect(next.at(-1)?.data).toMatchObject({ type: "done", reason: "text" });
         expect(fake.failures).toEqual([]);
+      });
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it("kills a running tool when the client disconnects", async () => {
+    const dir = join(roots, "shell-project");
+    mkdirSync(dir);
+    const fake = await startFakeProvider("anthropic", [
+      {
+        kind: "tools",
+        calls: [{ name: "bash", arguments: { command: "touch started.marker; sleep 30; touch finished.marker" } }],
+      },
+    ]);
+    try {
+      await withServer("anthropic", fake, async (server) => {
+        const enable = await server.api("/api/settings/tools/bash", {
+          method: "PUT",
+          body: JSON.stringify({ enabled: true }),
+        });
+        expect(enable.status).toBe(200);
+        const { chat } = await createChat(server, "anthropic", { workingDirectory: dir });
+        const controller = new AbortController();
+        const response = await server.api(`/api/chats/${chat.id}/messages`, {
+          method: "POST",
+          body: JSON.stringify({ content: "Run the long job." }),
+          signal: controller.signal,
+        });
+        await readSse(response, (e) => e.event === "tool_call_completed");
+        while (!existsSync(join(dir, "started.marker"))) await new Promise((resolve) => setTimeout(resolve, 25));
+        controller.abort();
+        // The shell tool records its outcome in the audit log once its process group is gone.
+        let entries: any[] = [];
+        while (!entries.some((e) => e.tool === "bash")) {
+          const audit = await runCli(["audit", "--json"], server.env);
+          entries = JSON.parse(audit.stdout).entries;
+        }
+        expect(entries.find((e) => e.tool === "bash")).toMatchObject({ termination: "aborted", chatId: chat.id });
+        expect(existsSync(join(dir, "finished.marker"))).toBe(false);
+        let stored: any;
+        do {
+          stored = await (await server.api(`/api/chats/${chat.id}`)).json();
+        } while (stored.messages.length === 0);
+        expect(stored.messages.map((m: any) => m.role)).toEqual(["user", "assistant", "tool"]);
+        expect(stored.messages[2].results[0]).toMatchObject({ name: "bash", ok: false });
+        expect(JSON.parse(stored.messages[2].results[0].content).error.code).toBe("aborted");
       });
     } finally {
       await fake.close();

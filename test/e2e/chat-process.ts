@@ -37,7 +37,12 @@ export interface CliProcess {
 
 /** Starts `node dist/cli/main.js ...args` with `env` and `cwd`. */
 export function startCli(args: string[], env: NodeJS.ProcessEnv, cwd?: string): CliProcess {
-  const child = spawn(process.execPath, [CLI, ...args], { env, cwd, stdio: ["ignore", "pipe", "pipe"] });
+  return startProgram(process.execPath, [CLI, ...args], env, cwd);
+}
+
+/** Starts any program with captured output. */
+export function startProgram(program: string, args: string[], env: NodeJS.ProcessEnv, cwd?: string): CliProcess {
+  const child = spawn(program, args, { env, cwd, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   let err = "";
   const waiters: { predicate: (o: string, e: string) => boolean; resolve: () => void; reject: (e: Error) => void }[] =
@@ -80,7 +85,12 @@ export function startCli(args: string[], env: NodeJS.ProcessEnv, cwd?: string): 
 
 /** Runs the CLI to completion. */
 export async function runCli(args: string[], env: NodeJS.ProcessEnv, cwd?: string) {
-  const p = startCli(args, env, cwd);
+  return runProgram(process.execPath, [CLI, ...args], env, cwd);
+}
+
+/** Runs a program to completion. */
+export async function runProgram(program: string, args: string[], env: NodeJS.ProcessEnv, cwd?: string) {
+  const p = startProgram(program, args, env, cwd);
   const code = await p.exited;
   return { code, stdout: p.stdout(), stderr: p.stderr() };
 }

@@ -89,7 +89,7 @@ class ChatRenderer {
     if (!this.#tty || this.#running.size === 0) return;
     const frame = SPINNER_FRAMES[this.#frame++ % SPINNER_FRAMES.length];
     const parts = [...this.#running.values()].map((r) => `${r.name} ${r.args}${r.note ? ` (${r.note})` : ""}`.trim());
-    const columns = this.#err.columns ?? 100;
+    const columns = this.#err.columns && this.#err.columns >= 20 ? this.#err.columns : 100;
     let line = `${frame} ${parts.join(" · ")}`;
     if (line.length > columns - 1) line = `${line.slice(0, Math.max(10, columns - 2))}…`;
     this.#err.write(`\r\x1b[2K${line}`);

@@ -34,7 +34,7 @@ export const CreateChatBody = Type.Object(
           "Wire format: openai (Responses), openai-chat (Chat Completions, any compatible server), gemini, anthropic.",
       },
     ),
-    model: Type.String({ minLength: 1, maxLength: 200, description: "Provider model id, e.g. gpt-5-mini." }),
+    model: Type.String({ minLength: 1, maxLength: 200, description: "Provider model id, e.g. gpt-5.4-mini." }),
     title: Type.Optional(Type.String({ maxLength: 200 })),
   },
   { additionalProperties: false },
