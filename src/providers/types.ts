@@ -81,8 +81,9 @@ export interface ProviderRequest {
 /**
  * A streaming adapter over one provider's official SDK. `stream()` yields normalized events; a transport or
  * protocol failure (connection reset, HTTP error, stream ending without its terminal event) is thrown from the
- * iterator as an Error (a {@link ProviderError}); an abort through `request.signal` ends iteration by throwing
- * the SDK's abort error (name "AbortError" or an `APIUserAbortError`), which {@link isAbortError} recognizes.
+ * iterator as an Error (a {@link ProviderError}); an abort through `request.signal` cancels the HTTP
+ * request and ends iteration by throwing an Error named "AbortError" (the SDK's error in `cause`), which
+ * {@link isAbortError} recognizes.
  */
 export interface ProviderAdapter {
   readonly name: ProviderName;
