@@ -24,11 +24,9 @@
  * runs. The result says which engine ran, how many files were searched, which were skipped and why.
  */
 import { spawn } from "node:child_process";
-import { constants, existsSync } from "node:fs";
-import { open } from "node:fs/promises";
+import { closeSync, constants, existsSync, fstatSync, openSync, readSync } from "node:fs";
 import { createRequire } from "node:module";
 import { basename, join } from "node:path";
-import { createInterface } from "node:readline";
 import ignore from "ignore";
 import picomatch from "picomatch";
 import { ToolArgumentError } from "../../core/errors.js";
@@ -45,7 +43,7 @@ import { registerTool } from "../../core/registry.js";
 import { getBooleanSetting, getStringSetting } from "../../core/settings-policy.js";
 import { BINARY_PROBE_BYTES, decodeText, isBinaryHead, splitLines } from "../../core/text-probe.js";
 import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
-import { intSetting, readAllCapped } from "../fs/common.js";
+import { intSetting } from "../fs/common.js";
 import { translateJsRegexForRipgrep } from "../fs/regex-translate.js";
 import { walk } from "../fs/walk.js";
 
@@ -223,29 +221,43 @@ type FileOutcome =
   | { kind: "searched"; lines: { line: number; text: string }[]; more: boolean }
   | { kind: "binary" | "tooLarge" | "unreadable" };
 
-/** Searches one file with the JS engine. `real` must be a regular file path. */
-async function searchFileJs(real: string, plan: GrepPlan): Promise<FileOutcome> {
-  let handle: Awaited<ReturnType<typeof open>>;
+/**
+ * Reads a regular file for the JS engine with synchronous calls (one open, fstat, reads bounded by
+ * maxFileSize + 1 bytes, close): far cheaper per file than promise-based I/O through the thread pool.
+ */
+function readCandidate(real: string, plan: GrepPlan): Buffer | "tooLarge" | "unreadable" {
+  let fd: number | undefined;
   try {
-    handle = await open(real, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    fd = openSync(real, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    const info = fstatSync(fd);
+    if (!info.isFile()) return "unreadable";
+    if (info.size > plan.maxFileSize) return "tooLarge";
+    let buf = Buffer.allocUnsafe(Math.min(info.size + 1, plan.maxFileSize + 1));
+    let length = 0;
+    for (;;) {
+      if (length === buf.length) {
+        if (length > plan.maxFileSize) return "tooLarge";
+        const grown = Buffer.allocUnsafe(Math.min(buf.length * 2 + 1, plan.maxFileSize + 1));
+        buf.copy(grown, 0, 0, length);
+        buf = grown;
+      }
+      const n = readSync(fd, buf, length, buf.length - length, null);
+      if (n === 0) break;
+      length += n;
+      if (length > plan.maxFileSize) return "tooLarge";
+    }
+    return buf.subarray(0, length);
   } catch {
-    return { kind: "unreadable" };
-  }
-  let bytes: Buffer;
-  try {
-    const info = await handle.stat();
-    if (!info.isFile()) return { kind: "unreadable" };
-    if (info.size > plan.maxFileSize) return { kind: "tooLarge" };
-    const read = await readAllCapped(handle, plan.maxFileSize, plan.signal, info.size);
-    if (read.exceeded) return { kind: "tooLarge" };
-    bytes = read.bytes;
-  } catch (error) {
-    if (plan.signal.aborted) throw plan.signal.reason;
-    void error;
-    return { kind: "unreadable" };
+    return "unreadable";
   } finally {
-    await handle.close();
+    if (fd !== undefined) closeSync(fd);
   }
+}
+
+/** Searches one file with the JS engine. `real` must be a regular file path. */
+function searchFileJs(real: string, plan: GrepPlan): FileOutcome {
+  const bytes = readCandidate(real, plan);
+  if (typeof bytes === "string") return { kind: bytes };
   if (isBinaryHead(bytes)) return { kind: "binary" };
   const text = decodeText(bytes).text;
   if (!LOOKAROUND.test(plan.pattern)) {
@@ -284,17 +296,18 @@ export async function searchWithJs(plan: GrepPlan): Promise<EngineOutcome> {
     for (const l of outcome.lines) collector.push({ rel, line: l.line, text: l.text });
   };
   if (plan.isFile) {
-    record("", await searchFileJs(plan.rootReal, plan));
+    record("", searchFileJs(plan.rootReal, plan));
   } else {
     const candidates = await listCandidates(plan, skipped);
-    let next = 0;
-    const worker = async () => {
-      while (next < candidates.length) {
-        const rel = candidates[next++]!;
-        record(rel, await searchFileJs(join(plan.rootReal, rel), plan));
+    let sliceStart = performance.now();
+    for (const rel of candidates) {
+      if (performance.now() - sliceStart > 8) {
+        await new Promise((r) => setImmediate(r));
+        sliceStart = performance.now();
+        if (plan.signal.aborted) throw plan.signal.reason;
       }
-    };
-    await Promise.all(Array.from({ length: 8 }, worker));
+      record(rel, searchFileJs(join(plan.rootReal, rel), plan));
+    }
   }
   const { matches, dropped } = collector.finish();
   return { matches, truncated: dropped || perFileCut, filesSearched, filesWithMatches, skipped };
@@ -383,25 +396,36 @@ export function ripgrepPath(): string | null {
 
 class RipgrepUnusable extends Error {}
 
-async function isBinaryFile(path: string): Promise<boolean> {
+/** The shared binary probe on a path (sync: a thread-pool round trip per file costs 10x more than the read). */
+function isBinaryFile(path: string): boolean {
+  let fd: number | undefined;
   try {
-    const handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-    try {
-      const buf = Buffer.alloc(BINARY_PROBE_BYTES);
-      const { bytesRead } = await handle.read(buf, 0, BINARY_PROBE_BYTES, 0);
-      return isBinaryHead(buf.subarray(0, bytesRead));
-    } finally {
-      await handle.close();
-    }
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    const buf = Buffer.allocUnsafe(BINARY_PROBE_BYTES);
+    const bytesRead = readSync(fd, buf, 0, BINARY_PROBE_BYTES, 0);
+    return isBinaryHead(buf.subarray(0, bytesRead));
   } catch {
     return true;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }
 
-function textOf(field: { text?: string; bytes?: string } | undefined): string {
-  if (!field) return "";
-  if (typeof field.text === "string") return field.text;
-  return decodeText(Buffer.from(field.bytes ?? "", "base64")).text;
+/** Calls `onLine` for each LF-terminated UTF-8 line of a stream (ripgrep's output), synchronously per chunk. */
+async function forEachLine(stream: NodeJS.ReadableStream, onLine: (line: string) => void): Promise<void> {
+  let pending = "";
+  const decoder = new TextDecoder("utf-8");
+  for await (const chunk of stream) {
+    const text = pending + decoder.decode(chunk as Buffer, { stream: true });
+    let start = 0;
+    for (let nl = text.indexOf("\n"); nl !== -1; nl = text.indexOf("\n", start)) {
+      onLine(text.slice(start, nl));
+      start = nl + 1;
+    }
+    pending = text.slice(start);
+  }
+  pending += decoder.decode();
+  if (pending) onLine(pending);
 }
 
 /**
@@ -413,7 +437,14 @@ export async function searchWithRipgrep(plan: GrepPlan, rg: string, rustPattern:
   const collector = new Collector(plan.maxResults);
   const mLimit = plan.maxPerFile + 1;
   const args = [
-    "--json",
+    "--no-heading",
+    "--with-filename",
+    "--line-number",
+    "--no-column",
+    "--null",
+    "--color",
+    "never",
+    "--stats",
     "--no-config",
     "--text",
     "--encoding",
@@ -461,7 +492,7 @@ export async function searchWithRipgrep(plan: GrepPlan, rg: string, rustPattern:
   let current: { rel: string; lines: { line: number; text: string }[]; rgCount: number } | null = null;
   const prefix = plan.rootReal.endsWith("/") ? plan.rootReal : `${plan.rootReal}/`;
 
-  const finishFile = async () => {
+  const finishFile = () => {
     const file = current;
     current = null;
     if (!file) return;
@@ -470,7 +501,7 @@ export async function searchWithRipgrep(plan: GrepPlan, rg: string, rustPattern:
       return;
     }
     if (file.lines.length === 0) return;
-    if (await isBinaryFile(join(plan.rootReal, file.rel))) {
+    if (isBinaryFile(join(plan.rootReal, file.rel))) {
       skipped.binary++;
       return;
     }
@@ -479,36 +510,41 @@ export async function searchWithRipgrep(plan: GrepPlan, rg: string, rustPattern:
     for (const l of file.lines.slice(0, plan.maxPerFile)) collector.push({ rel: file.rel, ...l });
   };
 
-  const rl = createInterface({ input: child.stdout, crlfDelay: Number.POSITIVE_INFINITY });
-  try {
-    for await (const raw of rl) {
-      if (!raw) continue;
-      const msg = JSON.parse(raw) as { type: string; data: any };
-      if (msg.type === "begin") {
-        await finishFile();
-        const path = textOf(msg.data.path);
-        const rel = path.startsWith(prefix) ? path.slice(prefix.length) : path;
-        const denied =
-          plan.policy.denied.length > 0 &&
-          policyRefusal(plan.policy, join(plan.rootAbs, rel), join(plan.rootReal, rel)) === "deniedPaths";
-        if (denied) skipped.denied++;
-        current = denied || (postFilter && !postFilter(rel)) ? null : { rel, lines: [], rgCount: 0 };
-      } else if (msg.type === "match" && current) {
-        current.rgCount++;
-        let line = textOf(msg.data.lines);
-        if (line.endsWith("\n")) line = line.slice(0, -1);
-        if (line.endsWith("\r")) line = line.slice(0, -1);
-        plan.regex.lastIndex = 0;
-        if (plan.regex.test(line)) {
-          current.lines.push({ line: msg.data.line_number as number, text: cutAroundMatch(line, plan.regex) });
-        }
-      } else if (msg.type === "end") {
-        await finishFile();
-      } else if (msg.type === "summary") {
-        filesSearched = Number(msg.data?.stats?.searches ?? 0);
-      }
+  // Output lines are "path\0line:text" (each file's lines contiguous), then the --stats block.
+  let currentPath: string | null = null;
+  const handle = (raw: string) => {
+    const nul = raw.indexOf("\0");
+    if (nul < 0) {
+      const stat = /^(\d+) files searched$/.exec(raw.trim());
+      if (stat) filesSearched = Number(stat[1]);
+      return;
     }
-    await finishFile();
+    const path = raw.slice(0, nul);
+    if (path !== currentPath) {
+      finishFile();
+      currentPath = path;
+      const rel = path.startsWith(prefix) ? path.slice(prefix.length) : path;
+      const denied =
+        plan.policy.denied.length > 0 &&
+        policyRefusal(plan.policy, join(plan.rootAbs, rel), join(plan.rootReal, rel)) === "deniedPaths";
+      if (denied) skipped.denied++;
+      current = denied || (postFilter && !postFilter(rel)) ? null : { rel, lines: [], rgCount: 0 };
+    }
+    if (!current) return;
+    const colon = raw.indexOf(":", nul + 1);
+    if (colon < 0) return;
+    current.rgCount++;
+    let line = raw.slice(colon + 1);
+    if (line.endsWith("\r")) line = line.slice(0, -1);
+    plan.regex.lastIndex = 0;
+    if (plan.regex.test(line)) {
+      current.lines.push({ line: Number(raw.slice(nul + 1, colon)), text: cutAroundMatch(line, plan.regex) });
+    }
+  };
+
+  try {
+    await forEachLine(child.stdout, handle);
+    finishFile();
   } finally {
     plan.signal.removeEventListener("abort", onAbort);
   }
@@ -519,7 +555,7 @@ export async function searchWithRipgrep(plan: GrepPlan, rg: string, rustPattern:
   }
   if (code === 2) skipped.unreadable += (stderr.match(/\n/g) ?? []).length;
   for (const rel of recheck) {
-    const outcome = await searchFileJs(join(plan.rootReal, rel), plan);
+    const outcome = searchFileJs(join(plan.rootReal, rel), plan);
     if (outcome.kind !== "searched") {
       skipped[outcome.kind] = (skipped[outcome.kind] ?? 0) + 1;
       continue;
