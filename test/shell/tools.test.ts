@@ -186,6 +186,11 @@ describe("shell_exec allowlist (hostile)", () => {
       ok: false,
       error: { code: "validation_failed" },
     });
+    expect(await call("bash", { command: "echo a\u0000b" })).toMatchObject({
+      ok: false,
+      error: { code: "validation_failed" },
+    });
+    expect(await call("bash", { command: "  " })).toMatchObject({ ok: false, error: { code: "validation_failed" } });
   });
 });
 

@@ -171,7 +171,7 @@ export async function runProcess(options: RunProcessOptions): Promise<ProcessRun
     state.killing = killProcessTree(pid, tag, { startedAt });
   };
 
-  const timer = setTimeout(() => killAll("timed_out"), Math.max(1, options.timeoutMs));
+  const timer = setTimeout(() => killAll("timed_out"), Math.min(2 ** 31 - 1, Math.max(1, options.timeoutMs)));
   const onAbort = () => killAll(options.signal?.reason instanceof ToolTimeoutError ? "timed_out" : "aborted");
   options.signal?.addEventListener("abort", onAbort, { once: true });
 

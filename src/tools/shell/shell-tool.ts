@@ -189,6 +189,11 @@ export function buildShellTool(shell: ShellKind, executable: string): Registered
       if (args.command.trim() === "") {
         throw new ToolArgumentError('Invalid argument "command": must not be empty.', { argument: "command" });
       }
+      if (args.command.includes("\0")) {
+        throw new ToolArgumentError('Invalid argument "command": a command must not contain a NUL byte.', {
+          argument: "command",
+        });
+      }
       const timeoutMs = shellTimeoutMs(context.settings);
       const maxOutputBytes = clampIntegerSetting(context.settings.parameters.maxOutputBytes, 1024, 1024 * 1024, 102400);
       let cwd: { absolute: string; real: string };
