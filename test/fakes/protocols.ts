@@ -23,6 +23,10 @@ export interface IssuedCall {
   signature?: string;
   /** Gemini: the signature of the thought step of the same turn; the thought must be replayed before the call. */
   thoughtSignature?: string;
+  /** Anthropic: the signature of the thinking block that must open the echoed assistant message. */
+  thinkingSignature?: string;
+  /** OpenAI Responses: the reasoning item id that must precede the echoed function_call. */
+  reasoningId?: string;
 }
 
 /** Mutable state of one fake server. */
@@ -154,6 +158,15 @@ const responses: FakeProtocol = {
         const issued = ctx.issued.get(item.call_id);
         if (!issued) errors.push(`function_call ${item.call_id} was never issued by the model`);
         else if (issued.name !== item.name) errors.push(`function_call ${item.call_id} has name ${item.name}`);
+        const reasoningId = issued?.reasoningId;
+        if (
+          reasoningId &&
+          !input.slice(0, input.indexOf(item)).some((i) => i.type === "reasoning" && i.id === reasoningId)
+        ) {
+          errors.push(
+            `Item of type 'function_call' (${item.call_id}) was provided without its required 'reasoning' item: '${reasoningId}'.`,
+          );
+        }
         calls.set(item.call_id, item);
       } else if (item.type === "function_call_output") {
         if (!calls.has(item.call_id))
@@ -199,7 +212,14 @@ const responses: FakeProtocol = {
     emit("response.created", { response: { ...base, status: "in_progress", output: [], usage: null } });
     emit("response.in_progress", { response: { ...base, status: "in_progress", output: [], usage: null } });
     const output: any[] = [];
-    const text = action.kind === "text" ? action.text : action.text;
+    const reasoningId = action.kind === "tools" && action.thinking ? `rs_${hex(n, 32)}` : undefined;
+    if (reasoningId) {
+      const item = { id: reasoningId, type: "reasoning", summary: [] };
+      emit("response.output_item.added", { output_index: 0, item });
+      emit("response.output_item.done", { output_index: 0, item });
+      output.push(item);
+    }
+    const text = action.text;
     if (text) {
       const itemId = `msg_${hex(n, 32)}`;
       const outputIndex = output.length;
@@ -234,7 +254,7 @@ const responses: FakeProtocol = {
         const callId = call.id ?? `call_${hex(n * 10 + i, 24)}`;
         const itemId = `fc_${hex(n * 10 + i, 32)}`;
         const args = argsText(call);
-        ctx.issued.set(callId, { id: callId, name: call.name });
+        ctx.issued.set(callId, { id: callId, name: call.name, ...(reasoningId ? { reasoningId } : {}) });
         const outputIndex = output.length;
         const started = { id: itemId, type: "function_call", status: "in_progress", arguments: "", call_id: callId };
         emit("response.output_item.added", { output_index: outputIndex, item: { ...started, name: call.name } });
@@ -484,6 +504,12 @@ const anthropic: FakeProtocol = {
           const issued = ctx.issued.get(use.id);
           if (!issued) errors.push(`tool_use ${use.id} was never issued by the model`);
           else if (issued.name !== use.name) errors.push(`tool_use ${use.id} has the wrong name`);
+          const signature = issued?.thinkingSignature;
+          if (signature && !(blocks[0]?.type === "thinking" && blocks[0].signature === signature)) {
+            errors.push(
+              `messages.${i}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`${blocks[0]?.type}\`. When \`thinking\` is enabled, an assistant message with tool_use must start with its thinking block, signature unchanged.`,
+            );
+          }
           if (typeof use.input !== "object" || use.input === null || Array.isArray(use.input)) {
             errors.push(`messages.${i}: tool_use.input must be an object`);
           }
@@ -551,6 +577,16 @@ const anthropic: FakeProtocol = {
       },
     });
     let index = 0;
+    const thinkingSignature = action.kind === "tools" && action.thinking ? `EqQBCgIYAhIM${hex(n, 16)}` : undefined;
+    if (action.kind === "tools" && action.thinking && thinkingSignature) {
+      emit("content_block_start", { index, content_block: { type: "thinking", thinking: "", signature: "" } });
+      for (const thinking of splitPieces(action.thinking)) {
+        emit("content_block_delta", { index, delta: { type: "thinking_delta", thinking } });
+      }
+      emit("content_block_delta", { index, delta: { type: "signature_delta", signature: thinkingSignature } });
+      emit("content_block_stop", { index });
+      index++;
+    }
     if (action.text) {
       emit("content_block_start", { index, content_block: { type: "text", text: "" } });
       emit("ping", {});
@@ -563,7 +599,7 @@ const anthropic: FakeProtocol = {
     if (action.kind === "tools") {
       action.calls.forEach((call, i) => {
         const id = call.id ?? `toolu_01${hex(n * 10 + i, 22)}`;
-        ctx.issued.set(id, { id, name: call.name });
+        ctx.issued.set(id, { id, name: call.name, ...(thinkingSignature ? { thinkingSignature } : {}) });
         emit("content_block_start", { index, content_block: { type: "tool_use", id, name: call.name, input: {} } });
         emit("content_block_delta", { index, delta: { type: "input_json_delta", partial_json: "" } });
         for (const partial_json of splitPieces(argsText(call), 4)) {

@@ -17,7 +17,17 @@ export type FakeTurnAction =
   /** Stream a text answer (split into several deltas); `finish: "length"` ends as truncated. */
   | { kind: "text"; text: string; finish?: "stop" | "length" }
   /** Stream optional leading text, then the tool calls of one turn (parallel when more than one). */
-  | { kind: "tools"; calls: FakeToolCall[]; text?: string }
+  | {
+      kind: "tools";
+      calls: FakeToolCall[];
+      text?: string;
+      /**
+       * Reasoning before the calls: an Anthropic `thinking` block (with signature) or an OpenAI Responses
+       * `reasoning` item. The fake then requires it echoed back with the calls, as both APIs do. (Gemini tool
+       * turns always start with a signed thought step.)
+       */
+      thinking?: string;
+    }
   /** Stream the start of an answer (some text and half a tool call), then destroy the socket mid-stream. */
   | { kind: "break"; text?: string }
   /** Stream `text` (default "Thinking") then keep the response open until the client goes away (abort tests). */

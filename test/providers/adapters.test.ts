@@ -506,3 +506,40 @@ describe.each(PROVIDERS)("%s retries", (name) => {
     expect(once.fake.requests).toHaveLength(1);
   });
 });
+
+describe.each(["openai", "anthropic", "gemini"] as const)("%s reasoning echoed with the calls", (name) => {
+  it("keeps the turn's reasoning in providerData and sends it back before the calls; without it the API refuses", async () => {
+    const script: FakeTurn[] = [
+      { kind: "tools", thinking: "The user wants a listing.", calls: [{ name: "list_dir", arguments: { path: "." } }] },
+      { kind: "text", text: "done" },
+      { kind: "text", text: "never" },
+    ];
+    const { fake, adapter } = await setup(name, script);
+    const first = await collect(
+      adapter.stream({ model: "m", messages: [{ role: "user", content: "go" }], tools: TOOLS }),
+    );
+    expect(text(first)).toBe(""); // reasoning is not answer text
+    const finish = finishOf(first);
+    expect(finish.providerData).toBeDefined();
+    const call = ofType(first, "tool_call_completed")[0]!;
+    const history = (providerData?: Record<string, unknown>): ConversationMessage[] => [
+      { role: "user", content: "go" },
+      {
+        role: "assistant",
+        content: "",
+        toolCalls: [{ id: call.id, name: call.name, arguments: call.arguments }],
+        providerData,
+      },
+      { role: "tool", results: [{ id: call.id, name: call.name, ok: true, content: "[]" }] },
+    ];
+    const second = await collect(adapter.stream({ model: "m", messages: history(finish.providerData), tools: TOOLS }));
+    expect(fake.failures).toEqual([]);
+    expect(text(second)).toBe("done");
+
+    const { error } = await collectUntilError(
+      adapter.stream({ model: "m", messages: history(undefined), tools: TOOLS }),
+    );
+    expect(error).toBeInstanceOf(ProviderError);
+    expect((error as ProviderError).status).toBe(400);
+  });
+});
