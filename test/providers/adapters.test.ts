@@ -543,3 +543,64 @@ describe.each(["openai", "anthropic", "gemini"] as const)("%s reasoning echoed w
     expect((error as ProviderError).status).toBe(400);
   });
 });
+
+describe("refusals", () => {
+  const REFUSAL = "I can't help with that.";
+  const bodies: Partial<Record<ProviderName, string>> = {
+    openai: [
+      ["response.created", { response: { id: "resp_r", object: "response", status: "in_progress", output: [] } }],
+      [
+        "response.output_item.added",
+        {
+          output_index: 0,
+          item: { id: "msg_r", type: "message", role: "assistant", status: "in_progress", content: [] },
+        },
+      ],
+      [
+        "response.content_part.added",
+        { item_id: "msg_r", output_index: 0, content_index: 0, part: { type: "refusal", refusal: "" } },
+      ],
+      ["response.refusal.delta", { item_id: "msg_r", output_index: 0, content_index: 0, delta: "I can't " }],
+      ["response.refusal.delta", { item_id: "msg_r", output_index: 0, content_index: 0, delta: "help with that." }],
+      ["response.refusal.done", { item_id: "msg_r", output_index: 0, content_index: 0, refusal: REFUSAL }],
+      [
+        "response.completed",
+        {
+          response: {
+            id: "resp_r",
+            object: "response",
+            status: "completed",
+            output: [],
+            usage: { input_tokens: 3, output_tokens: 4, total_tokens: 7 },
+          },
+        },
+      ],
+    ]
+      .map(
+        ([type, data], i) =>
+          `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: i, ...(data as object) })}\n\n`,
+      )
+      .join(""),
+    "openai-chat": [{ role: "assistant", content: null, refusal: "I can't " }, { refusal: "help with that." }]
+      .map(
+        (delta) =>
+          `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`,
+      )
+      .join("")
+      .concat(
+        `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta: {}, finish_reason: "stop" }] })}\n\ndata: [DONE]\n\n`,
+      ),
+  };
+
+  it.each(["openai", "openai-chat"] as const)(
+    "%s: a refusal streams as text and finishes as content_filter",
+    async (name) => {
+      const { adapter } = await setup(name, [{ kind: "raw", body: bodies[name]! }]);
+      const events = await collect(
+        adapter.stream({ model: "m", messages: [{ role: "user", content: "go" }], tools: [] }),
+      );
+      expect(text(events)).toBe(REFUSAL);
+      expect(events.at(-1)).toMatchObject({ type: "finish", reason: "content_filter" });
+    },
+  );
+});

@@ -114,6 +114,7 @@ export class OpenAIChatAdapter implements ProviderAdapter {
     }
     const calls = new Map<number, { id: string; name: string; args: string; started: boolean }>();
     let finishReason: string | undefined;
+    let refused = false;
     let usage: { inputTokens: number; outputTokens: number } | undefined;
     try {
       for await (const chunk of stream) {
@@ -124,6 +125,10 @@ export class OpenAIChatAdapter implements ProviderAdapter {
         if (!choice) continue;
         const delta = choice.delta ?? {};
         if (delta.content) yield { type: "text_delta", delta: delta.content };
+        if (delta.refusal) {
+          refused = true;
+          yield { type: "text_delta", delta: delta.refusal };
+        }
         for (const piece of delta.tool_calls ?? []) {
           // Some compatible servers omit `index`: a new id opens a new call, a piece without one continues the last.
           let index: number = piece.index;
@@ -164,7 +169,12 @@ export class OpenAIChatAdapter implements ProviderAdapter {
       yield { type: "tool_call_completed", id: call.id, name, arguments: call.args || "{}" };
     }
     if (usage) yield { type: "usage", ...usage };
-    const reason: FinishReason = calls.size > 0 ? "tool_calls" : (FINISH[finishReason] ?? "other");
+    const reason: FinishReason =
+      calls.size > 0
+        ? "tool_calls"
+        : refused && finishReason === "stop"
+          ? "content_filter"
+          : (FINISH[finishReason] ?? "other");
     yield { type: "finish", reason, providerReason: finishReason };
   }
 }

@@ -71,6 +71,7 @@ export class OpenAIResponsesAdapter implements ProviderAdapter {
     const { signal } = request;
     const calls = new Map<string, { callId: string; name: string; args: string; completed: boolean }>();
     const reasoning: unknown[] = [];
+    let refused = false;
     const mapped = mapTools(this.name, request.tools, { logger: this.config.logger });
     let stream: AsyncIterable<ResponseStreamEvent>;
     try {
@@ -93,6 +94,11 @@ export class OpenAIResponsesAdapter implements ProviderAdapter {
       for await (const event of stream) {
         switch (event.type) {
           case "response.output_text.delta":
+            if (event.delta) yield { type: "text_delta", delta: event.delta };
+            break;
+          case "response.refusal.delta":
+            // A refusal is shown to the user as text; the turn then finishes as content_filter.
+            refused = true;
             if (event.delta) yield { type: "text_delta", delta: event.delta };
             break;
           case "response.output_item.added":
@@ -153,6 +159,9 @@ export class OpenAIResponsesAdapter implements ProviderAdapter {
                     : "other";
             } else if (calls.size > 0) {
               reason = "tool_calls";
+            } else if (refused) {
+              reason = "content_filter";
+              providerReason = "refusal";
             }
             finished = true;
             yield {
