@@ -297,3 +297,36 @@ describe("002 ids through trigger", () => {
     });
   });
 });
+
+describe("the cap bounds what the descriptor yields, and reported paths round-trip", () => {
+  it("readAllCapped stops at cap + 1 bytes on an endless descriptor (/dev/zero) whatever stat says", async () => {
+    const { open } = await import("node:fs/promises");
+    const { readAllCapped } = await import("../../src/tools/fs/common.js");
+    const handle = await open("/dev/zero", "r");
+    try {
+      expect((await handle.stat()).size).toBe(0);
+      const r = await readAllCapped(handle, 100_000);
+      expect(r.exceeded).toBe(true);
+      expect(r.bytes.length).toBe(100_000);
+    } finally {
+      await handle.close();
+    }
+  });
+  it("paths from glob and grep, with a chat working directory or without, reach the same file in read_file", async () => {
+    mkdirSync(join(proj, "rt", "deep"), { recursive: true });
+    writeFileSync(join(proj, "rt", "deep", "f.md"), "round trip\n");
+    for (const cwd of [proj, null]) {
+      const rt = fsRuntime(cwd);
+      const settings = cwd ? undefined : { allowedPaths: [proj] };
+      const g = (await rt.call("glob", { pattern: "**/*.md", cwd: join(proj, "rt") }, settings)) as any;
+      const s = (await rt.call("grep", { pattern: "round", path: join(proj, "rt") }, settings)) as any;
+      expect(g.result.matches).toHaveLength(1);
+      for (const p of [g.result.matches[0], s.result.matches[0].file]) {
+        const r = (await rt.call("read_file", { path: p }, settings)) as any;
+        expect(r.result.content).toBe("     1\tround trip");
+      }
+      if (cwd) expect(g.result.matches[0]).toBe("rt/deep/f.md");
+      else expect(g.result.matches[0]).toBe(join(proj, "rt/deep/f.md"));
+    }
+  });
+});
