@@ -37,42 +37,45 @@ function envFor(provider: ProviderName, baseURL: string, dataDir: string) {
   return cleanEnv({ TOOLHOST_DATA_DIR: dataDir, [key]: "test-key", [url]: baseURL });
 }
 
-describe.each(["openai", "openai-chat", "gemini", "anthropic"] as const)("toolhost chat --provider %s", (provider) => {
-  it("lists the directory, reads the file it found, and answers from it", async () => {
-    const fake = await startFakeProvider(provider, scenarioScript(provider, project));
-    try {
-      const dataDir = join(work, `data-${provider}`);
-      const { code, stdout, stderr } = await runCli(
-        [
-          "chat",
-          "Find the launch code in this project.",
-          "--provider",
-          provider,
-          "--model",
-          "fake-model",
-          "--cwd",
-          project,
-        ],
-        envFor(provider, fake.baseURL, dataDir),
-      );
-      expect(fake.failures).toEqual([]);
-      expect(code, stderr).toBe(0);
-      expect(stdout).toContain("Let me look at the directory.");
-      expect(stdout).toContain(SECRET_LINE);
-      expect(stdout).toContain("launch-notes.txt");
-      // Tool lines (not a TTY: plain lines) with name, short arguments, outcome and duration.
-      expect(stderr).toMatch(/→ list_directory path="\."/);
-      expect(stderr).toMatch(/✓ list_directory path="\." · ok · \d+(\.\d+)? m?s/);
-      expect(stderr).toMatch(/✓ read_file path="launch-notes\.txt" · ok · /);
-      expect(fake.requests).toHaveLength(3);
-      expect(fake.requests[0]!.model).toBe("fake-model");
-    } finally {
-      await fake.close();
-    }
-  });
-});
+describe.concurrent.each(["openai", "openai-chat", "gemini", "anthropic"] as const)(
+  "toolhost chat --provider %s",
+  (provider) => {
+    it("lists the directory, reads the file it found, and answers from it", async () => {
+      const fake = await startFakeProvider(provider, scenarioScript(provider, project));
+      try {
+        const dataDir = join(work, `data-${provider}`);
+        const { code, stdout, stderr } = await runCli(
+          [
+            "chat",
+            "Find the launch code in this project.",
+            "--provider",
+            provider,
+            "--model",
+            "fake-model",
+            "--cwd",
+            project,
+          ],
+          envFor(provider, fake.baseURL, dataDir),
+        );
+        expect(fake.failures).toEqual([]);
+        expect(code, stderr).toBe(0);
+        expect(stdout).toContain("Let me look at the directory.");
+        expect(stdout).toContain(SECRET_LINE);
+        expect(stdout).toContain("launch-notes.txt");
+        // Tool lines (not a TTY: plain lines) with name, short arguments, outcome and duration.
+        expect(stderr).toMatch(/→ list_directory path="\."/);
+        expect(stderr).toMatch(/✓ list_directory path="\." · ok · \d+(\.\d+)? m?s/);
+        expect(stderr).toMatch(/✓ read_file path="launch-notes\.txt" · ok · /);
+        expect(fake.requests).toHaveLength(3);
+        expect(fake.requests[0]!.model).toBe("fake-model");
+      } finally {
+        await fake.close();
+      }
+    });
+  },
+);
 
-describe("toolhost chat", () => {
+describe.concurrent("toolhost chat", () => {
   it("continues a chat across runs with --chat, sending the stored history", async () => {
     const fake = await startFakeProvider("openai-chat", [
       ...scenarioScript("openai-chat", project),

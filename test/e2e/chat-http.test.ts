@@ -6,9 +6,9 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { ProviderName } from "../../src/providers/types.js";
-import { type FakeProvider, startFakeProvider } from "../fakes/provider-server.js";
+import { type FakeProvider, type FakeTurn, startFakeProvider } from "../fakes/provider-server.js";
 import { assertBuilt, type CliProcess, cleanEnv, runCli, startCli } from "./chat-process.js";
 import { makeProject, SECRET_LINE, scenarioScript } from "./chat-scenario.js";
 
@@ -77,13 +77,12 @@ interface Server {
   process: CliProcess;
   url: string;
   token: string;
-  dataDir: string;
   env: NodeJS.ProcessEnv;
   api(path: string, init?: RequestInit & { token?: string }): Promise<Response>;
   stop(): Promise<void>;
 }
 
-async function startServer(env: NodeJS.ProcessEnv, dataDir: string): Promise<Server> {
+async function startServer(env: NodeJS.ProcessEnv): Promise<Server> {
   const p = startCli(["serve", "--port", "0"], env);
   await p.waitFor((out) => /Toolhost (http:\/\/127\.0\.0\.1:\d+)/.test(out) && /^\s+(th_\S+)$/m.test(out));
   const url = /Toolhost (http:\/\/127\.0\.0\.1:\d+)/.exec(p.stdout())![1]!;
@@ -92,7 +91,6 @@ async function startServer(env: NodeJS.ProcessEnv, dataDir: string): Promise<Ser
     process: p,
     url,
     token,
-    dataDir,
     env,
     api: (path, init = {}) =>
       fetch(`${url}${path}`, {
@@ -113,35 +111,48 @@ async function startServer(env: NodeJS.ProcessEnv, dataDir: string): Promise<Ser
 let work: string;
 let roots: string;
 let project: string;
+/** Mutable scripts: the fakes read the next turn at request time, so each test appends the turns it needs. */
+const scripts: Record<ProviderName, FakeTurn[]> = { openai: [], "openai-chat": [], gemini: [], anthropic: [] };
+const fakes = {} as Record<ProviderName, FakeProvider>;
+/** Server `main` talks to the openai, gemini and anthropic fakes; `chat` to the openai-chat fake (both read OPENAI_BASE_URL). */
+let main: Server;
+let chatServer: Server;
+const serverFor = (provider: ProviderName) => (provider === "openai-chat" ? chatServer : main);
 
-beforeAll(() => {
+beforeAll(async () => {
   assertBuilt();
   work = mkdtempSync(join(tmpdir(), "toolhost-e2e-http-"));
   roots = join(work, "roots");
   mkdirSync(roots);
+  mkdirSync(`${roots}-sibling`);
   project = makeProject(join(roots, "project-"));
+  for (const provider of Object.keys(scripts) as ProviderName[]) {
+    fakes[provider] = await startFakeProvider(provider, scripts[provider]);
+  }
+  const envFor = (providers: ProviderName[], name: string) => {
+    const extra: Record<string, string> = { TOOLHOST_DATA_DIR: join(work, name), TOOLHOST_CHAT_ROOTS: roots };
+    for (const provider of providers) {
+      const [key, url] = KEY_ENV[provider];
+      extra[key] = "test-key";
+      extra[url] = fakes[provider].baseURL;
+    }
+    return cleanEnv(extra);
+  };
+  [main, chatServer] = await Promise.all([
+    startServer(envFor(["openai", "gemini", "anthropic"], "data-main")),
+    startServer(envFor(["openai-chat"], "data-chat")),
+  ]);
 });
 
-afterAll(() => {
+afterAll(async () => {
+  await Promise.all([main?.stop(), chatServer?.stop()]);
+  await Promise.all(Object.values(fakes).map((fake) => fake.close()));
   rmSync(work, { recursive: true, force: true });
 });
 
-async function withServer(provider: ProviderName, fake: FakeProvider, fn: (server: Server) => Promise<void>) {
-  const [key, url] = KEY_ENV[provider];
-  const dataDir = join(work, `data-${provider}-${Math.random().toString(36).slice(2)}`);
-  const env = cleanEnv({
-    TOOLHOST_DATA_DIR: dataDir,
-    [key]: "test-key",
-    [url]: fake.baseURL,
-    TOOLHOST_CHAT_ROOTS: roots,
-  });
-  const server = await startServer(env, dataDir);
-  try {
-    await fn(server);
-  } finally {
-    await server.stop();
-  }
-}
+afterEach(() => {
+  for (const fake of Object.values(fakes)) expect(fake.failures).toEqual([]);
+});
 
 async function createChat(server: Server, provider: ProviderName, body: Record<string, unknown> = {}) {
   const response = await server.api("/api/chats", {
@@ -151,227 +162,167 @@ async function createChat(server: Server, provider: ProviderName, body: Record<s
   return { response, chat: (await response.json()) as any };
 }
 
+async function send(server: Server, chatId: string, content: string, signal?: AbortSignal) {
+  return server.api(`/api/chats/${chatId}/messages`, { method: "POST", body: JSON.stringify({ content }), signal });
+}
+
 describe.each(["openai", "openai-chat", "gemini", "anthropic"] as const)("chat API with %s", (provider) => {
   it("streams the scenario as SSE and stores the whole turn", async () => {
-    const fake = await startFakeProvider(provider, scenarioScript(provider, project));
-    try {
-      await withServer(provider, fake, async (server) => {
-        const { response, chat } = await createChat(server, provider, { title: "e2e" });
-        expect(response.status).toBe(201);
-        expect(chat).toMatchObject({ provider, model: "fake-model", workingDirectory: project, title: "e2e" });
+    scripts[provider].push(...scenarioScript(provider, project));
+    const server = serverFor(provider);
+    const { response, chat } = await createChat(server, provider, { title: "e2e" });
+    expect(response.status).toBe(201);
+    expect(chat).toMatchObject({ provider, model: "fake-model", workingDirectory: project, title: "e2e" });
 
-        const sse = await server.api(`/api/chats/${chat.id}/messages`, {
-          method: "POST",
-          body: JSON.stringify({ content: "Find the launch code in this project." }),
-        });
-        expect(sse.status).toBe(200);
-        const events = await readSse(sse);
-        expect(fake.failures).toEqual([]);
-        for (const e of events) expect(e.event).toBe(e.data.type);
-        expect(events.map((e) => Number(e.id))).toEqual(events.map((_, i) => i + 1));
-        const results = events.filter((e) => e.event === "tool_result").map((e) => e.data);
-        expect(results.map((r) => [r.name, r.ok])).toEqual([
-          ["list_directory", true],
-          ["read_file", true],
-        ]);
-        const text = events
-          .filter((e) => e.event === "text_delta")
-          .map((e) => e.data.delta)
-          .join("");
-        expect(text).toContain(SECRET_LINE);
-        expect(events.filter((e) => e.event === "iteration").map((e) => e.data.n)).toEqual([1, 2, 3]);
-        expect(events.at(-1)?.data).toMatchObject({ type: "done", reason: "text", iterations: 3 });
+    const sse = await send(server, chat.id, "Find the launch code in this project.");
+    expect(sse.status).toBe(200);
+    const events = await readSse(sse);
+    for (const e of events) expect(e.event).toBe(e.data.type);
+    expect(events.map((e) => Number(e.id))).toEqual(events.map((_, i) => i + 1));
+    const results = events.filter((e) => e.event === "tool_result").map((e) => e.data);
+    expect(results.map((r) => [r.name, r.ok])).toEqual([
+      ["list_directory", true],
+      ["read_file", true],
+    ]);
+    const text = events
+      .filter((e) => e.event === "text_delta")
+      .map((e) => e.data.delta)
+      .join("");
+    expect(text).toContain(SECRET_LINE);
+    expect(events.filter((e) => e.event === "iteration").map((e) => e.data.n)).toEqual([1, 2, 3]);
+    expect(events.at(-1)?.data).toMatchObject({ type: "done", reason: "text", iterations: 3 });
 
-        const stored = (await (await server.api(`/api/chats/${chat.id}`)).json()) as any;
-        expect(stored.messages.map((m: any) => m.role)).toEqual([
-          "user",
-          "assistant",
-          "tool",
-          "assistant",
-          "tool",
-          "assistant",
-        ]);
-        expect(stored.messages[2].results[0]).toMatchObject({ name: "list_directory", ok: true });
-        expect(stored.messages[5].content).toContain(SECRET_LINE);
-      });
-    } finally {
-      await fake.close();
-    }
+    const stored = (await (await server.api(`/api/chats/${chat.id}`)).json()) as any;
+    expect(stored.messages.map((m: any) => m.role)).toEqual([
+      "user",
+      "assistant",
+      "tool",
+      "assistant",
+      "tool",
+      "assistant",
+    ]);
+    expect(stored.messages[2].results[0]).toMatchObject({ name: "list_directory", ok: true });
+    expect(stored.messages[5].content).toContain(SECRET_LINE);
   });
 });
 
 describe("chat API rules", () => {
   it("validates bodies, binds only directories within TOOLHOST_CHAT_ROOTS, and hides other users' chats", async () => {
-    const fake = await startFakeProvider("anthropic", []);
-    try {
-      await withServer("anthropic", fake, async (server) => {
-        expect((await server.api("/api/chats", { method: "POST", body: "{" })).status).toBe(400);
-        expect((await createChat(server, "mistral" as ProviderName)).response.status).toBe(400);
-        expect((await createChat(server, "anthropic", { model: "" })).response.status).toBe(400);
-        expect((await createChat(server, "anthropic", { extra: 1 })).response.status).toBe(400);
-        const missing = await createChat(server, "anthropic", { workingDirectory: join(project, "nope") });
-        expect(missing.response.status).toBe(400);
-        expect(missing.chat.error.message).toMatch(/does not exist/);
-        const outside = await createChat(server, "anthropic", { workingDirectory: work });
-        expect(outside.response.status).toBe(403);
-        expect(outside.chat.error.code).toBe("access_denied");
-        expect((await createChat(server, "anthropic", { workingDirectory: undefined })).response.status).toBe(403);
-        expect((await server.api("/api/chats", { method: "POST", body: "{}", token: "th_wrong" })).status).toBe(401);
+    const server = main;
+    expect((await server.api("/api/chats", { method: "POST", body: "{" })).status).toBe(400);
+    expect((await createChat(server, "mistral" as ProviderName)).response.status).toBe(400);
+    expect((await createChat(server, "anthropic", { model: "" })).response.status).toBe(400);
+    expect((await createChat(server, "anthropic", { extra: 1 })).response.status).toBe(400);
+    const missing = await createChat(server, "anthropic", { workingDirectory: join(project, "nope") });
+    expect(missing.response.status).toBe(400);
+    expect(missing.chat.error.message).toMatch(/does not exist/);
+    const outside = await createChat(server, "anthropic", { workingDirectory: work });
+    expect(outside.response.status).toBe(403);
+    expect(outside.chat.error.code).toBe("access_denied");
+    const sibling = await createChat(server, "anthropic", { workingDirectory: `${roots}-sibling` });
+    expect(sibling.response.status).toBe(403);
+    expect((await createChat(server, "anthropic", { workingDirectory: undefined })).response.status).toBe(403);
+    expect((await server.api("/api/chats", { method: "POST", body: "{}", token: "th_wrong" })).status).toBe(401);
 
-        const { chat } = await createChat(server, "anthropic");
-        const bob = await runCli(["token", "create", "--user", "bob"], server.env);
-        expect(bob.code, bob.stderr).toBe(0);
-        const bobToken = bob.stdout.trim();
-        expect((await server.api(`/api/chats/${chat.id}`, { token: bobToken })).status).toBe(404);
-        const post = await server.api(`/api/chats/${chat.id}/messages`, {
-          method: "POST",
-          body: JSON.stringify({ content: "hi" }),
-          token: bobToken,
-        });
-        expect(post.status).toBe(404);
-        expect(((await (await server.api("/api/chats", { token: bobToken })).json()) as any).chats).toEqual([]);
-        expect(
-          (
-            await server.api(`/api/chats/${chat.id}/messages`, {
-              method: "POST",
-              body: JSON.stringify({ content: "" }),
-            })
-          ).status,
-        ).toBe(400);
+    const { chat } = await createChat(server, "anthropic");
+    const bob = await runCli(["token", "create", "--user", "bob"], server.env);
+    expect(bob.code, bob.stderr).toBe(0);
+    const bobToken = bob.stdout.trim();
+    expect((await server.api(`/api/chats/${chat.id}`, { token: bobToken })).status).toBe(404);
+    const post = await server.api(`/api/chats/${chat.id}/messages`, {
+      method: "POST",
+      body: JSON.stringify({ content: "hi" }),
+      token: bobToken,
+    });
+    expect(post.status).toBe(404);
+    expect(((await (await server.api("/api/chats", { token: bobToken })).json()) as any).chats).toEqual([]);
+    expect((await send(server, chat.id, "")).status).toBe(400);
 
-        const doc = (await (await fetch(`${server.url}/api/openapi.json`)).json()) as any;
-        expect(doc.paths["/api/chats"].post.requestBody).toBeDefined();
-        expect(doc.paths["/api/chats/{id}/messages"].post).toBeDefined();
-      });
-    } finally {
-      await fake.close();
-    }
+    const doc = (await (await fetch(`${server.url}/api/openapi.json`)).json()) as any;
+    expect(doc.paths["/api/chats"].post.requestBody).toBeDefined();
+    expect(doc.paths["/api/chats/{id}/messages"].post).toBeDefined();
   });
 
   it("reports a provider stream that breaks mid-turn as an error event and keeps the history consistent", async () => {
-    const fake = await startFakeProvider("openai", [
+    scripts.openai.push(
       { kind: "tools", calls: [{ name: "list_directory", arguments: { path: "." } }] },
       { kind: "break", text: "The directory contains" },
       { kind: "text", text: "Recovered." },
-    ]);
-    try {
-      await withServer("openai", fake, async (server) => {
-        const { chat } = await createChat(server, "openai");
-        const events = await readSse(
-          await server.api(`/api/chats/${chat.id}/messages`, {
-            method: "POST",
-            body: JSON.stringify({ content: "What is here?" }),
-          }),
-        );
-        expect(events.at(-2)?.data).toMatchObject({ type: "error", code: "provider_error" });
-        expect(events.at(-1)?.data).toMatchObject({ type: "done", reason: "error" });
-        const stored = (await (await server.api(`/api/chats/${chat.id}`)).json()) as any;
-        expect(stored.messages.map((m: any) => m.role)).toEqual(["user", "assistant", "tool"]);
-        expect(JSON.stringify(stored.messages)).not.toContain("The directory contains");
-        // The next turn sends that history and the provider accepts it (the fake checks every call is answered).
-        const next = await readSse(
-          await server.api(`/api/chats/${chat.id}/messages`, {
-            method: "POST",
-            body: JSON.stringify({ content: "Go on." }),
-          }),
-        );
-        expect(next.at(-1)?.data).toMatchObject({ type: "done", reason: "text" });
-        expect(fake.failures).toEqual([]);
-      });
-    } finally {
-      await fake.close();
-    }
+    );
+    const { chat } = await createChat(main, "openai");
+    const events = await readSse(await send(main, chat.id, "What is here?"));
+    expect(events.at(-2)?.data).toMatchObject({ type: "error", code: "provider_error" });
+    expect(events.at(-1)?.data).toMatchObject({ type: "done", reason: "error" });
+    const stored = (await (await main.api(`/api/chats/${chat.id}`)).json()) as any;
+    expect(stored.messages.map((m: any) => m.role)).toEqual(["user", "assistant", "tool"]);
+    expect(JSON.stringify(stored.messages)).not.toContain("The directory contains");
+    // The next turn sends that history and the provider accepts it (the fake checks every call is answered).
+    const next = await readSse(await send(main, chat.id, "Go on."));
+    expect(next.at(-1)?.data).toMatchObject({ type: "done", reason: "text" });
   });
 
   it("kills a running tool when the client disconnects", async () => {
     const dir = join(roots, "shell-project");
     mkdirSync(dir);
-    const fake = await startFakeProvider("anthropic", [
-      {
-        kind: "tools",
-        calls: [{ name: "bash", arguments: { command: "touch started.marker; sleep 30; touch finished.marker" } }],
-      },
-    ]);
-    try {
-      await withServer("anthropic", fake, async (server) => {
-        const enable = await server.api("/api/settings/tools/bash", {
-          method: "PUT",
-          body: JSON.stringify({ enabled: true }),
-        });
-        expect(enable.status).toBe(200);
-        const { chat } = await createChat(server, "anthropic", { workingDirectory: dir });
-        const controller = new AbortController();
-        const response = await server.api(`/api/chats/${chat.id}/messages`, {
-          method: "POST",
-          body: JSON.stringify({ content: "Run the long job." }),
-          signal: controller.signal,
-        });
-        await readSse(response, (e) => e.event === "tool_call_completed");
-        while (!existsSync(join(dir, "started.marker"))) await new Promise((resolve) => setTimeout(resolve, 25));
-        controller.abort();
-        // The shell tool records its outcome in the audit log once its process group is gone.
-        let entries: any[] = [];
-        while (!entries.some((e) => e.tool === "bash")) {
-          const audit = await runCli(["audit", "--json"], server.env);
-          entries = JSON.parse(audit.stdout).entries;
-        }
-        expect(entries.find((e) => e.tool === "bash")).toMatchObject({ termination: "aborted", chatId: chat.id });
-        expect(existsSync(join(dir, "finished.marker"))).toBe(false);
-        let stored: any;
-        do {
-          stored = await (await server.api(`/api/chats/${chat.id}`)).json();
-        } while (stored.messages.length === 0);
-        expect(stored.messages.map((m: any) => m.role)).toEqual(["user", "assistant", "tool"]);
-        expect(stored.messages[2].results[0]).toMatchObject({ name: "bash", ok: false });
-        expect(JSON.parse(stored.messages[2].results[0].content).error.code).toBe("aborted");
-      });
-    } finally {
-      await fake.close();
+    scripts.anthropic.push({
+      kind: "tools",
+      calls: [{ name: "bash", arguments: { command: "touch started.marker; sleep 30; touch finished.marker" } }],
+    });
+    const enable = await main.api("/api/settings/tools/bash", {
+      method: "PUT",
+      body: JSON.stringify({ enabled: true }),
+    });
+    expect(enable.status).toBe(200);
+    const { chat } = await createChat(main, "anthropic", { workingDirectory: dir });
+    const controller = new AbortController();
+    const response = await send(main, chat.id, "Run the long job.", controller.signal);
+    await readSse(response, (e) => e.event === "tool_call_completed");
+    while (!existsSync(join(dir, "started.marker"))) await new Promise((resolve) => setTimeout(resolve, 25));
+    controller.abort();
+    // The shell tool records its outcome in the audit log once its process group is gone.
+    let entry: any;
+    while (!entry) {
+      const audit = (await (await main.api("/api/admin/audit")).json()) as any;
+      entry = audit.entries.find((e: any) => e.tool === "bash" && e.chatId === chat.id);
+      if (!entry) await new Promise((resolve) => setTimeout(resolve, 50));
     }
+    expect(entry.termination).toBe("aborted");
+    expect(existsSync(join(dir, "finished.marker"))).toBe(false);
+    let stored: any;
+    do {
+      stored = await (await main.api(`/api/chats/${chat.id}`)).json();
+    } while (stored.messages.length === 0);
+    expect(stored.messages.map((m: any) => m.role)).toEqual(["user", "assistant", "tool"]);
+    expect(stored.messages[2].results[0]).toMatchObject({ name: "bash", ok: false });
+    expect(JSON.parse(stored.messages[2].results[0].content).error.code).toBe("aborted");
   });
 
   it("aborts the turn when the client disconnects, and the chat stays usable", async () => {
-    const fake = await startFakeProvider("gemini", [
-      { kind: "stall", text: "Thinking" },
-      { kind: "text", text: "Fresh answer." },
-    ]);
-    try {
-      await withServer("gemini", fake, async (server) => {
-        const { chat } = await createChat(server, "gemini");
-        const controller = new AbortController();
-        const response = await server.api(`/api/chats/${chat.id}/messages`, {
-          method: "POST",
-          body: JSON.stringify({ content: "Think hard." }),
-          signal: controller.signal,
-        });
-        const seen = await readSse(response, (e) => e.event === "text_delta", controller);
-        expect(seen.at(-1)?.event).toBe("text_delta");
-        // The server noticed the disconnect and cancelled its request to the provider.
-        await fake.stallClosed();
-        // The chat is released: the next message runs (a busy chat would answer 409).
-        let events: SseEvent[] = [];
-        for (let attempt = 0; attempt < 50; attempt++) {
-          const next = await server.api(`/api/chats/${chat.id}/messages`, {
-            method: "POST",
-            body: JSON.stringify({ content: "Again." }),
-          });
-          if (next.status === 409) {
-            await next.body?.cancel();
-            await new Promise((resolve) => setTimeout(resolve, 50));
-            continue;
-          }
-          events = await readSse(next);
-          break;
-        }
-        expect(events.at(-1)?.data).toMatchObject({ type: "done", reason: "text" });
-        const stored = (await (await server.api(`/api/chats/${chat.id}`)).json()) as any;
-        expect(stored.messages.map((m: any) => [m.role, m.content])).toEqual([
-          ["user", "Again."],
-          ["assistant", "Fresh answer."],
-        ]);
-      });
-    } finally {
-      await fake.close();
+    scripts.gemini.push({ kind: "stall", text: "Thinking" }, { kind: "text", text: "Fresh answer." });
+    const { chat } = await createChat(main, "gemini");
+    const controller = new AbortController();
+    const response = await send(main, chat.id, "Think hard.", controller.signal);
+    const seen = await readSse(response, (e) => e.event === "text_delta", controller);
+    expect(seen.at(-1)?.event).toBe("text_delta");
+    // The server noticed the disconnect and cancelled its request to the provider.
+    await fakes.gemini.stallClosed();
+    // The chat is released: the next message runs (a busy chat would answer 409).
+    let events: SseEvent[] = [];
+    for (;;) {
+      const next = await send(main, chat.id, "Again.");
+      if (next.status === 409) {
+        await next.body?.cancel();
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        continue;
+      }
+      events = await readSse(next);
+      break;
     }
+    expect(events.at(-1)?.data).toMatchObject({ type: "done", reason: "text" });
+    const stored = (await (await main.api(`/api/chats/${chat.id}`)).json()) as any;
+    expect(stored.messages.map((m: any) => [m.role, m.content])).toEqual([
+      ["user", "Again."],
+      ["assistant", "Fresh answer."],
+    ]);
   });
 });
