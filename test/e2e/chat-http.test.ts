@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { ProviderName } from "../../src/providers/types.js";
-import { type FakeProvider, type FakeTurn, startFakeProvider } from "../fakes/provider-server.js";
+import { type FakeProvider, type FakeRequest, type FakeTurn, startFakeProvider } from "../fakes/provider-server.js";
 import { assertBuilt, type CliProcess, cleanEnv, runCli, startCli } from "./chat-process.js";
 import { makeProject, SECRET_LINE, scenarioScript } from "./chat-scenario.js";
 
@@ -203,6 +203,41 @@ describe.each(["openai", "openai-chat", "gemini", "anthropic"] as const)("chat A
     ]);
     expect(stored.messages[2].results[0]).toMatchObject({ name: "list_directory", ok: true });
     expect(stored.messages[5].content).toContain(SECRET_LINE);
+  });
+});
+
+describe.each(["openai", "openai-chat", "gemini", "anthropic"] as const)("parallel calls with %s", (provider) => {
+  it("runs two calls of one turn and feeds back a malformed-arguments call as a correctable failure", async () => {
+    let fedBack: FakeRequest | undefined;
+    scripts[provider].push(
+      {
+        kind: "tools",
+        calls: [
+          { name: "list_directory", arguments: { path: "." } },
+          { name: "read_file", arguments: '{"path": "launch-notes.txt"' },
+        ],
+      },
+      (request) => {
+        fedBack = request;
+        return { kind: "text", text: "One worked, one I must fix." };
+      },
+    );
+    const server = serverFor(provider);
+    const { chat } = await createChat(server, provider);
+    const events = await readSse(await send(server, chat.id, "Do two things at once."));
+    const results = events.filter((e) => e.event === "tool_result").map((e) => e.data);
+    expect(results.map((r) => [r.name, r.ok]).sort()).toEqual([
+      ["list_directory", true],
+      ["read_file", false],
+    ]);
+    expect(results.find((r) => r.name === "read_file").error.code).toBe("validation_failed");
+    expect(events.at(-1)?.data).toMatchObject({ type: "done", reason: "text" });
+    // Both results went back in the provider's format, in call order; the failure is flagged where the format can.
+    expect(fedBack?.lastToolResults).toHaveLength(2);
+    const [listed, failed] = fedBack!.lastToolResults;
+    expect(listed!.content).toContain("launch-notes.txt");
+    expect(JSON.parse(failed!.content).error.code).toBe("validation_failed");
+    if (provider === "anthropic" || provider === "gemini") expect(failed!.isError).toBe(true);
   });
 });
 
