@@ -67,7 +67,7 @@ export class ToolSettingsService {
       canDisable: m.canDisable,
       parameters: effective.parameters,
       defaultParameters: structuredClone(m.defaultParameters),
-      parameterDescriptors: m.parameterDescriptors.map((d) => ({ ...d })),
+      parameterDescriptors: m.parameterDescriptors.map(({ validate: _validate, ...d }) => d),
       definition: getToolDefinition(tool, effective),
     };
   }

@@ -28,6 +28,22 @@ function describe(value: unknown): string {
 }
 
 function checkValue(toolName: string, d: ToolParameterDescriptor, value: unknown): unknown {
+  const checked = checkType(toolName, d, value);
+  const problem = d.validate?.(checked);
+  if (problem) {
+    throw new ToolParameterError(
+      `Invalid value ${describe(value)} for parameter "${d.name}" of tool "${toolName}": ${problem}.`,
+      {
+        tool: toolName,
+        parameter: d.name,
+        rule: problem,
+      },
+    );
+  }
+  return checked;
+}
+
+function checkType(toolName: string, d: ToolParameterDescriptor, value: unknown): unknown {
   const fail = (rule: string): never => {
     throw new ToolParameterError(
       `Invalid value ${describe(value)} for parameter "${d.name}" of tool "${toolName}": ${rule}.`,

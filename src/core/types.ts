@@ -66,6 +66,11 @@ export interface ToolParameterDescriptor {
   default?: unknown;
   /** Unit shown to people (e.g. "seconds", "bytes"). */
   unit?: string;
+  /**
+   * Extra rule for values that pass the type and range checks (e.g. "must be an IANA timezone"): returns a
+   * description of the violated rule, or undefined when the value is fine. Not serialized to API clients.
+   */
+  validate?: (value: unknown) => string | undefined;
 }
 
 /** Settings metadata of a registered tool (000: ToolSettingsMetadata). */

@@ -60,3 +60,22 @@ describe("get_current_datetime validation", () => {
     }
   });
 });
+
+describe("get_current_datetime settings", () => {
+  it("refuses an invalid default timezone or locale when saved", async () => {
+    const { normalizeToolParameters } = await import("../../src/core/settings-policy.js");
+    const { getCurrentDatetimeTool } = await import("../../src/tools/builtin/get-current-datetime.js");
+    expect(() => normalizeToolParameters(getCurrentDatetimeTool, { defaultTimezone: "Mars/Olympus" })).toThrow(
+      /"defaultTimezone".*not a known IANA timezone/,
+    );
+    expect(() => normalizeToolParameters(getCurrentDatetimeTool, { defaultLocale: "pt_BR" })).toThrow(
+      /"defaultLocale".*BCP 47/,
+    );
+    expect(
+      normalizeToolParameters(getCurrentDatetimeTool, { defaultTimezone: "Asia/Tokyo", defaultLocale: "pt-BR" }),
+    ).toEqual({
+      defaultTimezone: "Asia/Tokyo",
+      defaultLocale: "pt-BR",
+    });
+  });
+});

@@ -117,18 +117,30 @@ export function describeInstant(date: Date, timeZone: string, locale: string): C
   };
 }
 
+/** Runs a validator for its verdict only: the rule it broke, or undefined. */
+function ruleBroken(check: () => unknown): string | undefined {
+  try {
+    check();
+    return undefined;
+  } catch (error) {
+    return (error as Error).message.replace(/^Invalid argument "[^"]+": /, "").replace(/\.$/, "");
+  }
+}
+
 const parameterDescriptors: ToolParameterDescriptor[] = [
   {
     name: "defaultTimezone",
     type: "string",
     description: "IANA timezone used when the model gives none.",
     default: "UTC",
+    validate: (value) => ruleBroken(() => validateTimezone(value as string, "defaultTimezone")),
   },
   {
     name: "defaultLocale",
     type: "string",
     description: "BCP 47 locale used when the model gives none.",
     default: "en-US",
+    validate: (value) => ruleBroken(() => validateLocale(value as string, "defaultLocale")),
   },
 ];
 
