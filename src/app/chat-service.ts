@@ -262,7 +262,13 @@ export class ChatService {
         { rule: "chat_roots" },
       );
     }
-    const provider = parseProvider(chat.provider ?? "");
+    if (!chat.provider) {
+      throw new ToolArgumentError(
+        `Chat ${chat.id} has no provider yet. Choose one: toolhost chat --chat ${chat.id} --provider ${CHAT_PROVIDERS.join("|")}.`,
+        { argument: "provider" },
+      );
+    }
+    const provider = parseProvider(chat.provider);
     const model = chat.model ?? DEFAULT_CHAT_MODELS[provider];
     let adapter: ProviderAdapter;
     try {

@@ -5,7 +5,7 @@
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { ProviderName } from "../../src/providers/types.js";
 import { startFakeProvider } from "../fakes/provider-server.js";
 import { assertBuilt, CLI, cleanEnv, runCli, runProgram, startCli } from "./chat-process.js";
@@ -17,6 +17,9 @@ const KEY_ENV: Record<ProviderName, [string, string]> = {
   gemini: ["GEMINI_API_KEY", "GEMINI_BASE_URL"],
   anthropic: ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"],
 };
+
+// Each case spawns real CLI processes, concurrently; on a busy machine one can take a while to start.
+vi.setConfig({ testTimeout: 90_000 });
 
 let work: string;
 let project: string;
@@ -114,6 +117,24 @@ describe.concurrent("toolhost chat", () => {
       expect(stdout).toMatch(/\x1b\[2K✓ list_directory path="\." · ok · /);
       expect(stdout).toContain(SECRET_LINE);
       expect(fake.failures).toEqual([]);
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it("gives a chat made by `toolhost call --chat` the default provider on its first chat turn", async () => {
+    const fake = await startFakeProvider("anthropic", [{ kind: "text", text: "Hello from the default provider." }]);
+    try {
+      const env = {
+        ...envFor("anthropic", fake.baseURL, join(work, "data-premade")),
+        TOOLHOST_CHAT_PROVIDER: "anthropic",
+      };
+      const call = await runCli(["call", "list_directory", '{"path":"."}', "--chat", "premade", "--cwd", project], env);
+      expect(call.code, call.stderr).toBe(0);
+      const chat = await runCli(["chat", "hi", "--chat", "premade"], env);
+      expect(chat.code, chat.stderr).toBe(0);
+      expect(chat.stdout).toContain("Hello from the default provider.");
+      expect(fake.requests[0]!.system).toContain(project);
     } finally {
       await fake.close();
     }

@@ -187,13 +187,19 @@ async function resolveChat(ctx: AppContext, service: ChatService, opts: ChatOpti
           `Chat ${opts.chat} is bound to ${existing.workingDirectory ?? "no directory"}; omit --cwd or pass that directory.`,
         );
       }
-      const provider = opts.provider ? parseProvider(opts.provider) : undefined;
-      if (provider || opts.model) {
-        await service.updateChat(opts.user, opts.chat, {
-          provider,
-          model: opts.model ?? (provider && provider !== existing.provider ? defaultModel(provider) : undefined),
-        });
-      }
+      // A chat made by `toolhost call --chat` has no provider yet: give it the default one.
+      const provider = opts.provider
+        ? parseProvider(opts.provider)
+        : existing.provider
+          ? undefined
+          : parseProvider(process.env.TOOLHOST_CHAT_PROVIDER ?? "openai");
+      const providerChanges = provider !== undefined && provider !== existing.provider;
+      const model =
+        opts.model ??
+        (providerChanges || !existing.model
+          ? defaultModel(provider ?? parseProvider(existing.provider ?? "openai"))
+          : undefined);
+      if (provider || model) await service.updateChat(opts.user, opts.chat, { provider, model });
       return existing.id;
     }
     if (await ctx.chats.exists(opts.chat)) throw new CliError(`Chat ${opts.chat} belongs to another user.`);

@@ -76,6 +76,11 @@ export const ChatMessageSchema = Type.Object({
       description: "tool: the results fed back, one per call",
     }),
   ),
+  providerData: Type.Optional(
+    Type.Record(Type.String(), Type.Unknown(), {
+      description: "assistant: opaque provider data echoed back on the next turn (item ids, thought signatures)",
+    }),
+  ),
 });
 
 /** GET /api/chats/:id response. */
