@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { ProviderName } from "../../src/providers/types.js";
 import { startFakeProvider } from "../fakes/provider-server.js";
 import { assertBuilt, CLI, cleanEnv, runCli, runProgram, startCli } from "./chat-process.js";
-import { makeProject, SECRET_LINE, scenarioScript } from "./chat-scenario.js";
+import { makeProject, SECRET_FILE, SECRET_LINE, scenarioScript } from "./chat-scenario.js";
 
 const KEY_ENV: Record<ProviderName, [string, string]> = {
   openai: ["OPENAI_API_KEY", "OPENAI_BASE_URL"],
@@ -64,12 +64,13 @@ describe.concurrent.each(["openai", "openai-chat", "gemini", "anthropic"] as con
         expect(code, stderr).toBe(0);
         expect(stdout).toContain("Let me look at the directory.");
         expect(stdout).toContain(SECRET_LINE);
-        expect(stdout).toContain("launch-notes.txt");
+        expect(stdout).toContain(SECRET_FILE);
         // Tool lines (not a TTY: plain lines) with name, short arguments, outcome and duration.
         expect(stderr).toMatch(/→ list_directory path="\."/);
         expect(stderr).toMatch(/✓ list_directory path="\." · ok · \d+(\.\d+)? m?s/);
-        expect(stderr).toMatch(/✓ read_file path="launch-notes\.txt" · ok · /);
-        expect(fake.requests).toHaveLength(3);
+        expect(stderr).toMatch(/✓ grep pattern="launchCode" path="src" · ok · /);
+        expect(stderr).toContain(`✓ read_file path="${SECRET_FILE}" · ok · `);
+        expect(fake.requests).toHaveLength(4);
         expect(fake.requests[0]!.model).toBe("fake-model");
       } finally {
         await fake.close();
@@ -94,9 +95,9 @@ describe.concurrent("toolhost chat", () => {
       expect(first.code, first.stderr).toBe(0);
       const second = await runCli(["chat", "What did you find?", "--chat", "my-chat"], env, project);
       expect(second.code, second.stderr).toBe(0);
-      expect(second.stdout).toContain("2 tool results are in the history");
-      expect(fake.requests[3]!.model).toBe("local-model");
-      expect(fake.requests[3]!.lastUserText).toBe("What did you find?");
+      expect(second.stdout).toContain("3 tool results are in the history");
+      expect(fake.requests[4]!.model).toBe("local-model");
+      expect(fake.requests[4]!.lastUserText).toBe("What did you find?");
       expect(fake.failures).toEqual([]);
     } finally {
       await fake.close();

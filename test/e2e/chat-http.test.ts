@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { ProviderName } from "../../src/providers/types.js";
 import { type FakeProvider, type FakeRequest, type FakeTurn, startFakeProvider } from "../fakes/provider-server.js";
 import { assertBuilt, type CliProcess, cleanEnv, runCli, startCli } from "./chat-process.js";
-import { makeProject, SECRET_LINE, scenarioScript } from "./chat-scenario.js";
+import { makeProject, SECRET_FILE, SECRET_LINE, scenarioScript } from "./chat-scenario.js";
 
 const KEY_ENV: Record<ProviderName, [string, string]> = {
   openai: ["OPENAI_API_KEY", "OPENAI_BASE_URL"],
@@ -182,6 +182,7 @@ describe.each(["openai", "openai-chat", "gemini", "anthropic"] as const)("chat A
     const results = events.filter((e) => e.event === "tool_result").map((e) => e.data);
     expect(results.map((r) => [r.name, r.ok])).toEqual([
       ["list_directory", true],
+      ["grep", true],
       ["read_file", true],
     ]);
     const text = events
@@ -189,8 +190,8 @@ describe.each(["openai", "openai-chat", "gemini", "anthropic"] as const)("chat A
       .map((e) => e.data.delta)
       .join("");
     expect(text).toContain(SECRET_LINE);
-    expect(events.filter((e) => e.event === "iteration").map((e) => e.data.n)).toEqual([1, 2, 3]);
-    expect(events.at(-1)?.data).toMatchObject({ type: "done", reason: "text", iterations: 3 });
+    expect(events.filter((e) => e.event === "iteration").map((e) => e.data.n)).toEqual([1, 2, 3, 4]);
+    expect(events.at(-1)?.data).toMatchObject({ type: "done", reason: "text", iterations: 4 });
 
     const stored = (await (await server.api(`/api/chats/${chat.id}`)).json()) as any;
     expect(stored.messages.map((m: any) => m.role)).toEqual([
@@ -200,9 +201,12 @@ describe.each(["openai", "openai-chat", "gemini", "anthropic"] as const)("chat A
       "assistant",
       "tool",
       "assistant",
+      "tool",
+      "assistant",
     ]);
     expect(stored.messages[2].results[0]).toMatchObject({ name: "list_directory", ok: true });
-    expect(stored.messages[5].content).toContain(SECRET_LINE);
+    expect(stored.messages[4].results[0].content).toContain(SECRET_FILE);
+    expect(stored.messages[7].content).toContain(SECRET_LINE);
   });
 });
 
@@ -214,7 +218,7 @@ describe.each(["openai", "openai-chat", "gemini", "anthropic"] as const)("parall
         kind: "tools",
         calls: [
           { name: "list_directory", arguments: { path: "." } },
-          { name: "read_file", arguments: '{"path": "launch-notes.txt"' },
+          { name: "read_file", arguments: '{"path": "README.md"' },
         ],
       },
       (request) => {
@@ -235,7 +239,7 @@ describe.each(["openai", "openai-chat", "gemini", "anthropic"] as const)("parall
     // Both results went back in the provider's format, in call order; the failure is flagged where the format can.
     expect(fedBack?.lastToolResults).toHaveLength(2);
     const [listed, failed] = fedBack!.lastToolResults;
-    expect(listed!.content).toContain("launch-notes.txt");
+    expect(listed!.content).toContain("README.md");
     expect(JSON.parse(failed!.content).error.code).toBe("validation_failed");
     if (provider === "anthropic" || provider === "gemini") expect(failed!.isError).toBe(true);
   });

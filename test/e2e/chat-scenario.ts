@@ -8,16 +8,22 @@ import { tmpdir } from "node:os";
 import { isAbsolute, join } from "node:path";
 import type { FakeRequest, FakeTurn } from "../fakes/provider-server.js";
 
-/** A line only the scenario file contains; the final answer must quote it. */
+/** A line only the scenario's source file contains; the final answer must quote it. */
 export const SECRET_LINE = "The launch code is PELICAN-7731.";
 
-/** Creates the project directory the chat binds (`prefix` absolute, or under the temp directory): a text file, a markdown file and a subdirectory. */
+/** Where the secret lives, relative to the project (grep reports it relative to the chat working directory). */
+export const SECRET_FILE = "src/config/launch.ts";
+
+/** Creates the project directory the chat binds (`prefix` absolute, or under the temp directory). */
 export function makeProject(prefix = "toolhost-e2e-project-"): string {
   const dir = mkdtempSync(isAbsolute(prefix) ? prefix : join(tmpdir(), prefix));
-  writeFileSync(join(dir, "launch-notes.txt"), `Mission notes\n${SECRET_LINE}\nEnd.\n`);
-  writeFileSync(join(dir, "README.md"), "# Demo project\n");
-  mkdirSync(join(dir, "src"));
-  writeFileSync(join(dir, "src", "index.ts"), "export const x = 1;\n");
+  writeFileSync(join(dir, "README.md"), "# Demo project\nSee src/.\n");
+  mkdirSync(join(dir, "src", "config"), { recursive: true });
+  writeFileSync(join(dir, "src", "index.ts"), 'export { launchCode } from "./config/launch.js";\n');
+  writeFileSync(
+    join(dir, "src", "config", "launch.ts"),
+    `// ${SECRET_LINE}\nexport const launchCode = "PELICAN-7731";\n`,
+  );
   return dir;
 }
 
@@ -29,9 +35,11 @@ function parseResult(request: FakeRequest, tool: string): any {
 }
 
 /**
- * The three-turn script. Turn 1 checks that list_directory and read_file are offered (strict on OpenAI
- * Responses) and that the system prompt announces `project`; turn 2 picks the .txt file from the listing;
- * turn 3 quotes the secret line from read_file's content.
+ * The four-turn script of a model that explores before answering. Turn 1 checks that list_directory, grep and
+ * read_file are offered with the expected schema shape (the strict dialect on OpenAI Responses) and that the
+ * system prompt announces `project`, then lists the directory; turn 2 greps the `src` directory it found for the
+ * `launchCode` symbol; turn 3 reads the file grep reported (its path passed straight through); turn 4 quotes the
+ * secret line from read_file's content.
  */
 export function scenarioScript(provider: string, project: string): FakeTurn[] {
   return [
@@ -41,10 +49,10 @@ export function scenarioScript(provider: string, project: string): FakeTurn[] {
       calls: [{ name: "list_directory", arguments: { path: "." } }],
       expect: (request) => {
         const names = request.tools.map((t) => t.name);
-        for (const needed of ["list_directory", "read_file"]) {
+        for (const needed of ["list_directory", "grep", "read_file"]) {
           if (!names.includes(needed)) throw new Error(`tool ${needed} not offered; got ${names.join(", ")}`);
         }
-        for (const tool of request.tools.filter((t) => t.name === "list_directory" || t.name === "read_file")) {
+        for (const tool of request.tools.filter((t) => ["list_directory", "grep", "read_file"].includes(t.name))) {
           const schema = tool.parameters as {
             type?: unknown;
             properties?: Record<string, unknown>;
@@ -70,11 +78,23 @@ export function scenarioScript(provider: string, project: string): FakeTurn[] {
     },
     (request) => {
       const listing = parseResult(request, "list_directory");
-      const file = (listing.entries as { name: string; type: string }[]).find(
-        (e) => e.type === "file" && e.name.endsWith(".txt"),
+      const dir = (listing.entries as { name: string; type: string }[]).find(
+        (e) => e.type === "directory" && e.name === "src",
       );
-      if (!file) return { kind: "text", text: "I found no text file." };
-      return { kind: "tools", calls: [{ name: "read_file", arguments: { path: file.name } }] };
+      if (!dir) return { kind: "text", text: "I found no source directory." };
+      // Strict models send null for the optional keys they skip.
+      const args =
+        provider === "openai"
+          ? { pattern: "launchCode", path: dir.name, glob: null, caseInsensitive: null }
+          : { pattern: "launchCode", path: dir.name };
+      return { kind: "tools", calls: [{ name: "grep", arguments: args }] };
+    },
+    (request) => {
+      const grep = parseResult(request, "grep");
+      const files = [...new Set((grep.matches as { file: string }[]).map((m) => m.file))].sort();
+      const definition = files.find((f) => f.includes("config"));
+      if (!definition) return { kind: "text", text: `grep found no definition (${files.join(", ")}).` };
+      return { kind: "tools", calls: [{ name: "read_file", arguments: { path: definition } }] };
     },
     (request) => {
       const read = parseResult(request, "read_file");
@@ -83,7 +103,7 @@ export function scenarioScript(provider: string, project: string): FakeTurn[] {
         .find((l) => l.includes("launch code"));
       return {
         kind: "text",
-        text: `I read ${read.path}. It says: ${line?.replace(/^\s*\d+\s*[\t|:→]?\s*/, "") ?? "nothing"}`,
+        text: `I read ${read.path}. It says: ${line?.replace(/^\s*\d+\s*[\t|:→]?\s*(\/\/\s*)?/, "") ?? "nothing"}`,
       };
     },
   ];
