@@ -132,9 +132,21 @@ describe.concurrent("toolhost chat", () => {
       };
       const call = await runCli(["call", "list_directory", '{"path":"."}', "--chat", "premade", "--cwd", project], env);
       expect(call.code, call.stderr).toBe(0);
-      const chat = await runCli(["chat", "hi", "--chat", "premade"], env);
+      const chat = await runCli(["chat", "hi", "--chat", "premade", "--json"], env);
       expect(chat.code, chat.stderr).toBe(0);
-      expect(chat.stdout).toContain("Hello from the default provider.");
+      // --json: one loop event per line.
+      const events = chat.stdout
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line));
+      expect(events[0]).toEqual({ type: "iteration", n: 1 });
+      expect(
+        events
+          .filter((e) => e.type === "text_delta")
+          .map((e) => e.delta)
+          .join(""),
+      ).toBe("Hello from the default provider.");
+      expect(events.at(-1)).toMatchObject({ type: "done", reason: "text" });
       expect(fake.requests[0]!.system).toContain(project);
     } finally {
       await fake.close();
