@@ -243,9 +243,9 @@ async function* executeCalls(
 }
 
 /**
- * Maps a tool name as the provider reported it back to the registered name. Registered names already satisfy
- * every provider's name rule, so this is the identity in practice; should a mapper sanitize a name (characters
- * replaced by `_`, case folded, cut to 64), the sanitized form is translated back here.
+ * Maps a tool name as the provider reported it back to the registered name. The built-in adapters already
+ * translate names the tool mapper sanitized (ToolNameMap.fromWire); this is the safety net for custom adapters
+ * that do not: characters outside `[a-zA-Z0-9_]` read as `_`, case folded, cut to 64.
  */
 function toolNameResolver(tools: ToolDefinition[]): (name: string) => string {
   const exact = new Set(tools.map((t) => t.name));
