@@ -226,3 +226,30 @@ describe.skipIf(!ripgrepPath())("differential: ripgrep and JS engines return the
     expect(a.truncated).toBe(true);
   });
 });
+
+describe.skipIf(!ripgrepPath())("differential, generated patterns", () => {
+  it("random patterns from a regex-atom alphabet give the same matches on both engines", async () => {
+    const fc = await import("fast-check");
+    const atom = fc.constantFrom(
+      "f", "o", "a", "é", "K", "s", ".", "\\w", "\\W", "\\d", "\\s", "\\S", "\\b", "[a-f]", "[^o]", "[éa]",
+      "(fo|ba)", "x?", " ", "\\t", "^", "$", "\\.", "[\\s\\d]",
+    );
+    const quant = fc.constantFrom("", "", "", "*", "+", "?", "{2}", "{1,3}", "*?");
+    const pattern = fc.array(fc.tuple(atom, quant), { minLength: 1, maxLength: 5 }).map((parts) =>
+      parts.map(([a, q]) => (a === "^" || a === "$" || a === "\\b" ? a : a + q)).join(""),
+    );
+    await fc.assert(
+      fc.asyncProperty(pattern, fc.boolean(), async (p, ci) => {
+        const settings = { maxResults: 5000, maxMatchesPerFile: 100 };
+        const a = await grep({ pattern: p, path: ".", caseInsensitive: ci }, { ...settings, engine: "ripgrep" }).catch(
+          (e) => e.code,
+        );
+        const b = await grep({ pattern: p, path: ".", caseInsensitive: ci }, { ...settings, engine: "js" }).catch(
+          (e) => e.code,
+        );
+        expect(typeof a === "string" ? a : a.matches).toEqual(typeof b === "string" ? b : b.matches);
+      }),
+      { numRuns: Number(process.env.GREP_FC_RUNS ?? 40), seed: Number(process.env.GREP_FC_SEED ?? 4) },
+    );
+  });
+});

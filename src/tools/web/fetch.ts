@@ -7,7 +7,7 @@
  * Content-Length says; the caller's signal (the tool's time budget) aborts everything.
  */
 import { fetch, type Response } from "undici";
-import { AccessDeniedError, ToolExecutionError } from "../../core/errors.js";
+import { AccessDeniedError, ToolError, ToolExecutionError } from "../../core/errors.js";
 import { type AddressPins, assertNoSsrf, createGuardedAgent, type SsrfPolicy } from "./ssrf.js";
 
 /** Options of guardedFetch. */
@@ -43,7 +43,8 @@ export interface GuardedFetchResult {
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
-export const DEFAULT_USER_AGENT = "Toolhost-web_fetch/0.1 (+https://github.com/toolhost)";
+/** User-Agent sent by web_fetch. */
+export const DEFAULT_USER_AGENT = "Toolhost-web_fetch/0.1";
 
 /** Reads a response body up to `maxBytes`; cancels the rest. */
 export async function readCapped(
@@ -116,7 +117,7 @@ export async function guardedFetch(url: string, options: GuardedFetchOptions): P
       } catch (error) {
         if (options.signal?.aborted) throw options.signal.reason;
         const cause = (error as { cause?: unknown }).cause;
-        if (cause instanceof AccessDeniedError) throw cause;
+        if (cause instanceof ToolError) throw cause;
         const detail =
           cause instanceof Error ? `${(cause as NodeJS.ErrnoException).code ?? ""} ${cause.message}` : String(error);
         throw new ToolExecutionError(

@@ -42,6 +42,12 @@ const CONVERT_OPTIONS: HtmlToTextOptions = {
 /** Elements removed before the whole-body fallback conversion. */
 const CHROME = "script, style, noscript, template, svg, iframe, object, embed, nav, header, footer, aside, form, head";
 
+/**
+ * Pages longer than this (characters of HTML) skip Readability, whose cost grows steeply with size (about 5 s
+ * for 1.3 MB here); their body is converted directly. The content is capped at 100 KB anyway.
+ */
+const READABILITY_MAX_CHARS = 600_000;
+
 /** Minimum length (characters) of Readability's text for it to be used instead of the whole body. */
 const MIN_ARTICLE_CHARS = 200;
 
@@ -68,6 +74,37 @@ export interface ReadableText {
  * Never throws for malformed HTML (parsers are lenient); returns empty text for an empty document.
  */
 export function htmlToReadableText(html: string, pageUrl?: string): ReadableText {
+  try {
+    return convertDocument(html, pageUrl);
+  } catch {
+    // Pathological markup (e.g. nesting deep enough to exhaust the stack): strip tags instead.
+    const title = (/<title[^>]*>([\s\S]*?)<\/title>/i.exec(html)?.[1] ?? "").replace(/\s+/g, " ").trim();
+    const body = tidy(
+      decodeEntities(
+        html
+          .replace(/<(script|style|noscript|template|head)\b[\s\S]*?<\/\1\s*>/gi, " ")
+          .replace(/<br\s*\/?>|<\/(p|div|li|h[1-6]|tr|section|article)\s*>/gi, "\n")
+          .replace(/<[^>]*>/g, " ")
+          .replace(/[ \t]+/g, " "),
+      ),
+    );
+    return { title, text: title && !body.startsWith(title) ? `# ${title}\n\n${body}` : body, article: false };
+  }
+}
+
+function decodeEntities(text: string): string {
+  const named: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'", nbsp: " " };
+  return text.replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (whole, code: string) => {
+    if (code[0] === "#") {
+      const n = code[1] === "x" || code[1] === "X" ? Number.parseInt(code.slice(2), 16) : Number(code.slice(1));
+      return Number.isFinite(n) && n > 0 && n <= 0x10ffff ? String.fromCodePoint(n) : whole;
+    }
+    return named[code.toLowerCase()] ?? whole;
+  });
+}
+
+/** Parses the page and makes its links absolute (non-http links lose their target). */
+function prepare(html: string, pageUrl?: string) {
   const { document } = parseHTML(html);
   for (const a of Array.from(document.querySelectorAll("a[href]")) as DomElement[]) {
     const href = a.getAttribute("href") ?? "";
@@ -77,19 +114,28 @@ export function htmlToReadableText(html: string, pageUrl?: string): ReadableText
     } catch {
       absolute = undefined;
     }
-    if (absolute && (absolute.protocol === "http:" || absolute.protocol === "https:"))
+    if (absolute && (absolute.protocol === "http:" || absolute.protocol === "https:")) {
       a.setAttribute("href", absolute.href);
-    else a.removeAttribute("href");
+    } else {
+      a.removeAttribute("href");
+    }
   }
+  return document;
+}
+
+function convertDocument(html: string, pageUrl?: string): ReadableText {
+  let document = prepare(html, pageUrl);
   const titleTag = (document.querySelector("title")?.textContent ?? "").replace(/\s+/g, " ").trim();
 
   let article: ReturnType<Readability<string>["parse"]> = null;
-  try {
-    // Readability mutates the document it is given: hand it a copy so the fallback still has the original.
-    const copy = parseHTML(document.toString()).document;
-    article = new Readability(copy as never, { charThreshold: MIN_ARTICLE_CHARS }).parse();
-  } catch {
-    article = null;
+  let mutated = false;
+  if (html.length <= READABILITY_MAX_CHARS) {
+    try {
+      mutated = true;
+      article = new Readability(document as never, { charThreshold: MIN_ARTICLE_CHARS }).parse();
+    } catch {
+      article = null;
+    }
   }
   const articleText = article?.content ? tidy(convert(article.content, CONVERT_OPTIONS)) : "";
   let body: string;
@@ -98,6 +144,8 @@ export function htmlToReadableText(html: string, pageUrl?: string): ReadableText
     body = articleText;
     usedArticle = true;
   } else {
+    // Readability mutates the document it reads: start again from the markup for the whole-body conversion.
+    if (mutated) document = prepare(html, pageUrl);
     for (const node of Array.from(document.querySelectorAll(CHROME)) as DomElement[]) node.remove();
     const root = document.querySelector("body") ?? document.documentElement;
     body = tidy(convert(root?.toString() ?? "", CONVERT_OPTIONS));

@@ -210,27 +210,29 @@ export function createGuardedAgent(
       (address) => {
         // servername keeps TLS SNI and certificate checks on the name while the TCP connection uses the address.
         const servername = options.servername || (isIP(host) === 0 ? host : undefined);
-        base({ ...options, hostname: address, ...(servername ? { servername } : {}) }, (error, socket) => {
-          if (error || !socket) {
-            callback(error ?? new Error("connection failed"), null);
-            return;
-          }
-          const remote = (socket as Socket).remoteAddress;
-          const allowed = pins.get(host) ?? [address];
-          const matches = allowed.some((a) => sameAddress(a, remote)) && sameAddress(address, remote);
-          if (!matches) {
-            socket.destroy();
-            callback(
-              new AccessDeniedError(
-                `The connection to "${host}" reached ${remote ?? "an unknown address"} instead of the checked ${address}; refused.`,
-                { rule: "ssrf", host, address: remote ?? null },
-              ),
-              null,
-            );
-            return;
-          }
-          callback(null, socket);
-        });
+        try {
+          base({ ...options, hostname: address, ...(servername ? { servername } : {}) }, (error, socket) => {
+            if (error || !socket) {
+              callback(error ?? new Error("connection failed"), null);
+              return;
+            }
+            const remote = (socket as Socket).remoteAddress;
+            if (!sameAddress(address, remote)) {
+              socket.destroy();
+              callback(
+                new AccessDeniedError(
+                  `The connection to "${host}" reached ${remote ?? "an unknown address"} instead of the checked ${address}; refused.`,
+                  { rule: "ssrf", host, address: remote ?? null },
+                ),
+                null,
+              );
+              return;
+            }
+            callback(null, socket);
+          });
+        } catch (error) {
+          callback(error as Error, null);
+        }
       },
       (error) => callback(error as Error, null),
     );
