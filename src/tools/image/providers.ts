@@ -12,8 +12,9 @@
  * or OPENAI_BASE_URL / GEMINI_BASE_URL. Neither is a per-user setting: a user-chosen base URL would receive the
  * host's API key.
  */
-import { GoogleGenAI } from "@google/genai";
-import OpenAI from "openai";
+// The SDKs load on first use, not at import time: every CLI command and MCP session imports the built-ins.
+import type { GoogleGenAI } from "@google/genai";
+import type OpenAI from "openai";
 import { ToolArgumentError, ToolError, ToolExecutionError } from "../../core/errors.js";
 import type {
   ImageGenerationHostConfig,
@@ -98,22 +99,33 @@ function decodeBase64(data: string, provider: string): Uint8Array {
 /** OpenAI Images through the `openai` SDK. */
 export class OpenAiImageProvider implements ImageProvider {
   readonly name = "openai" as const;
-  readonly #client: OpenAI;
+  readonly #conn: ImageProviderConnection & { apiKey: string };
+  #client?: Promise<OpenAI>;
 
   /** `conn.apiKey` is required; `baseUrl` defaults to the SDK's own (api.openai.com/v1). */
   constructor(conn: ImageProviderConnection & { apiKey: string }) {
-    this.#client = new OpenAI({
-      apiKey: conn.apiKey,
-      ...(conn.baseUrl ? { baseURL: conn.baseUrl } : {}),
-      maxRetries: conn.maxRetries ?? 1,
-    });
+    this.#conn = conn;
+  }
+
+  #sdk(): Promise<OpenAI> {
+    const conn = this.#conn;
+    this.#client ??= import("openai").then(
+      ({ default: OpenAIClient }) =>
+        new OpenAIClient({
+          apiKey: conn.apiKey,
+          ...(conn.baseUrl ? { baseURL: conn.baseUrl } : {}),
+          maxRetries: conn.maxRetries ?? 1,
+        }),
+    );
+    return this.#client;
   }
 
   /** One `images.generate` call with n=1; rejects with the SDK's APIError (status and message) on failure. */
   async generate(request: ProviderImageRequest): Promise<ProviderImage> {
     const lower = request.model.toLowerCase();
     const quality = openAiQuality(request.model, request.quality);
-    const response = await this.#client.images.generate(
+    const client = await this.#sdk();
+    const response = await client.images.generate(
       {
         model: request.model,
         prompt: request.prompt,
@@ -143,14 +155,21 @@ export class OpenAiImageProvider implements ImageProvider {
 /** Gemini image models through `@google/genai` (`generateContent`, image returned as an inlineData part). */
 export class GeminiImageProvider implements ImageProvider {
   readonly name = "gemini" as const;
-  readonly #client: GoogleGenAI;
+  readonly #conn: ImageProviderConnection & { apiKey: string };
+  #client?: Promise<GoogleGenAI>;
 
   /** `conn.apiKey` is required; `baseUrl` defaults to generativelanguage.googleapis.com. */
   constructor(conn: ImageProviderConnection & { apiKey: string }) {
-    this.#client = new GoogleGenAI({
-      apiKey: conn.apiKey,
-      ...(conn.baseUrl ? { httpOptions: { baseUrl: conn.baseUrl } } : {}),
-    });
+    this.#conn = conn;
+  }
+
+  #sdk(): Promise<GoogleGenAI> {
+    const conn = this.#conn;
+    this.#client ??= import("@google/genai").then(
+      ({ GoogleGenAI: Client }) =>
+        new Client({ apiKey: conn.apiKey, ...(conn.baseUrl ? { httpOptions: { baseUrl: conn.baseUrl } } : {}) }),
+    );
+    return this.#client;
   }
 
   /** One `generateContent` call; rejects with ToolExecutionError naming the block or finish reason when no image came back. */
@@ -161,7 +180,8 @@ export class GeminiImageProvider implements ImageProvider {
         { argument: "model", rule: "image_model" },
       );
     }
-    const response = await this.#client.models.generateContent({
+    const client = await this.#sdk();
+    const response = await client.models.generateContent({
       model: request.model,
       contents: [{ role: "user", parts: [{ text: request.prompt }] }],
       config: { responseModalities: ["IMAGE"], abortSignal: request.signal },
@@ -209,13 +229,18 @@ export function createImageProvider(
   return name === "openai" ? new OpenAiImageProvider(conn) : new GeminiImageProvider(conn);
 }
 
+/** The shape of the openai SDK's APIError (checked structurally, so the SDK need not be loaded to classify). */
+function isOpenAiApiError(error: unknown): error is Error & { status?: number; error?: unknown; code?: string | null } {
+  return error instanceof Error && "requestID" in error && "headers" in error && "error" in error;
+}
+
 /**
  * A short, model-readable reason for a failed image, from a ToolError, an OpenAI APIError (status + message) or a
  * Gemini ApiError (whose message is the JSON error body).
  */
 export function describeProviderError(error: unknown): string {
   if (error instanceof ToolError) return error.message;
-  if (error instanceof OpenAI.APIError) {
+  if (isOpenAiApiError(error)) {
     const message = (error.error as { message?: string } | undefined)?.message ?? error.message;
     const code = (error.error as { code?: string } | undefined)?.code ?? error.code;
     return `OpenAI ${error.status ?? "error"}${code ? ` ${code}` : ""}: ${message}`;
