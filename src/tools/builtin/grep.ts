@@ -24,7 +24,7 @@
  * runs. The result says which engine ran, how many files were searched, which were skipped and why.
  */
 import { spawn } from "node:child_process";
-import { closeSync, constants, existsSync, fstatSync, openSync, readSync } from "node:fs";
+import { closeSync, constants, existsSync, openSync, readSync } from "node:fs";
 import { createRequire } from "node:module";
 import { basename, join } from "node:path";
 import ignore from "ignore";
@@ -41,10 +41,11 @@ import {
 } from "../../core/path-policy.js";
 import { registerTool } from "../../core/registry.js";
 import { getBooleanSetting, getStringSetting } from "../../core/settings-policy.js";
-import { BINARY_PROBE_BYTES, decodeText, isBinaryHead, splitLines } from "../../core/text-probe.js";
+import { BINARY_PROBE_BYTES, isBinaryHead } from "../../core/text-probe.js";
 import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
 import { intSetting } from "../fs/common.js";
 import { translateJsRegexForRipgrep } from "../fs/regex-translate.js";
+import { RegexWorker, type WorkerFileOutcome } from "../fs/regex-worker.js";
 import { walk } from "../fs/walk.js";
 
 /** An invalid grep pattern (code validation_failed): the message carries the RegExp engine's reason. */
@@ -191,18 +192,6 @@ function compareMatches(a: RawMatch, b: RawMatch): number {
   return a.line - b.line;
 }
 
-/** Cuts a long matched line to a window around the first match, with markers saying what was cut. */
-export function cutAroundMatch(line: string, regex: RegExp): string {
-  if (line.length <= MAX_MATCH_LINE_CHARS) return line;
-  regex.lastIndex = 0;
-  const at = regex.exec(line)?.index ?? 0;
-  const start = Math.max(0, Math.min(at - 100, line.length - MAX_MATCH_LINE_CHARS));
-  const end = Math.min(line.length, start + MAX_MATCH_LINE_CHARS);
-  return `${start > 0 ? `[…${start} chars] ` : ""}${line.slice(start, end)}${end < line.length ? ` […${line.length - end} chars]` : ""}`;
-}
-
-const LOOKAROUND = /\(\?<?[=!]/;
-
 /** A file-name / path filter from the `glob` argument (null: every file). */
 export function fileFilter(glob: string | undefined): ((rel: string) => boolean) | null {
   if (glob === undefined || glob.trim() === "") return null;
@@ -217,75 +206,31 @@ function emptySkipped(): GrepResult["skipped"] {
   return { binary: 0, tooLarge: 0, unreadable: 0, denied: 0 };
 }
 
-type FileOutcome =
-  | { kind: "searched"; lines: { line: number; text: string }[]; more: boolean }
-  | { kind: "binary" | "tooLarge" | "unreadable" };
-
-/**
- * Reads a regular file for the JS engine with synchronous calls (one open, fstat, reads bounded by
- * maxFileSize + 1 bytes, close): far cheaper per file than promise-based I/O through the thread pool.
- */
-function readCandidate(real: string, plan: GrepPlan): Buffer | "tooLarge" | "unreadable" {
-  let fd: number | undefined;
-  try {
-    fd = openSync(real, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-    const info = fstatSync(fd);
-    if (!info.isFile()) return "unreadable";
-    if (info.size > plan.maxFileSize) return "tooLarge";
-    let buf = Buffer.allocUnsafe(Math.min(info.size + 1, plan.maxFileSize + 1));
-    let length = 0;
-    for (;;) {
-      if (length === buf.length) {
-        if (length > plan.maxFileSize) return "tooLarge";
-        const grown = Buffer.allocUnsafe(Math.min(buf.length * 2 + 1, plan.maxFileSize + 1));
-        buf.copy(grown, 0, 0, length);
-        buf = grown;
-      }
-      const n = readSync(fd, buf, length, buf.length - length, null);
-      if (n === 0) break;
-      length += n;
-      if (length > plan.maxFileSize) return "tooLarge";
-    }
-    return buf.subarray(0, length);
-  } catch {
-    return "unreadable";
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
+/** Starts the worker that evaluates the JS RegExp for one search (see regex-worker.ts). */
+function startWorker(plan: GrepPlan): RegexWorker {
+  return new RegexWorker(
+    {
+      pattern: plan.pattern,
+      flags: plan.ignoreCase ? "i" : "",
+      maxPerFile: plan.maxPerFile,
+      maxFileSize: plan.maxFileSize,
+      maxLineChars: MAX_MATCH_LINE_CHARS,
+    },
+    plan.signal,
+  );
 }
 
-/** Searches one file with the JS engine. `real` must be a regular file path. */
-function searchFileJs(real: string, plan: GrepPlan): FileOutcome {
-  const bytes = readCandidate(real, plan);
-  if (typeof bytes === "string") return { kind: bytes };
-  if (isBinaryHead(bytes)) return { kind: "binary" };
-  const text = decodeText(bytes).text;
-  if (!LOOKAROUND.test(plan.pattern)) {
-    // Whole-text pre-test in multiline mode admits a superset of the lines (anchors also match at line ends).
-    const pre = new RegExp(plan.pattern, plan.ignoreCase ? "im" : "m");
-    if (!pre.test(text)) return { kind: "searched", lines: [], more: false };
-  }
-  const lines = splitLines(text);
-  const out: { line: number; text: string }[] = [];
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!;
-    plan.regex.lastIndex = 0;
-    if (plan.regex.test(line)) {
-      if (out.length >= plan.maxPerFile) return { kind: "searched", lines: out, more: true };
-      out.push({ line: i + 1, text: cutAroundMatch(line, plan.regex) });
-    }
-  }
-  return { kind: "searched", lines: out, more: false };
-}
+/** Files sent to the worker per request. */
+const FILE_BATCH = 64;
 
 /** The JS engine: walks with the shared rules and searches files with a small concurrency pool. */
-export async function searchWithJs(plan: GrepPlan): Promise<EngineOutcome> {
+export async function searchWithJs(plan: GrepPlan, existing?: RegexWorker): Promise<EngineOutcome> {
   const skipped = emptySkipped();
   const collector = new Collector(plan.maxResults);
   let filesSearched = 0;
   let filesWithMatches = 0;
   let perFileCut = false;
-  const record = (rel: string, outcome: FileOutcome) => {
+  const record = (rel: string, outcome: WorkerFileOutcome) => {
     if (outcome.kind !== "searched") {
       skipped[outcome.kind]++;
       return;
@@ -295,19 +240,29 @@ export async function searchWithJs(plan: GrepPlan): Promise<EngineOutcome> {
     if (outcome.more) perFileCut = true;
     for (const l of outcome.lines) collector.push({ rel, line: l.line, text: l.text });
   };
-  if (plan.isFile) {
-    record("", searchFileJs(plan.rootReal, plan));
-  } else {
-    const candidates = await listCandidates(plan, skipped);
-    let sliceStart = performance.now();
-    for (const rel of candidates) {
-      if (performance.now() - sliceStart > 8) {
-        await new Promise((r) => setImmediate(r));
-        sliceStart = performance.now();
-        if (plan.signal.aborted) throw plan.signal.reason;
+  const worker = existing ?? startWorker(plan);
+  try {
+    if (plan.isFile) {
+      const [outcome] = await worker.searchFiles([plan.rootReal]);
+      record("", outcome!);
+    } else {
+      const candidates = await listCandidates(plan, skipped);
+      const batches: Promise<WorkerFileOutcome[]>[] = [];
+      for (let i = 0; i < candidates.length; i += FILE_BATCH) {
+        batches.push(worker.searchFiles(candidates.slice(i, i + FILE_BATCH).map((rel) => join(plan.rootReal, rel))));
       }
-      record(rel, searchFileJs(join(plan.rootReal, rel), plan));
+      for (let b = 0; b < batches.length; b++) {
+        const outcomes = await batches[b]!;
+        outcomes.forEach((o, k) => {
+          record(candidates[b * FILE_BATCH + k]!, o);
+        });
+      }
     }
+  } catch (error) {
+    if (plan.signal.aborted) throw plan.signal.reason;
+    throw error;
+  } finally {
+    if (!existing) worker.terminate();
   }
   const { matches, dropped } = collector.finish();
   return { matches, truncated: dropped || perFileCut, filesSearched, filesWithMatches, skipped };
@@ -489,25 +444,36 @@ export async function searchWithRipgrep(plan: GrepPlan, rg: string, rustPattern:
   let filesWithMatches = 0;
   let perFileCut = false;
   const recheck: string[] = [];
-  let current: { rel: string; lines: { line: number; text: string }[]; rgCount: number } | null = null;
+  let current: { rel: string; lines: { line: number; text: string }[] } | null = null;
+  const worker = startWorker(plan);
+  // Verification runs in the worker, file by file, in ripgrep's output order.
+  let chain: Promise<void> = Promise.resolve();
   const prefix = plan.rootReal.endsWith("/") ? plan.rootReal : `${plan.rootReal}/`;
 
   const finishFile = () => {
     const file = current;
     current = null;
-    if (!file) return;
-    if (file.rgCount >= mLimit && file.lines.length <= plan.maxPerFile) {
-      recheck.push(file.rel); // verification dropped lines at ripgrep's per-file limit: recount exactly
-      return;
-    }
-    if (file.lines.length === 0) return;
-    if (isBinaryFile(join(plan.rootReal, file.rel))) {
-      skipped.binary++;
-      return;
-    }
-    filesWithMatches++;
-    if (file.lines.length > plan.maxPerFile) perFileCut = true;
-    for (const l of file.lines.slice(0, plan.maxPerFile)) collector.push({ rel: file.rel, ...l });
+    if (!file || file.lines.length === 0) return;
+    const texts = file.lines.map((l) => l.text);
+    const verdicts = worker.verify(texts);
+    verdicts.catch(() => {});
+    chain = chain.then(async () => {
+      const verified = (await verdicts)
+        .map((text, k) => (text === null ? null : { line: file.lines[k]!.line, text }))
+        .filter((l): l is { line: number; text: string } => l !== null);
+      if (file.lines.length >= mLimit && verified.length <= plan.maxPerFile) {
+        recheck.push(file.rel); // verification dropped lines at ripgrep's per-file limit: recount exactly
+        return;
+      }
+      if (verified.length === 0) return;
+      if (isBinaryFile(join(plan.rootReal, file.rel))) {
+        skipped.binary++;
+        return;
+      }
+      filesWithMatches++;
+      if (verified.length > plan.maxPerFile) perFileCut = true;
+      for (const l of verified.slice(0, plan.maxPerFile)) collector.push({ rel: file.rel, ...l });
+    });
   };
 
   // Output lines are "path\0line:text" (each file's lines contiguous), then the --stats block.
@@ -528,42 +494,50 @@ export async function searchWithRipgrep(plan: GrepPlan, rg: string, rustPattern:
         plan.policy.denied.length > 0 &&
         policyRefusal(plan.policy, join(plan.rootAbs, rel), join(plan.rootReal, rel)) === "deniedPaths";
       if (denied) skipped.denied++;
-      current = denied || (postFilter && !postFilter(rel)) ? null : { rel, lines: [], rgCount: 0 };
+      current = denied || (postFilter && !postFilter(rel)) ? null : { rel, lines: [] };
     }
     if (!current) return;
     const colon = raw.indexOf(":", nul + 1);
     if (colon < 0) return;
-    current.rgCount++;
     let line = raw.slice(colon + 1);
     if (line.endsWith("\r")) line = line.slice(0, -1);
-    plan.regex.lastIndex = 0;
-    if (plan.regex.test(line)) {
-      current.lines.push({ line: Number(raw.slice(nul + 1, colon)), text: cutAroundMatch(line, plan.regex) });
-    }
+    current.lines.push({ line: Number(raw.slice(nul + 1, colon)), text: line });
   };
 
   try {
-    await forEachLine(child.stdout, handle);
-    finishFile();
-  } finally {
-    plan.signal.removeEventListener("abort", onAbort);
-  }
-  const code = await exited;
-  if (plan.signal.aborted) throw plan.signal.reason;
-  if (code === 2 && filesSearched === 0 && /regex|pattern|syntax|size limit/i.test(stderr)) {
-    throw new RipgrepUnusable(stderr);
-  }
-  if (code === 2) skipped.unreadable += (stderr.match(/\n/g) ?? []).length;
-  for (const rel of recheck) {
-    const outcome = searchFileJs(join(plan.rootReal, rel), plan);
-    if (outcome.kind !== "searched") {
-      skipped[outcome.kind] = (skipped[outcome.kind] ?? 0) + 1;
-      continue;
+    try {
+      await forEachLine(child.stdout, handle);
+      finishFile();
+    } finally {
+      plan.signal.removeEventListener("abort", onAbort);
     }
-    if (outcome.lines.length === 0) continue;
-    filesWithMatches++;
-    if (outcome.more) perFileCut = true;
-    for (const l of outcome.lines) collector.push({ rel, ...l });
+    const code = await exited;
+    if (plan.signal.aborted) throw plan.signal.reason;
+    if (code === 2 && filesSearched === 0 && /regex|pattern|syntax|size limit/i.test(stderr)) {
+      throw new RipgrepUnusable(stderr);
+    }
+    if (code === 2) skipped.unreadable += (stderr.match(/\n/g) ?? []).length;
+    await chain;
+    if (recheck.length > 0) {
+      const outcomes = await worker.searchFiles(recheck.map((rel) => join(plan.rootReal, rel)));
+      outcomes.forEach((outcome, k) => {
+        const rel = recheck[k]!;
+        if (outcome.kind !== "searched") {
+          skipped[outcome.kind] = (skipped[outcome.kind] ?? 0) + 1;
+          return;
+        }
+        if (outcome.lines.length === 0) return;
+        filesWithMatches++;
+        if (outcome.more) perFileCut = true;
+        for (const l of outcome.lines) collector.push({ rel, ...l });
+      });
+    }
+  } catch (error) {
+    if (plan.signal.aborted) throw plan.signal.reason;
+    throw error;
+  } finally {
+    worker.terminate();
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   }
   const { matches, dropped } = collector.finish();
   return { matches, truncated: dropped || perFileCut, filesSearched, filesWithMatches, skipped };

@@ -1,0 +1,177 @@
+/**
+ * Runs grep's JavaScript RegExp work in a worker thread, so a pattern that backtracks catastrophically on a
+ * huge line (`(a|a)*b`, `.*x.*y` on a 600 KB minified line) can never block the event loop: when the call is
+ * cancelled or runs out of time, the worker is terminated mid-match.
+ *
+ * The worker reads files itself (same cap, probe, decoding and line rules as text-probe.ts, whose pure functions
+ * are shipped to it as source) and answers two requests: search these files, and verify these candidate lines
+ * (ripgrep's). It is started from a source string (`eval: true`), so it works from compiled output and from
+ * TypeScript sources alike.
+ */
+import { Worker } from "node:worker_threads";
+import { BINARY_PROBE_BYTES, detectBom, isBinaryHead, splitLines } from "../../core/text-probe.js";
+
+/** What searching one file produced. */
+export type WorkerFileOutcome =
+  | { kind: "searched"; lines: { line: number; text: string }[]; more: boolean }
+  | { kind: "binary" | "tooLarge" | "unreadable" };
+
+/** Limits and pattern of one grep call. */
+export interface RegexWorkerOptions {
+  pattern: string;
+  flags: string;
+  maxPerFile: number;
+  maxFileSize: number;
+  maxLineChars: number;
+}
+
+const WORKER_SOURCE = `
+"use strict";
+const { parentPort, workerData } = require("node:worker_threads");
+const fs = require("node:fs");
+const BINARY_PROBE_BYTES = ${BINARY_PROBE_BYTES};
+${detectBom.toString()}
+${isBinaryHead.toString()}
+${splitLines.toString()}
+const decoders = {
+  "utf-8": new TextDecoder("utf-8", { fatal: false, ignoreBOM: true }),
+  "utf-16le": new TextDecoder("utf-16le", { fatal: false, ignoreBOM: true }),
+  "utf-16be": new TextDecoder("utf-16be", { fatal: false, ignoreBOM: true }),
+};
+const { pattern, flags, maxPerFile, maxFileSize, maxLineChars } = workerData;
+const regex = new RegExp(pattern, flags);
+// A whole-text pre-test in multiline mode admits a superset of the matching lines, unless lookaround is used.
+const pre = /\\(\\?<?[=!]/.test(pattern) ? null : new RegExp(pattern, flags + "m");
+const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK } = fs.constants;
+
+function cut(line) {
+  if (line.length <= maxLineChars) return line;
+  regex.lastIndex = 0;
+  const m = regex.exec(line);
+  const at = m ? m.index : 0;
+  const start = Math.max(0, Math.min(at - 100, line.length - maxLineChars));
+  const end = Math.min(line.length, start + maxLineChars);
+  return (start > 0 ? "[…" + start + " chars] " : "") + line.slice(start, end) + (end < line.length ? " […" + (line.length - end) + " chars]" : "");
+}
+
+function read(path) {
+  let fd;
+  try {
+    fd = fs.openSync(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+    const info = fs.fstatSync(fd);
+    if (!info.isFile()) return "unreadable";
+    if (info.size > maxFileSize) return "tooLarge";
+    let buf = Buffer.allocUnsafe(Math.min(info.size + 1, maxFileSize + 1));
+    let length = 0;
+    for (;;) {
+      if (length === buf.length) {
+        if (length > maxFileSize) return "tooLarge";
+        const grown = Buffer.allocUnsafe(Math.min(buf.length * 2 + 1, maxFileSize + 1));
+        buf.copy(grown, 0, 0, length);
+        buf = grown;
+      }
+      const n = fs.readSync(fd, buf, length, buf.length - length, null);
+      if (n === 0) break;
+      length += n;
+      if (length > maxFileSize) return "tooLarge";
+    }
+    return buf.subarray(0, length);
+  } catch {
+    return "unreadable";
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
+function searchFile(path) {
+  const bytes = read(path);
+  if (typeof bytes === "string") return { kind: bytes };
+  if (isBinaryHead(bytes)) return { kind: "binary" };
+  const bom = detectBom(bytes);
+  const text = decoders[bom.encoding].decode(bytes.subarray(bom.bomLength));
+  if (pre && !pre.test(text)) return { kind: "searched", lines: [], more: false };
+  const lines = splitLines(text);
+  const out = [];
+  for (let i = 0; i < lines.length; i++) {
+    regex.lastIndex = 0;
+    if (regex.test(lines[i])) {
+      if (out.length >= maxPerFile) return { kind: "searched", lines: out, more: true };
+      out.push({ line: i + 1, text: cut(lines[i]) });
+    }
+  }
+  return { kind: "searched", lines: out, more: false };
+}
+
+parentPort.on("message", (msg) => {
+  if (msg.type === "files") {
+    parentPort.postMessage({ id: msg.id, results: msg.paths.map(searchFile) });
+  } else {
+    parentPort.postMessage({
+      id: msg.id,
+      results: msg.lines.map((l) => {
+        regex.lastIndex = 0;
+        return regex.test(l) ? cut(l) : null;
+      }),
+    });
+  }
+});
+`;
+
+/**
+ * A worker evaluating one grep pattern. Requests resolve in order; `terminate()` (also called when `signal`
+ * aborts) rejects whatever is outstanding with the signal's reason (or an Error).
+ */
+export class RegexWorker {
+  readonly #worker: Worker;
+  readonly #pending = new Map<number, { resolve: (v: any) => void; reject: (e: unknown) => void }>();
+  #nextId = 0;
+  #failure: unknown;
+  readonly #signal?: AbortSignal;
+  readonly #onAbort = () => this.terminate(this.#signal?.reason);
+
+  constructor(options: RegexWorkerOptions, signal?: AbortSignal) {
+    this.#signal = signal;
+    this.#worker = new Worker(WORKER_SOURCE, { eval: true, workerData: options });
+    this.#worker.unref();
+    this.#worker.on("message", (msg: { id: number; results: unknown }) => {
+      const p = this.#pending.get(msg.id);
+      this.#pending.delete(msg.id);
+      p?.resolve(msg.results);
+    });
+    this.#worker.on("error", (error) => this.#fail(error));
+    this.#worker.on("exit", () => this.#fail(this.#failure ?? new Error("grep worker exited")));
+    signal?.addEventListener("abort", this.#onAbort, { once: true });
+  }
+
+  #fail(error: unknown) {
+    this.#failure ??= error;
+    for (const p of this.#pending.values()) p.reject(this.#failure);
+    this.#pending.clear();
+  }
+
+  #request<T>(message: Record<string, unknown>): Promise<T> {
+    if (this.#failure !== undefined) return Promise.reject(this.#failure);
+    const id = this.#nextId++;
+    return new Promise<T>((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject });
+      this.#worker.postMessage({ ...message, id });
+    });
+  }
+
+  /** Searches files (absolute real paths); one outcome per path, in order. */
+  searchFiles(paths: string[]): Promise<WorkerFileOutcome[]> {
+    return this.#request({ type: "files", paths });
+  }
+
+  /** Tests candidate lines; for each, the (possibly cut) text when it matches, else null. */
+  verify(lines: string[]): Promise<(string | null)[]> {
+    return this.#request({ type: "verify", lines });
+  }
+
+  /** Stops the worker; outstanding requests reject with `reason`. */
+  terminate(reason: unknown = new Error("grep worker terminated")): void {
+    this.#signal?.removeEventListener("abort", this.#onAbort);
+    this.#fail(reason);
+    void this.#worker.terminate();
+  }
+}
