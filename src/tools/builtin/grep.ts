@@ -44,7 +44,7 @@ import { getBooleanSetting, getStringSetting } from "../../core/settings-policy.
 import { BINARY_PROBE_BYTES, isBinaryHead } from "../../core/text-probe.js";
 import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
 import { intSetting } from "../fs/common.js";
-import { translateJsRegexForRipgrep } from "../fs/regex-translate.js";
+import { translateJsRegex } from "../fs/regex-translate.js";
 import { RegexWorker, type WorkerFileOutcome } from "../fs/regex-worker.js";
 import { walk } from "../fs/walk.js";
 
@@ -220,6 +220,34 @@ function startWorker(plan: GrepPlan): RegexWorker {
   );
 }
 
+/** The shared binary probe on a path (sync: a thread-pool round trip per file costs 10x more than the read). */
+function isBinaryFile(path: string): boolean {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    const buf = Buffer.allocUnsafe(BINARY_PROBE_BYTES);
+    return isBinaryHead(buf.subarray(0, readSync(fd, buf, 0, BINARY_PROBE_BYTES, 0)));
+  } catch {
+    return true;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/**
+ * Cuts a long line around a match that starts at 1-based UTF-8 byte `column` (ripgrep's --column), with the same
+ * markers as the worker's cut (a window of MAX_MATCH_LINE_CHARS starting 100 characters before the match).
+ */
+export function cutAtColumn(line: string, column: number): string {
+  if (line.length <= MAX_MATCH_LINE_CHARS) return line;
+  const at = Buffer.from(line, "utf8")
+    .subarray(0, Math.max(0, column - 1))
+    .toString("utf8").length;
+  const start = Math.max(0, Math.min(at - 100, line.length - MAX_MATCH_LINE_CHARS));
+  const end = Math.min(line.length, start + MAX_MATCH_LINE_CHARS);
+  return `${start > 0 ? `[…${start} chars] ` : ""}${line.slice(start, end)}${end < line.length ? ` […${line.length - end} chars]` : ""}`;
+}
+
 /** Files sent to the worker per request. */
 const FILE_BATCH = 64;
 
@@ -351,43 +379,41 @@ export function ripgrepPath(): string | null {
 
 class RipgrepUnusable extends Error {}
 
-/** The shared binary probe on a path (sync: a thread-pool round trip per file costs 10x more than the read). */
-function isBinaryFile(path: string): boolean {
-  let fd: number | undefined;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-    const buf = Buffer.allocUnsafe(BINARY_PROBE_BYTES);
-    const bytesRead = readSync(fd, buf, 0, BINARY_PROBE_BYTES, 0);
-    return isBinaryHead(buf.subarray(0, bytesRead));
-  } catch {
-    return true;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
-}
-
-/** Calls `onLine` for each LF-terminated UTF-8 line of a stream (ripgrep's output), synchronously per chunk. */
+/**
+ * Calls `onLine` for each LF-terminated UTF-8 line of a stream (ripgrep's output), synchronously per chunk.
+ * Newlines are found in the raw bytes and each line is decoded once, so a line spread over many chunks (a
+ * minified file's) costs linear time.
+ */
 async function forEachLine(stream: NodeJS.ReadableStream, onLine: (line: string) => void): Promise<void> {
-  let pending = "";
-  const decoder = new TextDecoder("utf-8");
-  for await (const chunk of stream) {
-    const text = pending + decoder.decode(chunk as Buffer, { stream: true });
+  let parts: Buffer[] = [];
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
     let start = 0;
-    for (let nl = text.indexOf("\n"); nl !== -1; nl = text.indexOf("\n", start)) {
-      onLine(text.slice(start, nl));
+    for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, start)) {
+      const piece = chunk.subarray(start, nl);
+      if (parts.length > 0) {
+        parts.push(piece);
+        onLine(Buffer.concat(parts).toString("utf8"));
+        parts = [];
+      } else {
+        onLine(piece.toString("utf8"));
+      }
       start = nl + 1;
     }
-    pending = text.slice(start);
+    if (start < chunk.length) parts.push(chunk.subarray(start));
   }
-  pending += decoder.decode();
-  if (pending) onLine(pending);
+  if (parts.length > 0) onLine(Buffer.concat(parts).toString("utf8"));
 }
 
 /**
  * The ripgrep engine for a directory search. Throws RipgrepUnusable when ripgrep rejects the translated pattern
  * (the caller then runs the JS engine).
  */
-export async function searchWithRipgrep(plan: GrepPlan, rg: string, rustPattern: string): Promise<EngineOutcome> {
+export async function searchWithRipgrep(
+  plan: GrepPlan,
+  rg: string,
+  rustPattern: string,
+  exact = false,
+): Promise<EngineOutcome> {
   const skipped: GrepResult["skipped"] = { ...emptySkipped(), tooLarge: null };
   const collector = new Collector(plan.maxResults);
   const mLimit = plan.maxPerFile + 1;
@@ -395,7 +421,7 @@ export async function searchWithRipgrep(plan: GrepPlan, rg: string, rustPattern:
     "--no-heading",
     "--with-filename",
     "--line-number",
-    "--no-column",
+    exact ? "--column" : "--no-column",
     "--null",
     "--color",
     "never",
@@ -445,35 +471,62 @@ export async function searchWithRipgrep(plan: GrepPlan, rg: string, rustPattern:
   let perFileCut = false;
   const recheck: string[] = [];
   let current: { rel: string; lines: { line: number; text: string }[] } | null = null;
-  const worker = startWorker(plan);
+  let started: RegexWorker | null = null;
+  const worker = () => {
+    started ??= startWorker(plan);
+    return started;
+  };
   // Verification runs in the worker, file by file, in ripgrep's output order.
   let chain: Promise<void> = Promise.resolve();
   const prefix = plan.rootReal.endsWith("/") ? plan.rootReal : `${plan.rootReal}/`;
 
+  type Finished = { rel: string; lines: { line: number; text: string }[] };
+  let batch: Finished[] = [];
+  let batchLines = 0;
+  const flush = () => {
+    if (batch.length === 0) return;
+    const files = batch;
+    batch = [];
+    batchLines = 0;
+    // An exact translation needs no re-test: only the binary probe, done here.
+    const verdicts = exact
+      ? Promise.resolve(
+          files.map((f) => ({ binary: isBinaryFile(join(plan.rootReal, f.rel)), texts: f.lines.map((l) => l.text) })),
+        )
+      : worker().verifyFiles(
+          files.map((f) => ({ path: join(plan.rootReal, f.rel), lines: f.lines.map((l) => l.text) })),
+        );
+    verdicts.catch(() => {});
+    chain = chain.then(async () => {
+      const results = await verdicts;
+      files.forEach((file, i) => {
+        const { binary, texts } = results[i]!;
+        const verified: { line: number; text: string }[] = [];
+        texts.forEach((text, k) => {
+          if (text !== null) verified.push({ line: file.lines[k]!.line, text });
+        });
+        if (file.lines.length >= mLimit && verified.length <= plan.maxPerFile) {
+          recheck.push(file.rel); // verification dropped lines at ripgrep's per-file limit: recount exactly
+          return;
+        }
+        if (verified.length === 0) return;
+        if (binary) {
+          skipped.binary++;
+          return;
+        }
+        filesWithMatches++;
+        if (verified.length > plan.maxPerFile) perFileCut = true;
+        for (const l of verified.slice(0, plan.maxPerFile)) collector.push({ rel: file.rel, ...l });
+      });
+    });
+  };
   const finishFile = () => {
     const file = current;
     current = null;
     if (!file || file.lines.length === 0) return;
-    const texts = file.lines.map((l) => l.text);
-    const verdicts = worker.verify(texts);
-    verdicts.catch(() => {});
-    chain = chain.then(async () => {
-      const verified = (await verdicts)
-        .map((text, k) => (text === null ? null : { line: file.lines[k]!.line, text }))
-        .filter((l): l is { line: number; text: string } => l !== null);
-      if (file.lines.length >= mLimit && verified.length <= plan.maxPerFile) {
-        recheck.push(file.rel); // verification dropped lines at ripgrep's per-file limit: recount exactly
-        return;
-      }
-      if (verified.length === 0) return;
-      if (isBinaryFile(join(plan.rootReal, file.rel))) {
-        skipped.binary++;
-        return;
-      }
-      filesWithMatches++;
-      if (verified.length > plan.maxPerFile) perFileCut = true;
-      for (const l of verified.slice(0, plan.maxPerFile)) collector.push({ rel: file.rel, ...l });
-    });
+    batch.push(file);
+    batchLines += file.lines.length;
+    if (batchLines >= 2000) flush();
   };
 
   // Output lines are "path\0line:text" (each file's lines contiguous), then the --stats block.
@@ -499,15 +552,24 @@ export async function searchWithRipgrep(plan: GrepPlan, rg: string, rustPattern:
     if (!current) return;
     const colon = raw.indexOf(":", nul + 1);
     if (colon < 0) return;
-    let line = raw.slice(colon + 1);
+    let textStart = colon + 1;
+    let column = 1;
+    if (exact) {
+      const colon2 = raw.indexOf(":", textStart);
+      if (colon2 < 0) return;
+      column = Number(raw.slice(textStart, colon2));
+      textStart = colon2 + 1;
+    }
+    let line = raw.slice(textStart);
     if (line.endsWith("\r")) line = line.slice(0, -1);
-    current.lines.push({ line: Number(raw.slice(nul + 1, colon)), text: line });
+    current.lines.push({ line: Number(raw.slice(nul + 1, colon)), text: exact ? cutAtColumn(line, column) : line });
   };
 
   try {
     try {
       await forEachLine(child.stdout, handle);
       finishFile();
+      flush();
     } finally {
       plan.signal.removeEventListener("abort", onAbort);
     }
@@ -519,7 +581,7 @@ export async function searchWithRipgrep(plan: GrepPlan, rg: string, rustPattern:
     if (code === 2) skipped.unreadable += (stderr.match(/\n/g) ?? []).length;
     await chain;
     if (recheck.length > 0) {
-      const outcomes = await worker.searchFiles(recheck.map((rel) => join(plan.rootReal, rel)));
+      const outcomes = await worker().searchFiles(recheck.map((rel) => join(plan.rootReal, rel)));
       outcomes.forEach((outcome, k) => {
         const rel = recheck[k]!;
         if (outcome.kind !== "searched") {
@@ -536,7 +598,7 @@ export async function searchWithRipgrep(plan: GrepPlan, rg: string, rustPattern:
     if (plan.signal.aborted) throw plan.signal.reason;
     throw error;
   } finally {
-    worker.terminate();
+    (started as RegexWorker | null)?.terminate();
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   }
   const { matches, dropped } = collector.finish();
@@ -587,10 +649,10 @@ export async function runGrep(
   let engine: GrepResult["engine"] = "js";
   let outcome: EngineOutcome | undefined;
   const rg = choice === "js" || plan.isFile ? null : ripgrepPath();
-  const rustPattern = rg ? translateJsRegexForRipgrep(plan.pattern, plan.ignoreCase) : null;
-  if (rg && rustPattern !== null) {
+  const translated = rg ? translateJsRegex(plan.pattern, plan.ignoreCase) : null;
+  if (rg && translated !== null) {
     try {
-      outcome = await searchWithRipgrep(plan, rg, rustPattern);
+      outcome = await searchWithRipgrep(plan, rg, translated.rust, translated.exact);
       engine = "ripgrep";
     } catch (error) {
       if (!(error instanceof RipgrepUnusable)) throw error;

@@ -205,12 +205,23 @@ function translateClass(c: Cursor): { text: string; negated: boolean } | null {
  * `(?i)` (Rust's Unicode simple case folding is a superset of JS's non-`u` case-insensitive matching).
  */
 export function translateJsRegexForRipgrep(pattern: string, ignoreCase: boolean): string | null {
+  return translateJsRegex(pattern, ignoreCase)?.rust ?? null;
+}
+
+/**
+ * Like translateJsRegexForRipgrep, and says whether the translation is EXACT: the Rust pattern then matches exactly
+ * the lines the JS pattern matches (no "any one character" atom, so no UTF-16/code-point difference, and no
+ * case folding difference because `ignoreCase` is off), so ripgrep's lines need no re-test.
+ */
+export function translateJsRegex(pattern: string, ignoreCase: boolean): { rust: string; exact: boolean } | null {
+  let anyCharSeen = false;
   const c: Cursor = { src: pattern, i: 0 };
   const out: string[] = [];
   // The last emitted atom: its start index in `out` and whether it is an "any one char" atom.
   let lastAtom: { index: number; anyChar: boolean } | null = null;
   let depth = 0;
   const emitAtom = (text: string, anyChar: boolean) => {
+    if (anyChar) anyCharSeen = true;
     lastAtom = { index: out.length, anyChar };
     out.push(text);
   };
@@ -369,5 +380,5 @@ export function translateJsRegexForRipgrep(pattern: string, ignoreCase: boolean)
     }
   }
   if (depth !== 0) return null;
-  return (ignoreCase ? "(?i)" : "") + out.join("");
+  return { rust: (ignoreCase ? "(?i)" : "") + out.join(""), exact: !anyCharSeen && !ignoreCase };
 }

@@ -4,8 +4,8 @@
  * cancelled or runs out of time, the worker is terminated mid-match.
  *
  * The worker reads files itself (same cap, probe, decoding and line rules as text-probe.ts, whose pure functions
- * are shipped to it as source) and answers two requests: search these files, and verify these candidate lines
- * (ripgrep's). It is started from a source string (`eval: true`), so it works from compiled output and from
+ * are shipped to it as source) and answers two requests: search these files, and verify ripgrep's candidate lines of these files
+ * (plus the binary probe of each file with a verified line). It is started from a source string (`eval: true`), so it works from compiled output and from
  * TypeScript sources alike.
  */
 import { Worker } from "node:worker_threads";
@@ -106,11 +106,27 @@ parentPort.on("message", (msg) => {
   if (msg.type === "files") {
     parentPort.postMessage({ id: msg.id, results: msg.paths.map(searchFile) });
   } else {
+    const probe = Buffer.allocUnsafe(BINARY_PROBE_BYTES);
     parentPort.postMessage({
       id: msg.id,
-      results: msg.lines.map((l) => {
-        regex.lastIndex = 0;
-        return regex.test(l) ? cut(l) : null;
+      results: msg.files.map((f) => {
+        const texts = f.lines.map((l) => {
+          regex.lastIndex = 0;
+          return regex.test(l) ? cut(l) : null;
+        });
+        let binary = false;
+        if (texts.some((t) => t !== null)) {
+          let fd;
+          try {
+            fd = fs.openSync(f.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+            binary = isBinaryHead(probe.subarray(0, fs.readSync(fd, probe, 0, BINARY_PROBE_BYTES, 0)));
+          } catch {
+            binary = true;
+          } finally {
+            if (fd !== undefined) fs.closeSync(fd);
+          }
+        }
+        return { binary, texts };
       }),
     });
   }
@@ -163,9 +179,12 @@ export class RegexWorker {
     return this.#request({ type: "files", paths });
   }
 
-  /** Tests candidate lines; for each, the (possibly cut) text when it matches, else null. */
-  verify(lines: string[]): Promise<(string | null)[]> {
-    return this.#request({ type: "verify", lines });
+  /**
+   * Tests each file's candidate lines: for each line, the (possibly cut) text when it matches, else null; and
+   * whether the file is binary (probed only when a line matched; an unreadable file counts as binary).
+   */
+  verifyFiles(files: { path: string; lines: string[] }[]): Promise<{ binary: boolean; texts: (string | null)[] }[]> {
+    return this.#request({ type: "verify", files });
   }
 
   /** Stops the worker; outstanding requests reject with `reason`. */
