@@ -17,6 +17,8 @@ export * from "./core/metrics.js";
 export * from "./core/custom-tools.js";
 export * from "./core/trigger.js";
 export * from "./core/path-policy.js";
+export * from "./core/text-probe.js";
+export { GrepPatternError } from "./tools/builtin/grep.js";
 export * from "./providers/tool-mapper.js";
 export * from "./providers/strict-schema.js";
 export * from "./providers/provider-schemas.js";

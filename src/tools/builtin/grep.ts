@@ -26,6 +26,7 @@
 import { spawn } from "node:child_process";
 import { closeSync, constants, existsSync, openSync, readSync } from "node:fs";
 import { createRequire } from "node:module";
+import { availableParallelism } from "node:os";
 import { basename, join } from "node:path";
 import ignore from "ignore";
 import picomatch from "picomatch";
@@ -426,6 +427,9 @@ export async function searchWithRipgrep(
     "--color",
     "never",
     "--stats",
+    // Leave a core to this process, which parses ripgrep's output as it streams.
+    "--threads",
+    String(Math.max(1, availableParallelism() - 1)),
     "--no-config",
     "--text",
     "--encoding",
