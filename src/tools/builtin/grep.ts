@@ -677,7 +677,8 @@ export async function runGrep(
     if (plan.glob) notes.push(`Only files matching the glob ${JSON.stringify(plan.glob)} were searched.`);
   }
   const s = outcome.skipped;
-  if (s.tooLarge === null) notes.push(`Files larger than maxFileSizeBytes (${plan.maxFileSize} bytes) were skipped.`);
+  if (s.tooLarge === null)
+    notes.push(`Files larger than maxFileSizeBytes (${plan.maxFileSize} bytes) are skipped (not counted by ripgrep).`);
   else if (s.tooLarge > 0) {
     notes.push(`${s.tooLarge} file(s) larger than maxFileSizeBytes (${plan.maxFileSize} bytes) were skipped.`);
   }
