@@ -83,6 +83,18 @@ beforeAll(async () => {
         res.writeHead(301, { location: "/plain" });
         res.end();
         return;
+      case "/deep":
+        res.writeHead(200, { "content-type": "text/html" });
+        res.end(
+          `<html><head><title>Deep</title></head><body>${"<div>".repeat(20_000)}bottom &amp; text${"</div>".repeat(20_000)}</body></html>`,
+        );
+        return;
+      case "/huge-html":
+        res.writeHead(200, { "content-type": "text/html" });
+        res.end(
+          `<html><head><title>Huge</title></head><body>${"<p>filler <b>words</b> here</p>".repeat(100_000)}</body></html>`,
+        );
+        return;
       case "/hang":
         hanging++;
         // Never answers; the tool's budget or the caller's cancel must end the call.
@@ -203,6 +215,15 @@ describe("web_fetch limits", () => {
   it("applies maxSize to the decompressed body", async () => {
     const result = await fetchOk("/gzip", { maxSize: 2000 });
     expect(result).toMatchObject({ truncated: true, content: "z".repeat(2000) });
+  });
+
+  it("survives hostile markup: 20 000-deep nesting and a 3 MB page convert within the caps", async () => {
+    const deep = await fetchOk("/deep");
+    expect(deep.content).toBe("# Deep\n\nbottom & text");
+    const huge = await fetchOk("/huge-html", { maxSize: 5_000_000 });
+    expect(huge.truncated).toBe(true);
+    expect(huge.content.startsWith("# Huge\n\nfiller words here")).toBe(true);
+    expect(Buffer.byteLength(huge.content, "utf8")).toBeLessThanOrEqual(100_000);
   });
 
   it("rejects a maxSize out of range as a validation error", async () => {

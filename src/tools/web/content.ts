@@ -100,7 +100,12 @@ export function bodyToContent(
   const encoding = detectCharset(bytes, contentType, kind !== "text" || /xml/.test(mediaType(contentType)));
   let text = decodeBody(bytes, encoding, bodyCut);
   if (kind === "unknown") kind = looksLikeHtml(text) ? "html" : "text";
-  if (kind === "html") text = htmlToReadableText(text, url).text;
+  let htmlCut = false;
+  if (kind === "html") {
+    const readable = htmlToReadableText(text, url);
+    text = readable.text;
+    htmlCut = readable.cut;
+  }
   const capped = capUtf8(text, limitBytes);
-  return { content: capped.text, truncated: bodyCut || capped.cut };
+  return { content: capped.text, truncated: bodyCut || htmlCut || capped.cut };
 }

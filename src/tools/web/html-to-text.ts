@@ -43,10 +43,16 @@ const CONVERT_OPTIONS: HtmlToTextOptions = {
 const CHROME = "script, style, noscript, template, svg, iframe, object, embed, nav, header, footer, aside, form, head";
 
 /**
- * Pages longer than this (characters of HTML) skip Readability, whose cost grows steeply with size (about 5 s
- * for 1.3 MB here); their body is converted directly. The content is capped at 100 KB anyway.
+ * Work limits, because the page is attacker-controlled and conversion is synchronous CPU work that blocks the
+ * event loop. Measured here: Readability takes ~5 s on 1.3 MB / 20 000 elements and grows worse than quadratically
+ * with nesting depth (8 s at depth 1000, minutes at 5000); html-to-text overflows the stack near depth 5000.
+ * So: only the first HTML_MAX_CHARS characters are converted (the content is capped at 100 KB anyway), and
+ * Readability runs only on documents within READABILITY_MAX_ELEMENTS elements and READABILITY_MAX_DEPTH
+ * nesting; other documents get the whole-body conversion, and anything that still throws gets tag stripping.
  */
-const READABILITY_MAX_CHARS = 600_000;
+export const HTML_MAX_CHARS = 1_000_000;
+const READABILITY_MAX_ELEMENTS = 10_000;
+const READABILITY_MAX_DEPTH = 80;
 
 /** Minimum length (characters) of Readability's text for it to be used instead of the whole body. */
 const MIN_ARTICLE_CHARS = 200;
@@ -67,15 +73,19 @@ export interface ReadableText {
   text: string;
   /** True when Readability's article was used; false when the whole body was converted. */
   article: boolean;
+  /** True when the HTML was longer than HTML_MAX_CHARS and only its beginning was converted. */
+  cut: boolean;
 }
 
 /**
  * Converts an HTML document to readable text, main content first. `pageUrl` makes relative links absolute.
  * Never throws for malformed HTML (parsers are lenient); returns empty text for an empty document.
  */
-export function htmlToReadableText(html: string, pageUrl?: string): ReadableText {
+export function htmlToReadableText(input: string, pageUrl?: string): ReadableText {
+  const cut = input.length > HTML_MAX_CHARS;
+  const html = cut ? input.slice(0, HTML_MAX_CHARS) : input;
   try {
-    return convertDocument(html, pageUrl);
+    return { ...convertDocument(html, pageUrl), cut };
   } catch {
     // Pathological markup (e.g. nesting deep enough to exhaust the stack): strip tags instead.
     const title = (/<title[^>]*>([\s\S]*?)<\/title>/i.exec(html)?.[1] ?? "").replace(/\s+/g, " ").trim();
@@ -88,7 +98,7 @@ export function htmlToReadableText(html: string, pageUrl?: string): ReadableText
           .replace(/[ \t]+/g, " "),
       ),
     );
-    return { title, text: title && !body.startsWith(title) ? `# ${title}\n\n${body}` : body, article: false };
+    return { title, text: title && !body.startsWith(title) ? `# ${title}\n\n${body}` : body, article: false, cut };
   }
 }
 
@@ -123,13 +133,41 @@ function prepare(html: string, pageUrl?: string) {
   return document;
 }
 
-function convertDocument(html: string, pageUrl?: string): ReadableText {
+/** The part of a linkedom element the tree walk uses. */
+interface TreeNode {
+  firstElementChild: TreeNode | null;
+  nextElementSibling: TreeNode | null;
+}
+
+/**
+ * Element count and maximum nesting depth, without recursion (pages can nest thousands deep) and without
+ * `children`, which linkedom rebuilds on every access. Stops early once a limit is passed.
+ */
+function measure(root: TreeNode | null | undefined, stopAt: { elements: number; depth: number }) {
+  let elements = 0;
+  let depth = 0;
+  const stack: [TreeNode, number][] = root ? [[root, 1]] : [];
+  while (stack.length > 0) {
+    const [node, level] = stack.pop()!;
+    elements++;
+    if (level > depth) depth = level;
+    if (elements > stopAt.elements || depth > stopAt.depth) break;
+    for (let child = node.firstElementChild; child; child = child.nextElementSibling) stack.push([child, level + 1]);
+  }
+  return { elements, depth };
+}
+
+function convertDocument(html: string, pageUrl?: string): Omit<ReadableText, "cut"> {
   let document = prepare(html, pageUrl);
   const titleTag = (document.querySelector("title")?.textContent ?? "").replace(/\s+/g, " ").trim();
 
   let article: ReturnType<Readability<string>["parse"]> = null;
   let mutated = false;
-  if (html.length <= READABILITY_MAX_CHARS) {
+  const size = measure(document.documentElement as unknown as TreeNode, {
+    elements: READABILITY_MAX_ELEMENTS,
+    depth: READABILITY_MAX_DEPTH,
+  });
+  if (size.elements <= READABILITY_MAX_ELEMENTS && size.depth <= READABILITY_MAX_DEPTH) {
     try {
       mutated = true;
       article = new Readability(document as never, { charThreshold: MIN_ARTICLE_CHARS }).parse();
