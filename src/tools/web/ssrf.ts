@@ -100,7 +100,8 @@ function deny(message: string, details: Record<string, unknown>, addressRule = t
  * Checks that `input` may be fetched and returns the addresses the connection must use
  * (002: assertNoSsrf). Throws AccessDeniedError (code access_denied) for a refused scheme, credentials in the URL,
  * a `localhost` name, an odd IP spelling that survived URL parsing, or any non-public address among those the host
- * resolves to (unless allowed by `policy.allowedHosts`); ToolArgumentError for text that is not an absolute URL; ToolExecutionError when the name does not resolve. The resolver is called exactly once per call.
+ * resolves to (unless allowed by `policy.allowedHosts`); ToolArgumentError for text that is not an absolute URL;
+ * ToolExecutionError when the name does not resolve. The resolver is called exactly once per call.
  */
 export async function assertNoSsrf(input: string | URL, policy: SsrfPolicy = {}): Promise<CheckedTarget> {
   let url: URL;
