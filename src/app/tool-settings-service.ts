@@ -3,7 +3,7 @@
  * routes → service → registry, settings policy, repository). Shared by the HTTP routes and the CLI so both
  * apply the same rules and raise the same errors.
  */
-import { NotFoundError } from "../core/errors.js";
+import { AccessDeniedError, NotFoundError } from "../core/errors.js";
 import type { ToolRegistryStore } from "../core/registry.js";
 import {
   getSafeEffectiveToolSettings,
@@ -30,6 +30,8 @@ export interface ToolSettingsDescriptor {
   enabled: boolean;
   enabledByDefault: boolean;
   canDisable: boolean;
+  /** Only an admin may enable this tool. */
+  enablingRequiresAdmin: boolean;
   /** Effective parameter values (defaults < saved). */
   parameters: Record<string, unknown>;
   defaultParameters: Record<string, unknown>;
@@ -65,6 +67,7 @@ export class ToolSettingsService {
       enabled: effective.enabled,
       enabledByDefault: m.enabledByDefault,
       canDisable: m.canDisable,
+      enablingRequiresAdmin: m.enablingRequiresAdmin === true,
       parameters: effective.parameters,
       defaultParameters: structuredClone(m.defaultParameters),
       parameterDescriptors: m.parameterDescriptors.map(({ validate: _validate, ...d }) => d),
@@ -86,11 +89,19 @@ export class ToolSettingsService {
 
   /**
    * Applies an update and persists it; returns the new descriptor. Throws NotFoundError for an unknown tool,
-   * ToolParameterError for an invalid parameter, ToolSettingsError for disabling a tool that cannot be disabled.
-   * Only explicitly chosen values are stored, so a later change of a default still reaches the user.
+   * ToolParameterError for an invalid parameter, ToolSettingsError for disabling a tool that cannot be disabled,
+   * and AccessDeniedError when a non-admin (`options.admin` false) enables a tool whose enabling requires an admin
+   * or changes an adminOnly parameter. Only explicitly chosen values are stored, so a later change of a default
+   * still reaches the user.
    */
-  async update(userId: string, toolName: string, body: UpdateToolSettingsBody): Promise<ToolSettingsDescriptor> {
+  async update(
+    userId: string,
+    toolName: string,
+    body: UpdateToolSettingsBody,
+    options: { admin: boolean } = { admin: false },
+  ): Promise<ToolSettingsDescriptor> {
     const tool = this.#tool(toolName);
+    if (!options.admin) this.#refuseAdminOnly(tool, body);
     const saved = await this.store.get(userId, toolName);
     let savedParameters: Record<string, unknown> = {};
     try {
@@ -121,6 +132,24 @@ export class ToolSettingsService {
       parameters: { ...savedParameters, ...normalizeToolParameters(tool, updates) },
     });
     return this.get(userId, toolName);
+  }
+
+  #refuseAdminOnly(tool: RegisteredTool, body: UpdateToolSettingsBody): void {
+    const name = tool.definition.name;
+    if (body.enabled === true && tool.settings.enablingRequiresAdmin) {
+      throw new AccessDeniedError(
+        `Only an admin can enable "${name}": it gives the model a shell on the server. Ask an admin (TOOLHOST_ADMIN_USERS) or use \`toolhost settings set ${name} --enable --user YOU\` on the server.`,
+        { tool: name, rule: "admin_only" },
+      );
+    }
+    const guarded = new Set(tool.settings.parameterDescriptors.filter((d) => d.adminOnly).map((d) => d.name));
+    const blocked = Object.keys(body.parameters ?? {}).filter((key) => guarded.has(key));
+    if (blocked.length > 0) {
+      throw new AccessDeniedError(
+        `Only an admin can change ${blocked.map((b) => `"${b}"`).join(", ")} of "${name}": it widens what the tool can reach. Ask an admin (TOOLHOST_ADMIN_USERS).`,
+        { tool: name, parameters: blocked, rule: "admin_only" },
+      );
+    }
   }
 
   #tool(toolName: string): RegisteredTool {

@@ -146,10 +146,13 @@ export function buildProgram(): Command {
         if (enabled === undefined && assignments.length === 0)
           throw new CliError("Nothing to change: pass --enable, --disable or name=value pairs.");
         await withContext(async (ctx) => {
-          const descriptor = await ctx.settings.update(opts.user, toolName, {
-            ...(enabled === undefined ? {} : { enabled }),
-            ...(assignments.length ? { parameters } : {}),
-          });
+          // The CLI runs on the server with the data directory's permissions: its operator is an admin.
+          const descriptor = await ctx.settings.update(
+            opts.user,
+            toolName,
+            { ...(enabled === undefined ? {} : { enabled }), ...(assignments.length ? { parameters } : {}) },
+            { admin: true },
+          );
           print({ name: descriptor.name, enabled: descriptor.enabled, parameters: descriptor.parameters });
         });
       },

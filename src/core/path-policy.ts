@@ -31,6 +31,7 @@ export const PATH_POLICY_DESCRIPTORS: ToolParameterDescriptor[] = [
       "Directories the tool may touch (absolute or ~-prefixed). Empty: only the chat working directory (or the process working directory when none is bound).",
     default: [],
     max: 100,
+    adminOnly: true,
   },
   {
     name: "deniedPaths",
@@ -45,6 +46,7 @@ export const PATH_POLICY_DESCRIPTORS: ToolParameterDescriptor[] = [
     description:
       "Confine the tool to the allowed directories (default true). Off: any path the process can reach, except deniedPaths.",
     default: true,
+    adminOnly: true,
   },
 ];
 

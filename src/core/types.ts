@@ -71,6 +71,11 @@ export interface ToolParameterDescriptor {
    * description of the violated rule, or undefined when the value is fine. Not serialized to API clients.
    */
   validate?: (value: unknown) => string | undefined;
+  /**
+   * Only an admin may change this setting (it widens what the tool can reach: allowedPaths, restrictPaths,
+   * allowedHosts, command allowlists). A non-admin's change is refused with access_denied.
+   */
+  adminOnly?: boolean;
 }
 
 /** Settings metadata of a registered tool (000: ToolSettingsMetadata). */
@@ -82,6 +87,11 @@ export interface ToolSettingsMetadata {
   canDisable: boolean;
   defaultParameters: Record<string, unknown>;
   parameterDescriptors: ToolParameterDescriptor[];
+  /**
+   * Only an admin may enable this tool for a user (tools that amount to a shell on the server). A non-admin may
+   * still disable it.
+   */
+  enablingRequiresAdmin?: boolean;
 }
 
 /** A user's settings for one tool after merging defaults < saved < overrides. */

@@ -30,6 +30,7 @@ export const ToolParameterDescriptorSchema = Type.Object({
   allowedValues: Type.Optional(Type.Array(Type.String())),
   default: Type.Optional(Type.Unknown()),
   unit: Type.Optional(Type.String()),
+  adminOnly: Type.Optional(Type.Boolean()),
 });
 
 export const ToolDefinitionSchema = Type.Object({
@@ -47,6 +48,7 @@ export const ToolSettingsDescriptorSchema = Type.Object(
     enabled: Type.Boolean(),
     enabledByDefault: Type.Boolean(),
     canDisable: Type.Boolean(),
+    enablingRequiresAdmin: Type.Boolean(),
     parameters: Type.Record(Type.String(), Type.Unknown()),
     defaultParameters: Type.Record(Type.String(), Type.Unknown()),
     parameterDescriptors: Type.Array(ToolParameterDescriptorSchema),

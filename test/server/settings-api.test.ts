@@ -138,6 +138,37 @@ describe("settings API over real HTTP and SQLite", () => {
     expect(await reset.json()).toMatchObject({ enabled: false, parameters: { timeoutSeconds: 30 } });
   });
 
+  it("only admins may enable shell tools or widen what a tool can reach", async () => {
+    const s = await start();
+    const user = await s.ctx.tokens.create("mallory");
+    const asUser = (path: string, json: unknown) => s.api(path, { method: "PUT", token: user.token, json });
+    for (const [tool, body] of [
+      ["bash", { enabled: true }],
+      ["shell_exec", { enabled: true }],
+      ["read_file", { parameters: { restrictPaths: false } }],
+      ["read_file", { parameters: { allowedPaths: ["/"] } }],
+      ["web_fetch", { parameters: { allowedHosts: ["169.254.169.254"] } }],
+    ] as const) {
+      const res = await asUser(`/api/settings/tools/${tool}`, body);
+      expect(res.status, `${tool} ${JSON.stringify(body)}`).toBe(403);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe("access_denied");
+    }
+    // Narrowing stays open to everyone; the default admin ("local") may widen.
+    expect(
+      (await asUser("/api/settings/tools/read_file", { parameters: { deniedPaths: ["/tmp/secret"] } })).status,
+    ).toBe(200);
+    expect((await asUser("/api/settings/tools/bash", { enabled: false })).status).toBe(200);
+    const admin = await s.api("/api/settings/tools/read_file", {
+      method: "PUT",
+      json: { parameters: { allowedPaths: ["/srv"] } },
+    });
+    expect(admin.status).toBe(200);
+    const list = (await (await s.api("/api/settings/tools")).json()) as {
+      tools: { name: string; enablingRequiresAdmin: boolean }[];
+    };
+    expect(list.tools.find((t) => t.name === "bash")?.enablingRequiresAdmin).toBe(true);
+  });
+
   it("executes a tool, honouring the user's settings", async () => {
     const s = await start();
     const ok = await s.api("/api/tools/get_current_datetime/execute", {

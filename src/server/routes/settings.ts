@@ -6,6 +6,7 @@ import { Hono } from "hono";
 import type { ToolSettingsService, UpdateToolSettingsBody } from "../../app/tool-settings-service.js";
 import { type AuthEnv, readJsonBody, sendJson } from "../http.js";
 import { ToolSettingsDescriptorSchema, ToolSettingsListResponse, UpdateToolSettingsBodySchema } from "../schemas.js";
+import { adminUsers } from "./admin.js";
 
 /** Routes for per-user tool settings; errors propagate to the app's error handler (404, 422, 400). */
 export function settingsRoutes(settings: ToolSettingsService): Hono<AuthEnv> {
@@ -18,7 +19,10 @@ export function settingsRoutes(settings: ToolSettingsService): Hono<AuthEnv> {
   );
   app.put("/tools/:toolName", async (c) => {
     const body = await readJsonBody<UpdateToolSettingsBody>(c, UpdateToolSettingsBodySchema);
-    const descriptor = await settings.update(c.get("userId"), c.req.param("toolName"), body);
+    const userId = c.get("userId");
+    const descriptor = await settings.update(userId, c.req.param("toolName"), body, {
+      admin: adminUsers().has(userId),
+    });
     return sendJson(c, ToolSettingsDescriptorSchema, descriptor);
   });
   return app;

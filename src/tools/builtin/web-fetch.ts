@@ -59,6 +59,7 @@ const parameterDescriptors: ToolParameterDescriptor[] = [
     min: 0,
     max: 100,
     default: [],
+    adminOnly: true,
   },
 ];
 

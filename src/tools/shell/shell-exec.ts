@@ -55,6 +55,7 @@ const parameterDescriptors: ToolParameterDescriptor[] = [
       'Which commands may run: "seed" (the documented list, which includes interpreters such as python3, node, env, awk, make, git that run arbitrary code), "strict" (file viewing and copying tools only), or "custom" (the allowedCommands setting).',
     allowedValues: ALLOWLIST_PRESETS,
     default: "seed",
+    adminOnly: true,
   },
   {
     name: "allowedCommands",
@@ -62,6 +63,7 @@ const parameterDescriptors: ToolParameterDescriptor[] = [
     description: 'Command names allowed when allowlistPreset is "custom" (bare names, e.g. "git").',
     default: [...SHELL_COMMAND_ALLOWLIST],
     max: 500,
+    adminOnly: true,
   },
   ...PATH_POLICY_DESCRIPTORS,
 ];
@@ -103,6 +105,7 @@ export const shellExecTool: RegisteredTool = {
       "Lets the model run allowlisted programs (git, ls, …) with argument arrays, without a shell. Off by default.",
     category: "system",
     enabledByDefault: false,
+    enablingRequiresAdmin: true,
     canDisable: true,
     defaultParameters: {
       allowlistPreset: "seed",

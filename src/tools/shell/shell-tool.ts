@@ -174,6 +174,7 @@ export function buildShellTool(shell: ShellKind, executable: string): Registered
       description: `Lets the model run ${title} commands on the server. Off by default: enable only for users you trust with a shell.`,
       category: "system",
       enabledByDefault: false,
+      enablingRequiresAdmin: true,
       canDisable: true,
       defaultParameters: {
         timeoutSeconds: TIMEOUT_SECONDS_DESCRIPTOR.default,
