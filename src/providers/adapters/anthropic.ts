@@ -17,7 +17,8 @@
  * results as ONE user message of `tool_result` blocks (`tool_use_id`, `content`, `is_error: true` on failures).
  */
 
-import Anthropic from "@anthropic-ai/sdk";
+// The SDK loads on first use, not at import time (CLI and MCP start-up stay fast).
+import type Anthropic from "@anthropic-ai/sdk";
 import type {
   ContentBlockParam,
   MessageParam,
@@ -84,14 +85,18 @@ const STOP: Record<string, FinishReason> = {
 /** The Anthropic Messages adapter; `config.baseURL` overrides https://api.anthropic.com. */
 export class AnthropicAdapter implements ProviderAdapter {
   readonly name = "anthropic" as const;
-  private readonly client: Anthropic;
+  #client?: Promise<Anthropic>;
 
-  constructor(private readonly config: ProviderConfig = {}) {
-    this.client = new Anthropic({
-      apiKey: config.apiKey ?? "",
-      baseURL: config.baseURL,
-      maxRetries: config.maxRetries ?? 0,
-    });
+  constructor(private readonly config: ProviderConfig = {}) {}
+
+  /** The SDK client, created on first use. */
+  #sdk(): Promise<Anthropic> {
+    const config = this.config;
+    this.#client ??= import("@anthropic-ai/sdk").then(
+      ({ default: Client }) =>
+        new Client({ apiKey: config.apiKey ?? "", baseURL: config.baseURL, maxRetries: config.maxRetries ?? 0 }),
+    );
+    return this.#client;
   }
 
   async *stream(request: ProviderRequest): AsyncIterable<ProviderStreamEvent> {
@@ -99,7 +104,7 @@ export class AnthropicAdapter implements ProviderAdapter {
     const mapped = mapTools(this.name, request.tools, { logger: this.config.logger });
     let stream: AsyncIterable<RawMessageStreamEvent>;
     try {
-      stream = await this.client.messages.create(
+      stream = await (await this.#sdk()).messages.create(
         {
           model: request.model,
           max_tokens: request.maxOutputTokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS,

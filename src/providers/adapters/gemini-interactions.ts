@@ -23,7 +23,8 @@
  * function_call {id, name, arguments (object), signature}, function_result {call_id, name, result, is_error}.
  */
 
-import { GoogleGenAI } from "@google/genai";
+// The SDK loads on first use, not at import time (CLI and MCP start-up stay fast).
+import type { GoogleGenAI } from "@google/genai";
 import type {
   ConversationMessage,
   FinishReason,
@@ -79,13 +80,21 @@ export function toInteractionSteps(
 /** The Gemini Interactions adapter; `config.baseURL` overrides https://generativelanguage.googleapis.com. */
 export class GeminiInteractionsAdapter implements ProviderAdapter {
   readonly name = "gemini" as const;
-  private readonly client: GoogleGenAI;
+  #client?: Promise<GoogleGenAI>;
 
-  constructor(private readonly config: ProviderConfig = {}) {
-    this.client = new GoogleGenAI({
-      apiKey: config.apiKey ?? "",
-      ...(config.baseURL ? { httpOptions: { baseUrl: config.baseURL } } : {}),
-    });
+  constructor(private readonly config: ProviderConfig = {}) {}
+
+  /** The SDK client, created on first use. */
+  #sdk(): Promise<GoogleGenAI> {
+    const config = this.config;
+    this.#client ??= import("@google/genai").then(
+      ({ GoogleGenAI: Client }) =>
+        new Client({
+          apiKey: config.apiKey ?? "",
+          ...(config.baseURL ? { httpOptions: { baseUrl: config.baseURL } } : {}),
+        }),
+    );
+    return this.#client;
   }
 
   async *stream(request: ProviderRequest): AsyncIterable<ProviderStreamEvent> {
@@ -102,7 +111,9 @@ export class GeminiInteractionsAdapter implements ProviderAdapter {
     };
     let stream: AsyncIterable<any>;
     try {
-      stream = (await this.client.interactions.create(
+      stream = (await (
+        await this.#sdk()
+      ).interactions.create(
         body as any,
         {
           signal,

@@ -16,7 +16,8 @@
  * `tool_call_id`.
  */
 
-import OpenAI from "openai";
+// The SDK loads on first use, not at import time (CLI and MCP start-up stay fast).
+import type OpenAI from "openai";
 import type {
   ChatCompletionChunk,
   ChatCompletionMessageParam,
@@ -79,18 +80,23 @@ const FINISH: Record<string, FinishReason> = {
 /** The Chat Completions adapter; `config.baseURL` selects the server (default api.openai.com/v1). */
 export class OpenAIChatAdapter implements ProviderAdapter {
   readonly name = "openai-chat" as const;
-  private readonly client: OpenAI;
+  #client?: Promise<OpenAI>;
 
   private readonly chatStrict: boolean;
 
   constructor(private readonly config: ProviderConfig = {}) {
     this.chatStrict =
       config.chatStrict ?? (!config.baseURL || /^https:\/\/api\.openai\.com(\/|$)/.test(config.baseURL));
-    this.client = new OpenAI({
-      apiKey: config.apiKey ?? "",
-      baseURL: config.baseURL,
-      maxRetries: config.maxRetries ?? 0,
-    });
+  }
+
+  /** The SDK client, created on first use. */
+  #sdk(): Promise<OpenAI> {
+    const config = this.config;
+    this.#client ??= import("openai").then(
+      ({ default: Client }) =>
+        new Client({ apiKey: config.apiKey ?? "", baseURL: config.baseURL, maxRetries: config.maxRetries ?? 0 }),
+    );
+    return this.#client;
   }
 
   async *stream(request: ProviderRequest): AsyncIterable<ProviderStreamEvent> {
@@ -98,7 +104,7 @@ export class OpenAIChatAdapter implements ProviderAdapter {
     const mapped = mapTools(this.name, request.tools, { logger: this.config.logger, chatStrict: this.chatStrict });
     let stream: AsyncIterable<ChatCompletionChunk>;
     try {
-      stream = await this.client.chat.completions.create(
+      stream = await (await this.#sdk()).chat.completions.create(
         {
           model: request.model,
           messages: toChatMessages(request.system, request.messages, mapped.toWire),

@@ -16,7 +16,8 @@
  * a turn (providerData.openaiReasoning) are echoed back before that turn's calls.
  */
 
-import OpenAI from "openai";
+// The SDK loads on first use, not at import time (CLI and MCP start-up stay fast).
+import type OpenAI from "openai";
 import type { ResponseInputItem, ResponseStreamEvent, Tool } from "openai/resources/responses/responses";
 import type {
   ConversationMessage,
@@ -57,14 +58,18 @@ export function toResponsesInput(
 /** The OpenAI Responses adapter. `config.baseURL` points it at any server speaking the Responses API. */
 export class OpenAIResponsesAdapter implements ProviderAdapter {
   readonly name = "openai" as const;
-  private readonly client: OpenAI;
+  #client?: Promise<OpenAI>;
 
-  constructor(private readonly config: ProviderConfig = {}) {
-    this.client = new OpenAI({
-      apiKey: config.apiKey ?? "",
-      baseURL: config.baseURL,
-      maxRetries: config.maxRetries ?? 0,
-    });
+  constructor(private readonly config: ProviderConfig = {}) {}
+
+  /** The SDK client, created on first use. */
+  #sdk(): Promise<OpenAI> {
+    const config = this.config;
+    this.#client ??= import("openai").then(
+      ({ default: Client }) =>
+        new Client({ apiKey: config.apiKey ?? "", baseURL: config.baseURL, maxRetries: config.maxRetries ?? 0 }),
+    );
+    return this.#client;
   }
 
   async *stream(request: ProviderRequest): AsyncIterable<ProviderStreamEvent> {
@@ -75,7 +80,7 @@ export class OpenAIResponsesAdapter implements ProviderAdapter {
     const mapped = mapTools(this.name, request.tools, { logger: this.config.logger });
     let stream: AsyncIterable<ResponseStreamEvent>;
     try {
-      stream = await this.client.responses.create(
+      stream = await (await this.#sdk()).responses.create(
         {
           model: request.model,
           input: toResponsesInput(request.messages, mapped.toWire),
