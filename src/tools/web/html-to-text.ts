@@ -7,9 +7,9 @@
  * page title as a "# Title" line, then the main content. When Readability finds no substantial article (short
  * pages, link lists) the whole body is converted instead, without script, style, navigation chrome or forms.
  */
-import { Readability } from "@mozilla/readability";
-import { convert, type HtmlToTextOptions } from "html-to-text";
-import { parseHTML } from "linkedom";
+import type { Readability } from "@mozilla/readability";
+import type { HtmlToTextOptions } from "html-to-text";
+import { htmlToText, linkedom, readability } from "./lazy-html.js";
 
 /** The part of a linkedom element this module uses (the project compiles without the DOM lib). */
 interface DomElement {
@@ -115,7 +115,7 @@ function decodeEntities(text: string): string {
 
 /** Parses the page and makes its links absolute (non-http links lose their target). */
 function prepare(html: string, pageUrl?: string) {
-  const { document } = parseHTML(html);
+  const { document } = linkedom().parseHTML(html);
   for (const a of Array.from(document.querySelectorAll("a[href]")) as DomElement[]) {
     const href = a.getAttribute("href") ?? "";
     let absolute: URL | undefined;
@@ -170,12 +170,12 @@ function convertDocument(html: string, pageUrl?: string): Omit<ReadableText, "cu
   if (size.elements <= READABILITY_MAX_ELEMENTS && size.depth <= READABILITY_MAX_DEPTH) {
     try {
       mutated = true;
-      article = new Readability(document as never, { charThreshold: MIN_ARTICLE_CHARS }).parse();
+      article = new (readability().Readability)(document as never, { charThreshold: MIN_ARTICLE_CHARS }).parse();
     } catch {
       article = null;
     }
   }
-  const articleText = article?.content ? tidy(convert(article.content, CONVERT_OPTIONS)) : "";
+  const articleText = article?.content ? tidy(htmlToText().convert(article.content, CONVERT_OPTIONS)) : "";
   let body: string;
   let usedArticle: boolean;
   if (articleText.length >= MIN_ARTICLE_CHARS) {
@@ -186,7 +186,7 @@ function convertDocument(html: string, pageUrl?: string): Omit<ReadableText, "cu
     if (mutated) document = prepare(html, pageUrl);
     for (const node of Array.from(document.querySelectorAll(CHROME)) as DomElement[]) node.remove();
     const root = document.querySelector("body") ?? document.documentElement;
-    body = tidy(convert(root?.toString() ?? "", CONVERT_OPTIONS));
+    body = tidy(htmlToText().convert(root?.toString() ?? "", CONVERT_OPTIONS));
     if (body.length < articleText.length) body = articleText;
     usedArticle = false;
   }

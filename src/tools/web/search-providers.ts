@@ -16,11 +16,11 @@
  * server of theirs would receive the operator's API key. Provider requests therefore do not go through the SSRF
  * guard (a loopback fake in tests needs no allowedHosts); the result URLs are returned, never fetched.
  */
-import { convert } from "html-to-text";
-import { parseHTML } from "linkedom";
+
 import { fetch } from "undici";
 import { ToolExecutionError } from "../../core/errors.js";
 import { readCapped } from "./fetch.js";
+import { htmlToText, linkedom } from "./lazy-html.js";
 
 /** The providers web_search knows. */
 export const SEARCH_PROVIDERS = ["tavily", "brave", "duckduckgo"] as const;
@@ -122,7 +122,8 @@ function endpoint(base: string, path: string): URL {
 /** Plain text of an HTML fragment (tags stripped, entities decoded, whitespace collapsed). */
 export function fragmentText(html: string | undefined | null): string {
   if (!html) return "";
-  return convert(html, { wordwrap: false, selectors: [{ selector: "a", options: { ignoreHref: true } }] })
+  return htmlToText()
+    .convert(html, { wordwrap: false, selectors: [{ selector: "a", options: { ignoreHref: true } }] })
     .replace(/\s+/g, " ")
     .trim();
 }
@@ -271,7 +272,7 @@ interface DomElement {
 
 /** Parses a DuckDuckGo HTML results page into results (ads skipped). */
 export function parseDuckDuckGoHtml(html: string, maxResults: number): SearchResult[] {
-  const { document } = parseHTML(html);
+  const { document } = linkedom().parseHTML(html);
   const out: SearchResult[] = [];
   for (const node of Array.from(document.querySelectorAll(".result")) as DomElement[]) {
     if (out.length >= maxResults) break;
