@@ -1,0 +1,55 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { loadProviderFileConfig, providerConfigFromEnv, providerConfigPath } from "../../src/providers/index.js";
+import { tempDir } from "../helpers/server.js";
+
+function configFile(content: string): string {
+  const path = join(tempDir("toolhost-config-"), "config.json");
+  writeFileSync(path, content);
+  return path;
+}
+
+describe("provider keys from a config file", () => {
+  it("reads keys and base URLs from the file; the environment wins", () => {
+    const TOOLHOST_CONFIG = configFile(
+      JSON.stringify({
+        providers: {
+          openai: { apiKey: "sk-file", baseURL: "http://127.0.0.1:1/v1" },
+          anthropic: { apiKey: "sk-ant-file" },
+        },
+      }),
+    );
+    expect(providerConfigFromEnv("openai", { TOOLHOST_CONFIG })).toEqual({
+      apiKey: "sk-file",
+      baseURL: "http://127.0.0.1:1/v1",
+    });
+    expect(providerConfigFromEnv("openai-chat", { TOOLHOST_CONFIG })).toEqual({
+      apiKey: "sk-file",
+      baseURL: "http://127.0.0.1:1/v1",
+    });
+    expect(providerConfigFromEnv("anthropic", { TOOLHOST_CONFIG, ANTHROPIC_API_KEY: "sk-env" })).toEqual({
+      apiKey: "sk-env",
+    });
+    expect(() => providerConfigFromEnv("gemini", { TOOLHOST_CONFIG })).toThrow(
+      new RegExp(
+        `GEMINI_API_KEY.*providers\\.gemini\\.apiKey in ${TOOLHOST_CONFIG.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}`,
+      ),
+    );
+  });
+
+  it("a missing file is no configuration; a broken one is an error naming the file", () => {
+    expect(loadProviderFileConfig({ TOOLHOST_CONFIG: "/nonexistent/toolhost.json" })).toEqual({});
+    const broken = configFile("{oops");
+    expect(() => loadProviderFileConfig({ TOOLHOST_CONFIG: broken })).toThrow(new RegExp(`${broken}.*not valid JSON`));
+    const wrongType = configFile(JSON.stringify({ providers: { openai: { apiKey: 42 } } }));
+    expect(() => loadProviderFileConfig({ TOOLHOST_CONFIG: wrongType })).toThrow(
+      /providers\.openai\.apiKey must be a string/,
+    );
+    expect(() => loadProviderFileConfig({ TOOLHOST_CONFIG: configFile("[]") })).toThrow(/must be a JSON object/);
+  });
+
+  it("defaults to the XDG config directory", () => {
+    expect(providerConfigPath({ XDG_CONFIG_HOME: "/x" })).toBe("/x/toolhost/config.json");
+  });
+});
