@@ -166,9 +166,11 @@ export class ChatService {
   /**
    * Validates a directory to bind and returns its absolute path. Throws ToolArgumentError (validation_failed) when
    * it does not exist or is not a directory, AccessDeniedError when chat roots are configured and it lies outside
-   * them (symlinks resolved), or when roots are configured and no directory is given.
+   * them (symlinks resolved), when roots are configured and no directory is given, or when no roots are configured
+   * and the caller is not an admin (`options.admin`, default true: the CLI and library act for the operator).
    */
-  resolveWorkingDirectory(input: string | null | undefined): string | null {
+  resolveWorkingDirectory(input: string | null | undefined, options: { admin?: boolean } = {}): string | null {
+    const admin = options.admin ?? true;
     if (input === undefined || input === null || input === "") {
       if (this.#roots) {
         throw new AccessDeniedError(
@@ -179,6 +181,12 @@ export class ChatService {
       return null;
     }
     if (input.includes("\0")) throw new ToolArgumentError("workingDirectory must not contain NUL characters.");
+    if (!this.#roots && !admin) {
+      throw new AccessDeniedError(
+        "Only an admin may bind a working directory on this server, because no TOOLHOST_CHAT_ROOTS are configured. Ask the operator to set TOOLHOST_CHAT_ROOTS to the directories users may work in.",
+        { rule: "chat_roots", argument: "workingDirectory" },
+      );
+    }
     const absolute = isAbsolute(input) ? resolve(input) : resolve(process.cwd(), input);
     let isDirectory = false;
     try {
@@ -207,12 +215,12 @@ export class ChatService {
    * Creates a chat for the user. Throws ToolArgumentError for an unknown provider, an empty model or a bad
    * directory; AccessDeniedError for a directory outside the chat roots; ToolArgumentError when `id` is taken.
    */
-  async createChat(userId: string, input: CreateChatInput): Promise<Chat> {
+  async createChat(userId: string, input: CreateChatInput, options: { admin?: boolean } = {}): Promise<Chat> {
     const provider = parseProvider(input.provider);
     const model = input.model?.trim();
     if (!model)
       throw new ToolArgumentError("model must be a non-empty model id, e.g. gpt-5.4-mini.", { argument: "model" });
-    const workingDirectory = this.resolveWorkingDirectory(input.workingDirectory);
+    const workingDirectory = this.resolveWorkingDirectory(input.workingDirectory, options);
     if (input.id !== undefined) {
       if (!/^[A-Za-z0-9._-]{1,128}$/.test(input.id)) {
         throw new ToolArgumentError("A chat id uses 1–128 letters, digits, '.', '_' or '-'.", { argument: "id" });

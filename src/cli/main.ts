@@ -4,12 +4,12 @@
  * Every command opens the same data directory as the server (TOOLHOST_DATA_DIR, default ./.toolhost), so a
  * setting made in one is seen by the other.
  */
-import { Command, Option } from "commander";
+import { Command, CommanderError, Option } from "commander";
 import { type AppContext, createAppContext } from "../app/context.js";
 import { ToolError } from "../core/errors.js";
 import { VERSION } from "../version.js";
 import { registerChatCommand } from "./commands/chat.js";
-import { CliError, parseAssignment, resolveDirectoryOption, table } from "./util.js";
+import { CliError, parseAssignment, parseUserId, resolveDirectoryOption, table } from "./util.js";
 
 async function withContext<T>(fn: (ctx: AppContext) => Promise<T>): Promise<T> {
   const ctx = await createAppContext();
@@ -27,6 +27,8 @@ const print = (value: unknown): void => {
 /** Builds the program; exported for tests and for commands contributed by other modules. */
 export function buildProgram(): Command {
   const program = new Command();
+  // Parse errors throw instead of exiting, so main() can give them the usage exit code (2).
+  program.exitOverride();
   program
     .name("toolhost")
     .description("Tool-calling runtime for LLM apps: built-in tools, per-user settings, tool loop, HTTP API, MCP.")
@@ -34,7 +36,7 @@ export function buildProgram(): Command {
     .showHelpAfterError("(run with --help for usage)")
     .addHelpText(
       "after",
-      "\nEnvironment:\n  TOOLHOST_DATA_DIR      data directory (default ./.toolhost; SQLite file toolhost.db inside)\n  TOOLHOST_DATABASE_URL  postgres://… to use PostgreSQL instead of SQLite\n  TOOLHOST_LOG_LEVEL     pino log level on stderr (default warn)\n",
+      "\nEnvironment:\n  TOOLHOST_DATA_DIR      data directory (default ./.toolhost; SQLite file toolhost.db inside)\n  TOOLHOST_DATABASE_URL  postgres://… to use PostgreSQL instead of SQLite\n  TOOLHOST_LOG_LEVEL     log level on stderr: fatal, error, warn, info, debug, trace (default warn)\n  TOOLHOST_CONFIG        provider keys file (default ~/.config/toolhost/config.json)\n  TOOLHOST_ADMIN_USERS   users who may widen tool settings and read the audit log over HTTP (default local)\n  TOOLHOST_CHAT_ROOTS    colon-separated directories chats may bind over HTTP\n  OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY (+ *_BASE_URL)  provider keys for toolhost chat\n\nExit codes: 0 success, 1 tool or runtime failure, 2 usage error.\n",
     );
 
   program
@@ -63,7 +65,7 @@ export function buildProgram(): Command {
   program
     .command("tools")
     .description("List the tools with their enabled state and category for a user.")
-    .option("-u, --user <name>", "user id", "local")
+    .option("-u, --user <name>", "user id", parseUserId, "local")
     .option("--json", "print JSON instead of a table")
     .action(async (opts: { user: string; json?: boolean }) =>
       withContext(async (ctx) => {
@@ -83,7 +85,7 @@ export function buildProgram(): Command {
     .description("Run a tool and print its JSON result (exit 0 on success, 1 on a classified tool error).")
     .argument("<tool>", "tool name, e.g. get_current_datetime")
     .argument("[json]", "arguments as a JSON object", "{}")
-    .option("-u, --user <name>", "user id", "local")
+    .option("-u, --user <name>", "user id", parseUserId, "local")
     .option("--cwd <dir>", "bind this working directory, exactly as a chat does")
     .option("--chat <id>", "run in this chat's context (created, bound to --cwd, when it does not exist)")
     .action(async (toolName: string, json: string, opts: { user: string; cwd?: string; chat?: string }) =>
@@ -126,7 +128,7 @@ export function buildProgram(): Command {
     .command("get")
     .description("Print a tool's effective settings as JSON.")
     .argument("<tool>")
-    .option("-u, --user <name>", "user id", "local")
+    .option("-u, --user <name>", "user id", parseUserId, "local")
     .action(async (toolName: string, opts: { user: string }) =>
       withContext(async (ctx) => print(await ctx.settings.get(opts.user, toolName))),
     );
@@ -137,7 +139,7 @@ export function buildProgram(): Command {
     .argument("[assignments...]", "name=value pairs, e.g. timeoutSeconds=60")
     .option("--enable", "enable the tool")
     .option("--disable", "disable the tool")
-    .option("-u, --user <name>", "user id", "local")
+    .option("-u, --user <name>", "user id", parseUserId, "local")
     .action(
       async (toolName: string, assignments: string[], opts: { enable?: boolean; disable?: boolean; user: string }) => {
         if (opts.enable && opts.disable) throw new CliError("Use either --enable or --disable, not both.");
@@ -163,7 +165,7 @@ export function buildProgram(): Command {
     .description("Manage API tokens.")
     .command("create")
     .description("Create a bearer token for a user and print it (shown only once; stored hashed).")
-    .option("-u, --user <name>", "user id", "local")
+    .option("-u, --user <name>", "user id", parseUserId, "local")
     .option("--label <text>", "a note to remember the token by")
     .action(async (opts: { user: string; label?: string }) =>
       withContext(async (ctx) => {
@@ -177,7 +179,7 @@ export function buildProgram(): Command {
   program
     .command("audit")
     .description("Show the security audit log of shell executions, newest first.")
-    .option("-u, --user <name>", "only this user's entries")
+    .option("-u, --user <name>", "only this user's entries", parseUserId)
     .option("-n, --limit <n>", "how many entries (1–1000)", "50")
     .option("--json", "print JSON")
     .action(async (opts: { user?: string; limit: string; json?: boolean }) =>
@@ -209,7 +211,7 @@ export function buildProgram(): Command {
   program
     .command("mcp")
     .description("Serve the user's enabled tools over MCP on stdio (for desktop assistants, IDEs, agent frameworks).")
-    .option("-u, --user <name>", "user whose tool settings apply", "local")
+    .option("-u, --user <name>", "user whose tool settings apply", parseUserId, "local")
     .option("--cwd <dir>", "working directory bound for path-taking tools (default: the current directory)")
     .action(async (opts: { user: string; cwd?: string }) => {
       const { createMcpServer } = await import("../mcp/server.js");
@@ -234,7 +236,11 @@ export async function main(argv = process.argv): Promise<void> {
   try {
     await program.parseAsync(argv);
   } catch (error) {
-    if (error instanceof CliError) {
+    if (error instanceof CommanderError) {
+      // Commander has already printed its message (or the help text).
+      const ok = ["commander.helpDisplayed", "commander.help", "commander.version"].includes(error.code);
+      process.exitCode = ok ? 0 : 2;
+    } else if (error instanceof CliError) {
       process.stderr.write(`error: ${error.message}\n`);
       process.exitCode = error.exitCode;
     } else if (error instanceof ToolError) {

@@ -2,6 +2,7 @@
 
 import { statSync } from "node:fs";
 import { resolve } from "node:path";
+import { InvalidArgumentError } from "commander";
 
 /** An error the CLI reports as `error: <message>` with exit code `exitCode` (2 for usage errors). */
 export class CliError extends Error {
@@ -51,4 +52,13 @@ export function table(rows: string[][]): string {
         .trimEnd(),
     )
     .join("\n");
+}
+
+/** User ids: 1–128 letters, digits, or `. _ @ -` (the same rule everywhere a user is named). */
+export const USER_ID_PATTERN = /^[A-Za-z0-9._@-]{1,128}$/;
+
+/** Commander argument parser for `--user`: throws InvalidArgumentError (exit 2) for a malformed user id. */
+export function parseUserId(value: string): string {
+  if (!USER_ID_PATTERN.test(value)) throw new InvalidArgumentError("use 1–128 letters, digits, or . _ @ -");
+  return value;
 }

@@ -97,20 +97,34 @@ function admitsNull(schema: JsonSchema | undefined): boolean {
 }
 
 /** Removes `null` values the schema does not admit, recursively through objects and arrays (returns a copy). */
-export function stripNulls(schema: JsonSchema | undefined, value: unknown): unknown {
+export function stripNulls(schema: JsonSchema | undefined, value: unknown, depth = 0): unknown {
+  if (depth > MAX_ARGUMENT_DEPTH) {
+    throw new ToolArgumentError(`Arguments nest deeper than ${MAX_ARGUMENT_DEPTH} levels; send a flatter value.`, {
+      rule: "depth",
+    });
+  }
   if (Array.isArray(value)) {
     const itemSchema = schema && !Array.isArray(schema.items) ? schema.items : undefined;
-    return value.map((v) => stripNulls(itemSchema, v));
+    return value.map((v) => stripNulls(itemSchema, v, depth + 1));
   }
   if (value === null || typeof value !== "object") return value;
   const out: Record<string, unknown> = {};
   for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
     const propSchema = schema?.properties?.[key];
     if (v === null && !admitsNull(propSchema)) continue;
-    out[key] = stripNulls(propSchema, v);
+    // defineProperty keeps a "__proto__" key an ordinary (and then rejected) argument instead of a prototype.
+    Object.defineProperty(out, key, {
+      value: stripNulls(propSchema, v, depth + 1),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   }
   return out;
 }
+
+/** Deepest nesting of arrays and objects accepted in model arguments. */
+export const MAX_ARGUMENT_DEPTH = 64;
 
 function describeValue(value: unknown): string {
   if (value === undefined) return "nothing";

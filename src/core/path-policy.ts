@@ -22,6 +22,22 @@ import { AccessDeniedError, NotFoundError, ToolArgumentError } from "./errors.js
 import { getBooleanSetting, getStringListSetting } from "./settings-policy.js";
 import type { ToolContext, ToolParameterDescriptor } from "./types.js";
 
+/**
+ * The `validate` rule of allowedPaths / deniedPaths: every entry is a non-empty absolute or `~`-prefixed path
+ * (`~` or `~/…`) without a NUL byte. Returns the broken rule, or undefined when the list is fine.
+ */
+export function invalidPathEntries(value: unknown): string | undefined {
+  if (!Array.isArray(value)) return undefined;
+  for (const entry of value) {
+    if (typeof entry !== "string" || entry.trim() === "") return "entries must not be empty";
+    if (entry.includes("\0")) return "entries must not contain a NUL byte";
+    if (!(entry === "~" || entry.startsWith("~/") || isAbsolute(entry))) {
+      return `entries must be absolute or ~-prefixed paths (got ${JSON.stringify(entry)})`;
+    }
+  }
+  return undefined;
+}
+
 /** Settings descriptors every path-taking tool includes: allowedPaths, deniedPaths, restrictPaths. */
 export const PATH_POLICY_DESCRIPTORS: ToolParameterDescriptor[] = [
   {
@@ -32,13 +48,16 @@ export const PATH_POLICY_DESCRIPTORS: ToolParameterDescriptor[] = [
     default: [],
     max: 100,
     adminOnly: true,
+    validate: invalidPathEntries,
   },
   {
     name: "deniedPaths",
     type: "string[]",
-    description: "Files or directories the tool must never touch, even inside an allowed directory. Deny wins.",
+    description:
+      "Files or directories the tool must never touch (absolute or ~-prefixed), even inside an allowed directory. Deny wins.",
     default: [],
     max: 100,
+    validate: invalidPathEntries,
   },
   {
     name: "restrictPaths",
@@ -178,6 +197,10 @@ export interface EffectivePathPolicy {
   denied: string[];
   /** Whether the allowed roots came from `allowedPaths` (else: the working directory). */
   explicitRoots: boolean;
+  /** Toolhost's own data and code (context.protectedPaths), lexical and real forms: always refused. */
+  protected: string[];
+  /** True when no working directory is bound and the process working directory may not stand in for it. */
+  noWorkingDirectory: boolean;
 }
 
 /** Reads allowedPaths / deniedPaths / restrictPaths from the call's settings (stored settings coerce to defaults). */
@@ -190,9 +213,19 @@ export async function effectivePathPolicy(context: ToolContext): Promise<Effecti
   );
   const deniedList = getStringListSetting(params.deniedPaths, PATH_POLICY_DEFAULTS.deniedPaths);
   const explicitRoots = allowedList.length > 0;
-  const allowed = restrict ? await rootForms(explicitRoots ? allowedList : [base], base) : [];
+  const noWorkingDirectory = !context.workingDirectory && context.processCwdFallback === false;
+  const implicitRoots = noWorkingDirectory ? [] : [base];
+  const allowed = restrict ? await rootForms(explicitRoots ? allowedList : implicitRoots, base) : [];
   const denied = await rootForms(deniedList, base);
-  return { restrict, allowed, denied, explicitRoots };
+  const protectedForms = await rootForms(context.protectedPaths ?? [], base);
+  return {
+    restrict: restrict || noWorkingDirectory,
+    allowed,
+    denied,
+    explicitRoots,
+    protected: protectedForms,
+    noWorkingDirectory: noWorkingDirectory && !explicitRoots,
+  };
 }
 
 /**
@@ -200,8 +233,12 @@ export async function effectivePathPolicy(context: ToolContext): Promise<Effecti
  * it ("deniedPaths", "allowedPaths" or "workingDirectory"). `lexical` and `real` are absolute.
  */
 export function policyRefusal(policy: EffectivePathPolicy, lexical: string, real: string): string | null {
-  if (policy.denied.some((d) => isPathInside(real, d) || isPathInside(lexical, d))) return "deniedPaths";
+  const inside = (list: readonly string[] | undefined) =>
+    (list ?? []).some((d) => isPathInside(real, d) || isPathInside(lexical, d));
+  if (inside(policy.protected)) return "protected";
+  if (inside(policy.denied)) return "deniedPaths";
   if (policy.restrict && !policy.allowed.some((root) => isPathInside(real, root))) {
+    if (policy.noWorkingDirectory) return "noWorkingDirectory";
     return policy.explicitRoots ? "allowedPaths" : "workingDirectory";
   }
   return null;
@@ -210,11 +247,15 @@ export function policyRefusal(policy: EffectivePathPolicy, lexical: string, real
 /** The AccessDeniedError for a refused path: names the input and the rule, never the resolved target. */
 export function accessDenied(input: string, rule: string, argument = "path"): AccessDeniedError {
   const why =
-    rule === "deniedPaths"
-      ? "it is covered by the deniedPaths setting"
-      : rule === "allowedPaths"
-        ? "it resolves outside the directories allowed by the allowedPaths setting"
-        : "it resolves outside the chat working directory (the only allowed directory while restrictPaths is on and allowedPaths is empty)";
+    rule === "protected"
+      ? "it is part of Toolhost's own data or installation, which tools never touch"
+      : rule === "noWorkingDirectory"
+        ? "no working directory is bound to this call (bind one when creating the chat, within TOOLHOST_CHAT_ROOTS, or ask an admin for allowedPaths)"
+        : rule === "deniedPaths"
+          ? "it is covered by the deniedPaths setting"
+          : rule === "allowedPaths"
+            ? "it resolves outside the directories allowed by the allowedPaths setting"
+            : "it resolves outside the chat working directory (the only allowed directory while restrictPaths is on and allowedPaths is empty)";
   return new AccessDeniedError(
     `Access denied to "${input}": ${why}. Use a path inside the allowed directories, or ask the user to change the tool's path settings.`,
     { path: input, argument, rule },

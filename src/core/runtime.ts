@@ -5,7 +5,8 @@
  * server, the CLI and library users run tools through one code path. The free functions `executeTool` and
  * `getEnabledToolRuntime` use a process-wide default runtime (in-memory storage unless configured).
  */
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { parseToolArguments } from "./arg-parsing.js";
 import {
   AccessDeniedError,
@@ -82,6 +83,14 @@ export interface ToolRuntimeOptions {
   dataDir?: string;
   /** Host services every call receives in `context.services` (a call's own services override them). */
   services?: Record<string, unknown>;
+  /** Paths no tool may touch (context.protectedPaths); default: the data directory and Toolhost's installed code. */
+  protectedPaths?: string[];
+}
+
+/** Toolhost's own installed code (dist/, node_modules/, package.json of this package), which tools never touch. */
+export function installationPaths(): string[] {
+  const root = resolve(fileURLToPath(new URL("../../", import.meta.url)));
+  return [join(root, "dist"), join(root, "node_modules"), join(root, "package.json")];
 }
 
 /** Extra time (ms) given past the budget of a tool that manages its own timeout before the backstop fires. */
@@ -96,6 +105,12 @@ export class ToolRuntime {
   readonly logger: Logger;
   readonly dataDir: string;
   readonly services: Record<string, unknown>;
+  readonly protectedPaths: readonly string[];
+  /**
+   * Whether a user's calls with no bound working directory may fall back to the process working directory
+   * (context.processCwdFallback). Everyone by default; the HTTP service limits it to admins.
+   */
+  processCwdFallback: (userId: string) => boolean = () => true;
 
   constructor(options: ToolRuntimeOptions = {}) {
     this.registry = options.registry ?? defaultRegistry;
@@ -105,6 +120,7 @@ export class ToolRuntime {
     this.logger = options.logger ?? createLogger();
     this.dataDir = resolve(options.dataDir ?? process.env.TOOLHOST_DATA_DIR ?? ".toolhost");
     this.services = options.services ?? {};
+    this.protectedPaths = options.protectedPaths ?? [this.dataDir, ...installationPaths()];
   }
 
   /** Effective settings of one tool for a user; corrupt saved settings fall back to defaults (logged). */
@@ -216,6 +232,8 @@ export class ToolRuntime {
         }
       },
       services: { ...this.services, ...call.services },
+      protectedPaths: this.protectedPaths,
+      processCwdFallback: this.processCwdFallback(call.userId),
     };
 
     try {

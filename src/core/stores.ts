@@ -72,5 +72,9 @@ export class MemoryAuditSink implements AuditSink {
  * stdout stays clean for the CLI's JSON output.
  */
 export function createLogger(level = process.env.TOOLHOST_LOG_LEVEL ?? "warn"): Logger {
+  const levels = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+  if (!levels.includes(level)) {
+    throw new Error(`TOOLHOST_LOG_LEVEL must be one of ${levels.join(", ")}; got ${JSON.stringify(level)}.`);
+  }
   return pino({ level, base: undefined }, pino.destination(2)) as unknown as Logger;
 }

@@ -174,6 +174,17 @@ export interface ToolContext {
   emitProgress(event: ToolProgressEvent): void;
   /** Extension point for services a tool needs from the host (e.g. a model runner for sub-agents). */
   services: Record<string, unknown>;
+  /**
+   * Paths no tool may touch whatever the settings say: Toolhost's data directory (its database holds every user's
+   * chats) and its own installed code. Refused with rule "protected". Absent: none.
+   */
+  protectedPaths?: readonly string[];
+  /**
+   * Whether, with no working directory bound, path-taking tools fall back to the process working directory (the
+   * seed's rule, right for a single local user). The HTTP service turns it off for non-admin users, whose calls
+   * then reach only directories an admin granted (allowedPaths). Absent: true.
+   */
+  processCwdFallback?: boolean;
 }
 
 /**

@@ -3,6 +3,7 @@
  * Layers: routes → services (src/app) → registry, settings policy, repositories.
  */
 import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
 import type { AppContext } from "../app/context.js";
 import { metricsRegistry } from "../core/metrics.js";
 import { handleMcpHttpRequest } from "../mcp/server.js";
@@ -10,17 +11,20 @@ import { VERSION } from "../version.js";
 import { bearerAuth } from "./auth.js";
 import { type AuthEnv, errorResponse } from "./http.js";
 import { buildOpenApiDocument } from "./openapi.js";
-import { adminRoutes } from "./routes/admin.js";
+import { adminRoutes, adminUsers } from "./routes/admin.js";
 import { chatOpenApiPaths, chatRoutes } from "./routes/chats.js";
 import { imageRoutes } from "./routes/images.js";
-import { SETTINGS_PAGE_HTML } from "./settings-page.js";
 import { settingsRoutes } from "./routes/settings.js";
 import { toolRoutes } from "./routes/tools.js";
+import { SETTINGS_PAGE_HTML } from "./settings-page.js";
 
 /** Builds the Hono app for a context. Every /api route but health and the OpenAPI document needs a bearer token. */
 export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
   const openApi = buildOpenApiDocument(VERSION, chatOpenApiPaths);
+  // On a shared server, a call with no bound working directory must not reach the server's own directory:
+  // only admins keep the seed's fallback to the process working directory.
+  ctx.runtime.processCwdFallback = (userId) => adminUsers().has(userId);
 
   app.onError((error, c) => {
     const response = errorResponse(c, error);
@@ -37,10 +41,25 @@ export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
   app.get("/api/openapi.json", (c) => c.json(openApi));
 
   const auth = bearerAuth(ctx.tokens);
+  const maxBodyBytes = Number(process.env.TOOLHOST_MAX_BODY_BYTES) || 32 * 1024 * 1024;
+  const limit = bodyLimit({
+    maxSize: maxBodyBytes,
+    onError: (c) =>
+      c.json(
+        {
+          error: {
+            code: "payload_too_large",
+            message: `Request body exceeds ${maxBodyBytes} bytes (TOOLHOST_MAX_BODY_BYTES).`,
+          },
+        },
+        413,
+      ),
+  });
   app.use("/api/*", async (c, next) => {
     if (c.req.path === "/api/health" || c.req.path === "/api/openapi.json") return next();
     return auth(c, next);
   });
+  app.use("/api/*", limit);
   app.use("/metrics", auth);
   app.get("/metrics", async (c) =>
     c.text(await metricsRegistry.metrics(), 200, { "Content-Type": metricsRegistry.contentType }),
@@ -53,7 +72,7 @@ export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
   app.route("/api/images", imageRoutes({ db: ctx.database.db, dataDir: ctx.dataDir }));
 
   // MCP Streamable HTTP (stateless), with the same bearer token and the user's own tool settings.
-  app.use("/mcp", auth);
+  app.use("/mcp", auth, limit);
   app.all("/mcp", (c) => handleMcpHttpRequest(c.req.raw, { runtime: ctx.runtime, userId: c.get("userId") }));
   return app;
 }

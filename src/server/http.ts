@@ -47,21 +47,31 @@ export async function readJsonBody<T>(c: Context, schema: object): Promise<T> {
   let body: unknown;
   try {
     const text = await c.req.text();
-    body = text.trim() === "" ? {} : JSON.parse(text);
+    if (text.trim() === "") throw new HttpError(400, "bad_request", "Request body is empty; send a JSON object.");
+    body = JSON.parse(text);
   } catch (error) {
+    if (error instanceof HttpError) throw error;
     throw new HttpError(400, "bad_request", `Request body is not valid JSON: ${(error as Error).message}`);
   }
   const check = checker(schema);
   if (!check.Check(body)) {
     const first = [...check.Errors(body)][0];
     const where = first?.instancePath ? `at ${first.instancePath}` : "body";
-    throw new HttpError(
-      400,
-      "bad_request",
-      `Invalid request ${where}: ${first?.message ?? "does not match the schema"}.`,
-    );
+    const allowed = first ? allowedValuesAt(schema, first.instancePath) : undefined;
+    const rule = allowed
+      ? `must be one of ${allowed.map((v) => JSON.stringify(v)).join(", ")}`
+      : (first?.message ?? "does not match the schema");
+    throw new HttpError(400, "bad_request", `Invalid request ${where}: ${rule}.`);
   }
   return body as T;
+}
+
+/** The allowed values when the schema at `instancePath` is a union of constants (e.g. a provider name). */
+function allowedValuesAt(schema: object, instancePath: string): unknown[] | undefined {
+  let node = schema as { properties?: Record<string, object>; anyOf?: { const?: unknown }[] } | undefined;
+  for (const part of instancePath.split("/").slice(1)) node = node?.properties?.[part] as typeof node;
+  const options = node?.anyOf;
+  return options?.length && options.every((o) => "const" in o) ? options.map((o) => o.const) : undefined;
 }
 
 /** Sends a JSON response after checking it against its schema (a mismatch is a server bug: 500). */

@@ -78,10 +78,19 @@ function render(tools) {
     for (const d of tool.parameterDescriptors) box.querySelector(".params").append(field(tool, d));
     box.querySelector("button").onclick = async () => {
       const msg = box.querySelector(".msg");
+      // Send only what changed: some settings are admin-only, and resending them unchanged must not be refused.
       const parameters = {};
-      for (const input of box.querySelectorAll("[data-name]")) parameters[input.dataset.name] = readValue(input);
+      for (const input of box.querySelectorAll("[data-name]")) {
+        const value = readValue(input);
+        if (JSON.stringify(value) !== JSON.stringify(tool.parameters[input.dataset.name])) parameters[input.dataset.name] = value;
+      }
+      const body = {};
+      if (enabled.checked !== tool.enabled) body.enabled = enabled.checked;
+      if (Object.keys(parameters).length) body.parameters = parameters;
+      if (!Object.keys(body).length) { msg.textContent = "Nothing changed."; msg.className = "msg muted"; return; }
       try {
-        await api("/api/settings/tools/" + encodeURIComponent(tool.name), { method: "PUT", body: JSON.stringify({ enabled: enabled.checked, parameters }) });
+        const updated = await api("/api/settings/tools/" + encodeURIComponent(tool.name), { method: "PUT", body: JSON.stringify(body) });
+        Object.assign(tool, updated);
         msg.textContent = "Saved."; msg.className = "msg ok";
       } catch (e) { msg.textContent = e.message; msg.className = "msg err"; }
     };

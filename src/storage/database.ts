@@ -135,7 +135,12 @@ class StaticMigrationProvider implements MigrationProvider {
 export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<ToolhostDatabase> {
   const url = options.url ?? process.env.TOOLHOST_DATABASE_URL;
   let database: ToolhostDatabase;
-  if (url && /^postgres(ql)?:\/\//.test(url)) {
+  if (url && /^[a-z][a-z0-9+.-]*:\/\//i.test(url) && !/^postgres(ql)?:\/\//i.test(url)) {
+    throw new Error(
+      `Unsupported database URL "${url.replace(/:[^:@/]*@/, ":***@")}": use postgres://… for PostgreSQL, or sqlite:/path/to/file.db (or leave TOOLHOST_DATABASE_URL unset for SQLite in the data directory).`,
+    );
+  }
+  if (url && /^postgres(ql)?:\/\//i.test(url)) {
     const pool = new pg.Pool({ connectionString: url, max: 10 });
     const db = new Kysely<DatabaseSchema>({ dialect: new PostgresDialect({ pool }) });
     database = { db, dialect: "postgres", location: url.replace(/:[^:@/]*@/, ":***@"), close: () => db.destroy() };
@@ -152,9 +157,14 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<T
   const migrator = new Migrator({ db: database.db, provider: new StaticMigrationProvider() });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
-    const failed = results?.find((r) => r.status === "Error")?.migrationName ?? "unknown";
-    await database.close();
-    throw new Error(`Database migration "${failed}" failed: ${(error as Error).message ?? String(error)}`);
+    const failed = results?.find((r) => r.status === "Error")?.migrationName;
+    await database.close().catch(() => {});
+    const why = (error as Error).message ?? String(error);
+    throw new Error(
+      failed
+        ? `Database migration "${failed}" failed on ${database.location}: ${why}`
+        : `Cannot open the ${database.dialect} database at ${database.location}: ${why}`,
+    );
   }
   return database;
 }

@@ -78,6 +78,26 @@ describe("toolhost CLI (built bin)", () => {
     }
   });
 
+  it.each([
+    [["bogus-cmd"]],
+    [["call"]],
+    [["call", "get_current_datetime", "{}", "--bogus"]],
+    [["tools", "--user"]],
+    [["tools", "--user", "x/../y z"]],
+    [["chat", "hi", "--provider", "bogus"]],
+  ])("parser error %j exits 2", async (args) => {
+    const run = await runCli(args, env);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/error/);
+  });
+
+  it("--version exits 0; an unsupported database URL is a clear error", async () => {
+    expect((await runCli(["--version"], env)).code).toBe(0);
+    const run = await runCli(["tools"], { ...env, TOOLHOST_DATABASE_URL: "mysql://x" });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/Unsupported database URL "mysql:\/\/x"/);
+  });
+
   it("usage errors exit 2 and --help answers", async () => {
     const help = await runCli(["--help"], env);
     expect(help.code).toBe(0);

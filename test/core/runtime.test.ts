@@ -259,3 +259,26 @@ describe("custom-tool API (004) and trigger (002)", () => {
     await expect(trigger("tool::echo", { text: "z" }, { runtime })).rejects.toMatchObject({ code: "access_denied" });
   });
 });
+
+describe("hostile argument shapes", () => {
+  it("rejects absurdly deep nesting as validation_failed, not a stack overflow", async () => {
+    const { registry, runtime } = setup();
+    registry.register(echoTool());
+    const deep = `{"text":"a","extra":${"[".repeat(200_000)}${"]".repeat(200_000)}}`;
+    const outcome = await runtime.executeTool("echo", deep, { userId: "u" });
+    expect(outcome).toMatchObject({
+      ok: false,
+      error: { code: "validation_failed", message: expect.stringMatching(/nest deeper/) },
+    });
+  });
+
+  it("treats a __proto__ key as an ordinary unknown argument", async () => {
+    const { registry, runtime } = setup();
+    registry.register(echoTool());
+    const outcome = await runtime.executeTool("echo", '{"text":"a","__proto__":{"times":3}}', { userId: "u" });
+    expect(outcome).toMatchObject({
+      ok: false,
+      error: { code: "validation_failed", message: expect.stringMatching(/Unknown argument "__proto__"/) },
+    });
+  });
+});

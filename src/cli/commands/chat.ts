@@ -16,7 +16,7 @@ import {
 import { type AppContext, createAppContext } from "../../app/context.js";
 import { ToolError } from "../../core/errors.js";
 import type { LoopEvent } from "../../loop/events.js";
-import { CliError, resolveDirectoryOption } from "../util.js";
+import { CliError, parseUserId, resolveDirectoryOption } from "../util.js";
 
 /** Options of the chat command as commander parses them. */
 interface ChatOptions {
@@ -241,7 +241,7 @@ export function registerChatCommand(program: Command): void {
     .option("-m, --model <id>", "model id (default $TOOLHOST_CHAT_MODEL or the provider's default)")
     .option("--cwd <dir>", "working directory the chat binds (default: the current directory)")
     .option("--chat <id>", "continue this chat (created with this id when it does not exist)")
-    .option("-u, --user <name>", "user id", "local")
+    .option("-u, --user <name>", "user id", parseUserId, "local")
     .option("--max-iterations <n>", "model turns before the loop stops (default 10)")
     .option("--json", "print every loop event as a JSON line on stdout instead of rendering")
     .addHelpText(

@@ -16,6 +16,7 @@ import {
 import type { AppContext } from "../../app/context.js";
 import { type AuthEnv, HttpError, readJsonBody } from "../http.js";
 import { ErrorBody } from "../schemas.js";
+import { adminUsers } from "./admin.js";
 
 /** Body of POST /api/chats. */
 export const CreateChatBody = Type.Object(
@@ -166,7 +167,8 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
       c,
       CreateChatBody,
     );
-    const { userId: _u, ...chat } = await chats.createChat(c.get("userId"), body);
+    const userId = c.get("userId");
+    const { userId: _u, ...chat } = await chats.createChat(userId, body, { admin: adminUsers().has(userId) });
     return c.json(chat, 201);
   });
 

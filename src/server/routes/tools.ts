@@ -3,14 +3,18 @@
  * executeTool (settings, argument validation, time budget, metrics), optionally in a chat's context.
  */
 import { Hono } from "hono";
+import { ChatService } from "../../app/chat-service.js";
 import type { AppContext } from "../../app/context.js";
 import { ToolArgumentError } from "../../core/errors.js";
 import { type AuthEnv, HttpError, readJsonBody, sendJson } from "../http.js";
 import { ExecuteToolBody, ExecuteToolResponse } from "../schemas.js";
+import { adminUsers } from "./admin.js";
 
 /** Routes to list the user's enabled tools and to execute one. */
 export function toolRoutes(ctx: AppContext): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
+  // Binding rules for a working directory are the chats' (TOOLHOST_CHAT_ROOTS; admins only when none are set).
+  const binder = new ChatService({ chats: ctx.chats, runtime: ctx.runtime, logger: ctx.logger });
   app.get("/", async (c) => {
     const enabled = await ctx.runtime.getEnabledToolRuntime(c.get("userId"));
     return c.json({ tools: enabled.definitions });
@@ -21,7 +25,10 @@ export function toolRoutes(ctx: AppContext): Hono<AuthEnv> {
       c,
       ExecuteToolBody,
     );
-    let workingDirectory = body.workingDirectory ?? null;
+    let workingDirectory =
+      body.workingDirectory === undefined
+        ? null
+        : binder.resolveWorkingDirectory(body.workingDirectory, { admin: adminUsers().has(userId) });
     if (body.chatId) {
       const chat = await ctx.chats.get(userId, body.chatId);
       if (!chat) throw new HttpError(404, "not_found", `No chat "${body.chatId}" for this user.`);

@@ -1,0 +1,106 @@
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, it } from "vitest";
+import { startTestServer, type TestServer, tempDir } from "../helpers/server.js";
+
+const installRoot = fileURLToPath(new URL("../../", import.meta.url));
+
+let server: TestServer | undefined;
+afterEach(async () => {
+  await server?.stop();
+  server = undefined;
+});
+
+async function execute(s: TestServer, token: string, tool: string, body: Record<string, unknown>) {
+  const res = await s.api(`/api/tools/${tool}/execute`, { method: "POST", token, json: body });
+  return {
+    status: res.status,
+    body: (await res.json()) as { ok: boolean; result?: any; error?: { code: string; message: string } },
+  };
+}
+
+describe("a shared server keeps users inside what an admin granted", () => {
+  it("a non-admin cannot bind an arbitrary working directory for a tool call or a chat", async () => {
+    server = await startTestServer();
+    const mallory = await server.ctx.tokens.create("mallory");
+    const read = await execute(server, mallory.token, "read_file", {
+      arguments: { path: "/etc/passwd" },
+      workingDirectory: "/",
+    });
+    expect(read.status).toBe(403);
+    expect(JSON.stringify(read.body)).not.toContain("root:");
+    const write = await execute(server, mallory.token, "write_file", {
+      arguments: { path: "escape.txt", content: "x" },
+      workingDirectory: tempDir(),
+    });
+    expect(write.status).toBe(403);
+    const chat = await server.api("/api/chats", {
+      method: "POST",
+      token: mallory.token,
+      json: { provider: "openai", model: "m", workingDirectory: "/" },
+    });
+    expect(chat.status).toBe(403);
+  });
+
+  it("with no working directory bound, a non-admin's file tools reach nothing (no fallback to the server's directory)", async () => {
+    server = await startTestServer();
+    const mallory = await server.ctx.tokens.create("mallory");
+    for (const [tool, args] of [
+      ["read_file", { path: "README.md" }],
+      ["list_directory", { path: "." }],
+      ["write_file", { path: "planted.txt", content: "x" }],
+      ["read_file", { path: `${process.cwd()}/README.md` }],
+    ] as const) {
+      const r = await execute(server, mallory.token, tool, { arguments: args });
+      expect(r.body, `${tool} ${JSON.stringify(args)}`).toMatchObject({ ok: false, error: { code: "access_denied" } });
+      expect(r.body.error?.message).toMatch(/no working directory is bound/);
+    }
+  });
+
+  it("nobody's tools touch Toolhost's data directory or installed code, admins included", async () => {
+    const root = tempDir("toolhost-tenancy-");
+    const dataDir = join(root, "data");
+    mkdirSync(dataDir);
+    writeFileSync(join(root, "notes.txt"), "hello\n");
+    server = await startTestServer({ dataDir });
+    const ok = await execute(server, server.token, "read_file", {
+      arguments: { path: "notes.txt" },
+      workingDirectory: root,
+    });
+    expect(ok.body.ok).toBe(true);
+    const db = await execute(server, server.token, "read_file", {
+      arguments: { path: "data/toolhost.db", view: "base64" },
+      workingDirectory: root,
+    });
+    expect(db.body).toMatchObject({ ok: false, error: { code: "access_denied" } });
+    expect(db.body.error?.message).toMatch(/Toolhost's own data or installation/);
+    const listed = await execute(server, server.token, "list_directory", {
+      arguments: { path: "data" },
+      workingDirectory: root,
+    });
+    expect(listed.body).toMatchObject({ ok: false, error: { code: "access_denied" } });
+    const code = await execute(server, server.token, "read_file", {
+      arguments: { path: "dist/cli/main.js" },
+      workingDirectory: installRoot,
+    });
+    expect(code.body).toMatchObject({ ok: false, error: { code: "access_denied" } });
+    const overwrite = await execute(server, server.token, "write_file", {
+      arguments: { path: "package.json", content: "{}" },
+      workingDirectory: installRoot,
+    });
+    expect(overwrite.body).toMatchObject({ ok: false, error: { code: "access_denied" } });
+  });
+
+  it("bounds request bodies and refuses empty ones", async () => {
+    server = await startTestServer();
+    const empty = await server.api("/api/settings/tools/read_file", {
+      method: "PUT",
+      body: "",
+      headers: { "content-type": "application/json" },
+    });
+    expect(empty.status).toBe(400);
+    const badProvider = await server.api("/api/chats", { method: "POST", json: { provider: "bogus", model: "m" } });
+    expect(((await badProvider.json()) as { error: { message: string } }).error.message).toMatch(/one of "openai"/);
+  });
+});
