@@ -55,6 +55,7 @@ export async function createAppContext(options: AppContextOptions = {}): Promise
     audit,
     logger,
     dataDir,
+    services: { imageStore: new SqlImageStore(database.db, dataDir) },
   });
   configureDefaultRuntime(runtime);
   return {
