@@ -34,7 +34,8 @@ function expectNoSecret(outcome: unknown) {
 }
 
 describe("hostile paths: read, write and list refused, secret never printed", () => {
-  const deny = { deniedPaths: ["secret"] };
+  // Stored deniedPaths entries must be absolute; proj is only known once beforeAll ran.
+  const deny = { deniedPaths: ["<proj>/secret"] };
   it.each([
     ["read_file", { path: "link-file" }, undefined],
     ["read_file", { path: "link-dir/passwd" }, undefined],
@@ -52,7 +53,8 @@ describe("hostile paths: read, write and list refused, secret never printed", ()
     ["file_list", { path: "link-dir" }, undefined],
   ])("%s %j is access_denied", async (tool, args, parameters) => {
     const { call } = fsRuntime(proj);
-    const outcome = await call(tool, args, parameters);
+    const settings = parameters && { deniedPaths: parameters.deniedPaths.map((p) => p.replace("<proj>", proj)) };
+    const outcome = await call(tool, args, settings);
     expect(outcome.ok).toBe(false);
     if (!outcome.ok) expect(outcome.error.code).toBe("access_denied");
     expectNoSecret(outcome);
@@ -252,7 +254,7 @@ describe("list_directory", () => {
     mkdirSync(join(proj, "ls", "a"));
     symlinkSync("b.txt", join(proj, "ls", "c"));
     writeFileSync(join(proj, "ls", "hidden.key"), "");
-    const out = (await call("list_directory", { path: "ls" }, { deniedPaths: ["ls/hidden.key"] })) as any;
+    const out = (await call("list_directory", { path: "ls" }, { deniedPaths: [join(proj, "ls/hidden.key")] })) as any;
     expect(out.result).toEqual({
       path: "ls",
       entries: [

@@ -10,7 +10,11 @@
  *   Bytes outside the hunks are preserved exactly (a file that is not valid UTF-8 is refused, not re-encoded).
  * - Every target (and move destination) goes through the path policy; updated, deleted and moved files need a
  *   fresh read by this chat (the freshness guard of write_file). Everything is checked and computed before the
- *   first byte is written, so a failure in the second file leaves the first untouched.
+ *   first byte is written, so a failure in the second file leaves the first untouched. Planning and writing run
+ *   under this process's lock on every target's real path (taken in sorted order), so concurrent stale writers
+ *   cannot both pass the freshness check.
+ * - A target or move destination whose final component is a symbolic link (inside the root, outside, or dangling)
+ *   is refused (validation_failed): patch the link's target path directly. Links in parent directories are fine.
  * - A hunk that does not apply names its file and hunk, shows the lines it expected and what the file holds there.
  *
  * Result: { patched: true, path, files: { path, action, hunks }[] } (`path`: the first file, re-anchored).
@@ -25,7 +29,16 @@ import {
 } from "../../core/path-policy.js";
 import { registerTool } from "../../core/registry.js";
 import type { RegisteredTool, ToolContext } from "../../core/types.js";
-import { assertFresh, atomicWrite, ledgerChat, lstatOrUndefined, readWholeFile, sha256 } from "../fs/common.js";
+import {
+  assertFresh,
+  atomicWrite,
+  ledgerChat,
+  lstatOrUndefined,
+  readWholeFile,
+  refuseFinalSymlink,
+  sha256,
+  withPathLocks,
+} from "../fs/common.js";
 import { type FileOp, type Hunk, parsePatch } from "../fs/patch-parse.js";
 
 /** Largest file apply_patch edits (10 MiB). */
@@ -191,8 +204,32 @@ function decodeStrict(bytes: Buffer, input: string): string {
   return text;
 }
 
-/** Plans every operation (policy, freshness, hunks) without writing; throws on the first problem. */
-async function planPatch(ops: FileOp[], context: ToolContext): Promise<Planned[]> {
+type ResolvedPath = { absolute: string; real: string };
+type ResolvedOp = { op: FileOp; target: ResolvedPath; dest: ResolvedPath | undefined };
+
+/**
+ * Every path of the patch through the policy before anything else (nothing is read or written outside), then the
+ * no-final-symlink rule (a target or move destination that is a symbolic link is refused).
+ */
+async function resolveTargets(ops: FileOp[], context: ToolContext): Promise<ResolvedOp[]> {
+  const resolved: ResolvedOp[] = [];
+  for (const op of ops) {
+    const target = await resolveAndValidatePath(op.path, context, { kind: "file", argument: "patch" });
+    const dest =
+      op.kind === "update" && op.moveTo
+        ? await resolveAndValidatePath(op.moveTo, context, { kind: "file", argument: "patch" })
+        : undefined;
+    resolved.push({ op, target, dest });
+  }
+  for (const { op, target, dest } of resolved) {
+    await refuseFinalSymlink(target.absolute, op.path, "patch");
+    if (dest && op.kind === "update" && op.moveTo) await refuseFinalSymlink(dest.absolute, op.moveTo, "patch");
+  }
+  return resolved;
+}
+
+/** Plans every resolved operation (freshness, hunks) without writing; throws on the first problem. */
+async function planPatch(resolved: ResolvedOp[], context: ToolContext): Promise<Planned[]> {
   const seen = new Set<string>();
   const planned: Planned[] = [];
   const claim = (real: string, input: string) => {
@@ -204,16 +241,6 @@ async function planPatch(ops: FileOp[], context: ToolContext): Promise<Planned[]
     }
     seen.add(real);
   };
-  // Every path through the policy before anything else: nothing is read or written outside.
-  const resolved = [];
-  for (const op of ops) {
-    const target = await resolveAndValidatePath(op.path, context, { kind: "file", argument: "patch" });
-    const dest =
-      op.kind === "update" && op.moveTo
-        ? await resolveAndValidatePath(op.moveTo, context, { kind: "file", argument: "patch" })
-        : undefined;
-    resolved.push({ op, target, dest });
-  }
   for (const { op, target, dest } of resolved) {
     claim(target.real, op.path);
     const exists = await lstatOrUndefined(target.real);
@@ -284,7 +311,15 @@ export async function applyPatch(
 ): Promise<ApplyPatchResult> {
   if (args.patch.trim() === "") throw new ToolArgumentError('"patch" is empty.', { argument: "patch" });
   const ops = parsePatch(args.patch, args.path);
-  const planned = await planPatch(ops, context);
+  const resolved = await resolveTargets(ops, context);
+  const reals = resolved.flatMap(({ target, dest }) => (dest ? [target.real, dest.real] : [target.real]));
+  // Freshness checks and writes of every target under this process's path locks (sorted: no deadlock).
+  return withPathLocks(reals, () => writePlanned(resolved, context));
+}
+
+/** Plans (freshness, hunks) and then writes; the caller holds the path locks of every target. */
+async function writePlanned(resolved: ResolvedOp[], context: ToolContext): Promise<ApplyPatchResult> {
+  const planned = await planPatch(resolved, context);
   if (context.signal.aborted) throw context.signal.reason;
   const chat = ledgerChat(context);
   for (const p of planned) {

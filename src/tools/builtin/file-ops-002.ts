@@ -7,7 +7,8 @@
  * - file_read { path, maxBytes? } → { content, path (absolute), size (whole file, bytes) }; text files only
  *   (10 MiB ceiling); content holds at most maxBytes bytes, cut on a character boundary.
  * - file_write { path, content } → { written: true, path (absolute), size (bytes written) }; the freshness guard
- *   applies; parent directories are created.
+ *   applies under the same per-path lock as write_file (writeFileForChat), a final symbolic link is refused, and
+ *   parent directories are created.
  * - file_list { path, recursive? } → { path (absolute), entries: { name, type, size, modified }[] }; `recursive`
  *   walks subdirectories (names relative to `path`, symlinks not followed), at most 10,000 entries.
  */

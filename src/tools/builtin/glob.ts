@@ -7,7 +7,8 @@
  *   the chat working directory, otherwise process.cwd(). The path policy applies to it, and denied entries are
  *   never reported or descended into.
  * - Settings: maxResults (1–5000, default 200), includeDotfiles (default false: `*` and `**` do not match names
- *   starting with "."; a literal `.github` in the pattern still does), absolute (default false).
+ *   starting with "."; a literal `.github` in the pattern still does; a negated pattern never returns an entry with
+ *   a segment starting with "." while it is off), absolute (default false).
  * - Matches are files and directories (onlyFiles: false), re-anchored to the chat working directory unless
  *   `absolute` is set. The walk starts at the pattern's static base (`src/` for `src/*.{ts,tsx}`) and prunes
  *   directories the pattern cannot reach.
@@ -89,8 +90,14 @@ export function compileGlob(pattern: string, options: { dot: boolean }): Compile
   }
   const clean = body.replace(/^(\.\/)+/, "");
   const full = picomatch(clean, { dot: options.dot });
-  const matches = negated ? (rel: string) => !full(rel) : (rel: string) => full(rel);
-  if (negated || hasSlashInBraces(clean)) return { matches, base: "", mayContain: () => true };
+  if (negated) {
+    // Negation inverts the pattern, not the dotfile rule: with dotfiles off, an entry with a segment starting
+    // with "." (`.env`, `.toolhost/toolhost.db`) stays out, and dot directories are not walked.
+    const visible = (rel: string) => options.dot || !rel.split("/").some((part) => part.startsWith("."));
+    return { matches: (rel) => visible(rel) && !full(rel), base: "", mayContain: visible };
+  }
+  const matches = (rel: string) => full(rel);
+  if (hasSlashInBraces(clean)) return { matches, base: "", mayContain: () => true };
   const segments = clean.split("/");
   const globstarAt = segments.indexOf("**");
   const segmentMatchers = segments.map((s) => (s === "**" ? null : picomatch(s, { dot: options.dot })));

@@ -5,6 +5,10 @@
  * - Overwriting an existing file requires that this chat read it (read_file, any view) and that its sha256 still
  *   matches the freshness ledger; otherwise a ToolExecutionError tells the model to read it first.
  * - Atomic: a temp file in the same directory, fsync, the old file's mode kept, then rename over the target.
+ * - The freshness check and the write run under this process's lock on the real path (withPathLock), so of N
+ *   concurrent writers holding the same stale read exactly one succeeds (per process, not across processes).
+ * - A target whose final component is a symbolic link (even one pointing inside the root, even dangling) is
+ *   refused: write to the link's target path directly.
  * - Parent directories are created only with createDirectories: true.
  * - The path policy applies to the target (decided on its nearest existing ancestor when it does not exist yet).
  *
@@ -19,7 +23,16 @@ import {
 } from "../../core/path-policy.js";
 import { registerTool } from "../../core/registry.js";
 import type { RegisteredTool, ToolContext } from "../../core/types.js";
-import { assertFresh, atomicWrite, ledgerChat, lstatOrUndefined, readWholeFile, sha256 } from "../fs/common.js";
+import {
+  assertFresh,
+  atomicWrite,
+  ledgerChat,
+  lstatOrUndefined,
+  readWholeFile,
+  refuseFinalSymlink,
+  sha256,
+  withPathLock,
+} from "../fs/common.js";
 
 /** Largest content write_file accepts (and largest file it will replace), 10 MiB. */
 export const WRITE_CAP = 10 * 1024 * 1024;
@@ -44,32 +57,38 @@ export async function writeFileForChat(
   if (data.length > WRITE_CAP) {
     throw new ToolArgumentError(`"content" is larger than 10 MiB; write smaller files.`, { argument: "content" });
   }
-  const existing = await lstatOrUndefined(real);
-  let mode: number | undefined;
-  if (existing) {
-    if (!existing.isFile()) {
-      throw new ToolArgumentError(`"${args.path}" exists and is not a regular file; write_file only replaces files.`, {
-        argument: "path",
-        rule: "regular_file",
-      });
+  await refuseFinalSymlink(absolute, args.path);
+  return withPathLock(real, async () => {
+    const existing = await lstatOrUndefined(real);
+    let mode: number | undefined;
+    if (existing) {
+      if (!existing.isFile()) {
+        throw new ToolArgumentError(
+          `"${args.path}" exists and is not a regular file; write_file only replaces files.`,
+          {
+            argument: "path",
+            rule: "regular_file",
+          },
+        );
+      }
+      const current = await readWholeFile(real, args.path, WRITE_CAP, context.signal);
+      await assertFresh(context, real, args.path, current.sha256);
+      mode = current.info.mode & 0o7777;
     }
-    const current = await readWholeFile(real, args.path, WRITE_CAP, context.signal);
-    await assertFresh(context, real, args.path, current.sha256);
-    mode = current.info.mode & 0o7777;
-  }
-  if (context.signal.aborted) throw context.signal.reason;
-  await atomicWrite(real, data, { mode, createDirectories: args.createDirectories === true, input: args.path });
-  const digest = sha256(data);
-  // The chat knows what it just wrote: a follow-up write needs no re-read.
-  await context.ledger.recordRead(ledgerChat(context), real, digest);
-  return {
-    path: toResultPath(absolute, context),
-    size: data.length,
-    sha256: digest,
-    created: !existing,
-    absolute,
-    real,
-  };
+    if (context.signal.aborted) throw context.signal.reason;
+    await atomicWrite(real, data, { mode, createDirectories: args.createDirectories === true, input: args.path });
+    const digest = sha256(data);
+    // The chat knows what it just wrote: a follow-up write needs no re-read.
+    await context.ledger.recordRead(ledgerChat(context), real, digest);
+    return {
+      path: toResultPath(absolute, context),
+      size: data.length,
+      sha256: digest,
+      created: !existing,
+      absolute,
+      real,
+    };
+  });
 }
 
 export const writeFileTool: RegisteredTool = {

@@ -153,6 +153,58 @@ export async function assertFresh(
   }
 }
 
+const pathLocks = new Map<string, Promise<void>>();
+
+/**
+ * Runs `fn` while holding this process's lock on `realPath` (a resolved, absolute path): calls for the same path
+ * run one after another in arrival order, calls for other paths are not delayed. write_file, file_write and
+ * apply_patch hold it around the freshness check and the write, so of N concurrent writers holding the same
+ * stale read exactly one succeeds. The lock is per process: two server processes on one data directory are not
+ * serialized with each other. Resolves or rejects with what `fn` does.
+ */
+export async function withPathLock<T>(realPath: string, fn: () => Promise<T>): Promise<T> {
+  const previous = pathLocks.get(realPath) ?? Promise.resolve();
+  let release!: () => void;
+  const mine = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const tail = previous.then(() => mine);
+  pathLocks.set(realPath, tail);
+  await previous;
+  try {
+    return await fn();
+  } finally {
+    release();
+    if (pathLocks.get(realPath) === tail) pathLocks.delete(realPath);
+  }
+}
+
+/**
+ * withPathLock over several paths: duplicates dropped, taken in sorted order (so two calls sharing paths cannot
+ * deadlock), released when `fn` settles.
+ */
+export function withPathLocks<T>(realPaths: readonly string[], fn: () => Promise<T>): Promise<T> {
+  const sorted = [...new Set(realPaths)].sort();
+  const run = (i: number): Promise<T> => (i === sorted.length ? fn() : withPathLock(sorted[i]!, () => run(i + 1)));
+  return run(0);
+}
+
+/**
+ * Refuses a write target whose final component is a symbolic link (dangling or not, wherever it points):
+ * O_NOFOLLOW semantics for write_file, file_write and apply_patch. `absolute` is the lexically normalized path
+ * (links in parent directories are fine). Throws ToolArgumentError (validation_failed, rule "symlink_target")
+ * telling the model to write to the link's target path directly.
+ */
+export async function refuseFinalSymlink(absolute: string, input: string, argument = "path"): Promise<void> {
+  const info = await lstatOrUndefined(absolute);
+  if (info?.isSymbolicLink()) {
+    throw new ToolArgumentError(
+      `"${input}" is a symbolic link; write to its target path directly (read_file and list_directory show where files are).`,
+      { argument, path: input, rule: "symlink_target" },
+    );
+  }
+}
+
 /** lstat that returns undefined for a missing path. */
 export async function lstatOrUndefined(path: string): Promise<Stats | undefined> {
   try {
