@@ -140,8 +140,10 @@ export function mergeToolSettings(
 }
 
 /**
- * mergeToolSettings for execution time: corrupt saved parameters are logged and replaced by defaults, never
- * breaking the call. The saved enabled state is kept when it is a boolean (a user's "off" must stay off).
+ * mergeToolSettings for execution time: corrupt saved settings never break the call. Each invalid saved parameter
+ * falls back to its default on its own (the valid ones are kept), and a list keeps its valid entries, so one bad
+ * `deniedPaths` entry does not silently drop the others. Everything dropped is logged. The saved enabled state is
+ * kept when it is a boolean (a user's "off" must stay off).
  */
 export function getSafeEffectiveToolSettings(
   tool: RegisteredTool,
@@ -151,13 +153,46 @@ export function getSafeEffectiveToolSettings(
   try {
     return mergeToolSettings(tool, saved);
   } catch (error) {
-    logger?.warn(
-      { tool: tool.definition.name, err: (error as Error).message },
-      "saved tool settings are invalid; using defaults",
-    );
+    const name = tool.definition.name;
     const defaults = getDefaultToolSettings(tool);
     const enabled = typeof saved?.enabled === "boolean" && tool.settings.canDisable ? saved.enabled : defaults.enabled;
-    return { enabled, parameters: defaults.parameters };
+    const parameters = { ...defaults.parameters };
+    const dropped: string[] = [];
+    const descriptors = new Map(tool.settings.parameterDescriptors.map((d) => [d.name, d]));
+    const stored = saved?.parameters;
+    if (stored && typeof stored === "object" && !Array.isArray(stored)) {
+      for (const [key, value] of Object.entries(stored)) {
+        const d = descriptors.get(key);
+        if (!d) {
+          dropped.push(key);
+          continue;
+        }
+        try {
+          parameters[key] = checkValue(name, d, value);
+        } catch {
+          const entries = d.type === "string[]" && Array.isArray(value) ? value : undefined;
+          const kept = entries?.filter((entry) => {
+            try {
+              checkValue(name, d, [entry]);
+              return true;
+            } catch {
+              return false;
+            }
+          });
+          try {
+            if (kept) parameters[key] = checkValue(name, d, kept);
+            dropped.push(kept ? `${key} (${entries!.length - kept.length} of ${entries!.length} entries)` : key);
+          } catch {
+            dropped.push(key);
+          }
+        }
+      }
+    }
+    logger?.warn(
+      { tool: name, err: (error as Error).message, dropped },
+      "saved tool settings are invalid; the invalid values fall back to defaults",
+    );
+    return { enabled, parameters };
   }
 }
 

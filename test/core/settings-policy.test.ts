@@ -155,3 +155,18 @@ describe("clampIntegerSetting", () => {
     expect(clampIntegerSetting(value, 5, 600, 30)).toBe(expected);
   });
 });
+
+describe("getSafeEffectiveToolSettings keeps what is valid", () => {
+  it("falls back per parameter and keeps the valid entries of a list", () => {
+    const t = tool();
+    const logger = recordingLogger();
+    const effective = getSafeEffectiveToolSettings(
+      t,
+      { parameters: { timeoutSeconds: 90, mode: "turbo", roots: ["/a", 7, "/b"], nope: 1 } },
+      logger,
+    );
+    expect(effective.parameters).toEqual({ timeoutSeconds: 90, mode: "fast", verbose: false, roots: ["/a", "/b"] });
+    const warned = logger.lines.find((l) => l.level === "warn")?.obj as { dropped: string[] };
+    expect(warned.dropped).toEqual(["mode", "roots (1 of 3 entries)", "nope"]);
+  });
+});
