@@ -221,7 +221,8 @@ export async function effectivePathPolicy(context: ToolContext): Promise<Effecti
   return {
     restrict: restrict || noWorkingDirectory,
     allowed,
-    denied,
+    // Protected paths are denied too, so every walker that skips denied entries skips them.
+    denied: [...new Set([...denied, ...protectedForms])],
     explicitRoots,
     protected: protectedForms,
     noWorkingDirectory: noWorkingDirectory && !explicitRoots,
@@ -242,6 +243,18 @@ export function policyRefusal(policy: EffectivePathPolicy, lexical: string, real
     return policy.explicitRoots ? "allowedPaths" : "workingDirectory";
   }
   return null;
+}
+
+/** True when a walked entry must be left out: covered by deniedPaths or a protected path. */
+export function isExcludedEntry(policy: EffectivePathPolicy, lexical: string, real: string): boolean {
+  if (policy.denied.length === 0) return false;
+  const rule = policyRefusal(policy, lexical, real);
+  return rule === "deniedPaths" || rule === "protected";
+}
+
+/** True when a denied or protected path lies inside `root` (lexical or real form), i.e. a walk of it must skip some. */
+export function hasExclusionsWithin(policy: EffectivePathPolicy, rootLexical: string, rootReal: string): boolean {
+  return policy.denied.some((d) => isPathInside(d, rootLexical) || isPathInside(d, rootReal));
 }
 
 /** The AccessDeniedError for a refused path: names the input and the rule, never the resolved target. */

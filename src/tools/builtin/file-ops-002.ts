@@ -16,9 +16,9 @@ import { lstat, opendir } from "node:fs/promises";
 import { join } from "node:path";
 import {
   effectivePathPolicy,
+  isExcludedEntry,
   PATH_POLICY_DEFAULTS,
   PATH_POLICY_DESCRIPTORS,
-  policyRefusal,
 } from "../../core/path-policy.js";
 import { registerTool } from "../../core/registry.js";
 import { decodeText } from "../../core/text-probe.js";
@@ -158,7 +158,7 @@ export const fileListTool: RegisteredTool = {
         children.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
         for (const c of children) {
           const relChild = `${rel}/${c.name}`;
-          if (policyRefusal(policy, join(absolute, relChild), join(real, relChild)) === "deniedPaths") continue;
+          if (isExcludedEntry(policy, join(absolute, relChild), join(real, relChild))) continue;
           if (out.length >= FILE_LIST_CAP) {
             truncated = true;
             break;

@@ -20,6 +20,7 @@ import picomatch from "picomatch";
 import { ToolArgumentError } from "../../core/errors.js";
 import {
   effectivePathPolicy,
+  isExcludedEntry,
   PATH_POLICY_DEFAULTS,
   PATH_POLICY_DESCRIPTORS,
   policyRefusal,
@@ -169,10 +170,7 @@ export async function runGlob(args: { pattern: string; cwd?: string }, context: 
     signal: context.signal,
     visit(entry) {
       const rel = startRel ? `${startRel}/${entry.rel}` : entry.rel;
-      if (
-        policy.denied.length > 0 &&
-        policyRefusal(policy, join(baseAbs, rel), join(baseReal, rel)) === "deniedPaths"
-      ) {
+      if (isExcludedEntry(policy, join(baseAbs, rel), join(baseReal, rel))) {
         return "skip";
       }
       if (glob.matches(rel)) {

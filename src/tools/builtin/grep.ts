@@ -34,9 +34,10 @@ import { ToolArgumentError } from "../../core/errors.js";
 import {
   type EffectivePathPolicy,
   effectivePathPolicy,
+  hasExclusionsWithin,
+  isExcludedEntry,
   PATH_POLICY_DEFAULTS,
   PATH_POLICY_DESCRIPTORS,
-  policyRefusal,
   resolveAndValidatePath,
   toResultPath,
 } from "../../core/path-policy.js";
@@ -342,10 +343,7 @@ async function listCandidates(plan: GrepPlan, skipped: GrepResult["skipped"]): P
       if (!plan.dot && name.startsWith(".")) return "skip";
       if (dirent.isSymbolicLink()) return "skip";
       if (!dirent.isFile() && !dirent.isDirectory()) return "skip";
-      if (
-        plan.policy.denied.length > 0 &&
-        policyRefusal(plan.policy, join(plan.rootAbs, rel), join(plan.rootReal, rel)) === "deniedPaths"
-      ) {
+      if (isExcludedEntry(plan.policy, join(plan.rootAbs, rel), join(plan.rootReal, rel))) {
         skipped.denied++;
         return "skip";
       }
@@ -547,9 +545,7 @@ export async function searchWithRipgrep(
       finishFile();
       currentPath = path;
       const rel = path.startsWith(prefix) ? path.slice(prefix.length) : path;
-      const denied =
-        plan.policy.denied.length > 0 &&
-        policyRefusal(plan.policy, join(plan.rootAbs, rel), join(plan.rootReal, rel)) === "deniedPaths";
+      const denied = isExcludedEntry(plan.policy, join(plan.rootAbs, rel), join(plan.rootReal, rel));
       if (denied) skipped.denied++;
       current = denied || (postFilter && !postFilter(rel)) ? null : { rel, lines: [] };
     }
@@ -652,7 +648,12 @@ export async function runGrep(
   const choice = getStringSetting(context.settings.parameters.engine, "auto", ["auto", "ripgrep", "js"]);
   let engine: GrepResult["engine"] = "js";
   let outcome: EngineOutcome | undefined;
-  const rg = choice === "js" || plan.isFile ? null : ripgrepPath();
+  // ripgrep would read denied and protected files (and reveal them through its binary-skip counts) before their
+  // matches could be dropped, so any such path inside the search root sends the search to the JS engine.
+  const rg =
+    choice === "js" || plan.isFile || hasExclusionsWithin(plan.policy, plan.rootAbs, plan.rootReal)
+      ? null
+      : ripgrepPath();
   const translated = rg ? translateJsRegex(plan.pattern, plan.ignoreCase) : null;
   if (rg && translated !== null) {
     try {
