@@ -202,13 +202,16 @@ export class ChatService {
     if (!isDirectory) {
       throw new ToolArgumentError(`workingDirectory ${absolute} is not a directory.`, { argument: "workingDirectory" });
     }
-    if (this.#roots && !isPathWithinRoots(realOrSelf(absolute), this.#roots)) {
+    // Bind the real path: a symlink swapped in later must not move the chat (the path policy refuses a working
+    // directory whose real path no longer matches what was bound).
+    const real = realOrSelf(absolute);
+    if (this.#roots && !isPathWithinRoots(real, this.#roots)) {
       throw new AccessDeniedError(
         `workingDirectory ${absolute} is outside the directories chats may bind (${this.#roots.join(", ")}; TOOLHOST_CHAT_ROOTS).`,
         { rule: "chat_roots", argument: "workingDirectory" },
       );
     }
-    return absolute;
+    return real;
   }
 
   /**
@@ -253,6 +256,22 @@ export class ChatService {
   }
 
   /**
+   * Throws AccessDeniedError when the chat's bound directory has left the chat roots or no longer resolves to
+   * itself (a symlink was swapped in after binding). Called before every turn and every tool call in a chat.
+   */
+  assertBoundDirectory(chat: Pick<Chat, "workingDirectory">): void {
+    const dir = chat.workingDirectory;
+    if (!dir) return;
+    const real = realOrSelf(dir);
+    if (real !== dir || (this.#roots && !isPathWithinRoots(real, this.#roots))) {
+      throw new AccessDeniedError(
+        `This chat's directory ${dir} ${real !== dir ? "has been replaced by a link since it was bound" : "is no longer within the allowed chat roots (TOOLHOST_CHAT_ROOTS)"}. Start a new chat.`,
+        { rule: "chat_roots" },
+      );
+    }
+  }
+
+  /**
    * Checks a turn can run and reserves the chat. Throws NotFoundError (no such chat for this user),
    * ToolArgumentError (empty content), AccessDeniedError (bound directory no longer within the chat roots),
    * ChatConfigError (provider not configured, e.g. missing API key: the message names the variable) or
@@ -264,12 +283,7 @@ export class ChatService {
     if (typeof content !== "string" || content.trim() === "") {
       throw new ToolArgumentError("content must be a non-empty message.", { argument: "content" });
     }
-    if (chat.workingDirectory && this.#roots && !isPathWithinRoots(realOrSelf(chat.workingDirectory), this.#roots)) {
-      throw new AccessDeniedError(
-        `This chat's directory ${chat.workingDirectory} is no longer within the allowed chat roots (TOOLHOST_CHAT_ROOTS). Start a new chat.`,
-        { rule: "chat_roots" },
-      );
-    }
+    this.assertBoundDirectory(chat);
     if (!chat.provider) {
       throw new ToolArgumentError(
         `Chat ${chat.id} has no provider yet. Choose one: toolhost chat --chat ${chat.id} --provider ${CHAT_PROVIDERS.join("|")}.`,

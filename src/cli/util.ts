@@ -1,6 +1,6 @@
 /** Small helpers shared by CLI commands. */
 
-import { statSync } from "node:fs";
+import { realpathSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { InvalidArgumentError } from "commander";
 
@@ -28,7 +28,7 @@ export function parseAssignment(pair: string): [string, unknown] {
   }
 }
 
-/** Resolves `--cwd`: must exist and be a directory. Throws CliError otherwise. */
+/** Resolves `--cwd` to its real path: must exist and be a directory. Throws CliError otherwise. */
 export function resolveDirectoryOption(dir: string): string {
   const absolute = resolve(dir);
   let isDir = false;
@@ -38,7 +38,7 @@ export function resolveDirectoryOption(dir: string): string {
     throw new CliError(`--cwd ${dir}: no such directory.`);
   }
   if (!isDir) throw new CliError(`--cwd ${dir}: not a directory.`);
-  return absolute;
+  return realpathSync(absolute);
 }
 
 /** Renders rows as an aligned text table. */

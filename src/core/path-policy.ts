@@ -188,6 +188,15 @@ async function rootForms(entries: readonly string[], base: string): Promise<stri
   return [...out];
 }
 
+/** The real path of `dir` right now (no cache: a swap must be seen), or null when it cannot be resolved. */
+function realNow(dir: string): string | null {
+  try {
+    return realpathSync.native(dir);
+  } catch {
+    return null;
+  }
+}
+
 /** The effective path policy of a call, as read from its settings. */
 export interface EffectivePathPolicy {
   restrict: boolean;
@@ -201,6 +210,8 @@ export interface EffectivePathPolicy {
   protected: string[];
   /** True when no working directory is bound and the process working directory may not stand in for it. */
   noWorkingDirectory: boolean;
+  /** True when the bound working directory no longer resolves to itself (a symlink, or one swapped in). */
+  workingDirectoryMoved: boolean;
 }
 
 /** Reads allowedPaths / deniedPaths / restrictPaths from the call's settings (stored settings coerce to defaults). */
@@ -214,7 +225,10 @@ export async function effectivePathPolicy(context: ToolContext): Promise<Effecti
   const deniedList = getStringListSetting(params.deniedPaths, PATH_POLICY_DEFAULTS.deniedPaths);
   const explicitRoots = allowedList.length > 0;
   const noWorkingDirectory = !context.workingDirectory && context.processCwdFallback === false;
-  const implicitRoots = noWorkingDirectory ? [] : [base];
+  // The working directory counts as a root only while it resolves to itself: a bound directory that a symlink has
+  // replaced since binding must not carry the allowed root to wherever the link points.
+  const workingDirectoryMoved = !!context.workingDirectory && realNow(base) !== base;
+  const implicitRoots = noWorkingDirectory || workingDirectoryMoved ? [] : [base];
   const allowed = restrict ? await rootForms(explicitRoots ? allowedList : implicitRoots, base) : [];
   const denied = await rootForms(deniedList, base);
   const protectedForms = await rootForms(context.protectedPaths ?? [], base);
@@ -226,6 +240,7 @@ export async function effectivePathPolicy(context: ToolContext): Promise<Effecti
     explicitRoots,
     protected: protectedForms,
     noWorkingDirectory: noWorkingDirectory && !explicitRoots,
+    workingDirectoryMoved: workingDirectoryMoved && !explicitRoots,
   };
 }
 
@@ -240,6 +255,7 @@ export function policyRefusal(policy: EffectivePathPolicy, lexical: string, real
   if (inside(policy.denied)) return "deniedPaths";
   if (policy.restrict && !policy.allowed.some((root) => isPathInside(real, root))) {
     if (policy.noWorkingDirectory) return "noWorkingDirectory";
+    if (policy.workingDirectoryMoved) return "workingDirectoryMoved";
     return policy.explicitRoots ? "allowedPaths" : "workingDirectory";
   }
   return null;
@@ -262,13 +278,15 @@ export function accessDenied(input: string, rule: string, argument = "path"): Ac
   const why =
     rule === "protected"
       ? "it is part of Toolhost's own data or installation, which tools never touch"
-      : rule === "noWorkingDirectory"
-        ? "no working directory is bound to this call (bind one when creating the chat, within TOOLHOST_CHAT_ROOTS, or ask an admin for allowedPaths)"
-        : rule === "deniedPaths"
-          ? "it is covered by the deniedPaths setting"
-          : rule === "allowedPaths"
-            ? "it resolves outside the directories allowed by the allowedPaths setting"
-            : "it resolves outside the chat working directory (the only allowed directory while restrictPaths is on and allowedPaths is empty)";
+      : rule === "workingDirectoryMoved"
+        ? "the working directory is a symbolic link, or was replaced by one after it was bound (bind the directory's real path)"
+        : rule === "noWorkingDirectory"
+          ? "no working directory is bound to this call (bind one when creating the chat, within TOOLHOST_CHAT_ROOTS, or ask an admin for allowedPaths)"
+          : rule === "deniedPaths"
+            ? "it is covered by the deniedPaths setting"
+            : rule === "allowedPaths"
+              ? "it resolves outside the directories allowed by the allowedPaths setting"
+              : "it resolves outside the chat working directory (the only allowed directory while restrictPaths is on and allowedPaths is empty)";
   return new AccessDeniedError(
     `Access denied to "${input}": ${why}. Use a path inside the allowed directories, or ask the user to change the tool's path settings.`,
     { path: input, argument, rule },

@@ -104,3 +104,71 @@ describe("a shared server keeps users inside what an admin granted", () => {
     expect(((await badProvider.json()) as { error: { message: string } }).error.message).toMatch(/one of "openai"/);
   });
 });
+
+describe("chat roots hold against symlink swaps", () => {
+  const savedRoots = process.env.TOOLHOST_CHAT_ROOTS;
+  afterEach(() => {
+    if (savedRoots === undefined) delete process.env.TOOLHOST_CHAT_ROOTS;
+    else process.env.TOOLHOST_CHAT_ROOTS = savedRoots;
+  });
+
+  it("binds the real path, and a directory replaced by a link after binding is refused", async () => {
+    const { renameSync, symlinkSync, realpathSync } = await import("node:fs");
+    const root = realpathSync(tempDir("toolhost-roots-"));
+    mkdirSync(join(root, "eve"));
+    writeFileSync(join(root, "eve", "mine.txt"), "mine\n");
+    symlinkSync(join(root, "eve"), join(root, "sw"));
+    process.env.TOOLHOST_CHAT_ROOTS = root;
+    server = await startTestServer();
+    const eve = await server.ctx.tokens.create("eve");
+
+    const created = await server.api("/api/chats", {
+      method: "POST",
+      token: eve.token,
+      json: { provider: "openai", model: "m", workingDirectory: join(root, "sw") },
+    });
+    expect(created.status).toBe(201);
+    const chat = (await created.json()) as { id: string; workingDirectory: string };
+    expect(chat.workingDirectory).toBe(join(root, "eve"));
+
+    // Repointing the link it was bound through changes nothing.
+    const { rmSync } = await import("node:fs");
+    rmSync(join(root, "sw"));
+    symlinkSync("/", join(root, "sw"));
+    const mine = await execute(server, eve.token, "read_file", { arguments: { path: "mine.txt" }, chatId: chat.id });
+    expect(mine.body.ok).toBe(true);
+
+    // Replacing the bound directory itself by a link to / is refused, for tool calls and for turns.
+    renameSync(join(root, "eve"), join(root, "eve-old"));
+    symlinkSync("/", join(root, "eve"));
+    const escape = await execute(server, eve.token, "read_file", {
+      arguments: { path: "etc/passwd" },
+      chatId: chat.id,
+    });
+    expect(escape.status).toBe(403);
+    expect(JSON.stringify(escape.body)).not.toContain("root:");
+    const turn = await server.api(`/api/chats/${chat.id}/messages`, {
+      method: "POST",
+      token: eve.token,
+      json: { content: "hi" },
+    });
+    expect(turn.status).toBe(403);
+  });
+
+  it("a working directory that is itself a link is refused by the path policy (mid-turn swaps)", async () => {
+    const { symlinkSync } = await import("node:fs");
+    const { memoryRuntime } = await import("../helpers/runtime.js");
+    const dir = tempDir("toolhost-link-wd-");
+    symlinkSync("/etc", join(dir, "link"));
+    const outcome = await memoryRuntime().runtime.executeTool(
+      "read_file",
+      { path: "passwd" },
+      {
+        userId: "u",
+        workingDirectory: join(dir, "link"),
+      },
+    );
+    expect(outcome).toMatchObject({ ok: false, error: { code: "access_denied" } });
+    expect(JSON.stringify(outcome)).toMatch(/symbolic link/);
+  });
+});

@@ -32,6 +32,7 @@ export function toolRoutes(ctx: AppContext): Hono<AuthEnv> {
     if (body.chatId) {
       const chat = await ctx.chats.get(userId, body.chatId);
       if (!chat) throw new HttpError(404, "not_found", `No chat "${body.chatId}" for this user.`);
+      binder.assertBoundDirectory(chat);
       if (workingDirectory && chat.workingDirectory && workingDirectory !== chat.workingDirectory) {
         throw new ToolArgumentError(
           "workingDirectory differs from the chat's bound directory; omit it to use the chat's.",
