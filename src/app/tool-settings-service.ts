@@ -10,6 +10,7 @@ import {
   getToolDefinition,
   mergeToolSettings,
   normalizeToolParameters,
+  salvageToolParameters,
 } from "../core/settings-policy.js";
 import type { ToolSettingsStore } from "../core/stores.js";
 import type {
@@ -32,6 +33,8 @@ export interface ToolSettingsDescriptor {
   canDisable: boolean;
   /** Only an admin may enable this tool. */
   enablingRequiresAdmin: boolean;
+  /** Keys ("enabled", parameter names) an admin set for this user; only an admin may change them. */
+  lockedKeys: string[];
   /** Effective parameter values (defaults < saved). */
   parameters: Record<string, unknown>;
   defaultParameters: Record<string, unknown>;
@@ -68,6 +71,7 @@ export class ToolSettingsService {
       enabledByDefault: m.enabledByDefault,
       canDisable: m.canDisable,
       enablingRequiresAdmin: m.enablingRequiresAdmin === true,
+      lockedKeys: [...(saved?.locked ?? [])],
       parameters: effective.parameters,
       defaultParameters: structuredClone(m.defaultParameters),
       parameterDescriptors: m.parameterDescriptors.map(({ validate: _validate, ...d }) => d),
@@ -103,15 +107,25 @@ export class ToolSettingsService {
     const tool = this.#tool(toolName);
     if (!options.admin) this.#refuseAdminOnly(tool, body);
     const saved = await this.store.get(userId, toolName);
-    let savedParameters: Record<string, unknown> = {};
-    try {
-      savedParameters = normalizeToolParameters(tool, saved?.parameters ?? {});
-    } catch (error) {
+    const locked = new Set(saved?.locked ?? []);
+    const touched = [...(body.enabled === undefined ? [] : ["enabled"]), ...Object.keys(body.parameters ?? {})];
+    if (!options.admin) {
+      const blocked = touched.filter((key) => locked.has(key));
+      if (blocked.length > 0) {
+        throw new AccessDeniedError(
+          `${blocked.map((b) => `"${b}"`).join(", ")} of "${toolName}" ${blocked.length > 1 ? "were" : "was"} set for you by an admin; only an admin can change ${blocked.length > 1 ? "them" : "it"}.`,
+          { tool: toolName, parameters: blocked, rule: "admin_locked" },
+        );
+      }
+    }
+    const salvaged = salvageToolParameters(tool, saved?.parameters ?? {});
+    if (salvaged.dropped.length > 0) {
       this.logger.warn(
-        { tool: toolName, userId, err: (error as Error).message },
+        { tool: toolName, userId, dropped: salvaged.dropped },
         "discarding invalid saved settings on update",
       );
     }
+    const savedParameters = salvaged.parameters;
     const updates = { ...(body.parameters ?? {}) };
     const resets = Object.keys(updates).filter((key) => updates[key] === null);
     for (const key of resets) delete updates[key];
@@ -127,9 +141,17 @@ export class ToolSettingsService {
       delete savedParameters[key];
     }
     const enabled = body.enabled ?? (typeof saved?.enabled === "boolean" ? saved.enabled : null);
+    // What an admin sets is locked against the user; an admin's reset (null) unlocks it again.
+    if (options.admin) {
+      for (const key of touched) {
+        if (resets.includes(key)) locked.delete(key);
+        else locked.add(key);
+      }
+    }
     await this.store.save(userId, toolName, {
       enabled,
       parameters: { ...savedParameters, ...normalizeToolParameters(tool, updates) },
+      locked: [...locked].sort(),
     });
     return this.get(userId, toolName);
   }

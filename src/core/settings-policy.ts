@@ -140,10 +140,55 @@ export function mergeToolSettings(
 }
 
 /**
- * mergeToolSettings for execution time: corrupt saved settings never break the call. Each invalid saved parameter
- * falls back to its default on its own (the valid ones are kept), and a list keeps its valid entries, so one bad
- * `deniedPaths` entry does not silently drop the others. Everything dropped is logged. The saved enabled state is
- * kept when it is a boolean (a user's "off" must stay off).
+ * Keeps what is valid of stored parameters: each invalid parameter is left out on its own, and a list keeps its
+ * valid entries (one bad `deniedPaths` entry does not drop the others). Returns the kept values and a description
+ * of what was dropped. Never throws.
+ */
+export function salvageToolParameters(
+  tool: RegisteredTool,
+  stored: unknown,
+): { parameters: Record<string, unknown>; dropped: string[] } {
+  const name = tool.definition.name;
+  const parameters: Record<string, unknown> = {};
+  const dropped: string[] = [];
+  if (!stored || typeof stored !== "object" || Array.isArray(stored)) return { parameters, dropped };
+  const descriptors = new Map(tool.settings.parameterDescriptors.map((d) => [d.name, d]));
+  for (const [key, value] of Object.entries(stored)) {
+    const d = descriptors.get(key);
+    if (!d) {
+      dropped.push(key);
+      continue;
+    }
+    try {
+      parameters[key] = checkValue(name, d, value);
+      continue;
+    } catch {
+      // fall through: salvage a list's valid entries, else drop the parameter
+    }
+    const entries = d.type === "string[]" && Array.isArray(value) ? value : undefined;
+    const kept = entries?.filter((entry) => {
+      try {
+        checkValue(name, d, [entry]);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+    try {
+      if (!entries || !kept) throw new Error("not a list");
+      parameters[key] = checkValue(name, d, kept);
+      dropped.push(`${key} (${entries.length - kept.length} of ${entries.length} entries)`);
+    } catch {
+      dropped.push(key);
+    }
+  }
+  return { parameters, dropped };
+}
+
+/**
+ * mergeToolSettings for execution time: corrupt saved settings never break the call. Invalid saved values fall
+ * back to their defaults one by one (see salvageToolParameters) and what was dropped is logged. The saved enabled
+ * state is kept when it is a boolean (a user's "off" must stay off).
  */
 export function getSafeEffectiveToolSettings(
   tool: RegisteredTool,
@@ -153,46 +198,14 @@ export function getSafeEffectiveToolSettings(
   try {
     return mergeToolSettings(tool, saved);
   } catch (error) {
-    const name = tool.definition.name;
     const defaults = getDefaultToolSettings(tool);
     const enabled = typeof saved?.enabled === "boolean" && tool.settings.canDisable ? saved.enabled : defaults.enabled;
-    const parameters = { ...defaults.parameters };
-    const dropped: string[] = [];
-    const descriptors = new Map(tool.settings.parameterDescriptors.map((d) => [d.name, d]));
-    const stored = saved?.parameters;
-    if (stored && typeof stored === "object" && !Array.isArray(stored)) {
-      for (const [key, value] of Object.entries(stored)) {
-        const d = descriptors.get(key);
-        if (!d) {
-          dropped.push(key);
-          continue;
-        }
-        try {
-          parameters[key] = checkValue(name, d, value);
-        } catch {
-          const entries = d.type === "string[]" && Array.isArray(value) ? value : undefined;
-          const kept = entries?.filter((entry) => {
-            try {
-              checkValue(name, d, [entry]);
-              return true;
-            } catch {
-              return false;
-            }
-          });
-          try {
-            if (kept) parameters[key] = checkValue(name, d, kept);
-            dropped.push(kept ? `${key} (${entries!.length - kept.length} of ${entries!.length} entries)` : key);
-          } catch {
-            dropped.push(key);
-          }
-        }
-      }
-    }
+    const { parameters, dropped } = salvageToolParameters(tool, saved?.parameters);
     logger?.warn(
-      { tool: name, err: (error as Error).message, dropped },
+      { tool: tool.definition.name, err: (error as Error).message, dropped },
       "saved tool settings are invalid; the invalid values fall back to defaults",
     );
-    return { enabled, parameters };
+    return { enabled, parameters: { ...defaults.parameters, ...parameters } };
   }
 }
 

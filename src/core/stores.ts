@@ -15,7 +15,7 @@ export interface ToolSettingsStore {
   save(
     userId: string,
     toolName: string,
-    settings: { enabled: boolean | null; parameters: Record<string, unknown> },
+    settings: { enabled: boolean | null; parameters: Record<string, unknown>; locked?: string[] },
   ): Promise<void>;
 }
 
@@ -34,7 +34,7 @@ export class MemoryToolSettingsStore implements ToolSettingsStore {
   async save(
     userId: string,
     toolName: string,
-    settings: { enabled: boolean | null; parameters: Record<string, unknown> },
+    settings: { enabled: boolean | null; parameters: Record<string, unknown>; locked?: string[] },
   ): Promise<void> {
     let user = this.#rows.get(userId);
     if (!user) {

@@ -104,6 +104,11 @@ export interface EffectiveToolSettings {
 export interface SavedToolSettings {
   enabled?: boolean | null;
   parameters?: Record<string, unknown> | null;
+  /**
+   * Keys an admin set for this user ("enabled" and parameter names): only an admin may change them again, so a
+   * user cannot lift a restriction (a denied path, a disabled tool) that an admin imposed.
+   */
+  locked?: string[] | null;
 }
 
 /** A progress event a tool emits while it runs (e.g. one generated image); streamed to chats as-is. */

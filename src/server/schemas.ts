@@ -49,6 +49,7 @@ export const ToolSettingsDescriptorSchema = Type.Object(
     enabledByDefault: Type.Boolean(),
     canDisable: Type.Boolean(),
     enablingRequiresAdmin: Type.Boolean(),
+    lockedKeys: Type.Array(Type.String()),
     parameters: Type.Record(Type.String(), Type.Unknown()),
     defaultParameters: Type.Record(Type.String(), Type.Unknown()),
     parameterDescriptors: Type.Array(ToolParameterDescriptorSchema),

@@ -56,6 +56,7 @@ function field(tool, d) {
     input.value = d.type === "string[]" ? JSON.stringify(value ?? []) : (value ?? "");
   }
   input.dataset.name = d.name; input.dataset.type = d.type;
+  if ((tool.lockedKeys || []).includes(d.name)) { input.disabled = true; label.title = "Set for you by an admin."; }
   label.append(input);
   return label;
 }
@@ -74,7 +75,7 @@ function render(tools) {
     box.querySelector("h2").textContent = tool.name;
     box.querySelector(".tag").textContent = tool.category;
     box.querySelector(".desc").textContent = tool.description;
-    const enabled = box.querySelector(".enabled"); enabled.checked = tool.enabled; enabled.disabled = !tool.canDisable;
+    const enabled = box.querySelector(".enabled"); enabled.checked = tool.enabled; enabled.disabled = !tool.canDisable || (tool.lockedKeys || []).includes("enabled");
     for (const d of tool.parameterDescriptors) box.querySelector(".params").append(field(tool, d));
     box.querySelector("button").onclick = async () => {
       const msg = box.querySelector(".msg");

@@ -16,6 +16,8 @@ export interface UserToolSettingsTable {
   enabled: number | null;
   /** JSON object of saved parameter values. */
   parameters: string;
+  /** JSON array of keys an admin set for this user ("enabled", parameter names); only an admin may change them. */
+  locked: string;
   /** ISO-8601 UTC timestamp. */
   updated_at: string;
 }

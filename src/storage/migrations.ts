@@ -101,4 +101,15 @@ export const migrations: Record<string, Migration> = {
       }
     },
   },
+  "0002_admin_locked_settings": {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .alterTable("user_tool_settings")
+        .addColumn("locked", "text", (c) => c.notNull().defaultTo("[]"))
+        .execute();
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.alterTable("user_tool_settings").dropColumn("locked").execute();
+    },
+  },
 };

@@ -20,18 +20,24 @@ function parseJsonObject(text: string): Record<string, unknown> | null {
   }
 }
 
+function toSaved(r: { enabled: number | null; parameters: string; locked: string }): SavedToolSettings {
+  let locked: string[] = [];
+  try {
+    const value = JSON.parse(r.locked);
+    if (Array.isArray(value)) locked = value.filter((k): k is string => typeof k === "string");
+  } catch {
+    // corrupt: no locks (admins can set them again)
+  }
+  return { enabled: r.enabled === null ? null : r.enabled === 1, parameters: parseJsonObject(r.parameters), locked };
+}
+
 /** `user_tool_settings` as a ToolSettingsStore. Corrupt JSON reads back as null parameters (defaults apply). */
 export class SqlToolSettingsStore implements ToolSettingsStore {
   constructor(private readonly db: Kysely<DatabaseSchema>) {}
 
   async getAll(userId: string): Promise<Map<string, SavedToolSettings>> {
     const rows = await this.db.selectFrom("user_tool_settings").selectAll().where("user_id", "=", userId).execute();
-    return new Map(
-      rows.map((r) => [
-        r.tool_name,
-        { enabled: r.enabled === null ? null : r.enabled === 1, parameters: parseJsonObject(r.parameters) },
-      ]),
-    );
+    return new Map(rows.map((r) => [r.tool_name, toSaved(r)]));
   }
 
   async get(userId: string, toolName: string): Promise<SavedToolSettings | undefined> {
@@ -41,21 +47,20 @@ export class SqlToolSettingsStore implements ToolSettingsStore {
       .where("user_id", "=", userId)
       .where("tool_name", "=", toolName)
       .executeTakeFirst();
-    return r
-      ? { enabled: r.enabled === null ? null : r.enabled === 1, parameters: parseJsonObject(r.parameters) }
-      : undefined;
+    return r ? toSaved(r) : undefined;
   }
 
   async save(
     userId: string,
     toolName: string,
-    settings: { enabled: boolean | null; parameters: Record<string, unknown> },
+    settings: { enabled: boolean | null; parameters: Record<string, unknown>; locked?: string[] },
   ): Promise<void> {
     const row = {
       user_id: userId,
       tool_name: toolName,
       enabled: settings.enabled === null ? null : settings.enabled ? 1 : 0,
       parameters: JSON.stringify(settings.parameters),
+      locked: JSON.stringify(settings.locked ?? []),
       updated_at: now(),
     };
     await this.db
@@ -64,7 +69,12 @@ export class SqlToolSettingsStore implements ToolSettingsStore {
       .onConflict((oc) =>
         oc
           .columns(["user_id", "tool_name"])
-          .doUpdateSet({ enabled: row.enabled, parameters: row.parameters, updated_at: row.updated_at }),
+          .doUpdateSet({
+            enabled: row.enabled,
+            parameters: row.parameters,
+            locked: row.locked,
+            updated_at: row.updated_at,
+          }),
       )
       .execute();
   }

@@ -172,3 +172,40 @@ describe("chat roots hold against symlink swaps", () => {
     expect(JSON.stringify(outcome)).toMatch(/symbolic link/);
   });
 });
+
+describe("restrictions an admin sets for a user stay set", () => {
+  it("a non-admin cannot lift a denied path or re-enable a tool an admin configured for them", async () => {
+    server = await startTestServer();
+    const eve = await server.ctx.tokens.create("eve");
+    // The operator (CLI, admin) restricts eve.
+    await server.ctx.settings.update(
+      "eve",
+      "read_file",
+      { parameters: { deniedPaths: ["/srv/secret"] } },
+      { admin: true },
+    );
+    await server.ctx.settings.update("eve", "web_fetch", { enabled: false }, { admin: true });
+    const put = (tool: string, json: unknown) =>
+      server!.api(`/api/settings/tools/${tool}`, { method: "PUT", token: eve.token, json });
+    for (const [tool, body] of [
+      ["read_file", { parameters: { deniedPaths: null } }],
+      ["read_file", { parameters: { deniedPaths: [] } }],
+      ["web_fetch", { enabled: true }],
+    ] as const) {
+      const res = await put(tool, body);
+      expect(res.status, `${tool} ${JSON.stringify(body)}`).toBe(403);
+      expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/set for you by an admin/);
+    }
+    // Keys the admin did not set stay hers to change.
+    expect((await put("grep", { parameters: { maxResults: 50 } })).status).toBe(200);
+    const descriptor = (await (await server.api("/api/settings/tools/read_file", { token: eve.token })).json()) as {
+      lockedKeys: string[];
+      parameters: { deniedPaths: string[] };
+    };
+    expect(descriptor.lockedKeys).toEqual(["deniedPaths"]);
+    expect(descriptor.parameters.deniedPaths).toEqual(["/srv/secret"]);
+    // An admin's reset unlocks.
+    await server.ctx.settings.update("eve", "read_file", { parameters: { deniedPaths: null } }, { admin: true });
+    expect((await put("read_file", { parameters: { deniedPaths: ["/x"] } })).status).toBe(200);
+  });
+});
