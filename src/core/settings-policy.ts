@@ -22,7 +22,12 @@ export function getDefaultToolSettings(tool: RegisteredTool): EffectiveToolSetti
 }
 
 function describe(value: unknown): string {
-  const text = JSON.stringify(value);
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch {
+    return "(a value too deeply nested to show)";
+  }
   if (text === undefined) return String(value);
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }

@@ -41,7 +41,7 @@ export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
   app.get("/api/openapi.json", (c) => c.json(openApi));
 
   const auth = bearerAuth(ctx.tokens);
-  const maxBodyBytes = Number(process.env.TOOLHOST_MAX_BODY_BYTES) || 32 * 1024 * 1024;
+  const maxBodyBytes = Number(process.env.TOOLHOST_MAX_BODY_BYTES) || 16 * 1024 * 1024;
   const limit = bodyLimit({
     maxSize: maxBodyBytes,
     onError: (c) =>
@@ -60,7 +60,16 @@ export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
     return auth(c, next);
   });
   app.use("/api/*", limit);
-  app.use("/metrics", auth);
+  app.use("/metrics", auth, async (c, next) => {
+    // Counts cover every user's calls: admins (or a scraper holding an admin token) only.
+    if (!adminUsers().has(c.get("userId"))) {
+      return c.json(
+        { error: { code: "access_denied", message: "Metrics are for admins (TOOLHOST_ADMIN_USERS)." } },
+        403,
+      );
+    }
+    await next();
+  });
   app.get("/metrics", async (c) =>
     c.text(await metricsRegistry.metrics(), 200, { "Content-Type": metricsRegistry.contentType }),
   );

@@ -42,6 +42,23 @@ function checker(schema: object) {
   return c;
 }
 
+/** Deepest nesting of arrays/objects accepted in a request body. */
+const MAX_BODY_DEPTH = 64;
+
+/** Nesting depth of a decoded JSON value, computed without recursion (stops counting past the limit). */
+function nestingDepth(value: unknown): number {
+  let max = 0;
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop()!;
+    if (node === null || typeof node !== "object") continue;
+    if (depth + 1 > max) max = depth + 1;
+    if (max > MAX_BODY_DEPTH) return max;
+    for (const child of Object.values(node)) stack.push([child, depth + 1]);
+  }
+  return max;
+}
+
 /** Reads the JSON body and validates it; throws HttpError 400 (malformed JSON or schema mismatch). */
 export async function readJsonBody<T>(c: Context, schema: object): Promise<T> {
   let body: unknown;
@@ -49,6 +66,13 @@ export async function readJsonBody<T>(c: Context, schema: object): Promise<T> {
     const text = await c.req.text();
     if (text.trim() === "") throw new HttpError(400, "bad_request", "Request body is empty; send a JSON object.");
     body = JSON.parse(text);
+    if (nestingDepth(body) > MAX_BODY_DEPTH) {
+      throw new HttpError(
+        400,
+        "bad_request",
+        `Request body nests deeper than ${MAX_BODY_DEPTH} levels; send a flatter value.`,
+      );
+    }
   } catch (error) {
     if (error instanceof HttpError) throw error;
     throw new HttpError(400, "bad_request", `Request body is not valid JSON: ${(error as Error).message}`);

@@ -100,6 +100,15 @@ describe("a shared server keeps users inside what an admin granted", () => {
       headers: { "content-type": "application/json" },
     });
     expect(empty.status).toBe(400);
+    const deep = `{"parameters":{"deniedPaths":${"[".repeat(100_000)}${"]".repeat(100_000)}}}`;
+    const nested = await server.api("/api/settings/tools/read_file", {
+      method: "PUT",
+      body: deep,
+      headers: { "content-type": "application/json" },
+    });
+    expect(nested.status).toBe(400);
+    const user = await server.ctx.tokens.create("mallory");
+    expect((await server.api("/metrics", { token: user.token })).status).toBe(403);
     const badProvider = await server.api("/api/chats", { method: "POST", json: { provider: "bogus", model: "m" } });
     expect(((await badProvider.json()) as { error: { message: string } }).error.message).toMatch(/one of "openai"/);
   });

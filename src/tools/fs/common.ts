@@ -25,7 +25,8 @@ export const MIB = 1024 * 1024;
 
 /** The ledger key of a chat (chatId, or "" for calls outside a chat). */
 export function ledgerChat(context: ToolContext): string {
-  return context.chatId ?? "";
+  // One-off calls (no chat) get a per-user scope: one user's read never vouches for another user's write.
+  return context.chatId ?? `user:${context.userId}`;
 }
 
 /** Opens a regular file read-only without following a final symlink and without blocking on FIFOs. */
