@@ -246,7 +246,7 @@ export function registerChatCommand(program: Command): void {
     .option("--json", "print every loop event as a JSON line on stdout instead of rendering")
     .addHelpText(
       "after",
-      `\nProvider keys and endpoints come from the environment:\n  openai       OPENAI_API_KEY, OPENAI_BASE_URL\n  openai-chat  OPENAI_API_KEY, OPENAI_BASE_URL (any OpenAI-compatible server, e.g. a local one)\n  gemini       GEMINI_API_KEY (or GOOGLE_API_KEY), GEMINI_BASE_URL\n  anthropic    ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL\nDefault models: ${Object.entries(
+      `\nProvider keys and endpoints come from the environment:\n  openai       OPENAI_API_KEY, OPENAI_BASE_URL\n  openai-chat  OPENAI_API_KEY, OPENAI_BASE_URL (any OpenAI-compatible server, e.g. a local one)\n  gemini       GEMINI_API_KEY (or GOOGLE_API_KEY), GEMINI_BASE_URL\n  anthropic    ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL\nor from the config file $TOOLHOST_CONFIG (default ~/.config/toolhost/config.json): {"providers":{"openai":{"apiKey":"…"}}}\nDefault models: ${Object.entries(
         DEFAULT_CHAT_MODELS,
       )
         .map(([p, m]) => `${p}=${m}`)
