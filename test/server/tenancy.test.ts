@@ -150,12 +150,12 @@ describe("chat roots hold against symlink swaps", () => {
     // Replacing the bound directory itself by a link to / is refused, for tool calls and for turns.
     renameSync(join(root, "eve"), join(root, "eve-old"));
     symlinkSync("/", join(root, "eve"));
-    const escape = await execute(server, eve.token, "read_file", {
+    const escaped = await execute(server, eve.token, "read_file", {
       arguments: { path: "etc/passwd" },
       chatId: chat.id,
     });
-    expect(escape.status).toBe(403);
-    expect(JSON.stringify(escape.body)).not.toContain("root:");
+    expect(escaped.status).toBe(403);
+    expect(JSON.stringify(escaped.body)).not.toContain("root:");
     const turn = await server.api(`/api/chats/${chat.id}/messages`, {
       method: "POST",
       token: eve.token,
