@@ -151,16 +151,31 @@ export class ChatService {
     this.#logger = options.logger;
     this.#env = options.env ?? process.env;
     const roots = options.chatRoots === undefined ? parseChatRoots(this.#env.TOOLHOST_CHAT_ROOTS) : options.chatRoots;
-    this.#roots = roots && roots.length > 0 ? roots.map((r) => realOrSelf(resolve(r))) : null;
+    this.#roots = roots && roots.length > 0 ? roots : null;
     const fromEnv = Number(this.#env.TOOLHOST_CHAT_MAX_ITERATIONS);
     this.#maxIterations =
       options.maxIterations ?? (Number.isInteger(fromEnv) && fromEnv > 0 ? fromEnv : DEFAULT_MAX_ITERATIONS);
     this.#adapterFactory = options.adapterFactory ?? defaultAdapterFactory;
   }
 
-  /** The roots chats may bind, or null when any directory may be bound. */
+  /** The configured roots (a `{user}` placeholder not yet expanded), or null when none are configured. */
   get chatRoots(): readonly string[] | null {
     return this.#roots;
+  }
+
+  /**
+   * The roots one user may bind: each configured root with `{user}` replaced by the user id (so
+   * `TOOLHOST_CHAT_ROOTS=/srv/work/{user}` gives every user a directory of their own), resolved to real paths.
+   * Null when no roots are configured.
+   */
+  rootsFor(userId: string): string[] | null {
+    if (!this.#roots) return null;
+    // A user id that is empty, all dots or holds a separator cannot name a directory of its own: such a user gets
+    // no templated root at all (never the parent of everyone's).
+    const usable = userId !== "" && !/^\.+$/.test(userId) && !/[/\\\0]/.test(userId);
+    return this.#roots
+      .filter((r) => usable || !r.includes("{user}"))
+      .map((r) => realOrSelf(resolve(r.replaceAll("{user}", userId))));
   }
 
   /**
@@ -169,19 +184,23 @@ export class ChatService {
    * them (symlinks resolved), when roots are configured and no directory is given, or when no roots are configured
    * and the caller is not an admin (`options.admin`, default true: the CLI and library act for the operator).
    */
-  resolveWorkingDirectory(input: string | null | undefined, options: { admin?: boolean } = {}): string | null {
+  resolveWorkingDirectory(
+    input: string | null | undefined,
+    options: { admin?: boolean; userId?: string } = {},
+  ): string | null {
     const admin = options.admin ?? true;
+    const roots = this.rootsFor(options.userId ?? "");
     if (input === undefined || input === null || input === "") {
-      if (this.#roots) {
+      if (roots) {
         throw new AccessDeniedError(
-          `This server restricts chats to directories under ${this.#roots.join(", ")} (TOOLHOST_CHAT_ROOTS); pass a workingDirectory within one of them.`,
+          `This server restricts chats to directories under ${roots.join(", ")} (TOOLHOST_CHAT_ROOTS); pass a workingDirectory within one of them.`,
           { rule: "chat_roots" },
         );
       }
       return null;
     }
     if (input.includes("\0")) throw new ToolArgumentError("workingDirectory must not contain NUL characters.");
-    if (!this.#roots && !admin) {
+    if (!roots && !admin) {
       throw new AccessDeniedError(
         "Only an admin may bind a working directory on this server, because no TOOLHOST_CHAT_ROOTS are configured. Ask the operator to set TOOLHOST_CHAT_ROOTS to the directories users may work in.",
         { rule: "chat_roots", argument: "workingDirectory" },
@@ -205,9 +224,9 @@ export class ChatService {
     // Bind the real path: a symlink swapped in later must not move the chat (the path policy refuses a working
     // directory whose real path no longer matches what was bound).
     const real = realOrSelf(absolute);
-    if (this.#roots && !isPathWithinRoots(real, this.#roots)) {
+    if (roots && !isPathWithinRoots(real, roots)) {
       throw new AccessDeniedError(
-        `workingDirectory ${absolute} is outside the directories chats may bind (${this.#roots.join(", ")}; TOOLHOST_CHAT_ROOTS).`,
+        `workingDirectory ${absolute} is outside the directories chats may bind (${roots.join(", ")}; TOOLHOST_CHAT_ROOTS).`,
         { rule: "chat_roots", argument: "workingDirectory" },
       );
     }
@@ -223,7 +242,7 @@ export class ChatService {
     const model = input.model?.trim();
     if (!model)
       throw new ToolArgumentError("model must be a non-empty model id, e.g. gpt-5.4-mini.", { argument: "model" });
-    const workingDirectory = this.resolveWorkingDirectory(input.workingDirectory, options);
+    const workingDirectory = this.resolveWorkingDirectory(input.workingDirectory, { ...options, userId });
     if (input.id !== undefined) {
       if (!/^[A-Za-z0-9._-]{1,128}$/.test(input.id)) {
         throw new ToolArgumentError("A chat id uses 1–128 letters, digits, '.', '_' or '-'.", { argument: "id" });
@@ -259,11 +278,12 @@ export class ChatService {
    * Throws AccessDeniedError when the chat's bound directory has left the chat roots or no longer resolves to
    * itself (a symlink was swapped in after binding). Called before every turn and every tool call in a chat.
    */
-  assertBoundDirectory(chat: Pick<Chat, "workingDirectory">): void {
+  assertBoundDirectory(chat: Pick<Chat, "workingDirectory" | "userId">): void {
     const dir = chat.workingDirectory;
     if (!dir) return;
     const real = realOrSelf(dir);
-    if (real !== dir || (this.#roots && !isPathWithinRoots(real, this.#roots))) {
+    const roots = this.rootsFor(chat.userId);
+    if (real !== dir || (roots && !isPathWithinRoots(real, roots))) {
       throw new AccessDeniedError(
         `This chat's directory ${dir} ${real !== dir ? "has been replaced by a link since it was bound" : "is no longer within the allowed chat roots (TOOLHOST_CHAT_ROOTS)"}. Start a new chat.`,
         { rule: "chat_roots" },

@@ -59,6 +59,8 @@ export const USER_ID_PATTERN = /^[A-Za-z0-9._@-]{1,128}$/;
 
 /** Commander argument parser for `--user`: throws InvalidArgumentError (exit 2) for a malformed user id. */
 export function parseUserId(value: string): string {
-  if (!USER_ID_PATTERN.test(value)) throw new InvalidArgumentError("use 1–128 letters, digits, or . _ @ -");
+  if (!USER_ID_PATTERN.test(value) || /^\.+$/.test(value)) {
+    throw new InvalidArgumentError("use 1–128 letters, digits, or . _ @ - (not only dots)");
+  }
   return value;
 }

@@ -164,6 +164,29 @@ describe("chat roots hold against symlink swaps", () => {
     expect(turn.status).toBe(403);
   });
 
+  it("a {user} placeholder gives every user a root of their own", async () => {
+    const { realpathSync } = await import("node:fs");
+    const root = realpathSync(tempDir("toolhost-user-roots-"));
+    for (const user of ["eve", "bob"]) mkdirSync(join(root, user));
+    process.env.TOOLHOST_CHAT_ROOTS = join(root, "{user}");
+    server = await startTestServer();
+    const eve = await server.ctx.tokens.create("eve");
+    const bind = (workingDirectory: string) =>
+      server!.api("/api/chats", {
+        method: "POST",
+        token: eve.token,
+        json: { provider: "openai", model: "m", workingDirectory },
+      });
+    expect((await bind(join(root, "eve"))).status).toBe(201);
+    expect((await bind(join(root, "bob"))).status).toBe(403);
+    expect((await bind(root)).status).toBe(403);
+    const viaExecute = await execute(server, eve.token, "list_directory", {
+      arguments: { path: "." },
+      workingDirectory: join(root, "bob"),
+    });
+    expect(viaExecute.status).toBe(403);
+  });
+
   it("a working directory that is itself a link is refused by the path policy (mid-turn swaps)", async () => {
     const { symlinkSync } = await import("node:fs");
     const { memoryRuntime } = await import("../helpers/runtime.js");

@@ -28,7 +28,7 @@ export function toolRoutes(ctx: AppContext): Hono<AuthEnv> {
     let workingDirectory =
       body.workingDirectory === undefined
         ? null
-        : binder.resolveWorkingDirectory(body.workingDirectory, { admin: adminUsers().has(userId) });
+        : binder.resolveWorkingDirectory(body.workingDirectory, { admin: adminUsers().has(userId), userId });
     if (body.chatId) {
       const chat = await ctx.chats.get(userId, body.chatId);
       if (!chat) throw new HttpError(404, "not_found", `No chat "${body.chatId}" for this user.`);
