@@ -158,11 +158,6 @@ export class ChatService {
     this.#adapterFactory = options.adapterFactory ?? defaultAdapterFactory;
   }
 
-  /** The configured roots (a `{user}` placeholder not yet expanded), or null when none are configured. */
-  get chatRoots(): readonly string[] | null {
-    return this.#roots;
-  }
-
   /**
    * The roots one user may bind: each configured root with `{user}` replaced by the user id (so
    * `TOOLHOST_CHAT_ROOTS=/srv/work/{user}` gives every user a directory of their own), resolved to real paths.

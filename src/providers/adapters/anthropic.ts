@@ -33,7 +33,7 @@ import type {
   ProviderRequest,
   ProviderStreamEvent,
 } from "../types.js";
-import { argumentsObject, classifyProviderError, truncatedStream } from "./shared.js";
+import { argumentsObject, classifyProviderError, lazily, truncatedStream } from "./shared.js";
 import { mapTools } from "./tools.js";
 
 /** Default `max_tokens` (required by the Messages API) when the request sets none. */
@@ -85,18 +85,16 @@ const STOP: Record<string, FinishReason> = {
 /** The Anthropic Messages adapter; `config.baseURL` overrides https://api.anthropic.com. */
 export class AnthropicAdapter implements ProviderAdapter {
   readonly name = "anthropic" as const;
-  #client?: Promise<Anthropic>;
-
-  constructor(private readonly config: ProviderConfig = {}) {}
-
   /** The SDK client, created on first use. */
-  #sdk(): Promise<Anthropic> {
-    const config = this.config;
-    this.#client ??= import("@anthropic-ai/sdk").then(
-      ({ default: Client }) =>
-        new Client({ apiKey: config.apiKey ?? "", baseURL: config.baseURL, maxRetries: config.maxRetries ?? 0 }),
+  readonly #sdk: () => Promise<Anthropic>;
+
+  constructor(private readonly config: ProviderConfig = {}) {
+    this.#sdk = lazily(() =>
+      import("@anthropic-ai/sdk").then(
+        ({ default: Client }) =>
+          new Client({ apiKey: config.apiKey ?? "", baseURL: config.baseURL, maxRetries: config.maxRetries ?? 0 }),
+      ),
     );
-    return this.#client;
   }
 
   async *stream(request: ProviderRequest): AsyncIterable<ProviderStreamEvent> {

@@ -34,7 +34,7 @@ import type {
   ProviderStreamEvent,
 } from "../types.js";
 import { ProviderError } from "../types.js";
-import { argumentsObject, classifyProviderError, truncatedStream } from "./shared.js";
+import { argumentsObject, classifyProviderError, lazily, truncatedStream } from "./shared.js";
 import { mapTools } from "./tools.js";
 
 type Step = Record<string, unknown>;
@@ -80,21 +80,19 @@ export function toInteractionSteps(
 /** The Gemini Interactions adapter; `config.baseURL` overrides https://generativelanguage.googleapis.com. */
 export class GeminiInteractionsAdapter implements ProviderAdapter {
   readonly name = "gemini" as const;
-  #client?: Promise<GoogleGenAI>;
-
-  constructor(private readonly config: ProviderConfig = {}) {}
-
   /** The SDK client, created on first use. */
-  #sdk(): Promise<GoogleGenAI> {
-    const config = this.config;
-    this.#client ??= import("@google/genai").then(
-      ({ GoogleGenAI: Client }) =>
-        new Client({
-          apiKey: config.apiKey ?? "",
-          ...(config.baseURL ? { httpOptions: { baseUrl: config.baseURL } } : {}),
-        }),
+  readonly #sdk: () => Promise<GoogleGenAI>;
+
+  constructor(private readonly config: ProviderConfig = {}) {
+    this.#sdk = lazily(() =>
+      import("@google/genai").then(
+        ({ GoogleGenAI: Client }) =>
+          new Client({
+            apiKey: config.apiKey ?? "",
+            ...(config.baseURL ? { httpOptions: { baseUrl: config.baseURL } } : {}),
+          }),
+      ),
     );
-    return this.#client;
   }
 
   async *stream(request: ProviderRequest): AsyncIterable<ProviderStreamEvent> {

@@ -31,7 +31,7 @@ import type {
   ProviderRequest,
   ProviderStreamEvent,
 } from "../types.js";
-import { classifyProviderError, truncatedStream } from "./shared.js";
+import { classifyProviderError, lazily, truncatedStream } from "./shared.js";
 import { mapTools } from "./tools.js";
 
 /** Renders the provider-neutral conversation as Chat Completions messages. */
@@ -80,23 +80,20 @@ const FINISH: Record<string, FinishReason> = {
 /** The Chat Completions adapter; `config.baseURL` selects the server (default api.openai.com/v1). */
 export class OpenAIChatAdapter implements ProviderAdapter {
   readonly name = "openai-chat" as const;
-  #client?: Promise<OpenAI>;
+  /** The SDK client, created on first use. */
+  readonly #sdk: () => Promise<OpenAI>;
 
   private readonly chatStrict: boolean;
 
   constructor(private readonly config: ProviderConfig = {}) {
+    this.#sdk = lazily(() =>
+      import("openai").then(
+        ({ default: Client }) =>
+          new Client({ apiKey: config.apiKey ?? "", baseURL: config.baseURL, maxRetries: config.maxRetries ?? 0 }),
+      ),
+    );
     this.chatStrict =
       config.chatStrict ?? (!config.baseURL || /^https:\/\/api\.openai\.com(\/|$)/.test(config.baseURL));
-  }
-
-  /** The SDK client, created on first use. */
-  #sdk(): Promise<OpenAI> {
-    const config = this.config;
-    this.#client ??= import("openai").then(
-      ({ default: Client }) =>
-        new Client({ apiKey: config.apiKey ?? "", baseURL: config.baseURL, maxRetries: config.maxRetries ?? 0 }),
-    );
-    return this.#client;
   }
 
   async *stream(request: ProviderRequest): AsyncIterable<ProviderStreamEvent> {

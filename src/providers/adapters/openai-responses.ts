@@ -27,7 +27,7 @@ import type {
   ProviderRequest,
   ProviderStreamEvent,
 } from "../types.js";
-import { classifyProviderError, truncatedStream } from "./shared.js";
+import { classifyProviderError, lazily, truncatedStream } from "./shared.js";
 import { mapTools } from "./tools.js";
 
 /** Renders the provider-neutral conversation as Responses API input items. */
@@ -58,18 +58,16 @@ export function toResponsesInput(
 /** The OpenAI Responses adapter. `config.baseURL` points it at any server speaking the Responses API. */
 export class OpenAIResponsesAdapter implements ProviderAdapter {
   readonly name = "openai" as const;
-  #client?: Promise<OpenAI>;
-
-  constructor(private readonly config: ProviderConfig = {}) {}
-
   /** The SDK client, created on first use. */
-  #sdk(): Promise<OpenAI> {
-    const config = this.config;
-    this.#client ??= import("openai").then(
-      ({ default: Client }) =>
-        new Client({ apiKey: config.apiKey ?? "", baseURL: config.baseURL, maxRetries: config.maxRetries ?? 0 }),
+  readonly #sdk: () => Promise<OpenAI>;
+
+  constructor(private readonly config: ProviderConfig = {}) {
+    this.#sdk = lazily(() =>
+      import("openai").then(
+        ({ default: Client }) =>
+          new Client({ apiKey: config.apiKey ?? "", baseURL: config.baseURL, maxRetries: config.maxRetries ?? 0 }),
+      ),
     );
-    return this.#client;
   }
 
   async *stream(request: ProviderRequest): AsyncIterable<ProviderStreamEvent> {

@@ -70,3 +70,15 @@ export function truncatedStream(provider: ProviderName, expected: string): Provi
     `${provider} stream ended before ${expected}: the connection was cut or the server misbehaved. Retry the turn.`,
   );
 }
+
+/**
+ * A value created on first use and shared afterwards: the adapters load their SDK this way, so importing Toolhost
+ * (every CLI command, every MCP session) does not pay for SDKs a chat may never use.
+ */
+export function lazily<T>(create: () => Promise<T>): () => Promise<T> {
+  let value: Promise<T> | undefined;
+  return () => {
+    value ??= create();
+    return value;
+  };
+}

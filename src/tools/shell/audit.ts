@@ -3,6 +3,7 @@
  * audit"). Every bash / zsh / powershell / shell_exec call is recorded, refusals included (termination
  * `refused`), through the runtime's AuditSink (the `audit_log` table in the server and CLI).
  */
+import { resolveAndValidatePath } from "../../core/path-policy.js";
 import type { AuditEntry, ToolContext } from "../../core/types.js";
 
 /** Terminations recorded in the audit log: the runner's, plus `refused` (allowlist / path policy) and `failed`. */
@@ -24,6 +25,39 @@ export async function recordShellAudit(
       { tool: entry.tool, userId: context.userId, err: (error as Error)?.message ?? String(error) },
       "could not record a shell execution in the audit log",
     );
+  }
+}
+
+/** Records a call refused before anything ran (termination `refused`), then rethrows `error`. */
+export async function refuseShellCall(
+  context: ToolContext,
+  tool: string,
+  command: string | string[],
+  cwd: string | null,
+  error: unknown,
+): Promise<never> {
+  await recordShellAudit(context, { tool, command, cwd, exitCode: null, termination: "refused", durationMs: 0 });
+  throw error;
+}
+
+/**
+ * Resolves a shell call's `cwd` argument (default: the working directory) through the path policy; a refusal is
+ * audited as `refused` and rethrown.
+ */
+export async function resolveShellCwd(
+  context: ToolContext,
+  tool: string,
+  command: string | string[],
+  cwdArgument: string | undefined,
+): Promise<{ absolute: string; real: string }> {
+  try {
+    return await resolveAndValidatePath(cwdArgument ?? ".", context, {
+      mustExist: true,
+      kind: "directory",
+      argument: "cwd",
+    });
+  } catch (error) {
+    return refuseShellCall(context, tool, command, cwdArgument ?? null, error);
   }
 }
 

@@ -14,7 +14,7 @@
  * - Disabled by default, like the interactive shells.
  */
 import { ToolAbortedError, ToolArgumentError, ToolTimeoutError } from "../../core/errors.js";
-import { PATH_POLICY_DEFAULTS, PATH_POLICY_DESCRIPTORS, resolveAndValidatePath } from "../../core/path-policy.js";
+import { PATH_POLICY_DEFAULTS, PATH_POLICY_DESCRIPTORS } from "../../core/path-policy.js";
 import type { RegisteredTool, ToolParameterDescriptor } from "../../core/types.js";
 import {
   ALLOWLIST_PRESETS,
@@ -22,7 +22,7 @@ import {
   resolveAllowedExecutable,
   SHELL_COMMAND_ALLOWLIST,
 } from "./allowlist.js";
-import { lastChars, recordShellAudit } from "./audit.js";
+import { lastChars, recordShellAudit, refuseShellCall, resolveShellCwd } from "./audit.js";
 import { filterEnvironment } from "./env.js";
 import { runProcess, type Termination } from "./process-runner.js";
 
@@ -121,17 +121,8 @@ export const shellExecTool: RegisteredTool = {
     const argv = args.argv;
     const name = argv[0] ?? "";
     const timeoutMs = args.timeout ?? SHELL_EXEC_DEFAULT_TIMEOUT_MS;
-    const refuse = async (error: unknown, cwd: string | null): Promise<never> => {
-      await recordShellAudit(context, {
-        tool: "shell_exec",
-        command: [...argv],
-        cwd,
-        exitCode: null,
-        termination: "refused",
-        durationMs: 0,
-      });
-      throw error;
-    };
+    const refuse = (error: unknown, cwd: string | null) =>
+      refuseShellCall(context, "shell_exec", [...argv], cwd, error);
 
     const nul = argv.findIndex((a) => a.includes("\0"));
     if (name.trim() === "" || nul >= 0) {
@@ -146,16 +137,7 @@ export const shellExecTool: RegisteredTool = {
       );
     }
 
-    let cwd: { absolute: string; real: string };
-    try {
-      cwd = await resolveAndValidatePath(args.cwd ?? ".", context, {
-        mustExist: true,
-        kind: "directory",
-        argument: "cwd",
-      });
-    } catch (error) {
-      return refuse(error, args.cwd ?? null);
-    }
+    const cwd = await resolveShellCwd(context, "shell_exec", [...argv], args.cwd);
 
     const env = filterEnvironment();
     let file: string;

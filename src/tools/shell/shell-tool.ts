@@ -14,12 +14,12 @@
  *   including a non-zero one or death by a signal the command sent itself, is a result.
  */
 import { NotFoundError, ToolAbortedError, ToolArgumentError, ToolTimeoutError } from "../../core/errors.js";
-import { PATH_POLICY_DEFAULTS, PATH_POLICY_DESCRIPTORS, resolveAndValidatePath } from "../../core/path-policy.js";
+import { PATH_POLICY_DEFAULTS, PATH_POLICY_DESCRIPTORS } from "../../core/path-policy.js";
 import { defaultRegistry, type ToolRegistryStore } from "../../core/registry.js";
 import { clampIntegerSetting, TIMEOUT_SECONDS_DESCRIPTOR } from "../../core/settings-policy.js";
 import type { EffectiveToolSettings, RegisteredTool, ToolParameterDescriptor } from "../../core/types.js";
 import { findExecutable } from "./allowlist.js";
-import { lastChars, recordShellAudit } from "./audit.js";
+import { lastChars, recordShellAudit, resolveShellCwd } from "./audit.js";
 import { filterEnvironment } from "./env.js";
 import { runProcess, type Termination } from "./process-runner.js";
 
@@ -197,24 +197,7 @@ export function buildShellTool(shell: ShellKind, executable: string): Registered
       }
       const timeoutMs = shellTimeoutMs(context.settings);
       const maxOutputBytes = clampIntegerSetting(context.settings.parameters.maxOutputBytes, 1024, 1024 * 1024, 102400);
-      let cwd: { absolute: string; real: string };
-      try {
-        cwd = await resolveAndValidatePath(args.cwd ?? ".", context, {
-          mustExist: true,
-          kind: "directory",
-          argument: "cwd",
-        });
-      } catch (error) {
-        await recordShellAudit(context, {
-          tool: shell,
-          command: args.command,
-          cwd: args.cwd ?? null,
-          exitCode: null,
-          termination: "refused",
-          durationMs: 0,
-        });
-        throw error;
-      }
+      const cwd = await resolveShellCwd(context, shell, args.command, args.cwd);
       let result: ShellCommandResult;
       try {
         result = await runShellCommand({
