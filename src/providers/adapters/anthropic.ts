@@ -190,8 +190,7 @@ export class AnthropicAdapter implements ProviderAdapter {
       throw classifyProviderError(this.name, error, signal);
     }
     if (!stopped) {
-      if (signal?.aborted) throw classifyProviderError(this.name, new Error("aborted"), signal);
-      throw truncatedStream(this.name, "message_stop");
+      throw truncatedStream(this.name, "message_stop", signal);
     }
     yield { type: "usage", inputTokens, outputTokens };
     yield {

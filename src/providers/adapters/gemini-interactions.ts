@@ -219,8 +219,7 @@ export class GeminiInteractionsAdapter implements ProviderAdapter {
       throw classifyProviderError(this.name, error, signal);
     }
     if (!finish) {
-      if (signal?.aborted) throw classifyProviderError(this.name, new Error("aborted"), signal);
-      throw truncatedStream(this.name, "interaction.completed");
+      throw truncatedStream(this.name, "interaction.completed", signal);
     }
     if (finish.status === "failed") throw new ProviderError(this.name, "gemini interaction failed; retry the turn.");
     // Calls whose step.stop never came (a server that goes straight to interaction.completed) complete here.

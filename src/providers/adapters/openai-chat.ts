@@ -163,8 +163,7 @@ export class OpenAIChatAdapter implements ProviderAdapter {
       throw classifyProviderError(this.name, error, signal);
     }
     if (!finishReason) {
-      if (signal?.aborted) throw classifyProviderError(this.name, new Error("aborted"), signal);
-      throw truncatedStream(this.name, "a finish_reason");
+      throw truncatedStream(this.name, "a finish_reason", signal);
     }
     for (const call of [...calls.entries()].sort((a, b) => a[0] - b[0]).map(([, c]) => c)) {
       const name = mapped.fromWire(call.name);

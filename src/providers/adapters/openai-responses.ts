@@ -194,8 +194,7 @@ export class OpenAIResponsesAdapter implements ProviderAdapter {
       throw classifyProviderError(this.name, error, signal);
     }
     if (!finished) {
-      if (signal?.aborted) throw classifyProviderError(this.name, new Error("aborted"), signal);
-      throw truncatedStream(this.name, "response.completed");
+      throw truncatedStream(this.name, "response.completed", signal);
     }
   }
 }

@@ -63,8 +63,12 @@ export function argumentsObject(text: string): Record<string, unknown> {
   }
 }
 
-/** The ProviderError for a stream that ended without its terminal event (a truncated or broken stream). */
-export function truncatedStream(provider: ProviderName, expected: string): ProviderError {
+/**
+ * The error for a stream that ended without its terminal event: an AbortError when the caller's signal fired
+ * (the SDK may end the iteration quietly on abort), else a ProviderError for a truncated or broken stream.
+ */
+export function truncatedStream(provider: ProviderName, expected: string, signal?: AbortSignal): Error {
+  if (signal?.aborted) return classifyProviderError(provider, new Error("aborted"), signal);
   return new ProviderError(
     provider,
     `${provider} stream ended before ${expected}: the connection was cut or the server misbehaved. Retry the turn.`,
