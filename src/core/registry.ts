@@ -2,6 +2,7 @@
  * The tool registry (000_6d817c25d4590fa9.txt, "Tool Lifecycle" step 1): tools self-register at import time with
  * registerTool(); a second tool with the same name is an error.
  */
+import { withCommonSettings } from "./common-settings.js";
 import type { RegisteredTool } from "./types.js";
 
 const TOOL_NAME = /^[a-zA-Z][a-zA-Z0-9_-]{0,63}$/;
@@ -23,7 +24,7 @@ export class ToolRegistryStore {
     if (tool.definition.parameters.type !== "object") {
       throw new Error(`Tool "${name}": parameters must be a JSON Schema with type "object".`);
     }
-    this.#tools.set(name, tool);
+    this.#tools.set(name, withCommonSettings(tool));
   }
 
   /** Removes a tool; returns whether it was there. Meant for tests and hot-reloading hosts. */

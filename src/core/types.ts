@@ -214,4 +214,21 @@ export interface RegisteredTool {
    * `timeoutSeconds` setting lookup (shell_exec's `timeout` argument is in milliseconds).
    */
   timeoutMs?: (args: Record<string, unknown>, settings: EffectiveToolSettings) => number;
+  /**
+   * The tool's own say in the approval decision for one call, consulted by the approval gate before the call runs
+   * together with the user's approval settings (the strictest wins). E.g. a shell tool whose sandbox is
+   * `preferred` but unavailable answers `ask` so the command never runs unconfined without a person's consent.
+   * Returns undefined when the tool has nothing to add.
+   */
+  approvalHint?: (
+    args: Record<string, unknown>,
+    context: ToolContext,
+  ) => Promise<ApprovalHint | undefined> | ApprovalHint | undefined;
+}
+
+/** A tool's own contribution to an approval decision (see RegisteredTool.approvalHint). */
+export interface ApprovalHint {
+  decision: "ask" | "deny";
+  /** Why, in words shown to the person asked and, on deny, to the model. */
+  reason: string;
 }
