@@ -1,4 +1,11 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { defineConfig } from "vitest/config";
+
+// Tests never write into the real per-user data directory: every worker (and every process it spawns, which
+// inherits the environment) defaults to throwaway directories. Tests that need their own set TOOLHOST_DATA_DIR.
+const scratch = mkdtempSync(join(tmpdir(), "toolhost-vitest-"));
 
 export default defineConfig({
   test: {
@@ -7,5 +14,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     pool: "forks",
     reporters: ["default"],
+    env: { TOOLHOST_DATA_DIR: join(scratch, "data"), XDG_DATA_HOME: join(scratch, "xdg-data") },
+    globalSetup: ["test/global-setup.ts"],
   },
 });

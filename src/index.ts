@@ -6,24 +6,6 @@
  */
 import "./tools/index.js";
 
-export * from "./core/types.js";
-export * from "./core/errors.js";
-export * from "./core/registry.js";
-export * from "./core/settings-policy.js";
-export * from "./core/arg-parsing.js";
-export * from "./core/runtime.js";
-export * from "./core/stores.js";
-export * from "./core/metrics.js";
-export * from "./core/custom-tools.js";
-export * from "./core/trigger.js";
-export * from "./core/path-policy.js";
-export * from "./core/text-probe.js";
-export { GrepPatternError } from "./tools/builtin/grep.js";
-export * from "./providers/tool-mapper.js";
-export * from "./providers/strict-schema.js";
-export * from "./providers/provider-schemas.js";
-export * from "./providers/index.js";
-export * from "./loop/index.js";
 export {
   type AdapterFactory,
   CHAT_PROVIDERS,
@@ -34,49 +16,57 @@ export {
   type ChatServiceOptions,
   type ChatTurnEvent,
   type ChatWithMessages,
-  chatSystemPrompt,
   type CreateChatInput,
+  chatSystemPrompt,
   DEFAULT_CHAT_MODELS,
-  parseChatRoots,
   type PreparedTurn,
+  parseChatRoots,
 } from "./app/chat-service.js";
-export { createAppContext, type AppContext, type AppContextOptions } from "./app/context.js";
-export { ToolSettingsService, type ToolSettingsDescriptor, type UpdateToolSettingsBody } from "./app/tool-settings-service.js";
+export { type AppContext, type AppContextOptions, createAppContext } from "./app/context.js";
+export {
+  type ToolSettingsDescriptor,
+  ToolSettingsService,
+  type UpdateToolSettingsBody,
+} from "./app/tool-settings-service.js";
+export * from "./core/arg-parsing.js";
+export * from "./core/custom-tools.js";
+export * from "./core/errors.js";
+export * from "./core/metrics.js";
+export * from "./core/path-policy.js";
+export * from "./core/registry.js";
+export * from "./core/runtime.js";
+export * from "./core/settings-policy.js";
+export * from "./core/stores.js";
+export * from "./core/text-probe.js";
+export * from "./core/trigger.js";
+export * from "./core/types.js";
+export * from "./loop/index.js";
+export * from "./providers/index.js";
+export * from "./providers/provider-schemas.js";
+export * from "./providers/strict-schema.js";
+export * from "./providers/tool-mapper.js";
 export { openDatabase, type ToolhostDatabase } from "./storage/database.js";
 export { buildGenerateImageDefinition, generateImageTool } from "./tools/builtin/generate-image.js";
-export * from "./tools/image/types.js";
-export * from "./tools/image/plan.js";
-export * from "./tools/image/run.js";
-export { createImageProvider, GeminiImageProvider, OpenAiImageProvider, resolveImageProvider } from "./tools/image/providers.js";
-export { FileImageStore, IMAGE_URL_PREFIX, sniffImageMimeType } from "./tools/image/file-image-store.js";
-export { SqlImageStore } from "./tools/image/sql-image-store.js";
+export { GrepPatternError } from "./tools/builtin/grep.js";
 export {
-  webFetch,
-  webFetchTool,
-  type WebFetchResult,
   WEB_ALLOWED_HOSTS_SERVICE,
   WEB_RESOLVER_SERVICE,
+  type WebFetchResult,
+  webFetch,
+  webFetchTool,
 } from "./tools/builtin/web-fetch.js";
-export { webSearch, webSearchTool, type WebSearchResult } from "./tools/builtin/web-search.js";
-export { type AddressVerdict, classifyAddress } from "./tools/web/address.js";
+export { type WebSearchResult, webSearch, webSearchTool } from "./tools/builtin/web-search.js";
+export { FileImageStore, IMAGE_URL_PREFIX, sniffImageMimeType } from "./tools/image/file-image-store.js";
+export * from "./tools/image/plan.js";
 export {
-  type AddressPins,
-  assertNoSsrf,
-  type CheckedTarget,
-  createGuardedAgent,
-  type HostResolver,
-  type SsrfPolicy,
-  systemResolver,
-} from "./tools/web/ssrf.js";
-export { guardedFetch, type GuardedFetchOptions, type GuardedFetchResult } from "./tools/web/fetch.js";
-export { htmlToReadableText, type ReadableText } from "./tools/web/html-to-text.js";
-export {
-  type SearchProviderConfig,
-  type SearchProviderName,
-  type SearchResult,
-  WEB_SEARCH_SERVICE,
-  type WebSearchConfig,
-} from "./tools/web/search-providers.js";
+  createImageProvider,
+  GeminiImageProvider,
+  OpenAiImageProvider,
+  resolveImageProvider,
+} from "./tools/image/providers.js";
+export * from "./tools/image/run.js";
+export { SqlImageStore } from "./tools/image/sql-image-store.js";
+export * from "./tools/image/types.js";
 export {
   type AllowlistPreset,
   effectiveAllowlist,
@@ -87,15 +77,39 @@ export {
 } from "./tools/shell/allowlist.js";
 export { FIXED_CHILD_ENV, filterEnvironment, TAINT_ENV_ALLOWLIST } from "./tools/shell/env.js";
 export { HeadTailCapture } from "./tools/shell/output-cap.js";
-export { type ProcessRunResult, type RunProcessOptions, runProcess, type Termination } from "./tools/shell/process-runner.js";
+export {
+  type ProcessRunResult,
+  type RunProcessOptions,
+  runProcess,
+  type Termination,
+} from "./tools/shell/process-runner.js";
 export { killProcessTree, PROCESS_TAG_VARIABLE } from "./tools/shell/process-tree.js";
 export { type ShellExecResult, shellExecTool } from "./tools/shell/shell-exec.js";
 export {
   buildShellTool,
   findInterpreter,
-  registerShellTools,
   type RunShellCommandOptions,
+  registerShellTools,
   runShellCommand,
   type ShellCommandResult,
   type ShellKind,
 } from "./tools/shell/shell-tool.js";
+export { type AddressVerdict, classifyAddress } from "./tools/web/address.js";
+export { type GuardedFetchOptions, type GuardedFetchResult, guardedFetch } from "./tools/web/fetch.js";
+export { htmlToReadableText, type ReadableText } from "./tools/web/html-to-text.js";
+export {
+  type SearchProviderConfig,
+  type SearchProviderName,
+  type SearchResult,
+  WEB_SEARCH_SERVICE,
+  type WebSearchConfig,
+} from "./tools/web/search-providers.js";
+export {
+  type AddressPins,
+  assertNoSsrf,
+  type CheckedTarget,
+  createGuardedAgent,
+  type HostResolver,
+  type SsrfPolicy,
+  systemResolver,
+} from "./tools/web/ssrf.js";

@@ -4,11 +4,12 @@
  * by the other.
  */
 import "../tools/index.js";
+import { chooseDataDir, type DataDirSource } from "../core/data-dir.js";
 import { defaultRegistry, type ToolRegistryStore } from "../core/registry.js";
 import { configureDefaultRuntime, ToolRuntime } from "../core/runtime.js";
 import { createLogger } from "../core/stores.js";
 import type { Logger } from "../core/types.js";
-import { openDatabase, resolveDataDir, type ToolhostDatabase } from "../storage/database.js";
+import { openDatabase, type ToolhostDatabase } from "../storage/database.js";
 import {
   ChatRepository,
   SqlAuditLog,
@@ -21,7 +22,10 @@ import { ToolSettingsService } from "./tool-settings-service.js";
 
 /** Everything a front end needs, wired to one database. */
 export interface AppContext {
+  /** The data directory (absolute): SQLite file, images, spilled outputs. */
   dataDir: string;
+  /** Why it is that directory: an option, TOOLHOST_DATA_DIR, XDG_DATA_HOME, or the home default. */
+  dataDirSource: DataDirSource;
   database: ToolhostDatabase;
   runtime: ToolRuntime;
   settings: ToolSettingsService;
@@ -32,7 +36,10 @@ export interface AppContext {
   close(): Promise<void>;
 }
 
-/** Options of createAppContext; defaults come from the environment (TOOLHOST_DATA_DIR, TOOLHOST_DATABASE_URL). */
+/**
+ * Options of createAppContext; defaults come from the environment (TOOLHOST_DATA_DIR, else the XDG data
+ * directory; TOOLHOST_DATABASE_URL).
+ */
 export interface AppContextOptions {
   dataDir?: string;
   databaseUrl?: string;
@@ -42,7 +49,7 @@ export interface AppContextOptions {
 
 /** Opens the database (migrating it) and wires the runtime and services. Throws when the database cannot open. */
 export async function createAppContext(options: AppContextOptions = {}): Promise<AppContext> {
-  const dataDir = resolveDataDir(options.dataDir);
+  const { path: dataDir, source: dataDirSource } = chooseDataDir(options.dataDir);
   const logger = options.logger ?? createLogger();
   const database = await openDatabase({ dataDir, url: options.databaseUrl });
   const store = new SqlToolSettingsStore(database.db);
@@ -60,6 +67,7 @@ export async function createAppContext(options: AppContextOptions = {}): Promise
   configureDefaultRuntime(runtime);
   return {
     dataDir,
+    dataDirSource,
     database,
     runtime,
     settings: new ToolSettingsService(registry, store, logger),

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
  * The `toolhost` command line (DESIGN.md, "Surfaces"): serve, tools, call, settings, token, audit, chat, mcp.
- * Every command opens the same data directory as the server (TOOLHOST_DATA_DIR, default ./.toolhost), so a
- * setting made in one is seen by the other.
+ * Every command opens the same data directory as the server (TOOLHOST_DATA_DIR, else the XDG data directory
+ * ~/.local/share/toolhost), wherever it runs, so a setting made in one is seen by the other.
  */
 import { Command, CommanderError, Option } from "commander";
 import { type AppContext, createAppContext } from "../app/context.js";
@@ -36,7 +36,7 @@ export function buildProgram(): Command {
     .showHelpAfterError("(run with --help for usage)")
     .addHelpText(
       "after",
-      "\nEnvironment:\n  TOOLHOST_DATA_DIR      data directory (default ./.toolhost; SQLite file toolhost.db inside)\n  TOOLHOST_DATABASE_URL  postgres://… to use PostgreSQL instead of SQLite\n  TOOLHOST_LOG_LEVEL     log level on stderr: fatal, error, warn, info, debug, trace (default warn)\n  TOOLHOST_CONFIG        provider keys file (default ~/.config/toolhost/config.json)\n  TOOLHOST_ADMIN_USERS   users who may widen tool settings and read the audit log over HTTP (default local)\n  TOOLHOST_CHAT_ROOTS    colon-separated directories chats may bind over HTTP\n  OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY (+ *_BASE_URL)  provider keys for toolhost chat\n\nExit codes: 0 success, 1 tool or runtime failure, 2 usage error.\n",
+      "\nEnvironment:\n  TOOLHOST_DATA_DIR      data directory (default $XDG_DATA_HOME/toolhost or ~/.local/share/toolhost; SQLite file toolhost.db inside)\n  TOOLHOST_DATABASE_URL  postgres://… to use PostgreSQL instead of SQLite\n  TOOLHOST_LOG_LEVEL     log level on stderr: fatal, error, warn, info, debug, trace (default warn)\n  TOOLHOST_CONFIG        provider keys file (default ~/.config/toolhost/config.json)\n  TOOLHOST_ADMIN_USERS   users who may widen tool settings and read the audit log over HTTP (default local)\n  TOOLHOST_CHAT_ROOTS    colon-separated directories chats may bind over HTTP\n  OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY (+ *_BASE_URL)  provider keys for toolhost chat\n\nExit codes: 0 success, 1 tool or runtime failure, 2 usage error.\n",
     );
 
   program

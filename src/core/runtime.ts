@@ -8,6 +8,7 @@
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseToolArguments } from "./arg-parsing.js";
+import { resolveDataDir } from "./data-dir.js";
 import {
   AccessDeniedError,
   NotFoundError,
@@ -79,7 +80,7 @@ export interface ToolRuntimeOptions {
   ledger?: FreshnessLedger;
   audit?: AuditSink;
   logger?: Logger;
-  /** Directory for artefacts (generated images); default `$TOOLHOST_DATA_DIR` or `./.toolhost`. */
+  /** Directory for artefacts (generated images); default resolveDataDir() (`$TOOLHOST_DATA_DIR`, else the XDG data directory). */
   dataDir?: string;
   /** Host services every call receives in `context.services` (a call's own services override them). */
   services?: Record<string, unknown>;
@@ -118,7 +119,7 @@ export class ToolRuntime {
     this.ledger = options.ledger ?? new MemoryFreshnessLedger();
     this.audit = options.audit ?? new MemoryAuditSink();
     this.logger = options.logger ?? createLogger();
-    this.dataDir = resolve(options.dataDir ?? process.env.TOOLHOST_DATA_DIR ?? ".toolhost");
+    this.dataDir = resolveDataDir(options.dataDir);
     this.services = options.services ?? {};
     this.protectedPaths = options.protectedPaths ?? [this.dataDir, ...installationPaths()];
   }

@@ -33,7 +33,7 @@ export async function startServer(ctx: AppContext, options: StartServerOptions =
   });
   const port = (server.address() as AddressInfo).port;
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
-  print(`Toolhost ${url} (data: ${ctx.dataDir}, database: ${ctx.database.dialect})`);
+  print(`Toolhost ${url} (data: ${ctx.dataDir}, database: ${ctx.database.dialect} ${ctx.database.location})`);
   if ((await ctx.tokens.count()) === 0) {
     const { token } = await ctx.tokens.create("local", "created on first start");
     print('No API token existed, so one was created for user "local". It is shown only this once:');

@@ -7,6 +7,7 @@ import { join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { Kysely, type Migration, type MigrationProvider, Migrator, PostgresDialect, SqliteDialect } from "kysely";
 import pg from "pg";
+import { resolveDataDir } from "../core/data-dir.js";
 import { migrations } from "./migrations.js";
 
 /** Row of `user_tool_settings`: one user's saved settings for one tool. `enabled` is 0/1, or null when unset. */
@@ -113,16 +114,13 @@ export interface ToolhostDatabase {
 
 /** Options of openDatabase. */
 export interface OpenDatabaseOptions {
-  /** Data directory; the SQLite file is `<dataDir>/toolhost.db`. Default `$TOOLHOST_DATA_DIR` or `./.toolhost`. */
+  /** Data directory; the SQLite file is `<dataDir>/toolhost.db`. Default: resolveDataDir() (`$TOOLHOST_DATA_DIR`, else the XDG data directory). */
   dataDir?: string;
   /** `postgres://…` selects PostgreSQL; `sqlite:PATH` or a plain path selects that SQLite file. Default: env `TOOLHOST_DATABASE_URL`. */
   url?: string;
 }
 
-/** The data directory from options or environment (`TOOLHOST_DATA_DIR`, default `./.toolhost`), absolute. */
-export function resolveDataDir(dataDir?: string): string {
-  return resolve(dataDir ?? process.env.TOOLHOST_DATA_DIR ?? ".toolhost");
-}
+export { chooseDataDir, resolveDataDir } from "../core/data-dir.js";
 
 class StaticMigrationProvider implements MigrationProvider {
   async getMigrations(): Promise<Record<string, Migration>> {

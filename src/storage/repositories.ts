@@ -67,14 +67,12 @@ export class SqlToolSettingsStore implements ToolSettingsStore {
       .insertInto("user_tool_settings")
       .values(row)
       .onConflict((oc) =>
-        oc
-          .columns(["user_id", "tool_name"])
-          .doUpdateSet({
-            enabled: row.enabled,
-            parameters: row.parameters,
-            locked: row.locked,
-            updated_at: row.updated_at,
-          }),
+        oc.columns(["user_id", "tool_name"]).doUpdateSet({
+          enabled: row.enabled,
+          parameters: row.parameters,
+          locked: row.locked,
+          updated_at: row.updated_at,
+        }),
       )
       .execute();
   }

@@ -19,6 +19,9 @@ export function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
     HOME: process.env.HOME ?? "/tmp",
+    // The suite's throwaway defaults (vitest.config.ts): a child that names no data directory stays out of ~.
+    ...(process.env.TOOLHOST_DATA_DIR ? { TOOLHOST_DATA_DIR: process.env.TOOLHOST_DATA_DIR } : {}),
+    ...(process.env.XDG_DATA_HOME ? { XDG_DATA_HOME: process.env.XDG_DATA_HOME } : {}),
     TOOLHOST_LOG_LEVEL: "error",
     ...extra,
   };
