@@ -268,6 +268,32 @@ export function isExcludedEntry(policy: EffectivePathPolicy, lexical: string, re
   return rule === "deniedPaths" || rule === "protected";
 }
 
+/**
+ * A fast exclusion test for a walk of one root: answers isExcludedEntry for `rootLexical/rel` and `rootReal/rel`
+ * (rel `/`-separated, relative to the root, as the walkers produce it) without resolving paths per entry.
+ *
+ * Containment is decided once for the root: a denied or protected path that contains the root excludes every
+ * entry; one inside the root excludes exactly the entries at or beneath its relative path; any other is
+ * irrelevant to this walk. Valid only for walks that do not follow symbolic links (an entry's real location is then
+ * its real parent plus its name), which is how every walker here works.
+ */
+export function walkExclusion(
+  policy: EffectivePathPolicy,
+  rootLexical: string,
+  rootReal: string,
+): (rel: string) => boolean {
+  const prefixes: string[] = [];
+  for (const d of policy.denied) {
+    for (const root of rootLexical === rootReal ? [rootLexical] : [rootLexical, rootReal]) {
+      if (isPathInside(root, d)) return () => true;
+      if (isPathInside(d, root)) prefixes.push(relative(resolve(root), resolve(d)).split(sep).join("/"));
+    }
+  }
+  if (prefixes.length === 0) return () => false;
+  return (rel) =>
+    prefixes.some((p) => rel === p || (rel.length > p.length && rel.startsWith(p) && rel[p.length] === "/"));
+}
+
 /** True when a denied or protected path lies inside `root` (lexical or real form), i.e. a walk of it must skip some. */
 export function hasExclusionsWithin(policy: EffectivePathPolicy, rootLexical: string, rootReal: string): boolean {
   return policy.denied.some((d) => isPathInside(d, rootLexical) || isPathInside(d, rootReal));

@@ -20,12 +20,12 @@ import picomatch from "picomatch";
 import { ToolArgumentError } from "../../core/errors.js";
 import {
   effectivePathPolicy,
-  isExcludedEntry,
   PATH_POLICY_DEFAULTS,
   PATH_POLICY_DESCRIPTORS,
   policyRefusal,
   resolveAndValidatePath,
   toResultPath,
+  walkExclusion,
 } from "../../core/path-policy.js";
 import { registerTool } from "../../core/registry.js";
 import { getBooleanSetting } from "../../core/settings-policy.js";
@@ -165,14 +165,13 @@ export async function runGlob(args: { pattern: string; cwd?: string }, context: 
     startRel = glob.base;
     if (glob.matches(startRel)) report(startRel);
   }
+  const excluded = walkExclusion(policy, baseAbs, baseReal);
   await walk({
     root: startRel ? join(baseReal, startRel) : baseReal,
     signal: context.signal,
     visit(entry) {
       const rel = startRel ? `${startRel}/${entry.rel}` : entry.rel;
-      if (isExcludedEntry(policy, join(baseAbs, rel), join(baseReal, rel))) {
-        return "skip";
-      }
+      if (excluded(rel)) return "skip";
       if (glob.matches(rel)) {
         if (matches.length >= maxResults) {
           truncated = true;
