@@ -9,6 +9,7 @@ import { type AppContext, createAppContext } from "../app/context.js";
 import { ToolError } from "../core/errors.js";
 import { VERSION } from "../version.js";
 import { registerChatCommand } from "./commands/chat.js";
+import { registerTokenCommand } from "./commands/token.js";
 import { CliError, parseAssignment, parseUserId, resolveDirectoryOption, table } from "./util.js";
 
 async function withContext<T>(fn: (ctx: AppContext) => Promise<T>): Promise<T> {
@@ -160,21 +161,7 @@ export function buildProgram(): Command {
       },
     );
 
-  program
-    .command("token")
-    .description("Manage API tokens.")
-    .command("create")
-    .description("Create a bearer token for a user and print it (shown only once; stored hashed).")
-    .option("-u, --user <name>", "user id", parseUserId, "local")
-    .option("--label <text>", "a note to remember the token by")
-    .action(async (opts: { user: string; label?: string }) =>
-      withContext(async (ctx) => {
-        if (!/^[A-Za-z0-9._@-]{1,128}$/.test(opts.user))
-          throw new CliError("--user: use 1–128 letters, digits, or . _ @ -");
-        const { token } = await ctx.tokens.create(opts.user, opts.label ?? null);
-        print(token);
-      }),
-    );
+  registerTokenCommand(program);
 
   program
     .command("audit")

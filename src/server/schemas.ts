@@ -112,3 +112,31 @@ export const AuditListResponse = Type.Object({
     }),
   ),
 });
+
+/** A stored API token as listed: never the token nor its hash. */
+export const TokenInfoSchema = Type.Object({
+  id: Type.String(),
+  userId: Type.String(),
+  label: Type.Union([Type.String(), Type.Null()]),
+  createdAt: Type.String({ description: "ISO-8601 UTC" }),
+  lastUsedAt: Type.Union([Type.String(), Type.Null()], {
+    description: "When a request last used it (ISO-8601 UTC, updated at most once a minute); null if never.",
+  }),
+});
+
+export const TokenListResponse = Type.Object({ tokens: Type.Array(TokenInfoSchema) });
+
+export const CreateTokenBody = Type.Object(
+  {
+    userId: Type.String({ pattern: "^[A-Za-z0-9._@-]{1,128}$", description: "The user the token acts as." }),
+    label: Type.Optional(Type.String({ maxLength: 200, description: "A note to remember the token by." })),
+  },
+  { additionalProperties: false },
+);
+
+export const IssuedTokenResponse = Type.Object({
+  id: Type.String(),
+  userId: Type.String(),
+  label: Type.Union([Type.String(), Type.Null()]),
+  token: Type.String({ description: "The bearer token; shown only in this response (only its hash is stored)." }),
+});

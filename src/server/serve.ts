@@ -39,6 +39,10 @@ export async function startServer(ctx: AppContext, options: StartServerOptions =
     print('No API token existed, so one was created for user "local". It is shown only this once:');
     print(`  ${token}`);
     print(`Try: curl -H "Authorization: Bearer ${token}" ${url}/api/settings/tools`);
+  } else {
+    print(
+      "API tokens exist (printed when created; only their hashes are stored). Need one? `toolhost token create --user NAME` prints a new one; `toolhost token list` shows the existing ones.",
+    );
   }
   return {
     url,

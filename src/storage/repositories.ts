@@ -3,7 +3,7 @@
  * messages, the freshness ledger and the security audit log. Each implements a core interface where one exists,
  * so the core never sees SQL.
  */
-import { createHash, randomBytes, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
 import type { ToolSettingsStore } from "../core/stores.js";
 import type { AuditEntry, AuditSink, FreshnessLedger, SavedToolSettings } from "../core/types.js";
@@ -150,45 +150,7 @@ export class SqlAuditLog implements AuditSink {
   }
 }
 
-/** sha256 hex digest of a token; only this is stored. */
-export function hashToken(token: string): string {
-  return createHash("sha256").update(token, "utf8").digest("hex");
-}
-
-/** Bearer tokens mapped to users (`api_tokens`), stored hashed. */
-export class TokenRepository {
-  constructor(private readonly db: Kysely<DatabaseSchema>) {}
-
-  /** Creates a token for the user; returns the plaintext token (shown once) and its id. */
-  async create(userId: string, label: string | null = null): Promise<{ id: string; token: string }> {
-    const token = `th_${randomBytes(32).toString("base64url")}`;
-    const id = randomUUID();
-    await this.db
-      .insertInto("api_tokens")
-      .values({ id, user_id: userId, token_hash: hashToken(token), label, created_at: now(), last_used_at: null })
-      .execute();
-    return { id, token };
-  }
-
-  /** The user id the token belongs to, or undefined for an unknown token. */
-  async authenticate(token: string): Promise<string | undefined> {
-    const row = await this.db
-      .selectFrom("api_tokens")
-      .select(["id", "user_id"])
-      .where("token_hash", "=", hashToken(token))
-      .executeTakeFirst();
-    return row?.user_id;
-  }
-
-  /** How many tokens exist (any user). */
-  async count(): Promise<number> {
-    const row = await this.db
-      .selectFrom("api_tokens")
-      .select((eb) => eb.fn.countAll<number>().as("n"))
-      .executeTakeFirstOrThrow();
-    return Number(row.n);
-  }
-}
+export { hashToken, type TokenInfo, TokenRepository } from "./token-repository.js";
 
 /** A chat as the application sees it. */
 export interface Chat {

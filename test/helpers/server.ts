@@ -17,6 +17,8 @@ export interface TestServer {
   server: RunningServer;
   token: string;
   dataDir: string;
+  /** The lines the server printed on start. */
+  printed: string[];
   api(path: string, init?: RequestInit & { json?: unknown; token?: string | null }): Promise<Response>;
   stop(): Promise<void>;
 }
@@ -33,6 +35,7 @@ export async function startTestServer(options: AppContextOptions & { dataDir?: s
     server,
     token,
     dataDir,
+    printed: lines,
     api(path, init = {}) {
       const { json, token: override, ...rest } = init;
       const headers = new Headers(rest.headers);

@@ -49,6 +49,34 @@ function repositoryContract(name: string, open: () => Opener) {
       expect(await tokens.count()).toBeGreaterThanOrEqual(1);
     });
 
+    it("lists tokens with labels and last use, revokes and rotates them by id or id prefix", async () => {
+      const tokens = new TokenRepository(database.db);
+      const laptop = await tokens.create("lister", "laptop");
+      const ci = await tokens.create("lister", null);
+      await tokens.create("other-lister", "x");
+      let listed = await tokens.list("lister");
+      expect(listed.map((t) => [t.id, t.label, t.lastUsedAt])).toEqual([
+        [laptop.id, "laptop", null],
+        [ci.id, null, null],
+      ]);
+      expect(JSON.stringify(listed)).not.toContain(laptop.token);
+      expect(await tokens.authenticate(laptop.token)).toBe("lister");
+      listed = await tokens.list("lister");
+      expect(listed[0]?.lastUsedAt).toMatch(/^\d{4}-\d\d-\d\dT/);
+      // Rotation: same user and label, new id; the old token stops working.
+      const rotated = await tokens.rotate(laptop.id.slice(0, 8), "lister");
+      expect(rotated.replaced.id).toBe(laptop.id);
+      expect(await tokens.authenticate(laptop.token)).toBeUndefined();
+      expect(await tokens.authenticate(rotated.token)).toBe("lister");
+      expect((await tokens.find(rotated.id)).label).toBe("laptop");
+      // Scoped by user: another user's id is not found.
+      await expect(tokens.revoke(ci.id, "other-lister")).rejects.toMatchObject({ reason: "not_found" });
+      expect((await tokens.revoke(ci.id)).id).toBe(ci.id);
+      expect(await tokens.authenticate(ci.token)).toBeUndefined();
+      await expect(tokens.revoke(ci.id)).rejects.toThrow(/No token with id/);
+      await expect(tokens.revoke("zz")).rejects.toThrow(/not a token id/);
+    });
+
     it("keeps the freshness ledger per chat", async () => {
       const ledger = new SqlFreshnessLedger(database.db);
       await ledger.recordRead("c1", "/a", "h1");

@@ -4,8 +4,15 @@
  */
 import { Hono } from "hono";
 import type { AppContext } from "../../app/context.js";
-import { type AuthEnv, HttpError, sendJson } from "../http.js";
-import { AuditListResponse } from "../schemas.js";
+import { TokenLookupError } from "../../storage/token-repository.js";
+import { type AuthEnv, HttpError, readJsonBody, sendJson } from "../http.js";
+import {
+  AuditListResponse,
+  CreateTokenBody,
+  IssuedTokenResponse,
+  TokenInfoSchema,
+  TokenListResponse,
+} from "../schemas.js";
 
 /** The admin user ids from the environment. */
 export function adminUsers(env: NodeJS.ProcessEnv = process.env): Set<string> {
@@ -17,7 +24,22 @@ export function adminUsers(env: NodeJS.ProcessEnv = process.env): Set<string> {
   );
 }
 
-/** GET /api/admin/audit?user=&limit= (admins only; 403 otherwise). */
+/** Maps a failed token lookup to 404 (none) or 409 (an id prefix matching several). */
+function lookupFailed(error: unknown): never {
+  if (error instanceof TokenLookupError)
+    throw new HttpError(
+      error.reason === "ambiguous" ? 409 : 404,
+      error.reason === "ambiguous" ? "conflict" : "not_found",
+      error.message,
+    );
+  throw error;
+}
+
+/**
+ * Admin routes (admins only; 403 otherwise): GET /api/admin/audit?user=&limit=, and the API tokens:
+ * GET /api/admin/tokens?user=, POST /api/admin/tokens, DELETE /api/admin/tokens/:id,
+ * POST /api/admin/tokens/:id/rotate.
+ */
 export function adminRoutes(ctx: AppContext): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
   app.use("*", async (c, next) => {
@@ -32,6 +54,25 @@ export function adminRoutes(ctx: AppContext): Hono<AuthEnv> {
       throw new HttpError(400, "bad_request", "limit must be an integer from 1 to 1000.");
     const entries = await ctx.audit.list({ userId: c.req.query("user") || undefined, limit });
     return sendJson(c, AuditListResponse, { entries });
+  });
+  app.get("/tokens", async (c) =>
+    sendJson(c, TokenListResponse, { tokens: await ctx.tokens.list(c.req.query("user") || undefined) }),
+  );
+  app.post("/tokens", async (c) => {
+    const body = await readJsonBody<{ userId: string; label?: string }>(c, CreateTokenBody);
+    if (/^\.+$/.test(body.userId)) throw new HttpError(400, "bad_request", "userId may not be only dots.");
+    const label = body.label ?? null;
+    const issued = await ctx.tokens.create(body.userId, label);
+    return sendJson(c, IssuedTokenResponse, { id: issued.id, userId: body.userId, label, token: issued.token }, 201);
+  });
+  app.delete("/tokens/:id", async (c) => {
+    const revoked = await ctx.tokens.revoke(c.req.param("id")).catch(lookupFailed);
+    return sendJson(c, TokenInfoSchema, revoked);
+  });
+  app.post("/tokens/:id/rotate", async (c) => {
+    const rotated = await ctx.tokens.rotate(c.req.param("id")).catch(lookupFailed);
+    const { userId, label } = rotated.replaced;
+    return sendJson(c, IssuedTokenResponse, { id: rotated.id, userId, label, token: rotated.token });
   });
   return app;
 }

@@ -1,0 +1,93 @@
+/**
+ * `toolhost token create|list|revoke|rotate`: API bearer tokens, stored hashed. A token's plaintext is printed
+ * once, when it is created or rotated; listings show ids, users, labels, and when each was created and last used.
+ */
+import type { Command } from "commander";
+import { type AppContext, createAppContext } from "../../app/context.js";
+import { TokenLookupError } from "../../storage/token-repository.js";
+import { CliError, parseUserId, table } from "../util.js";
+
+async function withContext<T>(fn: (ctx: AppContext) => Promise<T>): Promise<T> {
+  const ctx = await createAppContext();
+  try {
+    return await fn(ctx);
+  } finally {
+    await ctx.close();
+  }
+}
+
+/** Maps a failed token lookup to exit code 1 with its message (it names what to do next). */
+function lookupFailed(error: unknown): never {
+  if (error instanceof TokenLookupError) throw new CliError(error.message, 1);
+  throw error;
+}
+
+/** Registers `token` and its subcommands on the program. */
+export function registerTokenCommand(program: Command): void {
+  const token = program.command("token").description("Create, list, revoke and rotate API tokens.");
+
+  token
+    .command("create")
+    .description("Create a bearer token for a user and print it (shown only once; stored hashed).")
+    .option("-u, --user <name>", "user id", parseUserId, "local")
+    .option("--label <text>", "a note to remember the token by (e.g. the laptop or script using it)")
+    .action(async (opts: { user: string; label?: string }) =>
+      withContext(async (ctx) => {
+        const { token: plaintext } = await ctx.tokens.create(opts.user, opts.label ?? null);
+        process.stdout.write(`${plaintext}\n`);
+      }),
+    );
+
+  token
+    .command("list")
+    .description("List tokens (ids, users, labels, created and last-used times; never the tokens themselves).")
+    .option("-u, --user <name>", "only this user's tokens", parseUserId)
+    .option("--json", "print JSON")
+    .action(async (opts: { user?: string; json?: boolean }) =>
+      withContext(async (ctx) => {
+        const tokens = await ctx.tokens.list(opts.user);
+        if (opts.json) return void process.stdout.write(`${JSON.stringify({ tokens }, null, 2)}\n`);
+        if (tokens.length === 0) {
+          process.stdout.write(
+            `No tokens${opts.user ? ` for "${opts.user}"` : ""}. Create one with \`toolhost token create --user NAME\`.\n`,
+          );
+          return;
+        }
+        process.stdout.write(
+          `${table([
+            ["ID", "USER", "LABEL", "CREATED", "LAST USED"],
+            ...tokens.map((t) => [t.id, t.userId, t.label ?? "-", t.createdAt, t.lastUsedAt ?? "never"]),
+          ])}\n`,
+        );
+      }),
+    );
+
+  token
+    .command("revoke")
+    .description("Revoke a token: requests with it get 401 from now on.")
+    .argument("<id>", "token id from `toolhost token list` (or its first 6+ characters)")
+    .option("-u, --user <name>", "only look among this user's tokens", parseUserId)
+    .action(async (id: string, opts: { user?: string }) =>
+      withContext(async (ctx) => {
+        const revoked = await ctx.tokens.revoke(id, opts.user).catch(lookupFailed);
+        process.stdout.write(
+          `Revoked token ${revoked.id} of "${revoked.userId}"${revoked.label ? ` (${revoked.label})` : ""}.\n`,
+        );
+      }),
+    );
+
+  token
+    .command("rotate")
+    .description("Replace a token by a new one for the same user and label; prints the new token once.")
+    .argument("<id>", "token id from `toolhost token list` (or its first 6+ characters)")
+    .option("-u, --user <name>", "only look among this user's tokens", parseUserId)
+    .action(async (id: string, opts: { user?: string }) =>
+      withContext(async (ctx) => {
+        const rotated = await ctx.tokens.rotate(id, opts.user).catch(lookupFailed);
+        process.stderr.write(
+          `Token ${rotated.replaced.id} of "${rotated.replaced.userId}" no longer works; its replacement (id ${rotated.id}) is shown only this once:\n`,
+        );
+        process.stdout.write(`${rotated.token}\n`);
+      }),
+    );
+}

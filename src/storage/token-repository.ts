@@ -1,0 +1,183 @@
+/**
+ * API bearer tokens (`api_tokens`): created with a label, listed with their last use, revoked and rotated.
+ * Only the sha256 digest of a token is stored; the plaintext is returned once, when it is created or rotated.
+ */
+import { createHash, randomBytes, randomUUID } from "node:crypto";
+import type { Kysely } from "kysely";
+import type { ApiTokensTable, DatabaseSchema } from "./database.js";
+
+/** sha256 hex digest of a token; only this is stored. */
+export function hashToken(token: string): string {
+  return createHash("sha256").update(token, "utf8").digest("hex");
+}
+
+/** A stored token as listed: never the token itself nor its hash. Times are ISO-8601 UTC. */
+export interface TokenInfo {
+  id: string;
+  userId: string;
+  label: string | null;
+  createdAt: string;
+  /** When a request last authenticated with it (updated at most once a minute), or null if never. */
+  lastUsedAt: string | null;
+}
+
+/** A newly issued token: its id and the plaintext, shown only this once. */
+export interface IssuedToken {
+  id: string;
+  token: string;
+}
+
+/** How often (ms) a token's last-used time is written at most: reads stay cheap under many requests. */
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+const now = () => new Date().toISOString();
+
+function toInfo(r: ApiTokensTable): TokenInfo {
+  return { id: r.id, userId: r.user_id, label: r.label, createdAt: r.created_at, lastUsedAt: r.last_used_at };
+}
+
+/** Thrown when a token id (or id prefix) names no token, or more than one. */
+export class TokenLookupError extends Error {
+  constructor(
+    message: string,
+    readonly reason: "not_found" | "ambiguous",
+  ) {
+    super(message);
+    this.name = "TokenLookupError";
+  }
+}
+
+/** Bearer tokens mapped to users, stored hashed. */
+export class TokenRepository {
+  constructor(private readonly db: Kysely<DatabaseSchema>) {}
+
+  /** Creates a token for the user; returns the plaintext token (shown once) and its id. */
+  async create(userId: string, label: string | null = null): Promise<IssuedToken> {
+    const token = newToken();
+    const id = randomUUID();
+    await this.db
+      .insertInto("api_tokens")
+      .values({ id, user_id: userId, token_hash: hashToken(token), label, created_at: now(), last_used_at: null })
+      .execute();
+    return { id, token };
+  }
+
+  /**
+   * The user id the token belongs to, or undefined for an unknown (or revoked) token. Records the time of use,
+   * at most once a minute per token (one conditional UPDATE, no read-modify-write).
+   */
+  async authenticate(token: string): Promise<string | undefined> {
+    const row = await this.db
+      .selectFrom("api_tokens")
+      .select(["id", "user_id", "last_used_at"])
+      .where("token_hash", "=", hashToken(token))
+      .executeTakeFirst();
+    if (!row) return undefined;
+    const at = new Date();
+    const stale = new Date(at.getTime() - LAST_USED_RESOLUTION_MS).toISOString();
+    if (row.last_used_at === null || row.last_used_at < stale) {
+      await this.db
+        .updateTable("api_tokens")
+        .set({ last_used_at: at.toISOString() })
+        .where("id", "=", row.id)
+        .where((eb) => eb.or([eb("last_used_at", "is", null), eb("last_used_at", "<", stale)]))
+        .execute();
+    }
+    return row.user_id;
+  }
+
+  /** Tokens, oldest first; `userId` restricts to one user's. */
+  async list(userId?: string): Promise<TokenInfo[]> {
+    let query = this.db.selectFrom("api_tokens").selectAll().orderBy("created_at").orderBy("id");
+    if (userId) query = query.where("user_id", "=", userId);
+    return (await query.execute()).map(toInfo);
+  }
+
+  /**
+   * The token whose id is `idOrPrefix`, or whose id starts with it (at least 6 characters, so the short ids a
+   * listing shows work). `userId` restricts the search to one user's tokens. Throws TokenLookupError when none
+   * or several match.
+   */
+  async find(idOrPrefix: string, userId?: string): Promise<TokenInfo> {
+    return findIn(this.db, idOrPrefix, userId);
+  }
+
+  /** Revokes (deletes) a token; returns what was revoked. Throws TokenLookupError like find(). */
+  async revoke(idOrPrefix: string, userId?: string): Promise<TokenInfo> {
+    return this.db.transaction().execute(async (trx) => {
+      const found = await findIn(trx, idOrPrefix, userId);
+      await trx.deleteFrom("api_tokens").where("id", "=", found.id).execute();
+      return found;
+    });
+  }
+
+  /**
+   * Replaces a token by a new one for the same user and label, in one transaction: the old token stops working
+   * the moment the new one exists. Returns the new plaintext token (shown once) with the old token's info.
+   */
+  async rotate(idOrPrefix: string, userId?: string): Promise<IssuedToken & { replaced: TokenInfo }> {
+    return this.db.transaction().execute(async (trx) => {
+      const found = await findIn(trx, idOrPrefix, userId);
+      const token = newToken();
+      const id = randomUUID();
+      await trx.deleteFrom("api_tokens").where("id", "=", found.id).execute();
+      await trx
+        .insertInto("api_tokens")
+        .values({
+          id,
+          user_id: found.userId,
+          token_hash: hashToken(token),
+          label: found.label,
+          created_at: now(),
+          last_used_at: null,
+        })
+        .execute();
+      return { id, token, replaced: found };
+    });
+  }
+
+  /** How many tokens exist (any user). */
+  async count(): Promise<number> {
+    const row = await this.db
+      .selectFrom("api_tokens")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+}
+
+function newToken(): string {
+  return `th_${randomBytes(32).toString("base64url")}`;
+}
+
+async function findIn(db: Kysely<DatabaseSchema>, idOrPrefix: string, userId?: string): Promise<TokenInfo> {
+  const key = idOrPrefix.trim().toLowerCase();
+  if (!/^[0-9a-f-]{6,36}$/.test(key)) {
+    throw new TokenLookupError(
+      `"${idOrPrefix}" is not a token id: use the id (or its first 6+ characters) that \`toolhost token list\` shows.`,
+      "not_found",
+    );
+  }
+  let query = db
+    .selectFrom("api_tokens")
+    .selectAll()
+    .where((eb) => eb.or([eb("id", "=", key), eb("id", "like", `${key}%`)]))
+    .limit(2);
+  if (userId) query = query.where("user_id", "=", userId);
+  const rows = await query.execute();
+  const exact = rows.find((r) => r.id === key);
+  if (exact) return toInfo(exact);
+  if (rows.length === 0) {
+    throw new TokenLookupError(
+      `No token with id "${idOrPrefix}"${userId ? ` for user "${userId}"` : ""}. List them with \`toolhost token list\`.`,
+      "not_found",
+    );
+  }
+  if (rows.length > 1) {
+    throw new TokenLookupError(
+      `Token id prefix "${idOrPrefix}" matches several tokens; give more of the id.`,
+      "ambiguous",
+    );
+  }
+  return toInfo(rows[0]!);
+}

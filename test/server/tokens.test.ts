@@ -1,0 +1,122 @@
+/** API tokens over the admin API and the CLI: list, revoke, rotate, labels, last use; hashes only on disk. */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "../helpers/cli.js";
+import { startTestServer, type TestServer } from "../helpers/server.js";
+
+describe("API tokens", () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it("admins create, list, rotate and revoke tokens over /api/admin/tokens; others get 403", async () => {
+    const created = await server.api("/api/admin/tokens", {
+      method: "POST",
+      json: { userId: "ana", label: "ana's laptop" },
+    });
+    expect(created.status).toBe(201);
+    const issued = (await created.json()) as { id: string; token: string; userId: string; label: string };
+    expect(issued).toMatchObject({ userId: "ana", label: "ana's laptop" });
+    expect(issued.token).toMatch(/^th_/);
+
+    // Ana is no admin: the admin API refuses her, but her token works elsewhere and records its use.
+    const asAna = await server.api("/api/admin/tokens", { token: issued.token });
+    expect(asAna.status).toBe(403);
+    expect(((await asAna.json()) as { error: { code: string } }).error.code).toBe("access_denied");
+
+    const list = (await (await server.api("/api/admin/tokens?user=ana")).json()) as {
+      tokens: { id: string; label: string; lastUsedAt: string | null }[];
+    };
+    expect(list.tokens).toHaveLength(1);
+    expect(list.tokens[0]).toMatchObject({ id: issued.id, label: "ana's laptop" });
+    expect(list.tokens[0]?.lastUsedAt).not.toBeNull();
+    expect(JSON.stringify(list)).not.toContain(issued.token);
+
+    const rotatedRes = await server.api(`/api/admin/tokens/${issued.id}/rotate`, { method: "POST" });
+    expect(rotatedRes.status).toBe(200);
+    const rotated = (await rotatedRes.json()) as { id: string; token: string; label: string };
+    expect(rotated.label).toBe("ana's laptop");
+    expect((await server.api("/api/settings/tools", { token: issued.token })).status).toBe(401);
+    expect((await server.api("/api/settings/tools", { token: rotated.token })).status).toBe(200);
+
+    const revoked = await server.api(`/api/admin/tokens/${rotated.id}`, { method: "DELETE" });
+    expect(revoked.status).toBe(200);
+    expect((await server.api("/api/settings/tools", { token: rotated.token })).status).toBe(401);
+    const again = await server.api(`/api/admin/tokens/${rotated.id}`, { method: "DELETE" });
+    expect(again.status).toBe(404);
+
+    const bad = await server.api("/api/admin/tokens", { method: "POST", json: { userId: "a b" } });
+    expect(bad.status).toBe(400);
+  });
+
+  it("the database file holds token hashes, never the tokens", async () => {
+    const created = (await (
+      await server.api("/api/admin/tokens", { method: "POST", json: { userId: "hash-check" } })
+    ).json()) as { token: string };
+    await server.ctx.close().catch(() => {});
+    const bytes = readFileSync(join(server.dataDir, "toolhost.db")).toString("latin1");
+    const wal = (() => {
+      try {
+        return readFileSync(join(server.dataDir, "toolhost.db-wal")).toString("latin1");
+      } catch {
+        return "";
+      }
+    })();
+    expect(bytes + wal).not.toContain(created.token);
+    expect(bytes + wal).not.toContain(server.token);
+  });
+});
+
+describe("toolhost token (CLI) and the second start", () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+    await server.stop();
+  });
+
+  it("lists, rotates and revokes; a second start says how to get a token", async () => {
+    const env = { TOOLHOST_DATA_DIR: server.dataDir };
+    const created = await runCli(["token", "create", "--user", "bob", "--label", "ci"], env);
+    expect(created.code).toBe(0);
+    const bobToken = created.stdout.trim();
+    const listed = await runCli(["token", "list", "--json"], env);
+    expect(listed.code).toBe(0);
+    const tokens = JSON.parse(listed.stdout).tokens as { id: string; userId: string; label: string | null }[];
+    expect(tokens.map((t) => [t.userId, t.label])).toEqual([
+      ["local", "created on first start"],
+      ["bob", "ci"],
+    ]);
+    expect(listed.stdout).not.toContain(bobToken);
+    const bob = tokens[1]!;
+    const table = await runCli(["token", "list", "--user", "bob"], env);
+    expect(table.stdout).toMatch(/ID\s+USER\s+LABEL\s+CREATED\s+LAST USED/);
+    expect(table.stdout).toContain("never");
+
+    const rotated = await runCli(["token", "rotate", bob.id.slice(0, 8)], env);
+    expect(rotated.code).toBe(0);
+    expect(rotated.stdout.trim()).toMatch(/^th_/);
+    expect(rotated.stdout.trim()).not.toBe(bobToken);
+    expect(rotated.stderr).toContain("no longer works");
+
+    const missing = await runCli(["token", "revoke", bob.id], env);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/No token with id/);
+    const newId = JSON.parse((await runCli(["token", "list", "--user", "bob", "--json"], env)).stdout).tokens[0].id;
+    const revoked = await runCli(["token", "revoke", newId], env);
+    expect(revoked.code).toBe(0);
+    expect(revoked.stdout).toContain(`Revoked token ${newId} of "bob" (ci)`);
+
+    const second = await startTestServer({ dataDir: server.dataDir });
+    try {
+      expect(second.token).toBe("");
+      expect(second.printed.join("\n")).toMatch(/toolhost token create --user NAME/);
+    } finally {
+      await second.stop();
+    }
+  });
+});
