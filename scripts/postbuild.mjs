@@ -1,5 +1,7 @@
-// Marks the CLI entry executable after tsc emits it (tsc does not keep file modes).
+// Marks the CLI entries executable after the build (tsc and esbuild do not set file modes).
 import { chmodSync, existsSync } from "node:fs";
 
-const bin = new URL("../dist/cli/main.js", import.meta.url);
-if (existsSync(bin)) chmodSync(bin, 0o755);
+for (const path of ["../dist/cli/main.js", "../dist/bundle/toolhost.js"]) {
+  const bin = new URL(path, import.meta.url);
+  if (existsSync(bin)) chmodSync(bin, 0o755);
+}

@@ -1,6 +1,4 @@
 /** The package version, read once from package.json. */
-import { readFileSync } from "node:fs";
+import { packageVersion } from "./core/package-root.js";
 
-export const VERSION: string = (
-  JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }
-).version;
+export const VERSION: string = packageVersion();

@@ -18,7 +18,16 @@ import type { JsonSchema } from "./types.js";
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
-const ajv = new Ajv({ allErrors: false, useDefaults: true, coerceTypes: false, strict: false, allowUnionTypes: true });
+// validateSchema off: checking each tool schema against the JSON Schema meta-schema compiles the meta-schema first
+// (~30 ms, paid by every short-lived CLI process); a malformed schema still fails to compile, naming the keyword.
+const ajv = new Ajv({
+  allErrors: false,
+  useDefaults: true,
+  coerceTypes: false,
+  strict: false,
+  allowUnionTypes: true,
+  validateSchema: false,
+});
 addFormats(ajv);
 
 const compiled = new WeakMap<JsonSchema, ValidateFunction>();

@@ -6,7 +6,6 @@
  * `getEnabledToolRuntime` use a process-wide default runtime (in-memory storage unless configured).
  */
 import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseToolArguments } from "./arg-parsing.js";
 import { resolveDataDir } from "./data-dir.js";
 import {
@@ -20,6 +19,7 @@ import {
   toToolError,
 } from "./errors.js";
 import { withToolMetrics } from "./metrics.js";
+import { packageRoot } from "./package-root.js";
 import { defaultRegistry, type ToolRegistryStore } from "./registry.js";
 import { DEFAULT_TOOL_TIMEOUT_MS, getSafeEffectiveToolSettings, getToolDefinition } from "./settings-policy.js";
 import {
@@ -90,7 +90,7 @@ export interface ToolRuntimeOptions {
 
 /** Toolhost's own installed code (dist/, node_modules/, package.json of this package), which tools never touch. */
 export function installationPaths(): string[] {
-  const root = resolve(fileURLToPath(new URL("../../", import.meta.url)));
+  const root = packageRoot();
   return [join(root, "dist"), join(root, "node_modules"), join(root, "package.json")];
 }
 

@@ -6,7 +6,6 @@ import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { Kysely, type Migration, type MigrationProvider, Migrator, PostgresDialect, SqliteDialect } from "kysely";
-import pg from "pg";
 import { resolveDataDir } from "../core/data-dir.js";
 import { migrations } from "./migrations.js";
 
@@ -141,6 +140,8 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<T
     );
   }
   if (url && /^postgres(ql)?:\/\//i.test(url)) {
+    // pg is loaded only for PostgreSQL, so SQLite processes (the CLI, the default server) never parse it.
+    const { default: pg } = await import("pg");
     const pool = new pg.Pool({ connectionString: url, max: 10 });
     const db = new Kysely<DatabaseSchema>({ dialect: new PostgresDialect({ pool }) });
     database = { db, dialect: "postgres", location: url.replace(/:[^:@/]*@/, ":***@"), close: () => db.destroy() };

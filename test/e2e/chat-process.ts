@@ -1,13 +1,13 @@
 /**
- * Helpers to run the built CLI (dist/cli/main.js) as a user would: a clean environment (no real provider keys
+ * Helpers to run the built CLI (package.json's bin, the bundled CLI) as a user would: a clean environment (no real provider keys
  * leak in), a private data directory, and captured output.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { fileURLToPath } from "node:url";
+import { BIN } from "../helpers/cli.js";
 
 /** The built CLI entry; `npm run build` creates it. */
-export const CLI = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
+export const CLI = BIN;
 
 /** Throws a clear error when the CLI has not been built. */
 export function assertBuilt(): void {
@@ -38,7 +38,7 @@ export interface CliProcess {
   waitFor(predicate: (stdout: string, stderr: string) => boolean): Promise<void>;
 }
 
-/** Starts `node dist/cli/main.js ...args` with `env` and `cwd`. */
+/** Starts `node <bin> ...args` with `env` and `cwd`. */
 export function startCli(args: string[], env: NodeJS.ProcessEnv, cwd?: string): CliProcess {
   return startProgram(process.execPath, [CLI, ...args], env, cwd);
 }

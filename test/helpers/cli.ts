@@ -1,9 +1,17 @@
-/** Runs the built `toolhost` bin (dist/cli/main.js) as a real process. `npm test` builds it first (pretest). */
+/**
+ * Runs the built `toolhost` bin as a real process: the file package.json's "bin" names (the bundled CLI), which is
+ * what users run. `npm test` builds it first (pretest).
+ */
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
-export const BIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
+const manifest = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
+  bin: Record<string, string>;
+};
+
+/** Absolute path of the `toolhost` bin. */
+export const BIN = fileURLToPath(new URL(`../../${manifest.bin.toolhost}`, import.meta.url));
 
 /** Output of one CLI run. */
 export interface CliRun {

@@ -64,7 +64,7 @@ afterAll(async () => {
 describe("guarded connector", () => {
   it("refuses IP literals and private names by itself, without any prior assertNoSsrf", async () => {
     const resolver = mapResolver({ "private.test": ["127.0.0.1"] });
-    const agent = createGuardedAgent({ resolver }, new Map());
+    const agent = await createGuardedAgent({ resolver }, new Map());
     try {
       for (const url of [
         `http://127.0.0.1:${counting.port}/`,
@@ -86,7 +86,7 @@ describe("guarded connector", () => {
   it("connects to the pinned address, never the name's later answers", async () => {
     const resolver = mapResolver({ "pinned.test": ["127.0.0.1"] });
     // The pin points at the counting server's address; the resolver is never consulted by the connector.
-    const agent = createGuardedAgent({ resolver }, new Map([["pinned.test", ["127.0.0.1"]]]));
+    const agent = await createGuardedAgent({ resolver }, new Map([["pinned.test", ["127.0.0.1"]]]));
     try {
       const response = await fetch(`http://pinned.test:${counting.port}/`, { dispatcher: agent });
       expect(await response.text()).toBe("SECRET internal data");

@@ -6,9 +6,10 @@
  * connects only to checked addresses. The body is read as a stream and cut at `maxBytes` whatever
  * Content-Length says; the caller's signal (the tool's time budget) aborts everything.
  */
-import { fetch, type Response } from "undici";
+import type { Response } from "undici";
 import { AccessDeniedError, ToolError, ToolExecutionError } from "../../core/errors.js";
 import { type AddressPins, assertNoSsrf, createGuardedAgent, type SsrfPolicy } from "./ssrf.js";
+import { loadUndici } from "./undici.js";
 
 /** Options of guardedFetch. */
 export interface GuardedFetchOptions extends SsrfPolicy {
@@ -80,7 +81,8 @@ export async function readCapped(
 export async function guardedFetch(url: string, options: GuardedFetchOptions): Promise<GuardedFetchResult> {
   const policy: SsrfPolicy = { resolver: options.resolver, allowedHosts: options.allowedHosts };
   const pins: AddressPins = new Map();
-  const agent = createGuardedAgent(policy, pins, options.ca ? { ca: options.ca } : {});
+  const { fetch } = await loadUndici();
+  const agent = await createGuardedAgent(policy, pins, options.ca ? { ca: options.ca } : {});
   const maxRedirects = options.maxRedirects ?? 5;
   const chain: string[] = [];
   try {

@@ -17,10 +17,10 @@
  * guard (a loopback fake in tests needs no allowedHosts); the result URLs are returned, never fetched.
  */
 
-import { fetch } from "undici";
 import { ToolExecutionError } from "../../core/errors.js";
 import { readCapped } from "./fetch.js";
 import { htmlToText, linkedom } from "./lazy-html.js";
+import { loadUndici } from "./undici.js";
 
 /** The providers web_search knows. */
 export const SEARCH_PROVIDERS = ["tavily", "brave", "duckduckgo"] as const;
@@ -135,6 +135,7 @@ async function call(
   signal: AbortSignal | undefined,
 ): Promise<{ status: number; text: string }> {
   const name = PROVIDER_TITLES[provider];
+  const { fetch } = await loadUndici();
   let response: Awaited<ReturnType<typeof fetch>>;
   try {
     response = await fetch(url, { ...init, signal, redirect: "follow" });

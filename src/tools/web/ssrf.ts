@@ -18,9 +18,10 @@
 import { lookup } from "node:dns/promises";
 import { isIP, type Socket } from "node:net";
 import { rootCertificates } from "node:tls";
-import { Agent, buildConnector } from "undici";
+import type { Agent, buildConnector } from "undici";
 import { AccessDeniedError, ToolArgumentError, ToolExecutionError } from "../../core/errors.js";
 import { addressInRange, canonicalAddress, classifyAddress, sameAddress } from "./address.js";
+import { loadUndici } from "./undici.js";
 
 /** Resolves a host name to every address it has (IPv4 and IPv6 text). Throws when the name does not resolve. */
 export type HostResolver = (hostname: string) => Promise<string[]>;
@@ -185,11 +186,12 @@ export type AddressPins = Map<string, string[]>;
  * else the socket is destroyed and the request fails with AccessDeniedError. `options.ca` adds trusted TLS roots
  * (an intranet's private CA); certificates are always verified against the URL's host name, not the address.
  */
-export function createGuardedAgent(
+export async function createGuardedAgent(
   policy: SsrfPolicy,
   pins: AddressPins,
   options: { connectTimeoutMs?: number; ca?: string | Buffer | (string | Buffer)[] } = {},
-): Agent {
+): Promise<Agent> {
+  const { Agent, buildConnector } = await loadUndici();
   // Node replaces its root store when `ca` is given: keep the system roots and add the extra ones.
   const ca = options.ca ? [...rootCertificates, ...[options.ca].flat()] : undefined;
   const base = buildConnector({ timeout: options.connectTimeoutMs ?? 10_000, ...(ca ? { ca } : {}) });
