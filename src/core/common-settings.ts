@@ -5,6 +5,11 @@
  * A declaration is a function of the tool, so a common setting may default differently per tool (shell tools ask
  * for approval, read-only tools allow) or be left out for tools it does not apply to. A tool that declares a
  * parameter of the same name keeps its own.
+ *
+ * The descriptor returned is the whole declaration of the setting: give it a `default` (and `min`/`max`, `unit`,
+ * `allowedValues`, `adminOnly` as they apply). The registry derives the tool's default from it, the settings
+ * policy validates users' changes against it, tools read it with the typed readers of settings-declaration.ts
+ * (e.g. `integerSetting(context.settings.parameters, MY_DESCRIPTOR)`), and docs/settings-reference.md lists it.
  */
 import type { RegisteredTool, ToolParameterDescriptor } from "./types.js";
 
@@ -27,7 +32,8 @@ export function withCommonSettings(tool: RegisteredTool): RegisteredTool {
   }
   if (extra.length === 0) return tool;
   const defaults = { ...tool.settings.defaultParameters };
-  for (const d of extra) if (d.default !== undefined && !(d.name in defaults)) defaults[d.name] = d.default;
+  for (const d of extra)
+    if (d.default !== undefined && !(d.name in defaults)) defaults[d.name] = structuredClone(d.default);
   return {
     ...tool,
     settings: {

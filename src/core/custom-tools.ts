@@ -7,7 +7,8 @@
  */
 import { ToolExecutionError } from "./errors.js";
 import { defaultRegistry, type ToolRegistryStore } from "./registry.js";
-import type { JsonSchema, RegisteredTool, ToolContext, ToolDefinition, ToolSettingsMetadata } from "./types.js";
+import { defineTool, type ToolSettingsDeclaration } from "./settings-declaration.js";
+import type { JsonSchema, RegisteredTool, ToolContext, ToolDefinition } from "./types.js";
 
 /** One parameter of a custom tool (004: ToolParam). `required` defaults to true, as in the seed. */
 export interface ToolParam {
@@ -58,7 +59,7 @@ export abstract class Tool<Args extends Record<string, unknown> = Record<string,
   abstract get definition(): ToolDef;
   abstract execute(args: Args, context: ToolContext): Promise<ToolResult>;
   /** Settings metadata overrides; by default: category interaction, enabled, can be disabled, no settings. */
-  get settings(): Partial<ToolSettingsMetadata> {
+  get settings(): ToolSettingsDeclaration {
     return {};
   }
 }
@@ -82,18 +83,9 @@ export function toolDefToDefinition(def: ToolDef): ToolDefinition {
 /** Wraps a custom Tool as a RegisteredTool; a failed ToolResult becomes a ToolExecutionError. */
 export function toRegisteredTool(tool: Tool): RegisteredTool {
   const definition = toolDefToDefinition(tool.definition);
-  return {
+  return defineTool({
     definition,
-    settings: {
-      title: definition.name,
-      description: definition.description,
-      category: "interaction",
-      enabledByDefault: true,
-      canDisable: true,
-      defaultParameters: {},
-      parameterDescriptors: [],
-      ...tool.settings,
-    },
+    settings: tool.settings,
     execute: async (args, context) => {
       const result = await tool.execute(args as Record<string, unknown>, context);
       if (!(result instanceof ToolResult)) {
@@ -102,7 +94,7 @@ export function toRegisteredTool(tool: Tool): RegisteredTool {
       if (!result.success) throw new ToolExecutionError(result.error ?? `Tool "${definition.name}" failed.`);
       return result.data;
     },
-  };
+  });
 }
 
 /** Registers custom tools (004: ToolRegistry) into a registry store (the process-wide one by default). */

@@ -19,7 +19,7 @@ import { lstat, readlink, realpath, stat } from "node:fs/promises";
 import { homedir } from "node:os";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { AccessDeniedError, NotFoundError, ToolArgumentError } from "./errors.js";
-import { getBooleanSetting, getStringListSetting } from "./settings-policy.js";
+import { booleanSetting, defaultParametersOf, stringListSetting } from "./settings-declaration.js";
 import type { ToolContext, ToolParameterDescriptor } from "./types.js";
 
 /**
@@ -38,42 +38,50 @@ export function invalidPathEntries(value: unknown): string | undefined {
   return undefined;
 }
 
+/** allowedPaths: directories the tool may touch (admin only). */
+export const ALLOWED_PATHS_DESCRIPTOR: ToolParameterDescriptor = {
+  name: "allowedPaths",
+  type: "string[]",
+  description:
+    "Directories the tool may touch (absolute or ~-prefixed). Empty: only the chat working directory (or the process working directory when none is bound).",
+  default: [],
+  max: 100,
+  adminOnly: true,
+  validate: invalidPathEntries,
+};
+
+/** deniedPaths: files or directories the tool must never touch. */
+export const DENIED_PATHS_DESCRIPTOR: ToolParameterDescriptor = {
+  name: "deniedPaths",
+  type: "string[]",
+  description:
+    "Files or directories the tool must never touch (absolute or ~-prefixed), even inside an allowed directory. Deny wins.",
+  default: [],
+  max: 100,
+  validate: invalidPathEntries,
+};
+
+/** restrictPaths: confine the tool to the allowed directories (admin only). */
+export const RESTRICT_PATHS_DESCRIPTOR: ToolParameterDescriptor = {
+  name: "restrictPaths",
+  type: "boolean",
+  description: "Confine the tool to the allowed directories. Off: any path the process can reach, except deniedPaths.",
+  default: true,
+  adminOnly: true,
+};
+
 /** Settings descriptors every path-taking tool includes: allowedPaths, deniedPaths, restrictPaths. */
-export const PATH_POLICY_DESCRIPTORS: ToolParameterDescriptor[] = [
-  {
-    name: "allowedPaths",
-    type: "string[]",
-    description:
-      "Directories the tool may touch (absolute or ~-prefixed). Empty: only the chat working directory (or the process working directory when none is bound).",
-    default: [],
-    max: 100,
-    adminOnly: true,
-    validate: invalidPathEntries,
-  },
-  {
-    name: "deniedPaths",
-    type: "string[]",
-    description:
-      "Files or directories the tool must never touch (absolute or ~-prefixed), even inside an allowed directory. Deny wins.",
-    default: [],
-    max: 100,
-    validate: invalidPathEntries,
-  },
-  {
-    name: "restrictPaths",
-    type: "boolean",
-    description:
-      "Confine the tool to the allowed directories (default true). Off: any path the process can reach, except deniedPaths.",
-    default: true,
-    adminOnly: true,
-  },
+export const PATH_POLICY_DESCRIPTORS: readonly ToolParameterDescriptor[] = [
+  ALLOWED_PATHS_DESCRIPTOR,
+  DENIED_PATHS_DESCRIPTOR,
+  RESTRICT_PATHS_DESCRIPTOR,
 ];
 
-/** Default values of the path-policy settings. */
-export const PATH_POLICY_DEFAULTS: { allowedPaths: string[]; deniedPaths: string[]; restrictPaths: boolean } = {
-  allowedPaths: [],
-  deniedPaths: [],
-  restrictPaths: true,
+/** Default values of the path-policy settings (derived from PATH_POLICY_DESCRIPTORS). */
+export const PATH_POLICY_DEFAULTS = defaultParametersOf(PATH_POLICY_DESCRIPTORS) as {
+  allowedPaths: string[];
+  deniedPaths: string[];
+  restrictPaths: boolean;
 };
 
 /** Most symlink hops followed while resolving one path (same order as the kernel's limit). */
@@ -218,11 +226,9 @@ export interface EffectivePathPolicy {
 export async function effectivePathPolicy(context: ToolContext): Promise<EffectivePathPolicy> {
   const params = context.settings?.parameters ?? {};
   const base = baseDirectory(context);
-  const restrict = getBooleanSetting(params.restrictPaths, PATH_POLICY_DEFAULTS.restrictPaths);
-  const allowedList = getStringListSetting(params.allowedPaths, PATH_POLICY_DEFAULTS.allowedPaths).filter(
-    (p) => p.trim() !== "",
-  );
-  const deniedList = getStringListSetting(params.deniedPaths, PATH_POLICY_DEFAULTS.deniedPaths);
+  const restrict = booleanSetting(params, RESTRICT_PATHS_DESCRIPTOR);
+  const allowedList = stringListSetting(params, ALLOWED_PATHS_DESCRIPTOR).filter((p) => p.trim() !== "");
+  const deniedList = stringListSetting(params, DENIED_PATHS_DESCRIPTOR);
   const explicitRoots = allowedList.length > 0;
   const noWorkingDirectory = !context.workingDirectory && context.processCwdFallback === false;
   // The working directory counts as a root only while it resolves to itself: a bound directory that a symlink has

@@ -3,6 +3,7 @@
  * registerTool(); a second tool with the same name is an error.
  */
 import { withCommonSettings } from "./common-settings.js";
+import { normalizeToolSettings, type ToolDeclaration } from "./settings-declaration.js";
 import type { RegisteredTool } from "./types.js";
 
 const TOOL_NAME = /^[a-zA-Z][a-zA-Z0-9_-]{0,63}$/;
@@ -12,10 +13,13 @@ export class ToolRegistryStore {
   readonly #tools = new Map<string, RegisteredTool>();
 
   /**
-   * Adds a tool. Throws Error when the name is already registered or is not a valid tool name
-   * (letters, digits, `_` and `-`, starting with a letter, at most 64 characters).
+   * Adds a tool and returns it as stored: settings metadata completed from its declaration (defaults derived from
+   * the parameter descriptors, see settings-declaration.ts) plus the common settings that apply to it.
+   * Throws Error when the name is already registered or is not a valid tool name (letters, digits, `_` and `-`,
+   * starting with a letter, at most 64 characters), when the schema is not an object, or when the settings
+   * declaration is inconsistent (see normalizeToolSettings).
    */
-  register(tool: RegisteredTool): void {
+  register(tool: ToolDeclaration | RegisteredTool): RegisteredTool {
     const name = tool.definition.name;
     if (!TOOL_NAME.test(name)) {
       throw new Error(`Invalid tool name "${name}": use letters, digits, "_" or "-", starting with a letter (max 64).`);
@@ -24,7 +28,9 @@ export class ToolRegistryStore {
     if (tool.definition.parameters.type !== "object") {
       throw new Error(`Tool "${name}": parameters must be a JSON Schema with type "object".`);
     }
-    this.#tools.set(name, withCommonSettings(tool));
+    const stored = withCommonSettings({ ...tool, settings: normalizeToolSettings(tool.definition, tool.settings) });
+    this.#tools.set(name, stored);
+    return stored;
   }
 
   /** Removes a tool; returns whether it was there. Meant for tests and hot-reloading hosts. */
@@ -46,9 +52,12 @@ export class ToolRegistryStore {
 /** The process-wide registry that built-ins register into at import time. */
 export const defaultRegistry = new ToolRegistryStore();
 
-/** Registers a tool in the default registry; throws on a duplicate name (000: registerTool). */
-export function registerTool(tool: RegisteredTool): void {
-  defaultRegistry.register(tool);
+/**
+ * Registers a tool in the default registry and returns it as stored (see ToolRegistryStore.register); throws on a
+ * duplicate name. The settings metadata may be omitted for a tool without settings.
+ */
+export function registerTool(tool: ToolDeclaration | RegisteredTool): RegisteredTool {
+  return defaultRegistry.register(tool);
 }
 
 /** Looks a tool up in the default registry. */

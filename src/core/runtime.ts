@@ -21,6 +21,7 @@ import {
 import { withToolMetrics } from "./metrics.js";
 import { packageRoot } from "./package-root.js";
 import { defaultRegistry, type ToolRegistryStore } from "./registry.js";
+import { integerSetting } from "./settings-declaration.js";
 import { DEFAULT_TOOL_TIMEOUT_MS, getSafeEffectiveToolSettings, getToolDefinition } from "./settings-policy.js";
 import {
   createLogger,
@@ -261,6 +262,8 @@ export class ToolRuntime {
 
   #budgetMs(tool: RegisteredTool, args: Record<string, unknown>, settings: EffectiveToolSettings): number {
     if (tool.timeoutMs) return tool.timeoutMs(args, settings);
+    const d = tool.settings.parameterDescriptors.find((p) => p.name === "timeoutSeconds");
+    if (d && typeof d.default === "number") return integerSetting(settings.parameters, d) * 1000;
     const seconds = settings.parameters.timeoutSeconds;
     return typeof seconds === "number" && seconds > 0 ? seconds * 1000 : DEFAULT_TOOL_TIMEOUT_MS;
   }

@@ -32,7 +32,11 @@ function describe(value: unknown): string {
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }
 
-function checkValue(toolName: string, d: ToolParameterDescriptor, value: unknown): unknown {
+/**
+ * Checks one value against its descriptor (type, range, allowed values, then the descriptor's own `validate`) and
+ * returns it (a list is copied). Throws ToolParameterError naming the tool, parameter, value and violated rule.
+ */
+export function checkSettingValue(toolName: string, d: ToolParameterDescriptor, value: unknown): unknown {
   const checked = checkType(toolName, d, value);
   const problem = d.validate?.(checked);
   if (problem) {
@@ -111,7 +115,7 @@ export function normalizeToolParameters(
         { tool: name, parameter: key, rule: "unknown parameter" },
       );
     }
-    out[key] = checkValue(name, d, value);
+    out[key] = checkSettingValue(name, d, value);
   }
   return out;
 }
@@ -165,7 +169,7 @@ export function salvageToolParameters(
       continue;
     }
     try {
-      parameters[key] = checkValue(name, d, value);
+      parameters[key] = checkSettingValue(name, d, value);
       continue;
     } catch {
       // fall through: salvage a list's valid entries, else drop the parameter
@@ -173,7 +177,7 @@ export function salvageToolParameters(
     const entries = d.type === "string[]" && Array.isArray(value) ? value : undefined;
     const kept = entries?.filter((entry) => {
       try {
-        checkValue(name, d, [entry]);
+        checkSettingValue(name, d, [entry]);
         return true;
       } catch {
         return false;
@@ -181,7 +185,7 @@ export function salvageToolParameters(
     });
     try {
       if (!entries || !kept) throw new Error("not a list");
-      parameters[key] = checkValue(name, d, kept);
+      parameters[key] = checkSettingValue(name, d, kept);
       dropped.push(`${key} (${entries.length - kept.length} of ${entries.length} entries)`);
     } catch {
       dropped.push(key);
@@ -239,34 +243,7 @@ export function getToolDefinitionsForTools(
   return out;
 }
 
-/**
- * Reads an integer setting, coercing anything invalid to `fallback` and clamping to [min, max].
- * For stored settings only; model arguments are never coerced.
- */
-export function clampIntegerSetting(value: unknown, min: number, max: number, fallback: number): number {
-  if (typeof value !== "number" || !Number.isFinite(value)) return fallback;
-  return Math.min(max, Math.max(min, Math.trunc(value)));
-}
-
-/** Reads a string setting; returns `fallback` unless it is a string (and among `allowed`, when given). */
-export function getStringSetting(value: unknown, fallback: string, allowed?: readonly string[]): string {
-  if (typeof value !== "string") return fallback;
-  if (allowed && !allowed.includes(value)) return fallback;
-  return value;
-}
-
-/** Reads a boolean setting; returns `fallback` unless it is a boolean. */
-export function getBooleanSetting(value: unknown, fallback: boolean): boolean {
-  return typeof value === "boolean" ? value : fallback;
-}
-
-/** Reads a list-of-strings setting; returns `fallback` unless every entry is a string. */
-export function getStringListSetting(value: unknown, fallback: readonly string[]): string[] {
-  if (!Array.isArray(value) || value.some((v) => typeof v !== "string")) return [...fallback];
-  return [...value];
-}
-
-/** The `timeoutSeconds` setting (5–600, default 30) that long-running built-ins expose. */
+/** The `timeoutSeconds` setting that long-running built-ins expose (its range and default are declared here only). */
 export const TIMEOUT_SECONDS_DESCRIPTOR: ToolParameterDescriptor = {
   name: "timeoutSeconds",
   type: "integer",

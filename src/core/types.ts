@@ -51,8 +51,10 @@ export type ToolCategory = "system" | "image" | "interaction";
 export type ToolParameterType = "string" | "integer" | "number" | "boolean" | "string[]";
 
 /**
- * Describes one user-adjustable setting of a tool (e.g. `timeoutSeconds`), so that the settings policy can
- * validate it and a UI can render it. `min`/`max` bound numbers (inclusive) and, for `string[]`, the list length.
+ * Declares one user-adjustable setting of a tool (e.g. `timeoutSeconds`): the one place its type, default, range
+ * and unit are written. The settings policy validates changes against it, tools read it leniently at call time
+ * (`integerSetting(params, descriptor)` and friends in settings-declaration.ts), and the docs and the settings page
+ * are generated from it. `min`/`max` bound numbers (inclusive) and, for `string[]`, the list length.
  */
 export interface ToolParameterDescriptor {
   name: string;
@@ -62,7 +64,10 @@ export interface ToolParameterDescriptor {
   max?: number;
   /** For `string` settings: the only values accepted. */
   allowedValues?: readonly string[];
-  /** The default; mirrors `ToolSettingsMetadata.defaultParameters[name]`. */
+  /**
+   * The default value. `ToolSettingsMetadata.defaultParameters` is derived from it at registration; a tool reading
+   * the setting with a typed reader must declare one.
+   */
   default?: unknown;
   /** Unit shown to people (e.g. "seconds", "bytes"). */
   unit?: string;
@@ -78,7 +83,10 @@ export interface ToolParameterDescriptor {
   adminOnly?: boolean;
 }
 
-/** Settings metadata of a registered tool (000: ToolSettingsMetadata). */
+/**
+ * Settings metadata of a registered tool (000: ToolSettingsMetadata), complete as the registry stores it. Authors
+ * write a ToolSettingsDeclaration (every field optional); `defaultParameters` is derived from the descriptors.
+ */
 export interface ToolSettingsMetadata {
   title: string;
   description: string;

@@ -1,12 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { ToolParameterError, ToolSettingsError } from "../../src/core/errors.js";
+import { integerSetting } from "../../src/core/settings-declaration.js";
 import {
-  clampIntegerSetting,
   getDefaultToolSettings,
   getSafeEffectiveToolSettings,
   getToolDefinitionsForTools,
   mergeToolSettings,
   normalizeToolParameters,
+  TIMEOUT_SECONDS_DESCRIPTOR,
 } from "../../src/core/settings-policy.js";
 import type { RegisteredTool } from "../../src/core/types.js";
 import { recordingLogger } from "../helpers/runtime.js";
@@ -143,7 +144,7 @@ describe("getToolDefinitionsForTools", () => {
   });
 });
 
-describe("clampIntegerSetting", () => {
+describe("integerSetting reads range and default from the descriptor", () => {
   it.each([
     [10, 10],
     [1, 5],
@@ -151,8 +152,9 @@ describe("clampIntegerSetting", () => {
     ["7", 30],
     [Number.NaN, 30],
     [12.9, 12],
+    [undefined, 30],
   ])("%s → %s", (value, expected) => {
-    expect(clampIntegerSetting(value, 5, 600, 30)).toBe(expected);
+    expect(integerSetting({ timeoutSeconds: value }, TIMEOUT_SECONDS_DESCRIPTOR)).toBe(expected);
   });
 });
 

@@ -21,13 +21,9 @@
  */
 import { rm } from "node:fs/promises";
 import { NotFoundError, ToolArgumentError, ToolExecutionError } from "../../core/errors.js";
-import {
-  PATH_POLICY_DEFAULTS,
-  PATH_POLICY_DESCRIPTORS,
-  resolveAndValidatePath,
-  toResultPath,
-} from "../../core/path-policy.js";
+import { PATH_POLICY_DESCRIPTORS, resolveAndValidatePath, toResultPath } from "../../core/path-policy.js";
 import { registerTool } from "../../core/registry.js";
+import { defineTool } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolContext } from "../../core/types.js";
 import {
   assertFresh,
@@ -339,7 +335,7 @@ async function writePlanned(resolved: ResolvedOp[], context: ToolContext): Promi
   return { patched: true, path: files[0]!.path, files };
 }
 
-export const applyPatchTool: RegisteredTool = {
+export const applyPatchTool: RegisteredTool = defineTool({
   definition: {
     name: "apply_patch",
     description:
@@ -364,10 +360,9 @@ export const applyPatchTool: RegisteredTool = {
     category: "system",
     enabledByDefault: true,
     canDisable: true,
-    defaultParameters: { ...PATH_POLICY_DEFAULTS },
     parameterDescriptors: [...PATH_POLICY_DESCRIPTORS],
   },
   execute: (args, context) => applyPatch(args as { patch: string; path?: string }, context),
-};
+});
 
 registerTool(applyPatchTool);

@@ -14,13 +14,9 @@
  */
 import { lstat, opendir } from "node:fs/promises";
 import { join } from "node:path";
-import {
-  effectivePathPolicy,
-  isExcludedEntry,
-  PATH_POLICY_DEFAULTS,
-  PATH_POLICY_DESCRIPTORS,
-} from "../../core/path-policy.js";
+import { effectivePathPolicy, isExcludedEntry, PATH_POLICY_DESCRIPTORS } from "../../core/path-policy.js";
 import { registerTool } from "../../core/registry.js";
+import { defineTool } from "../../core/settings-declaration.js";
 import { decodeText } from "../../core/text-probe.js";
 import type { RegisteredTool, ToolContext } from "../../core/types.js";
 import { readDirectoryEntries } from "./list-directory.js";
@@ -36,7 +32,6 @@ const settings = (title: string, description: string) => ({
   category: "system" as const,
   enabledByDefault: false,
   canDisable: true,
-  defaultParameters: { ...PATH_POLICY_DEFAULTS },
   parameterDescriptors: [...PATH_POLICY_DESCRIPTORS],
 });
 
@@ -48,7 +43,7 @@ function cutUtf8(bytes: Buffer, max: number): Buffer {
   return bytes.subarray(0, end);
 }
 
-export const fileReadTool: RegisteredTool = {
+export const fileReadTool: RegisteredTool = defineTool({
   definition: {
     name: "file_read",
     description: "Reads a text file's contents (optionally only the first maxBytes bytes). Prefer read_file.",
@@ -69,9 +64,9 @@ export const fileReadTool: RegisteredTool = {
     const shown = maxBytes === undefined ? bytes : cutUtf8(bytes, maxBytes);
     return { content: decodeText(shown).text, path: real, size: bytes.length };
   },
-};
+});
 
-export const fileWriteTool: RegisteredTool = {
+export const fileWriteTool: RegisteredTool = defineTool({
   definition: {
     name: "file_write",
     description: "Writes content to a file (read it first to overwrite). Prefer write_file.",
@@ -90,7 +85,7 @@ export const fileWriteTool: RegisteredTool = {
     const result = await writeFileForChat({ path, content, createDirectories: true }, context);
     return { written: true, path: result.real, size: result.size };
   },
-};
+});
 
 interface ListedEntry {
   name: string;
@@ -113,7 +108,7 @@ function typeOf(e: { isFile(): boolean; isDirectory(): boolean; isSymbolicLink()
   return e.isFile() ? "file" : e.isDirectory() ? "directory" : e.isSymbolicLink() ? "symlink" : "other";
 }
 
-export const fileListTool: RegisteredTool = {
+export const fileListTool: RegisteredTool = defineTool({
   definition: {
     name: "file_list",
     description:
@@ -170,7 +165,7 @@ export const fileListTool: RegisteredTool = {
     }
     return truncated ? { path: real, entries: out, truncated } : { path: real, entries: out };
   },
-};
+});
 
 registerTool(fileReadTool);
 registerTool(fileWriteTool);

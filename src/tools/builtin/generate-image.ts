@@ -3,8 +3,9 @@
  * an image generation model during a chat turn.
  *
  * - Parameters: prompt (required), count (1–4), quality, model.
- * - Settings: timeoutSeconds (5–600 s, default 30 s), maxImagesPerCall, defaultQuality, defaultModel,
- *   letAiDecideQuality (when false, `quality` is not offered to the model: buildDefinition), provider.
+ * - Settings: declared in src/tools/image/settings.ts (timeoutSeconds, maxImagesPerCall, defaultQuality,
+ *   defaultModel, letAiDecideQuality — when false, `quality` is not offered to the model: buildDefinition —,
+ *   provider).
  * - Execution: plans with createGenerateImageToolPlan(), calls the provider once per image through its official
  *   SDK (src/tools/image/providers.ts), stores each image under the data directory through
  *   `context.services.imageStore` (files only when the host gives none), streams `image_generated` /
@@ -12,62 +13,14 @@
  *   outstanding requests; images already made are still reported.
  */
 import { registerTool } from "../../core/registry.js";
-import { TIMEOUT_SECONDS_DESCRIPTOR } from "../../core/settings-policy.js";
-import type {
-  EffectiveToolSettings,
-  RegisteredTool,
-  ToolDefinition,
-  ToolParameterDescriptor,
-} from "../../core/types.js";
+import { defineTool } from "../../core/settings-declaration.js";
+import type { EffectiveToolSettings, RegisteredTool, ToolDefinition } from "../../core/types.js";
 import { FileImageStore } from "../image/file-image-store.js";
-import {
-  createGenerateImageToolPlan,
-  DEFAULT_IMAGE_MODEL,
-  type GenerateImageArgs,
-  IMAGE_PROVIDER_SETTINGS,
-  MAX_IMAGES_PER_CALL,
-} from "../image/plan.js";
+import { createGenerateImageToolPlan, type GenerateImageArgs } from "../image/plan.js";
 import { createImageProvider } from "../image/providers.js";
 import { runGenerateImagePlan } from "../image/run.js";
+import { GENERATE_IMAGE_SETTINGS, MAX_IMAGES_PER_CALL } from "../image/settings.js";
 import { IMAGE_QUALITIES, type ImageGenerationHostConfig, type ImageStore } from "../image/types.js";
-
-const parameterDescriptors: ToolParameterDescriptor[] = [
-  TIMEOUT_SECONDS_DESCRIPTOR,
-  {
-    name: "maxImagesPerCall",
-    type: "integer",
-    description: "Most images one call may make; a larger count is reduced to this.",
-    min: 1,
-    max: MAX_IMAGES_PER_CALL,
-    default: MAX_IMAGES_PER_CALL,
-  },
-  {
-    name: "defaultQuality",
-    type: "string",
-    description: "Quality used when the model gives none, or always when letAiDecideQuality is off.",
-    allowedValues: IMAGE_QUALITIES,
-    default: "auto",
-  },
-  {
-    name: "defaultModel",
-    type: "string",
-    description: "Image model used when the model gives none (gpt-image-1, dall-e-3, gemini-2.5-flash-image, …).",
-    default: DEFAULT_IMAGE_MODEL,
-  },
-  {
-    name: "letAiDecideQuality",
-    type: "boolean",
-    description: "Offer the quality parameter to the model; when off, defaultQuality always applies.",
-    default: true,
-  },
-  {
-    name: "provider",
-    type: "string",
-    description: "Provider for every model (openai, gemini), or auto to choose by model name prefix.",
-    allowedValues: IMAGE_PROVIDER_SETTINGS,
-    default: "auto",
-  },
-];
 
 const DESCRIPTION =
   "Generates images from a text description and stores them. Returns a summary naming each image by URL and file path, and what failed and why.";
@@ -114,7 +67,7 @@ function isImageStore(value: unknown): value is ImageStore {
 }
 
 /** The generate_image tool as registered. */
-export const generateImageTool: RegisteredTool = {
+export const generateImageTool: RegisteredTool = defineTool({
   definition,
   buildDefinition: buildGenerateImageDefinition,
   settings: {
@@ -123,8 +76,7 @@ export const generateImageTool: RegisteredTool = {
     category: "image",
     enabledByDefault: true,
     canDisable: true,
-    defaultParameters: Object.fromEntries(parameterDescriptors.map((d) => [d.name, d.default])),
-    parameterDescriptors,
+    parameterDescriptors: [...GENERATE_IMAGE_SETTINGS],
   },
   managesOwnTimeout: true,
   async execute(args, context) {
@@ -136,6 +88,6 @@ export const generateImageTool: RegisteredTool = {
       : new FileImageStore(context.dataDir);
     return runGenerateImagePlan(plan, context, { provider, store });
   },
-};
+});
 
 registerTool(generateImageTool);

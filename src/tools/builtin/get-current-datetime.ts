@@ -9,7 +9,7 @@
  */
 import { ToolArgumentError } from "../../core/errors.js";
 import { registerTool } from "../../core/registry.js";
-import { getStringSetting } from "../../core/settings-policy.js";
+import { defineTool, stringSetting } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolParameterDescriptor } from "../../core/types.js";
 
 /** Result of get_current_datetime. */
@@ -127,24 +127,25 @@ function ruleBroken(check: () => unknown): string | undefined {
   }
 }
 
-const parameterDescriptors: ToolParameterDescriptor[] = [
-  {
-    name: "defaultTimezone",
-    type: "string",
-    description: "IANA timezone used when the model gives none.",
-    default: "UTC",
-    validate: (value) => ruleBroken(() => validateTimezone(value as string, "defaultTimezone")),
-  },
-  {
-    name: "defaultLocale",
-    type: "string",
-    description: "BCP 47 locale used when the model gives none.",
-    default: "en-US",
-    validate: (value) => ruleBroken(() => validateLocale(value as string, "defaultLocale")),
-  },
-];
+const DEFAULT_TIMEZONE: ToolParameterDescriptor = {
+  name: "defaultTimezone",
+  type: "string",
+  description: "IANA timezone used when the model gives none.",
+  default: "UTC",
+  validate: (value) => ruleBroken(() => validateTimezone(value as string, "defaultTimezone")),
+};
 
-export const getCurrentDatetimeTool: RegisteredTool = {
+const DEFAULT_LOCALE: ToolParameterDescriptor = {
+  name: "defaultLocale",
+  type: "string",
+  description: "BCP 47 locale used when the model gives none.",
+  default: "en-US",
+  validate: (value) => ruleBroken(() => validateLocale(value as string, "defaultLocale")),
+};
+
+const parameterDescriptors: ToolParameterDescriptor[] = [DEFAULT_TIMEZONE, DEFAULT_LOCALE];
+
+export const getCurrentDatetimeTool: RegisteredTool = defineTool({
   definition: {
     name: "get_current_datetime",
     description:
@@ -164,21 +165,20 @@ export const getCurrentDatetimeTool: RegisteredTool = {
     category: "system",
     enabledByDefault: true,
     canDisable: true,
-    defaultParameters: { defaultTimezone: "UTC", defaultLocale: "en-US" },
     parameterDescriptors,
   },
   async execute(args, context) {
     const { timezone, locale } = args as { timezone?: string; locale?: string };
     const zone = validateTimezone(
-      timezone ?? getStringSetting(context.settings.parameters.defaultTimezone, "UTC"),
+      timezone ?? stringSetting(context.settings.parameters, DEFAULT_TIMEZONE),
       timezone === undefined ? "defaultTimezone" : "timezone",
     );
     const tag = validateLocale(
-      locale ?? getStringSetting(context.settings.parameters.defaultLocale, "en-US"),
+      locale ?? stringSetting(context.settings.parameters, DEFAULT_LOCALE),
       locale === undefined ? "defaultLocale" : "locale",
     );
     return describeInstant(new Date(), zone, tag);
   },
-};
+});
 
 registerTool(getCurrentDatetimeTool);

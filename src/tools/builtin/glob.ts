@@ -20,7 +20,6 @@ import picomatch from "picomatch";
 import { ToolArgumentError } from "../../core/errors.js";
 import {
   effectivePathPolicy,
-  PATH_POLICY_DEFAULTS,
   PATH_POLICY_DESCRIPTORS,
   policyRefusal,
   resolveAndValidatePath,
@@ -28,9 +27,9 @@ import {
   walkExclusion,
 } from "../../core/path-policy.js";
 import { registerTool } from "../../core/registry.js";
-import { getBooleanSetting } from "../../core/settings-policy.js";
+import { booleanSetting, defineTool, integerSetting } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
-import { intSetting, lstatOrUndefined } from "../fs/common.js";
+import { lstatOrUndefined } from "../fs/common.js";
 import { walk } from "../fs/walk.js";
 
 const MAX_RESULTS: ToolParameterDescriptor = {
@@ -133,9 +132,9 @@ export interface GlobResult {
 /** Executes glob on parsed arguments. */
 export async function runGlob(args: { pattern: string; cwd?: string }, context: ToolContext): Promise<GlobResult> {
   const params = context.settings.parameters;
-  const maxResults = intSetting(context, MAX_RESULTS);
-  const dot = getBooleanSetting(params.includeDotfiles, false);
-  const absolute = getBooleanSetting(params.absolute, false);
+  const maxResults = integerSetting(params, MAX_RESULTS);
+  const dot = booleanSetting(params, INCLUDE_DOTFILES);
+  const absolute = booleanSetting(params, ABSOLUTE);
   const cwdInput = args.cwd ?? context.workingDirectory ?? process.cwd();
   const { absolute: baseAbs, real: baseReal } = await resolveAndValidatePath(cwdInput, context, {
     mustExist: true,
@@ -186,7 +185,7 @@ export async function runGlob(args: { pattern: string; cwd?: string }, context: 
   return { pattern: args.pattern, cwd: baseAbs, matches, truncated };
 }
 
-export const globTool: RegisteredTool = {
+export const globTool: RegisteredTool = defineTool({
   definition: {
     name: "glob",
     description:
@@ -213,10 +212,9 @@ export const globTool: RegisteredTool = {
     category: "system",
     enabledByDefault: true,
     canDisable: true,
-    defaultParameters: { ...PATH_POLICY_DEFAULTS, maxResults: 200, includeDotfiles: false, absolute: false },
     parameterDescriptors: [...PATH_POLICY_DESCRIPTORS, MAX_RESULTS, INCLUDE_DOTFILES, ABSOLUTE],
   },
   execute: (args, context) => runGlob(args as { pattern: string; cwd?: string }, context),
-};
+});
 
 registerTool(globTool);

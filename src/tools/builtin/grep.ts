@@ -36,16 +36,14 @@ import {
   effectivePathPolicy,
   hasExclusionsWithin,
   isExcludedEntry,
-  PATH_POLICY_DEFAULTS,
   PATH_POLICY_DESCRIPTORS,
   resolveAndValidatePath,
   toResultPath,
 } from "../../core/path-policy.js";
 import { registerTool } from "../../core/registry.js";
-import { getBooleanSetting, getStringSetting } from "../../core/settings-policy.js";
+import { booleanSetting, defineTool, integerSetting, stringSetting } from "../../core/settings-declaration.js";
 import { BINARY_PROBE_BYTES, isBinaryHead } from "../../core/text-probe.js";
 import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
-import { intSetting } from "../fs/common.js";
 import { translateJsRegex } from "../fs/regex-translate.js";
 import { RegexWorker, type WorkerFileOutcome } from "../fs/regex-worker.js";
 import { walk } from "../fs/walk.js";
@@ -629,11 +627,11 @@ export async function planGrep(
     rootReal: real,
     isFile: !info.isDirectory(),
     glob: args.glob,
-    maxResults: intSetting(context, D.maxResults),
-    maxPerFile: intSetting(context, D.maxMatchesPerFile),
-    maxFileSize: intSetting(context, D.maxFileSizeBytes),
-    dot: getBooleanSetting(params.includeDotfiles, false),
-    gitignore: getBooleanSetting(params.respectGitignore, true),
+    maxResults: integerSetting(params, D.maxResults),
+    maxPerFile: integerSetting(params, D.maxMatchesPerFile),
+    maxFileSize: integerSetting(params, D.maxFileSizeBytes),
+    dot: booleanSetting(params, D.includeDotfiles),
+    gitignore: booleanSetting(params, D.respectGitignore),
     policy: await effectivePathPolicy(context),
     signal: context.signal,
   };
@@ -645,7 +643,7 @@ export async function runGrep(
   context: ToolContext,
 ): Promise<GrepResult> {
   const plan = await planGrep(args, context);
-  const choice = getStringSetting(context.settings.parameters.engine, "auto", ["auto", "ripgrep", "js"]);
+  const choice = stringSetting(context.settings.parameters, D.engine);
   let engine: GrepResult["engine"] = "js";
   let outcome: EngineOutcome | undefined;
   // ripgrep would read denied and protected files (and reveal them through its binary-skip counts) before their
@@ -704,7 +702,7 @@ export async function runGrep(
   };
 }
 
-export const grepTool: RegisteredTool = {
+export const grepTool: RegisteredTool = defineTool({
   definition: {
     name: "grep",
     description:
@@ -733,19 +731,10 @@ export const grepTool: RegisteredTool = {
     category: "system",
     enabledByDefault: true,
     canDisable: true,
-    defaultParameters: {
-      ...PATH_POLICY_DEFAULTS,
-      maxResults: 100,
-      maxMatchesPerFile: 20,
-      maxFileSizeBytes: 1_000_000,
-      includeDotfiles: false,
-      respectGitignore: true,
-      engine: "auto",
-    },
     parameterDescriptors: [...PATH_POLICY_DESCRIPTORS, ...Object.values(D)],
   },
   execute: (args, context) =>
     runGrep(args as { pattern: string; path: string; glob?: string; caseInsensitive?: boolean }, context),
-};
+});
 
 registerTool(grepTool);

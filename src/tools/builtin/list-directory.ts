@@ -12,14 +12,13 @@ import { join } from "node:path";
 import {
   effectivePathPolicy,
   isPathInside,
-  PATH_POLICY_DEFAULTS,
   PATH_POLICY_DESCRIPTORS,
   resolveAndValidatePath,
   toResultPath,
 } from "../../core/path-policy.js";
 import { registerTool } from "../../core/registry.js";
+import { defineTool, integerSetting } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
-import { intSetting } from "../fs/common.js";
 
 /** Entry kinds reported by list_directory. */
 export type EntryType = "file" | "directory" | "symlink" | "other";
@@ -75,7 +74,7 @@ export async function readDirectoryEntries(input: string, context: ToolContext) 
   return { absolute, real, entries: kept };
 }
 
-export const listDirectoryTool: RegisteredTool = {
+export const listDirectoryTool: RegisteredTool = defineTool({
   definition: {
     name: "list_directory",
     description:
@@ -97,13 +96,12 @@ export const listDirectoryTool: RegisteredTool = {
     category: "system",
     enabledByDefault: true,
     canDisable: true,
-    defaultParameters: { ...PATH_POLICY_DEFAULTS, maxEntries: 1000 },
     parameterDescriptors: [...PATH_POLICY_DESCRIPTORS, MAX_ENTRIES],
   },
   async execute(args, context): Promise<ListDirectoryResult> {
     const { path } = args as { path: string };
     const { absolute, entries } = await readDirectoryEntries(path, context);
-    const max = intSetting(context, MAX_ENTRIES);
+    const max = integerSetting(context.settings.parameters, MAX_ENTRIES);
     return {
       path: toResultPath(absolute, context),
       entries: entries.slice(0, max).map((e) => ({ name: e.name, type: entryType(e) })),
@@ -111,6 +109,6 @@ export const listDirectoryTool: RegisteredTool = {
       totalEntries: entries.length,
     };
   },
-};
+});
 
 registerTool(listDirectoryTool);

@@ -13,13 +13,9 @@
  * Result: { content, path, size, sha256, totalLines, startLine, endLine, truncated } plus `view` when not text.
  */
 import { ToolArgumentError } from "../../core/errors.js";
-import {
-  PATH_POLICY_DEFAULTS,
-  PATH_POLICY_DESCRIPTORS,
-  resolveAndValidatePath,
-  toResultPath,
-} from "../../core/path-policy.js";
+import { PATH_POLICY_DESCRIPTORS, resolveAndValidatePath, toResultPath } from "../../core/path-policy.js";
 import { registerTool } from "../../core/registry.js";
+import { defineTool } from "../../core/settings-declaration.js";
 import { decodeText, isBinaryHead, splitLines } from "../../core/text-probe.js";
 import type { RegisteredTool, ToolContext } from "../../core/types.js";
 import { formatBytes, ledgerChat, MIB, openRegularFile, readAllCapped } from "../fs/common.js";
@@ -177,7 +173,7 @@ export async function readFile(
   };
 }
 
-export const readFileTool: RegisteredTool = {
+export const readFileTool: RegisteredTool = defineTool({
   definition: {
     name: "read_file",
     description:
@@ -216,10 +212,9 @@ export const readFileTool: RegisteredTool = {
     category: "system",
     enabledByDefault: true,
     canDisable: true,
-    defaultParameters: { ...PATH_POLICY_DEFAULTS },
     parameterDescriptors: [...PATH_POLICY_DESCRIPTORS],
   },
   execute: (args, context) => readFile(args as Parameters<typeof readFile>[0], context),
-};
+});
 
 registerTool(readFileTool);

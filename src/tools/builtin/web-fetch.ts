@@ -13,7 +13,8 @@
  */
 import { ToolArgumentError } from "../../core/errors.js";
 import { registerTool } from "../../core/registry.js";
-import { clampIntegerSetting, getStringListSetting, TIMEOUT_SECONDS_DESCRIPTOR } from "../../core/settings-policy.js";
+import { defineTool, integerSetting, stringListSetting } from "../../core/settings-declaration.js";
+import { TIMEOUT_SECONDS_DESCRIPTOR } from "../../core/settings-policy.js";
 import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
 import { binaryRefusal, bodyKind, bodyToContent } from "../web/content.js";
 import { guardedFetch } from "../web/fetch.js";
@@ -41,27 +42,27 @@ export const WEB_ALLOWED_HOSTS_SERVICE = "webAllowedHosts";
 export const WEB_FETCH_DEFAULT_MAX_SIZE = 500_000;
 export const WEB_FETCH_MAX_SIZE_LIMIT = 5_000_000;
 
-const parameterDescriptors: ToolParameterDescriptor[] = [
-  TIMEOUT_SECONDS_DESCRIPTOR,
-  {
-    name: "maxRedirects",
-    type: "integer",
-    description: "Redirects followed per fetch; each hop is checked against the SSRF rules again.",
-    min: 0,
-    max: 10,
-    default: 5,
-  },
-  {
-    name: "allowedHosts",
-    type: "string[]",
-    description:
-      "Hosts that may be fetched even though they are private or local: exact names, *.suffix patterns, IP addresses or CIDRs (e.g. intranet.example, *.corp.example, 10.0.0.0/8). The only way to reach a non-public address.",
-    min: 0,
-    max: 100,
-    default: [],
-    adminOnly: true,
-  },
-];
+const MAX_REDIRECTS: ToolParameterDescriptor = {
+  name: "maxRedirects",
+  type: "integer",
+  description: "Redirects followed per fetch; each hop is checked against the SSRF rules again.",
+  min: 0,
+  max: 10,
+  default: 5,
+};
+
+const ALLOWED_HOSTS: ToolParameterDescriptor = {
+  name: "allowedHosts",
+  type: "string[]",
+  description:
+    "Hosts that may be fetched even though they are private or local: exact names, *.suffix patterns, IP addresses or CIDRs (e.g. intranet.example, *.corp.example, 10.0.0.0/8). The only way to reach a non-public address.",
+  min: 0,
+  max: 100,
+  default: [],
+  adminOnly: true,
+};
+
+const parameterDescriptors: ToolParameterDescriptor[] = [TIMEOUT_SECONDS_DESCRIPTOR, MAX_REDIRECTS, ALLOWED_HOSTS];
 
 function servicesOf(context: ToolContext): { resolver?: HostResolver; extraHosts: string[] } {
   const resolver = context.services[WEB_RESOLVER_SERVICE];
@@ -83,10 +84,10 @@ export async function webFetch(args: { url: string; maxSize?: number }, context:
     );
   }
   const { resolver, extraHosts } = servicesOf(context);
-  const allowedHosts = [...getStringListSetting(context.settings.parameters.allowedHosts, []), ...extraHosts];
+  const allowedHosts = [...stringListSetting(context.settings.parameters, ALLOWED_HOSTS), ...extraHosts];
   const result = await guardedFetch(url, {
     maxBytes: maxSize,
-    maxRedirects: clampIntegerSetting(context.settings.parameters.maxRedirects, 0, 10, 5),
+    maxRedirects: integerSetting(context.settings.parameters, MAX_REDIRECTS),
     allowedHosts,
     resolver,
     signal: context.signal,
@@ -99,7 +100,7 @@ export async function webFetch(args: { url: string; maxSize?: number }, context:
   return { url: result.url, status: result.status, contentType: result.contentType, content, truncated };
 }
 
-export const webFetchTool: RegisteredTool = {
+export const webFetchTool: RegisteredTool = defineTool({
   definition: {
     name: "web_fetch",
     description:
@@ -125,10 +126,9 @@ export const webFetchTool: RegisteredTool = {
     category: "system",
     enabledByDefault: true,
     canDisable: true,
-    defaultParameters: { timeoutSeconds: 30, maxRedirects: 5, allowedHosts: [] },
     parameterDescriptors,
   },
   execute: (args, context) => webFetch(args as { url: string; maxSize?: number }, context),
-};
+});
 
 registerTool(webFetchTool);

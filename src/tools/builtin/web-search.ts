@@ -13,7 +13,8 @@
  */
 import { ToolArgumentError } from "../../core/errors.js";
 import { registerTool } from "../../core/registry.js";
-import { getStringSetting, TIMEOUT_SECONDS_DESCRIPTOR } from "../../core/settings-policy.js";
+import { defineTool, stringSetting } from "../../core/settings-declaration.js";
+import { TIMEOUT_SECONDS_DESCRIPTOR } from "../../core/settings-policy.js";
 import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
 import {
   chooseProvider,
@@ -37,16 +38,18 @@ export const WEB_SEARCH_DEFAULT_MAX_RESULTS = 5;
 export const WEB_SEARCH_MAX_RESULTS_LIMIT = 20;
 const DEFAULT_PROVIDER_VALUES = ["auto", ...SEARCH_PROVIDERS] as const;
 
+const DEFAULT_PROVIDER: ToolParameterDescriptor = {
+  name: "defaultProvider",
+  type: "string",
+  description:
+    'Provider used when the model names none: "auto" (Tavily if TAVILY_API_KEY is set, else Brave if BRAVE_API_KEY is set, else DuckDuckGo), or a provider name.',
+  allowedValues: DEFAULT_PROVIDER_VALUES,
+  default: "auto",
+};
+
 const parameterDescriptors: ToolParameterDescriptor[] = [
   { ...TIMEOUT_SECONDS_DESCRIPTOR, default: 20 },
-  {
-    name: "defaultProvider",
-    type: "string",
-    description:
-      'Provider used when the model names none: "auto" (Tavily if TAVILY_API_KEY is set, else Brave if BRAVE_API_KEY is set, else DuckDuckGo), or a provider name.',
-    allowedValues: DEFAULT_PROVIDER_VALUES,
-    default: "auto",
-  },
+  DEFAULT_PROVIDER,
 ];
 
 /** Runs a search under the tool's settings and the host's search configuration. Throws classified ToolErrors. */
@@ -59,15 +62,13 @@ export async function webSearch(
     throw new ToolArgumentError('Invalid argument "query": it is empty; give search words.', { argument: "query" });
   const maxResults = args.maxResults ?? WEB_SEARCH_DEFAULT_MAX_RESULTS;
   const config = resolveSearchConfig(context.services[WEB_SEARCH_SERVICE] as WebSearchConfig | undefined);
-  const preferred = getStringSetting(context.settings.parameters.defaultProvider, "auto", DEFAULT_PROVIDER_VALUES) as
-    | SearchProviderName
-    | "auto";
+  const preferred = stringSetting(context.settings.parameters, DEFAULT_PROVIDER) as SearchProviderName | "auto";
   const provider = chooseProvider(args.provider, config, preferred);
   const results = await runSearch(provider, query, maxResults, config, context.signal);
   return { results, provider };
 }
 
-export const webSearchTool: RegisteredTool = {
+export const webSearchTool: RegisteredTool = defineTool({
   definition: {
     name: "web_search",
     description:
@@ -98,11 +99,10 @@ export const webSearchTool: RegisteredTool = {
     category: "system",
     enabledByDefault: true,
     canDisable: true,
-    defaultParameters: { timeoutSeconds: 20, defaultProvider: "auto" },
     parameterDescriptors,
   },
   execute: (args, context) =>
     webSearch(args as { query: string; provider?: SearchProviderName; maxResults?: number }, context),
-};
+});
 
 registerTool(webSearchTool);

@@ -15,13 +15,9 @@
  * Result: { path, size (bytes written), sha256, created }.
  */
 import { ToolArgumentError } from "../../core/errors.js";
-import {
-  PATH_POLICY_DEFAULTS,
-  PATH_POLICY_DESCRIPTORS,
-  resolveAndValidatePath,
-  toResultPath,
-} from "../../core/path-policy.js";
+import { PATH_POLICY_DESCRIPTORS, resolveAndValidatePath, toResultPath } from "../../core/path-policy.js";
 import { registerTool } from "../../core/registry.js";
+import { defineTool } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolContext } from "../../core/types.js";
 import {
   assertFresh,
@@ -91,7 +87,7 @@ export async function writeFileForChat(
   });
 }
 
-export const writeFileTool: RegisteredTool = {
+export const writeFileTool: RegisteredTool = defineTool({
   definition: {
     name: "write_file",
     description:
@@ -119,7 +115,6 @@ export const writeFileTool: RegisteredTool = {
     category: "system",
     enabledByDefault: true,
     canDisable: true,
-    defaultParameters: { ...PATH_POLICY_DEFAULTS },
     parameterDescriptors: [...PATH_POLICY_DESCRIPTORS],
   },
   async execute(args, context) {
@@ -130,6 +125,6 @@ export const writeFileTool: RegisteredTool = {
     } = await writeFileForChat(args as { path: string; content: string; createDirectories?: boolean }, context);
     return result;
   },
-};
+});
 
 registerTool(writeFileTool);

@@ -7,8 +7,7 @@ import { constants, type Stats } from "node:fs";
 import { chmod, lstat, mkdir, open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { NotFoundError, ToolArgumentError, ToolExecutionError } from "../../core/errors.js";
-import { clampIntegerSetting } from "../../core/settings-policy.js";
-import type { ToolContext, ToolParameterDescriptor } from "../../core/types.js";
+import type { ToolContext } from "../../core/types.js";
 
 /** Result of reading a whole file through one descriptor under a byte cap. */
 export interface CappedRead {
@@ -258,14 +257,4 @@ export async function atomicWrite(
     await rm(temp, { force: true });
     throw error;
   }
-}
-
-/** Reads an integer setting clamped to its descriptor's range, falling back to the descriptor's default. */
-export function intSetting(context: ToolContext, d: ToolParameterDescriptor): number {
-  return clampIntegerSetting(
-    context.settings.parameters[d.name],
-    d.min ?? 1,
-    d.max ?? Number.MAX_SAFE_INTEGER,
-    d.default as number,
-  );
 }

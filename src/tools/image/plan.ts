@@ -5,19 +5,23 @@
  * provider chosen. Pure apart from reading settings; does no I/O.
  */
 import { ToolArgumentError } from "../../core/errors.js";
-import { clampIntegerSetting, getBooleanSetting, getStringSetting } from "../../core/settings-policy.js";
+import { booleanSetting, integerSetting, stringSetting } from "../../core/settings-declaration.js";
+import { TIMEOUT_SECONDS_DESCRIPTOR } from "../../core/settings-policy.js";
 import type { EffectiveToolSettings } from "../../core/types.js";
 import { resolveImageProvider } from "./providers.js";
+import {
+  DEFAULT_IMAGE_MODEL,
+  DEFAULT_MODEL_DESCRIPTOR,
+  DEFAULT_QUALITY_DESCRIPTOR,
+  IMAGE_PROVIDER_DESCRIPTOR,
+  LET_AI_DECIDE_QUALITY_DESCRIPTOR,
+  MAX_IMAGES_PER_CALL,
+  MAX_IMAGES_PER_CALL_DESCRIPTOR,
+} from "./settings.js";
 import { IMAGE_QUALITIES, type ImageProviderName, type ImageQuality } from "./types.js";
 
-/** Hard ceiling on images per call (the `count` argument's maximum). */
-export const MAX_IMAGES_PER_CALL = 4;
 /** Longest prompt accepted, in characters (the GPT image models' limit). */
 export const MAX_PROMPT_LENGTH = 32_000;
-/** Default of the defaultModel setting. */
-export const DEFAULT_IMAGE_MODEL = "gpt-image-1";
-/** Values of the `provider` setting. */
-export const IMAGE_PROVIDER_SETTINGS = ["auto", "openai", "gemini"] as const;
 
 /** Parsed generate_image arguments (nulls already removed by the runtime). */
 export interface GenerateImageArgs {
@@ -45,7 +49,7 @@ export interface GenerateImageToolPlan {
   requestedCount: number;
   /** The images to make: min(requestedCount, maxImagesPerCall). */
   images: PlannedImage[];
-  /** Time budget in milliseconds (timeoutSeconds × 1000, 5–600 s, default 30 s). */
+  /** Time budget in milliseconds (the timeoutSeconds setting × 1000). */
   budgetMs: number;
   /** Human-readable adjustments made while planning (clamped count, ignored quality), for the summary. */
   notes: string[];
@@ -87,7 +91,7 @@ export function createGenerateImageToolPlan(
       },
     );
   }
-  const maxImages = clampIntegerSetting(p.maxImagesPerCall, 1, MAX_IMAGES_PER_CALL, MAX_IMAGES_PER_CALL);
+  const maxImages = integerSetting(p, MAX_IMAGES_PER_CALL_DESCRIPTOR);
   const count = Math.min(requestedCount, maxImages);
   if (count < requestedCount) {
     notes.push(
@@ -95,8 +99,8 @@ export function createGenerateImageToolPlan(
     );
   }
 
-  const defaultQuality = getStringSetting(p.defaultQuality, "auto", IMAGE_QUALITIES) as ImageQuality;
-  const letAiDecide = getBooleanSetting(p.letAiDecideQuality, true);
+  const defaultQuality = stringSetting(p, DEFAULT_QUALITY_DESCRIPTOR) as ImageQuality;
+  const letAiDecide = booleanSetting(p, LET_AI_DECIDE_QUALITY_DESCRIPTOR);
   let quality = defaultQuality;
   let qualitySource: "argument" | "setting" = "setting";
   if (args.quality !== undefined) {
@@ -114,10 +118,10 @@ export function createGenerateImageToolPlan(
   }
 
   const argModel = typeof args.model === "string" ? args.model.trim() : "";
-  const model = argModel || getStringSetting(p.defaultModel, DEFAULT_IMAGE_MODEL).trim() || DEFAULT_IMAGE_MODEL;
-  const provider = resolveImageProvider(model, getStringSetting(p.provider, "auto", IMAGE_PROVIDER_SETTINGS));
+  const model = argModel || stringSetting(p, DEFAULT_MODEL_DESCRIPTOR).trim() || DEFAULT_IMAGE_MODEL;
+  const provider = resolveImageProvider(model, stringSetting(p, IMAGE_PROVIDER_DESCRIPTOR));
 
-  const seconds = clampIntegerSetting(p.timeoutSeconds, 5, 600, 30);
+  const seconds = integerSetting(p, TIMEOUT_SECONDS_DESCRIPTOR);
   return {
     prompt,
     model,
@@ -131,3 +135,9 @@ export function createGenerateImageToolPlan(
     notes,
   };
 }
+
+export {
+  DEFAULT_IMAGE_MODEL,
+  IMAGE_PROVIDER_SETTINGS,
+  MAX_IMAGES_PER_CALL,
+} from "./settings.js";

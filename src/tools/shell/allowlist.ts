@@ -14,7 +14,8 @@ import { accessSync, constants, realpathSync, statSync } from "node:fs";
 import { delimiter, isAbsolute, join } from "node:path";
 import { AccessDeniedError, NotFoundError } from "../../core/errors.js";
 import { isPathInside } from "../../core/path-policy.js";
-import { getStringListSetting, getStringSetting } from "../../core/settings-policy.js";
+import { stringListSetting, stringSetting } from "../../core/settings-declaration.js";
+import type { ToolParameterDescriptor } from "../../core/types.js";
 
 /** The seed's allowlist (002, "Allowed Commands"), verbatim. Several entries run arbitrary code: see docs/shell.md. */
 export const SHELL_COMMAND_ALLOWLIST: readonly string[] = [
@@ -90,11 +91,32 @@ export const ALLOWLIST_PRESETS = ["seed", "strict", "custom"] as const;
 /** An allowlist preset: the seed's list, the strict list, or the `allowedCommands` setting. */
 export type AllowlistPreset = (typeof ALLOWLIST_PRESETS)[number];
 
-/** The effective allowlist of a call from its settings (`allowlistPreset`, `allowedCommands`; corrupt → seed). */
+/** allowlistPreset: which command list shell_exec uses (admin only). */
+export const ALLOWLIST_PRESET_DESCRIPTOR: ToolParameterDescriptor = {
+  name: "allowlistPreset",
+  type: "string",
+  description:
+    'Which commands may run: "seed" (the documented list, which includes interpreters such as python3, node, env, awk, make, git that run arbitrary code), "strict" (file viewing and copying tools only), or "custom" (the allowedCommands setting).',
+  allowedValues: ALLOWLIST_PRESETS,
+  default: "seed",
+  adminOnly: true,
+};
+
+/** allowedCommands: the command names of the "custom" preset (admin only). */
+export const ALLOWED_COMMANDS_DESCRIPTOR: ToolParameterDescriptor = {
+  name: "allowedCommands",
+  type: "string[]",
+  description: 'Command names allowed when allowlistPreset is "custom" (bare names, e.g. "git").',
+  default: [...SHELL_COMMAND_ALLOWLIST],
+  max: 500,
+  adminOnly: true,
+};
+
+/** The effective allowlist of a call from its settings (`allowlistPreset`, `allowedCommands`; corrupt → defaults). */
 export function effectiveAllowlist(parameters: Record<string, unknown>): string[] {
-  const preset = getStringSetting(parameters.allowlistPreset, "seed", ALLOWLIST_PRESETS) as AllowlistPreset;
+  const preset = stringSetting(parameters, ALLOWLIST_PRESET_DESCRIPTOR) as AllowlistPreset;
   if (preset === "strict") return [...STRICT_SHELL_COMMAND_ALLOWLIST];
-  if (preset === "custom") return getStringListSetting(parameters.allowedCommands, SHELL_COMMAND_ALLOWLIST);
+  if (preset === "custom") return stringListSetting(parameters, ALLOWED_COMMANDS_DESCRIPTOR);
   return [...SHELL_COMMAND_ALLOWLIST];
 }
 

@@ -14,13 +14,14 @@
  * - Disabled by default, like the interactive shells.
  */
 import { ToolAbortedError, ToolArgumentError, ToolTimeoutError } from "../../core/errors.js";
-import { PATH_POLICY_DEFAULTS, PATH_POLICY_DESCRIPTORS } from "../../core/path-policy.js";
+import { PATH_POLICY_DESCRIPTORS } from "../../core/path-policy.js";
+import { defineTool } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolParameterDescriptor } from "../../core/types.js";
 import {
-  ALLOWLIST_PRESETS,
+  ALLOWED_COMMANDS_DESCRIPTOR,
+  ALLOWLIST_PRESET_DESCRIPTOR,
   effectiveAllowlist,
   resolveAllowedExecutable,
-  SHELL_COMMAND_ALLOWLIST,
 } from "./allowlist.js";
 import { lastChars, recordShellAudit, refuseShellCall, resolveShellCwd } from "./audit.js";
 import { filterEnvironment } from "./env.js";
@@ -48,28 +49,13 @@ export interface ShellExecResult {
 }
 
 const parameterDescriptors: ToolParameterDescriptor[] = [
-  {
-    name: "allowlistPreset",
-    type: "string",
-    description:
-      'Which commands may run: "seed" (the documented list, which includes interpreters such as python3, node, env, awk, make, git that run arbitrary code), "strict" (file viewing and copying tools only), or "custom" (the allowedCommands setting).',
-    allowedValues: ALLOWLIST_PRESETS,
-    default: "seed",
-    adminOnly: true,
-  },
-  {
-    name: "allowedCommands",
-    type: "string[]",
-    description: 'Command names allowed when allowlistPreset is "custom" (bare names, e.g. "git").',
-    default: [...SHELL_COMMAND_ALLOWLIST],
-    max: 500,
-    adminOnly: true,
-  },
+  ALLOWLIST_PRESET_DESCRIPTOR,
+  ALLOWED_COMMANDS_DESCRIPTOR,
   ...PATH_POLICY_DESCRIPTORS,
 ];
 
 /** The shell_exec tool (registered by src/tools/builtin/shell.ts). */
-export const shellExecTool: RegisteredTool = {
+export const shellExecTool: RegisteredTool = defineTool({
   definition: {
     name: "shell_exec",
     description:
@@ -107,11 +93,6 @@ export const shellExecTool: RegisteredTool = {
     enabledByDefault: false,
     enablingRequiresAdmin: true,
     canDisable: true,
-    defaultParameters: {
-      allowlistPreset: "seed",
-      allowedCommands: [...SHELL_COMMAND_ALLOWLIST],
-      ...structuredClone(PATH_POLICY_DEFAULTS),
-    },
     parameterDescriptors,
   },
   managesOwnTimeout: true,
@@ -213,4 +194,4 @@ export const shellExecTool: RegisteredTool = {
       durationMs: run.durationMs,
     } satisfies ShellExecResult;
   },
-};
+});

@@ -14,9 +14,10 @@
  *   including a non-zero one or death by a signal the command sent itself, is a result.
  */
 import { NotFoundError, ToolAbortedError, ToolArgumentError, ToolTimeoutError } from "../../core/errors.js";
-import { PATH_POLICY_DEFAULTS, PATH_POLICY_DESCRIPTORS } from "../../core/path-policy.js";
+import { PATH_POLICY_DESCRIPTORS } from "../../core/path-policy.js";
 import { defaultRegistry, type ToolRegistryStore } from "../../core/registry.js";
-import { clampIntegerSetting, TIMEOUT_SECONDS_DESCRIPTOR } from "../../core/settings-policy.js";
+import { defineTool, integerSetting } from "../../core/settings-declaration.js";
+import { TIMEOUT_SECONDS_DESCRIPTOR } from "../../core/settings-policy.js";
 import type { EffectiveToolSettings, RegisteredTool, ToolParameterDescriptor } from "../../core/types.js";
 import { findExecutable } from "./allowlist.js";
 import { lastChars, recordShellAudit, resolveShellCwd } from "./audit.js";
@@ -128,7 +129,7 @@ export async function runShellCommand(options: RunShellCommandOptions): Promise<
   };
 }
 
-/** maxOutputBytes setting: 1 KB–1 MB per stream, default 100 KB. */
+/** maxOutputBytes setting: most bytes kept per output stream. */
 export const MAX_OUTPUT_BYTES_DESCRIPTOR: ToolParameterDescriptor = {
   name: "maxOutputBytes",
   type: "integer",
@@ -139,9 +140,12 @@ export const MAX_OUTPUT_BYTES_DESCRIPTOR: ToolParameterDescriptor = {
   unit: "bytes",
 };
 
-/** Budget of one call in ms from the timeoutSeconds setting (corrupt values fall back to 30 s; clamped 5–600 s). */
+/**
+ * Budget of one call in ms from the timeoutSeconds setting (a corrupt value falls back to the descriptor's default;
+ * clamped to its range).
+ */
 export function shellTimeoutMs(settings: EffectiveToolSettings): number {
-  return clampIntegerSetting(settings.parameters.timeoutSeconds, 5, 600, 30) * 1000;
+  return integerSetting(settings.parameters, TIMEOUT_SECONDS_DESCRIPTOR) * 1000;
 }
 
 const TITLES: Record<ShellKind, string> = { bash: "Bash", zsh: "Zsh", powershell: "PowerShell" };
@@ -152,7 +156,7 @@ const TITLES: Record<ShellKind, string> = { bash: "Bash", zsh: "Zsh", powershell
  */
 export function buildShellTool(shell: ShellKind, executable: string): RegisteredTool {
   const title = TITLES[shell];
-  return {
+  return defineTool({
     definition: {
       name: shell,
       description: `Runs a ${title} command on the server and returns its stdout, stderr, exit code and timing. stdin is closed; long output keeps its head and tail; the command and everything it started are killed at the timeout.`,
@@ -176,11 +180,6 @@ export function buildShellTool(shell: ShellKind, executable: string): Registered
       enabledByDefault: false,
       enablingRequiresAdmin: true,
       canDisable: true,
-      defaultParameters: {
-        timeoutSeconds: TIMEOUT_SECONDS_DESCRIPTOR.default,
-        maxOutputBytes: MAX_OUTPUT_BYTES_DESCRIPTOR.default,
-        ...structuredClone(PATH_POLICY_DEFAULTS),
-      },
       parameterDescriptors: [TIMEOUT_SECONDS_DESCRIPTOR, MAX_OUTPUT_BYTES_DESCRIPTOR, ...PATH_POLICY_DESCRIPTORS],
     },
     managesOwnTimeout: true,
@@ -196,7 +195,7 @@ export function buildShellTool(shell: ShellKind, executable: string): Registered
         });
       }
       const timeoutMs = shellTimeoutMs(context.settings);
-      const maxOutputBytes = clampIntegerSetting(context.settings.parameters.maxOutputBytes, 1024, 1024 * 1024, 102400);
+      const maxOutputBytes = integerSetting(context.settings.parameters, MAX_OUTPUT_BYTES_DESCRIPTOR);
       const cwd = await resolveShellCwd(context, shell, args.command, args.cwd);
       let result: ShellCommandResult;
       try {
@@ -251,7 +250,7 @@ export function buildShellTool(shell: ShellKind, executable: string): Registered
       }
       return result;
     },
-  };
+  });
 }
 
 /** Options of registerShellTools (tests pass a fake PATH and platform). */
