@@ -70,7 +70,7 @@ export async function createAppContext(options: AppContextOptions = {}): Promise
     dataDirSource,
     database,
     runtime,
-    settings: new ToolSettingsService(registry, store, logger),
+    settings: new ToolSettingsService(registry, store, logger, runtime.services),
     tokens: new TokenRepository(database.db),
     chats: new ChatRepository(database.db),
     audit,

@@ -21,6 +21,7 @@ import type {
   ToolDefinition,
   ToolParameterDescriptor,
 } from "../core/types.js";
+import { withImpliedSettings } from "./setting-implications.js";
 
 /** One tool with the user's effective settings (000: ToolSettingsDescriptor). */
 export interface ToolSettingsDescriptor {
@@ -41,6 +42,11 @@ export interface ToolSettingsDescriptor {
   parameterDescriptors: ToolParameterDescriptor[];
   /** The definition a model is offered with these settings. */
   definition: ToolDefinition;
+  /**
+   * Present when the tool cannot work on this host as configured (e.g. no API key): it is then not offered to
+   * models even when enabled. Says what to set.
+   */
+  unavailableReason?: string;
 }
 
 /**
@@ -51,12 +57,19 @@ export interface UpdateToolSettingsBody {
   parameters?: Record<string, unknown>;
 }
 
+function unavailable(tool: RegisteredTool, services: Record<string, unknown>): { unavailableReason?: string } {
+  const reason = tool.unavailableReason?.(services);
+  return reason ? { unavailableReason: reason } : {};
+}
+
 /** Reads and changes per-user tool settings. */
 export class ToolSettingsService {
   constructor(
     private readonly registry: ToolRegistryStore,
     private readonly store: ToolSettingsStore,
     private readonly logger: Logger,
+    /** The host's services, for tools' availability checks (RegisteredTool.unavailableReason). */
+    private readonly services: Record<string, unknown> = {},
   ) {}
 
   #describe(tool: RegisteredTool, saved: SavedToolSettings | undefined): ToolSettingsDescriptor {
@@ -76,6 +89,7 @@ export class ToolSettingsService {
       defaultParameters: structuredClone(m.defaultParameters),
       parameterDescriptors: m.parameterDescriptors.map(({ validate: _validate, ...d }) => d),
       definition: getToolDefinition(tool, effective),
+      ...unavailable(tool, this.services),
     };
   }
 
@@ -105,6 +119,8 @@ export class ToolSettingsService {
     options: { admin: boolean } = { admin: false },
   ): Promise<ToolSettingsDescriptor> {
     const tool = this.#tool(toolName);
+    // A value that only applies together with another setting brings that setting along (or is refused).
+    body = withImpliedSettings(tool, body);
     if (!options.admin) this.#refuseAdminOnly(tool, body);
     const saved = await this.store.get(userId, toolName);
     const locked = new Set(saved?.locked ?? []);

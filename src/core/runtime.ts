@@ -133,7 +133,8 @@ export class ToolRuntime {
 
   /**
    * Loads the user's saved settings, merges defaults < saved, and yields the enabled tools with their
-   * definitions (built through buildDefinition where a tool has one). 000: getEnabledToolRuntime.
+   * definitions (built through buildDefinition where a tool has one). 000: getEnabledToolRuntime. Enabled tools
+   * that cannot work on this host (RegisteredTool.unavailableReason) are left out.
    */
   async getEnabledToolRuntime(userId: string): Promise<EnabledToolRuntime> {
     const saved = await this.store.getAll(userId);
@@ -143,6 +144,12 @@ export class ToolRuntime {
     for (const tool of this.registry.list()) {
       const effective = getSafeEffectiveToolSettings(tool, saved.get(tool.definition.name), this.logger);
       if (!effective.enabled) continue;
+      // A tool that cannot work here (e.g. no provider key) is not offered: the model would only meet errors.
+      const unavailable = tool.unavailableReason?.(this.services);
+      if (unavailable) {
+        this.logger.debug({ tool: tool.definition.name, reason: unavailable }, "enabled tool not offered");
+        continue;
+      }
       tools.push(tool);
       settings.set(tool.definition.name, effective);
       definitions.push(getToolDefinition(tool, effective));

@@ -232,6 +232,13 @@ export interface RegisteredTool {
     args: Record<string, unknown>,
     context: ToolContext,
   ) => Promise<ApprovalHint | undefined> | ApprovalHint | undefined;
+  /**
+   * Why the tool cannot work on this host as configured (e.g. no API key for any image provider), in words that
+   * say what to set; undefined when it can. A tool with a reason is not offered to models even when enabled
+   * (getEnabledToolRuntime skips it) and its settings descriptor shows the reason. `services` are the host's
+   * services (ToolRuntime `services`). Must be cheap and must not throw.
+   */
+  unavailableReason?: (services: Record<string, unknown>) => string | undefined;
 }
 
 /** A tool's own contribution to an approval decision (see RegisteredTool.approvalHint). */

@@ -54,6 +54,12 @@ export const ToolSettingsDescriptorSchema = Type.Object(
     defaultParameters: Type.Record(Type.String(), Type.Unknown()),
     parameterDescriptors: Type.Array(ToolParameterDescriptorSchema),
     definition: ToolDefinitionSchema,
+    unavailableReason: Type.Optional(
+      Type.String({
+        description:
+          "Present when the tool cannot work on this host as configured (e.g. no API key): it is not offered to models even when enabled.",
+      }),
+    ),
   },
   { $id: "ToolSettingsDescriptor" },
 );

@@ -256,6 +256,27 @@ describe("web_search providers", () => {
       const result = await searchOk({ query: "q", provider }, config());
       expect(result.provider).toBe("duckduckgo");
       expect(seen.map((s) => s.path)).toEqual(["/ddg/html/"]);
+      expect(result.notice).toContain(provider === "tavily" ? "TAVILY_API_KEY is not set" : "BRAVE_API_KEY is not set");
+    }
+    // A provider that has its key (or none asked for) carries no notice.
+    expect((await searchOk({ query: "q", provider: "tavily" }, config({ tavily: "t" }))).notice).toBeUndefined();
+    expect((await searchOk({ query: "q" }, config())).notice).toBeUndefined();
+  });
+
+  it("when the fallback fails too, the error names the missing variable, not just DuckDuckGo", async () => {
+    mode = "challenge";
+    try {
+      const outcome = await search({ query: "q", provider: "tavily" }, config());
+      expect(outcome.ok).toBe(false);
+      if (!outcome.ok) {
+        expect(outcome.error.message).toMatch(/^tavily was asked for, but TAVILY_API_KEY is not set/);
+        expect(outcome.error.details).toMatchObject({ missingVariable: "TAVILY_API_KEY" });
+      }
+      // The defaultProvider setting counts as asking, too.
+      const viaSetting = await search({ query: "q" }, config(), { defaultProvider: "brave" });
+      expect(!viaSetting.ok && viaSetting.error.message).toMatch(/BRAVE_API_KEY is not set/);
+    } finally {
+      mode = "normal";
     }
   });
 

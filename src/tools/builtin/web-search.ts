@@ -5,19 +5,21 @@
  * Arguments: `query` (required), `provider` ("tavily" | "brave" | "duckduckgo"), `maxResults` (1–20, default 5).
  * Result: `{ results: [{ title, url, content }], provider }`, where `provider` names the provider that actually
  * served the results: a provider asked for without its API key (TAVILY_API_KEY, BRAVE_API_KEY) falls back to
- * DuckDuckGo, which needs none. Without `provider`, the `defaultProvider` setting decides ("auto": Tavily when
+ * DuckDuckGo, which needs none, and the result's `notice` (or the error, when DuckDuckGo fails too) names the
+ * missing variable. Without `provider`, the `defaultProvider` setting decides ("auto": Tavily when
  * keyed, else Brave when keyed, else DuckDuckGo).
  *
  * Enabled by default: DuckDuckGo works without a key, and search only sends the query to the provider; result
  * URLs are returned, never fetched. Keys and base URLs are host configuration (see search-providers.ts).
  */
-import { ToolArgumentError } from "../../core/errors.js";
+import { ToolArgumentError, ToolError, ToolExecutionError } from "../../core/errors.js";
 import { registerTool } from "../../core/registry.js";
 import { defineTool, stringSetting } from "../../core/settings-declaration.js";
 import { TIMEOUT_SECONDS_DESCRIPTOR } from "../../core/settings-policy.js";
 import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
 import {
   chooseProvider,
+  missingKeyVariable,
   resolveSearchConfig,
   runSearch,
   SEARCH_PROVIDERS,
@@ -32,6 +34,11 @@ export interface WebSearchResult {
   results: SearchResult[];
   /** The provider that served the results. */
   provider: SearchProviderName;
+  /**
+   * Present when the provider asked for (argument or `defaultProvider` setting) has no API key and DuckDuckGo
+   * served instead: names the missing variable, e.g. "tavily was asked for, but TAVILY_API_KEY is not set; …".
+   */
+  notice?: string;
 }
 
 export const WEB_SEARCH_DEFAULT_MAX_RESULTS = 5;
@@ -64,8 +71,25 @@ export async function webSearch(
   const config = resolveSearchConfig(context.services[WEB_SEARCH_SERVICE] as WebSearchConfig | undefined);
   const preferred = stringSetting(context.settings.parameters, DEFAULT_PROVIDER) as SearchProviderName | "auto";
   const provider = chooseProvider(args.provider, config, preferred);
-  const results = await runSearch(provider, query, maxResults, config, context.signal);
-  return { results, provider };
+  const asked = args.provider ?? (preferred === "auto" ? undefined : preferred);
+  const missing = asked && asked !== provider ? missingKeyVariable(asked) : undefined;
+  const notice = missing
+    ? `${asked} was asked for, but ${missing} is not set on the server, so DuckDuckGo (no key needed) answered instead. Set ${missing} to search with ${asked}.`
+    : undefined;
+  try {
+    const results = await runSearch(provider, query, maxResults, config, context.signal);
+    return notice ? { results, provider, notice } : { results, provider };
+  } catch (error) {
+    // The failure is DuckDuckGo's, but the cause is the missing key: say both.
+    if (notice && error instanceof ToolError) {
+      throw new ToolExecutionError(`${notice} DuckDuckGo then failed: ${error.message}`, {
+        ...error.details,
+        askedProvider: asked,
+        missingVariable: missing,
+      });
+    }
+    throw error;
+  }
 }
 
 export const webSearchTool: RegisteredTool = defineTool({

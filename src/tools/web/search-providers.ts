@@ -102,6 +102,11 @@ export function chooseProvider(
   return "duckduckgo";
 }
 
+/** The environment variable holding `provider`'s API key, or undefined for DuckDuckGo (no key). */
+export function missingKeyVariable(provider: SearchProviderName): string | undefined {
+  return KEY_NAMES[provider] || undefined;
+}
+
 const RESPONSE_LIMIT_BYTES = 4_000_000;
 const PROVIDER_TITLES: Record<SearchProviderName, string> = {
   tavily: "Tavily",
