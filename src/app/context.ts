@@ -33,6 +33,8 @@ export interface AppContext {
   chats: ChatRepository;
   audit: SqlAuditLog;
   logger: Logger;
+  /** Registers work to run (in reverse order of registration) when the context closes, before the database. */
+  onClose(hook: () => Promise<void> | void): void;
   close(): Promise<void>;
 }
 
@@ -65,6 +67,7 @@ export async function createAppContext(options: AppContextOptions = {}): Promise
     services: { imageStore: new SqlImageStore(database.db, dataDir) },
   });
   configureDefaultRuntime(runtime);
+  const closeHooks: (() => Promise<void> | void)[] = [];
   return {
     dataDir,
     dataDirSource,
@@ -75,6 +78,18 @@ export async function createAppContext(options: AppContextOptions = {}): Promise
     chats: new ChatRepository(database.db),
     audit,
     logger,
-    close: () => database.close(),
+    onClose: (hook) => {
+      closeHooks.push(hook);
+    },
+    async close() {
+      for (const hook of closeHooks.splice(0).reverse()) {
+        try {
+          await hook();
+        } catch (error) {
+          logger.warn({ err: String(error) }, "a close hook failed");
+        }
+      }
+      await database.close();
+    },
   };
 }

@@ -169,6 +169,7 @@ export class ToolSettingsService {
       parameters: { ...savedParameters, ...normalizeToolParameters(tool, updates) },
       locked: [...locked].sort(),
     });
+    this.registry.changes.emit(userId);
     return this.get(userId, toolName);
   }
 

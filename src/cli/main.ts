@@ -200,18 +200,21 @@ export function buildProgram(): Command {
     .description("Serve the user's enabled tools over MCP on stdio (for desktop assistants, IDEs, agent frameworks).")
     .option("-u, --user <name>", "user whose tool settings apply", parseUserId, "local")
     .option("--cwd <dir>", "working directory bound for path-taking tools (default: the current directory)")
-    .action(async (opts: { user: string; cwd?: string }) => {
-      const { createMcpServer } = await import("../mcp/server.js");
-      const { StdioServerTransport } = await import("@modelcontextprotocol/sdk/server/stdio.js");
+    .option("--poll-ms <ms>", "how often to re-check the tool list for changes made elsewhere (ms)", "2000")
+    .action(async (opts: { user: string; cwd?: string; pollMs: string }) => {
+      const pollMs = Number(opts.pollMs);
+      if (!Number.isInteger(pollMs) || pollMs < 100)
+        throw new CliError("--poll-ms must be an integer of at least 100.");
+      const { serveMcpStdio } = await import("../mcp/server/stdio.js");
       const ctx = await createAppContext();
-      const server = createMcpServer({
+      serveMcpStdio({
         runtime: ctx.runtime,
         userId: opts.user,
         workingDirectory: resolveDirectoryOption(opts.cwd ?? process.cwd()),
+        bindingHint: "The directory was chosen when the server was started (toolhost mcp --cwd DIR).",
+        pollMs,
+        onClose: () => void ctx.close(),
       });
-      const transport = new StdioServerTransport();
-      transport.onclose = () => void ctx.close();
-      await server.connect(transport);
     });
 
   return program;

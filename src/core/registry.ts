@@ -4,6 +4,7 @@
  */
 import { withCommonSettings } from "./common-settings.js";
 import { normalizeToolSettings, type ToolDeclaration } from "./settings-declaration.js";
+import { ToolListChanges } from "./tool-changes.js";
 import type { RegisteredTool } from "./types.js";
 
 const TOOL_NAME = /^[a-zA-Z][a-zA-Z0-9_-]{0,63}$/;
@@ -11,6 +12,8 @@ const TOOL_NAME = /^[a-zA-Z][a-zA-Z0-9_-]{0,63}$/;
 /** A set of registered tools, keyed by name. The process-wide default instance backs the free functions below. */
 export class ToolRegistryStore {
   readonly #tools = new Map<string, RegisteredTool>();
+  /** Fires (with null: every user) when a tool is registered or removed, and (per user) when settings change. */
+  readonly changes = new ToolListChanges();
 
   /**
    * Adds a tool and returns it as stored: settings metadata completed from its declaration (defaults derived from
@@ -30,12 +33,15 @@ export class ToolRegistryStore {
     }
     const stored = withCommonSettings({ ...tool, settings: normalizeToolSettings(tool.definition, tool.settings) });
     this.#tools.set(name, stored);
+    this.changes.emit(null);
     return stored;
   }
 
   /** Removes a tool; returns whether it was there. Meant for tests and hot-reloading hosts. */
   unregister(name: string): boolean {
-    return this.#tools.delete(name);
+    const removed = this.#tools.delete(name);
+    if (removed) this.changes.emit(null);
+    return removed;
   }
 
   /** The tool with that name, or undefined. */

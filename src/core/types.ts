@@ -100,6 +100,43 @@ export interface ToolSettingsMetadata {
    * still disable it.
    */
   enablingRequiresAdmin?: boolean;
+  /**
+   * Hints about the tool's behaviour for clients and people (the MCP tool annotations). Absent hints are derived
+   * by deriveToolAnnotations (core/tool-annotations.ts): not read-only, destructive when not
+   * read-only, not idempotent, open-world only when declared. Hints are not security: policy never trusts them.
+   */
+  annotations?: ToolAnnotationHints;
+  /**
+   * Set on tools imported from an external MCP server (src/mcp/client): which server and tool they come from,
+   * whether an admin marked the server trusted, and a stable hash of the tool's name, description and schema so a
+   * changed tool voids approvals given to the old one. Absent on built-in and host-registered tools.
+   */
+  external?: ExternalToolOrigin;
+}
+
+/** Behaviour hints of a tool (the MCP `ToolAnnotations` fields; all optional). */
+export interface ToolAnnotationHints {
+  /** The tool does not modify its environment. */
+  readOnlyHint?: boolean;
+  /** When not read-only: the tool may perform destructive updates (delete, overwrite) rather than only add. */
+  destructiveHint?: boolean;
+  /** When not read-only: calling it again with the same arguments has no additional effect. */
+  idempotentHint?: boolean;
+  /** The tool interacts with an open world of external entities (the web, other services). */
+  openWorldHint?: boolean;
+}
+
+/** Where an imported tool comes from (see ToolSettingsMetadata.external). */
+export interface ExternalToolOrigin {
+  kind: "mcp";
+  /** The configured server name (the key under `mcpServers`). */
+  server: string;
+  /** The tool's name on that server (before prefixing and sanitizing). */
+  tool: string;
+  /** An admin marked the server trusted: its tools default to approval `allow` instead of `ask`. */
+  trusted: boolean;
+  /** sha256 (hex) of the tool's name, description and input schema as the server announced them. */
+  contentHash: string;
 }
 
 /** A user's settings for one tool after merging defaults < saved < overrides. */
@@ -212,6 +249,12 @@ export interface RegisteredTool {
   buildDefinition?: (settings: EffectiveToolSettings) => ToolDefinition;
   settings: ToolSettingsMetadata;
   execute: (args: unknown, context: ToolContext) => Promise<unknown>;
+  /**
+   * JSON Schema of the result, for tools whose result is always a JSON object of a known shape. Announced to MCP
+   * clients as the tool's `outputSchema` (they validate the structured result against it), so declare only what
+   * every successful result satisfies.
+   */
+  outputSchema?: JsonSchema;
   /**
    * True when the tool enforces its own time budget (shell tools kill their process group on their own timer).
    * executeTool then only adds a backstop a few seconds past the tool's budget instead of racing it.

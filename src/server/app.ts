@@ -4,9 +4,10 @@
  */
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { ChatService } from "../app/chat-service.js";
 import type { AppContext } from "../app/context.js";
 import { metricsRegistry } from "../core/metrics.js";
-import { handleMcpHttpRequest } from "../mcp/server.js";
+import { McpHttpEndpoint, protectedResourceMetadata, WORKING_DIRECTORY_HEADER } from "../mcp/server/http.js";
 import { VERSION } from "../version.js";
 import { bearerAuth } from "./auth.js";
 import { type AuthEnv, errorResponse } from "./http.js";
@@ -80,8 +81,24 @@ export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
   app.route("/api/chats", chatRoutes(ctx));
   app.route("/api/images", imageRoutes({ db: ctx.database.db, dataDir: ctx.dataDir }));
 
-  // MCP Streamable HTTP (stateless), with the same bearer token and the user's own tool settings.
-  app.use("/mcp", auth, limit);
-  app.all("/mcp", (c) => handleMcpHttpRequest(c.req.raw, { runtime: ctx.runtime, userId: c.get("userId") }));
+  // MCP Streamable HTTP (stateless, both protocol eras), with the same bearer token and the user's own tool
+  // settings. A client binds a working directory per connection through a header, checked exactly like a chat's.
+  const mcp = new McpHttpEndpoint(ctx.runtime, ctx.logger);
+  ctx.onClose(() => mcp.close());
+  const binder = new ChatService({ chats: ctx.chats, runtime: ctx.runtime, logger: ctx.logger });
+  const metadataUrl = (requestUrl: string) => `${new URL(requestUrl).origin}/.well-known/oauth-protected-resource/mcp`;
+  const metadata = (c: { req: { url: string }; json: (body: object) => Response }) =>
+    c.json(protectedResourceMetadata(new URL(c.req.url).origin));
+  app.get("/.well-known/oauth-protected-resource", metadata);
+  app.get("/.well-known/oauth-protected-resource/mcp", metadata);
+  app.use("/mcp", bearerAuth(ctx.tokens, { resourceMetadataUrl: metadataUrl }), limit);
+  app.all("/mcp", (c) => {
+    const userId = c.get("userId");
+    const requested = c.req.header(WORKING_DIRECTORY_HEADER);
+    const workingDirectory = requested
+      ? binder.resolveWorkingDirectory(requested, { admin: adminUsers().has(userId), userId })
+      : null;
+    return mcp.handle(c.req.raw, { userId, token: c.get("token"), workingDirectory });
+  });
   return app;
 }

@@ -6,14 +6,22 @@ import type { MiddlewareHandler } from "hono";
 import type { TokenRepository } from "../storage/repositories.js";
 import type { AuthEnv } from "./http.js";
 
-/** Middleware that authenticates `Authorization: Bearer <token>` and sets `userId`; 401 otherwise. */
-export function bearerAuth(tokens: TokenRepository): MiddlewareHandler<AuthEnv> {
+/**
+ * Middleware that authenticates `Authorization: Bearer <token>` and sets `userId` (and `token`); 401 otherwise.
+ * `resourceMetadataUrl`, when given, is announced in the 401's WWW-Authenticate challenge (RFC 9728), so OAuth-aware
+ * clients (MCP) find the protected-resource metadata document.
+ */
+export function bearerAuth(
+  tokens: TokenRepository,
+  options: { resourceMetadataUrl?: (requestUrl: string) => string } = {},
+): MiddlewareHandler<AuthEnv> {
   return async (c, next) => {
     const header = c.req.header("authorization") ?? "";
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     const userId = match?.[1] ? await tokens.authenticate(match[1]) : undefined;
     if (!userId) {
-      c.header("WWW-Authenticate", 'Bearer realm="toolhost"');
+      const metadata = options.resourceMetadataUrl?.(c.req.url);
+      c.header("WWW-Authenticate", `Bearer realm="toolhost"${metadata ? `, resource_metadata="${metadata}"` : ""}`);
       return c.json(
         {
           error: {
@@ -25,6 +33,7 @@ export function bearerAuth(tokens: TokenRepository): MiddlewareHandler<AuthEnv> 
       );
     }
     c.set("userId", userId);
+    c.set("token", match?.[1] ?? "");
     await next();
   };
 }

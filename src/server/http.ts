@@ -8,7 +8,8 @@ import { Compile } from "typebox/compile";
 import { ToolError, type ToolErrorCode } from "../core/errors.js";
 
 /** Variables the auth middleware sets on every authenticated request. */
-export type AuthEnv = { Variables: { userId: string } };
+/** Request variables set by bearerAuth: the user id and the bearer token it authenticated. */
+export type AuthEnv = { Variables: { userId: string; token: string } };
 
 /** A request the route refuses, with its HTTP status and a classified body. */
 export class HttpError extends Error {

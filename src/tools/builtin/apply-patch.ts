@@ -358,6 +358,7 @@ export const applyPatchTool: RegisteredTool = defineTool({
     description:
       "Lets the model edit files with unified diffs within the allowed directories (read-before-write enforced).",
     category: "system",
+    annotations: { destructiveHint: true, idempotentHint: false },
     enabledByDefault: true,
     canDisable: true,
     parameterDescriptors: [...PATH_POLICY_DESCRIPTORS],

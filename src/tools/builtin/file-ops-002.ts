@@ -18,7 +18,7 @@ import { effectivePathPolicy, isExcludedEntry, PATH_POLICY_DESCRIPTORS } from ".
 import { registerTool } from "../../core/registry.js";
 import { defineTool } from "../../core/settings-declaration.js";
 import { decodeText } from "../../core/text-probe.js";
-import type { RegisteredTool, ToolContext } from "../../core/types.js";
+import type { RegisteredTool, ToolAnnotationHints, ToolContext } from "../../core/types.js";
 import { readDirectoryEntries } from "./list-directory.js";
 import { assertTextual, readFileForChat } from "./read-file.js";
 import { writeFileForChat } from "./write-file.js";
@@ -26,10 +26,11 @@ import { writeFileForChat } from "./write-file.js";
 /** Most entries file_list returns. */
 export const FILE_LIST_CAP = 10_000;
 
-const settings = (title: string, description: string) => ({
+const settings = (title: string, description: string, annotations: ToolAnnotationHints) => ({
   title,
   description,
   category: "system" as const,
+  annotations,
   enabledByDefault: false,
   canDisable: true,
   parameterDescriptors: [...PATH_POLICY_DESCRIPTORS],
@@ -56,7 +57,9 @@ export const fileReadTool: RegisteredTool = defineTool({
       required: ["path"],
     },
   },
-  settings: settings("File read (002)", "tool::file_read: reads a text file (same rules as read_file)."),
+  settings: settings("File read (002)", "tool::file_read: reads a text file (same rules as read_file).", {
+    readOnlyHint: true,
+  }),
   async execute(args, context) {
     const { path, maxBytes } = args as { path: string; maxBytes?: number };
     const { bytes, real } = await readFileForChat(path, context, "text");
@@ -79,7 +82,10 @@ export const fileWriteTool: RegisteredTool = defineTool({
       required: ["path", "content"],
     },
   },
-  settings: settings("File write (002)", "tool::file_write: writes a file (same rules as write_file)."),
+  settings: settings("File write (002)", "tool::file_write: writes a file (same rules as write_file).", {
+    destructiveHint: true,
+    idempotentHint: true,
+  }),
   async execute(args, context) {
     const { path, content } = args as { path: string; content: string };
     const result = await writeFileForChat({ path, content, createDirectories: true }, context);
@@ -125,6 +131,7 @@ export const fileListTool: RegisteredTool = defineTool({
   settings: settings(
     "File list (002)",
     "tool::file_list: lists a directory with metadata (same rules as list_directory).",
+    { readOnlyHint: true },
   ),
   async execute(args, context: ToolContext) {
     const { path, recursive } = args as { path: string; recursive?: boolean };

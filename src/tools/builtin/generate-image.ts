@@ -74,6 +74,7 @@ export const generateImageTool: RegisteredTool = defineTool({
     title: "Image generation",
     description: "Lets the model create images with OpenAI or Gemini image models.",
     category: "image",
+    annotations: { destructiveHint: false, openWorldHint: true },
     enabledByDefault: true,
     canDisable: true,
     parameterDescriptors: [...GENERATE_IMAGE_SETTINGS],

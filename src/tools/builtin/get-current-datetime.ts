@@ -163,9 +163,24 @@ export const getCurrentDatetimeTool: RegisteredTool = defineTool({
     title: "Current date and time",
     description: "Lets the model know the current date and time in any timezone.",
     category: "system",
+    annotations: { readOnlyHint: true },
     enabledByDefault: true,
     canDisable: true,
     parameterDescriptors,
+  },
+  outputSchema: {
+    type: "object",
+    properties: {
+      timezone: { type: "string" },
+      locale: { type: "string" },
+      utc: { type: "string" },
+      local: { type: "string" },
+      localized: { type: "string" },
+      offset: { type: "string" },
+      weekday: { type: "string" },
+      epochMs: { type: "integer" },
+    },
+    required: ["timezone", "locale", "utc", "local", "localized", "offset", "weekday", "epochMs"],
   },
   async execute(args, context) {
     const { timezone, locale } = args as { timezone?: string; locale?: string };

@@ -210,6 +210,7 @@ export const globTool: RegisteredTool = defineTool({
     title: "Glob",
     description: "Lets the model find files by name pattern within the allowed directories.",
     category: "system",
+    annotations: { readOnlyHint: true },
     enabledByDefault: true,
     canDisable: true,
     parameterDescriptors: [...PATH_POLICY_DESCRIPTORS, MAX_RESULTS, INCLUDE_DOTFILES, ABSOLUTE],

@@ -729,6 +729,7 @@ export const grepTool: RegisteredTool = defineTool({
     title: "Grep",
     description: "Lets the model search file contents with regular expressions within the allowed directories.",
     category: "system",
+    annotations: { readOnlyHint: true },
     enabledByDefault: true,
     canDisable: true,
     parameterDescriptors: [...PATH_POLICY_DESCRIPTORS, ...Object.values(D)],

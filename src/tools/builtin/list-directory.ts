@@ -94,9 +94,27 @@ export const listDirectoryTool: RegisteredTool = defineTool({
     title: "List directory",
     description: "Lets the model list directory contents within the allowed directories.",
     category: "system",
+    annotations: { readOnlyHint: true },
     enabledByDefault: true,
     canDisable: true,
     parameterDescriptors: [...PATH_POLICY_DESCRIPTORS, MAX_ENTRIES],
+  },
+  outputSchema: {
+    type: "object",
+    properties: {
+      path: { type: "string" },
+      entries: {
+        type: "array",
+        items: {
+          type: "object",
+          properties: { name: { type: "string" }, type: { type: "string" } },
+          required: ["name", "type"],
+        },
+      },
+      truncated: { type: "boolean" },
+      totalEntries: { type: "integer" },
+    },
+    required: ["path", "entries", "truncated", "totalEntries"],
   },
   async execute(args, context): Promise<ListDirectoryResult> {
     const { path } = args as { path: string };

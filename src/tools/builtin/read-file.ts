@@ -210,6 +210,7 @@ export const readFileTool: RegisteredTool = defineTool({
     title: "Read file",
     description: "Lets the model read files as text or bytes, within the allowed directories.",
     category: "system",
+    annotations: { readOnlyHint: true },
     enabledByDefault: true,
     canDisable: true,
     parameterDescriptors: [...PATH_POLICY_DESCRIPTORS],

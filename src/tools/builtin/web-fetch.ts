@@ -124,6 +124,7 @@ export const webFetchTool: RegisteredTool = defineTool({
     title: "Web fetch",
     description: "Lets the model read public web pages (SSRF-protected: private and local addresses are refused).",
     category: "system",
+    annotations: { readOnlyHint: true, openWorldHint: true },
     enabledByDefault: true,
     canDisable: true,
     parameterDescriptors,

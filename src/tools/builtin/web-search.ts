@@ -121,6 +121,7 @@ export const webSearchTool: RegisteredTool = defineTool({
     title: "Web search",
     description: "Lets the model search the web (Tavily, Brave or DuckDuckGo).",
     category: "system",
+    annotations: { readOnlyHint: true, openWorldHint: true },
     enabledByDefault: true,
     canDisable: true,
     parameterDescriptors,

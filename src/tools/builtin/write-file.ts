@@ -113,6 +113,7 @@ export const writeFileTool: RegisteredTool = defineTool({
     description:
       "Lets the model create and overwrite files within the allowed directories (read-before-write enforced).",
     category: "system",
+    annotations: { destructiveHint: true, idempotentHint: true },
     enabledByDefault: true,
     canDisable: true,
     parameterDescriptors: [...PATH_POLICY_DESCRIPTORS],

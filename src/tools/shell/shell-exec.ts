@@ -90,6 +90,7 @@ export const shellExecTool: RegisteredTool = defineTool({
     description:
       "Lets the model run allowlisted programs (git, ls, …) with argument arrays, without a shell. Off by default.",
     category: "system",
+    annotations: { destructiveHint: true, openWorldHint: true },
     enabledByDefault: false,
     enablingRequiresAdmin: true,
     canDisable: true,

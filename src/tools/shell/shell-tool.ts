@@ -177,6 +177,7 @@ export function buildShellTool(shell: ShellKind, executable: string): Registered
       title,
       description: `Lets the model run ${title} commands on the server. Off by default: enable only for users you trust with a shell.`,
       category: "system",
+      annotations: { destructiveHint: true, openWorldHint: true },
       enabledByDefault: false,
       enablingRequiresAdmin: true,
       canDisable: true,

@@ -1,0 +1,139 @@
+/**
+ * MCP over Streamable HTTP (`/mcp` on the HTTP service), served statelessly by the SDK's `createMcpHandler`: a
+ * fresh server instance per request, both protocol eras (2025 clients through the stateless compatibility path,
+ * 2026-07-28 clients natively). `GET` and `DELETE` answer 405, since a stateless endpoint offers no standalone
+ * stream and no session to end; 2026-07-28 clients get change notifications on their `subscriptions/listen`
+ * stream instead.
+ *
+ * Cancellation works across instances: every running call is tracked per authenticated caller (user and token)
+ * and request id, so a 2025-style `notifications/cancelled`, which arrives on a request of its own and thus at a
+ * fresh instance, aborts the call it names. A dropped connection (and a 2026-07-28 client closing its response
+ * stream) aborts the call through the request's signal.
+ */
+import { createHash } from "node:crypto";
+import { createMcpHandler, type McpHttpHandler } from "@modelcontextprotocol/server";
+import type { ToolRuntime } from "../../core/runtime.js";
+import type { Logger } from "../../core/types.js";
+import { createMcpServer } from "./tool-server.js";
+
+/** The request header through which an HTTP client binds a working directory to its connection. */
+export const WORKING_DIRECTORY_HEADER = "Toolhost-Working-Directory";
+
+/** Who a request acts for (after bearer authentication) and the directory it bound. */
+export interface McpHttpCaller {
+  userId: string;
+  /** The bearer token (only its digest is kept, to tell one client's request ids from another's). */
+  token: string;
+  workingDirectory: string | null;
+}
+
+interface CallerExtra {
+  userId: string;
+  tokenKey: string;
+  workingDirectory: string | null;
+  [key: string]: unknown;
+}
+
+const BINDING_HINT = `Bind a working directory by sending the ${WORKING_DIRECTORY_HEADER} header with every request (a directory within the server's chat roots; admins may bind any directory when no roots are configured).`;
+
+/** The Streamable HTTP endpoint: one SDK handler per user (so change notifications reach only that user). */
+export class McpHttpEndpoint {
+  readonly #runtime: ToolRuntime;
+  readonly #logger: Logger | undefined;
+  readonly #handlers = new Map<string, McpHttpHandler>();
+  readonly #inFlight = new Map<string, AbortController>();
+  readonly #unsubscribe: () => void;
+
+  constructor(runtime: ToolRuntime, logger?: Logger) {
+    this.#runtime = runtime;
+    this.#logger = logger;
+    this.#unsubscribe = runtime.registry.changes.subscribe((userId) => {
+      if (userId === null) for (const handler of this.#handlers.values()) handler.notify.toolsChanged();
+      else this.#handlers.get(userId)?.notify.toolsChanged();
+    });
+  }
+
+  /** Number of tool calls running through this endpoint (for tests and diagnostics). */
+  get inFlight(): number {
+    return this.#inFlight.size;
+  }
+
+  /** Serves one HTTP request for an authenticated caller. */
+  handle(request: Request, caller: McpHttpCaller): Promise<Response> {
+    const extra: CallerExtra = {
+      userId: caller.userId,
+      tokenKey: createHash("sha256").update(caller.token).digest("hex").slice(0, 24),
+      workingDirectory: caller.workingDirectory,
+    };
+    return this.#handlerFor(caller.userId).fetch(request, {
+      authInfo: { token: extra.tokenKey, clientId: caller.userId, scopes: [], extra },
+    });
+  }
+
+  /** Aborts every running call and closes the handlers. */
+  async close(): Promise<void> {
+    this.#unsubscribe();
+    for (const controller of this.#inFlight.values()) controller.abort();
+    await Promise.allSettled([...this.#handlers.values()].map((h) => h.close()));
+    this.#handlers.clear();
+  }
+
+  #key(extra: CallerExtra, requestId: unknown): string {
+    return JSON.stringify([extra.userId, extra.tokenKey, requestId]);
+  }
+
+  #handlerFor(userId: string): McpHttpHandler {
+    let handler = this.#handlers.get(userId);
+    if (handler) return handler;
+    handler = createMcpHandler(
+      ({ era, authInfo }) => {
+        const extra = authInfo?.extra as CallerExtra | undefined;
+        if (!extra || extra.userId !== userId) throw new Error("MCP request without an authenticated caller");
+        const server = createMcpServer({
+          runtime: this.#runtime,
+          userId,
+          workingDirectory: extra.workingDirectory,
+          bindingHint: BINDING_HINT,
+          trackCall: (requestId, controller) => {
+            const key = this.#key(extra, requestId);
+            this.#inFlight.set(key, controller);
+            return () => {
+              if (this.#inFlight.get(key) === controller) this.#inFlight.delete(key);
+            };
+          },
+        });
+        if (era === "legacy") {
+          // A 2025-era cancellation arrives on its own POST, i.e. at this fresh instance: abort the call it names.
+          server.setNotificationHandler("notifications/cancelled", (notification) => {
+            const key = this.#key(extra, notification.params.requestId);
+            const reason = notification.params.reason;
+            this.#inFlight.get(key)?.abort(reason === undefined ? undefined : new Error(String(reason)));
+          });
+        }
+        return server;
+      },
+      {
+        onerror: (error) => this.#logger?.debug({ err: error.message }, "mcp http"),
+      },
+    );
+    this.#handlers.set(userId, handler);
+    return handler;
+  }
+}
+
+/**
+ * The OAuth 2.0 protected-resource metadata (RFC 9728) of the `/mcp` resource. Honest about what Toolhost does:
+ * bearer tokens in the Authorization header, issued by the operator (`toolhost token create`); no authorization
+ * server is advertised, since Toolhost runs none.
+ */
+export function protectedResourceMetadata(origin: string): Record<string, unknown> {
+  return {
+    resource: `${origin}/mcp`,
+    resource_name: "Toolhost MCP server",
+    bearer_methods_supported: ["header"],
+    authorization_servers: [],
+    scopes_supported: [],
+    token_issuance:
+      "Bearer tokens are issued by the server's operator (`toolhost token create --user NAME`); there is no OAuth authorization server. Send one as `Authorization: Bearer <token>`.",
+  };
+}

@@ -1,0 +1,248 @@
+/**
+ * MCP over stdio (`toolhost mcp`): newline-delimited JSON-RPC on stdin/stdout, served by the SDK's `serveStdio`
+ * (both protocol eras from one factory) over a transport that answers malformed input the way JSON-RPC 2.0
+ * prescribes instead of dropping it:
+ *
+ * - a line that is not JSON: `-32700` (parse error) with id null;
+ * - JSON that is not a request, notification or response (a batch, a bare value, a missing or wrong `jsonrpc`,
+ *   `method` or `id`): `-32600` (invalid request), with the request's id when it has a usable one;
+ * - `params` that is not an object: `-32602` (invalid params).
+ *
+ * Every request with an id thus gets a response. Invalid-params errors the SDK raises from its own validation are
+ * reworded from raw validator output into one readable sentence (the details stay in `error.data.issues`).
+ */
+import { PassThrough, type Readable, type Writable } from "node:stream";
+import type { JSONRPCMessage, Transport, TransportSendOptions } from "@modelcontextprotocol/server";
+import { StdioServerTransport, serveStdio } from "@modelcontextprotocol/server/stdio";
+import { createMcpServer, type McpSessionOptions, toolListFingerprint } from "./tool-server.js";
+
+type JsonRpcErrorReply = { jsonrpc: "2.0"; id: string | number | null; error: { code: number; message: string } };
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+const usableId = (id: unknown): id is string | number =>
+  typeof id === "string" || (typeof id === "number" && Number.isInteger(id));
+
+/**
+ * Checks one inbound line. Returns the error reply to send for a malformed message, or undefined when the line is
+ * a well-formed JSON-RPC message the SDK should see.
+ */
+export function checkJsonRpcLine(line: string): JsonRpcErrorReply | undefined {
+  const reply = (id: string | number | null, code: number, message: string): JsonRpcErrorReply => ({
+    jsonrpc: "2.0",
+    id,
+    error: { code, message },
+  });
+  let message: unknown;
+  try {
+    message = JSON.parse(line);
+  } catch (error) {
+    return reply(null, -32700, `Parse error: the line is not valid JSON (${(error as Error).message}).`);
+  }
+  if (Array.isArray(message)) {
+    return reply(null, -32600, "Invalid request: JSON-RPC batches are not supported; send one message per line.");
+  }
+  if (!isRecord(message)) return reply(null, -32600, "Invalid request: a JSON-RPC message must be a JSON object.");
+  const hasId = "id" in message;
+  if (hasId && !usableId(message.id)) {
+    return reply(null, -32600, "Invalid request: id must be a string or an integer.");
+  }
+  const id = hasId ? (message.id as string | number) : null;
+  if (message.jsonrpc !== "2.0") return reply(id, -32600, 'Invalid request: "jsonrpc" must be "2.0".');
+  if ("method" in message) {
+    if (typeof message.method !== "string" || message.method === "") {
+      return reply(id, -32600, 'Invalid request: "method" must be a non-empty string.');
+    }
+    if ("params" in message && message.params !== undefined && !isRecord(message.params)) {
+      return hasId ? reply(id, -32602, 'Invalid params: "params" must be an object.') : undefined;
+    }
+    return undefined;
+  }
+  if (hasId && ("result" in message || "error" in message)) return undefined;
+  return reply(id, -32600, 'Invalid request: a request needs "method" (and a response "result" or "error").');
+}
+
+/**
+ * Rewords an invalid-params error whose message carries raw validator output (a JSON list of issues) into one
+ * sentence naming each bad field; returns the message unchanged otherwise.
+ */
+export function tidyOutgoing(message: JSONRPCMessage): JSONRPCMessage {
+  const m = message as { error?: { code?: number; message?: string; data?: unknown } };
+  if (!m.error || typeof m.error.message !== "string") return message;
+  const match = /^([^[]*?):?\s*(\[[\s\S]*\])\s*$/.exec(m.error.message);
+  if (!match) return message;
+  let issues: unknown;
+  try {
+    issues = JSON.parse(match[2] as string);
+  } catch {
+    return message;
+  }
+  if (!Array.isArray(issues)) return message;
+  const parts = issues.map((issue) => {
+    const i = issue as { path?: unknown[]; message?: string };
+    const where = Array.isArray(i.path) && i.path.length > 0 ? i.path.join(".") : "request";
+    return `${where}: ${i.message ?? "invalid"}`;
+  });
+  const head = (match[1] ?? "").trim() || "Invalid params";
+  return {
+    ...message,
+    error: {
+      ...m.error,
+      message: `${head}: ${parts.join("; ")}`,
+      data: { issues: parts },
+    },
+  } as JSONRPCMessage;
+}
+
+/**
+ * A stdio transport that screens each inbound line (see {@link checkJsonRpcLine}), answers malformed ones itself,
+ * and hands well-formed ones to the SDK's own stdio transport.
+ */
+export class CheckedStdioServerTransport implements Transport {
+  readonly #input: Readable;
+  readonly #output: Writable;
+  readonly #feed = new PassThrough();
+  readonly #inner: StdioServerTransport;
+  #buffer = "";
+
+  constructor(input: Readable = process.stdin, output: Writable = process.stdout) {
+    this.#input = input;
+    this.#output = output;
+    this.#inner = new StdioServerTransport(this.#feed, output);
+  }
+
+  set onclose(fn: (() => void) | undefined) {
+    this.#inner.onclose = fn;
+  }
+  get onclose(): (() => void) | undefined {
+    return this.#inner.onclose;
+  }
+  set onerror(fn: ((error: Error) => void) | undefined) {
+    this.#inner.onerror = fn;
+  }
+  get onerror(): ((error: Error) => void) | undefined {
+    return this.#inner.onerror;
+  }
+  set onmessage(fn: Transport["onmessage"]) {
+    this.#inner.onmessage = fn;
+  }
+  get onmessage(): Transport["onmessage"] {
+    return this.#inner.onmessage;
+  }
+
+  async start(): Promise<void> {
+    await this.#inner.start();
+    this.#input.on("data", this.#onData);
+    this.#input.once("end", this.#onEnd);
+    this.#input.once("close", this.#onEnd);
+  }
+
+  #onData = (chunk: Buffer | string): void => {
+    this.#buffer += chunk.toString();
+    let newline = this.#buffer.indexOf("\n");
+    while (newline !== -1) {
+      const line = this.#buffer.slice(0, newline).replace(/\r$/, "");
+      this.#buffer = this.#buffer.slice(newline + 1);
+      this.#line(line);
+      newline = this.#buffer.indexOf("\n");
+    }
+  };
+
+  #onEnd = (): void => {
+    if (this.#buffer.trim() !== "") this.#line(this.#buffer);
+    this.#buffer = "";
+    this.#feed.end();
+  };
+
+  #line(line: string): void {
+    if (line.trim() === "") return;
+    const error = checkJsonRpcLine(line);
+    if (error) {
+      this.#output.write(`${JSON.stringify(error)}\n`);
+      return;
+    }
+    this.#feed.write(`${line}\n`);
+  }
+
+  send(message: JSONRPCMessage, _options?: TransportSendOptions): Promise<void> {
+    return this.#inner.send(tidyOutgoing(message));
+  }
+
+  async close(): Promise<void> {
+    this.#input.off("data", this.#onData);
+    this.#input.off("end", this.#onEnd);
+    this.#input.off("close", this.#onEnd);
+    await this.#inner.close();
+  }
+}
+
+/** Options of serveMcpStdio. */
+export interface StdioServeOptions extends McpSessionOptions {
+  /** How often (ms) to re-check the user's tool list for changes made by another process (default 2000). */
+  pollMs?: number;
+  input?: Readable;
+  output?: Writable;
+  /** Called once the connection has closed (stdin ended or the client went away). */
+  onClose?: () => void;
+}
+
+/**
+ * Serves the user's tools on stdio until stdin ends. Sends `notifications/tools/list_changed` when the user's tool
+ * list changes: at once for changes made in this process, and within `pollMs` for changes another process (the
+ * CLI, the HTTP service) stored in the shared database.
+ */
+export function serveMcpStdio(options: StdioServeOptions): { close(): Promise<void> } {
+  const servers = new Set<ReturnType<typeof createMcpServer>>();
+  const transport = new CheckedStdioServerTransport(options.input, options.output);
+  let last: string | undefined;
+  let checking = false;
+  const check = async () => {
+    if (checking) return;
+    checking = true;
+    try {
+      const now = await toolListFingerprint(options.runtime, options.userId);
+      if (last !== undefined && now !== last) {
+        for (const server of servers) void server.sendToolListChanged().catch(() => {});
+      }
+      last = now;
+    } catch {
+      // A transient database error: try again at the next tick.
+    } finally {
+      checking = false;
+    }
+  };
+  void check();
+  const unsubscribe = options.runtime.registry.changes.subscribe((userId) => {
+    if (userId === null || userId === options.userId) void check();
+  });
+  const timer = setInterval(() => void check(), options.pollMs ?? 2000);
+  timer.unref();
+  const stop = () => {
+    clearInterval(timer);
+    unsubscribe();
+  };
+  const input = options.input ?? process.stdin;
+  let closed = false;
+  const ended = () => {
+    if (closed) return;
+    closed = true;
+    stop();
+    // Let the SDK abort and settle in-flight requests before the caller tears down what they use.
+    setImmediate(() => options.onClose?.());
+  };
+  input.once("end", ended);
+  input.once("close", ended);
+  const handle = serveStdio(
+    () => {
+      const server = createMcpServer(options);
+      servers.add(server);
+      return server;
+    },
+    { transport },
+  );
+  return {
+    async close() {
+      stop();
+      await handle.close();
+    },
+  };
+}

@@ -1,0 +1,282 @@
+/**
+ * Toolhost's MCP server over Streamable HTTP, driven by the official SDK clients of both lines (v2 in both protocol
+ * eras, v1) and by raw JSON-RPC where a test needs a precise wire exchange (cancellation on a second request).
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { Client as V1Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport as V1HttpTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { startTestServer, type TestServer, tempDir } from "../helpers/server.js";
+
+let server: TestServer | undefined;
+afterEach(async () => {
+  await server?.stop();
+  server = undefined;
+});
+
+type Mode = "legacy" | { pin: "2026-07-28" };
+
+function v2Client(s: TestServer, mode: Mode, headers: Record<string, string> = {}) {
+  const client = new Client({ name: "toolhost-test", version: "1.0.0" }, { versionNegotiation: { mode } });
+  const transport = new StreamableHTTPClientTransport(new URL(`${s.server.url}/mcp`), {
+    requestInit: { headers: { Authorization: `Bearer ${s.token}`, ...headers } },
+  });
+  return { client, transport };
+}
+
+/** Polls until `check` holds, failing after `ms` (the issue's bound for a killed process to disappear). */
+async function eventually(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function startWithWork() {
+  const work = tempDir("toolhost-mcp-http-");
+  writeFileSync(join(work, "notes.txt"), "first line\nsecond line\n");
+  mkdirSync(join(work, "sub"));
+  server = await startTestServer();
+  return { s: server, work };
+}
+
+describe("MCP over Streamable HTTP", () => {
+  for (const mode of ["legacy", { pin: "2026-07-28" }] as Mode[]) {
+    const era = mode === "legacy" ? "2025 era" : "2026-07-28";
+    it(`lists tools with titles and annotations, binds the directory header, reads a file, refuses a path (${era})`, async () => {
+      const { s, work } = await startWithWork();
+      const { client, transport } = v2Client(s, mode, { "Toolhost-Working-Directory": work });
+      await client.connect(transport);
+      try {
+        expect(client.getProtocolEra()).toBe(mode === "legacy" ? "legacy" : "modern");
+        expect(client.getInstructions()).toContain(`The working directory of this connection is`);
+        expect(client.getInstructions()).toContain("Toolhost-Working-Directory");
+        const { tools } = await client.listTools();
+        const readFile = tools.find((t) => t.name === "read_file");
+        expect(readFile?.title).toBe("Read file");
+        expect(readFile?.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false });
+        expect(tools.find((t) => t.name === "write_file")?.annotations).toMatchObject({
+          readOnlyHint: false,
+          destructiveHint: true,
+          idempotentHint: true,
+        });
+        expect(tools.find((t) => t.name === "list_directory")?.outputSchema?.required).toContain("entries");
+
+        const read = await client.callTool({ name: "read_file", arguments: { path: "notes.txt" } });
+        expect(read.isError).toBeFalsy();
+        expect(JSON.stringify(read.content)).toContain("second line");
+
+        const listed = await client.callTool({ name: "list_directory", arguments: { path: "." } });
+        expect(listed.structuredContent).toMatchObject({
+          entries: expect.arrayContaining([{ name: "sub", type: "directory" }]),
+        });
+
+        // Toolhost's own data directory is protected whatever the settings say.
+        const refused = await client.callTool({
+          name: "read_file",
+          arguments: { path: join(s.dataDir, "toolhost.db") },
+        });
+        expect(refused.isError).toBe(true);
+        expect(JSON.stringify(refused.content)).toContain("access_denied");
+      } finally {
+        await client.close();
+      }
+    });
+  }
+
+  it("serves the v1 SDK client too, and refuses a working directory outside what the user may bind", async () => {
+    const { s, work } = await startWithWork();
+    const client = new V1Client({ name: "v1", version: "1.0.0" });
+    await client.connect(
+      new V1HttpTransport(new URL(`${s.server.url}/mcp`), {
+        requestInit: { headers: { Authorization: `Bearer ${s.token}`, "Toolhost-Working-Directory": work } },
+      }),
+    );
+    try {
+      const read = await client.callTool({ name: "read_file", arguments: { path: "notes.txt" } });
+      expect(JSON.stringify(read.content)).toContain("first line");
+    } finally {
+      await client.close();
+    }
+    const missing = await s.api("/mcp", {
+      method: "POST",
+      headers: {
+        accept: "application/json, text/event-stream",
+        "Toolhost-Working-Directory": join(work, "does-not-exist"),
+      },
+      json: { jsonrpc: "2.0", id: 1, method: "tools/list" },
+    });
+    expect(missing.status).toBe(400);
+  });
+
+  it("answers GET and DELETE with 405 and serves the protected-resource metadata", async () => {
+    server = await startTestServer();
+    const get = await server.api("/mcp", { headers: { accept: "text/event-stream" } });
+    expect(get.status).toBe(405);
+    const del = await server.api("/mcp", { method: "DELETE" });
+    expect(del.status).toBe(405);
+
+    const unauth = await fetch(`${server.server.url}/mcp`, { method: "POST" });
+    expect(unauth.status).toBe(401);
+    expect(unauth.headers.get("www-authenticate")).toContain(
+      `resource_metadata="${server.server.url}/.well-known/oauth-protected-resource/mcp"`,
+    );
+    const metadata = await fetch(`${server.server.url}/.well-known/oauth-protected-resource/mcp`);
+    expect(metadata.status).toBe(200);
+    expect(await metadata.json()).toMatchObject({
+      resource: `${server.server.url}/mcp`,
+      bearer_methods_supported: ["header"],
+    });
+  });
+
+  it("a settings change reaches a 2026-07-28 client as notifications/tools/list_changed", async () => {
+    server = await startTestServer();
+    const { client, transport } = v2Client(server, { pin: "2026-07-28" });
+    await client.connect(transport);
+    try {
+      let changed = 0;
+      client.setNotificationHandler("notifications/tools/list_changed", () => {
+        changed += 1;
+      });
+      const subscription = await client.listen({ toolsListChanged: true });
+      expect(subscription.honoredFilter.toolsListChanged).toBe(true);
+      const put = await server.api("/api/settings/tools/list_directory", { method: "PUT", json: { enabled: false } });
+      expect(put.status).toBe(200);
+      await eventually(() => changed > 0, 5000, "list_changed after a settings change");
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      expect(names).not.toContain("list_directory");
+      await subscription.close();
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe("cancelling a long shell call over HTTP", () => {
+  async function startShell() {
+    const { s, work } = await startWithWork();
+    const put = await s.api("/api/settings/tools/bash", { method: "PUT", json: { enabled: true } });
+    expect(put.status).toBe(200);
+    return { s, work };
+  }
+
+  async function pidOf(work: string): Promise<number> {
+    const file = join(work, "pid");
+    await eventually(() => existsSync(file) && readFileSync(file, "utf8").trim() !== "", 20_000, "the shell to start");
+    return Number(readFileSync(file, "utf8").trim());
+  }
+
+  async function expectAbortedAudit(s: TestServer): Promise<void> {
+    await eventually(
+      async () => (await s.ctx.audit.list({ limit: 5 })).some((e) => e.tool === "bash" && e.termination === "aborted"),
+      5000,
+      "an aborted audit entry",
+    );
+  }
+
+  const command = "echo $$ > pid; exec sleep 30";
+
+  it("a 2025-era notifications/cancelled on a second request aborts the call (stateless server)", async () => {
+    const { s, work } = await startShell();
+    const headers = { accept: "application/json, text/event-stream", "Toolhost-Working-Directory": work };
+    const call = s.api("/mcp", {
+      method: "POST",
+      headers,
+      json: {
+        jsonrpc: "2.0",
+        id: 41,
+        method: "tools/call",
+        params: { name: "bash", arguments: { command } },
+      },
+    });
+    const pid = await pidOf(work);
+    expect(alive(pid)).toBe(true);
+    const cancel = await s.api("/mcp", {
+      method: "POST",
+      headers,
+      json: { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 41, reason: "user stop" } },
+    });
+    expect(cancel.status).toBe(202);
+    await eventually(() => !alive(pid), 2000, "the shell process to be gone");
+    await expectAbortedAudit(s);
+    await call.then((r) => r.text()).catch(() => "");
+  });
+
+  it("another token's cancellation with the same request id does not touch the call", async () => {
+    const { s, work } = await startShell();
+    const { token: other } = await s.ctx.tokens.create("local", "second client");
+    const headers = { accept: "application/json, text/event-stream", "Toolhost-Working-Directory": work };
+    const call = s.api("/mcp", {
+      method: "POST",
+      headers,
+      json: { jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "bash", arguments: { command } } },
+    });
+    const pid = await pidOf(work);
+    await s.api("/mcp", {
+      method: "POST",
+      headers,
+      token: other,
+      json: { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 7 } },
+    });
+    // The endpoint still tracks the call: it was not aborted by the other client's notification.
+    expect(alive(pid)).toBe(true);
+    await s.api("/mcp", {
+      method: "POST",
+      headers,
+      json: { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 7 } },
+    });
+    await eventually(() => !alive(pid), 2000, "the shell process to be gone");
+    await call.then((r) => r.text()).catch(() => "");
+  });
+
+  for (const mode of ["legacy", { pin: "2026-07-28" }] as Mode[]) {
+    it(`an SDK client's abort stops the shell (${mode === "legacy" ? "2025 era" : "2026-07-28"})`, async () => {
+      const { s, work } = await startShell();
+      const { client, transport } = v2Client(s, mode, { "Toolhost-Working-Directory": work });
+      await client.connect(transport);
+      try {
+        const controller = new AbortController();
+        const call = client
+          .callTool({ name: "bash", arguments: { command } }, { signal: controller.signal })
+          .catch((e: unknown) => e);
+        const pid = await pidOf(work);
+        controller.abort("stop");
+        await call;
+        await eventually(() => !alive(pid), 2000, "the shell process to be gone");
+        await expectAbortedAudit(s);
+      } finally {
+        await client.close();
+      }
+    });
+  }
+
+  it("a dropped connection stops the shell", async () => {
+    const { s, work } = await startShell();
+    const controller = new AbortController();
+    const call = s
+      .api("/mcp", {
+        method: "POST",
+        signal: controller.signal,
+        headers: { accept: "application/json, text/event-stream", "Toolhost-Working-Directory": work },
+        json: { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "bash", arguments: { command } } },
+      })
+      .catch((e: unknown) => e);
+    const pid = await pidOf(work);
+    controller.abort();
+    await call;
+    await eventually(() => !alive(pid), 2000, "the shell process to be gone");
+    await expectAbortedAudit(s);
+  });
+});

@@ -1,0 +1,154 @@
+/**
+ * Toolhost's MCP server on stdio (`toolhost mcp`): JSON-RPC errors for malformed input, protocol version
+ * negotiation, change notifications for settings changed by another process, and both SDK eras.
+ */
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { Client } from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import { describe, expect, it } from "vitest";
+import { checkJsonRpcLine, tidyOutgoing } from "../../src/mcp/server/stdio.js";
+import { BIN, runCli } from "../helpers/cli.js";
+import { tempDir } from "../helpers/server.js";
+
+function env(dataDir: string): Record<string, string> {
+  return { ...(process.env as Record<string, string>), TOOLHOST_DATA_DIR: dataDir, TOOLHOST_LOG_LEVEL: "error" };
+}
+
+/** A raw `toolhost mcp` child with a line reader over its stdout. */
+function rawServer(dataDir: string, cwd: string, extra: string[] = []) {
+  const child = spawn(process.execPath, [BIN, "mcp", "--cwd", cwd, ...extra], { env: env(dataDir) });
+  const lines = createInterface({ input: child.stdout });
+  const queue: unknown[] = [];
+  const waiters: ((v: unknown) => void)[] = [];
+  lines.on("line", (line) => {
+    const message = JSON.parse(line);
+    const waiter = waiters.shift();
+    if (waiter) waiter(message);
+    else queue.push(message);
+  });
+  return {
+    child: child as ChildProcessWithoutNullStreams,
+    send(line: string) {
+      child.stdin.write(`${line}\n`);
+    },
+    next(): Promise<Record<string, any>> {
+      const queued = queue.shift();
+      if (queued !== undefined) return Promise.resolve(queued as Record<string, any>);
+      return new Promise((resolve) => waiters.push(resolve as (v: unknown) => void));
+    },
+  };
+}
+
+describe("MCP over stdio: malformed requests", () => {
+  it("answers each malformed line with the right JSON-RPC error and every request with an id", async () => {
+    const dataDir = tempDir();
+    const work = tempDir("toolhost-mcp-stdio-");
+    const server = rawServer(dataDir, work);
+    try {
+      // A client pinned to a revision newer than the server knows gets the newest the server supports.
+      server.send(
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: { protocolVersion: "2099-01-01", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+        }),
+      );
+      const init = await server.next();
+      expect(init.id).toBe(1);
+      expect(init.result.protocolVersion).toBe("2025-11-25");
+      expect(init.result.capabilities.tools.listChanged).toBe(true);
+      expect(init.result.instructions).toContain(work);
+      server.send(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }));
+
+      const cases: [string, number, string | number | null][] = [
+        ["this is not json", -32700, null],
+        ['{"jsonrpc":"2.0","id":2}', -32600, 2],
+        ['{"id":3,"method":"tools/list"}', -32600, 3],
+        ["[1,2]", -32600, null],
+        ["42", -32600, null],
+        ['{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}', -32600, null],
+        ['{"jsonrpc":"2.0","id":4,"method":"tools/list","params":"x"}', -32602, 4],
+        ['{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":5}}', -32602, 5],
+        ['{"jsonrpc":"2.0","id":6,"method":"tools/call"}', -32602, 6],
+        ['{"jsonrpc":"2.0","id":7,"method":"no/such/method"}', -32601, 7],
+        ['{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"no_such_tool","arguments":{}}}', -32602, 8],
+      ];
+      for (const [line, code, id] of cases) {
+        server.send(line);
+        const reply = await server.next();
+        expect({ line, code: reply.error?.code, id: reply.id }).toEqual({ line, code, id });
+        expect(reply.error.message).not.toContain('"expected"');
+      }
+      // Still serving after all that.
+      server.send('{"jsonrpc":"2.0","id":9,"method":"tools/list"}');
+      const list = await server.next();
+      expect(list.id).toBe(9);
+      const readFile = list.result.tools.find((t: { name: string }) => t.name === "read_file");
+      expect(readFile.annotations.readOnlyHint).toBe(true);
+    } finally {
+      server.child.kill();
+    }
+  });
+
+  it("classifies lines and rewords raw validator output (unit)", () => {
+    expect(checkJsonRpcLine('{"jsonrpc":"2.0","id":1,"result":{}}')).toBeUndefined();
+    expect(checkJsonRpcLine('{"jsonrpc":"2.0","method":"notifications/initialized"}')).toBeUndefined();
+    expect(checkJsonRpcLine('{"jsonrpc":"2.0","method":"x","params":[1]}')).toBeUndefined();
+    expect(checkJsonRpcLine('{"jsonrpc":"1.0","id":"a","method":"x"}')?.error.code).toBe(-32600);
+    const tidy = tidyOutgoing({
+      jsonrpc: "2.0",
+      id: 1,
+      error: {
+        code: -32602,
+        message:
+          'Invalid tools/call request: [\n  {\n    "code": "invalid_type",\n    "path": ["params", "name"],\n    "message": "expected string"\n  }\n]',
+      },
+    }) as { error: { message: string } };
+    expect(tidy.error.message).toBe("Invalid tools/call request: params.name: expected string");
+  });
+});
+
+describe("MCP over stdio with the SDK client", () => {
+  for (const mode of ["legacy", { pin: "2026-07-28" }] as const) {
+    const era = mode === "legacy" ? "2025 era" : "2026-07-28";
+    it(`lists, reads a file, refuses a path, and announces a settings change made by another process (${era})`, async () => {
+      const dataDir = tempDir();
+      const work = tempDir("toolhost-mcp-stdio-");
+      writeFileSync(join(work, "hello.txt"), "hello from stdio\n");
+      const client = new Client({ name: "stdio-test", version: "1.0.0" }, { versionNegotiation: { mode } });
+      await client.connect(
+        new StdioClientTransport({
+          command: process.execPath,
+          args: [BIN, "mcp", "--cwd", work, "--poll-ms", "200"],
+          env: env(dataDir),
+          stderr: "pipe",
+        }),
+      );
+      try {
+        expect(client.getProtocolEra()).toBe(mode === "legacy" ? "legacy" : "modern");
+        const read = await client.callTool({ name: "read_file", arguments: { path: "hello.txt" } });
+        expect(JSON.stringify(read.content)).toContain("hello from stdio");
+        const refused = await client.callTool({ name: "read_file", arguments: { path: join(dataDir, "toolhost.db") } });
+        expect(refused.isError).toBe(true);
+
+        let changed = 0;
+        client.setNotificationHandler("notifications/tools/list_changed", () => {
+          changed += 1;
+        });
+        const subscription = mode === "legacy" ? undefined : await client.listen({ toolsListChanged: true });
+        expect((await runCli(["settings", "set", "glob", "--disable"], env(dataDir))).code).toBe(0);
+        const deadline = Date.now() + 10_000;
+        while (changed === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+        expect(changed).toBeGreaterThan(0);
+        expect((await client.listTools()).tools.map((t) => t.name)).not.toContain("glob");
+        await subscription?.close();
+      } finally {
+        await client.close();
+      }
+    });
+  }
+});
