@@ -33,6 +33,10 @@ export interface ToolSettingsDeclaration {
   enablingRequiresAdmin?: boolean;
   parameterDescriptors?: readonly ToolParameterDescriptor[];
   defaultParameters?: Record<string, unknown>;
+  /** Behaviour hints (see ToolSettingsMetadata.annotations); kept as declared. */
+  annotations?: ToolSettingsMetadata["annotations"];
+  /** Origin of an imported tool (see ToolSettingsMetadata.external); kept as declared. */
+  external?: ToolSettingsMetadata["external"];
 }
 
 /**
@@ -103,6 +107,8 @@ export function normalizeToolSettings(
       : {}),
     defaultParameters: defaultParametersOf(descriptors),
     parameterDescriptors: descriptors,
+    ...(declaration.annotations ? { annotations: { ...declaration.annotations } } : {}),
+    ...(declaration.external ? { external: { ...declaration.external } } : {}),
   };
 }
 
