@@ -14,7 +14,12 @@ export default defineConfig({
     hookTimeout: 60_000,
     pool: "forks",
     reporters: ["default"],
-    env: { TOOLHOST_DATA_DIR: join(scratch, "data"), XDG_DATA_HOME: join(scratch, "xdg-data") },
+    env: {
+      TOOLHOST_DATA_DIR: join(scratch, "data"),
+      XDG_DATA_HOME: join(scratch, "xdg-data"),
+      // Nor read the real config file (provider keys, mcpServers).
+      XDG_CONFIG_HOME: join(scratch, "xdg-config"),
+    },
     globalSetup: ["test/global-setup.ts"],
   },
 });

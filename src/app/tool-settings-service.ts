@@ -13,10 +13,13 @@ import {
   salvageToolParameters,
 } from "../core/settings-policy.js";
 import type { ToolSettingsStore } from "../core/stores.js";
+import { deriveToolAnnotations } from "../core/tool-annotations.js";
 import type {
+  ExternalToolOrigin,
   Logger,
   RegisteredTool,
   SavedToolSettings,
+  ToolAnnotationHints,
   ToolCategory,
   ToolDefinition,
   ToolParameterDescriptor,
@@ -42,6 +45,10 @@ export interface ToolSettingsDescriptor {
   parameterDescriptors: ToolParameterDescriptor[];
   /** The definition a model is offered with these settings. */
   definition: ToolDefinition;
+  /** Behaviour hints (read-only, destructive, idempotent, open-world), declared or derived. */
+  annotations: Required<ToolAnnotationHints>;
+  /** Set for tools imported from an external MCP server: which server and tool, trusted or not, content hash. */
+  external?: ExternalToolOrigin;
   /**
    * Present when the tool cannot work on this host as configured (e.g. no API key): it is then not offered to
    * models even when enabled. Says what to set.
@@ -89,6 +96,8 @@ export class ToolSettingsService {
       defaultParameters: structuredClone(m.defaultParameters),
       parameterDescriptors: m.parameterDescriptors.map(({ validate: _validate, ...d }) => d),
       definition: getToolDefinition(tool, effective),
+      annotations: deriveToolAnnotations(tool),
+      ...(m.external ? { external: { ...m.external } } : {}),
       ...unavailable(tool, this.services),
     };
   }

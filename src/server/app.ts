@@ -7,6 +7,7 @@ import { bodyLimit } from "hono/body-limit";
 import { ChatService } from "../app/chat-service.js";
 import type { AppContext } from "../app/context.js";
 import { metricsRegistry } from "../core/metrics.js";
+import { createMcpClientManager, McpServersService } from "../mcp/client/index.js";
 import { McpHttpEndpoint, protectedResourceMetadata, WORKING_DIRECTORY_HEADER } from "../mcp/server/http.js";
 import { VERSION } from "../version.js";
 import { bearerAuth } from "./auth.js";
@@ -15,6 +16,7 @@ import { buildOpenApiDocument } from "./openapi.js";
 import { adminRoutes, adminUsers } from "./routes/admin.js";
 import { chatOpenApiPaths, chatRoutes } from "./routes/chats.js";
 import { imageRoutes } from "./routes/images.js";
+import { mcpServerRoutes } from "./routes/mcp-servers.js";
 import { settingsRoutes } from "./routes/settings.js";
 import { toolRoutes } from "./routes/tools.js";
 import { SETTINGS_PAGE_HTML } from "./settings-page.js";
@@ -77,6 +79,11 @@ export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
 
   app.route("/api/settings", settingsRoutes(ctx.settings));
   app.route("/api/tools", toolRoutes(ctx));
+  // External MCP servers: their tools are imported into the registry; connecting happens in the background.
+  const mcpClients = createMcpClientManager(ctx);
+  void mcpClients.start();
+  ctx.onClose(() => mcpClients.close());
+  app.route("/api/admin/mcp-servers", mcpServerRoutes(new McpServersService(ctx, mcpClients)));
   app.route("/api/admin", adminRoutes(ctx));
   app.route("/api/chats", chatRoutes(ctx));
   app.route("/api/images", imageRoutes({ db: ctx.database.db, dataDir: ctx.dataDir }));

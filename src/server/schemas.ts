@@ -54,6 +54,27 @@ export const ToolSettingsDescriptorSchema = Type.Object(
     defaultParameters: Type.Record(Type.String(), Type.Unknown()),
     parameterDescriptors: Type.Array(ToolParameterDescriptorSchema),
     definition: ToolDefinitionSchema,
+    annotations: Type.Object(
+      {
+        readOnlyHint: Type.Boolean(),
+        destructiveHint: Type.Boolean(),
+        idempotentHint: Type.Boolean(),
+        openWorldHint: Type.Boolean(),
+      },
+      { description: "Behaviour hints shown to people and MCP clients; never used as policy." },
+    ),
+    external: Type.Optional(
+      Type.Object(
+        {
+          kind: Type.Literal("mcp"),
+          server: Type.String(),
+          tool: Type.String(),
+          trusted: Type.Boolean(),
+          contentHash: Type.String(),
+        },
+        { description: "Present on tools imported from an external MCP server." },
+      ),
+    ),
     unavailableReason: Type.Optional(
       Type.String({
         description:

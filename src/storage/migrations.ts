@@ -112,4 +112,17 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable("user_tool_settings").dropColumn("locked").execute();
     },
   },
+  "0007_mcp_servers": {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable("mcp_servers")
+        .addColumn("name", "text", (c) => c.primaryKey())
+        .addColumn("config", "text", (c) => c.notNull())
+        .addColumn("created_at", "text", (c) => c.notNull())
+        .execute();
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.dropTable("mcp_servers").ifExists().execute();
+    },
+  },
 };
