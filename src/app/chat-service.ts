@@ -248,6 +248,19 @@ export class ChatService {
     return this.#chats.create({ userId, id: input.id, title: input.title ?? null, workingDirectory, provider, model });
   }
 
+  /**
+   * Deletes the user's chat and its messages. Returns false when the user has no such chat; throws ChatBusyError
+   * while a turn of it runs in this process (cancel the turn first).
+   */
+  async deleteChat(userId: string, chatId: string): Promise<boolean> {
+    if (this.#running.has(chatId)) {
+      throw new ChatBusyError(
+        `Chat ${chatId} is running a turn; cancel it (or wait for it to finish) before deleting.`,
+      );
+    }
+    return this.#chats.delete(userId, chatId);
+  }
+
   /** The user's chat with its messages, or undefined (also for another user's chat). */
   async getChat(userId: string, chatId: string): Promise<ChatWithMessages | undefined> {
     const chat = await this.#chats.get(userId, chatId);

@@ -9,8 +9,17 @@ import { type AppContext, createAppContext } from "../app/context.js";
 import { ToolError } from "../core/errors.js";
 import { VERSION } from "../version.js";
 import { registerChatCommand } from "./commands/chat.js";
+import { registerChatsCommand } from "./commands/chats.js";
 import { registerTokenCommand } from "./commands/token.js";
-import { CliError, parseAssignment, parseUserId, resolveDirectoryOption, table } from "./util.js";
+import {
+  CliError,
+  exitQuietlyOnClosedStdout,
+  parseArgumentsOption,
+  parseAssignment,
+  parseUserId,
+  resolveDirectoryOption,
+  table,
+} from "./util.js";
 
 async function withContext<T>(fn: (ctx: AppContext) => Promise<T>): Promise<T> {
   const ctx = await createAppContext();
@@ -83,7 +92,9 @@ export function buildProgram(): Command {
 
   program
     .command("call")
-    .description("Run a tool and print its JSON result (exit 0 on success, 1 on a classified tool error).")
+    .description(
+      "Run a tool and print its JSON result (exit 0 on success, 1 on a classified tool error, 2 when the arguments are not a JSON object).",
+    )
     .argument("<tool>", "tool name, e.g. get_current_datetime")
     .argument("[json]", "arguments as a JSON object", "{}")
     .option("-u, --user <name>", "user id", parseUserId, "local")
@@ -91,6 +102,8 @@ export function buildProgram(): Command {
     .option("--chat <id>", "run in this chat's context (created, bound to --cwd, when it does not exist)")
     .action(async (toolName: string, json: string, opts: { user: string; cwd?: string; chat?: string }) =>
       withContext(async (ctx) => {
+        // Arguments that are not a JSON object are a usage error (exit 2), before anything runs.
+        parseArgumentsOption(json);
         let workingDirectory = opts.cwd ? resolveDirectoryOption(opts.cwd) : null;
         if (opts.chat) {
           const chat = await ctx.chats.get(opts.user, opts.chat);
@@ -194,6 +207,7 @@ export function buildProgram(): Command {
     );
 
   registerChatCommand(program);
+  registerChatsCommand(program);
 
   program
     .command("mcp")
@@ -222,6 +236,7 @@ export function buildProgram(): Command {
 
 /** Runs the CLI with process.argv; maps errors to messages and exit codes (2 usage, 1 tool/other failures). */
 export async function main(argv = process.argv): Promise<void> {
+  exitQuietlyOnClosedStdout();
   const program = buildProgram();
   try {
     await program.parseAsync(argv);

@@ -64,3 +64,37 @@ export function parseUserId(value: string): string {
   }
   return value;
 }
+
+/**
+ * Checks the `call` arguments text: a JSON object (or empty). Throws CliError (exit 2, a usage error) for
+ * malformed JSON or another JSON value, naming where it broke. Returns the decoded object.
+ */
+export function parseArgumentsOption(text: string): Record<string, unknown> {
+  if (text.trim() === "") return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new CliError(
+      `The arguments are not valid JSON (${(error as Error).message}). Pass one JSON object in single quotes, e.g. '{"timezone":"UTC"}'.`,
+    );
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new CliError(
+      `The arguments must be a JSON object, got ${Array.isArray(value) ? "an array" : value === null ? "null" : typeof value}. E.g. '{"path":"."}'.`,
+    );
+  }
+  return value as Record<string, unknown>;
+}
+
+/**
+ * Makes a closed stdout (\`toolhost call … | head\`) end the process quietly with status 0, as Unix tools do,
+ * instead of crashing with an EPIPE stack trace. Other stdout errors are reported in one line (exit 1).
+ */
+export function exitQuietlyOnClosedStdout(): void {
+  process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+    if (error.code === "EPIPE") process.exit(0);
+    process.stderr.write(`error: cannot write output: ${error.message}\n`);
+    process.exit(1);
+  });
+}

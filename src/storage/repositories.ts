@@ -164,6 +164,36 @@ export interface Chat {
   updatedAt: string;
 }
 
+/** One page of a user's chats; pass `nextCursor` back for the next page (null: this was the last). */
+export interface ChatPage {
+  chats: Chat[];
+  nextCursor: string | null;
+}
+
+/** A chat-list cursor that this server did not produce (or that was altered). */
+export class ChatCursorError extends Error {
+  constructor() {
+    super("Invalid cursor: pass the nextCursor of the previous page unchanged, or omit it for the first page.");
+    this.name = "ChatCursorError";
+  }
+}
+
+function encodeChatCursor(position: { updatedAt: string; id: string }): string {
+  return Buffer.from(JSON.stringify([position.updatedAt, position.id]), "utf8").toString("base64url");
+}
+
+function decodeChatCursor(cursor: string): { updatedAt: string; id: string } {
+  try {
+    const value = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
+    if (Array.isArray(value) && typeof value[0] === "string" && typeof value[1] === "string" && value.length === 2) {
+      return { updatedAt: value[0], id: value[1] };
+    }
+  } catch {
+    // fall through
+  }
+  throw new ChatCursorError();
+}
+
 /** A stored chat message; `content` is the provider-neutral JSON the loop writes. */
 export interface ChatMessage {
   id: string;
@@ -242,16 +272,73 @@ export class ChatRepository {
     return (await this.db.selectFrom("chats").select("id").where("id", "=", chatId).executeTakeFirst()) !== undefined;
   }
 
-  /** The user's chats, newest first. */
+  /** The user's chats, most recently active first (at most `limit`, default 100). */
   async list(userId: string, limit = 100): Promise<Chat[]> {
-    const rows = await this.db
+    return (await this.page(userId, { limit })).chats;
+  }
+
+  /**
+   * One page of the user's chats, most recently active first (`updated_at` desc, then id desc). `limit` 1–1000
+   * (default 50); `cursor` is the `nextCursor` of the previous page. `nextCursor` is null on the last page.
+   * Throws ChatCursorError for a cursor this method did not produce.
+   */
+  async page(userId: string, options: { limit?: number; cursor?: string } = {}): Promise<ChatPage> {
+    const limit = Math.min(1000, Math.max(1, Math.trunc(options.limit ?? 50)));
+    let query = this.db
       .selectFrom("chats")
       .selectAll()
       .where("user_id", "=", userId)
       .orderBy("updated_at", "desc")
-      .limit(limit)
-      .execute();
-    return rows.map(toChat);
+      .orderBy("id", "desc")
+      .limit(limit + 1);
+    if (options.cursor) {
+      const after = decodeChatCursor(options.cursor);
+      query = query.where((eb) =>
+        eb.or([
+          eb("updated_at", "<", after.updatedAt),
+          eb.and([eb("updated_at", "=", after.updatedAt), eb("id", "<", after.id)]),
+        ]),
+      );
+    }
+    const rows = await query.execute();
+    const chats = rows.slice(0, limit).map(toChat);
+    const last = chats[chats.length - 1];
+    return {
+      chats,
+      nextCursor: rows.length > limit && last ? encodeChatCursor({ updatedAt: last.updatedAt, id: last.id }) : null,
+    };
+  }
+
+  /**
+   * Deletes the user's chat with its messages and its freshness ledger, in one transaction. Returns false when
+   * the user has no such chat (another user's chat is never touched). Generated images stay with their owner.
+   */
+  async delete(userId: string, chatId: string): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const found = await trx
+        .selectFrom("chats")
+        .select("id")
+        .where("id", "=", chatId)
+        .where("user_id", "=", userId)
+        .executeTakeFirst();
+      if (!found) return false;
+      await trx.deleteFrom("chat_messages").where("chat_id", "=", chatId).execute();
+      await trx.deleteFrom("file_reads").where("chat_id", "=", chatId).execute();
+      await trx.deleteFrom("chats").where("id", "=", chatId).execute();
+      return true;
+    });
+  }
+
+  /** Sets the title of the user's chat (null clears it); returns the updated chat, or undefined when none. */
+  async rename(userId: string, chatId: string, title: string | null): Promise<Chat | undefined> {
+    const result = await this.db
+      .updateTable("chats")
+      .set({ title, updated_at: now() })
+      .where("id", "=", chatId)
+      .where("user_id", "=", userId)
+      .executeTakeFirst();
+    if (Number(result.numUpdatedRows) === 0) return undefined;
+    return this.get(userId, chatId);
   }
 
   /** Updates provider/model/title of the user's chat. */

@@ -1,6 +1,10 @@
+import { spawnSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { createAppContext } from "../../src/app/context.js";
-import { runCli } from "../helpers/cli.js";
+import { BIN, runCli } from "../helpers/cli.js";
 import { recordingLogger } from "../helpers/runtime.js";
 import { tempDir } from "../helpers/server.js";
 
@@ -19,7 +23,6 @@ describe("toolhost CLI (built bin)", () => {
   it.each([
     ['{"timezone":"Mars/Olympus"}', /Mars\/Olympus/],
     ['{"timezone":42}', /"timezone": must be string, got number 42/],
-    ["{broken", /not valid JSON/],
   ])("call with %s exits 1 with validation_failed", async (json, message) => {
     const run = await runCli(["call", "get_current_datetime", json], env);
     expect(run.code).toBe(1);
@@ -107,5 +110,41 @@ describe("toolhost CLI (built bin)", () => {
     expect(usage.stderr).toMatch(/Nothing to change/);
     const badCwd = await runCli(["call", "list_directory", '{"path":"."}', "--cwd", "/definitely/not/here"], env);
     expect(badCwd.code).toBe(2);
+  });
+
+  it.each([
+    ["{broken", /not valid JSON/],
+    ["[1,2]", /must be a JSON object, got an array/],
+    ['"UTC"', /must be a JSON object, got string/],
+  ])("call with malformed arguments %s is a usage error: exit 2, nothing on stdout", async (json, message) => {
+    const run = await runCli(["call", "get_current_datetime", json], env);
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toMatch(message);
+  });
+
+  it("output into a closed pipe ends quietly with status 0 (| head), not with an EPIPE stack", async () => {
+    const work = tempDir();
+    writeFileSync(join(work, "big.txt"), `${"x".repeat(200)}\n`.repeat(3000));
+    // The reader is gone before the CLI writes: `true` exits at once.
+    const cli = `"${process.execPath}" "${BIN}" call read_file '{"path":"big.txt"}' --cwd "${work}"`;
+    const piped = spawnSync("bash", ["-c", `${cli} | true; echo "status=\${PIPESTATUS[0]}" >&2`], {
+      env: { ...process.env, ...env },
+      encoding: "utf8",
+    });
+    expect(piped.stderr).toContain("status=0");
+    expect(piped.stderr).not.toMatch(/EPIPE|at .*\(/);
+    // The handler itself, with the process kept alive after the failed write (where Node would crash).
+    const util = fileURLToPath(new URL("../../dist/cli/util.js", import.meta.url));
+    const script = `import(${JSON.stringify(util)}).then((m) => { m.exitQuietlyOnClosedStdout(); process.stdout.write("x".repeat(300000)); setTimeout(() => {}, 2000); });`;
+    const direct = spawnSync(
+      "bash",
+      ["-c", `"${process.execPath}" -e '${script}' | true; echo "status=\${PIPESTATUS[0]}" >&2`],
+      {
+        encoding: "utf8",
+      },
+    );
+    expect(direct.stderr).toContain("status=0");
+    expect(direct.stderr).not.toContain("EPIPE");
   });
 });

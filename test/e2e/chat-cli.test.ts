@@ -160,6 +160,37 @@ describe.concurrent("toolhost chat", () => {
     );
     expect(code).toBe(2);
     expect(stderr).toContain("ANTHROPIC_API_KEY");
+    // The failed first turn leaves no empty chat behind.
+    const listed = await runCli(["chats", "list", "--json"], cleanEnv({ TOOLHOST_DATA_DIR: join(work, "data-nokey") }));
+    expect(JSON.parse(listed.stdout).chats).toEqual([]);
+  });
+
+  it("a first turn the provider fails keeps no empty chat; a later chat can be listed, renamed and deleted", async () => {
+    const env = cleanEnv({
+      TOOLHOST_DATA_DIR: join(work, "data-provider-down"),
+      OPENAI_API_KEY: "k",
+      // Nothing listens on port 1: the SDK's request fails at once.
+      OPENAI_BASE_URL: "http://127.0.0.1:1/v1",
+    });
+    const failed = await runCli(["chat", "hi", "--provider", "openai", "--cwd", project, "--chat", "doomed"], env);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).not.toContain("--chat doomed");
+    const list = async () => JSON.parse((await runCli(["chats", "list", "--json"], env)).stdout).chats;
+    expect(await list()).toEqual([]);
+
+    // A chat made by `call --chat` (kept: the user asked for it) is listed, renamed and deleted.
+    expect((await runCli(["call", "get_current_datetime", "{}", "--chat", "kept", "--cwd", project], env)).code).toBe(
+      0,
+    );
+    expect((await list()).map((c: { id: string }) => c.id)).toEqual(["kept"]);
+    const renamed = await runCli(["chats", "rename", "kept", "Release", "notes"], env);
+    expect(renamed.code).toBe(0);
+    expect((await list())[0].title).toBe("Release notes");
+    expect((await runCli(["chats", "delete", "kept"], env)).code).toBe(0);
+    expect(await list()).toEqual([]);
+    const again = await runCli(["chats", "delete", "kept"], env);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/No chat "kept"/);
   });
 
   it("refuses a --cwd that does not exist", async () => {

@@ -177,7 +177,12 @@ class ChatRenderer {
 }
 
 /** Finds or creates the chat the turn runs in, applying --provider/--model/--cwd. Returns its id. */
-async function resolveChat(ctx: AppContext, service: ChatService, opts: ChatOptions): Promise<string> {
+/** Resolves `--chat` (or creates a chat); `created` says whether this run made it. */
+async function resolveChat(
+  ctx: AppContext,
+  service: ChatService,
+  opts: ChatOptions,
+): Promise<{ id: string; created: boolean }> {
   const cwd = opts.cwd !== undefined ? resolveDirectoryOption(opts.cwd) : undefined;
   if (opts.chat) {
     const existing = await ctx.chats.get(opts.user, opts.chat);
@@ -200,7 +205,7 @@ async function resolveChat(ctx: AppContext, service: ChatService, opts: ChatOpti
           ? defaultModel(provider ?? parseProvider(existing.provider ?? "openai"))
           : undefined);
       if (provider || model) await service.updateChat(opts.user, opts.chat, { provider, model });
-      return existing.id;
+      return { id: existing.id, created: false };
     }
     if (await ctx.chats.exists(opts.chat)) throw new CliError(`Chat ${opts.chat} belongs to another user.`);
   }
@@ -211,7 +216,15 @@ async function resolveChat(ctx: AppContext, service: ChatService, opts: ChatOpti
     model: opts.model ?? defaultModel(provider),
     workingDirectory: cwd ?? process.cwd(),
   });
-  return chat.id;
+  return { id: chat.id, created: true };
+}
+
+async function discardIfEmpty(ctx: AppContext, userId: string, chatId: string): Promise<void> {
+  try {
+    if ((await ctx.chats.messages(chatId)).length === 0) await ctx.chats.delete(userId, chatId);
+  } catch (error) {
+    ctx.logger.warn({ chatId, err: (error as Error)?.message ?? String(error) }, "could not discard an empty chat");
+  }
 }
 
 function defaultModel(provider: (typeof CHAT_PROVIDERS)[number]): string {
@@ -275,9 +288,12 @@ export function registerChatCommand(program: Command): void {
         controller.abort();
         renderer?.status("Cancelling… (Ctrl-C again to quit now)");
       };
+      let createdChat: string | undefined;
       try {
         const service = new ChatService({ chats: ctx.chats, runtime: ctx.runtime, logger: ctx.logger, maxIterations });
-        const chatId = await resolveChat(ctx, service, opts);
+        const resolved = await resolveChat(ctx, service, opts);
+        const chatId = resolved.id;
+        createdChat = resolved.created ? chatId : undefined;
         let turn: Awaited<ReturnType<ChatService["prepareTurn"]>>;
         try {
           turn = await service.prepareTurn(opts.user, chatId, prompt);
@@ -292,7 +308,8 @@ export function registerChatCommand(program: Command): void {
           else renderer?.render(event);
           if (event.type === "done") reason = event.reason;
         }
-        if (!opts.json) process.stderr.write(`(chat ${chatId}; continue with --chat ${chatId})\n`);
+        const kept = !createdChat || (await ctx.chats.messages(chatId)).length > 0;
+        if (!opts.json && kept) process.stderr.write(`(chat ${chatId}; continue with --chat ${chatId})\n`);
         process.exitCode = reason === "text" ? 0 : reason === "aborted" ? 130 : 1;
       } catch (error) {
         if (error instanceof ToolError && error.code !== "execution_failed") throw new CliError(error.message);
@@ -300,6 +317,8 @@ export function registerChatCommand(program: Command): void {
       } finally {
         process.removeListener("SIGINT", onSigint);
         renderer?.dispose();
+        // A chat this run created whose first turn stored nothing (no key, provider error, cancel) is not kept.
+        if (createdChat) await discardIfEmpty(ctx, opts.user, createdChat);
         await ctx.close();
       }
     });

@@ -14,7 +14,8 @@ import {
   ChatService as Service,
 } from "../../app/chat-service.js";
 import type { AppContext } from "../../app/context.js";
-import { type AuthEnv, HttpError, readJsonBody } from "../http.js";
+import { ChatCursorError, type ChatPage } from "../../storage/repositories.js";
+import { type AuthEnv, HttpError, readJsonBody, sendJson } from "../http.js";
 import { ErrorBody } from "../schemas.js";
 import { adminUsers } from "./admin.js";
 
@@ -60,6 +61,24 @@ export const ChatSchema = Type.Object({
   updatedAt: Type.String(),
 });
 
+/** Body of PATCH /api/chats/:id. */
+export const RenameChatBody = Type.Object(
+  {
+    title: Type.Union([Type.String({ maxLength: 200 }), Type.Null()], {
+      description: "The chat's new title; null (or blank) clears it.",
+    }),
+  },
+  { additionalProperties: false },
+);
+
+/** GET /api/chats response: one page. */
+export const ChatListResponse = Type.Object({
+  chats: Type.Array(ChatSchema),
+  nextCursor: Type.Union([Type.String(), Type.Null()], {
+    description: "Pass as `cursor` for the next page; null on the last page.",
+  }),
+});
+
 /** A stored provider-neutral message. */
 export const ChatMessageSchema = Type.Object({
   id: Type.String(),
@@ -100,8 +119,15 @@ export const chatOpenApiPaths: Record<string, unknown> = {
   "/api/chats": {
     get: {
       ...secured,
-      summary: "The user's chats, most recently active first.",
-      responses: { 200: { description: "Chats", content: json(Type.Object({ chats: Type.Array(ChatSchema) })) } },
+      summary: "The user's chats, most recently active first, one page at a time.",
+      parameters: [
+        { name: "limit", in: "query", schema: { type: "integer", minimum: 1, maximum: 100, default: 50 } },
+        { name: "cursor", in: "query", schema: { type: "string" }, description: "nextCursor of the previous page" },
+      ],
+      responses: {
+        200: { description: "One page of chats", content: json(ChatListResponse) },
+        400: error("Invalid limit or cursor"),
+      },
     },
     post: {
       ...secured,
@@ -122,6 +148,27 @@ export const chatOpenApiPaths: Record<string, unknown> = {
       responses: {
         200: { description: "The chat", content: json(ChatWithMessagesSchema) },
         404: error("No such chat for this user"),
+      },
+    },
+    patch: {
+      ...secured,
+      parameters: [chatId],
+      summary: "Rename a chat.",
+      requestBody: { required: true, content: json(RenameChatBody) },
+      responses: {
+        200: { description: "The renamed chat", content: json(ChatSchema) },
+        400: error("Malformed body"),
+        404: error("No such chat for this user"),
+      },
+    },
+    delete: {
+      ...secured,
+      parameters: [chatId],
+      summary: "Delete a chat with its messages.",
+      responses: {
+        204: { description: "Deleted" },
+        404: error("No such chat for this user"),
+        409: error("A turn of this chat is running"),
       },
     },
   },
@@ -158,8 +205,42 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
   const app = new Hono<AuthEnv>();
 
   app.get("/", async (c) => {
-    const list = await ctx.chats.list(c.get("userId"));
-    return c.json({ chats: list.map(({ userId: _u, ...chat }) => chat) });
+    const limitText = c.req.query("limit");
+    const limit = limitText === undefined ? 50 : Number(limitText);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100)
+      throw new HttpError(400, "bad_request", "limit must be an integer from 1 to 100.");
+    let page: ChatPage;
+    try {
+      page = await ctx.chats.page(c.get("userId"), { limit, cursor: c.req.query("cursor") || undefined });
+    } catch (thrown) {
+      if (thrown instanceof ChatCursorError) throw new HttpError(400, "bad_request", thrown.message);
+      throw thrown;
+    }
+    return sendJson(c, ChatListResponse, {
+      chats: page.chats.map(({ userId: _u, ...chat }) => chat),
+      nextCursor: page.nextCursor,
+    });
+  });
+
+  app.patch("/:id", async (c) => {
+    const body = await readJsonBody<{ title: string | null }>(c, RenameChatBody);
+    const title = body.title === null ? null : body.title.trim() || null;
+    const renamed = await ctx.chats.rename(c.get("userId"), c.req.param("id"), title);
+    if (!renamed) throw new HttpError(404, "not_found", `No chat "${c.req.param("id")}" for this user.`);
+    const { userId: _u, ...chat } = renamed;
+    return sendJson(c, ChatSchema, chat);
+  });
+
+  app.delete("/:id", async (c) => {
+    let deleted: boolean;
+    try {
+      deleted = await chats.deleteChat(c.get("userId"), c.req.param("id"));
+    } catch (thrown) {
+      if (thrown instanceof ChatBusyError) throw new HttpError(409, thrown.code, thrown.message);
+      throw thrown;
+    }
+    if (!deleted) throw new HttpError(404, "not_found", `No chat "${c.req.param("id")}" for this user.`);
+    return c.body(null, 204);
   });
 
   app.post("/", async (c) => {
