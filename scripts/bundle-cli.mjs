@@ -14,7 +14,8 @@ await build({
   format: "esm",
   platform: "node",
   target: "node20",
-  external: ["better-sqlite3", "@vscode/ripgrep", "pg-native"],
+  // web-tree-sitter and tree-sitter-bash load their .wasm files relative to their own modules.
+  external: ["better-sqlite3", "@vscode/ripgrep", "pg-native", "web-tree-sitter", "tree-sitter-bash"],
   // Bundled CommonJS dependencies call require(); give the ESM chunks one.
   banner: { js: "import { createRequire as __toolhostCreateRequire } from 'node:module'; const require = __toolhostCreateRequire(import.meta.url);" },
   chunkNames: "chunks/[name]-[hash]",

@@ -15,7 +15,11 @@ import type { LoopEvent } from "../loop/events.js";
 import { DEFAULT_MAX_ITERATIONS, runToolLoop } from "../loop/run-tool-loop.js";
 import { createProviderAdapter, providerConfigFromEnv } from "../providers/index.js";
 import type { ConversationMessage, ProviderAdapter, ProviderName } from "../providers/types.js";
+import type { ApprovalTurnRecord } from "../storage/approvals.js";
 import type { Chat, ChatRepository } from "../storage/repositories.js";
+import { ApprovalGate } from "./approvals/gate.js";
+import type { ApprovalResponder, ApprovalService } from "./approvals/service.js";
+import { ChatTurnKeeper, type SuspendedTurnState } from "./approvals/turns.js";
 
 /** The providers a chat can use. */
 export const CHAT_PROVIDERS: readonly ProviderName[] = ["openai", "openai-chat", "gemini", "anthropic"];
@@ -63,6 +67,20 @@ export interface ChatServiceOptions {
   maxIterations?: number;
   /** Builds adapters; default the official-SDK adapters configured from `env`. */
   adapterFactory?: AdapterFactory;
+  /**
+   * The approval service: every call of a turn then goes through the approval gate, and a turn waiting for
+   * approvals is stored so it can resume after a restart. Absent: calls run without a policy (library use).
+   */
+  approvals?: ApprovalService;
+}
+
+/** Per-turn options of prepareTurn. */
+export interface TurnOptions {
+  /**
+   * How this surface answers asks (the CLI prompt; a headless "deny"). Absent: asks stay pending for an answer
+   * through the API (`POST /api/approvals/:id`) until they expire; the SSE stream shows them.
+   */
+  responder?: ApprovalResponder;
 }
 
 /** What createChat accepts. */
@@ -143,6 +161,7 @@ export class ChatService {
   readonly #roots: string[] | null;
   readonly #maxIterations: number;
   readonly #adapterFactory: AdapterFactory;
+  readonly #approvals: ApprovalService | undefined;
   readonly #running = new Set<string>();
 
   constructor(options: ChatServiceOptions) {
@@ -156,6 +175,7 @@ export class ChatService {
     this.#maxIterations =
       options.maxIterations ?? (Number.isInteger(fromEnv) && fromEnv > 0 ? fromEnv : DEFAULT_MAX_ITERATIONS);
     this.#adapterFactory = options.adapterFactory ?? defaultAdapterFactory;
+    this.#approvals = options.approvals;
   }
 
   /**
@@ -305,7 +325,7 @@ export class ChatService {
    * ChatConfigError (provider not configured, e.g. missing API key: the message names the variable) or
    * ChatBusyError (another turn of this chat is running in this process).
    */
-  async prepareTurn(userId: string, chatId: string, content: string): Promise<PreparedTurn> {
+  async prepareTurn(userId: string, chatId: string, content: string, options: TurnOptions = {}): Promise<PreparedTurn> {
     const chat = await this.#chats.get(userId, chatId);
     if (!chat) throw new NotFoundError(`No chat "${chatId}" for this user. Create one with POST /api/chats.`);
     if (typeof content !== "string" || content.trim() === "") {
@@ -329,6 +349,12 @@ export class ChatService {
     if (this.#running.has(chat.id)) {
       throw new ChatBusyError(`Chat ${chat.id} is already running a turn; wait for it to finish or cancel it.`);
     }
+    const suspended = await this.#approvals?.repository.activeTurn(chat.id);
+    if (suspended) {
+      throw new ChatBusyError(
+        `Chat ${chat.id} has a turn waiting for approvals (GET /api/chats/${chat.id}/approvals); answer them, or wait until they expire, before sending another message.`,
+      );
+    }
     this.#running.add(chat.id);
     let released = false;
     const release = () => {
@@ -341,7 +367,7 @@ export class ChatService {
       cancel: release,
       async *run(signal?: AbortSignal) {
         try {
-          yield* service.#runTurn(chat, adapter, model, userId, content, signal);
+          yield* service.#runTurn(chat, adapter, model, userId, { role: "user", content }, signal, options.responder);
         } finally {
           release();
         }
@@ -349,63 +375,138 @@ export class ChatService {
     };
   }
 
+  /**
+   * Resumes a turn that was waiting for approvals when its process stopped (called by the approval service once it
+   * has claimed the turn): the step's calls are not requested from the provider again; answered calls run (once)
+   * or are fed back as denied, and the turn continues and is stored as if it had never stopped. Events go nowhere
+   * (no client is attached); read the chat afterwards. Never throws: failures are logged.
+   */
+  async resumeTurn(turn: ApprovalTurnRecord): Promise<void> {
+    const approvals = this.#approvals;
+    const state = turn.state as SuspendedTurnState;
+    try {
+      const chat = await this.#chats.get(turn.userId, turn.chatId);
+      if (!chat || state?.version !== 1 || this.#running.has(chat.id)) {
+        if (!chat || state?.version !== 1) await approvals?.repository.deleteTurn(turn.id);
+        return;
+      }
+      const provider = parseProvider(chat.provider ?? "openai");
+      const adapter = this.#adapterFactory(provider, this.#env);
+      this.#running.add(chat.id);
+      try {
+        for await (const event of this.#runTurn(
+          chat,
+          adapter,
+          chat.model ?? DEFAULT_CHAT_MODELS[provider],
+          turn.userId,
+          state.userMessage,
+          undefined,
+          undefined,
+          { turnId: turn.id, step: state.step },
+        )) {
+          if (event.type === "error")
+            this.#logger?.warn({ chatId: chat.id, ...event }, "resumed turn reported an error");
+        }
+      } finally {
+        this.#running.delete(chat.id);
+      }
+    } catch (error) {
+      this.#logger?.error({ err: (error as Error)?.stack ?? String(error), turnId: turn.id }, "resuming a turn failed");
+    } finally {
+      approvals?.resumed(turn.id);
+    }
+  }
+
   async *#runTurn(
     chat: Chat,
     adapter: ProviderAdapter,
     model: string,
     userId: string,
-    content: string,
+    userMessage: ConversationMessage,
     signal: AbortSignal | undefined,
+    responder?: ApprovalResponder,
+    resume?: { turnId: string; step: SuspendedTurnState["step"] },
   ): AsyncGenerator<ChatTurnEvent, void, undefined> {
     const history: ConversationMessage[] = [];
     for (const row of await this.#chats.messages(chat.id)) {
       const message = toConversationMessage(row.content);
       if (message) history.push(message);
     }
-    const userMessage: ConversationMessage = { role: "user", content };
-    for await (const event of runToolLoop({
-      adapter,
-      model,
-      system: chatSystemPrompt(chat.workingDirectory),
-      messages: [...history, userMessage],
-      runtime: this.#runtime,
-      userId,
-      chatId: chat.id,
-      workingDirectory: chat.workingDirectory,
-      maxIterations: this.#maxIterations,
-      signal,
-    })) {
-      if (event.type !== "done") {
-        yield event;
-        continue;
-      }
-      // A turn that completed nothing (stream failed or was cancelled before the first full step) stores nothing,
-      // so a retry does not leave two user messages in a row; otherwise the user message and the complete steps
-      // go in together.
-      const completedSomething =
-        event.messages.length > 0 || event.reason === "text" || event.reason === "max_iterations";
-      if (completedSomething) {
-        try {
-          await this.#chats.append(
-            chat.id,
-            [userMessage, ...event.messages].map((m) => ({ role: m.role, content: m })),
-          );
-          if (!chat.title) await this.#chats.update(userId, chat.id, { title: content.trim().slice(0, 80) });
-        } catch (error) {
-          this.#logger?.error(
-            { err: (error as Error)?.stack ?? String(error), chatId: chat.id },
-            "storing chat messages failed",
-          );
-          yield {
-            type: "error",
-            code: "internal_error",
-            message: "The turn ran but its messages could not be stored.",
-          };
-          yield { ...event, reason: "error" };
-          return;
+    const approvals = this.#approvals;
+    const keeper = approvals
+      ? new ChatTurnKeeper(
+          approvals.repository,
+          approvals.instanceId,
+          { chatId: chat.id, userId, userMessage },
+          resume ? { turnId: resume.turnId, iterations: resume.step.iterations } : undefined,
+        )
+      : undefined;
+    const gate =
+      approvals && keeper
+        ? new ApprovalGate({
+            service: approvals,
+            runtime: this.#runtime,
+            userId,
+            chatId: chat.id,
+            workingDirectory: chat.workingDirectory,
+            turn: keeper,
+            ...(responder ? { responder } : {}),
+          })
+        : undefined;
+    const content = userMessage.role === "user" ? userMessage.content : "";
+    try {
+      for await (const event of runToolLoop({
+        adapter,
+        model,
+        system: chatSystemPrompt(chat.workingDirectory),
+        messages: [...history, userMessage, ...(resume?.step.added ?? [])],
+        runtime: this.#runtime,
+        userId,
+        chatId: chat.id,
+        workingDirectory: chat.workingDirectory,
+        maxIterations: this.#maxIterations,
+        signal,
+        ...(gate ? { gate } : {}),
+        ...(resume ? { resume: resume.step } : {}),
+      })) {
+        if (event.type !== "done") {
+          yield event;
+          continue;
         }
+        // A turn that completed nothing (stream failed or was cancelled before the first full step) stores nothing,
+        // so a retry does not leave two user messages in a row; otherwise the user message and the complete steps
+        // go in together.
+        const completedSomething =
+          event.messages.length > 0 || event.reason === "text" || event.reason === "max_iterations";
+        if (completedSomething) {
+          try {
+            await this.#chats.append(
+              chat.id,
+              [userMessage, ...event.messages].map((m) => ({ role: m.role, content: m })),
+            );
+            if (!chat.title) await this.#chats.update(userId, chat.id, { title: content.trim().slice(0, 80) });
+          } catch (error) {
+            this.#logger?.error(
+              { err: (error as Error)?.stack ?? String(error), chatId: chat.id },
+              "storing chat messages failed",
+            );
+            yield {
+              type: "error",
+              code: "internal_error",
+              message: "The turn ran but its messages could not be stored.",
+            };
+            yield { ...event, reason: "error" };
+            return;
+          }
+        }
+        yield event;
       }
-      yield event;
+    } finally {
+      await keeper
+        ?.finish()
+        .catch((error) =>
+          this.#logger?.error({ err: String(error), chatId: chat.id }, "removing a finished turn's state failed"),
+        );
     }
   }
 }

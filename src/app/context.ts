@@ -9,6 +9,7 @@ import { defaultRegistry, type ToolRegistryStore } from "../core/registry.js";
 import { configureDefaultRuntime, ToolRuntime } from "../core/runtime.js";
 import { createLogger } from "../core/stores.js";
 import type { Logger } from "../core/types.js";
+import { ApprovalRepository } from "../storage/approvals.js";
 import { openDatabase, type ToolhostDatabase } from "../storage/database.js";
 import {
   ChatRepository,
@@ -18,6 +19,7 @@ import {
   TokenRepository,
 } from "../storage/repositories.js";
 import { SqlImageStore } from "../tools/image/sql-image-store.js";
+import { ApprovalService } from "./approvals/service.js";
 import { ToolSettingsService } from "./tool-settings-service.js";
 
 /** Everything a front end needs, wired to one database. */
@@ -32,6 +34,8 @@ export interface AppContext {
   tokens: TokenRepository;
   chats: ChatRepository;
   audit: SqlAuditLog;
+  /** Approval asks, answers and suspended turns (the gate in front of every tool call). */
+  approvals: ApprovalService;
   logger: Logger;
   /** Registers work to run (in reverse order of registration) when the context closes, before the database. */
   onClose(hook: () => Promise<void> | void): void;
@@ -68,12 +72,20 @@ export async function createAppContext(options: AppContextOptions = {}): Promise
   });
   configureDefaultRuntime(runtime);
   const closeHooks: (() => Promise<void> | void)[] = [];
+  const settings = new ToolSettingsService(registry, store, logger, runtime.services, audit);
+  const approvals = new ApprovalService({
+    repository: new ApprovalRepository(database.db),
+    settings,
+    dataDir,
+    logger,
+  });
   return {
     dataDir,
     dataDirSource,
     database,
     runtime,
-    settings: new ToolSettingsService(registry, store, logger, runtime.services),
+    settings,
+    approvals,
     tokens: new TokenRepository(database.db),
     chats: new ChatRepository(database.db),
     audit,

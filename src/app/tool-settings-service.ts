@@ -3,7 +3,10 @@
  * routes → service → registry, settings policy, repository). Shared by the HTTP routes and the CLI so both
  * apply the same rules and raise the same errors.
  */
+
+import { prepareApprovalPolicy } from "../core/approval/policy.js";
 import { AccessDeniedError, NotFoundError } from "../core/errors.js";
+import { redactValue } from "../core/redact.js";
 import type { ToolRegistryStore } from "../core/registry.js";
 import {
   getSafeEffectiveToolSettings,
@@ -15,6 +18,7 @@ import {
 import type { ToolSettingsStore } from "../core/stores.js";
 import { deriveToolAnnotations } from "../core/tool-annotations.js";
 import type {
+  AuditSink,
   ExternalToolOrigin,
   Logger,
   RegisteredTool,
@@ -56,6 +60,12 @@ export interface ToolSettingsDescriptor {
   unavailableReason?: string;
 }
 
+/** A descriptor as API clients see it: without its `validate` function, at every level of `fields`. */
+function publicDescriptor(descriptor: ToolParameterDescriptor): ToolParameterDescriptor {
+  const { validate: _validate, fields, ...rest } = descriptor;
+  return fields ? { ...rest, fields: fields.map(publicDescriptor) } : rest;
+}
+
 /**
  * Body of a settings update (000: UpdateToolSettingsBody). A parameter set to null is reset to its default.
  */
@@ -77,6 +87,7 @@ export class ToolSettingsService {
     private readonly logger: Logger,
     /** The host's services, for tools' availability checks (RegisteredTool.unavailableReason). */
     private readonly services: Record<string, unknown> = {},
+    private readonly audit?: AuditSink,
   ) {}
 
   #describe(tool: RegisteredTool, saved: SavedToolSettings | undefined): ToolSettingsDescriptor {
@@ -94,7 +105,7 @@ export class ToolSettingsService {
       lockedKeys: [...(saved?.locked ?? [])],
       parameters: effective.parameters,
       defaultParameters: structuredClone(m.defaultParameters),
-      parameterDescriptors: m.parameterDescriptors.map(({ validate: _validate, ...d }) => d),
+      parameterDescriptors: m.parameterDescriptors.map(publicDescriptor),
       definition: getToolDefinition(tool, effective),
       annotations: deriveToolAnnotations(tool),
       ...(m.external ? { external: { ...m.external } } : {}),
@@ -119,17 +130,20 @@ export class ToolSettingsService {
    * ToolParameterError for an invalid parameter, ToolSettingsError for disabling a tool that cannot be disabled,
    * and AccessDeniedError when a non-admin (`options.admin` false) enables a tool whose enabling requires an admin
    * or changes an adminOnly parameter. Only explicitly chosen values are stored, so a later change of a default
-   * still reaches the user.
+   * still reaches the user. Every change is audited with `options.actor` (default `userId`) as the changer, old and
+   * new values redacted.
    */
   async update(
     userId: string,
     toolName: string,
     body: UpdateToolSettingsBody,
-    options: { admin: boolean } = { admin: false },
+    options: { admin: boolean; actor?: string } = { admin: false },
   ): Promise<ToolSettingsDescriptor> {
     const tool = this.#tool(toolName);
     // A value that only applies together with another setting brings that setting along (or is refused).
     body = withImpliedSettings(tool, body);
+    // Approval rules carry examples checked on save; their shell parser loads asynchronously.
+    await prepareApprovalPolicy();
     if (!options.admin) this.#refuseAdminOnly(tool, body);
     const saved = await this.store.get(userId, toolName);
     const locked = new Set(saved?.locked ?? []);
@@ -173,11 +187,26 @@ export class ToolSettingsService {
         else locked.add(key);
       }
     }
-    await this.store.save(userId, toolName, {
-      enabled,
-      parameters: { ...savedParameters, ...normalizeToolParameters(tool, updates) },
-      locked: [...locked].sort(),
-    });
+    const newParameters = { ...savedParameters, ...normalizeToolParameters(tool, updates) };
+    await this.store.save(userId, toolName, { enabled, parameters: newParameters, locked: [...locked].sort() });
+    try {
+      await this.audit?.recordEvent?.({
+        kind: "settings_change",
+        userId,
+        actor: options.actor ?? userId,
+        tool: toolName,
+        old: {
+          enabled: typeof saved?.enabled === "boolean" ? saved.enabled : null,
+          parameters: redactValue(saved?.parameters ?? {}) as Record<string, unknown>,
+        },
+        new: { enabled, parameters: redactValue(newParameters) as Record<string, unknown> },
+      });
+    } catch (error) {
+      this.logger.error(
+        { tool: toolName, userId, err: String(error) },
+        "recording a settings change in the audit failed",
+      );
+    }
     this.registry.changes.emit(userId);
     return this.get(userId, toolName);
   }

@@ -11,13 +11,17 @@
  * policy validates users' changes against it, tools read it with the typed readers of settings-declaration.ts
  * (e.g. `integerSetting(context.settings.parameters, MY_DESCRIPTOR)`), and docs/settings-reference.md lists it.
  */
+import { approvalRulesDescriptor, approvalSettingDescriptor } from "./approval/policy.js";
 import type { RegisteredTool, ToolParameterDescriptor } from "./types.js";
 
 /** Returns the descriptor this common setting has for `tool`, or undefined when it does not apply to it. */
 export type CommonSettingDeclaration = (tool: RegisteredTool) => ToolParameterDescriptor | undefined;
 
 /** The common settings, in the order they are shown after a tool's own settings. */
-export const COMMON_SETTING_DECLARATIONS: CommonSettingDeclaration[] = [];
+export const COMMON_SETTING_DECLARATIONS: CommonSettingDeclaration[] = [
+  approvalSettingDescriptor,
+  approvalRulesDescriptor,
+];
 
 /**
  * A copy of `tool` whose settings metadata also holds the common settings (descriptor and default) that apply to

@@ -11,7 +11,9 @@ export type ToolErrorCode =
   | "not_found"
   | "timeout"
   | "aborted"
-  | "execution_failed";
+  | "execution_failed"
+  | "denied_by_user"
+  | "denied_by_policy";
 
 /** Serialized form of a classified error, as fed back to the model and returned by the API. */
 export interface SerializedToolError {
@@ -94,6 +96,26 @@ export class ToolAbortedError extends ToolError {
 export class ToolExecutionError extends ToolError {
   constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
     super("execution_failed", message, details, options);
+  }
+}
+
+/**
+ * A person refused the call when asked, or nobody answered before the ask expired (code `denied_by_user`). The
+ * message carries the person's words, so the model can act on them (try something else, ask the user).
+ */
+export class DeniedByUserError extends ToolError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super("denied_by_user", message, details);
+  }
+}
+
+/**
+ * The approval policy refused the call: a deny rule or setting, or an ask with no one to ask (code
+ * `denied_by_policy`). The message names the rule.
+ */
+export class DeniedByPolicyError extends ToolError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super("denied_by_policy", message, details);
   }
 }
 

@@ -20,6 +20,7 @@ import {
 } from "./errors.js";
 import { withToolMetrics } from "./metrics.js";
 import { packageRoot } from "./package-root.js";
+import { redactValue } from "./redact.js";
 import { defaultRegistry, type ToolRegistryStore } from "./registry.js";
 import { integerSetting } from "./settings-declaration.js";
 import { DEFAULT_TOOL_TIMEOUT_MS, getSafeEffectiveToolSettings, getToolDefinition } from "./settings-policy.js";
@@ -31,6 +32,7 @@ import {
   type ToolSettingsStore,
 } from "./stores.js";
 import type {
+  AuditEntry,
   AuditSink,
   EffectiveToolSettings,
   FreshnessLedger,
@@ -60,6 +62,21 @@ export interface ToolCallContext {
    * A tool the user explicitly disabled stays refused.
    */
   allowDefaultDisabled?: boolean;
+  /**
+   * The approval decision that let this call run, recorded in the audit: `decision` allow (the policy allowed it),
+   * allow_once, allow_always; `decidedBy` "policy" or who answered the ask. Absent: no gate ran (library use).
+   */
+  approval?: { decision: string; decidedBy: string; approvalId?: string };
+}
+
+/** A call looked up and checked (tool enabled, arguments parsed) before it runs: what the approval gate needs. */
+export interface InspectedCall {
+  tool: RegisteredTool;
+  settings: EffectiveToolSettings;
+  /** Parsed arguments (nulls removed, defaults applied). */
+  args: Record<string, unknown>;
+  /** The context the tool would run with (its signal is the caller's). */
+  context: ToolContext;
 }
 
 /** The outcome of one tool call: a result or a classified error, with its duration in milliseconds. */
@@ -169,13 +186,17 @@ export class ToolRuntime {
     const tool = this.registry.get(name);
     if (!tool) {
       const error = new NotFoundError(`Unknown tool "${name}". Call one of the tools you were given.`, { tool: name });
-      return { ok: false, error: error.toJSON(), durationMs: elapsed() };
+      const outcome: ToolCallOutcome = { ok: false, error: error.toJSON(), durationMs: elapsed() };
+      await this.auditCall(name, args, call, outcome);
+      return outcome;
     }
-    return withToolMetrics(
+    const toolEntries: AuditEntry[] = [];
+    const settled: { promise?: Promise<unknown>; done?: boolean } = {};
+    const outcome = await withToolMetrics(
       name,
       async (): Promise<ToolCallOutcome> => {
         try {
-          const result = await this.#run(tool, args, call);
+          const result = await this.#run(tool, args, call, toolEntries, settled);
           return { ok: true, result, durationMs: elapsed() };
         } catch (thrown) {
           const error = toToolError(thrown);
@@ -190,9 +211,93 @@ export class ToolRuntime {
       },
       (outcome) => !outcome.ok,
     );
+    // A tool cancelled or timed out may still be stopping (a shell kills its process group) and record its own
+    // entry afterwards: the call's audit line waits for it (without delaying the outcome), at most a minute.
+    const stopping = settled.promise;
+    if (
+      !outcome.ok &&
+      stopping &&
+      !settled.done &&
+      (outcome.error.code === "aborted" || outcome.error.code === "timeout")
+    ) {
+      const cap = new Promise<void>((resolve) => setTimeout(resolve, 60_000).unref?.());
+      void Promise.race([stopping.then(noop, noop), cap]).then(() =>
+        this.auditCall(name, args, call, outcome, toolEntries),
+      );
+    } else {
+      await this.auditCall(name, args, call, outcome, toolEntries);
+    }
+    return outcome;
   }
 
-  async #run(tool: RegisteredTool, rawArgs: unknown, call: ToolCallContext): Promise<unknown> {
+  /**
+   * Records one tool call in the audit (who, tool, redacted arguments, working directory, outcome and error code,
+   * duration, approval decision and who made it), folding in the entry the tool recorded itself (shell command,
+   * exit code, sandboxed). Sinks without recordEvent get only the tool's own entries. Never throws: a failing audit
+   * is logged.
+   */
+  async auditCall(
+    name: string,
+    args: unknown,
+    call: ToolCallContext,
+    outcome: ToolCallOutcome,
+    toolEntries: AuditEntry[] = [],
+  ): Promise<void> {
+    try {
+      if (!this.audit.recordEvent) {
+        for (const entry of toolEntries) await this.audit.record(entry);
+        return;
+      }
+      for (const entry of toolEntries.slice(0, -1)) await this.audit.record(entry);
+      const toolEntry = toolEntries.at(-1);
+      const denied =
+        !outcome.ok && (outcome.error.code === "denied_by_user" || outcome.error.code === "denied_by_policy");
+      await this.audit.recordEvent({
+        kind: "tool_call",
+        userId: call.userId,
+        chatId: call.chatId ?? null,
+        tool: name,
+        arguments: redactValue(decodeArguments(args)),
+        cwd: toolEntry?.cwd ?? (call.workingDirectory ? resolve(call.workingDirectory) : null),
+        outcome: outcome.ok ? "ok" : denied ? "denied" : "error",
+        errorCode: outcome.ok ? null : outcome.error.code,
+        durationMs: outcome.durationMs,
+        approval: call.approval?.decision ?? null,
+        approvedBy: call.approval?.decidedBy ?? null,
+        ...(toolEntry ? { toolEntry } : {}),
+      });
+    } catch (error) {
+      this.logger.error({ tool: name, err: String(error) }, "recording the tool call in the audit log failed");
+    }
+  }
+
+  /**
+   * Looks a call up and checks it the way executeTool would before running it: the tool exists and is enabled for
+   * the user, and the arguments parse against its schema. Returns the parsed call, or the classified error the
+   * call would end with (so a gate need not ask about a call that cannot run).
+   */
+  async inspectCall(
+    name: string,
+    rawArgs: unknown,
+    call: ToolCallContext,
+  ): Promise<{ ok: true; call: InspectedCall } | { ok: false; error: ToolError }> {
+    try {
+      const tool = this.registry.get(name);
+      if (!tool)
+        throw new NotFoundError(`Unknown tool "${name}". Call one of the tools you were given.`, { tool: name });
+      const { settings, args } = await this.#prepare(tool, rawArgs, call);
+      const signal = call.signal ?? new AbortController().signal;
+      return { ok: true, call: { tool, settings, args, context: this.#context(tool, call, settings, signal, []) } };
+    } catch (error) {
+      return { ok: false, error: toToolError(error) };
+    }
+  }
+
+  async #prepare(
+    tool: RegisteredTool,
+    rawArgs: unknown,
+    call: ToolCallContext,
+  ): Promise<{ settings: EffectiveToolSettings; args: Record<string, unknown> }> {
     const name = tool.definition.name;
     const saved = await this.store.get(call.userId, name);
     const settings = getSafeEffectiveToolSettings(tool, saved, this.logger);
@@ -204,7 +309,54 @@ export class ToolRuntime {
       );
     }
     const definition = getToolDefinition(tool, settings);
-    const args = parseToolArguments(definition.parameters, rawArgs);
+    return { settings, args: parseToolArguments(definition.parameters, rawArgs) };
+  }
+
+  #context(
+    tool: RegisteredTool,
+    call: ToolCallContext,
+    settings: EffectiveToolSettings,
+    signal: AbortSignal,
+    toolEntries: AuditEntry[],
+  ): ToolContext {
+    const name = tool.definition.name;
+    return {
+      userId: call.userId,
+      chatId: call.chatId ?? null,
+      workingDirectory: call.workingDirectory ? resolve(call.workingDirectory) : null,
+      signal,
+      settings,
+      dataDir: this.dataDir,
+      ledger: this.ledger,
+      // The tool's own entries are folded into the call's audit event once the call ends.
+      audit: {
+        record: async (entry) => {
+          toolEntries.push(entry);
+        },
+      },
+      logger: this.logger,
+      emitProgress: (event) => {
+        try {
+          call.onProgress?.(event);
+        } catch (error) {
+          this.logger.warn({ tool: name, err: String(error) }, "progress listener threw");
+        }
+      },
+      services: { ...this.services, ...call.services },
+      protectedPaths: this.protectedPaths,
+      processCwdFallback: this.processCwdFallback(call.userId),
+    };
+  }
+
+  async #run(
+    tool: RegisteredTool,
+    rawArgs: unknown,
+    call: ToolCallContext,
+    toolEntries: AuditEntry[],
+    settled: { promise?: Promise<unknown>; done?: boolean } = {},
+  ): Promise<unknown> {
+    const name = tool.definition.name;
+    const { settings, args } = await this.#prepare(tool, rawArgs, call);
 
     const budgetMs = this.#budgetMs(tool, args, settings);
     const controller = new AbortController();
@@ -223,27 +375,7 @@ export class ToolRuntime {
     }, backstopMs);
     timer.unref?.();
 
-    const context: ToolContext = {
-      userId: call.userId,
-      chatId: call.chatId ?? null,
-      workingDirectory: call.workingDirectory ? resolve(call.workingDirectory) : null,
-      signal: controller.signal,
-      settings,
-      dataDir: this.dataDir,
-      ledger: this.ledger,
-      audit: this.audit,
-      logger: this.logger,
-      emitProgress: (event) => {
-        try {
-          call.onProgress?.(event);
-        } catch (error) {
-          this.logger.warn({ tool: name, err: String(error) }, "progress listener threw");
-        }
-      },
-      services: { ...this.services, ...call.services },
-      protectedPaths: this.protectedPaths,
-      processCwdFallback: this.processCwdFallback(call.userId),
-    };
+    const context = this.#context(tool, call, settings, controller.signal, toolEntries);
 
     try {
       const aborted = new Promise<never>((_, reject) => {
@@ -252,7 +384,17 @@ export class ToolRuntime {
         else controller.signal.addEventListener("abort", fail, { once: true });
       });
       aborted.catch(() => {});
-      const result = await Promise.race([tool.execute(args, context), aborted]);
+      const running = tool.execute(args, context);
+      settled.promise = running;
+      running.then(
+        () => {
+          settled.done = true;
+        },
+        () => {
+          settled.done = true;
+        },
+      );
+      const result = await Promise.race([running, aborted]);
       return toSerializable(name, result);
     } catch (error) {
       // A tool that throws after the signal fired (e.g. its fetch rejected with AbortError) is reported by the
@@ -273,6 +415,18 @@ export class ToolRuntime {
     if (d && typeof d.default === "number") return integerSetting(settings.parameters, d) * 1000;
     const seconds = settings.parameters.timeoutSeconds;
     return typeof seconds === "number" && seconds > 0 ? seconds * 1000 : DEFAULT_TOOL_TIMEOUT_MS;
+  }
+}
+
+function noop(): void {}
+
+/** Raw model arguments as a value: a JSON string decoded when it parses, anything else as is. */
+function decodeArguments(args: unknown): unknown {
+  if (typeof args !== "string") return args;
+  try {
+    return JSON.parse(args);
+  } catch {
+    return args;
   }
 }
 

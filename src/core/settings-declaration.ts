@@ -198,9 +198,15 @@ export function stringListSetting(parameters: Readonly<Record<string, unknown>>,
  * change it; e.g. `integer, 5–600 seconds, default 30`.
  */
 export function describeSetting(d: ToolParameterDescriptor): string {
-  const parts: string[] = [d.type === "string[]" ? "list of strings" : d.type];
+  const parts: string[] = [
+    d.type === "string[]"
+      ? "list of strings"
+      : d.type === "object[]"
+        ? `list of {${(d.fields ?? []).map((f) => f.name).join(", ")}}`
+        : d.type,
+  ];
   const unit = d.unit ? ` ${d.unit}` : "";
-  if (d.type === "string[]") {
+  if (d.type === "string[]" || d.type === "object[]") {
     if (d.max !== undefined) parts.push(`at most ${d.max} entries`);
   } else if (d.min !== undefined && d.max !== undefined) parts.push(`${d.min}–${d.max}${unit}`);
   else if (d.min !== undefined) parts.push(`at least ${d.min}${unit}`);

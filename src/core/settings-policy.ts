@@ -89,7 +89,60 @@ function checkType(toolName: string, d: ToolParameterDescriptor, value: unknown)
         if (bad !== undefined) fail(`entries must be among ${d.allowedValues.join(", ")} (got ${JSON.stringify(bad)})`);
       }
       return [...(value as string[])];
+    case "object[]": {
+      if (!Array.isArray(value)) fail("must be a list of objects");
+      range((value as unknown[]).length, "list length");
+      return (value as unknown[]).map((entry, index) => checkEntry(toolName, d, entry, index));
+    }
   }
+}
+
+/** Checks one entry of an `object[]` setting against the descriptor's fields; returns a normalized copy. */
+function checkEntry(toolName: string, d: ToolParameterDescriptor, entry: unknown, index: number): unknown {
+  const where = `entry ${index + 1}`;
+  if (entry === null || typeof entry !== "object" || Array.isArray(entry)) {
+    throw new ToolParameterError(
+      `Invalid value ${describe(entry)} for parameter "${d.name}" of tool "${toolName}": ${where} must be an object.`,
+      { tool: toolName, parameter: d.name, rule: `${where} must be an object` },
+    );
+  }
+  const fields = new Map((d.fields ?? []).map((f) => [f.name, f]));
+  const out: Record<string, unknown> = {};
+  for (const [key, fieldValue] of Object.entries(entry as Record<string, unknown>)) {
+    const field = fields.get(key);
+    if (!field) {
+      const rule = `${where} has an unknown field "${key}" (known: ${[...fields.keys()].join(", ")})`;
+      throw new ToolParameterError(`Invalid value for parameter "${d.name}" of tool "${toolName}": ${rule}.`, {
+        tool: toolName,
+        parameter: d.name,
+        rule,
+      });
+    }
+    if (fieldValue === null || fieldValue === undefined) continue;
+    try {
+      out[key] = checkSettingValue(toolName, field, fieldValue);
+    } catch (error) {
+      const rule = `${where}, field "${key}": ${(error as ToolParameterError).details?.rule ?? (error as Error).message}`;
+      throw new ToolParameterError(`Invalid value for parameter "${d.name}" of tool "${toolName}": ${rule}.`, {
+        tool: toolName,
+        parameter: d.name,
+        rule,
+      });
+    }
+  }
+  for (const field of fields.values()) {
+    if (out[field.name] !== undefined) continue;
+    if (field.default === undefined) {
+      const rule = `${where} needs the field "${field.name}"`;
+      throw new ToolParameterError(`Invalid value for parameter "${d.name}" of tool "${toolName}": ${rule}.`, {
+        tool: toolName,
+        parameter: d.name,
+        rule,
+      });
+    }
+    out[field.name] = structuredClone(field.default);
+  }
+  return out;
 }
 
 /**
@@ -174,7 +227,7 @@ export function salvageToolParameters(
     } catch {
       // fall through: salvage a list's valid entries, else drop the parameter
     }
-    const entries = d.type === "string[]" && Array.isArray(value) ? value : undefined;
+    const entries = (d.type === "string[]" || d.type === "object[]") && Array.isArray(value) ? value : undefined;
     const kept = entries?.filter((entry) => {
       try {
         checkSettingValue(name, d, [entry]);

@@ -3,7 +3,7 @@
  * The server and CLI plug in the database-backed ones (src/storage/).
  */
 import { pino } from "pino";
-import type { AuditEntry, AuditSink, FreshnessLedger, Logger, SavedToolSettings } from "./types.js";
+import type { AuditEntry, AuditEvent, AuditSink, FreshnessLedger, Logger, SavedToolSettings } from "./types.js";
 
 /** Per-user saved tool settings (000: the `user_tool_settings` repository). */
 export interface ToolSettingsStore {
@@ -61,9 +61,15 @@ export class MemoryFreshnessLedger implements FreshnessLedger {
 /** Audit sink that keeps entries in an array (tests, library use without a database). */
 export class MemoryAuditSink implements AuditSink {
   readonly entries: AuditEntry[] = [];
+  readonly events: AuditEvent[] = [];
 
   async record(entry: AuditEntry): Promise<void> {
     this.entries.push(entry);
+  }
+
+  async recordEvent(event: AuditEvent): Promise<void> {
+    this.events.push(event);
+    if (event.kind === "tool_call" && event.toolEntry) this.entries.push(event.toolEntry);
   }
 }
 

@@ -5,6 +5,8 @@
  */
 import {
   AccessDeniedError,
+  DeniedByPolicyError,
+  DeniedByUserError,
   NotFoundError,
   type SerializedToolError,
   ToolAbortedError,
@@ -31,6 +33,8 @@ export function errorFromSerialized(error: SerializedToolError): ToolError {
     timeout: ToolTimeoutError,
     aborted: ToolAbortedError,
     execution_failed: ToolExecutionError,
+    denied_by_user: DeniedByUserError,
+    denied_by_policy: DeniedByPolicyError,
   } as const;
   const Class = classes[error.code] ?? ToolExecutionError;
   return new Class(error.message, error.details);

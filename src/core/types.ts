@@ -48,7 +48,7 @@ export interface ToolDefinition {
 export type ToolCategory = "system" | "image" | "interaction";
 
 /** The value types a stored tool setting may have. */
-export type ToolParameterType = "string" | "integer" | "number" | "boolean" | "string[]";
+export type ToolParameterType = "string" | "integer" | "number" | "boolean" | "string[]" | "object[]";
 
 /**
  * Declares one user-adjustable setting of a tool (e.g. `timeoutSeconds`): the one place its type, default, range
@@ -81,6 +81,12 @@ export interface ToolParameterDescriptor {
    * allowedHosts, command allowlists). A non-admin's change is refused with access_denied.
    */
   adminOnly?: boolean;
+  /**
+   * For `object[]` settings: the fields of each entry, each described like a setting of its own (type, allowed
+   * values, default, validate). An entry is an object holding these keys only; a field without a `default` is
+   * required. `min`/`max` of the list bound its length. Renders as a table with one row per entry.
+   */
+  fields?: ToolParameterDescriptor[];
 }
 
 /**
@@ -186,11 +192,52 @@ export interface AuditEntry {
   exitCode: number | null;
   termination: string;
   durationMs: number;
+  /** Whether the command ran inside the sandbox (shell tools set it; undefined when not known). */
+  sandboxed?: boolean;
 }
+
+/**
+ * One line of the audit of everything: a tool call (every tool, on every surface) or a settings change. Secrets
+ * in arguments and values are redacted before they get here (core/redact.ts).
+ */
+export type AuditEvent =
+  | {
+      kind: "tool_call";
+      /** Whose call it was. */
+      userId: string;
+      chatId: string | null;
+      tool: string;
+      /** The call's arguments, redacted. */
+      arguments: unknown;
+      /** The working directory the call ran in (the tool's cwd when it reported one, else the bound directory). */
+      cwd: string | null;
+      outcome: "ok" | "error" | "denied";
+      errorCode: string | null;
+      durationMs: number;
+      /** The approval decision: allow (the policy allowed it), allow_once, allow_always, deny, expired. */
+      approval: string | null;
+      /** Who decided: "policy", or the user / surface that answered the ask. */
+      approvedBy: string | null;
+      /** What the tool itself recorded (shell: command, exit code, termination, sandboxed). */
+      toolEntry?: AuditEntry;
+    }
+  | {
+      kind: "settings_change";
+      /** Whose settings changed. */
+      userId: string;
+      /** Who changed them (a user id, or `cli:<os user>`). */
+      actor: string;
+      tool: string;
+      old: { enabled: boolean | null; parameters: Record<string, unknown> };
+      new: { enabled: boolean | null; parameters: Record<string, unknown> };
+    };
 
 /** Where audit entries go (the database in the server and CLI; memory in tests). */
 export interface AuditSink {
+  /** A tool's own entry (shell executions); the runtime folds it into the call's event when it can. */
   record(entry: AuditEntry): Promise<void>;
+  /** Records a tool call or settings change; sinks without it receive only the tools' own entries. */
+  recordEvent?(event: AuditEvent): Promise<void>;
 }
 
 /** Minimal structured logger (pino-compatible subset). */
@@ -282,6 +329,36 @@ export interface RegisteredTool {
    * services (ToolRuntime `services`). Must be cheap and must not throw.
    */
   unavailableReason?: (services: Record<string, unknown>) => string | undefined;
+  /**
+   * How the approval policy treats this tool: its default decision and what its argument rules match (see
+   * ToolApprovalProfile). Built-ins get theirs from BUILTIN_APPROVAL_PROFILES (core/approval/policy.ts); tools imported from MCP servers and
+   * custom tools declare it here. Absent: allow by default (ask when enabling requires an admin), no argument rules.
+   */
+  approval?: ToolApprovalProfile;
+}
+
+/** A decision of the approval policy for one call: run it, ask a person first, or refuse it. */
+export type ApprovalDecision = "allow" | "ask" | "deny";
+
+/**
+ * What a tool's argument rules match against:
+ * - `shell`: a command line in `argument`, parsed as `dialect` and matched per command (prefix rules such as
+ *   `git status`); `argv`: an argument vector in `argument` (shell_exec).
+ * - `path`: the paths in `arguments` (and, with `patchArgument`, the files a patch names), matched by globs resolved
+ *   like the tool resolves paths (absolute, `~`-prefixed, or relative to the working directory).
+ * - `host`: the host of the URL in `argument`, matched by host patterns (`example.com`, `*.example.com`).
+ */
+export type ApprovalSubject =
+  | { kind: "shell"; argument: string; dialect: "bash" | "zsh" | "powershell" | "argv" }
+  | { kind: "path"; arguments: string[]; patchArgument?: string }
+  | { kind: "host"; argument: string };
+
+/** A tool's place in the approval policy (RegisteredTool.approval). */
+export interface ToolApprovalProfile {
+  /** The `approval` setting's default for this tool. */
+  default: ApprovalDecision;
+  /** What argument rules match; absent: the tool has no `approvalRules` setting. */
+  subject?: ApprovalSubject;
 }
 
 /** A tool's own contribution to an approval decision (see RegisteredTool.approvalHint). */

@@ -19,6 +19,43 @@ export type ToolResultEvent =
   | { type: "tool_result"; id: string; name: string; ok: false; error: SerializedToolError; durationMs: number };
 
 /**
+ * A call needs a person's decision before it runs. Answer with `POST /api/approvals/{approvalId}` (or the CLI
+ * prompt, or MCP elicitation); it is denied at `expiresAt` when nobody answers.
+ */
+export interface ApprovalRequestedEvent {
+  type: "approval_requested";
+  approvalId: string;
+  /** The tool call id the model gave. */
+  toolCallId: string;
+  tool: string;
+  /** The call's arguments as JSON, secrets redacted, at most a few KB. */
+  preview: string;
+  /** What the policy matched: the commands, paths or host. */
+  subjects: string[];
+  /** The rule that asked (`{decision, match}`), or null when the tool's approval setting did. */
+  rule: { decision: string; match: string } | null;
+  reason: string;
+  /** Whether allow_always is possible (not when an ask rule asked: an allow rule would not override it). */
+  allowAlways: boolean;
+  /** ISO-8601 time after which the ask counts as denied. */
+  expiresAt: string;
+  /** Sub-agent path of the call (root chat first), absent for the root chat's own calls. */
+  agentPath?: string[];
+}
+
+/** An ask was answered (or expired): the call runs or is fed back as denied. */
+export interface ApprovalResolvedEvent {
+  type: "approval_resolved";
+  approvalId: string;
+  toolCallId: string;
+  tool: string;
+  /** allow_once, allow_always, deny or expired. */
+  decision: string;
+  decidedBy: string | null;
+  agentPath?: string[];
+}
+
+/**
  * Everything runToolLoop yields, in order per iteration: `iteration {n}` (n counts from 1), the provider's
  * normalized events of that model turn (text_delta, tool_call_*, usage, finish), then for each tool call any
  * `tool_progress` events and one `tool_result` (in completion order; calls of one turn run concurrently).
@@ -31,5 +68,7 @@ export type LoopEvent =
   | { type: "iteration"; n: number }
   | ToolResultEvent
   | { type: "tool_progress"; id: string; name: string; progress: ToolProgressEvent }
+  | ApprovalRequestedEvent
+  | ApprovalResolvedEvent
   | { type: "error"; code: LoopErrorCode; message: string }
   | { type: "done"; reason: LoopDoneReason; iterations: number; messages: ConversationMessage[] };

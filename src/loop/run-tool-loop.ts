@@ -13,6 +13,7 @@ import {
   type ProviderAdapter,
 } from "../providers/types.js";
 import type { LoopEvent } from "./events.js";
+import type { GateStep, LoopStepSnapshot, ToolCallGate } from "./gate.js";
 import { toConversationToolResult } from "./serialize.js";
 
 /** Default maximum number of model turns in one run of the loop. */
@@ -45,6 +46,18 @@ export interface RunToolLoopOptions {
   tools?: ToolDefinition[];
   /** Host services handed to tools (ToolContext.services). */
   services?: Record<string, unknown>;
+  /**
+   * Decides each call before it runs (the approval gate). Absent: every call runs (library use without a
+   * policy). A call the gate refuses is fed back to the model as its classified error.
+   */
+  gate?: ToolCallGate;
+  /**
+   * Resumes a run at a step whose calls were already requested (after a restart, or when an approval came in):
+   * the first iteration does not ask the provider again; its calls with a result keep it and the others go
+   * through the gate (which finds their decided approvals) and run. `messages` must end just before the step
+   * (i.e. include `resume.added`).
+   */
+  resume?: Pick<LoopStepSnapshot, "iterations" | "assistant" | "results" | "added">;
 }
 
 /**
@@ -62,9 +75,10 @@ export interface RunToolLoopOptions {
 export async function* runToolLoop(options: RunToolLoopOptions): AsyncGenerator<LoopEvent, void, undefined> {
   const { adapter, model, runtime, userId, signal } = options;
   const maxIterations = Math.max(1, Math.floor(options.maxIterations ?? DEFAULT_MAX_ITERATIONS));
-  const added: ConversationMessage[] = [];
+  const added: ConversationMessage[] = [...(options.resume?.added ?? [])];
   const history: ConversationMessage[] = [...options.messages];
   let iterations = 0;
+  let resume = options.resume;
   const done = (reason: "text" | "max_iterations" | "aborted" | "error"): LoopEvent => ({
     type: "done",
     reason,
@@ -86,6 +100,25 @@ export async function* runToolLoop(options: RunToolLoopOptions): AsyncGenerator<
     if (signal?.aborted) {
       yield done("aborted");
       return;
+    }
+    if (resume) {
+      // Resuming a step: its calls are known; do not ask the provider for them again.
+      const step = resume;
+      resume = undefined;
+      iterations = step.iterations;
+      yield { type: "iteration", n: iterations };
+      const calls = step.assistant.role === "assistant" ? (step.assistant.toolCalls ?? []) : [];
+      const results: ConversationToolResult[] = new Array(calls.length);
+      const known = step.results.map((r) => r ?? undefined);
+      yield* executeCalls(calls, results, options, { iterations, added: [...added], assistant: step.assistant }, known);
+      const toolMessage: ConversationMessage = { role: "tool", results };
+      added.push(step.assistant, toolMessage);
+      history.push(step.assistant, toolMessage);
+      if (signal?.aborted) {
+        yield done("aborted");
+        return;
+      }
+      continue;
     }
     iterations += 1;
     yield { type: "iteration", n: iterations };
@@ -151,7 +184,7 @@ export async function* runToolLoop(options: RunToolLoopOptions): AsyncGenerator<
     }
 
     const results: ConversationToolResult[] = new Array(calls.length);
-    yield* executeCalls(calls, results, options);
+    yield* executeCalls(calls, results, options, { iterations, added: [...added], assistant });
     const toolMessage: ConversationMessage = { role: "tool", results };
     added.push(assistant, toolMessage);
     history.push(assistant, toolMessage);
@@ -170,11 +203,16 @@ export async function* runToolLoop(options: RunToolLoopOptions): AsyncGenerator<
   yield done("max_iterations");
 }
 
-/** Executes the calls of one turn concurrently, yielding progress and results as they happen. */
+/**
+ * Executes the calls of one turn concurrently through the gate, yielding approval events, progress and results as
+ * they happen. `known` holds results already obtained (a resumed step); those calls do not run again.
+ */
 async function* executeCalls(
   calls: ConversationToolCall[],
   results: ConversationToolResult[],
   options: RunToolLoopOptions,
+  step: Omit<LoopStepSnapshot, "results">,
+  known: (ConversationToolResult | undefined)[] = [],
 ): AsyncGenerator<LoopEvent, void, undefined> {
   const queue: LoopEvent[] = [];
   let wake: (() => void) | undefined;
@@ -184,10 +222,23 @@ async function* executeCalls(
     wake = undefined;
   };
   let pending = calls.length;
+  const gateStep: GateStep = {
+    emit: push,
+    snapshot: () => structuredClone({ ...step, results: calls.map((_, i) => results[i] ?? null) }),
+    signal: options.signal,
+  };
 
   calls.forEach((call, index) => {
+    const previous = known[index];
+    if (previous) {
+      results[index] = previous;
+      pending -= 1;
+      return;
+    }
     const run = async (): Promise<ToolCallOutcome> => {
       try {
+        const verdict = options.gate ? await options.gate.check(call, gateStep) : undefined;
+        if (verdict && !verdict.run) return verdict.outcome;
         return await options.runtime.executeTool(call.name, call.arguments, {
           userId: options.userId,
           chatId: options.chatId ?? null,
@@ -195,6 +246,7 @@ async function* executeCalls(
           signal: options.signal,
           services: options.services,
           onProgress: (progress) => push({ type: "tool_progress", id: call.id, name: call.name, progress }),
+          ...(verdict?.run ? { approval: verdict.approval } : {}),
         });
       } catch (error) {
         // executeTool classifies tool failures itself; this only guards against a bug in a custom runtime.
@@ -205,8 +257,13 @@ async function* executeCalls(
         };
       }
     };
-    void run().then((outcome) => {
+    void run().then(async (outcome) => {
       results[index] = toConversationToolResult(call.id, call.name, outcome);
+      try {
+        await options.gate?.onResult?.(index, results[index]!, gateStep);
+      } catch {
+        // the gate's bookkeeping never fails the call
+      }
       push(
         outcome.ok
           ? {

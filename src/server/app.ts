@@ -14,6 +14,7 @@ import { bearerAuth } from "./auth.js";
 import { type AuthEnv, errorResponse } from "./http.js";
 import { buildOpenApiDocument } from "./openapi.js";
 import { adminRoutes, adminUsers } from "./routes/admin.js";
+import { approvalOpenApiPaths, approvalRoutes } from "./routes/approvals.js";
 import { chatOpenApiPaths, chatRoutes } from "./routes/chats.js";
 import { imageRoutes } from "./routes/images.js";
 import { mcpServerRoutes } from "./routes/mcp-servers.js";
@@ -24,7 +25,7 @@ import { SETTINGS_PAGE_HTML } from "./settings-page.js";
 /** Builds the Hono app for a context. Every /api route but health and the OpenAPI document needs a bearer token. */
 export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
-  const openApi = buildOpenApiDocument(VERSION, chatOpenApiPaths);
+  const openApi = buildOpenApiDocument(VERSION, { ...chatOpenApiPaths, ...approvalOpenApiPaths });
   // On a shared server, a call with no bound working directory must not reach the server's own directory:
   // only admins keep the seed's fallback to the process working directory.
   ctx.runtime.processCwdFallback = (userId) => adminUsers().has(userId);
@@ -86,6 +87,7 @@ export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
   app.route("/api/admin/mcp-servers", mcpServerRoutes(new McpServersService(ctx, mcpClients)));
   app.route("/api/admin", adminRoutes(ctx));
   app.route("/api/chats", chatRoutes(ctx));
+  app.route("/api/approvals", approvalRoutes(ctx));
   app.route("/api/images", imageRoutes({ db: ctx.database.db, dataDir: ctx.dataDir }));
 
   // MCP Streamable HTTP (stateless, both protocol eras), with the same bearer token and the user's own tool

@@ -31,6 +31,8 @@ const STATUS_BY_CODE: Record<ToolErrorCode, ContentfulStatusCode> = {
   timeout: 504,
   aborted: 499 as ContentfulStatusCode,
   execution_failed: 500,
+  denied_by_user: 403,
+  denied_by_policy: 403,
 };
 
 const compiled = new WeakMap<object, ReturnType<typeof Compile>>();

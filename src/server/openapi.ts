@@ -87,9 +87,14 @@ export function buildOpenApiDocument(
       "/api/admin/audit": {
         get: {
           ...secured,
-          summary: "Security audit log of shell executions, newest first (admins only).",
+          summary:
+            "Audit log of every tool call (who, tool, redacted arguments, working directory, outcome, approval) and every settings change (who changed what for whom, old and new values), newest first (admins only).",
           parameters: [
             { name: "user", in: "query", schema: { type: "string" } },
+            { name: "tool", in: "query", schema: { type: "string" } },
+            { name: "kind", in: "query", schema: { type: "string", enum: ["tool_call", "settings_change"] } },
+            { name: "since", in: "query", schema: { type: "string", format: "date-time" } },
+            { name: "until", in: "query", schema: { type: "string", format: "date-time" } },
             { name: "limit", in: "query", schema: { type: "integer", minimum: 1, maximum: 1000 } },
           ],
           responses: { 200: { description: "Entries", content: json(AuditListResponse) }, 403: error("Not an admin") },

@@ -23,6 +23,7 @@ export const ToolParameterDescriptorSchema = Type.Object({
     Type.Literal("number"),
     Type.Literal("boolean"),
     Type.Literal("string[]"),
+    Type.Literal("object[]"),
   ]),
   description: Type.String(),
   min: Type.Optional(Type.Number()),
@@ -31,6 +32,11 @@ export const ToolParameterDescriptorSchema = Type.Object({
   default: Type.Optional(Type.Unknown()),
   unit: Type.Optional(Type.String()),
   adminOnly: Type.Optional(Type.Boolean()),
+  fields: Type.Optional(
+    Type.Array(Type.Record(Type.String(), Type.Unknown()), {
+      description: "object[] settings: the fields of each entry, each a descriptor of this same shape",
+    }),
+  ),
 });
 
 export const ToolDefinitionSchema = Type.Object({
@@ -123,19 +129,31 @@ export const ExecuteToolResponse = Type.Union([
   }),
 ]);
 
+const NullableString = Type.Union([Type.String(), Type.Null()]);
+
+/** GET /api/admin/audit response: tool calls (every tool, every surface) and settings changes, newest first. */
 export const AuditListResponse = Type.Object({
   entries: Type.Array(
     Type.Object({
       id: Type.String(),
       createdAt: Type.String(),
-      userId: Type.String(),
-      chatId: Type.Union([Type.String(), Type.Null()]),
+      kind: Type.String({ description: "tool_call or settings_change" }),
+      userId: Type.String({ description: "Whose call, or whose settings changed" }),
+      actor: NullableString,
+      chatId: NullableString,
       tool: Type.String(),
-      command: Type.Unknown(),
-      cwd: Type.Union([Type.String(), Type.Null()]),
+      arguments: Type.Unknown({ description: "The call's arguments, secrets redacted" }),
+      command: Type.Unknown({ description: "Shell calls: the command (argv or string)" }),
+      cwd: NullableString,
+      outcome: NullableString,
+      errorCode: NullableString,
       exitCode: Type.Union([Type.Number(), Type.Null()]),
       termination: Type.String(),
       durationMs: Type.Number(),
+      approval: NullableString,
+      approvedBy: NullableString,
+      sandboxed: Type.Union([Type.Boolean(), Type.Null()]),
+      details: Type.Unknown({ description: "Settings changes: {old, new}, secrets redacted" }),
     }),
   ),
 });

@@ -32,6 +32,8 @@ export async function startServer(ctx: AppContext, options: StartServerOptions =
     s.once("error", reject);
   });
   const port = (server.address() as AddressInfo).port;
+  // Expire unanswered approvals and resume turns whose process stopped while they waited.
+  const stopSweeper = ctx.approvals.startSweeper();
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
   print(`Toolhost ${url} (data: ${ctx.dataDir}, database: ${ctx.database.dialect} ${ctx.database.location})`);
   if ((await ctx.tokens.count()) === 0) {
@@ -49,6 +51,7 @@ export async function startServer(ctx: AppContext, options: StartServerOptions =
     port,
     close: () =>
       new Promise<void>((resolve) => {
+        stopSweeper();
         server.close(() => resolve());
         (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
       }),

@@ -76,6 +76,73 @@ export interface AuditLogTable {
   termination: string;
   duration_ms: number;
   created_at: string;
+  /** "tool_call" (every call, shell ones included) or "settings_change"; null on rows written before 0006. */
+  kind: string | null;
+  /** Who acted: the user who changed a setting, or who called (equal to user_id for calls). */
+  actor: string | null;
+  /** JSON of the call's arguments, secrets redacted. */
+  arguments: string | null;
+  /** "ok", "error" or "denied". */
+  outcome: string | null;
+  error_code: string | null;
+  /** The approval decision: allow (by policy), allow_once, allow_always, deny, expired. */
+  approval: string | null;
+  /** Who made the approval decision: "policy" or the deciding user/surface. */
+  approved_by: string | null;
+  /** 1 when a shell command ran inside the sandbox, 0 when not, null when not a shell call. */
+  sandboxed: number | null;
+  /** JSON of further facts (settings changes: old and new values). */
+  details: string | null;
+}
+
+/** Row of `approvals`: one ask of the approval policy, bound to its call by an HMAC. */
+export interface ApprovalsTable {
+  id: string;
+  user_id: string;
+  chat_id: string | null;
+  /** The suspended chat turn this call belongs to (approval_turns.id), or null for one-off calls. */
+  turn_id: string | null;
+  tool_call_id: string;
+  tool: string;
+  /** sha256 hex of the canonical JSON of the call's arguments. */
+  args_hash: string;
+  /** Redacted, size-limited preview of the arguments shown to the person asked. */
+  preview: string;
+  /** JSON of the matching rule, or null when the approval setting decided. */
+  rule: string | null;
+  reason: string;
+  /** JSON array of the patterns an allow_always answer stores as allow rules (see ApprovalVerdict.candidates). */
+  candidates: string;
+  /** JSON array: the sub-agent path of the call (root chat → … → agent), or null for the root. */
+  agent_path: string | null;
+  working_directory: string | null;
+  /** pending, allowed, denied, expired, cancelled or used (an allowed one-off approval that ran). */
+  status: string;
+  decision: string | null;
+  message: string | null;
+  decided_by: string | null;
+  decided_at: string | null;
+  created_at: string;
+  expires_at: string;
+  /** hex HMAC-SHA256 over id, tool call id, tool, arguments hash and user, with the server key. */
+  hmac: string;
+}
+
+/** Row of `approval_turns`: the loop state a chat turn waiting for approvals needs to resume after a restart. */
+export interface ApprovalTurnsTable {
+  id: string;
+  chat_id: string;
+  user_id: string;
+  /** JSON of the suspended turn (user message, completed steps, the step's calls and results so far). */
+  state: string;
+  /** live (a process is running it), resuming (claimed to resume) or done. */
+  status: string;
+  /** The process instance running it. */
+  owner: string;
+  /** When the owner last showed it was alive (ISO-8601). */
+  heartbeat_at: string;
+  created_at: string;
+  updated_at: string;
 }
 
 /** Row of `images`: a generated image stored under the data directory, served to its owner. */
@@ -100,6 +167,8 @@ export interface DatabaseSchema {
   file_reads: FileReadsTable;
   audit_log: AuditLogTable;
   images: ImagesTable;
+  approvals: ApprovalsTable;
+  approval_turns: ApprovalTurnsTable;
 }
 
 /** An open database with its dialect. */
@@ -155,7 +224,12 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<T
     const db = new Kysely<DatabaseSchema>({ dialect: new SqliteDialect({ database: sqlite }) });
     database = { db, dialect: "sqlite", location: file, close: () => db.destroy() };
   }
-  const migrator = new Migrator({ db: database.db, provider: new StaticMigrationProvider() });
+  // Migrations of parallel work may land out of name order (0007 before 0006): run a missing earlier one too.
+  const migrator = new Migrator({
+    db: database.db,
+    provider: new StaticMigrationProvider(),
+    allowUnorderedMigrations: true,
+  });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === "Error")?.migrationName;

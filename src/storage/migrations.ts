@@ -125,4 +125,84 @@ export const migrations: Record<string, Migration> = {
       await db.schema.dropTable("mcp_servers").ifExists().execute();
     },
   },
+  "0006_approvals_and_audit": {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable("approvals")
+        .addColumn("id", "text", (c) => c.primaryKey())
+        .addColumn("user_id", "text", (c) => c.notNull())
+        .addColumn("chat_id", "text")
+        .addColumn("turn_id", "text")
+        .addColumn("tool_call_id", "text", (c) => c.notNull())
+        .addColumn("tool", "text", (c) => c.notNull())
+        .addColumn("args_hash", "text", (c) => c.notNull())
+        .addColumn("preview", "text", (c) => c.notNull())
+        .addColumn("rule", "text")
+        .addColumn("reason", "text", (c) => c.notNull())
+        .addColumn("candidates", "text", (c) => c.notNull().defaultTo("[]"))
+        .addColumn("agent_path", "text")
+        .addColumn("working_directory", "text")
+        .addColumn("status", "text", (c) => c.notNull())
+        .addColumn("decision", "text")
+        .addColumn("message", "text")
+        .addColumn("decided_by", "text")
+        .addColumn("decided_at", "text")
+        .addColumn("created_at", "text", (c) => c.notNull())
+        .addColumn("expires_at", "text", (c) => c.notNull())
+        .addColumn("hmac", "text", (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex("approvals_user_status_idx").on("approvals").columns(["user_id", "status"]).execute();
+      await db.schema.createIndex("approvals_chat_idx").on("approvals").columns(["chat_id", "status"]).execute();
+      await db.schema.createIndex("approvals_turn_idx").on("approvals").columns(["turn_id"]).execute();
+
+      await db.schema
+        .createTable("approval_turns")
+        .addColumn("id", "text", (c) => c.primaryKey())
+        .addColumn("chat_id", "text", (c) => c.notNull())
+        .addColumn("user_id", "text", (c) => c.notNull())
+        .addColumn("state", "text", (c) => c.notNull())
+        .addColumn("status", "text", (c) => c.notNull())
+        .addColumn("owner", "text", (c) => c.notNull())
+        .addColumn("heartbeat_at", "text", (c) => c.notNull())
+        .addColumn("created_at", "text", (c) => c.notNull())
+        .addColumn("updated_at", "text", (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex("approval_turns_chat_idx").on("approval_turns").column("chat_id").execute();
+
+      for (const [column, type] of [
+        ["kind", "text"],
+        ["actor", "text"],
+        ["arguments", "text"],
+        ["outcome", "text"],
+        ["error_code", "text"],
+        ["approval", "text"],
+        ["approved_by", "text"],
+        ["sandboxed", "integer"],
+        ["details", "text"],
+      ] as const) {
+        await db.schema.alterTable("audit_log").addColumn(column, type).execute();
+      }
+      await db.schema.createIndex("audit_log_user_idx").on("audit_log").columns(["user_id", "created_at"]).execute();
+      await db.schema.createIndex("audit_log_tool_idx").on("audit_log").columns(["tool", "created_at"]).execute();
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.dropIndex("audit_log_tool_idx").ifExists().execute();
+      await db.schema.dropIndex("audit_log_user_idx").ifExists().execute();
+      for (const column of [
+        "details",
+        "sandboxed",
+        "approved_by",
+        "approval",
+        "error_code",
+        "outcome",
+        "arguments",
+        "actor",
+        "kind",
+      ]) {
+        await db.schema.alterTable("audit_log").dropColumn(column).execute();
+      }
+      await db.schema.dropTable("approval_turns").ifExists().execute();
+      await db.schema.dropTable("approvals").ifExists().execute();
+    },
+  },
 };

@@ -6,7 +6,7 @@
 import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
 import type { ToolSettingsStore } from "../core/stores.js";
-import type { AuditEntry, AuditSink, FreshnessLedger, SavedToolSettings } from "../core/types.js";
+import type { AuditEntry, AuditEvent, AuditSink, FreshnessLedger, SavedToolSettings } from "../core/types.js";
 import type { ChatMessagesTable, ChatsTable, DatabaseSchema } from "./database.js";
 
 const now = () => new Date().toISOString();
@@ -102,22 +102,70 @@ export class SqlFreshnessLedger implements FreshnessLedger {
   }
 }
 
-/** An audit entry as stored, with its id and time. */
-export interface StoredAuditEntry extends AuditEntry {
+/** An audit log line as stored: a tool call (shell ones with their command and exit) or a settings change. */
+export interface StoredAuditEntry {
   id: string;
   createdAt: string;
+  /** "tool_call" or "settings_change" ("tool_call" for lines written before every call was audited). */
+  kind: string;
+  /** Whose call or whose settings. */
+  userId: string;
+  /** Who acted (for settings changes: the changer). */
+  actor: string | null;
+  chatId: string | null;
+  tool: string;
+  /** Redacted arguments of a call. */
+  arguments: unknown;
+  /** The shell command (argv or string) of a shell call, else null. */
+  command: unknown;
+  cwd: string | null;
+  outcome: string | null;
+  errorCode: string | null;
+  exitCode: number | null;
+  termination: string;
+  durationMs: number;
+  approval: string | null;
+  approvedBy: string | null;
+  sandboxed: boolean | null;
+  /** Settings changes: `{ old, new }` with secrets redacted. */
+  details: unknown;
 }
 
-/** The security audit log in `audit_log`. */
+/** Filters of the audit listing. */
+export interface AuditQuery {
+  userId?: string;
+  tool?: string;
+  kind?: "tool_call" | "settings_change";
+  /** ISO-8601 lower bound (inclusive) of the entry time. */
+  since?: string;
+  /** ISO-8601 upper bound (exclusive). */
+  until?: string;
+  /** 1–1000, default 100. */
+  limit?: number;
+}
+
+function parseJson(text: string | null): unknown {
+  if (text === null) return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** The audit log in `audit_log`: every tool call and every settings change. */
 export class SqlAuditLog implements AuditSink {
   constructor(private readonly db: Kysely<DatabaseSchema>) {}
 
+  /** A tool's own entry recorded outside a call the runtime audits (kept as a tool_call line). */
   async record(entry: AuditEntry): Promise<void> {
     await this.db
       .insertInto("audit_log")
       .values({
         id: randomUUID(),
+        kind: "tool_call",
         user_id: entry.userId,
+        actor: entry.userId,
         chat_id: entry.chatId,
         tool: entry.tool,
         command: JSON.stringify(entry.command),
@@ -125,27 +173,90 @@ export class SqlAuditLog implements AuditSink {
         exit_code: entry.exitCode,
         termination: entry.termination,
         duration_ms: Math.round(entry.durationMs),
+        sandboxed: entry.sandboxed === undefined ? null : entry.sandboxed ? 1 : 0,
         created_at: now(),
       })
       .execute();
   }
 
-  /** The newest entries first; `userId` filters to one user; `limit` 1–1000 (default 100). */
-  async list(options: { userId?: string; limit?: number } = {}): Promise<StoredAuditEntry[]> {
+  async recordEvent(event: AuditEvent): Promise<void> {
+    const base = { id: randomUUID(), created_at: now() };
+    if (event.kind === "settings_change") {
+      await this.db
+        .insertInto("audit_log")
+        .values({
+          ...base,
+          kind: "settings_change",
+          user_id: event.userId,
+          actor: event.actor,
+          chat_id: null,
+          tool: event.tool,
+          command: "null",
+          cwd: null,
+          exit_code: null,
+          termination: "settings_change",
+          duration_ms: 0,
+          details: JSON.stringify({ old: event.old, new: event.new }),
+        })
+        .execute();
+      return;
+    }
+    const t = event.toolEntry;
+    await this.db
+      .insertInto("audit_log")
+      .values({
+        ...base,
+        kind: "tool_call",
+        user_id: event.userId,
+        actor: event.userId,
+        chat_id: event.chatId,
+        tool: event.tool,
+        command: JSON.stringify(t?.command ?? null),
+        arguments: JSON.stringify(event.arguments ?? null),
+        cwd: event.cwd,
+        exit_code: t?.exitCode ?? null,
+        termination: t?.termination ?? event.outcome,
+        duration_ms: Math.round(event.durationMs),
+        outcome: event.outcome,
+        error_code: event.errorCode,
+        approval: event.approval,
+        approved_by: event.approvedBy,
+        sandboxed: t?.sandboxed === undefined ? null : t.sandboxed ? 1 : 0,
+      })
+      .execute();
+  }
+
+  /** The newest entries first, filtered by user, tool, kind and time. */
+  async list(options: AuditQuery = {}): Promise<StoredAuditEntry[]> {
     let query = this.db.selectFrom("audit_log").selectAll().orderBy("created_at", "desc").orderBy("id");
     if (options.userId) query = query.where("user_id", "=", options.userId);
+    if (options.tool) query = query.where("tool", "=", options.tool);
+    if (options.kind === "settings_change") query = query.where("kind", "=", "settings_change");
+    else if (options.kind === "tool_call")
+      query = query.where((eb) => eb.or([eb("kind", "=", "tool_call"), eb("kind", "is", null)]));
+    if (options.since) query = query.where("created_at", ">=", options.since);
+    if (options.until) query = query.where("created_at", "<", options.until);
     const rows = await query.limit(Math.min(1000, Math.max(1, options.limit ?? 100))).execute();
     return rows.map((r) => ({
       id: r.id,
       createdAt: r.created_at,
+      kind: r.kind ?? "tool_call",
       userId: r.user_id,
+      actor: r.actor,
       chatId: r.chat_id,
       tool: r.tool,
-      command: JSON.parse(r.command),
+      arguments: parseJson(r.arguments),
+      command: parseJson(r.command),
       cwd: r.cwd,
+      outcome: r.outcome,
+      errorCode: r.error_code,
       exitCode: r.exit_code,
       termination: r.termination,
       durationMs: r.duration_ms,
+      approval: r.approval,
+      approvedBy: r.approved_by,
+      sandboxed: r.sandboxed === null ? null : r.sandboxed === 1,
+      details: parseJson(r.details),
     }));
   }
 }

@@ -309,7 +309,8 @@ describe("chat API rules", () => {
     });
     const enable = await main.api("/api/settings/tools/bash", {
       method: "PUT",
-      body: JSON.stringify({ enabled: true }),
+      // Shell tools ask before each command by default; this user allows them.
+      body: JSON.stringify({ enabled: true, parameters: { approval: "allow" } }),
     });
     expect(enable.status).toBe(200);
     const { chat } = await createChat(main, "anthropic", { workingDirectory: dir });

@@ -1,5 +1,5 @@
 /**
- * Admin routes: the security audit log of shell executions. Admins are the users named in TOOLHOST_ADMIN_USERS
+ * Admin routes: the audit log of every tool call and settings change. Admins are the users named in TOOLHOST_ADMIN_USERS
  * (comma-separated; default "local", the user the server creates on first start).
  */
 import { Hono } from "hono";
@@ -40,6 +40,16 @@ function lookupFailed(error: unknown): never {
  * GET /api/admin/tokens?user=, POST /api/admin/tokens, DELETE /api/admin/tokens/:id,
  * POST /api/admin/tokens/:id/rotate.
  */
+/** Reads an ISO-8601 time query parameter; throws HttpError 400 when it does not parse. */
+function timeParam(value: string | undefined, name: string): string | undefined {
+  if (value === undefined || value === "") return undefined;
+  const ms = Date.parse(value);
+  if (Number.isNaN(ms))
+    throw new HttpError(400, "bad_request", `${name} must be an ISO-8601 time, e.g. 2026-12-01T10:00:00Z.`);
+  return new Date(ms).toISOString();
+}
+
+/** GET /api/admin/audit?user=&tool=&kind=&since=&until=&limit= (admins only; 403 otherwise). */
 export function adminRoutes(ctx: AppContext): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
   app.use("*", async (c, next) => {
@@ -52,7 +62,17 @@ export function adminRoutes(ctx: AppContext): Hono<AuthEnv> {
     const limit = limitText === undefined ? 100 : Number(limitText);
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
       throw new HttpError(400, "bad_request", "limit must be an integer from 1 to 1000.");
-    const entries = await ctx.audit.list({ userId: c.req.query("user") || undefined, limit });
+    const kind = c.req.query("kind");
+    if (kind !== undefined && kind !== "tool_call" && kind !== "settings_change")
+      throw new HttpError(400, "bad_request", "kind must be tool_call or settings_change.");
+    const entries = await ctx.audit.list({
+      userId: c.req.query("user") || undefined,
+      tool: c.req.query("tool") || undefined,
+      kind,
+      since: timeParam(c.req.query("since"), "since"),
+      until: timeParam(c.req.query("until"), "until"),
+      limit,
+    });
     return sendJson(c, AuditListResponse, { entries });
   });
   app.get("/tokens", async (c) =>

@@ -18,6 +18,7 @@ import { ChatCursorError, type ChatPage } from "../../storage/repositories.js";
 import { type AuthEnv, HttpError, readJsonBody, sendJson } from "../http.js";
 import { ErrorBody } from "../schemas.js";
 import { adminUsers } from "./admin.js";
+import { ApprovalListResponse, approvalView } from "./approvals.js";
 
 /** Body of POST /api/chats. */
 export const CreateChatBody = Type.Object(
@@ -201,7 +202,10 @@ const PING_INTERVAL_MS = 15_000;
  * configured from process.env (API keys, base URLs, TOOLHOST_CHAT_ROOTS, TOOLHOST_CHAT_MAX_ITERATIONS).
  */
 export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv> {
-  const chats = service ?? new Service({ chats: ctx.chats, runtime: ctx.runtime, logger: ctx.logger });
+  const chats =
+    service ?? new Service({ chats: ctx.chats, runtime: ctx.runtime, logger: ctx.logger, approvals: ctx.approvals });
+  // Turns whose process stopped while they waited for approvals resume here once answered.
+  ctx.approvals.setResumer((turn) => void chats.resumeTurn(turn));
   const app = new Hono<AuthEnv>();
 
   app.get("/", async (c) => {
@@ -258,6 +262,14 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
     if (!found) throw new HttpError(404, "not_found", `No chat "${c.req.param("id")}" for this user.`);
     const { userId: _u, ...chat } = found;
     return c.json(chat);
+  });
+
+  app.get("/:id/approvals", async (c) => {
+    const userId = c.get("userId");
+    const chat = await ctx.chats.get(userId, c.req.param("id"));
+    if (!chat) throw new HttpError(404, "not_found", `No chat "${c.req.param("id")}" for this user.`);
+    const pending = await ctx.approvals.listPending(userId, chat.id);
+    return sendJson(c, ApprovalListResponse, { approvals: pending.map(approvalView) });
   });
 
   app.post("/:id/messages", async (c) => {

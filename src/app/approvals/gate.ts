@@ -1,0 +1,359 @@
+/**
+ * The approval gate: runs before executeTool on every surface (the chat loop, sub-agents' loops, the one-off
+ * tool-execute route, `toolhost call`, the MCP server). For each call it evaluates the policy; on `ask` it stores
+ * the ask (and, in a chat turn, the loop state needed to resume), tells the surface, and waits for the answer or
+ * the expiry. Before an approved call runs, its HMAC binding, its arguments against the schema and the policy are
+ * checked again; an allowed approval runs its call once. A refusal reaches the model as `denied_by_user` or
+ * `denied_by_policy` (a tampered approval as `access_denied`), never as a crash or a hang.
+ */
+import { evaluateApproval } from "../../core/approval/policy.js";
+import {
+  AccessDeniedError,
+  DeniedByPolicyError,
+  DeniedByUserError,
+  ToolAbortedError,
+  type ToolError,
+} from "../../core/errors.js";
+import { baseDirectory } from "../../core/path-policy.js";
+import { redactedPreview } from "../../core/redact.js";
+import type { InspectedCall, ToolCallContext, ToolCallOutcome, ToolRuntime } from "../../core/runtime.js";
+import type { ApprovalHint } from "../../core/types.js";
+import type { GateStep, GateVerdict, LoopStepSnapshot, ToolCallGate } from "../../loop/gate.js";
+import type { ConversationToolCall, ConversationToolResult } from "../../providers/types.js";
+import type { ApprovalRecord } from "../../storage/approvals.js";
+import type { ApprovalResponder, ApprovalService } from "./service.js";
+
+/** Keeps a chat turn's loop state in the database while it waits for approvals (see ChatService). */
+export interface TurnKeeper {
+  /** The turn's id once stored (approvals of the turn carry it). */
+  readonly turnId: string;
+  /** Stores the step's state (called when a call of the step first asks). */
+  persist(snapshot: LoopStepSnapshot): Promise<void>;
+  /** Records a result of the stored step. */
+  recordResult(iterations: number, index: number, result: ConversationToolResult): Promise<void>;
+  /** Shows the turn's process is alive (while it waits). */
+  heartbeat(): Promise<void>;
+}
+
+/** Options of an ApprovalGate. */
+export interface ApprovalGateOptions {
+  service: ApprovalService;
+  runtime: ToolRuntime;
+  userId: string;
+  chatId: string | null;
+  workingDirectory: string | null;
+  /** How this surface answers asks; absent: asks wait for an answer through the API until they expire. */
+  responder?: ApprovalResponder;
+  /** A chat turn's keeper (persistence for resume after a restart). */
+  turn?: TurnKeeper;
+  /** Sub-agent path (root chat first); tags asks and events. */
+  agentPath?: string[];
+  /** Host services (ToolContext.services), as the loop passes them to executeTool. */
+  services?: Record<string, unknown>;
+}
+
+const denied = (error: ToolError): ToolCallOutcome & { ok: false } => ({
+  ok: false,
+  error: error.toJSON(),
+  durationMs: 0,
+});
+
+/** The ToolCallGate the application hands to runToolLoop (and to sub-agents' loops through {@link child}). */
+export class ApprovalGate implements ToolCallGate {
+  readonly #o: ApprovalGateOptions;
+
+  constructor(options: ApprovalGateOptions) {
+    this.#o = options;
+  }
+
+  /**
+   * The gate for a sub-agent's loop: the same policy, surface and turn, its asks tagged with `agentPath` (the
+   * root chat's id first, then each agent) so the root chat's surface shows whose call it is.
+   */
+  child(
+    agentPath: string[],
+    overrides: Partial<Pick<ApprovalGateOptions, "workingDirectory" | "services">> = {},
+  ): ApprovalGate {
+    return new ApprovalGate({ ...this.#o, ...overrides, agentPath });
+  }
+
+  #callContext(signal?: AbortSignal): ToolCallContext {
+    return {
+      userId: this.#o.userId,
+      chatId: this.#o.chatId,
+      workingDirectory: this.#o.workingDirectory,
+      ...(signal ? { signal } : {}),
+      ...(this.#o.services ? { services: this.#o.services } : {}),
+    };
+  }
+
+  async check(call: ConversationToolCall, step: GateStep): Promise<GateVerdict> {
+    try {
+      return await this.#check(call, step);
+    } catch (error) {
+      // The gate never fails open: an unexpected error refuses the call, with the reason for the model.
+      this.#o.runtime.logger.error(
+        { err: (error as Error)?.stack ?? String(error), tool: call.name },
+        "approval gate failed",
+      );
+      return this.#refuse(
+        call,
+        new DeniedByPolicyError(
+          `The approval check failed (${(error as Error)?.message ?? String(error)}); the call was not run.`,
+        ),
+        "deny",
+        "policy",
+        step.signal,
+      );
+    }
+  }
+
+  async onResult(_index: number, result: ConversationToolResult, step: GateStep): Promise<void> {
+    if (!this.#o.turn) return;
+    const snapshot = step.snapshot();
+    const index = (snapshot.assistant.role === "assistant" ? (snapshot.assistant.toolCalls ?? []) : []).findIndex(
+      (c) => c.id === result.id,
+    );
+    if (index >= 0) await this.#o.turn.recordResult(snapshot.iterations, index, result);
+  }
+
+  async #check(call: ConversationToolCall, step: GateStep): Promise<GateVerdict> {
+    const { service } = this.#o;
+    // A resumed step: the call may already have an answered ask.
+    const existing = this.#o.turn
+      ? await service.repository.findForCall(call.id, { turnId: this.#o.turn.turnId })
+      : undefined;
+    if (existing && existing.tool === call.name) return this.#settle(existing, call, step);
+
+    const inspected = await this.#o.runtime.inspectCall(call.name, call.arguments, this.#callContext(step.signal));
+    // A call that cannot run (unknown tool, disabled, bad arguments) fails the same way in executeTool: no ask.
+    if (!inspected.ok) return { run: true, approval: { decision: "allow", decidedBy: "policy" } };
+    const verdict = await this.#evaluate(inspected.call);
+    if (verdict.decision === "allow") return { run: true, approval: { decision: "allow", decidedBy: "policy" } };
+    if (verdict.decision === "deny") {
+      const rule = verdict.rule ? ` (rule deny "${verdict.rule.match}")` : "";
+      return this.#refuse(
+        call,
+        new DeniedByPolicyError(`${verdict.reason}${rule} The call was not run; do not retry it unchanged.`, {
+          ...(verdict.rule ? { rule: { decision: verdict.rule.decision, match: verdict.rule.match } } : {}),
+        }),
+        "deny",
+        "policy",
+        step.signal,
+      );
+    }
+
+    // Ask: store the step first (so a restart can resume it), then the ask bound to this exact call.
+    if (this.#o.turn) await this.#o.turn.persist(step.snapshot());
+    const record = await service.ask({
+      userId: this.#o.userId,
+      chatId: this.#o.chatId,
+      turnId: this.#o.turn?.turnId ?? null,
+      toolCallId: call.id,
+      tool: call.name,
+      args: call.arguments,
+      preview: redactedPreview(call.arguments),
+      subjects: verdict.subjects,
+      candidates: verdict.candidates,
+      rule: verdict.rule,
+      reason: verdict.reason,
+      ...(this.#o.agentPath ? { agentPath: this.#o.agentPath } : {}),
+      workingDirectory: this.#o.workingDirectory,
+    });
+    const view = service.view(record, verdict.subjects);
+    const { chatId: _c, userId: _u, ...event } = view;
+    step.emit({ type: "approval_requested", ...event });
+
+    const surface = new AbortController();
+    const onAbort = () => surface.abort();
+    step.signal?.addEventListener("abort", onAbort, { once: true });
+    let answered: ApprovalRecord | undefined;
+    try {
+      const waiting = service.waitForAnswer(record, step.signal, () => this.#o.turn?.heartbeat() ?? Promise.resolve());
+      const fromSurface = this.#o.responder
+        ? this.#o.responder.answer(view, surface.signal).then(
+            async (answer) => {
+              if (!answer) return undefined;
+              try {
+                return await service.decide(this.#o.userId, record.id, answer);
+              } catch (error) {
+                this.#o.runtime.logger.warn(
+                  { err: String(error), approvalId: record.id },
+                  "recording a surface's answer failed",
+                );
+                return undefined;
+              }
+            },
+            () => undefined,
+          )
+        : undefined;
+      answered = await waiting;
+      void fromSurface;
+    } finally {
+      surface.abort();
+      step.signal?.removeEventListener("abort", onAbort);
+    }
+    return this.#settle(answered, call, step);
+  }
+
+  async #evaluate(inspected: InspectedCall) {
+    const { tool, args, settings, context } = inspected;
+    let hint: ApprovalHint | undefined;
+    if (tool.approvalHint) {
+      try {
+        hint = await tool.approvalHint(args, context);
+      } catch (error) {
+        hint = {
+          decision: "ask",
+          reason: `The tool could not judge this call (${(error as Error)?.message ?? String(error)}).`,
+        };
+      }
+    }
+    return evaluateApproval(tool, args, settings, {
+      baseDirectory: baseDirectory(context),
+      ...(hint ? { hint } : {}),
+    });
+  }
+
+  /** Turns an answered (or expired, cancelled) ask into the verdict, checking the binding before anything runs. */
+  async #settle(record: ApprovalRecord, call: ConversationToolCall, step: GateStep): Promise<GateVerdict> {
+    const { service } = this.#o;
+    const by = record.decidedBy ?? "timeout";
+    step.emit({
+      type: "approval_resolved",
+      approvalId: record.id,
+      toolCallId: call.id,
+      tool: call.name,
+      decision:
+        record.status === "expired"
+          ? "expired"
+          : record.status === "cancelled"
+            ? "cancelled"
+            : (record.decision ?? record.status),
+      decidedBy: record.decidedBy,
+      ...(this.#o.agentPath ? { agentPath: this.#o.agentPath } : {}),
+    });
+    switch (record.status) {
+      case "pending": {
+        // Resumed while still unanswered: wait for it like a live ask.
+        const answered = await service.waitForAnswer(
+          record,
+          step.signal,
+          () => this.#o.turn?.heartbeat() ?? Promise.resolve(),
+        );
+        if (answered.status === "pending")
+          return this.#refuse(call, new ToolAbortedError(), "cancelled", "caller", step.signal);
+        return this.#settle(answered, call, step);
+      }
+      case "denied": {
+        const words = record.message ? `: "${record.message}"` : ".";
+        return this.#refuse(
+          call,
+          new DeniedByUserError(`${by} denied this call${words} It was not run; take their answer into account.`, {
+            approvalId: record.id,
+            decidedBy: by,
+            ...(record.message ? { userMessage: record.message } : {}),
+          }),
+          "deny",
+          by,
+          step.signal,
+        );
+      }
+      case "expired":
+        return this.#refuse(
+          call,
+          new DeniedByUserError(
+            `Nobody answered the approval request for this call before it expired at ${record.expiresAt}, so it was not run. Ask the user, or try something that needs no approval.`,
+            { approvalId: record.id, reason: "expired" },
+          ),
+          "expired",
+          "timeout",
+          step.signal,
+        );
+      case "cancelled":
+        return this.#refuse(
+          call,
+          new ToolAbortedError("The call was cancelled while it waited for approval."),
+          "cancelled",
+          "caller",
+          step.signal,
+        );
+      case "used":
+        return this.#refuse(
+          call,
+          new AccessDeniedError(`Approval ${record.id} has already been used; an approval runs its call once.`, {
+            approvalId: record.id,
+            rule: "approval_used",
+          }),
+          "deny",
+          "policy",
+          step.signal,
+        );
+      case "allowed":
+        return this.authorize(record, call, step.signal);
+    }
+  }
+
+  /**
+   * Runs the checks an approved call passes before it runs: the HMAC binding to exactly these arguments, the
+   * arguments against the tool's schema, the policy again (a rule added since may deny it), then marks the approval
+   * used (once). Returns the verdict; a refusal is audited.
+   */
+  async authorize(record: ApprovalRecord, call: ConversationToolCall, signal?: AbortSignal): Promise<GateVerdict> {
+    const { service } = this.#o;
+    const decision = record.decision ?? "allow_once";
+    const by = record.decidedBy ?? "unknown";
+    try {
+      if (record.userId !== this.#o.userId)
+        throw new AccessDeniedError(`Approval ${record.id} belongs to another user.`);
+      service.verify(record, { toolCallId: call.id, tool: call.name, args: call.arguments, userId: this.#o.userId });
+    } catch (error) {
+      return this.#refuse(call, error as ToolError, decision, by, signal);
+    }
+    const inspected = await this.#o.runtime.inspectCall(call.name, call.arguments, this.#callContext(signal));
+    if (inspected.ok) {
+      const verdict = await this.#evaluate(inspected.call);
+      if (verdict.decision === "deny") {
+        return this.#refuse(
+          call,
+          new DeniedByPolicyError(
+            `${verdict.reason} The policy now denies this call, so the approval no longer applies.`,
+          ),
+          "deny",
+          "policy",
+          signal,
+        );
+      }
+    }
+    if (!(await service.use(record.id))) {
+      return this.#refuse(
+        call,
+        new AccessDeniedError(`Approval ${record.id} has already been used; an approval runs its call once.`, {
+          approvalId: record.id,
+          rule: "approval_used",
+        }),
+        decision,
+        by,
+        signal,
+      );
+    }
+    return { run: true, approval: { decision, decidedBy: by, approvalId: record.id } };
+  }
+
+  async #refuse(
+    call: ConversationToolCall,
+    error: ToolError,
+    decision: string,
+    decidedBy: string,
+    signal?: AbortSignal,
+  ): Promise<GateVerdict> {
+    const outcome = denied(error);
+    await this.#o.runtime.auditCall(
+      call.name,
+      call.arguments,
+      { ...this.#callContext(signal), approval: { decision, decidedBy } },
+      outcome,
+    );
+    return { run: false, outcome };
+  }
+}

@@ -1,0 +1,531 @@
+/**
+ * Approvals as an application service (issue: "Approvals", The ask round-trip): creates asks bound to their call
+ * by an HMAC, lets any surface answer them (SSE/REST, the CLI prompt, MCP elicitation), waits for answers across
+ * processes, expires them, stores "allow always" as a rule in the user's settings, and hands turns whose process
+ * died back to whoever can resume them.
+ *
+ * The HMAC key is 32 random bytes in `<dataDir>/approval.key` (created with mode 0600 on first use). An approval's
+ * MAC covers its id, the tool call id, the tool, the sha256 of the call's canonical arguments and the user, so an
+ * approval can neither be forged nor replayed for other arguments.
+ */
+import { createHash, createHmac, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { userInfo } from "node:os";
+import { join } from "node:path";
+import { APPROVAL_RULES_SETTING, APPROVAL_SETTING } from "../../core/approval/policy.js";
+import type { ApprovalRule } from "../../core/approval/rules.js";
+import { AccessDeniedError, NotFoundError, ToolSettingsError } from "../../core/errors.js";
+import type { Logger } from "../../core/types.js";
+import type {
+  ApprovalAnswerDecision,
+  ApprovalRecord,
+  ApprovalRepository,
+  ApprovalTurnRecord,
+} from "../../storage/approvals.js";
+import type { ToolSettingsService } from "../tool-settings-service.js";
+
+/** Default time an ask waits for an answer before it counts as denied: 15 minutes. */
+export const DEFAULT_APPROVAL_TIMEOUT_MS = 15 * 60 * 1000;
+
+/** How a person (or a surface on their behalf) answered an ask. */
+export interface ApprovalAnswer {
+  decision: ApprovalAnswerDecision;
+  /** Words for the model (why not, what to do instead). */
+  message?: string;
+  /** Who answered: a user id, or a surface such as `cli:alice` or `mcp-client`. */
+  decidedBy: string;
+  /**
+   * The answerer is an admin: an allow_always rule is then stored as an admin's (it may replace admin-set rules,
+   * and binds like them). Default false: a user's allow_always cannot change rules an admin set for them.
+   */
+  admin?: boolean;
+}
+
+/** An ask as a surface shows it. */
+export interface ApprovalRequestView {
+  approvalId: string;
+  toolCallId: string;
+  tool: string;
+  /** Redacted JSON of the arguments, at most a few KB. */
+  preview: string;
+  /** The commands, paths or host the policy matched. */
+  subjects: string[];
+  rule: { decision: string; match: string } | null;
+  reason: string;
+  /** Whether allow_always is possible (not when an ask rule asked: it would not override it). */
+  allowAlways: boolean;
+  expiresAt: string;
+  agentPath?: string[];
+  chatId: string | null;
+  userId: string;
+}
+
+/**
+ * How a surface answers an ask. The gate calls `answer` once per ask:
+ * - resolve with an answer (CLI prompt, MCP elicitation, a headless "deny"), which is recorded like one given
+ *   through the API;
+ * - or resolve with undefined to leave the ask pending until someone answers it through the API
+ *   (`POST /api/approvals/:id`) or it expires (SSE clients, headless callers that wait).
+ * `signal` aborts when the call is cancelled or the ask was answered elsewhere; a surface stops asking then.
+ */
+export interface ApprovalResponder {
+  answer(request: ApprovalRequestView, signal: AbortSignal): Promise<ApprovalAnswer | undefined>;
+}
+
+/**
+ * Whether allow_always can apply to this ask: not when an explicit ask (or deny) rule asked, since an allow rule
+ * never overrides a stricter matching rule.
+ */
+export function allowsAlways(record: Pick<ApprovalRecord, "rule">): boolean {
+  const rule = record.rule as { decision?: string } | null;
+  return !rule || rule.decision === "allow";
+}
+
+/** An ask could not be answered: it is already decided, expired or used (HTTP 409). */
+export class ApprovalConflictError extends Error {
+  override readonly name = "ApprovalConflictError";
+  readonly code = "approval_conflict";
+  constructor(
+    message: string,
+    readonly approval?: ApprovalRecord,
+  ) {
+    super(message);
+  }
+}
+
+/** Options of the ApprovalService. */
+export interface ApprovalServiceOptions {
+  repository: ApprovalRepository;
+  settings: ToolSettingsService;
+  dataDir: string;
+  logger: Logger;
+  /** How long an ask waits; default TOOLHOST_APPROVAL_TIMEOUT_SECONDS or 15 minutes. */
+  timeoutMs?: number;
+  /**
+   * After how long without a heartbeat a suspended turn's process counts as gone, so another may resume it;
+   * default TOOLHOST_APPROVAL_STALE_MS or 15 s.
+   */
+  staleMs?: number;
+  /** How often a waiting process shows it is alive and polls for answers given elsewhere; default 2 s. */
+  pollMs?: number;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** The fields an approval's HMAC covers. */
+export interface ApprovalBinding {
+  approvalId: string;
+  toolCallId: string;
+  tool: string;
+  argsHash: string;
+  userId: string;
+}
+
+/** JSON with object keys sorted at every level (the canonical form hashed for approvals). */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+/** sha256 hex of a call's canonical arguments (raw JSON text is decoded first; text that is not JSON is hashed as is). */
+export function argumentsHash(args: unknown): string {
+  let value = args;
+  if (typeof args === "string") {
+    try {
+      value = JSON.parse(args);
+    } catch {
+      return createHash("sha256").update(`raw:${args}`).digest("hex");
+    }
+  }
+  return createHash("sha256").update(canonicalJson(value)).digest("hex");
+}
+
+type Waiter = (record: ApprovalRecord) => void;
+
+/** Approvals: asking, answering, waiting, expiring, verifying. */
+export class ApprovalService {
+  /** This process's id as the owner of the turns it runs. */
+  readonly instanceId = randomUUID();
+  readonly timeoutMs: number;
+  readonly staleMs: number;
+  readonly pollMs: number;
+  readonly repository: ApprovalRepository;
+  readonly #settings: ToolSettingsService;
+  readonly #logger: Logger;
+  readonly #keyFile: string;
+  #key: Buffer | undefined;
+  readonly #waiters = new Map<string, Set<Waiter>>();
+  #resumer: ((turn: ApprovalTurnRecord) => void) | undefined;
+  readonly #resuming = new Set<string>();
+
+  constructor(options: ApprovalServiceOptions) {
+    const env = options.env ?? process.env;
+    this.repository = options.repository;
+    this.#settings = options.settings;
+    this.#logger = options.logger;
+    this.#keyFile = join(options.dataDir, "approval.key");
+    const seconds = Number(env.TOOLHOST_APPROVAL_TIMEOUT_SECONDS);
+    this.timeoutMs =
+      options.timeoutMs ?? (Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : DEFAULT_APPROVAL_TIMEOUT_MS);
+    const stale = Number(env.TOOLHOST_APPROVAL_STALE_MS);
+    this.staleMs = options.staleMs ?? (Number.isFinite(stale) && stale >= 0 ? stale : 15_000);
+    this.pollMs = options.pollMs ?? 2_000;
+  }
+
+  /** The server key, read from the data directory or created there (32 random bytes, mode 0600). */
+  key(): Buffer {
+    if (this.#key) return this.#key;
+    try {
+      this.#key = Buffer.from(readFileSync(this.#keyFile, "utf8").trim(), "hex");
+    } catch {
+      mkdirSync(join(this.#keyFile, ".."), { recursive: true, mode: 0o700 });
+      try {
+        writeFileSync(this.#keyFile, `${randomBytes(32).toString("hex")}\n`, { flag: "wx", mode: 0o600 });
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      }
+      this.#key = Buffer.from(readFileSync(this.#keyFile, "utf8").trim(), "hex");
+    }
+    if (this.#key.length < 32)
+      throw new Error(`The approval key in ${this.#keyFile} is damaged; remove it to create a new one.`);
+    return this.#key;
+  }
+
+  /** hex HMAC-SHA256 of a binding with the server key. */
+  sign(binding: ApprovalBinding): string {
+    return createHmac("sha256", this.key())
+      .update([binding.approvalId, binding.toolCallId, binding.tool, binding.argsHash, binding.userId].join("\n"))
+      .digest("hex");
+  }
+
+  /**
+   * Throws AccessDeniedError unless `record` is bound (by its HMAC) to exactly this call: same approval id, tool call
+   * id, tool, user and canonical arguments.
+   */
+  verify(record: ApprovalRecord, call: { toolCallId: string; tool: string; args: unknown; userId: string }): void {
+    const expected = this.sign({
+      approvalId: record.id,
+      toolCallId: call.toolCallId,
+      tool: call.tool,
+      argsHash: argumentsHash(call.args),
+      userId: call.userId,
+    });
+    const a = Buffer.from(expected, "hex");
+    const b = Buffer.from(record.hmac, "hex");
+    if (a.length !== b.length || !timingSafeEqual(a, b)) {
+      throw new AccessDeniedError(
+        `Approval ${record.id} does not match this call: it was given for other arguments, another tool call or another user (or was altered). Ask for approval of this call.`,
+        { approvalId: record.id, rule: "approval_binding" },
+      );
+    }
+  }
+
+  /** Creates a pending ask for a call; returns it (expiring after the configured timeout). */
+  async ask(input: {
+    userId: string;
+    chatId: string | null;
+    turnId: string | null;
+    toolCallId: string;
+    tool: string;
+    args: unknown;
+    preview: string;
+    subjects: string[];
+    candidates: string[];
+    rule: ApprovalRule | undefined;
+    reason: string;
+    agentPath?: string[];
+    workingDirectory: string | null;
+  }): Promise<ApprovalRecord> {
+    const id = randomUUID();
+    const now = new Date();
+    const argsHash = argumentsHash(input.args);
+    const record: ApprovalRecord = {
+      id,
+      userId: input.userId,
+      chatId: input.chatId,
+      turnId: input.turnId,
+      toolCallId: input.toolCallId,
+      tool: input.tool,
+      argsHash,
+      preview: input.preview,
+      rule: input.rule ? { decision: input.rule.decision, match: input.rule.match } : null,
+      reason: input.reason,
+      candidates: input.candidates,
+      agentPath: input.agentPath && input.agentPath.length > 0 ? input.agentPath : null,
+      workingDirectory: input.workingDirectory,
+      status: "pending",
+      decision: null,
+      message: null,
+      decidedBy: null,
+      decidedAt: null,
+      createdAt: now.toISOString(),
+      expiresAt: new Date(now.getTime() + this.timeoutMs).toISOString(),
+      hmac: this.sign({
+        approvalId: id,
+        toolCallId: input.toolCallId,
+        tool: input.tool,
+        argsHash,
+        userId: input.userId,
+      }),
+    };
+    await this.repository.create(record);
+    return record;
+  }
+
+  /** The view of an ask a surface shows. */
+  view(record: ApprovalRecord, subjects: string[] = []): ApprovalRequestView {
+    const rule = record.rule as { decision: string; match: string } | null;
+    return {
+      approvalId: record.id,
+      toolCallId: record.toolCallId,
+      tool: record.tool,
+      preview: record.preview,
+      subjects,
+      rule,
+      reason: record.reason,
+      allowAlways: allowsAlways(record),
+      expiresAt: record.expiresAt,
+      ...(record.agentPath ? { agentPath: record.agentPath } : {}),
+      chatId: record.chatId,
+      userId: record.userId,
+    };
+  }
+
+  /** The user's pending asks (one chat's with `chatId`). */
+  listPending(userId: string, chatId?: string): Promise<ApprovalRecord[]> {
+    return this.repository.listPending(userId, chatId);
+  }
+
+  /**
+   * Answers an ask of `userId`. Throws NotFoundError for an unknown id or another user's ask, ApprovalConflictError
+   * when it is already decided or has expired, and (allow_always) the settings service's errors when the rule cannot
+   * be stored (e.g. AccessDeniedError: the rules were set by an admin). allow_always stores deduplicated allow rules
+   * (or sets the tool's approval to allow when it has no argument rules) before the ask is marked decided.
+   */
+  async decide(userId: string, approvalId: string, answer: ApprovalAnswer): Promise<ApprovalRecord> {
+    const current = await this.repository.get(approvalId);
+    if (!current || current.userId !== userId) {
+      throw new NotFoundError(
+        `No approval "${approvalId}" for this user. List pending ones with GET /api/chats/:id/approvals.`,
+      );
+    }
+    if (current.status !== "pending") {
+      throw new ApprovalConflictError(
+        `Approval ${approvalId} is already ${current.status}; it cannot be answered again.`,
+        current,
+      );
+    }
+    if (Date.parse(current.expiresAt) <= Date.now()) {
+      await this.repository.expire(approvalId, new Date());
+      this.#notify({ ...current, status: "expired" });
+      throw new ApprovalConflictError(
+        `Approval ${approvalId} expired at ${current.expiresAt}; the call was denied.`,
+        current,
+      );
+    }
+    if (answer.decision === "allow_always" && !allowsAlways(current)) {
+      const rule = current.rule as { match: string };
+      throw new ToolSettingsError(
+        `This ask comes from the rule ask "${rule.match}", which an allow rule cannot override (the strictest matching rule wins). Answer allow_once, or change that rule in the tool's settings.`,
+        { approvalId, rule: "ask_rule" },
+      );
+    }
+    if (answer.decision === "allow_always")
+      await this.#storeAlwaysRule(current, answer.decidedBy, answer.admin === true);
+    const result = await this.repository.decide(
+      approvalId,
+      {
+        status: answer.decision === "deny" ? "denied" : "allowed",
+        decision: answer.decision,
+        message: answer.message?.trim() ? answer.message.trim().slice(0, 2000) : null,
+        decidedBy: answer.decidedBy,
+      },
+      new Date(),
+    );
+    if (!result.ok) {
+      if (result.reason === "not_found") throw new NotFoundError(`No approval "${approvalId}" for this user.`);
+      if (result.record) this.#notify(result.record);
+      throw new ApprovalConflictError(
+        result.reason === "expired"
+          ? `Approval ${approvalId} expired; the call was denied.`
+          : `Approval ${approvalId} is already decided.`,
+        result.record,
+      );
+    }
+    this.#notify(result.record);
+    if (result.record.turnId && !this.#waiters.has(approvalId)) void this.#tryResume(result.record.turnId);
+    return result.record;
+  }
+
+  async #storeAlwaysRule(record: ApprovalRecord, decidedBy: string, admin: boolean): Promise<void> {
+    const descriptor = await this.#settings.get(record.userId, record.tool);
+    const hasRules = descriptor.parameterDescriptors.some((d) => d.name === APPROVAL_RULES_SETTING);
+    const actor = { admin, actor: decidedBy };
+    if (!hasRules || record.candidates.length === 0) {
+      await this.#settings.update(record.userId, record.tool, { parameters: { [APPROVAL_SETTING]: "allow" } }, actor);
+      return;
+    }
+    const existing = (descriptor.parameters[APPROVAL_RULES_SETTING] as ApprovalRule[] | undefined) ?? [];
+    const rules = [...existing];
+    for (const match of record.candidates) {
+      if (rules.some((r) => r.decision === "allow" && r.match === match)) continue;
+      rules.push({
+        decision: "allow",
+        match,
+        mustMatch: [],
+        mustNotMatch: [],
+        note: `allow always (${new Date().toISOString().slice(0, 10)})`,
+      });
+    }
+    if (rules.length === existing.length) return;
+    await this.#settings.update(record.userId, record.tool, { parameters: { [APPROVAL_RULES_SETTING]: rules } }, actor);
+  }
+
+  #notify(record: ApprovalRecord): void {
+    const waiters = this.#waiters.get(record.id);
+    if (!waiters) return;
+    this.#waiters.delete(record.id);
+    for (const w of waiters) w(record);
+  }
+
+  /**
+   * Waits until the ask is answered (here or by another process), expires (then it is marked expired) or `signal`
+   * aborts (then it is cancelled). `heartbeat` runs every poll while waiting (a turn's owner shows it is alive).
+   * Never rejects.
+   */
+  waitForAnswer(
+    record: ApprovalRecord,
+    signal?: AbortSignal,
+    heartbeat?: () => Promise<void>,
+  ): Promise<ApprovalRecord> {
+    return new Promise<ApprovalRecord>((resolve) => {
+      let settled = false;
+      const finish = (result: ApprovalRecord) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(expiry);
+        clearInterval(poll);
+        signal?.removeEventListener("abort", onAbort);
+        this.#waiters.get(record.id)?.delete(waiter);
+        if (this.#waiters.get(record.id)?.size === 0) this.#waiters.delete(record.id);
+        resolve(result);
+      };
+      const waiter: Waiter = (r) => finish(r);
+      const set = this.#waiters.get(record.id) ?? new Set<Waiter>();
+      set.add(waiter);
+      this.#waiters.set(record.id, set);
+      const check = async () => {
+        try {
+          await heartbeat?.();
+          const fresh = await this.repository.get(record.id);
+          if (fresh && fresh.status !== "pending") finish(fresh);
+        } catch (error) {
+          this.#logger.warn({ err: String(error), approvalId: record.id }, "polling an approval failed");
+        }
+      };
+      const onExpire = async () => {
+        try {
+          await this.repository.expire(record.id, new Date());
+          const fresh = await this.repository.get(record.id);
+          finish(fresh ?? { ...record, status: "expired" });
+        } catch {
+          finish({ ...record, status: "expired" });
+        }
+      };
+      const onAbort = async () => {
+        try {
+          await this.repository.cancel(record.id, new Date());
+        } catch {
+          // the turn is going away anyway
+        }
+        finish({ ...record, status: "cancelled" });
+      };
+      const delay = Math.max(0, Date.parse(record.expiresAt) - Date.now());
+      const expiry = setTimeout(() => void onExpire(), Math.min(delay, 2_147_000_000));
+      const poll = setInterval(() => void check(), this.pollMs);
+      poll.unref?.();
+      if (signal?.aborted) void onAbort();
+      else signal?.addEventListener("abort", () => void onAbort(), { once: true });
+      void check();
+    });
+  }
+
+  /** Marks an allowed ask used; false when it was not allowed or already used (an approval runs a call once). */
+  use(approvalId: string): Promise<boolean> {
+    return this.repository.use(approvalId);
+  }
+
+  /**
+   * Registers who resumes a suspended turn whose process is gone (the chat service). Called with each turn this
+   * process claimed.
+   */
+  setResumer(resume: (turn: ApprovalTurnRecord) => void): void {
+    this.#resumer = resume;
+  }
+
+  async #tryResume(turnId: string): Promise<void> {
+    if (!this.#resumer || this.#resuming.has(turnId)) return;
+    try {
+      const now = new Date();
+      const turn = await this.repository.claimTurn(
+        turnId,
+        this.instanceId,
+        new Date(now.getTime() - this.staleMs),
+        now,
+      );
+      if (!turn) return;
+      this.#resuming.add(turnId);
+      this.#resumer(turn);
+    } catch (error) {
+      this.#logger.error({ err: String(error), turnId }, "claiming a suspended turn failed");
+    }
+  }
+
+  /** Called by the resumer when a resumed turn has finished (successfully or not). */
+  resumed(turnId: string): void {
+    this.#resuming.delete(turnId);
+  }
+
+  /**
+   * One sweep: expires overdue asks nobody waits for here, and resumes suspended turns whose process is gone and
+   * that have an answer (or an expiry) to act on. The server runs it on start and then periodically.
+   */
+  async sweep(): Promise<void> {
+    const now = new Date();
+    for (const record of await this.repository.overdue(now)) {
+      if (this.#waiters.has(record.id)) continue;
+      await this.repository.expire(record.id, now);
+    }
+    for (const turn of await this.repository.staleTurns(new Date(now.getTime() - this.staleMs))) {
+      if (turn.owner === this.instanceId && this.#resuming.has(turn.id)) continue;
+      const pending = (await this.repository.listPending(turn.userId, turn.chatId)).filter((a) => a.turnId === turn.id);
+      if (pending.length === 0) await this.#tryResume(turn.id);
+    }
+  }
+
+  /** Runs sweep now and every `intervalMs` (default 5 s); returns a stop function. */
+  startSweeper(intervalMs = 5_000): () => void {
+    const run = () =>
+      void this.sweep().catch((error) => this.#logger.error({ err: String(error) }, "approval sweep failed"));
+    run();
+    const timer = setInterval(run, intervalMs);
+    timer.unref?.();
+    return () => clearInterval(timer);
+  }
+}
+
+/** Who the CLI acts as when it answers or changes settings: `cli:<os user>`. */
+export function cliActor(): string {
+  let name = "unknown";
+  try {
+    name = userInfo().username;
+  } catch {
+    // no passwd entry (containers)
+  }
+  return `cli:${name}`;
+}

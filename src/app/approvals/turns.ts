@@ -1,0 +1,85 @@
+/**
+ * Persistence of a chat turn that waits for approvals: the state the tool loop needs to resume it after a restart
+ * (the user message, the completed steps, the step whose calls wait, and the results known so far), kept in
+ * `approval_turns` from the first ask of a step until the turn ends.
+ */
+import { randomUUID } from "node:crypto";
+import type { LoopStepSnapshot } from "../../loop/gate.js";
+import type { ConversationMessage, ConversationToolResult } from "../../providers/types.js";
+import type { ApprovalRepository } from "../../storage/approvals.js";
+import type { TurnKeeper } from "./gate.js";
+
+/** What `approval_turns.state` holds (version 1). */
+export interface SuspendedTurnState {
+  version: 1;
+  /** The user message that started the turn (stored with the turn's messages when it ends). */
+  userMessage: ConversationMessage;
+  step: LoopStepSnapshot;
+}
+
+/** Keeps one chat turn's state in the database; every write is queued, so they land in order. */
+export class ChatTurnKeeper implements TurnKeeper {
+  readonly turnId: string;
+  #persisted: boolean;
+  #iterations: number;
+  #chain: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly repository: ApprovalRepository,
+    private readonly owner: string,
+    private readonly turn: { chatId: string; userId: string; userMessage: ConversationMessage },
+    resumed?: { turnId: string; iterations: number },
+  ) {
+    this.turnId = resumed?.turnId ?? randomUUID();
+    this.#persisted = resumed !== undefined;
+    this.#iterations = resumed?.iterations ?? -1;
+  }
+
+  #enqueue(work: () => Promise<void>): Promise<void> {
+    const next = this.#chain.then(work);
+    this.#chain = next.catch(() => {});
+    return next;
+  }
+
+  persist(snapshot: LoopStepSnapshot): Promise<void> {
+    return this.#enqueue(async () => {
+      if (this.#persisted && snapshot.iterations === this.#iterations) return;
+      const state: SuspendedTurnState = { version: 1, userMessage: this.turn.userMessage, step: snapshot };
+      await this.repository.saveTurn(
+        { id: this.turnId, chatId: this.turn.chatId, userId: this.turn.userId, state, owner: this.owner },
+        new Date(),
+      );
+      this.#persisted = true;
+      this.#iterations = snapshot.iterations;
+    });
+  }
+
+  recordResult(iterations: number, index: number, result: ConversationToolResult): Promise<void> {
+    return this.#enqueue(async () => {
+      if (!this.#persisted || iterations !== this.#iterations) return;
+      await this.repository.updateTurnState(
+        this.turnId,
+        (state: SuspendedTurnState) => {
+          if (state?.step?.iterations === iterations && Array.isArray(state.step.results))
+            state.step.results[index] = result;
+          return state;
+        },
+        new Date(),
+      );
+    });
+  }
+
+  heartbeat(): Promise<void> {
+    return this.#enqueue(async () => {
+      if (this.#persisted) await this.repository.heartbeat(this.turnId, this.owner, new Date());
+    });
+  }
+
+  /** Removes the stored state once the turn has ended (its messages are stored by then). */
+  finish(): Promise<void> {
+    return this.#enqueue(async () => {
+      if (this.#persisted) await this.repository.deleteTurn(this.turnId);
+      this.#persisted = false;
+    });
+  }
+}

@@ -1,0 +1,437 @@
+/**
+ * The approval policy (issue: "Approvals", Policy): for one call it decides `allow`, `ask` or `deny` from the
+ * tool's `approval` setting, its `approvalRules`, the tool's own approvalHint and what the parse of the
+ * arguments leaves in doubt.
+ *
+ * - `approval: deny` refuses every call of the tool; deny always wins.
+ * - Otherwise each subject of the call (each command of a shell line, each path, the host) gets the strictest
+ *   decision among the rules that match it, or the `approval` setting when none matches; the call gets the
+ *   strictest decision over its subjects.
+ * - A doubt (a redirection, an unknown wrapper option, unparsable input, an unparsable URL) turns an allow into an
+ *   ask, never the reverse; a program that runs other programs (ssh, an interpreter, …) is not allowed by the
+ *   setting alone, only by a rule naming it.
+ * - The tool's approvalHint is combined last (the strictest wins).
+ */
+import { realpathSync } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
+import type {
+  ApprovalDecision,
+  ApprovalHint,
+  ApprovalSubject,
+  EffectiveToolSettings,
+  RegisteredTool,
+  ToolApprovalProfile,
+  ToolParameterDescriptor,
+} from "../types.js";
+import {
+  type ApprovalRule,
+  expandAgainst,
+  hostOf,
+  invalidRules,
+  matchCommandRule,
+  matchHostRule,
+  matchPathRule,
+  patternWords,
+  STRICTNESS,
+  stricter,
+} from "./rules.js";
+import { loadShellParser, parseShellCommand, type ShellWord } from "./shell-parse.js";
+
+/** Name of the per-tool decision setting. */
+export const APPROVAL_SETTING = "approval";
+/** Name of the per-tool argument rules setting. */
+export const APPROVAL_RULES_SETTING = "approvalRules";
+/** Most rules one tool's list may hold. */
+export const MAX_APPROVAL_RULES = 200;
+
+const path = (...names: string[]): ApprovalSubject => ({ kind: "path", arguments: names });
+
+/**
+ * The approval profiles of the built-in tools: read-only and file tools allow (their path policy confines them;
+ * write tools also check read-before-write), shell tools ask, web tools match hosts.
+ */
+export const BUILTIN_APPROVAL_PROFILES: Record<string, ToolApprovalProfile> = {
+  get_current_datetime: { default: "allow" },
+  read_file: { default: "allow", subject: path("path") },
+  list_directory: { default: "allow", subject: path("path") },
+  glob: { default: "allow", subject: path("cwd") },
+  grep: { default: "allow", subject: path("path") },
+  file_read: { default: "allow", subject: path("path") },
+  file_list: { default: "allow", subject: path("path") },
+  write_file: { default: "allow", subject: path("path") },
+  file_write: { default: "allow", subject: path("path") },
+  apply_patch: { default: "allow", subject: { kind: "path", arguments: ["path"], patchArgument: "patch" } },
+  web_fetch: { default: "allow", subject: { kind: "host", argument: "url" } },
+  web_search: { default: "allow" },
+  generate_image: { default: "allow" },
+  bash: { default: "ask", subject: { kind: "shell", argument: "command", dialect: "bash" } },
+  zsh: { default: "ask", subject: { kind: "shell", argument: "command", dialect: "zsh" } },
+  powershell: { default: "ask", subject: { kind: "shell", argument: "command", dialect: "powershell" } },
+  shell_exec: { default: "ask", subject: { kind: "shell", argument: "argv", dialect: "argv" } },
+};
+
+/**
+ * A tool's approval profile: its own declaration (RegisteredTool.approval), else the built-in table, else for a
+ * tool imported from an MCP server ask unless the server is trusted, else allow (ask for a tool only an admin may
+ * enable).
+ */
+export function approvalProfile(tool: RegisteredTool): ToolApprovalProfile {
+  if (tool.approval) return tool.approval;
+  const external = tool.settings.external;
+  if (external) return { default: external.trusted ? "allow" : "ask" };
+  return (
+    BUILTIN_APPROVAL_PROFILES[tool.definition.name] ?? {
+      default: tool.settings.enablingRequiresAdmin ? "ask" : "allow",
+    }
+  );
+}
+
+/** The `approval` setting of a tool (common to every tool). */
+export function approvalSettingDescriptor(tool: RegisteredTool): ToolParameterDescriptor {
+  return {
+    name: APPROVAL_SETTING,
+    type: "string",
+    description:
+      "Before a call runs: allow it, ask a person (in the chat, the terminal or the MCP client), or deny it. Argument rules (approvalRules) refine it per call; deny always wins.",
+    allowedValues: ["allow", "ask", "deny"],
+    default: approvalProfile(tool).default,
+  };
+}
+
+const SUBJECT_WORDS: Record<ApprovalSubject["kind"], string> = {
+  shell: "a command prefix, e.g. git status or rm -rf",
+  path: "a path glob, e.g. src/** or ~/notes/*.md (relative globs resolve against the working directory)",
+  host: "a host, e.g. example.com or *.example.com",
+};
+
+/** The `approvalRules` setting of a tool whose arguments rules can match, or undefined for other tools. */
+export function approvalRulesDescriptor(tool: RegisteredTool): ToolParameterDescriptor | undefined {
+  const subject = approvalProfile(tool).subject;
+  if (!subject) return undefined;
+  return {
+    name: APPROVAL_RULES_SETTING,
+    type: "object[]",
+    description: `Argument rules, each with a decision: the strictest decision among the rules matching a call wins over the approval setting. A rule matches ${SUBJECT_WORDS[subject.kind]}. Examples a rule must (not) match are checked when it is saved.`,
+    default: [],
+    max: MAX_APPROVAL_RULES,
+    fields: [
+      {
+        name: "decision",
+        type: "string",
+        description: "What a matching call gets.",
+        allowedValues: ["allow", "ask", "deny"],
+      },
+      { name: "match", type: "string", description: `The pattern: ${SUBJECT_WORDS[subject.kind]}.` },
+      {
+        name: "mustMatch",
+        type: "string[]",
+        description: "Examples the rule must match (checked on save).",
+        default: [],
+        max: 20,
+      },
+      {
+        name: "mustNotMatch",
+        type: "string[]",
+        description: "Examples the rule must not match (checked on save).",
+        default: [],
+        max: 20,
+      },
+      { name: "note", type: "string", description: "A note for people.", default: "" },
+    ],
+    validate: (value) => invalidRules(subject, value),
+  };
+}
+
+/** Prepares what the synchronous save-time checks need (the shell parser). Resolves in ~15 ms the first time. */
+export async function prepareApprovalPolicy(): Promise<void> {
+  await loadShellParser();
+}
+
+/** The policy's decision for one call. */
+export interface ApprovalVerdict {
+  decision: ApprovalDecision;
+  /** Why, in words for the person asked and for the model on a deny. */
+  reason: string;
+  /** The rule that decided it, when a rule did (the strictest matching one). */
+  rule?: ApprovalRule;
+  /** What the rules were matched against: commands, paths or the host (for the person asked). */
+  subjects: string[];
+  /**
+   * The rules an "allow always" answer would store (patterns of allow rules): each fully literal command of a
+   * shell line, each path, the host. Empty when the tool has no argument rules (then the tool's setting changes).
+   */
+  candidates: string[];
+}
+
+/** What the policy needs to know about the call beyond its arguments. */
+export interface ApprovalCallContext {
+  /** The directory relative paths resolve against (the chat's working directory, else the process's). */
+  baseDirectory: string;
+  /** The tool's own say (RegisteredTool.approvalHint), already computed. */
+  hint?: ApprovalHint;
+}
+
+/** Reads the rules from effective settings, keeping only well-formed entries. */
+export function rulesOf(settings: EffectiveToolSettings): ApprovalRule[] {
+  const raw = settings.parameters[APPROVAL_RULES_SETTING];
+  if (!Array.isArray(raw)) return [];
+  return raw.filter(
+    (r): r is ApprovalRule =>
+      r !== null &&
+      typeof r === "object" &&
+      typeof (r as ApprovalRule).match === "string" &&
+      ["allow", "ask", "deny"].includes((r as ApprovalRule).decision),
+  );
+}
+
+function settingOf(tool: RegisteredTool, settings: EffectiveToolSettings): ApprovalDecision {
+  const value = settings.parameters[APPROVAL_SETTING];
+  return value === "allow" || value === "ask" || value === "deny" ? value : approvalProfile(tool).default;
+}
+
+/** Accumulates the decision over a call's subjects. */
+class Tally {
+  decision: ApprovalDecision = "allow";
+  reason = "";
+  rule: ApprovalRule | undefined;
+  readonly subjects: string[] = [];
+  readonly candidates: string[] = [];
+  #seen = false;
+
+  add(decision: ApprovalDecision, reason: string, rule?: ApprovalRule): void {
+    if (!this.#seen || STRICTNESS[decision] > STRICTNESS[this.decision]) {
+      this.decision = decision;
+      this.reason = reason;
+      this.rule = rule;
+    }
+    this.#seen = true;
+  }
+
+  get empty(): boolean {
+    return !this.#seen;
+  }
+}
+
+/** The strictest of the rules (of the given decisions) for which `matches` holds. */
+function strictestMatch(
+  rules: ApprovalRule[],
+  matches: (rule: ApprovalRule) => boolean,
+  only?: ApprovalDecision[],
+): ApprovalRule | undefined {
+  let best: ApprovalRule | undefined;
+  for (const rule of rules) {
+    if (only && !only.includes(rule.decision)) continue;
+    if (!matches(rule)) continue;
+    if (!best || STRICTNESS[rule.decision] > STRICTNESS[best.decision]) best = rule;
+  }
+  return best;
+}
+
+const show = (argv: ShellWord[]) =>
+  argv.map((w) => (w === null ? "…" : /\s/.test(w) ? JSON.stringify(w) : w)).join(" ");
+
+/**
+ * Decides one call. `args` are the parsed arguments (nulls removed). Never throws for odd arguments: what cannot
+ * be read is a doubt (ask), never an allow. Loads the shell parser when the tool needs it.
+ */
+export async function evaluateApproval(
+  tool: RegisteredTool,
+  args: Record<string, unknown>,
+  settings: EffectiveToolSettings,
+  call: ApprovalCallContext,
+): Promise<ApprovalVerdict> {
+  const name = tool.definition.name;
+  const setting = settingOf(tool, settings);
+  const profile = approvalProfile(tool);
+  const rules = rulesOf(settings);
+  const tally = new Tally();
+  if (setting === "deny") {
+    tally.add("deny", `The approval setting of "${name}" is deny.`);
+  } else if (profile.subject) {
+    await matchSubjects(profile.subject, args, rules, setting, call, tally);
+  }
+  if (tally.empty) {
+    tally.add(setting, `The approval setting of "${name}" is ${setting}.`);
+  }
+  if (call.hint && STRICTNESS[call.hint.decision] > STRICTNESS[tally.decision]) {
+    tally.add(call.hint.decision, call.hint.reason);
+  }
+  return {
+    decision: tally.decision,
+    reason: tally.reason,
+    ...(tally.rule ? { rule: tally.rule } : {}),
+    subjects: tally.subjects,
+    candidates: [...new Set(tally.candidates)],
+  };
+}
+
+async function matchSubjects(
+  subject: ApprovalSubject,
+  args: Record<string, unknown>,
+  rules: ApprovalRule[],
+  setting: ApprovalDecision,
+  call: ApprovalCallContext,
+  tally: Tally,
+): Promise<void> {
+  const fallback = (what: string) => `No approval rule matches ${what}; the approval setting is ${setting}.`;
+  const byRule = (rule: ApprovalRule, what: string) => `The rule ${rule.decision} "${rule.match}" matches ${what}.`;
+  switch (subject.kind) {
+    case "shell": {
+      const value = args[subject.argument];
+      let commands: { argv: ShellWord[]; wrappers: ShellWord[][]; doubts: string[]; runner: boolean }[];
+      let lineDoubts: string[] = [];
+      if (subject.dialect === "argv") {
+        if (!Array.isArray(value)) {
+          tally.add(stricter(setting, "ask"), "The command is not an argument list.");
+          return;
+        }
+        commands = [
+          { argv: value.map((w) => (typeof w === "string" ? w : null)), wrappers: [], doubts: [], runner: false },
+        ];
+      } else if (typeof value !== "string") {
+        tally.add(stricter(setting, "ask"), "The command is not a string.");
+        return;
+      } else if (subject.dialect === "powershell") {
+        // No PowerShell parser: deny and ask rules match any command word sequence, nothing is allowed by a rule.
+        tally.subjects.push(value);
+        const words = patternWords(value.replace(/[;|&(){}]/g, " "));
+        const hit = strictestMatch(
+          rules,
+          (r) => words.some((_, i) => matchCommandRule(r.match, words.slice(i), "broad")),
+          ["deny", "ask"],
+        );
+        if (hit) tally.add(hit.decision, byRule(hit, "the PowerShell command"), hit);
+        tally.add(stricter(setting, "ask"), "PowerShell commands are not parsed, so no rule can allow them.");
+        return;
+      } else {
+        await loadShellParser();
+        const parsed = parseShellCommand(value);
+        tally.subjects.push(value);
+        commands = parsed.commands;
+        lineDoubts = parsed.doubts;
+      }
+      for (const command of commands) {
+        const text = show(command.argv);
+        if (command.argv.every((w) => typeof w === "string")) tally.candidates.push(text);
+        if (subject.dialect === "argv") tally.subjects.push(text);
+        const inner = strictestMatch(rules, (r) =>
+          matchCommandRule(r.match, command.argv, r.decision === "allow" ? "narrow" : "broad"),
+        );
+        const outer = strictestMatch(
+          rules,
+          (r) => command.wrappers.some((w) => matchCommandRule(r.match, w, "broad")),
+          ["deny", "ask"],
+        );
+        let decision: ApprovalDecision;
+        let reason: string;
+        let rule: ApprovalRule | undefined;
+        if (inner) {
+          decision = inner.decision;
+          reason = byRule(inner, `\`${text}\``);
+          rule = inner;
+        } else {
+          decision = setting;
+          reason = fallback(`\`${text}\``);
+          if (decision === "allow" && command.runner) {
+            decision = "ask";
+            reason = `\`${text}\` runs other programs; only a rule naming it can allow it.`;
+          }
+        }
+        if (outer && STRICTNESS[outer.decision] > STRICTNESS[decision]) {
+          decision = outer.decision;
+          reason = byRule(outer, `a wrapper of \`${text}\``);
+          rule = outer;
+        }
+        if (decision === "allow" && command.doubts.length > 0) {
+          decision = "ask";
+          reason = `Asking because ${command.doubts[0]} (\`${text}\`).`;
+          rule = undefined;
+        }
+        tally.add(decision, reason, rule);
+      }
+      if (tally.empty) tally.add(setting, fallback("the command"));
+      if (tally.decision === "allow" && lineDoubts.length > 0) tally.add("ask", `Asking because ${lineDoubts[0]}.`);
+      return;
+    }
+    case "path": {
+      const paths = pathsOf(subject, args);
+      for (const input of paths) {
+        const lexical = expandAgainst(input, call.baseDirectory);
+        tally.subjects.push(lexical);
+        tally.candidates.push(lexical);
+        const forms = [...new Set([lexical, realLoose(lexical)])];
+        for (const form of forms) {
+          const hit = strictestMatch(rules, (r) => matchPathRule(r.match, form, call.baseDirectory));
+          if (hit) tally.add(hit.decision, byRule(hit, form), hit);
+          else tally.add(setting, fallback(form));
+        }
+      }
+      return;
+    }
+    case "host": {
+      const value = args[subject.argument];
+      const host = typeof value === "string" ? hostOf(value) : undefined;
+      if (!host) {
+        tally.add(stricter(setting, "ask"), "The URL does not parse, so no host rule can allow it.");
+        return;
+      }
+      tally.subjects.push(host);
+      tally.candidates.push(host);
+      const hit = strictestMatch(rules, (r) => matchHostRule(r.match, host));
+      if (hit) tally.add(hit.decision, byRule(hit, host), hit);
+      else tally.add(setting, fallback(host));
+      return;
+    }
+  }
+}
+
+/** The paths a call names: its path arguments (absent: the working directory) and the files a patch touches. */
+export function pathsOf(subject: Extract<ApprovalSubject, { kind: "path" }>, args: Record<string, unknown>): string[] {
+  const out: string[] = [];
+  for (const name of subject.arguments) {
+    const value = args[name];
+    if (typeof value === "string" && value !== "") out.push(value);
+  }
+  if (subject.patchArgument) {
+    const patch = args[subject.patchArgument];
+    if (typeof patch === "string") out.push(...patchPaths(patch));
+  }
+  if (out.length === 0) out.push(".");
+  return [...new Set(out)];
+}
+
+/** The file names a patch's headers mention (unified `---`/`+++` and envelope `*** Add/Update/Delete File`, `*** Move to`). */
+export function patchPaths(patch: string): string[] {
+  const out: string[] = [];
+  for (const line of patch.split(/\r?\n/)) {
+    let m = /^\*\*\* (?:Add|Update|Delete) File: (.+)$/.exec(line) ?? /^\*\*\* Move to: (.+)$/.exec(line);
+    if (m?.[1]) {
+      out.push(m[1].trim());
+      continue;
+    }
+    m = /^(?:---|\+\+\+) (.+?)(?:\t.*)?$/.exec(line);
+    if (m?.[1]) {
+      const name = m[1].trim();
+      if (name === "/dev/null") continue;
+      out.push(name.replace(/^[ab]\//, ""));
+    }
+  }
+  return out;
+}
+
+/** The path through symlinks, resolving the nearest existing ancestor when the path does not exist yet. */
+function realLoose(absolute: string): string {
+  let current = absolute;
+  const tail: string[] = [];
+  for (let i = 0; i < 256; i += 1) {
+    try {
+      return join(realpathSync.native(current), ...tail.reverse());
+    } catch {
+      const parent = dirname(current);
+      if (parent === current) return absolute;
+      tail.push(basename(current));
+      current = parent;
+    }
+  }
+  return resolve(absolute);
+}

@@ -1,0 +1,527 @@
+/**
+ * Splits a shell command line into the simple commands it would run, with a real parser (tree-sitter's bash
+ * grammar, compiled to WebAssembly): every pipeline element, `&&` / `||` / `;` / `&` segment, command and process
+ * substitution, brace group, subshell, loop and conditional body yields its commands. Known wrappers (`timeout`,
+ * `nice`, `env`, `xargs`, `nohup`, `sudo`, `sh -c`, `eval`, `find -exec`, …) are unwrapped so the command they run is
+ * matched too. Whatever the parse cannot vouch for (an output redirection, a wrapper option it does not know, a
+ * command name built from expansions, a function definition, a parse error) is recorded as a doubt: a doubt turns
+ * an allow into an ask, never the other way round.
+ */
+import { createRequire } from "node:module";
+import { basename } from "node:path";
+import type { Node, Parser } from "web-tree-sitter";
+
+/** One word of a command: its literal text, or null when it depends on an expansion at run time. */
+export type ShellWord = string | null;
+
+/** One simple command the line would run, after unwrapping known wrappers. */
+export interface ShellCommand {
+  /** The command that finally runs (after every wrapper), e.g. `["git", "status"]`. */
+  argv: ShellWord[];
+  /** The wrappers around it, outermost first (e.g. `["timeout", "5"]`), each with its own arguments. */
+  wrappers: ShellWord[][];
+  /** Why this command cannot be allowed without asking (empty when nothing is in doubt). */
+  doubts: string[];
+  /** It runs other programs the parser cannot see (ssh, docker, an interpreter with inline code, …). */
+  runner: boolean;
+}
+
+/** The commands of a command line, with the doubts that concern the line as a whole. */
+export interface ParsedShell {
+  commands: ShellCommand[];
+  /** Line-level doubts: redirections to files, parse errors, function definitions, variable assignments. */
+  doubts: string[];
+}
+
+let parser: Parser | undefined;
+let loading: Promise<Parser> | undefined;
+
+/** Loads the WebAssembly parser once (about 15 ms); later calls resolve at once. */
+export function loadShellParser(): Promise<Parser> {
+  if (parser) return Promise.resolve(parser);
+  loading ??= (async () => {
+    const require = createRequire(import.meta.url);
+    // Loaded on first use: most commands never parse a shell line.
+    const { Language, Parser } = await import("web-tree-sitter");
+    await Parser.init();
+    const language = await Language.load(require.resolve("tree-sitter-bash/tree-sitter-bash.wasm"));
+    const p = new Parser();
+    p.setLanguage(language);
+    parser = p;
+    return p;
+  })();
+  return loading;
+}
+
+/** Whether the parser is loaded, so the synchronous functions below can run. */
+export function shellParserReady(): boolean {
+  return parser !== undefined;
+}
+
+/** Deepest nesting of `sh -c` / `eval` strings unwrapped before the rest counts as a doubt. */
+const MAX_NESTING = 4;
+
+/**
+ * Parses a command line (bash syntax; zsh lines that bash parses the same way). Synchronous once
+ * {@link loadShellParser} has resolved; throws Error when it has not.
+ */
+export function parseShellCommand(source: string, depth = 0): ParsedShell {
+  if (!parser) throw new Error("The shell parser is not loaded yet: await loadShellParser() first.");
+  const out: ParsedShell = { commands: [], doubts: [] };
+  if (source.includes("\0")) {
+    out.doubts.push("the command contains a NUL byte");
+    return out;
+  }
+  const tree = parser.parse(source);
+  if (!tree) {
+    out.doubts.push("the command could not be parsed");
+    return out;
+  }
+  try {
+    if (tree.rootNode.hasError) out.doubts.push("the command does not parse as shell syntax");
+    visit(tree.rootNode, out, depth);
+  } finally {
+    tree.delete();
+  }
+  return out;
+}
+
+const HARMLESS_TARGETS = new Set(["/dev/null", "/dev/stdout", "/dev/stderr"]);
+
+function visit(node: Node, out: ParsedShell, depth: number): void {
+  switch (node.type) {
+    case "command":
+      out.commands.push(...commandsOf(node, out, depth));
+      break;
+    case "file_redirect":
+      checkRedirect(node, out);
+      break;
+    case "heredoc_redirect":
+      // A here-document only feeds stdin; what reads it is matched as a command (a shell reading it is a runner).
+      break;
+    case "function_definition":
+      out.doubts.push("the command defines a shell function (it could shadow a command name)");
+      break;
+    case "variable_assignment":
+      if (node.parent?.type !== "command") out.doubts.push("the command assigns a shell variable");
+      break;
+    case "declaration_command":
+    case "unset_command":
+      out.doubts.push(`the command uses ${node.firstChild?.text ?? "a declaration"}`);
+      break;
+    case "ERROR":
+      out.doubts.push("the command does not parse as shell syntax");
+      break;
+    default:
+      break;
+  }
+  for (const child of node.namedChildren) if (child) visit(child, out, depth);
+}
+
+function checkRedirect(node: Node, out: ParsedShell): void {
+  let operator = "";
+  for (const child of node.children) if (child && !child.isNamed) operator += child.text;
+  const destination = node.childForFieldName("destination");
+  const target = destination ? literal(destination) : null;
+  // `2>&1`, `>&2`, `<&-`: duplicating descriptors touches no file.
+  if (
+    (operator === ">&" || operator === "<&" || operator === ">&-" || operator === "<&-") &&
+    /^\d*-?$/.test(target ?? "x")
+  )
+    return;
+  if (target !== null && HARMLESS_TARGETS.has(target)) return;
+  out.doubts.push(
+    `the command redirects ${operator.includes("<") ? "input from" : "output to"} ${target ?? "a computed path"}`,
+  );
+}
+
+/** Literal text of a word node, or null when it holds an expansion (or is not a word at all). */
+export function literal(node: Node): string | null {
+  switch (node.type) {
+    case "word":
+    case "number":
+      if (/[*?[]/.test(node.text) && node.parent?.type === "command_name") return null;
+      return node.text.replace(/\\(.)/gs, "$1");
+    case "raw_string":
+      return node.text.slice(1, -1);
+    case "string": {
+      let text = "";
+      for (const child of node.namedChildren) {
+        if (!child) continue;
+        if (child.type !== "string_content") return null;
+        text += child.text.replace(/\\([$`"\\\n])/g, "$1");
+      }
+      return text;
+    }
+    case "ansi_c_string":
+      return decodeAnsiC(node.text.slice(2, -1));
+    case "concatenation": {
+      let text = "";
+      for (const child of node.namedChildren) {
+        const part = child ? literal(child) : null;
+        if (part === null) return null;
+        text += part;
+      }
+      return text;
+    }
+    case "command_name":
+      return node.firstNamedChild ? literal(node.firstNamedChild) : null;
+    default:
+      return null;
+  }
+}
+
+function decodeAnsiC(body: string): string {
+  const simple: Record<string, string> = {
+    n: "\n",
+    t: "\t",
+    r: "\r",
+    a: "\x07",
+    b: "\b",
+    e: "\x1b",
+    E: "\x1b",
+    f: "\f",
+    v: "\v",
+  };
+  return body.replace(/\\(x[0-9a-fA-F]{1,2}|u[0-9a-fA-F]{1,4}|U[0-9a-fA-F]{1,8}|[0-7]{1,3}|.)/gs, (_, esc: string) => {
+    if (/^[xuU]/.test(esc)) return String.fromCodePoint(Number.parseInt(esc.slice(1), 16));
+    if (/^[0-7]+$/.test(esc)) return String.fromCharCode(Number.parseInt(esc, 8));
+    return simple[esc] ?? esc;
+  });
+}
+
+function commandsOf(node: Node, out: ParsedShell, depth: number): ShellCommand[] {
+  const argv: ShellWord[] = [];
+  const doubts: string[] = [];
+  for (const child of node.namedChildren) {
+    if (!child) continue;
+    if (child.type === "variable_assignment") {
+      doubts.push(`the command sets ${child.childForFieldName("name")?.text ?? "a variable"} for itself`);
+    } else if (child.type === "command_name") {
+      argv.push(literal(child));
+    } else if (child.type.endsWith("redirect")) {
+      // visited separately
+    } else {
+      argv.push(literal(child));
+    }
+  }
+  return unwrap(argv, doubts, out, depth);
+}
+
+/** Option grammar of a wrapper: options that take a value, options that take none, and how many operands precede the command. */
+interface WrapperSpec {
+  withValue: string[];
+  flags: string[];
+  /** Positional operands before the wrapped command (timeout's duration, taskset's mask). */
+  operands?: number;
+  /** Options whose presence means the wrapper runs no command (`command -v`). */
+  query?: string[];
+  /** NAME=VALUE operands are assignments (env). */
+  assignments?: boolean;
+}
+
+const WRAPPERS: Record<string, WrapperSpec> = {
+  timeout: {
+    withValue: ["-s", "--signal", "-k", "--kill-after"],
+    flags: ["--preserve-status", "--foreground", "-v", "--verbose", "-f"],
+    operands: 1,
+  },
+  nice: { withValue: ["-n", "--adjustment"], flags: [] },
+  nohup: { withValue: [], flags: [] },
+  env: {
+    withValue: ["-u", "--unset", "-C", "--chdir"],
+    flags: ["-i", "--ignore-environment", "-", "-0", "--null", "-v", "--debug"],
+    assignments: true,
+  },
+  xargs: {
+    withValue: [
+      "-I",
+      "-n",
+      "--max-args",
+      "-P",
+      "--max-procs",
+      "-L",
+      "--max-lines",
+      "-s",
+      "--max-chars",
+      "-d",
+      "--delimiter",
+      "-E",
+      "-a",
+      "--arg-file",
+      "--replace",
+      "--eof",
+    ],
+    flags: [
+      "-0",
+      "--null",
+      "-r",
+      "--no-run-if-empty",
+      "-t",
+      "--verbose",
+      "-x",
+      "--exit",
+      "-p",
+      "--interactive",
+      "-i",
+      "-o",
+      "--open-tty",
+    ],
+  },
+  sudo: {
+    withValue: [
+      "-u",
+      "--user",
+      "-g",
+      "--group",
+      "-C",
+      "--close-from",
+      "-D",
+      "--chdir",
+      "-h",
+      "--host",
+      "-p",
+      "--prompt",
+      "-r",
+      "--role",
+      "-t",
+      "--type",
+      "-U",
+      "--other-user",
+      "-T",
+      "--command-timeout",
+    ],
+    flags: [
+      "-E",
+      "--preserve-env",
+      "-H",
+      "--set-home",
+      "-n",
+      "--non-interactive",
+      "-P",
+      "--preserve-groups",
+      "-S",
+      "--stdin",
+      "-k",
+      "-b",
+      "--background",
+    ],
+  },
+  doas: { withValue: ["-u", "-C"], flags: ["-n", "-s"] },
+  command: { withValue: [], flags: ["-p"], query: ["-v", "-V"] },
+  builtin: { withValue: [], flags: [] },
+  exec: { withValue: ["-a"], flags: ["-c", "-l"] },
+  time: {
+    withValue: ["-f", "--format", "-o", "--output"],
+    flags: ["-p", "-v", "--verbose", "-a", "--append", "--portability"],
+  },
+  stdbuf: { withValue: ["-i", "--input", "-o", "--output", "-e", "--error"], flags: [] },
+  ionice: {
+    withValue: ["-c", "--class", "-n", "--classdata", "-p", "--pid", "-P", "--pgid", "-u", "--uid"],
+    flags: ["-t", "--ignore"],
+  },
+  setsid: { withValue: [], flags: ["-c", "--ctty", "-f", "--fork", "-w", "--wait"] },
+  taskset: { withValue: ["-c", "--cpu-list"], flags: ["-a", "--all-tasks"], operands: 1 },
+  chrt: { withValue: [], flags: ["-b", "-d", "-f", "-i", "-o", "-r", "-R", "-a", "-m", "-v"], operands: 1 },
+  caffeinate: { withValue: ["-t", "-w"], flags: ["-d", "-i", "-m", "-s", "-u"] },
+};
+
+/** Shells whose `-c STRING` is parsed as a command line of its own. */
+const SHELLS = new Set(["sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "busybox-sh"]);
+
+/**
+ * Programs that run other programs the parser cannot see into: a call of one is never allowed by the tool's
+ * default alone (a rule naming it explicitly still can allow it).
+ */
+const RUNNERS = new Set([
+  "ssh",
+  "docker",
+  "podman",
+  "kubectl",
+  "su",
+  "chroot",
+  "parallel",
+  "strace",
+  "ltrace",
+  "gdb",
+  "valgrind",
+  "script",
+  "flock",
+  "fakeroot",
+  "firejail",
+  "busybox",
+  "unshare",
+  "nsenter",
+  "systemd-run",
+  "tmux",
+  "screen",
+  "watch",
+  "python",
+  "python3",
+  "python2",
+  "node",
+  "deno",
+  "bun",
+  "perl",
+  "ruby",
+  "php",
+  "lua",
+  "awk",
+  "gawk",
+  "mawk",
+  "source",
+  ".",
+  "osascript",
+  "pwsh",
+  "powershell",
+  "make",
+  "npx",
+  "git-shell",
+  "expect",
+  "at",
+  "batch",
+  "crontab",
+  ...SHELLS,
+]);
+
+function doubtful(argv: ShellWord[], doubts: string[], wrappers: ShellWord[][]): ShellCommand {
+  const name = argv[0];
+  return { argv, wrappers, doubts, runner: typeof name === "string" && RUNNERS.has(basename(name)) };
+}
+
+/** Splits off every known wrapper; the inner commands of `sh -c`, `eval` and `find -exec` are parsed as well. */
+function unwrap(argv: ShellWord[], doubts: string[], out: ParsedShell, depth: number): ShellCommand[] {
+  const wrappers: ShellWord[][] = [];
+  let rest = argv;
+  const extra: ShellCommand[] = [];
+  for (let guard = 0; guard < 16; guard += 1) {
+    const head = rest[0];
+    if (head === undefined) break;
+    if (head === null) {
+      doubts.push("the command name is computed at run time");
+      break;
+    }
+    const name = basename(head);
+    // sh -c "…", bash -c "…": the string is a command line of its own.
+    if (SHELLS.has(name)) {
+      const index = rest.findIndex((w, i) => i > 0 && typeof w === "string" && /^-[a-z]*c[a-z]*$/.test(w));
+      if (index > 0) {
+        const script = rest[index + 1];
+        if (typeof script === "string" && depth < MAX_NESTING) {
+          const inner = parseShellCommand(script, depth + 1);
+          out.doubts.push(...inner.doubts);
+          const layer = rest.slice(0, index + 2);
+          const inside = inner.commands.map((c) => ({
+            ...c,
+            doubts: [...doubts, ...c.doubts],
+            wrappers: [...wrappers, layer, ...c.wrappers],
+          }));
+          return inside.length > 0 ? inside : [{ argv: layer, wrappers, doubts, runner: false }];
+        }
+        doubts.push(`${name} -c runs a command line that is computed at run time`);
+      }
+      break;
+    }
+    if (name === "eval") {
+      const words = rest.slice(1);
+      if (words.every((w): w is string => typeof w === "string") && depth < MAX_NESTING) {
+        const inner = parseShellCommand(words.join(" "), depth + 1);
+        out.doubts.push(...inner.doubts);
+        const inside = inner.commands.map((c) => ({
+          ...c,
+          doubts: [...doubts, ...c.doubts],
+          wrappers: [...wrappers, rest, ...c.wrappers],
+        }));
+        return inside.length > 0 ? inside : [{ argv: rest, wrappers, doubts, runner: false }];
+      }
+      doubts.push("eval runs a command line that is computed at run time");
+      return [{ argv: rest, wrappers, doubts, runner: true }];
+    }
+    if (name === "find") {
+      for (let i = 1; i < rest.length; i += 1) {
+        const w = rest[i];
+        if (w === "-exec" || w === "-execdir" || w === "-ok" || w === "-okdir") {
+          let end = rest.findIndex((x, j) => j > i && (x === ";" || x === "+"));
+          if (end < 0) end = rest.length;
+          const inner = rest.slice(i + 1, end).filter((x) => x !== "{}");
+          if (inner.length > 0)
+            extra.push(
+              ...unwrap(inner, [], out, depth).map((c) => ({ ...c, wrappers: [...wrappers, rest, ...c.wrappers] })),
+            );
+          i = end;
+        }
+      }
+      return [{ argv: rest, wrappers, doubts, runner: false }, ...extra];
+    }
+    const spec = WRAPPERS[name];
+    if (!spec) break;
+    const parsed = splitWrapper(rest, spec);
+    if (parsed.unknown) {
+      doubts.push(`${name} is used with an option the approval policy does not know (${parsed.unknown})`);
+      return [doubtful(rest, doubts, wrappers)];
+    }
+    if (parsed.assignments) doubts.push(`${name} sets environment variables for the command`);
+    if (parsed.query || parsed.inner.length === 0) break; // runs nothing else (`command -v x`, bare `env`)
+    wrappers.push(rest.slice(0, rest.length - parsed.inner.length));
+    rest = parsed.inner;
+  }
+  return [doubtful(rest, doubts, wrappers), ...extra];
+}
+
+function splitWrapper(
+  argv: ShellWord[],
+  spec: WrapperSpec,
+): { inner: ShellWord[]; unknown?: string; query?: boolean; assignments?: boolean } {
+  let i = 1;
+  let operands = spec.operands ?? 0;
+  let assignments = false;
+  while (i < argv.length) {
+    const w = argv[i];
+    if (w === undefined) break;
+    if (w === null) return { inner: [], unknown: "a computed argument" };
+    if (w === "--") {
+      i += 1;
+      break;
+    }
+    if (spec.query?.includes(w)) return { inner: [], query: true };
+    if (w.startsWith("-") && w !== "-") {
+      const eq = w.indexOf("=");
+      const flag = eq > 0 ? w.slice(0, eq) : w;
+      if (spec.flags.includes(flag) && eq < 0) {
+        i += 1;
+        continue;
+      }
+      if (spec.withValue.includes(flag)) {
+        i += eq > 0 ? 1 : 2;
+        continue;
+      }
+      // Attached short values (-n5, -s9) and numeric nice levels (-10).
+      const short = w.slice(0, 2);
+      if (!w.startsWith("--") && w.length > 2 && spec.withValue.includes(short)) {
+        i += 1;
+        continue;
+      }
+      if (/^-\d+$/.test(w) && typeof argv[0] === "string" && basename(argv[0]) === "nice") {
+        i += 1;
+        continue;
+      }
+      return { inner: [], unknown: w };
+    }
+    if (w === "-" && spec.flags.includes("-")) {
+      i += 1;
+      continue;
+    }
+    if (spec.assignments && /^[A-Za-z_][A-Za-z0-9_]*=/.test(w)) {
+      assignments = true;
+      i += 1;
+      continue;
+    }
+    if (operands > 0) {
+      operands -= 1;
+      i += 1;
+      continue;
+    }
+    break;
+  }
+  return { inner: argv.slice(i), assignments };
+}

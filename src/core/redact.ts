@@ -1,0 +1,97 @@
+/**
+ * Redaction of secrets before arguments and settings reach the audit log or an approval preview: values under
+ * secret-looking keys (api keys, tokens, passwords, `Authorization`, cookies), bearer and basic credentials,
+ * well-known key formats (Toolhost tokens, OpenAI/Anthropic/Google keys, GitHub and Slack tokens, AWS access keys),
+ * private key blocks and passwords in URLs are replaced by "[redacted]".
+ */
+
+/** What replaces a secret. */
+export const REDACTED = "[redacted]";
+
+const SECRET_KEY_PARTS = [
+  "password",
+  "passwd",
+  "passphrase",
+  "secret",
+  "token",
+  "apikey",
+  "authorization",
+  "cookie",
+  "credential",
+  "privatekey",
+  "sessionid",
+];
+
+/** Whether a key names a secret (`apiKey`, `api_key`, `Authorization`, `accessToken`, `password`, …). */
+export function isSecretKey(key: string): boolean {
+  const k = key.toLowerCase().replace(/[-_\s]/g, "");
+  return k === "auth" || k === "pass" || k === "pwd" || SECRET_KEY_PARTS.some((part) => k.includes(part));
+}
+
+const SECRET_PATTERNS: RegExp[] = [
+  /\b(authorization|proxy-authorization)(\s*[:=]\s*)("?)[^"'\n]+/gi,
+  /\b(bearer|basic|token)(\s+)()[A-Za-z0-9._~+/=-]{8,}/gi,
+  /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----/g,
+  /\b(th_[A-Za-z0-9_-]{20,}|sk-(ant-)?[A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{30,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})\b/g,
+  /(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]+:)([^\s@/]+)(@)/gi,
+  /(--?(?:password|passwd|token|api-key|apikey|secret)[= ])(\S+)/gi,
+  /\b([A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY)[A-Z0-9_]*=)(\S+)/g,
+];
+
+/** Redacts secrets inside one string (see the module comment). */
+export function redactText(text: string): string {
+  let out = text;
+  out = out.replace(
+    SECRET_PATTERNS[0]!,
+    (_m, name: string, sep: string, quote: string) => `${name}${sep}${quote}${REDACTED}`,
+  );
+  out = out.replace(SECRET_PATTERNS[1]!, (_m, scheme: string, space: string) => `${scheme}${space}${REDACTED}`);
+  out = out.replace(SECRET_PATTERNS[2]!, REDACTED);
+  out = out.replace(SECRET_PATTERNS[3]!, REDACTED);
+  out = out.replace(SECRET_PATTERNS[4]!, (_m, head: string, _pw: string, at: string) => `${head}${REDACTED}${at}`);
+  out = out.replace(SECRET_PATTERNS[5]!, (_m, flag: string) => `${flag}${REDACTED}`);
+  out = out.replace(SECRET_PATTERNS[6]!, (_m, name: string) => `${name}${REDACTED}`);
+  return out;
+}
+
+/**
+ * A deep copy of `value` with secrets redacted: values under secret-looking keys entirely, secrets inside strings
+ * by pattern. Cycles and depth past 32 become "[…]".
+ */
+export function redactValue(value: unknown, depth = 0): unknown {
+  if (depth > 32) return "[…]";
+  if (typeof value === "string") return redactText(value);
+  if (Array.isArray(value)) return value.map((v) => redactValue(v, depth + 1));
+  if (value !== null && typeof value === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [key, v] of Object.entries(value)) {
+      out[key] =
+        isSecretKey(key) && ((typeof v === "string" && v !== "") || (typeof v === "object" && v !== null))
+          ? REDACTED
+          : redactValue(v, depth + 1);
+    }
+    return out;
+  }
+  return value;
+}
+
+/**
+ * A redacted JSON preview of `value` at most `maxBytes` long (UTF-8): cut with a note when longer. Strings that
+ * hold JSON (raw model arguments) are decoded first.
+ */
+export function redactedPreview(value: unknown, maxBytes = 4096): string {
+  let decoded = value;
+  if (typeof value === "string") {
+    try {
+      decoded = JSON.parse(value);
+    } catch {
+      decoded = value;
+    }
+  }
+  const text = JSON.stringify(redactValue(decoded), null, 2) ?? "null";
+  if (Buffer.byteLength(text, "utf8") <= maxBytes) return text;
+  const note = "\n… [preview cut]";
+  let cut = text.slice(0, maxBytes - note.length);
+  while (Buffer.byteLength(cut, "utf8") > maxBytes - note.length) cut = cut.slice(0, -16);
+  return `${cut}${note}`;
+}

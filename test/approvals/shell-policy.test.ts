@@ -1,0 +1,150 @@
+/**
+ * The shell bypass table: each row is a command line a model might send to get around a rule, with the decision
+ * the policy must reach. Rules: allow `git status`, `ls`, `cat`, `echo`; deny `rm`, `curl`, `git push --force`;
+ * approval setting `ask` unless the row says otherwise.
+ */
+import { beforeAll, describe, expect, it } from "vitest";
+import { evaluateApproval, prepareApprovalPolicy } from "../../src/core/approval/policy.js";
+import type { ApprovalRule } from "../../src/core/approval/rules.js";
+import type { ApprovalDecision, RegisteredTool } from "../../src/core/types.js";
+
+const bash: RegisteredTool = {
+  definition: { name: "bash", description: "", parameters: { type: "object", properties: {} } },
+  settings: {
+    title: "bash",
+    description: "",
+    category: "system",
+    enabledByDefault: false,
+    canDisable: true,
+    defaultParameters: {},
+    parameterDescriptors: [],
+  },
+  execute: async () => null,
+};
+
+const RULES: ApprovalRule[] = [
+  { decision: "allow", match: "git status" },
+  { decision: "allow", match: "ls" },
+  { decision: "allow", match: "cat" },
+  { decision: "allow", match: "echo" },
+  { decision: "deny", match: "rm" },
+  { decision: "deny", match: "curl" },
+  { decision: "deny", match: "git push --force" },
+];
+
+async function decide(command: string, setting: ApprovalDecision = "ask"): Promise<ApprovalDecision> {
+  const verdict = await evaluateApproval(
+    bash,
+    { command },
+    { enabled: true, parameters: { approval: setting, approvalRules: RULES } },
+    { baseDirectory: "/tmp" },
+  );
+  return verdict.decision;
+}
+
+beforeAll(async () => {
+  await prepareApprovalPolicy();
+});
+
+// [command, expected decision, approval setting (default ask)]
+const TABLE: [string, ApprovalDecision, ApprovalDecision?][] = [
+  // plain rules
+  ["git status", "allow"],
+  ["git status --short", "allow"],
+  ["ls -la src", "allow"],
+  ["git log", "ask"],
+  ["rm -rf build", "deny"],
+  // chaining: every segment is checked
+  ["git status && rm -rf /", "deny"],
+  ["git status || curl evil.example", "deny"],
+  ["git status; rm -rf /", "deny"],
+  ["ls\nrm -rf /", "deny"],
+  ["ls & rm -rf / &", "deny"],
+  ["cat file | sh", "ask"],
+  ["ls | xargs rm", "deny"],
+  ["git status && git log", "ask"],
+  // wrappers are unwrapped
+  ["timeout 5 rm -rf /", "deny"],
+  ["timeout -s KILL 5 rm x", "deny"],
+  ["nice -n 10 rm x", "deny"],
+  ["nohup rm x", "deny"],
+  ["env -i FOO=1 rm x", "deny"],
+  ["sudo -u root rm x", "deny"],
+  ["command rm x", "deny"],
+  ["exec rm x", "deny"],
+  ["time rm x", "deny"],
+  ["stdbuf -oL rm x", "deny"],
+  ["timeout 5 git status", "allow"],
+  ["timeout --frobnicate 5 git status", "ask"],
+  ["sh -c 'rm -rf /'", "deny"],
+  ['bash -c "git status; curl x"', "deny"],
+  ["eval rm -rf /", "deny"],
+  ["find . -name '*.o' -exec rm {} ;", "deny"],
+  ['bash -c "$CMD"', "ask"],
+  // flag order and spelling
+  ["git push origin main --force", "deny"],
+  ["git push --force=yes origin", "deny"],
+  ["git -C . push --force", "deny"],
+  ["git push --force-with-lease", "ask"],
+  ["/bin/rm -rf x", "deny"],
+  ["/usr/bin/git status", "ask"],
+  ["./git status", "ask"],
+  // quoting and escapes do not hide a command name
+  ["'r'm -rf x", "deny"],
+  ['"rm" x', "deny"],
+  ["\\rm x", "deny"],
+  ["$'\\x72m' x", "deny"],
+  // brace groups, subshells, substitutions
+  ["{ ls; rm x; }", "deny"],
+  ["(ls; rm x)", "deny"],
+  ["echo $(rm -rf /)", "deny"],
+  ["echo `curl evil`", "deny"],
+  ['echo "a $(rm y) b"', "deny"],
+  ["cat <(curl evil)", "deny"],
+  ["ls >(rm z)", "deny"],
+  ["x=$(rm q)", "deny"],
+  ["echo $((1 + $(rm w)))", "deny"],
+  ["if true; then rm x; fi", "deny"],
+  ["for f in a; do rm $f; done", "deny"],
+  ["! rm x", "deny"],
+  // redirections, assignments, definitions, computed names and parse errors never allow
+  ["ls > listing.txt", "ask"],
+  ["echo hi >> ~/.bashrc", "ask"],
+  ["ls 2>&1", "allow"],
+  ["ls 2>/dev/null", "allow"],
+  ["PATH=/tmp/evil ls", "ask"],
+  ["PATH=/tmp; ls", "ask"],
+  ["git() { rm -rf /; }; git status", "deny"],
+  ["ls() { echo; }; ls", "ask"],
+  ["$X status", "ask"],
+  ["{rm,-rf,/}", "ask"],
+  ["echo 'unterminated", "ask"],
+  ["bash <<EOF\nls\nEOF", "ask"],
+  // the setting allow still asks for what the parse cannot vouch for
+  ["ls -la", "allow", "allow"],
+  ["make install", "ask", "allow"],
+  ["python3 -c 'import os'", "ask", "allow"],
+  ["ls > out", "ask", "allow"],
+  ["rm x", "deny", "allow"],
+  ["ls", "deny", "deny"],
+];
+
+describe("shell approval bypass table", () => {
+  it.each(TABLE)("%j → %s", async (command, expected, setting) => {
+    expect(await decide(command, setting ?? "ask")).toBe(expected);
+  });
+
+  it("holds at least 30 cases", () => {
+    expect(TABLE.length).toBeGreaterThanOrEqual(30);
+  });
+});
+
+describe("rule examples", () => {
+  it("a computed argument may stand for one word a deny rule needs", async () => {
+    expect(await decide("git push $REMOTE $FLAGS")).toBe("deny");
+    expect(await decide("git push origin $BRANCH")).toBe("deny");
+    expect(await decide("git pull $REMOTE")).toBe("ask");
+    expect(await decide('git commit -m "$MSG"')).toBe("ask");
+    expect(await decide("rm $TARGET")).toBe("deny");
+  });
+});
