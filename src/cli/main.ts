@@ -10,6 +10,7 @@ import { ToolError } from "../core/errors.js";
 import { VERSION } from "../version.js";
 import { registerChatCommand } from "./commands/chat.js";
 import { registerChatsCommand } from "./commands/chats.js";
+import { registerDoctorCommand } from "./commands/doctor.js";
 import { registerTokenCommand } from "./commands/token.js";
 import {
   CliError,
@@ -208,6 +209,7 @@ export function buildProgram(): Command {
 
   registerChatCommand(program);
   registerChatsCommand(program);
+  registerDoctorCommand(program);
 
   program
     .command("mcp")

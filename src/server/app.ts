@@ -6,12 +6,14 @@ import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { ChatService } from "../app/chat-service.js";
 import type { AppContext } from "../app/context.js";
+import { ToolError } from "../core/errors.js";
 import { metricsRegistry } from "../core/metrics.js";
 import { createMcpClientManager, McpServersService } from "../mcp/client/index.js";
 import { McpHttpEndpoint, protectedResourceMetadata, WORKING_DIRECTORY_HEADER } from "../mcp/server/http.js";
 import { VERSION } from "../version.js";
+import { accessLog } from "./access-log.js";
 import { bearerAuth } from "./auth.js";
-import { type AuthEnv, errorResponse } from "./http.js";
+import { type AuthEnv, errorResponse, HttpError } from "./http.js";
 import { buildOpenApiDocument } from "./openapi.js";
 import { adminRoutes, adminUsers } from "./routes/admin.js";
 import { approvalOpenApiPaths, approvalRoutes } from "./routes/approvals.js";
@@ -30,10 +32,16 @@ export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
   // only admins keep the seed's fallback to the process working directory.
   ctx.runtime.processCwdFallback = (userId) => adminUsers().has(userId);
 
+  app.use("*", accessLog(ctx.logger));
   app.onError((error, c) => {
     const response = errorResponse(c, error);
-    if (response.status >= 500)
+    if (error instanceof HttpError || error instanceof ToolError) {
+      // A refusal the code made on purpose (e.g. 503 provider_not_configured): a warning with its hint, no stack.
+      if (response.status >= 500)
+        ctx.logger.warn({ code: error.code, path: c.req.path, hint: error.message }, "request refused");
+    } else if (response.status >= 500) {
       ctx.logger.error({ err: error.stack ?? String(error), path: c.req.path }, "request failed");
+    }
     return response;
   });
   app.notFound((c) =>

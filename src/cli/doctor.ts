@@ -1,0 +1,269 @@
+/**
+ * `toolhost doctor`: what a new user (or an operator) needs to know about this installation, one line per check:
+ * the data directory and database (with its migrations), model and search providers (never their keys), ripgrep,
+ * the shells, chat roots, admin users and the external MCP servers. Each check is ok, warn (works, but something
+ * is missing or odd) or fail (something a user will hit); the report is healthy when nothing failed.
+ */
+import { execFileSync } from "node:child_process";
+import { accessSync, constants, existsSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { CHAT_PROVIDERS, parseChatRoots } from "../app/chat-service.js";
+import type { AppContext } from "../app/context.js";
+import { chooseDataDir, type DataDirChoice } from "../core/data-dir.js";
+import { loadProviderFileConfig, PROVIDER_ENV, providerConfigFromEnv, providerConfigPath } from "../providers/index.js";
+import { migrationStatus } from "../storage/migration-status.js";
+import { ripgrepPath } from "../tools/builtin/grep.js";
+import { findInterpreter } from "../tools/shell/shell-tool.js";
+
+/** The outcome of one check. */
+export type DoctorStatus = "ok" | "warn" | "fail";
+
+/** One line of the report: `detail` says what was found and, when not ok, what to do. */
+export interface DoctorCheck {
+  /** Stable id, e.g. "database", "provider.openai". */
+  id: string;
+  title: string;
+  status: DoctorStatus;
+  detail: string;
+}
+
+/** The whole report; `healthy` is false when any check failed. */
+export interface DoctorReport {
+  healthy: boolean;
+  checks: DoctorCheck[];
+}
+
+/** What the checks read; every field has a default from the process. */
+export interface DoctorInputs {
+  env?: NodeJS.ProcessEnv;
+  /** Opens the application context (database); default the CLI's createAppContext. */
+  openContext: () => Promise<AppContext>;
+  /**
+   * Statuses of the external MCP servers after trying to connect (name, state, tool count, last error); undefined
+   * when the MCP client is not available.
+   */
+  mcpStatuses?: (
+    ctx: AppContext,
+  ) => Promise<{ name: string; state: string; tools: number; lastError: string | null }[]>;
+}
+
+const check = (id: string, title: string, status: DoctorStatus, detail: string): DoctorCheck => ({
+  id,
+  title,
+  status,
+  detail,
+});
+
+function dataDirCheck(choice: DataDirChoice, createdNow: boolean): DoctorCheck {
+  const from =
+    choice.source === "home"
+      ? "the default, ~/.local/share/toolhost"
+      : choice.source === "XDG_DATA_HOME"
+        ? "$XDG_DATA_HOME/toolhost"
+        : choice.source;
+  if (!existsSync(choice.path))
+    return check(
+      "data-dir",
+      "data directory",
+      "warn",
+      `${choice.path} (from ${from}) does not exist yet; the first command creates it.`,
+    );
+  if (!statSync(choice.path).isDirectory())
+    return check(
+      "data-dir",
+      "data directory",
+      "fail",
+      `${choice.path} (from ${from}) is not a directory. Set TOOLHOST_DATA_DIR to a directory.`,
+    );
+  try {
+    accessSync(choice.path, constants.R_OK | constants.W_OK);
+  } catch {
+    return check("data-dir", "data directory", "fail", `${choice.path} (from ${from}) is not writable by this user.`);
+  }
+  return check("data-dir", "data directory", "ok", `${choice.path} (from ${from})${createdNow ? ", created now" : ""}`);
+}
+
+function providerChecks(env: NodeJS.ProcessEnv): DoctorCheck[] {
+  let file: ReturnType<typeof loadProviderFileConfig>;
+  try {
+    file = loadProviderFileConfig(env);
+  } catch (error) {
+    return [check("providers", "model providers", "fail", (error as Error).message)];
+  }
+  const checks = CHAT_PROVIDERS.map((name) => {
+    const vars = PROVIDER_ENV[name];
+    try {
+      const config = providerConfigFromEnv(name, env, file);
+      const fromEnv = [vars.apiKey, ...(name === "gemini" ? ["GOOGLE_API_KEY"] : [])].find((v) => env[v]?.trim());
+      const where = fromEnv
+        ? `key from ${fromEnv}`
+        : config.apiKey === "not-needed"
+          ? "no key (local server)"
+          : `key from ${providerConfigPath(env)}`;
+      const base = config.baseURL ? `, base URL ${config.baseURL}` : "";
+      return check(`provider.${name}`, `provider ${name}`, "ok" as DoctorStatus, `configured (${where}${base})`);
+    } catch {
+      return check(
+        `provider.${name}`,
+        `provider ${name}`,
+        "warn" as DoctorStatus,
+        `not configured: set ${vars.apiKey} (or providers.${name}.apiKey in ${providerConfigPath(env)})`,
+      );
+    }
+  });
+  if (checks.every((c) => c.status !== "ok")) {
+    checks.push(
+      check(
+        "providers",
+        "model providers",
+        "warn",
+        "No provider has a key: `toolhost chat` and chats over HTTP cannot run a model.",
+      ),
+    );
+  }
+  const search = ["TAVILY_API_KEY", "BRAVE_API_KEY"].filter((v) => env[v]?.trim());
+  checks.push(
+    check(
+      "search",
+      "web search",
+      "ok",
+      search.length
+        ? `keys: ${search.join(", ")} (DuckDuckGo needs none)`
+        : "DuckDuckGo only (set TAVILY_API_KEY or BRAVE_API_KEY for others)",
+    ),
+  );
+  return checks;
+}
+
+function ripgrepCheck(): DoctorCheck {
+  const rg = ripgrepPath();
+  if (!rg)
+    return check(
+      "ripgrep",
+      "ripgrep",
+      "warn",
+      "not found: grep uses its slower JavaScript engine (set TOOLHOST_RG_PATH to an rg binary).",
+    );
+  try {
+    const version = execFileSync(rg, ["--version"], { encoding: "utf8", timeout: 10_000 }).split("\n")[0];
+    return check("ripgrep", "ripgrep", "ok", `${version} at ${rg}`);
+  } catch (error) {
+    return check(
+      "ripgrep",
+      "ripgrep",
+      "warn",
+      `${rg} does not run (${(error as Error).message}); grep falls back to JavaScript.`,
+    );
+  }
+}
+
+function shellChecks(env: NodeJS.ProcessEnv): DoctorCheck[] {
+  return (["bash", "zsh", "powershell"] as const).map((shell) => {
+    const found = findInterpreter(shell, env.PATH);
+    return found
+      ? check(
+          `shell.${shell}`,
+          `shell ${shell}`,
+          "ok",
+          `${found} (tool "${shell}" available; off until an admin enables it)`,
+        )
+      : check(`shell.${shell}`, `shell ${shell}`, "ok", `not installed: the "${shell}" tool is not offered`);
+  });
+}
+
+function chatRootsCheck(env: NodeJS.ProcessEnv): DoctorCheck {
+  const roots = parseChatRoots(env.TOOLHOST_CHAT_ROOTS);
+  if (!roots || roots.length === 0)
+    return check("chat-roots", "chat roots", "ok", "unset: over HTTP only admins may bind a working directory");
+  const missing = roots.filter((r) => !r.includes("{user}") && !existsSync(r));
+  if (missing.length)
+    return check(
+      "chat-roots",
+      "chat roots",
+      "warn",
+      `${roots.join(":")} — missing: ${missing.join(", ")} (create them, or fix TOOLHOST_CHAT_ROOTS)`,
+    );
+  return check("chat-roots", "chat roots", "ok", roots.join(":"));
+}
+
+/** Runs every check. Never throws: a check that cannot run is reported as failed with the reason. */
+export async function runDoctor(inputs: DoctorInputs): Promise<DoctorReport> {
+  const env = inputs.env ?? process.env;
+  const checks: DoctorCheck[] = [];
+  const choice = chooseDataDir(undefined, env);
+  const existed = existsSync(choice.path);
+  const fresh = !existsSync(join(choice.path, "toolhost.db"));
+  let ctx: AppContext | undefined;
+  let opened: Error | undefined;
+  try {
+    ctx = await inputs.openContext();
+  } catch (error) {
+    opened = error as Error;
+  }
+  checks.push(dataDirCheck(choice, !existed && existsSync(choice.path)));
+  try {
+    if (!ctx) throw opened;
+    const { applied, pending } = await migrationStatus(ctx.database.db);
+    checks.push(
+      check(
+        "database",
+        "database",
+        pending.length ? "fail" : "ok",
+        `${ctx.database.dialect} ${ctx.database.location}${fresh && ctx.database.dialect === "sqlite" ? " (created now)" : ""}; migrations ${applied.length}/${applied.length + pending.length} applied${applied.length ? ` (latest ${applied[applied.length - 1]})` : ""}${pending.length ? `; pending: ${pending.join(", ")}` : ""}`,
+      ),
+    );
+  } catch (error) {
+    checks.push(check("database", "database", "fail", (error as Error)?.message ?? String(error)));
+  }
+  checks.push(...providerChecks(env));
+  checks.push(ripgrepCheck());
+  checks.push(...shellChecks(env));
+  checks.push(chatRootsCheck(env));
+  const admins = (env.TOOLHOST_ADMIN_USERS ?? "local")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (ctx) {
+    const tokens = await ctx.tokens.list().catch(() => []);
+    const withToken = admins.filter((a) => tokens.some((t) => t.userId === a));
+    checks.push(
+      check(
+        "admins",
+        "admin users",
+        admins.length === 0 ? "warn" : "ok",
+        admins.length === 0
+          ? "none (TOOLHOST_ADMIN_USERS is empty): nobody can enable shell tools or read the audit log over HTTP"
+          : `${admins.join(", ")} (with a token: ${withToken.length ? withToken.join(", ") : "none yet — `toolhost token create --user NAME`"})`,
+      ),
+    );
+    if (inputs.mcpStatuses) {
+      try {
+        const statuses = await inputs.mcpStatuses(ctx);
+        if (statuses.length === 0) checks.push(check("mcp", "MCP servers", "ok", "none configured"));
+        for (const s of statuses) {
+          const status: DoctorStatus = s.state === "connected" || s.state === "disabled" ? "ok" : "warn";
+          checks.push(
+            check(
+              `mcp.${s.name}`,
+              `MCP server ${s.name}`,
+              status,
+              `${s.state}${s.state === "connected" ? `, ${s.tools} tools` : ""}${s.lastError ? `: ${s.lastError}` : ""}`,
+            ),
+          );
+        }
+      } catch (error) {
+        checks.push(check("mcp", "MCP servers", "warn", `could not be checked: ${(error as Error).message}`));
+      }
+    }
+    await ctx.close().catch(() => {});
+  }
+  return { healthy: checks.every((c) => c.status !== "fail"), checks };
+}
+
+/** Renders the report as aligned text lines: `ok   data directory  /path …`. */
+export function formatDoctorReport(report: DoctorReport): string {
+  const width = Math.max(...report.checks.map((c) => c.title.length));
+  const lines = report.checks.map((c) => `${c.status.padEnd(4)} ${c.title.padEnd(width)}  ${c.detail}`);
+  lines.push(report.healthy ? "Healthy." : "Not healthy: fix the lines marked fail.");
+  return lines.join("\n");
+}

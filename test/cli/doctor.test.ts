@@ -1,0 +1,74 @@
+/** `toolhost doctor` as a user runs it: one line per check, keys never printed, exit code says healthy or not. */
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { runCli } from "../helpers/cli.js";
+import { tempDir } from "../helpers/server.js";
+
+interface Report {
+  healthy: boolean;
+  checks: { id: string; status: string; detail: string }[];
+}
+const byId = (report: Report, id: string) => report.checks.find((c) => c.id === id);
+
+describe("toolhost doctor", () => {
+  it("reports data directory, database with migrations, providers without keys, ripgrep, shells, admins; exit 0", async () => {
+    const dataDir = join(tempDir(), "data");
+    const secret = "sk-doctor-must-never-print-this";
+    const config = join(tempDir(), "config.json");
+    writeFileSync(config, JSON.stringify({ providers: { anthropic: { apiKey: "sk-ant-from-file-secret" } } }));
+    const env = { TOOLHOST_DATA_DIR: dataDir, OPENAI_API_KEY: secret, TOOLHOST_CONFIG: config, GEMINI_API_KEY: "" };
+    const run = await runCli(["doctor", "--json"], env);
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(run.stdout).not.toContain(secret);
+    expect(run.stdout).not.toContain("sk-ant-from-file-secret");
+    const report = JSON.parse(run.stdout) as Report;
+    expect(report.healthy).toBe(true);
+    expect(byId(report, "data-dir")).toMatchObject({ status: "ok", detail: expect.stringContaining(dataDir) });
+    expect(byId(report, "data-dir")?.detail).toContain("from TOOLHOST_DATA_DIR");
+    expect(byId(report, "database")?.detail).toMatch(/^sqlite .*toolhost\.db.*migrations (\d+)\/\1 applied/);
+    expect(byId(report, "provider.openai")).toMatchObject({
+      status: "ok",
+      detail: expect.stringContaining("OPENAI_API_KEY"),
+    });
+    expect(byId(report, "provider.anthropic")).toMatchObject({ status: "ok", detail: expect.stringContaining(config) });
+    expect(byId(report, "provider.gemini")).toMatchObject({
+      status: "warn",
+      detail: expect.stringContaining("GEMINI_API_KEY"),
+    });
+    expect(byId(report, "ripgrep")?.detail).toMatch(/ripgrep \d+/);
+    expect(byId(report, "shell.bash")?.detail).toMatch(/bash/);
+    expect(byId(report, "admins")?.detail).toContain("local");
+    expect(byId(report, "mcp")).toMatchObject({ status: "ok", detail: "none configured" });
+
+    const text = await runCli(["doctor", "--no-mcp"], env);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/^ok {3}data directory +\//m);
+    expect(text.stdout).toMatch(/Healthy\.$/m);
+  });
+
+  it("a data directory that is a file fails the check and the exit code; a broken MCP server is a warning", async () => {
+    const file = join(tempDir(), "not-a-dir");
+    writeFileSync(file, "x");
+    const bad = await runCli(["doctor", "--json", "--no-mcp"], { TOOLHOST_DATA_DIR: file });
+    expect(bad.code).toBe(1);
+    const report = JSON.parse(bad.stdout) as Report;
+    expect(report.healthy).toBe(false);
+    expect(byId(report, "data-dir")).toMatchObject({
+      status: "fail",
+      detail: expect.stringContaining("not a directory"),
+    });
+    expect(byId(report, "database")?.status).toBe("fail");
+
+    const config = join(tempDir(), "config.json");
+    writeFileSync(config, JSON.stringify({ mcpServers: { broken: { command: "/definitely/not/a/server" } } }));
+    const withMcp = await runCli(["doctor", "--json"], {
+      TOOLHOST_DATA_DIR: join(tempDir(), "d"),
+      TOOLHOST_CONFIG: config,
+    });
+    const mcp = byId(JSON.parse(withMcp.stdout) as Report, "mcp.broken");
+    expect(mcp).toMatchObject({ status: "warn", detail: expect.stringMatching(/^failed/) });
+    expect(withMcp.code).toBe(0);
+  });
+});
