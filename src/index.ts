@@ -7,6 +7,22 @@
 import "./tools/index.js";
 
 export {
+  type AgentTemplate,
+  AgentTemplateCatalog,
+  GENERAL_TEMPLATE,
+  loadAgentTemplates,
+  parseTemplateMarkdown,
+  validateTemplate,
+} from "./agents/templates.js";
+export {
+  AgentService,
+  type AgentServiceOptions,
+  type AgentStreamEvent,
+  type AgentTag,
+  type AgentTurn,
+  type OpenTurnOptions,
+} from "./app/agent-service.js";
+export {
   type AdapterFactory,
   CHAT_PROVIDERS,
   ChatBusyError,
@@ -28,6 +44,7 @@ export {
   ToolSettingsService,
   type UpdateToolSettingsBody,
 } from "./app/tool-settings-service.js";
+export * from "./core/agents.js";
 export * from "./core/arg-parsing.js";
 export * from "./core/custom-tools.js";
 export * from "./core/errors.js";
@@ -45,6 +62,7 @@ export * from "./providers/index.js";
 export * from "./providers/provider-schemas.js";
 export * from "./providers/strict-schema.js";
 export * from "./providers/tool-mapper.js";
+export { type AgentRecord, AgentRepository } from "./storage/agent-repository.js";
 export { openDatabase, type ToolhostDatabase } from "./storage/database.js";
 export { buildGenerateImageDefinition, generateImageTool } from "./tools/builtin/generate-image.js";
 export { GrepPatternError } from "./tools/builtin/grep.js";

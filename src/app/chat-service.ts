@@ -17,6 +17,7 @@ import { createProviderAdapter, providerConfigFromEnv } from "../providers/index
 import type { ConversationMessage, ProviderAdapter, ProviderName } from "../providers/types.js";
 import type { ApprovalTurnRecord } from "../storage/approvals.js";
 import type { Chat, ChatRepository } from "../storage/repositories.js";
+import type { AgentService, AgentStreamEvent, AgentTurn } from "./agent-service.js";
 import { ApprovalGate } from "./approvals/gate.js";
 import type { ApprovalResponder, ApprovalService } from "./approvals/service.js";
 import { ChatTurnKeeper, type SuspendedTurnState } from "./approvals/turns.js";
@@ -72,6 +73,8 @@ export interface ChatServiceOptions {
    * approvals is stored so it can resume after a restart. Absent: calls run without a policy (library use).
    */
   approvals?: ApprovalService;
+  /** Runs sub-agent trees (agent_spawn and friends); without it the agent tools refuse inside chat turns. */
+  agents?: AgentService;
 }
 
 /** Per-turn options of prepareTurn. */
@@ -102,8 +105,12 @@ export interface ChatWithMessages extends Chat {
   messages: ChatMessageView[];
 }
 
-/** Events of a chat turn: the loop's events; `done` is yielded only after the messages are stored. */
-export type ChatTurnEvent = LoopEvent;
+/**
+ * Events of a chat turn: the loop's events, plus the events of its sub-agents (`agent_started`, `agent_finished`
+ * and their tool and approval events, tagged with `agent`); `done` is yielded last, only after the messages are
+ * stored.
+ */
+export type ChatTurnEvent = LoopEvent | AgentStreamEvent;
 
 /** A turn that passed its checks (chat found, provider configured, chat not busy) and is ready to run. */
 export interface PreparedTurn {
@@ -162,6 +169,7 @@ export class ChatService {
   readonly #maxIterations: number;
   readonly #adapterFactory: AdapterFactory;
   readonly #approvals: ApprovalService | undefined;
+  readonly #agents: AgentService | undefined;
   readonly #running = new Set<string>();
 
   constructor(options: ChatServiceOptions) {
@@ -176,6 +184,7 @@ export class ChatService {
       options.maxIterations ?? (Number.isInteger(fromEnv) && fromEnv > 0 ? fromEnv : DEFAULT_MAX_ITERATIONS);
     this.#adapterFactory = options.adapterFactory ?? defaultAdapterFactory;
     this.#approvals = options.approvals;
+    this.#agents = options.agents;
   }
 
   /**
@@ -367,7 +376,16 @@ export class ChatService {
       cancel: release,
       async *run(signal?: AbortSignal) {
         try {
-          yield* service.#runTurn(chat, adapter, model, userId, { role: "user", content }, signal, options.responder);
+          yield* service.#runTurn(
+            chat,
+            provider,
+            adapter,
+            model,
+            userId,
+            { role: "user", content },
+            signal,
+            options.responder,
+          );
         } finally {
           release();
         }
@@ -396,6 +414,7 @@ export class ChatService {
       try {
         for await (const event of this.#runTurn(
           chat,
+          provider,
           adapter,
           chat.model ?? DEFAULT_CHAT_MODELS[provider],
           turn.userId,
@@ -419,6 +438,7 @@ export class ChatService {
 
   async *#runTurn(
     chat: Chat,
+    provider: ProviderName,
     adapter: ProviderAdapter,
     model: string,
     userId: string,
@@ -454,21 +474,83 @@ export class ChatService {
           })
         : undefined;
     const content = userMessage.role === "user" ? userMessage.content : "";
+    // Loop events and sub-agent events meet in one queue; the loop's `done` is held back until the turn's
+    // sub-agents have stopped, so it is always the last event.
+    const queue = new EventQueue<ChatTurnEvent>();
+    let agentTurn: AgentTurn | undefined;
+    if (this.#agents) {
+      try {
+        agentTurn = await this.#agents.openTurn({
+          userId,
+          chatId: chat.id,
+          provider,
+          model,
+          adapter,
+          adapterFactory: this.#adapterFactory,
+          env: this.#env,
+          workingDirectory: chat.workingDirectory,
+          task: content,
+          signal,
+          emit: (event) => queue.push(event),
+          ...(gate ? { gate } : {}),
+          systemPrompt: (template, agent) =>
+            `${template.systemPrompt}\n\n${chatSystemPrompt(chat.workingDirectory).replace(/^You are a helpful assistant\. /, "")}\n\nYour agent id is ${agent.id} (depth ${agent.depth}); agent ${agent.parentId} spawned you.`,
+        });
+      } catch (error) {
+        this.#logger?.error(
+          { err: (error as Error)?.stack ?? String(error), chatId: chat.id },
+          "opening the agent tree failed",
+        );
+      }
+    }
+    const pump = async () => {
+      let final: LoopEvent | undefined;
+      try {
+        for await (const event of runToolLoop({
+          adapter,
+          model,
+          system: chatSystemPrompt(chat.workingDirectory),
+          messages: [...history, userMessage, ...(resume?.step.added ?? [])],
+          runtime: this.#runtime,
+          userId,
+          chatId: chat.id,
+          workingDirectory: chat.workingDirectory,
+          maxIterations: this.#maxIterations,
+          signal,
+          ...(gate ? { gate } : {}),
+          ...(resume ? { resume: resume.step } : {}),
+          ...(agentTurn ? { services: agentTurn.services, beforeModelTurn: agentTurn.beforeModelTurn } : {}),
+        })) {
+          if (event.type === "usage") {
+            await agentTurn?.recordUsage(event.inputTokens, event.outputTokens).catch(() => {});
+          }
+          if (event.type === "done") final = event;
+          else queue.push(event);
+        }
+      } finally {
+        if (agentTurn) {
+          const reason = final?.type === "done" ? final.reason : "error";
+          const status =
+            reason === "text"
+              ? "completed"
+              : reason === "aborted"
+                ? "cancelled"
+                : reason === "max_iterations"
+                  ? "max_turns"
+                  : "error";
+          await agentTurn
+            .finish(status)
+            .catch((error) =>
+              this.#logger?.error({ err: String(error), chatId: chat.id }, "closing the agent tree failed"),
+            );
+        }
+        if (final) queue.push(final);
+        queue.close();
+      }
+    };
+    void pump();
     try {
-      for await (const event of runToolLoop({
-        adapter,
-        model,
-        system: chatSystemPrompt(chat.workingDirectory),
-        messages: [...history, userMessage, ...(resume?.step.added ?? [])],
-        runtime: this.#runtime,
-        userId,
-        chatId: chat.id,
-        workingDirectory: chat.workingDirectory,
-        maxIterations: this.#maxIterations,
-        signal,
-        ...(gate ? { gate } : {}),
-        ...(resume ? { resume: resume.step } : {}),
-      })) {
+      for await (const event of queue) {
         if (event.type !== "done") {
           yield event;
           continue;
@@ -522,3 +604,37 @@ export function parseProvider(value: string): ProviderName {
 /** The official-SDK adapter for the provider, configured from the environment (keys, base URLs). */
 export const defaultAdapterFactory: AdapterFactory = (provider, env) =>
   createProviderAdapter(provider, providerConfigFromEnv(provider, env));
+
+/** An unbounded async queue: `push` from anywhere, iterate once; iteration ends after `close()` and a drain. */
+class EventQueue<T> implements AsyncIterable<T> {
+  readonly #items: T[] = [];
+  #closed = false;
+  #wake: (() => void) | undefined;
+
+  push(item: T): void {
+    if (this.#closed) return;
+    this.#items.push(item);
+    this.#wake?.();
+    this.#wake = undefined;
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#wake?.();
+    this.#wake = undefined;
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<T> {
+    for (;;) {
+      const item = this.#items.shift();
+      if (item !== undefined) {
+        yield item;
+        continue;
+      }
+      if (this.#closed) return;
+      await new Promise<void>((resolve) => {
+        this.#wake = resolve;
+      });
+    }
+  }
+}

@@ -4,11 +4,17 @@
  * by the other.
  */
 import "../tools/index.js";
+import { readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { AgentTemplateCatalog, loadAgentTemplates, summarizeTemplate } from "../agents/templates.js";
+import { setAgentTemplateCatalog } from "../core/agents.js";
 import { chooseDataDir, type DataDirSource } from "../core/data-dir.js";
 import { defaultRegistry, type ToolRegistryStore } from "../core/registry.js";
 import { configureDefaultRuntime, ToolRuntime } from "../core/runtime.js";
 import { createLogger } from "../core/stores.js";
 import type { Logger } from "../core/types.js";
+import { providerConfigPath } from "../providers/index.js";
+import { AgentRepository } from "../storage/agent-repository.js";
 import { ApprovalRepository } from "../storage/approvals.js";
 import { openDatabase, type ToolhostDatabase } from "../storage/database.js";
 import {
@@ -19,7 +25,9 @@ import {
   TokenRepository,
 } from "../storage/repositories.js";
 import { SqlImageStore } from "../tools/image/sql-image-store.js";
+import { AgentService } from "./agent-service.js";
 import { ApprovalService } from "./approvals/service.js";
+import { CHAT_PROVIDERS } from "./chat-service.js";
 import { ToolSettingsService } from "./tool-settings-service.js";
 
 /** Everything a front end needs, wired to one database. */
@@ -36,6 +44,8 @@ export interface AppContext {
   audit: SqlAuditLog;
   /** Approval asks, answers and suspended turns (the gate in front of every tool call). */
   approvals: ApprovalService;
+  /** Sub-agent trees: templates, running agents, their records. */
+  agents: AgentService;
   logger: Logger;
   /** Registers work to run (in reverse order of registration) when the context closes, before the database. */
   onClose(hook: () => Promise<void> | void): void;
@@ -51,6 +61,47 @@ export interface AppContextOptions {
   databaseUrl?: string;
   logger?: Logger;
   registry?: ToolRegistryStore;
+  /** Where agent templates come from; default the config file's `agents` map and TOOLHOST_AGENT_TEMPLATES_DIR. */
+  agentTemplates?: AgentTemplateCatalog;
+  /** Options of the agent service (heartbeat, staleness, grace turn), mainly for tests. */
+  agentOptions?: { heartbeatMs?: number; staleAfterMs?: number; graceTurnMs?: number; instanceId?: string };
+  /** Environment for the template sources (default process.env). */
+  env?: NodeJS.ProcessEnv;
+}
+
+/**
+ * The template catalog of this installation: `general`, the config file's `agents` map (TOOLHOST_CONFIG or
+ * ~/.config/toolhost/config.json), then the Markdown files in TOOLHOST_AGENT_TEMPLATES_DIR (default the `agents`
+ * directory beside the config file).
+ */
+export function agentTemplateCatalogFromEnv(
+  registry: ToolRegistryStore,
+  env: NodeJS.ProcessEnv = process.env,
+): AgentTemplateCatalog {
+  return new AgentTemplateCatalog(() => {
+    const file = providerConfigPath(env);
+    let agents: unknown;
+    let text: string | undefined;
+    try {
+      text = readFileSync(file, "utf8");
+    } catch {
+      text = undefined;
+    }
+    if (text !== undefined) {
+      try {
+        agents = (JSON.parse(text) as { agents?: unknown } | null)?.agents;
+      } catch (error) {
+        throw new Error(`The config file ${file} is not valid JSON: ${(error as Error).message}`);
+      }
+    }
+    const directory = env.TOOLHOST_AGENT_TEMPLATES_DIR
+      ? resolve(env.TOOLHOST_AGENT_TEMPLATES_DIR)
+      : join(dirname(file), "agents");
+    return loadAgentTemplates(
+      { config: { file, agents }, directory },
+      { providers: CHAT_PROVIDERS, tools: new Set(registry.list().map((t) => t.definition.name)) },
+    );
+  });
 }
 
 /** Opens the database (migrating it) and wires the runtime and services. Throws when the database cannot open. */
@@ -79,6 +130,18 @@ export async function createAppContext(options: AppContextOptions = {}): Promise
     dataDir,
     logger,
   });
+  const templates = options.agentTemplates ?? agentTemplateCatalogFromEnv(registry, options.env);
+  const templateError = templates.error;
+  if (templateError) logger.error({ err: templateError.message }, "agent templates failed to load");
+  setAgentTemplateCatalog(() => templates.list().map(summarizeTemplate));
+  const agents = new AgentService({
+    repository: new AgentRepository(database.db),
+    runtime,
+    templates,
+    logger,
+    ...options.agentOptions,
+  });
+  await agents.start();
   return {
     dataDir,
     dataDirSource,
@@ -89,11 +152,13 @@ export async function createAppContext(options: AppContextOptions = {}): Promise
     tokens: new TokenRepository(database.db),
     chats: new ChatRepository(database.db),
     audit,
+    agents,
     logger,
     onClose: (hook) => {
       closeHooks.push(hook);
     },
     async close() {
+      await agents.shutdown();
       for (const hook of closeHooks.splice(0).reverse()) {
         try {
           await hook();

@@ -8,6 +8,7 @@ import { Command, CommanderError, Option } from "commander";
 import { type AppContext, createAppContext } from "../app/context.js";
 import { ToolError } from "../core/errors.js";
 import { VERSION } from "../version.js";
+import { registerAgentsCommand } from "./commands/agents.js";
 import { registerChatCommand } from "./commands/chat.js";
 import { registerChatsCommand } from "./commands/chats.js";
 import { registerDoctorCommand } from "./commands/doctor.js";
@@ -210,6 +211,7 @@ export function buildProgram(): Command {
   registerChatCommand(program);
   registerChatsCommand(program);
   registerDoctorCommand(program);
+  registerAgentsCommand(program);
 
   program
     .command("mcp")

@@ -13,7 +13,8 @@ export type ToolErrorCode =
   | "aborted"
   | "execution_failed"
   | "denied_by_user"
-  | "denied_by_policy";
+  | "denied_by_policy"
+  | "limit_exceeded";
 
 /** Serialized form of a classified error, as fed back to the model and returned by the API. */
 export interface SerializedToolError {
@@ -116,6 +117,16 @@ export class DeniedByUserError extends ToolError {
 export class DeniedByPolicyError extends ToolError {
   constructor(message: string, details?: Record<string, unknown>) {
     super("denied_by_policy", message, details);
+  }
+}
+
+/**
+ * A bounded resource ran out: an agent depth, quota, cap, queue or rate limit (code `limit_exceeded`). `details`
+ * names the limit (`limit`, e.g. "MAX_AGENT_DEPTH") and its value (`value`), so a caller can tell which one.
+ */
+export class LimitExceededError extends ToolError {
+  constructor(message: string, details: { limit: string; value: number } & Record<string, unknown>) {
+    super("limit_exceeded", message, details);
   }
 }
 

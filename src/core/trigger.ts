@@ -7,6 +7,7 @@ import {
   AccessDeniedError,
   DeniedByPolicyError,
   DeniedByUserError,
+  LimitExceededError,
   NotFoundError,
   type SerializedToolError,
   ToolAbortedError,
@@ -36,6 +37,14 @@ export function errorFromSerialized(error: SerializedToolError): ToolError {
     denied_by_user: DeniedByUserError,
     denied_by_policy: DeniedByPolicyError,
   } as const;
+  if (error.code === "limit_exceeded") {
+    const details = (error.details ?? {}) as { limit?: unknown; value?: unknown };
+    return new LimitExceededError(error.message, {
+      ...error.details,
+      limit: String(details.limit ?? "unknown"),
+      value: Number(details.value ?? 0),
+    });
+  }
   const Class = classes[error.code] ?? ToolExecutionError;
   return new Class(error.message, error.details);
 }

@@ -58,6 +58,12 @@ export interface RunToolLoopOptions {
    * (i.e. include `resume.added`).
    */
   resume?: Pick<LoopStepSnapshot, "iterations" | "assistant" | "results" | "added">;
+  /**
+   * Called before each model turn; the messages it returns (e.g. messages other agents sent this one) are appended
+   * to the conversation, and to `done.messages`, before the model is asked. A throw ends the run like a provider
+   * failure would.
+   */
+  beforeModelTurn?: (iteration: number) => Promise<ConversationMessage[] | undefined>;
 }
 
 /**
@@ -122,6 +128,28 @@ export async function* runToolLoop(options: RunToolLoopOptions): AsyncGenerator<
     }
     iterations += 1;
     yield { type: "iteration", n: iterations };
+    if (options.beforeModelTurn) {
+      let incoming: ConversationMessage[] | undefined;
+      try {
+        incoming = await options.beforeModelTurn(iterations);
+      } catch (error) {
+        if (signal?.aborted) {
+          yield done("aborted");
+        } else {
+          yield {
+            type: "error",
+            code: "internal_error",
+            message: `Could not prepare the model turn: ${errorMessage(error)}`,
+          };
+          yield done("error");
+        }
+        return;
+      }
+      if (incoming && incoming.length > 0) {
+        added.push(...incoming);
+        history.push(...incoming);
+      }
+    }
 
     let text = "";
     const calls: ConversationToolCall[] = [];
@@ -227,6 +255,7 @@ async function* executeCalls(
     snapshot: () => structuredClone({ ...step, results: calls.map((_, i) => results[i] ?? null) }),
     signal: options.signal,
   };
+  const offered = options.tools ? new Set(options.tools.map((t) => t.name)) : undefined;
 
   calls.forEach((call, index) => {
     const previous = known[index];
@@ -236,6 +265,19 @@ async function* executeCalls(
       return;
     }
     const run = async (): Promise<ToolCallOutcome> => {
+      // A tool the run was not offered is never executed, whatever the model asks (a sub-agent's tools are a
+      // subset of its parent's).
+      if (offered && !offered.has(call.name)) {
+        return {
+          ok: false,
+          error: {
+            code: "access_denied",
+            message: `Tool "${call.name}" is not available to you. Call one of the tools you were given.`,
+            details: { tool: call.name, rule: "not_offered" },
+          },
+          durationMs: 0,
+        };
+      }
       try {
         const verdict = options.gate ? await options.gate.check(call, gateStep) : undefined;
         if (verdict && !verdict.run) return verdict.outcome;

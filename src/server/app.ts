@@ -16,6 +16,7 @@ import { bearerAuth } from "./auth.js";
 import { type AuthEnv, errorResponse, HttpError } from "./http.js";
 import { buildOpenApiDocument } from "./openapi.js";
 import { adminRoutes, adminUsers } from "./routes/admin.js";
+import { agentOpenApiPaths, agentRoutes } from "./routes/agents.js";
 import { approvalOpenApiPaths, approvalRoutes } from "./routes/approvals.js";
 import { chatOpenApiPaths, chatRoutes } from "./routes/chats.js";
 import { imageRoutes } from "./routes/images.js";
@@ -27,7 +28,7 @@ import { SETTINGS_PAGE_HTML } from "./settings-page.js";
 /** Builds the Hono app for a context. Every /api route but health and the OpenAPI document needs a bearer token. */
 export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
-  const openApi = buildOpenApiDocument(VERSION, { ...chatOpenApiPaths, ...approvalOpenApiPaths });
+  const openApi = buildOpenApiDocument(VERSION, { ...chatOpenApiPaths, ...approvalOpenApiPaths, ...agentOpenApiPaths });
   // On a shared server, a call with no bound working directory must not reach the server's own directory:
   // only admins keep the seed's fallback to the process working directory.
   ctx.runtime.processCwdFallback = (userId) => adminUsers().has(userId);
@@ -96,6 +97,7 @@ export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
   app.route("/api/admin", adminRoutes(ctx));
   app.route("/api/chats", chatRoutes(ctx));
   app.route("/api/approvals", approvalRoutes(ctx));
+  app.route("/api/agents", agentRoutes(ctx));
   app.route("/api/images", imageRoutes({ db: ctx.database.db, dataDir: ctx.dataDir }));
 
   // MCP Streamable HTTP (stateless, both protocol eras), with the same bearer token and the user's own tool

@@ -33,6 +33,7 @@ const STATUS_BY_CODE: Record<ToolErrorCode, ContentfulStatusCode> = {
   execution_failed: 500,
   denied_by_user: 403,
   denied_by_policy: 403,
+  limit_exceeded: 429,
 };
 
 const compiled = new WeakMap<object, ReturnType<typeof Compile>>();

@@ -158,6 +158,73 @@ export interface ImagesTable {
   created_at: string;
 }
 
+/**
+ * Row of `agents`: one agent of a tree. A tree's root is the chat turn's own agent (depth 0, `kind` "root"); its
+ * row also holds the tree's counters (agents spawned, agents running, tokens used). Lineage (`parent_id`,
+ * `root_id`, `depth`, `path`) is written by the server at spawn time and never taken from a model.
+ */
+export interface AgentsTable {
+  id: string;
+  user_id: string;
+  chat_id: string | null;
+  kind: string;
+  root_id: string;
+  parent_id: string | null;
+  depth: number;
+  /** Ids from the root down to this agent, joined by "/". */
+  path: string;
+  template: string;
+  provider: string | null;
+  model: string | null;
+  status: string;
+  /** The first message the agent was given. */
+  task: string;
+  /** The latest answer (partial while running or after a cut-off run). */
+  result: string | null;
+  note: string | null;
+  /** JSON array of provider-neutral messages (the agent's conversation). */
+  transcript: string;
+  input_tokens: number;
+  output_tokens: number;
+  turns: number;
+  tool_calls: number;
+  duration_ms: number;
+  children_count: number;
+  /** Root rows: agents spawned in the tree, agents of the tree running now, tokens the tree used. */
+  tree_count: number;
+  active_count: number;
+  tree_tokens: number;
+  /** Unread messages addressed to this agent. */
+  queue_depth: number;
+  max_turns: number;
+  time_ms: number;
+  /** The server instance running it, and when that instance last said it still is. */
+  instance_id: string | null;
+  heartbeat_at: string | null;
+  created_at: string;
+  updated_at: string;
+  finished_at: string | null;
+}
+
+/** Row of `agent_messages`: a message queued from one agent to another; `consumed_at` set once delivered. */
+export interface AgentMessagesTable {
+  id: string;
+  user_id: string;
+  root_id: string;
+  sender_id: string;
+  target_id: string;
+  body: string;
+  created_at: string;
+  consumed_at: string | null;
+}
+
+/** Row of `agent_sends`: one send of an ordered pair (the sliding window of the pair rate limit), ms since epoch. */
+export interface AgentSendsTable {
+  sender_id: string;
+  target_id: string;
+  sent_ms: number;
+}
+
 /** The whole schema, as Kysely sees it. */
 export interface DatabaseSchema {
   user_tool_settings: UserToolSettingsTable;
@@ -169,6 +236,9 @@ export interface DatabaseSchema {
   images: ImagesTable;
   approvals: ApprovalsTable;
   approval_turns: ApprovalTurnsTable;
+  agents: AgentsTable;
+  agent_messages: AgentMessagesTable;
+  agent_sends: AgentSendsTable;
 }
 
 /** An open database with its dialect. */

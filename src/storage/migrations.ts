@@ -112,6 +112,84 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable("user_tool_settings").dropColumn("locked").execute();
     },
   },
+  "0005_agents": {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable("agents")
+        .addColumn("id", "text", (c) => c.primaryKey())
+        .addColumn("user_id", "text", (c) => c.notNull())
+        .addColumn("chat_id", "text")
+        .addColumn("kind", "text", (c) => c.notNull())
+        .addColumn("root_id", "text", (c) => c.notNull())
+        .addColumn("parent_id", "text")
+        .addColumn("depth", "integer", (c) => c.notNull())
+        .addColumn("path", "text", (c) => c.notNull())
+        .addColumn("template", "text", (c) => c.notNull())
+        .addColumn("provider", "text")
+        .addColumn("model", "text")
+        .addColumn("status", "text", (c) => c.notNull())
+        .addColumn("task", "text", (c) => c.notNull())
+        .addColumn("result", "text")
+        .addColumn("note", "text")
+        .addColumn("transcript", "text", (c) => c.notNull().defaultTo("[]"))
+        .addColumn("input_tokens", "bigint", (c) => c.notNull().defaultTo(0))
+        .addColumn("output_tokens", "bigint", (c) => c.notNull().defaultTo(0))
+        .addColumn("turns", "integer", (c) => c.notNull().defaultTo(0))
+        .addColumn("tool_calls", "integer", (c) => c.notNull().defaultTo(0))
+        .addColumn("duration_ms", "bigint", (c) => c.notNull().defaultTo(0))
+        .addColumn("children_count", "integer", (c) => c.notNull().defaultTo(0))
+        .addColumn("tree_count", "integer", (c) => c.notNull().defaultTo(0))
+        .addColumn("active_count", "integer", (c) => c.notNull().defaultTo(0))
+        .addColumn("tree_tokens", "bigint", (c) => c.notNull().defaultTo(0))
+        .addColumn("queue_depth", "integer", (c) => c.notNull().defaultTo(0))
+        .addColumn("max_turns", "integer", (c) => c.notNull().defaultTo(0))
+        .addColumn("time_ms", "bigint", (c) => c.notNull().defaultTo(0))
+        .addColumn("instance_id", "text")
+        .addColumn("heartbeat_at", "text")
+        .addColumn("created_at", "text", (c) => c.notNull())
+        .addColumn("updated_at", "text", (c) => c.notNull())
+        .addColumn("finished_at", "text")
+        .execute();
+      await db.schema.createIndex("agents_user_idx").on("agents").columns(["user_id", "created_at"]).execute();
+      await db.schema.createIndex("agents_root_idx").on("agents").column("root_id").execute();
+      await db.schema.createIndex("agents_parent_idx").on("agents").column("parent_id").execute();
+      await db.schema.createIndex("agents_status_idx").on("agents").column("status").execute();
+
+      await db.schema
+        .createTable("agent_messages")
+        .addColumn("id", "text", (c) => c.primaryKey())
+        .addColumn("user_id", "text", (c) => c.notNull())
+        .addColumn("root_id", "text", (c) => c.notNull())
+        .addColumn("sender_id", "text", (c) => c.notNull())
+        .addColumn("target_id", "text", (c) => c.notNull())
+        .addColumn("body", "text", (c) => c.notNull())
+        .addColumn("created_at", "text", (c) => c.notNull())
+        .addColumn("consumed_at", "text")
+        .execute();
+      await db.schema
+        .createIndex("agent_messages_target_idx")
+        .on("agent_messages")
+        .columns(["target_id", "consumed_at", "created_at"])
+        .execute();
+
+      await db.schema
+        .createTable("agent_sends")
+        .addColumn("sender_id", "text", (c) => c.notNull())
+        .addColumn("target_id", "text", (c) => c.notNull())
+        .addColumn("sent_ms", "bigint", (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createIndex("agent_sends_pair_idx")
+        .on("agent_sends")
+        .columns(["sender_id", "target_id", "sent_ms"])
+        .execute();
+    },
+    async down(db: Kysely<any>) {
+      for (const table of ["agent_sends", "agent_messages", "agents"]) {
+        await db.schema.dropTable(table).ifExists().execute();
+      }
+    },
+  },
   "0007_mcp_servers": {
     async up(db: Kysely<any>) {
       await db.schema

@@ -14,3 +14,7 @@ import "./builtin/grep.js";
 import "./builtin/apply-patch.js";
 import "./builtin/web-fetch.js";
 import "./builtin/web-search.js";
+import "./builtin/agent-spawn.js";
+import "./builtin/agent-send.js";
+import "./builtin/agent-wait.js";
+import "./builtin/agent-close.js";

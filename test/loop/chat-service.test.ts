@@ -2,7 +2,13 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ChatBusyError, ChatConfigError, ChatService, chatSystemPrompt } from "../../src/app/chat-service.js";
+import {
+  ChatBusyError,
+  ChatConfigError,
+  ChatService,
+  type ChatTurnEvent,
+  chatSystemPrompt,
+} from "../../src/app/chat-service.js";
 import { type AppContext, createAppContext } from "../../src/app/context.js";
 import type { LoopEvent } from "../../src/loop/events.js";
 import type { ProviderAdapter } from "../../src/providers/types.js";
@@ -38,9 +44,9 @@ function service(adapter: ProviderAdapter | (() => never), extra: { chatRoots?: 
   });
 }
 
-async function collect(iterable: AsyncIterable<LoopEvent>): Promise<LoopEvent[]> {
+async function collect(iterable: AsyncIterable<ChatTurnEvent>): Promise<LoopEvent[]> {
   const events: LoopEvent[] = [];
-  for await (const event of iterable) events.push(event);
+  for await (const event of iterable) if (!("agent" in event)) events.push(event as LoopEvent);
   return events;
 }
 

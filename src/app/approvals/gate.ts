@@ -72,7 +72,7 @@ export class ApprovalGate implements ToolCallGate {
    */
   child(
     agentPath: string[],
-    overrides: Partial<Pick<ApprovalGateOptions, "workingDirectory" | "services">> = {},
+    overrides: Partial<Pick<ApprovalGateOptions, "workingDirectory" | "services" | "turn">> = {},
   ): ApprovalGate {
     return new ApprovalGate({ ...this.#o, ...overrides, agentPath });
   }

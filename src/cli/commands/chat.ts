@@ -10,12 +10,12 @@ import {
   CHAT_PROVIDERS,
   ChatConfigError,
   ChatService,
+  type ChatTurnEvent,
   DEFAULT_CHAT_MODELS,
   parseProvider,
 } from "../../app/chat-service.js";
 import { type AppContext, createAppContext } from "../../app/context.js";
 import { ToolError } from "../../core/errors.js";
-import type { LoopEvent } from "../../loop/events.js";
 import { CliError, parseUserId, resolveDirectoryOption } from "../util.js";
 
 /** Options of the chat command as commander parses them. */
@@ -114,7 +114,42 @@ class ChatRenderer {
     this.#drawSpinner();
   }
 
-  render(event: LoopEvent): void {
+  /** Renders a sub-agent's event as a status line indented by its depth. */
+  #renderAgent(event: Extract<ChatTurnEvent, { agent: unknown }>): void {
+    const indent = "  ".repeat(Math.max(1, event.agent.depth));
+    const who = `[${event.agent.template} ${event.agent.id.slice(0, 8)}]`;
+    switch (event.type) {
+      case "agent_started":
+        this.status(`${indent}↳ ${who} started: ${event.task.replace(/\s+/g, " ").slice(0, 100)}`);
+        return;
+      case "agent_finished":
+        this.status(
+          `${indent}↲ ${who} ${event.status} · ${event.usage.turns} turns · ${event.usage.toolCalls} tool calls · ${formatDuration(event.usage.durationMs)}`,
+        );
+        return;
+      case "tool_call_completed":
+        this.status(`${indent}  → ${event.name} ${shortArguments(event.arguments)}`.trimEnd());
+        return;
+      case "tool_result": {
+        const outcome = event.ok ? "ok" : `${event.error.code}: ${event.error.message.split("\n")[0]?.slice(0, 120)}`;
+        this.status(
+          `${indent}  ${event.ok ? "✓" : "✗"} ${event.name} · ${outcome} · ${formatDuration(event.durationMs)}`,
+        );
+        return;
+      }
+      case "error":
+        this.status(`${indent}  error: ${event.message}`);
+        return;
+      default:
+        return;
+    }
+  }
+
+  render(event: ChatTurnEvent): void {
+    if ("agent" in event) {
+      this.#renderAgent(event);
+      return;
+    }
     switch (event.type) {
       case "text_delta":
         if (event.delta === "") return;
@@ -290,7 +325,13 @@ export function registerChatCommand(program: Command): void {
       };
       let createdChat: string | undefined;
       try {
-        const service = new ChatService({ chats: ctx.chats, runtime: ctx.runtime, logger: ctx.logger, maxIterations });
+        const service = new ChatService({
+          chats: ctx.chats,
+          runtime: ctx.runtime,
+          logger: ctx.logger,
+          maxIterations,
+          agents: ctx.agents,
+        });
         const resolved = await resolveChat(ctx, service, opts);
         const chatId = resolved.id;
         createdChat = resolved.created ? chatId : undefined;

@@ -203,7 +203,14 @@ const PING_INTERVAL_MS = 15_000;
  */
 export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv> {
   const chats =
-    service ?? new Service({ chats: ctx.chats, runtime: ctx.runtime, logger: ctx.logger, approvals: ctx.approvals });
+    service ??
+    new Service({
+      chats: ctx.chats,
+      runtime: ctx.runtime,
+      logger: ctx.logger,
+      approvals: ctx.approvals,
+      agents: ctx.agents,
+    });
   // Turns whose process stopped while they waited for approvals resume here once answered.
   ctx.approvals.setResumer((turn) => void chats.resumeTurn(turn));
   const app = new Hono<AuthEnv>();

@@ -1,0 +1,110 @@
+/**
+ * `toolhost agents list|show|cancel|templates`: the user's sub-agents (optionally of one chat), one agent with
+ * its status, usage, response and conversation, cancelling an agent with its descendants, and the templates.
+ */
+import type { Command } from "commander";
+import { summarizeTemplate } from "../../agents/templates.js";
+import { type AppContext, createAppContext } from "../../app/context.js";
+import { CliError, parseUserId, table } from "../util.js";
+
+async function withContext<T>(fn: (ctx: AppContext) => Promise<T>): Promise<T> {
+  const ctx = await createAppContext();
+  try {
+    return await fn(ctx);
+  } finally {
+    await ctx.close();
+  }
+}
+
+const print = (value: unknown): void => {
+  process.stdout.write(`${typeof value === "string" ? value : JSON.stringify(value, null, 2)}\n`);
+};
+
+/** Registers `toolhost agents`. Exit codes: 0 success, 1 unknown agent or failure, 2 usage error. */
+export function registerAgentsCommand(program: Command): void {
+  const agents = program.command("agents").description("Sub-agents: list, show, cancel, and the templates.");
+
+  agents
+    .command("list")
+    .description("The user's sub-agents, newest first.")
+    .option("-u, --user <name>", "user id", parseUserId, "local")
+    .option("--chat <id>", "only this chat's agents")
+    .option("-n, --limit <n>", "how many (1–1000)", "50")
+    .option("--json", "print JSON")
+    .action(async (opts: { user: string; chat?: string; limit: string; json?: boolean }) =>
+      withContext(async (ctx) => {
+        const limit = Number(opts.limit);
+        if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
+          throw new CliError("--limit must be an integer from 1 to 1000.");
+        }
+        const list = await ctx.agents.list(opts.user, { chatId: opts.chat, limit });
+        if (opts.json) return print({ agents: list.map(({ userId: _u, ...a }) => a) });
+        print(
+          table([
+            ["ID", "STATUS", "DEPTH", "TEMPLATE", "TURNS", "TOKENS", "CHAT", "TASK"],
+            ...list.map((a) => [
+              a.id,
+              a.status,
+              String(a.depth),
+              a.template,
+              String(a.usage.turns),
+              String(a.usage.inputTokens + a.usage.outputTokens),
+              a.chatId ?? "-",
+              a.task.replace(/\s+/g, " ").slice(0, 60),
+            ]),
+          ]),
+        );
+      }),
+    );
+
+  agents
+    .command("show")
+    .description("One agent: status, usage, response and its conversation, as JSON.")
+    .argument("<id>")
+    .option("-u, --user <name>", "user id", parseUserId, "local")
+    .action(async (id: string, opts: { user: string }) =>
+      withContext(async (ctx) => {
+        const agent = await ctx.agents.get(opts.user, id);
+        if (agent?.kind !== "child") throw new CliError(`No agent "${id}" for user ${opts.user}.`, 1);
+        const { userId: _u, ...view } = agent;
+        print(view);
+      }),
+    );
+
+  agents
+    .command("cancel")
+    .description("Cancel an agent and all its descendants (their model streams and tool processes stop).")
+    .argument("<id>")
+    .option("-u, --user <name>", "user id", parseUserId, "local")
+    .action(async (id: string, opts: { user: string }) =>
+      withContext(async (ctx) => {
+        const agent = await ctx.agents.get(opts.user, id);
+        if (agent?.kind !== "child") throw new CliError(`No agent "${id}" for user ${opts.user}.`, 1);
+        print(await ctx.agents.cancel(opts.user, id));
+      }),
+    );
+
+  agents
+    .command("templates")
+    .description("The agent templates agent_spawn offers (built-in general, config file, templates directory).")
+    .option("--json", "print JSON")
+    .action(async (opts: { json?: boolean }) =>
+      withContext(async (ctx) => {
+        const templates = ctx.agents.templates.list().map(summarizeTemplate);
+        if (opts.json) return print({ templates });
+        print(
+          table([
+            ["ID", "PROVIDER", "MODEL", "TOOLS", "SOURCE", "DESCRIPTION"],
+            ...templates.map((t) => [
+              t.id,
+              t.provider ?? "(parent's)",
+              t.model ?? "(parent's)",
+              t.tools ? t.tools.join(",") : "(parent's)",
+              t.source,
+              t.description.replace(/\s+/g, " ").slice(0, 70),
+            ]),
+          ]),
+        );
+      }),
+    );
+}

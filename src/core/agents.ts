@@ -1,0 +1,354 @@
+/**
+ * The contract between the sub-agent tools (agent_spawn, agent_send, agent_wait, agent_close) and the host that
+ * runs agent trees. A tool reaches agents only through an {@link AgentToolService} it finds in
+ * `context.services.agents`, bound by the host to the calling agent: identity, depth and parent come from the
+ * server's own lineage of that agent, never from model-supplied arguments.
+ *
+ * Also holds the process-wide catalog of agent templates, so that agent_spawn's model-facing description can list
+ * the templates that exist (buildDefinition receives only settings).
+ */
+import { AccessDeniedError } from "./errors.js";
+import type { ToolParameterDescriptor } from "./types.js";
+
+/** How an agent's run ended, or `running`; `interrupted` marks a run the server stopped by restarting. */
+export type AgentStatus =
+  | "running"
+  | "completed"
+  | "max_turns"
+  | "timeout"
+  | "budget_exhausted"
+  | "cancelled"
+  | "error"
+  | "interrupted";
+
+/** The statuses that mean a run is over. */
+export const FINISHED_AGENT_STATUSES: readonly AgentStatus[] = [
+  "completed",
+  "max_turns",
+  "timeout",
+  "budget_exhausted",
+  "cancelled",
+  "error",
+  "interrupted",
+];
+
+/** What one agent consumed so far: tokens, model turns, tool calls, and wall time in milliseconds. */
+export interface AgentUsage {
+  inputTokens: number;
+  outputTokens: number;
+  turns: number;
+  toolCalls: number;
+  durationMs: number;
+}
+
+/** A template as the model and the API see it. */
+export interface AgentTemplateSummary {
+  id: string;
+  description: string;
+  /** Provider and model, or null for "the parent's". */
+  provider: string | null;
+  model: string | null;
+  /** Tool names the template may use (always intersected with the parent's), or null for "all of the parent's". */
+  tools: string[] | null;
+  maxTurns: number | null;
+  timeSeconds: number | null;
+  /** Where it was defined: "built-in", the config file path, or the Markdown file path. */
+  source: string;
+}
+
+/**
+ * Limits of spawning, read from agent_spawn's settings by the tool and enforced by the host in one transaction
+ * (each is also clamped by the host to its ceiling).
+ */
+export interface AgentSpawnLimits {
+  /** MAX_AGENT_DEPTH: deepest allowed agent (the chat's own agent is depth 0). */
+  maxDepth: number;
+  /** DEFAULT_MAX_SUB_AGENTS: children one agent may spawn in total. */
+  maxSubAgents: number;
+  /** Agents one tree (one chat turn) may hold in total. */
+  maxTreeAgents: number;
+  /** Agents of one tree running at once. */
+  maxConcurrent: number;
+  /** Model turns per run of an agent. */
+  maxTurns: number;
+  /** Wall time per run of an agent, in seconds. */
+  timeSeconds: number;
+  /** Tokens (input + output) all agents of a tree may use together. */
+  tokenBudget: number;
+}
+
+/** Limits of messaging, read from agent_send's settings. */
+export interface AgentSendLimits {
+  /** MESSAGE_MAX_BYTES: UTF-8 bytes of one message. */
+  messageMaxBytes: number;
+  /** MESSAGE_QUEUE_MAX: unread messages one agent may hold. */
+  queueMax: number;
+  /** AGENT_PAIR_RATE_LIMIT: messages per minute from one agent to another (sliding window). */
+  pairRatePerMinute: number;
+}
+
+/** agent_spawn's result: the seed's `{agentId, response, depth}` plus status, usage and template. */
+export interface AgentSpawnResult {
+  agentId: string;
+  /** The child's answer; for a run a limit cut short, what it produced so far (see `status`). */
+  response: string;
+  depth: number;
+  /** The spawning agent's id (the caller's own id, e.g. for agent_send's `agentId`). */
+  parentId: string;
+  status: AgentStatus;
+  usage: AgentUsage;
+  template: string;
+  /** Why the run did not complete, when it did not (the limit and its value, the error). */
+  note?: string;
+}
+
+/** agent_send's result: the seed's `{sent, targetAgentId}` plus the message id and the target's queue depth. */
+export interface AgentSendResult {
+  sent: boolean;
+  targetAgentId: string;
+  messageId: string;
+  queueDepth: number;
+  /** "queued" (read at the target's next model turn) or "started" (an idle target began a turn for it). */
+  delivery: "queued" | "started";
+}
+
+/** One agent's state in agent_wait's result. */
+export interface AgentWaitEntry {
+  agentId: string;
+  status: AgentStatus;
+  response: string | null;
+  usage: AgentUsage;
+  note?: string;
+}
+
+/** agent_wait's result. `timedOut` is true when some named agent was still running at the deadline. */
+export interface AgentWaitResult {
+  agents: AgentWaitEntry[];
+  timedOut: boolean;
+}
+
+/** agent_close's result: the agents that were stopped (the named one and its running descendants). */
+export interface AgentCloseResult {
+  closed: boolean;
+  agentId: string;
+  cancelled: string[];
+}
+
+/**
+ * What the agent tools call. One instance is bound to one running agent (the chat turn's root agent or a
+ * sub-agent); `agentId` and `depth` are the server's record of that agent.
+ */
+export interface AgentToolService {
+  readonly agentId: string;
+  readonly depth: number;
+  /** Spawns a child of this agent. Throws LimitExceededError, AccessDeniedError, NotFoundError (template). */
+  spawn(
+    input: { template: string; message: string; wait: boolean },
+    limits: AgentSpawnLimits,
+    signal: AbortSignal,
+  ): Promise<AgentSpawnResult>;
+  /** Queues a message from this agent to another agent of its tree. Throws LimitExceededError, NotFoundError. */
+  send(input: { targetAgentId: string; message: string }, limits: AgentSendLimits): Promise<AgentSendResult>;
+  /** Waits until the named agents (default: all children of this agent) finish, or `timeoutMs` passes. */
+  wait(input: { agentIds?: string[]; timeoutMs: number }, signal: AbortSignal): Promise<AgentWaitResult>;
+  /** Cancels a descendant and all of its descendants. Throws NotFoundError, AccessDeniedError. */
+  close(agentId: string): Promise<AgentCloseResult>;
+}
+
+let templateCatalog: () => AgentTemplateSummary[] = () => [];
+
+/** Sets where agent_spawn's description finds the template list (the application does at start). */
+export function setAgentTemplateCatalog(list: () => AgentTemplateSummary[]): void {
+  templateCatalog = list;
+}
+
+/** The templates agent_spawn offers; an empty list before the application configured one. */
+export function listAgentTemplates(): AgentTemplateSummary[] {
+  try {
+    return templateCatalog();
+  } catch {
+    return [];
+  }
+}
+
+/** MAX_AGENT_DEPTH: the deepest sub-agent (the chat's own agent is depth 0); default and ceiling. */
+export const MAX_AGENT_DEPTH = 5;
+/** DEFAULT_MAX_SUB_AGENTS: children one agent may spawn; default and ceiling. */
+export const DEFAULT_MAX_SUB_AGENTS = 20;
+/** Sub-agents one tree (one chat turn) may hold; default and ceiling. */
+export const DEFAULT_MAX_TREE_AGENTS = 50;
+/** Sub-agents of one tree running at once; default and ceiling. */
+export const DEFAULT_MAX_CONCURRENT_AGENTS = 4;
+/** Model turns per run of a sub-agent; default and ceiling. */
+export const DEFAULT_AGENT_MAX_TURNS = 30;
+/** Wall time per run of a sub-agent, in seconds (10 minutes); default and ceiling. */
+export const DEFAULT_AGENT_TIME_SECONDS = 600;
+/** Tokens all sub-agents of one tree may use together; default and ceiling. */
+export const DEFAULT_TREE_TOKEN_BUDGET = 2_000_000;
+/** MESSAGE_MAX_BYTES: 100 KB (102,400 bytes of UTF-8) per message; default and ceiling. */
+export const MESSAGE_MAX_BYTES = 100 * 1024;
+/** MESSAGE_QUEUE_MAX: unread messages per agent; default and ceiling. */
+export const MESSAGE_QUEUE_MAX = 1000;
+/** AGENT_PAIR_RATE_LIMIT: messages a minute from one agent to another; default and ceiling. */
+export const AGENT_PAIR_RATE_LIMIT = 10;
+/** agent_wait's default and longest wait, in milliseconds. */
+export const DEFAULT_AGENT_WAIT_MS = 30_000;
+export const MAX_AGENT_WAIT_MS = 3_600_000;
+/** Longest grace turn (the one answer a sub-agent gives after a turn or time limit), in milliseconds. */
+export const AGENT_GRACE_TURN_MS = 30_000;
+
+/** The agent tools' names; they disappear from a sub-agent's tools at the depth limit. */
+export const AGENT_TOOL_NAMES: readonly string[] = ["agent_spawn", "agent_send", "agent_wait", "agent_close"];
+
+/** Settings of agent_spawn: the spawn limits (each default is also its ceiling; a user or admin may lower it). */
+export const AGENT_SPAWN_SETTING_DESCRIPTORS: ToolParameterDescriptor[] = [
+  {
+    name: "maxDepth",
+    type: "integer",
+    description: "Deepest sub-agent (the chat is depth 0); MAX_AGENT_DEPTH.",
+    min: 1,
+    max: MAX_AGENT_DEPTH,
+    default: MAX_AGENT_DEPTH,
+    unit: "levels",
+  },
+  {
+    name: "maxSubAgents",
+    type: "integer",
+    description: "Sub-agents one agent may spawn in total; DEFAULT_MAX_SUB_AGENTS.",
+    min: 1,
+    max: DEFAULT_MAX_SUB_AGENTS,
+    default: DEFAULT_MAX_SUB_AGENTS,
+    unit: "agents",
+  },
+  {
+    name: "maxTreeAgents",
+    type: "integer",
+    description: "Sub-agents one chat turn may spawn in total, at every depth.",
+    min: 1,
+    max: DEFAULT_MAX_TREE_AGENTS,
+    default: DEFAULT_MAX_TREE_AGENTS,
+    unit: "agents",
+  },
+  {
+    name: "maxConcurrent",
+    type: "integer",
+    description: "Sub-agents of one chat turn running at once.",
+    min: 1,
+    max: DEFAULT_MAX_CONCURRENT_AGENTS,
+    default: DEFAULT_MAX_CONCURRENT_AGENTS,
+    unit: "agents",
+  },
+  {
+    name: "maxTurns",
+    type: "integer",
+    description: "Model turns per run of a sub-agent (then one grace turn to answer).",
+    min: 1,
+    max: DEFAULT_AGENT_MAX_TURNS,
+    default: DEFAULT_AGENT_MAX_TURNS,
+    unit: "turns",
+  },
+  {
+    name: "timeSeconds",
+    type: "integer",
+    description: "Wall time per run of a sub-agent (then one grace turn to answer).",
+    min: 1,
+    max: DEFAULT_AGENT_TIME_SECONDS,
+    default: DEFAULT_AGENT_TIME_SECONDS,
+    unit: "seconds",
+  },
+  {
+    name: "tokenBudget",
+    type: "integer",
+    description:
+      "Tokens (input + output) all agents of one chat turn may use; then sub-agents stop with budget_exhausted.",
+    min: 1,
+    max: DEFAULT_TREE_TOKEN_BUDGET,
+    default: DEFAULT_TREE_TOKEN_BUDGET,
+    unit: "tokens",
+  },
+];
+
+/** Settings of agent_send: the messaging limits (each default is also its ceiling). */
+export const AGENT_SEND_SETTING_DESCRIPTORS: ToolParameterDescriptor[] = [
+  {
+    name: "messageMaxBytes",
+    type: "integer",
+    description: "Largest message (UTF-8); MESSAGE_MAX_BYTES.",
+    min: 1,
+    max: MESSAGE_MAX_BYTES,
+    default: MESSAGE_MAX_BYTES,
+    unit: "bytes",
+  },
+  {
+    name: "queueMax",
+    type: "integer",
+    description: "Unread messages one agent may hold; MESSAGE_QUEUE_MAX.",
+    min: 1,
+    max: MESSAGE_QUEUE_MAX,
+    default: MESSAGE_QUEUE_MAX,
+    unit: "messages",
+  },
+  {
+    name: "pairRatePerMinute",
+    type: "integer",
+    description: "Messages a minute from one agent to another (sliding window); AGENT_PAIR_RATE_LIMIT.",
+    min: 1,
+    max: AGENT_PAIR_RATE_LIMIT,
+    default: AGENT_PAIR_RATE_LIMIT,
+    unit: "messages/minute",
+  },
+];
+
+/** Settings of agent_wait. */
+export const AGENT_WAIT_SETTING_DESCRIPTORS: ToolParameterDescriptor[] = [
+  {
+    name: "minTimeoutMs",
+    type: "integer",
+    description: "Shortest wait a model may ask for (shorter requests wait this long).",
+    min: 0,
+    max: DEFAULT_AGENT_WAIT_MS,
+    default: 1000,
+    unit: "milliseconds",
+  },
+];
+
+/** Default values of a descriptor list, as a tool's defaultParameters. */
+export function descriptorDefaults(descriptors: ToolParameterDescriptor[]): Record<string, unknown> {
+  return Object.fromEntries(descriptors.map((d) => [d.name, d.default]));
+}
+
+/** Each descriptor's value from `parameters`, an integer clamped to the descriptor's [min, max], else its default. */
+function clampedFrom(
+  descriptors: ToolParameterDescriptor[],
+  parameters: Record<string, unknown>,
+): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const d of descriptors) {
+    const v = parameters[d.name];
+    const n = typeof v === "number" && Number.isFinite(v) ? Math.floor(v) : (d.default as number);
+    out[d.name] = Math.min(d.max ?? n, Math.max(d.min ?? n, n));
+  }
+  return out;
+}
+
+/** Spawn limits from agent_spawn's settings parameters, each clamped to its descriptor's range. */
+export function spawnLimitsFrom(parameters: Record<string, unknown>): AgentSpawnLimits {
+  return clampedFrom(AGENT_SPAWN_SETTING_DESCRIPTORS, parameters) as unknown as AgentSpawnLimits;
+}
+
+/** Send limits from agent_send's settings parameters, each clamped to its descriptor's range. */
+export function sendLimitsFrom(parameters: Record<string, unknown>): AgentSendLimits {
+  return clampedFrom(AGENT_SEND_SETTING_DESCRIPTORS, parameters) as unknown as AgentSendLimits;
+}
+
+/** The AgentToolService in a tool's context; throws a classified error saying where agent tools work when absent. */
+export function agentServiceFrom(services: Record<string, unknown>, tool: string): AgentToolService {
+  const service = services.agents as AgentToolService | undefined;
+  if (!service || typeof service.spawn !== "function") {
+    throw new AccessDeniedError(
+      `${tool} works only inside a chat turn (POST /api/chats/{id}/messages or toolhost chat), where the calling agent is known.`,
+      { tool, rule: "agent_context" },
+    );
+  }
+  return service;
+}

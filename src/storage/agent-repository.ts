@@ -1,0 +1,676 @@
+/**
+ * Agent trees in the database: agents with their lineage and counters, the message queues between them, and the
+ * sliding window of the pair rate limit. Every check-and-reserve is one transaction with the counters updated by
+ * conditional statements (`… SET n = n + 1 WHERE id = ? AND n < cap`), which lock the row they change on
+ * PostgreSQL and serialize writers on SQLite, so limits hold under concurrent spawns and across server instances
+ * sharing one database.
+ */
+import { randomUUID } from "node:crypto";
+import { type Kysely, sql, type Transaction } from "kysely";
+import type { AgentStatus, AgentUsage } from "../core/agents.js";
+import { AccessDeniedError, LimitExceededError, NotFoundError } from "../core/errors.js";
+import type { AgentsTable, DatabaseSchema } from "./database.js";
+
+/** An agent as the application sees it. */
+export interface AgentRecord {
+  id: string;
+  userId: string;
+  chatId: string | null;
+  kind: "root" | "child";
+  rootId: string;
+  parentId: string | null;
+  depth: number;
+  /** Ids from the root down to this agent, joined by "/". */
+  path: string;
+  template: string;
+  provider: string | null;
+  model: string | null;
+  status: AgentStatus;
+  task: string;
+  result: string | null;
+  note: string | null;
+  usage: AgentUsage;
+  childrenCount: number;
+  queueDepth: number;
+  maxTurns: number;
+  timeMs: number;
+  instanceId: string | null;
+  createdAt: string;
+  updatedAt: string;
+  finishedAt: string | null;
+}
+
+/** A queued message between two agents. */
+export interface AgentMessageRecord {
+  id: string;
+  senderId: string;
+  targetId: string;
+  body: string;
+  createdAt: string;
+}
+
+/** Limits checked when a child is reserved (already clamped by the caller). */
+export interface ReserveLimits {
+  maxDepth: number;
+  maxSubAgents: number;
+  maxTreeAgents: number;
+  maxConcurrent: number;
+  tokenBudget: number;
+}
+
+/** Limits checked when a message is queued. */
+export interface EnqueueLimits {
+  queueMax: number;
+  pairRatePerMinute: number;
+}
+
+/** The statuses from which a message may start a new run of an idle agent. */
+export const RESUMABLE_STATUSES: readonly AgentStatus[] = ["completed", "max_turns", "timeout"];
+
+/** Length of the pair rate limit's sliding window, in milliseconds. */
+export const PAIR_RATE_WINDOW_MS = 60_000;
+
+const now = () => new Date().toISOString();
+
+function toRecord(r: AgentsTable): AgentRecord {
+  return {
+    id: r.id,
+    userId: r.user_id,
+    chatId: r.chat_id,
+    kind: r.kind === "root" ? "root" : "child",
+    rootId: r.root_id,
+    parentId: r.parent_id,
+    depth: Number(r.depth),
+    path: r.path,
+    template: r.template,
+    provider: r.provider,
+    model: r.model,
+    status: r.status as AgentStatus,
+    task: r.task,
+    result: r.result,
+    note: r.note,
+    usage: {
+      inputTokens: Number(r.input_tokens),
+      outputTokens: Number(r.output_tokens),
+      turns: Number(r.turns),
+      toolCalls: Number(r.tool_calls),
+      durationMs: Number(r.duration_ms),
+    },
+    childrenCount: Number(r.children_count),
+    queueDepth: Number(r.queue_depth),
+    maxTurns: Number(r.max_turns),
+    timeMs: Number(r.time_ms),
+    instanceId: r.instance_id,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    finishedAt: r.finished_at,
+  };
+}
+
+type Db = Kysely<DatabaseSchema> | Transaction<DatabaseSchema>;
+
+/** Rows changed by an update, as a number (drivers report bigint). */
+function changed(result: { numUpdatedRows: bigint } | undefined): number {
+  return Number(result?.numUpdatedRows ?? 0n);
+}
+
+/** Agents, their queues and the pair rate window. Every read is scoped by user id. */
+export class AgentRepository {
+  constructor(private readonly db: Kysely<DatabaseSchema>) {}
+
+  /** Runs `fn` in one transaction (the read-modify-write unit of this repository). */
+  #tx<T>(fn: (trx: Transaction<DatabaseSchema>) => Promise<T>): Promise<T> {
+    return this.db.transaction().execute(fn);
+  }
+
+  /** Creates the root agent of a new tree (a chat turn), running. */
+  async createRoot(input: {
+    userId: string;
+    chatId: string | null;
+    provider: string | null;
+    model: string | null;
+    task: string;
+    instanceId: string;
+  }): Promise<AgentRecord> {
+    const id = randomUUID();
+    const at = now();
+    const row: AgentsTable = {
+      id,
+      user_id: input.userId,
+      chat_id: input.chatId,
+      kind: "root",
+      root_id: id,
+      parent_id: null,
+      depth: 0,
+      path: id,
+      template: "chat",
+      provider: input.provider,
+      model: input.model,
+      status: "running",
+      task: input.task,
+      result: null,
+      note: null,
+      transcript: "[]",
+      input_tokens: 0,
+      output_tokens: 0,
+      turns: 0,
+      tool_calls: 0,
+      duration_ms: 0,
+      children_count: 0,
+      tree_count: 0,
+      active_count: 0,
+      tree_tokens: 0,
+      queue_depth: 0,
+      max_turns: 0,
+      time_ms: 0,
+      instance_id: input.instanceId,
+      heartbeat_at: at,
+      created_at: at,
+      updated_at: at,
+      finished_at: null,
+    };
+    await this.db.insertInto("agents").values(row).execute();
+    return toRecord(row);
+  }
+
+  /**
+   * Reserves a child of `parentId` in one transaction: checks the depth from the parent's stored lineage, then
+   * takes one unit of the parent's quota, of the tree's cap and of the tree's running slots, checks the tree's token
+   * budget, and inserts the child as running. Throws LimitExceededError naming the limit and its value (nothing is
+   * reserved then), NotFoundError for an unknown parent, AccessDeniedError when the parent is not running.
+   */
+  async reserveChild(input: {
+    userId: string;
+    parentId: string;
+    template: string;
+    task: string;
+    provider: string | null;
+    model: string | null;
+    maxTurns: number;
+    timeMs: number;
+    instanceId: string;
+    limits: ReserveLimits;
+  }): Promise<AgentRecord> {
+    const { limits } = input;
+    return this.#tx(async (trx) => {
+      const parent = await trx
+        .selectFrom("agents")
+        .selectAll()
+        .where("id", "=", input.parentId)
+        .where("user_id", "=", input.userId)
+        .executeTakeFirst();
+      if (!parent) throw new NotFoundError(`No agent "${input.parentId}" for this user.`);
+      if (parent.status !== "running") {
+        throw new AccessDeniedError(`Agent ${parent.id} is not running (${parent.status}); it cannot spawn agents.`);
+      }
+      const depth = Number(parent.depth) + 1;
+      if (depth > limits.maxDepth) {
+        throw new LimitExceededError(
+          `Cannot spawn: this agent is at depth ${parent.depth} and MAX_AGENT_DEPTH is ${limits.maxDepth}. Do the work yourself.`,
+          { limit: "MAX_AGENT_DEPTH", value: limits.maxDepth },
+        );
+      }
+      const quota = await trx
+        .updateTable("agents")
+        .set((eb) => ({ children_count: eb("children_count", "+", 1) }))
+        .where("id", "=", parent.id)
+        .where("children_count", "<", limits.maxSubAgents)
+        .executeTakeFirst();
+      if (changed(quota) === 0) {
+        throw new LimitExceededError(
+          `Cannot spawn: this agent already spawned ${limits.maxSubAgents} sub-agents (DEFAULT_MAX_SUB_AGENTS ${limits.maxSubAgents}). Reuse one with agent_send or do the work yourself.`,
+          { limit: "DEFAULT_MAX_SUB_AGENTS", value: limits.maxSubAgents },
+        );
+      }
+      const tree = await trx
+        .updateTable("agents")
+        .set((eb) => ({ tree_count: eb("tree_count", "+", 1) }))
+        .where("id", "=", parent.root_id)
+        .where("tree_count", "<", limits.maxTreeAgents)
+        .executeTakeFirst();
+      if (changed(tree) === 0) {
+        throw new LimitExceededError(
+          `Cannot spawn: this agent tree already holds ${limits.maxTreeAgents} sub-agents (MAX_TREE_AGENTS ${limits.maxTreeAgents}).`,
+          { limit: "MAX_TREE_AGENTS", value: limits.maxTreeAgents },
+        );
+      }
+      const slot = await trx
+        .updateTable("agents")
+        .set((eb) => ({ active_count: eb("active_count", "+", 1) }))
+        .where("id", "=", parent.root_id)
+        .where("active_count", "<", limits.maxConcurrent)
+        .executeTakeFirst();
+      if (changed(slot) === 0) {
+        throw new LimitExceededError(
+          `Cannot spawn: ${limits.maxConcurrent} agents of this tree are already running (MAX_CONCURRENT_AGENTS ${limits.maxConcurrent}). Wait for one with agent_wait, or close one with agent_close, then retry.`,
+          { limit: "MAX_CONCURRENT_AGENTS", value: limits.maxConcurrent },
+        );
+      }
+      const root = await trx
+        .selectFrom("agents")
+        .select(["tree_tokens"])
+        .where("id", "=", parent.root_id)
+        .executeTakeFirstOrThrow();
+      if (Number(root.tree_tokens) >= limits.tokenBudget) {
+        throw new LimitExceededError(
+          `Cannot spawn: this agent tree used ${Number(root.tree_tokens)} tokens of its budget of ${limits.tokenBudget} (TREE_TOKEN_BUDGET).`,
+          { limit: "TREE_TOKEN_BUDGET", value: limits.tokenBudget },
+        );
+      }
+      const id = randomUUID();
+      const at = now();
+      const row: AgentsTable = {
+        id,
+        user_id: input.userId,
+        chat_id: parent.chat_id,
+        kind: "child",
+        root_id: parent.root_id,
+        parent_id: parent.id,
+        depth,
+        path: `${parent.path}/${id}`,
+        template: input.template,
+        provider: input.provider,
+        model: input.model,
+        status: "running",
+        task: input.task,
+        result: null,
+        note: null,
+        transcript: "[]",
+        input_tokens: 0,
+        output_tokens: 0,
+        turns: 0,
+        tool_calls: 0,
+        duration_ms: 0,
+        children_count: 0,
+        tree_count: 0,
+        active_count: 0,
+        tree_tokens: 0,
+        queue_depth: 0,
+        max_turns: input.maxTurns,
+        time_ms: input.timeMs,
+        instance_id: input.instanceId,
+        heartbeat_at: at,
+        created_at: at,
+        updated_at: at,
+        finished_at: null,
+      };
+      await trx.insertInto("agents").values(row).execute();
+      return toRecord(row);
+    });
+  }
+
+  /** The user's agent, or undefined (also for another user's agent). */
+  async get(userId: string, id: string): Promise<AgentRecord | undefined> {
+    const r = await this.db
+      .selectFrom("agents")
+      .selectAll()
+      .where("id", "=", id)
+      .where("user_id", "=", userId)
+      .executeTakeFirst();
+    return r ? toRecord(r) : undefined;
+  }
+
+  /** The agent's stored conversation (provider-neutral messages). */
+  async transcript(userId: string, id: string): Promise<unknown[]> {
+    const r = await this.db
+      .selectFrom("agents")
+      .select("transcript")
+      .where("id", "=", id)
+      .where("user_id", "=", userId)
+      .executeTakeFirst();
+    if (!r) return [];
+    try {
+      const value = JSON.parse(r.transcript);
+      return Array.isArray(value) ? value : [];
+    } catch {
+      return [];
+    }
+  }
+
+  /** The user's sub-agents, newest first; filtered by chat, tree or parent; `limit` 1–1000 (default 100). */
+  async list(
+    userId: string,
+    filter: { chatId?: string; rootId?: string; parentId?: string; limit?: number } = {},
+  ): Promise<AgentRecord[]> {
+    let query = this.db
+      .selectFrom("agents")
+      .selectAll()
+      .where("user_id", "=", userId)
+      .where("kind", "=", "child")
+      .orderBy("created_at", "desc")
+      .orderBy("id");
+    if (filter.chatId) query = query.where("chat_id", "=", filter.chatId);
+    if (filter.rootId) query = query.where("root_id", "=", filter.rootId);
+    if (filter.parentId) query = query.where("parent_id", "=", filter.parentId);
+    const rows = await query.limit(Math.min(1000, Math.max(1, filter.limit ?? 100))).execute();
+    return rows.map(toRecord);
+  }
+
+  /** The agent and all its descendants (by stored path), of this user. */
+  async subtree(userId: string, agent: Pick<AgentRecord, "rootId" | "path">): Promise<AgentRecord[]> {
+    const rows = await this.db
+      .selectFrom("agents")
+      .selectAll()
+      .where("user_id", "=", userId)
+      .where("root_id", "=", agent.rootId)
+      .where((eb) => eb.or([eb("path", "=", agent.path), eb("path", "like", `${agent.path}/%`)]))
+      .execute();
+    return rows.map(toRecord);
+  }
+
+  /** Records progress of a running agent: its latest answer, conversation and usage so far. */
+  async saveProgress(
+    id: string,
+    fields: { result?: string | null; transcript?: unknown[]; usage?: Partial<AgentUsage> },
+  ): Promise<void> {
+    const set: Partial<AgentsTable> = { updated_at: now() };
+    if (fields.result !== undefined) set.result = fields.result;
+    if (fields.transcript !== undefined) set.transcript = JSON.stringify(fields.transcript);
+    const u = fields.usage;
+    if (u?.turns !== undefined) set.turns = u.turns;
+    if (u?.toolCalls !== undefined) set.tool_calls = u.toolCalls;
+    if (u?.durationMs !== undefined) set.duration_ms = Math.round(u.durationMs);
+    await this.db.updateTable("agents").set(set).where("id", "=", id).execute();
+  }
+
+  /**
+   * Adds tokens to an agent and to its tree in one transaction; returns the tree's new total. The root's own
+   * tokens count towards the tree too.
+   */
+  async addTokens(id: string, rootId: string, inputTokens: number, outputTokens: number): Promise<number> {
+    const total = Math.max(0, Math.round(inputTokens)) + Math.max(0, Math.round(outputTokens));
+    return this.#tx(async (trx) => {
+      await trx
+        .updateTable("agents")
+        .set((eb) => ({
+          input_tokens: eb("input_tokens", "+", Math.max(0, Math.round(inputTokens))),
+          output_tokens: eb("output_tokens", "+", Math.max(0, Math.round(outputTokens))),
+        }))
+        .where("id", "=", id)
+        .execute();
+      await trx
+        .updateTable("agents")
+        .set((eb) => ({ tree_tokens: eb("tree_tokens", "+", total) }))
+        .where("id", "=", rootId)
+        .execute();
+      const root = await trx.selectFrom("agents").select("tree_tokens").where("id", "=", rootId).executeTakeFirst();
+      return Number(root?.tree_tokens ?? 0);
+    });
+  }
+
+  /**
+   * Ends a run: sets the final status (only when the agent is still `running`, so a run is finished once) and frees
+   * its running slot in the tree in the same transaction. Result, note, conversation and usage are written in
+   * every case, so a cut-off run keeps what it produced. Returns whether this call finished the run.
+   */
+  async finish(
+    id: string,
+    status: Exclude<AgentStatus, "running">,
+    fields: { result?: string | null; note?: string | null; transcript?: unknown[]; usage?: Partial<AgentUsage> } = {},
+  ): Promise<boolean> {
+    return this.#tx((trx) => this.#finishIn(trx, id, status, fields));
+  }
+
+  async #finishIn(
+    trx: Db,
+    id: string,
+    status: Exclude<AgentStatus, "running">,
+    fields: { result?: string | null; note?: string | null; transcript?: unknown[]; usage?: Partial<AgentUsage> },
+  ): Promise<boolean> {
+    const at = now();
+    const set: Partial<AgentsTable> = { updated_at: at };
+    if (fields.result !== undefined) set.result = fields.result;
+    if (fields.transcript !== undefined) set.transcript = JSON.stringify(fields.transcript);
+    const u = fields.usage;
+    if (u?.turns !== undefined) set.turns = u.turns;
+    if (u?.toolCalls !== undefined) set.tool_calls = u.toolCalls;
+    if (u?.durationMs !== undefined) set.duration_ms = Math.round(u.durationMs);
+    const transition = await trx
+      .updateTable("agents")
+      .set({ ...set, status, finished_at: at, ...(fields.note !== undefined ? { note: fields.note } : {}) })
+      .where("id", "=", id)
+      .where("status", "=", "running")
+      .executeTakeFirst();
+    if (changed(transition) === 0) {
+      await trx.updateTable("agents").set(set).where("id", "=", id).execute();
+      return false;
+    }
+    const row = await trx.selectFrom("agents").select(["kind", "root_id"]).where("id", "=", id).executeTakeFirst();
+    if (row?.kind === "child") {
+      await trx
+        .updateTable("agents")
+        .set((eb) => ({ active_count: eb("active_count", "-", 1) }))
+        .where("id", "=", row.root_id)
+        .where("active_count", ">", 0)
+        .execute();
+    }
+    return true;
+  }
+
+  /**
+   * Starts a new run of an idle agent (its last run completed or hit a turn or time limit), taking a running slot
+   * of its tree, in one transaction. Returns false (nothing changed) when the agent is not idle or the tree has no
+   * free slot.
+   */
+  async resume(id: string, maxConcurrent: number, instanceId: string): Promise<boolean> {
+    const noSlot = Symbol("no slot");
+    try {
+      return await this.#tx(async (trx) => {
+        const woke = await trx
+          .updateTable("agents")
+          .set({ status: "running", note: null, finished_at: null, instance_id: instanceId, heartbeat_at: now() })
+          .where("id", "=", id)
+          .where("status", "in", RESUMABLE_STATUSES as AgentStatus[])
+          .executeTakeFirst();
+        if (changed(woke) === 0) return false;
+        const row = await trx.selectFrom("agents").select("root_id").where("id", "=", id).executeTakeFirstOrThrow();
+        const slot = await trx
+          .updateTable("agents")
+          .set((eb) => ({ active_count: eb("active_count", "+", 1) }))
+          .where("id", "=", row.root_id)
+          .where("active_count", "<", maxConcurrent)
+          .executeTakeFirst();
+        if (changed(slot) === 0) throw noSlot;
+        return true;
+      });
+    } catch (error) {
+      if (error === noSlot) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * Queues a message in one transaction: takes one place in the target's queue (refused at `queueMax`), checks the
+   * ordered pair's sliding window of the last minute (refused at `pairRatePerMinute`), and records the send. Sends
+   * to one target serialize on the target's row, so the window holds across server instances. Throws
+   * LimitExceededError naming the limit, NotFoundError when the target is not this user's agent of the same tree.
+   */
+  async enqueue(input: {
+    userId: string;
+    rootId: string;
+    senderId: string;
+    targetId: string;
+    body: string;
+    limits: EnqueueLimits;
+    nowMs?: number;
+    /** Replies of a woken agent are not rate limited (they answer a message that was). */
+    skipRate?: boolean;
+  }): Promise<{ messageId: string; queueDepth: number }> {
+    const { limits } = input;
+    return this.#tx(async (trx) => {
+      const target = await trx
+        .selectFrom("agents")
+        .select(["id", "root_id"])
+        .where("id", "=", input.targetId)
+        .where("user_id", "=", input.userId)
+        .executeTakeFirst();
+      if (!target || target.root_id !== input.rootId) {
+        throw new NotFoundError(
+          `No agent "${input.targetId}" in this agent tree. Send only to agents of your own tree (ids from agent_spawn).`,
+        );
+      }
+      const placed = await trx
+        .updateTable("agents")
+        .set((eb) => ({ queue_depth: eb("queue_depth", "+", 1), updated_at: now() }))
+        .where("id", "=", target.id)
+        .where("queue_depth", "<", limits.queueMax)
+        .executeTakeFirst();
+      if (changed(placed) === 0) {
+        throw new LimitExceededError(
+          `Cannot send: agent ${target.id} already has ${limits.queueMax} unread messages (MESSAGE_QUEUE_MAX ${limits.queueMax}). Wait until it reads them.`,
+          { limit: "MESSAGE_QUEUE_MAX", value: limits.queueMax },
+        );
+      }
+      const nowMs = input.nowMs ?? Date.now();
+      if (!input.skipRate) {
+        const since = nowMs - PAIR_RATE_WINDOW_MS;
+        await trx
+          .deleteFrom("agent_sends")
+          .where("sender_id", "=", input.senderId)
+          .where("target_id", "=", target.id)
+          .where("sent_ms", "<=", since)
+          .execute();
+        const recent = await trx
+          .selectFrom("agent_sends")
+          .select((eb) => eb.fn.countAll<number>().as("n"))
+          .where("sender_id", "=", input.senderId)
+          .where("target_id", "=", target.id)
+          .where("sent_ms", ">", since)
+          .executeTakeFirstOrThrow();
+        if (Number(recent.n) >= limits.pairRatePerMinute) {
+          throw new LimitExceededError(
+            `Cannot send: ${limits.pairRatePerMinute} messages from ${input.senderId} to ${target.id} in the last minute (AGENT_PAIR_RATE_LIMIT ${limits.pairRatePerMinute} per minute). Wait, or batch what you have to say into one message.`,
+            { limit: "AGENT_PAIR_RATE_LIMIT", value: limits.pairRatePerMinute },
+          );
+        }
+        await trx
+          .insertInto("agent_sends")
+          .values({ sender_id: input.senderId, target_id: target.id, sent_ms: nowMs })
+          .execute();
+      }
+      const messageId = randomUUID();
+      await trx
+        .insertInto("agent_messages")
+        .values({
+          id: messageId,
+          user_id: input.userId,
+          root_id: input.rootId,
+          sender_id: input.senderId,
+          target_id: target.id,
+          body: input.body,
+          created_at: new Date(nowMs).toISOString(),
+          consumed_at: null,
+        })
+        .execute();
+      const depth = await trx
+        .selectFrom("agents")
+        .select("queue_depth")
+        .where("id", "=", target.id)
+        .executeTakeFirstOrThrow();
+      return { messageId, queueDepth: Number(depth.queue_depth) };
+    });
+  }
+
+  /**
+   * Takes the agent's unread messages in order and marks them read, lowering its queue count by as many, in one
+   * transaction.
+   */
+  async consume(targetId: string): Promise<AgentMessageRecord[]> {
+    return this.#tx(async (trx) => {
+      // Lock the target's row first, so two readers of one queue cannot take the same messages.
+      await trx.updateTable("agents").set({ updated_at: now() }).where("id", "=", targetId).execute();
+      const rows = await trx
+        .selectFrom("agent_messages")
+        .selectAll()
+        .where("target_id", "=", targetId)
+        .where("consumed_at", "is", null)
+        .orderBy("created_at")
+        .orderBy("id")
+        .execute();
+      if (rows.length === 0) return [];
+      await trx
+        .updateTable("agent_messages")
+        .set({ consumed_at: now() })
+        .where(
+          "id",
+          "in",
+          rows.map((r) => r.id),
+        )
+        .execute();
+      await trx
+        .updateTable("agents")
+        .set((eb) => ({
+          queue_depth: sql<number>`case when ${eb.ref("queue_depth")} >= ${rows.length} then ${eb.ref("queue_depth")} - ${rows.length} else 0 end`,
+        }))
+        .where("id", "=", targetId)
+        .execute();
+      return rows.map((r) => ({
+        id: r.id,
+        senderId: r.sender_id,
+        targetId: r.target_id,
+        body: r.body,
+        createdAt: r.created_at,
+      }));
+    });
+  }
+
+  /** Agents with unread messages in the tree whose last run is over and may be resumed (to wake on a free slot). */
+  async idleWithMail(rootId: string): Promise<AgentRecord[]> {
+    const rows = await this.db
+      .selectFrom("agents")
+      .selectAll()
+      .where("root_id", "=", rootId)
+      .where("kind", "=", "child")
+      .where("queue_depth", ">", 0)
+      .where("status", "in", RESUMABLE_STATUSES as AgentStatus[])
+      .execute();
+    return rows.map(toRecord);
+  }
+
+  /** Tells the others that this instance's running agents are alive. */
+  async heartbeat(instanceId: string): Promise<void> {
+    await this.db
+      .updateTable("agents")
+      .set({ heartbeat_at: now() })
+      .where("instance_id", "=", instanceId)
+      .where("status", "=", "running")
+      .execute();
+  }
+
+  /**
+   * Marks `interrupted` every running agent whose instance stopped: those of `instanceId` when given (a clean
+   * shutdown), else those not of `exceptInstance` whose heartbeat is older than `staleBefore` (a crash). Partial
+   * results stay. Returns the ids marked.
+   */
+  async interrupt(options: { instanceId?: string; exceptInstance?: string; staleBefore?: string }): Promise<string[]> {
+    let query = this.db.selectFrom("agents").select("id").where("status", "=", "running");
+    if (options.instanceId) query = query.where("instance_id", "=", options.instanceId);
+    if (options.exceptInstance) {
+      const except = options.exceptInstance;
+      query = query.where((eb) => eb.or([eb("instance_id", "is", null), eb("instance_id", "!=", except)]));
+    }
+    if (options.staleBefore) {
+      const before = options.staleBefore;
+      query = query.where((eb) => eb.or([eb("heartbeat_at", "is", null), eb("heartbeat_at", "<", before)]));
+    }
+    const rows = await query.execute();
+    const marked: string[] = [];
+    for (const row of rows) {
+      const note = "The server stopped while this agent was running; its result is what it produced until then.";
+      if (await this.finish(row.id, "interrupted", { note })) marked.push(row.id);
+    }
+    return marked;
+  }
+
+  /** Running agents of this instance whose stored status is no longer running (cancelled through another instance). */
+  async stoppedElsewhere(ids: string[]): Promise<string[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.db
+      .selectFrom("agents")
+      .select("id")
+      .where("id", "in", ids)
+      .where("status", "!=", "running")
+      .execute();
+    return rows.map((r) => r.id);
+  }
+}

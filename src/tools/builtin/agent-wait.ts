@@ -1,0 +1,60 @@
+/**
+ * agent_wait: waits until the named sub-agents (default: all of the children the caller spawned) finish, and
+ * returns their statuses, answers and usage; `timedOut` is true when some were still running at the deadline.
+ * Bounded: `timeoutMs` defaults to 30 s and may be at most 1 hour (and at least the `minTimeoutMs` setting).
+ */
+import {
+  AGENT_WAIT_SETTING_DESCRIPTORS,
+  agentServiceFrom,
+  DEFAULT_AGENT_WAIT_MS,
+  descriptorDefaults,
+  MAX_AGENT_WAIT_MS,
+} from "../../core/agents.js";
+import { registerTool } from "../../core/registry.js";
+import type { RegisteredTool } from "../../core/types.js";
+
+export const agentWaitTool: RegisteredTool = {
+  definition: {
+    name: "agent_wait",
+    description:
+      "Wait for sub-agents you spawned (with wait=false) to finish. Returns each one's status, response and usage, and timedOut=true when some are still running at the deadline (call again, or agent_close them).",
+    parameters: {
+      type: "object",
+      properties: {
+        agentIds: {
+          type: "array",
+          items: { type: "string" },
+          description: "Agents to wait for (your descendants). Default: all the sub-agents you spawned yourself.",
+        },
+        timeoutMs: {
+          type: "integer",
+          minimum: 0,
+          maximum: MAX_AGENT_WAIT_MS,
+          default: DEFAULT_AGENT_WAIT_MS,
+          description: "How long to wait at most, in milliseconds (default 30000, at most 3600000).",
+        },
+      },
+      additionalProperties: false,
+    },
+  },
+  settings: {
+    title: "Sub-agents: wait",
+    description: "Lets the model wait, boundedly, for the sub-agents it started in the background.",
+    category: "system",
+    enabledByDefault: true,
+    canDisable: true,
+    defaultParameters: descriptorDefaults(AGENT_WAIT_SETTING_DESCRIPTORS),
+    parameterDescriptors: AGENT_WAIT_SETTING_DESCRIPTORS,
+  },
+  managesOwnTimeout: true,
+  timeoutMs: (args) => Number(args.timeoutMs ?? DEFAULT_AGENT_WAIT_MS) + 5_000,
+  async execute(args, context) {
+    const { agentIds, timeoutMs } = args as { agentIds?: string[]; timeoutMs?: number };
+    const agents = agentServiceFrom(context.services, "agent_wait");
+    const min = Number(context.settings.parameters.minTimeoutMs ?? 1000);
+    const bounded = Math.min(MAX_AGENT_WAIT_MS, Math.max(min, timeoutMs ?? DEFAULT_AGENT_WAIT_MS));
+    return agents.wait({ agentIds, timeoutMs: bounded }, context.signal);
+  },
+};
+
+registerTool(agentWaitTool);
