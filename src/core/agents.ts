@@ -8,6 +8,7 @@
  * the templates that exist (buildDefinition receives only settings).
  */
 import { AccessDeniedError } from "./errors.js";
+import { integerSetting } from "./settings-declaration.js";
 import type { ToolParameterDescriptor } from "./types.js";
 
 /** How an agent's run ended, or `running`; `interrupted` marks a run the server stopped by restarting. */
@@ -312,33 +313,22 @@ export const AGENT_WAIT_SETTING_DESCRIPTORS: ToolParameterDescriptor[] = [
   },
 ];
 
-/** Default values of a descriptor list, as a tool's defaultParameters. */
-export function descriptorDefaults(descriptors: ToolParameterDescriptor[]): Record<string, unknown> {
-  return Object.fromEntries(descriptors.map((d) => [d.name, d.default]));
-}
-
-/** Each descriptor's value from `parameters`, an integer clamped to the descriptor's [min, max], else its default. */
-function clampedFrom(
+/** Each descriptor's value from `parameters` (stored values clamped to the descriptor's range, else its default). */
+function settingsOf(
   descriptors: ToolParameterDescriptor[],
   parameters: Record<string, unknown>,
 ): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const d of descriptors) {
-    const v = parameters[d.name];
-    const n = typeof v === "number" && Number.isFinite(v) ? Math.floor(v) : (d.default as number);
-    out[d.name] = Math.min(d.max ?? n, Math.max(d.min ?? n, n));
-  }
-  return out;
+  return Object.fromEntries(descriptors.map((d) => [d.name, integerSetting(parameters, d)]));
 }
 
 /** Spawn limits from agent_spawn's settings parameters, each clamped to its descriptor's range. */
 export function spawnLimitsFrom(parameters: Record<string, unknown>): AgentSpawnLimits {
-  return clampedFrom(AGENT_SPAWN_SETTING_DESCRIPTORS, parameters) as unknown as AgentSpawnLimits;
+  return settingsOf(AGENT_SPAWN_SETTING_DESCRIPTORS, parameters) as unknown as AgentSpawnLimits;
 }
 
 /** Send limits from agent_send's settings parameters, each clamped to its descriptor's range. */
 export function sendLimitsFrom(parameters: Record<string, unknown>): AgentSendLimits {
-  return clampedFrom(AGENT_SEND_SETTING_DESCRIPTORS, parameters) as unknown as AgentSendLimits;
+  return settingsOf(AGENT_SEND_SETTING_DESCRIPTORS, parameters) as unknown as AgentSendLimits;
 }
 
 /** The AgentToolService in a tool's context; throws a classified error saying where agent tools work when absent. */

@@ -3,11 +3,12 @@
  * its status, usage, response and conversation, cancelling an agent with its descendants, and the templates.
  */
 import type { Command } from "commander";
-import { summarizeTemplate } from "../../agents/templates.js";
-import { type AppContext, createAppContext } from "../../app/context.js";
+import type { AppContext } from "../../app/context.js";
 import { CliError, parseUserId, table } from "../util.js";
 
+// The application loads only when a subcommand runs (keeps --help and other commands fast).
 async function withContext<T>(fn: (ctx: AppContext) => Promise<T>): Promise<T> {
+  const { createAppContext } = await import("../../app/context.js");
   const ctx = await createAppContext();
   try {
     return await fn(ctx);
@@ -90,6 +91,7 @@ export function registerAgentsCommand(program: Command): void {
     .option("--json", "print JSON")
     .action(async (opts: { json?: boolean }) =>
       withContext(async (ctx) => {
+        const { summarizeTemplate } = await import("../../agents/templates.js");
         const templates = ctx.agents.templates.list().map(summarizeTemplate);
         if (opts.json) return print({ templates });
         print(

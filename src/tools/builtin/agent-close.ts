@@ -5,9 +5,10 @@
  */
 import { agentServiceFrom } from "../../core/agents.js";
 import { registerTool } from "../../core/registry.js";
+import { defineTool } from "../../core/settings-declaration.js";
 import type { RegisteredTool } from "../../core/types.js";
 
-export const agentCloseTool: RegisteredTool = {
+export const agentCloseTool: RegisteredTool = defineTool({
   definition: {
     name: "agent_close",
     description:
@@ -25,13 +26,11 @@ export const agentCloseTool: RegisteredTool = {
     category: "system",
     enabledByDefault: true,
     canDisable: true,
-    defaultParameters: {},
-    parameterDescriptors: [],
   },
   async execute(args, context) {
     const { agentId } = args as { agentId: string };
     return agentServiceFrom(context.services, "agent_close").close(agentId);
   },
-};
+});
 
 registerTool(agentCloseTool);

@@ -5,17 +5,13 @@
  * start of the target's next model turn, or — for an idle target — in a turn started for it, whose answer is
  * queued back to the sender.
  */
-import {
-  AGENT_SEND_SETTING_DESCRIPTORS,
-  agentServiceFrom,
-  descriptorDefaults,
-  sendLimitsFrom,
-} from "../../core/agents.js";
+import { AGENT_SEND_SETTING_DESCRIPTORS, agentServiceFrom, sendLimitsFrom } from "../../core/agents.js";
 import { AccessDeniedError, LimitExceededError, ToolArgumentError } from "../../core/errors.js";
 import { registerTool } from "../../core/registry.js";
+import { defineTool } from "../../core/settings-declaration.js";
 import type { RegisteredTool } from "../../core/types.js";
 
-export const agentSendTool: RegisteredTool = {
+export const agentSendTool: RegisteredTool = defineTool({
   definition: {
     name: "agent_send",
     description:
@@ -37,7 +33,6 @@ export const agentSendTool: RegisteredTool = {
     category: "system",
     enabledByDefault: true,
     canDisable: true,
-    defaultParameters: descriptorDefaults(AGENT_SEND_SETTING_DESCRIPTORS),
     parameterDescriptors: AGENT_SEND_SETTING_DESCRIPTORS,
   },
   async execute(args, context) {
@@ -60,6 +55,6 @@ export const agentSendTool: RegisteredTool = {
     }
     return agents.send({ targetAgentId, message }, limits);
   },
-};
+});
 
 registerTool(agentSendTool);

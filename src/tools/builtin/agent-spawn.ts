@@ -10,13 +10,13 @@ import {
   AGENT_GRACE_TURN_MS,
   AGENT_SPAWN_SETTING_DESCRIPTORS,
   agentServiceFrom,
-  descriptorDefaults,
   listAgentTemplates,
   MESSAGE_MAX_BYTES,
   spawnLimitsFrom,
 } from "../../core/agents.js";
 import { AccessDeniedError, LimitExceededError, ToolArgumentError } from "../../core/errors.js";
 import { registerTool } from "../../core/registry.js";
+import { defineTool } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolDefinition } from "../../core/types.js";
 
 const BASE_DESCRIPTION =
@@ -53,7 +53,7 @@ function buildDefinition(): ToolDefinition {
   return { ...definition, description: `${BASE_DESCRIPTION}\n\nTemplates:\n${list}` };
 }
 
-export const agentSpawnTool: RegisteredTool = {
+export const agentSpawnTool: RegisteredTool = defineTool({
   definition,
   buildDefinition,
   settings: {
@@ -63,7 +63,6 @@ export const agentSpawnTool: RegisteredTool = {
     category: "system",
     enabledByDefault: true,
     canDisable: true,
-    defaultParameters: descriptorDefaults(AGENT_SPAWN_SETTING_DESCRIPTORS),
     parameterDescriptors: AGENT_SPAWN_SETTING_DESCRIPTORS,
   },
   managesOwnTimeout: true,
@@ -98,6 +97,6 @@ export const agentSpawnTool: RegisteredTool = {
       context.signal,
     );
   },
-};
+});
 
 registerTool(agentSpawnTool);

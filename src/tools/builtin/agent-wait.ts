@@ -7,13 +7,13 @@ import {
   AGENT_WAIT_SETTING_DESCRIPTORS,
   agentServiceFrom,
   DEFAULT_AGENT_WAIT_MS,
-  descriptorDefaults,
   MAX_AGENT_WAIT_MS,
 } from "../../core/agents.js";
 import { registerTool } from "../../core/registry.js";
+import { defineTool } from "../../core/settings-declaration.js";
 import type { RegisteredTool } from "../../core/types.js";
 
-export const agentWaitTool: RegisteredTool = {
+export const agentWaitTool: RegisteredTool = defineTool({
   definition: {
     name: "agent_wait",
     description:
@@ -43,7 +43,6 @@ export const agentWaitTool: RegisteredTool = {
     category: "system",
     enabledByDefault: true,
     canDisable: true,
-    defaultParameters: descriptorDefaults(AGENT_WAIT_SETTING_DESCRIPTORS),
     parameterDescriptors: AGENT_WAIT_SETTING_DESCRIPTORS,
   },
   managesOwnTimeout: true,
@@ -55,6 +54,6 @@ export const agentWaitTool: RegisteredTool = {
     const bounded = Math.min(MAX_AGENT_WAIT_MS, Math.max(min, timeoutMs ?? DEFAULT_AGENT_WAIT_MS));
     return agents.wait({ agentIds, timeoutMs: bounded }, context.signal);
   },
-};
+});
 
 registerTool(agentWaitTool);
