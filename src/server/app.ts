@@ -73,6 +73,10 @@ export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
     return auth(c, next);
   });
   app.use("/api/*", limit);
+  app.get("/api/me", (c) => {
+    const userId = c.get("userId");
+    return c.json({ userId, admin: adminUsers().has(userId) });
+  });
   app.use("/metrics", auth, async (c, next) => {
     // Counts cover every user's calls: admins (or a scraper holding an admin token) only.
     if (!adminUsers().has(c.get("userId"))) {

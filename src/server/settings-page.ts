@@ -1,8 +1,15 @@
 /**
- * The settings page served at `/`: a single self-contained HTML document (no build step, no external assets)
- * that lets a person paste their token, see every tool with its effective settings, toggle tools and edit
- * parameters. It talks to the same JSON API (GET/PUT /api/settings/tools), so the API's rules and errors apply.
- * The token is kept in sessionStorage only.
+ * The settings page served at `/`: one self-contained HTML document (no build step, no external assets) over the
+ * same JSON API as every other client (GET /api/me, GET/PUT /api/settings/tools), so the API's rules and errors
+ * apply. A person pastes a token (kept in sessionStorage only), sees who they are signed in as, filters the tools,
+ * and opens one to edit it.
+ *
+ * Every setting is rendered from its descriptor, whatever the tool: `boolean` as a checkbox, `string` as a text
+ * field (a menu when it has allowed values), `integer`/`number` as a number field with its range and unit,
+ * `string[]` as a list of text fields (add, remove), and `object[]` as a table with one row per entry whose cells
+ * are rendered by the same rules from the descriptor's `fields`. Each setting shows its description, a reset to
+ * its default, and the API's validation error next to it. Settings an admin locked, and admin-only settings for a
+ * non-admin, are shown read-only with the reason.
  */
 export const SETTINGS_PAGE_HTML = `<!doctype html>
 <html lang="en">
@@ -11,98 +18,242 @@ export const SETTINGS_PAGE_HTML = `<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Toolhost settings</title>
 <style>
-  body { font: 15px/1.45 system-ui, sans-serif; margin: 2rem auto; max-width: 60rem; padding: 0 1rem; color: #1b1b1f; }
-  h1 { font-size: 1.4rem; } .muted { color: #666; } .err { color: #b00020; white-space: pre-wrap; } .ok { color: #0a7a2f; }
-  .tool { border: 1px solid #ddd; border-radius: 8px; padding: .8rem 1rem; margin: .8rem 0; }
-  .tool header { display: flex; gap: .8rem; align-items: baseline; } .tool h2 { font-size: 1.05rem; margin: 0; }
-  .tag { font-size: .75rem; background: #eef; border-radius: 4px; padding: 0 .4rem; }
-  label.param { display: grid; grid-template-columns: 14rem 1fr; gap: .6rem; margin: .3rem 0; align-items: center; }
-  input[type=text], input[type=number], input[type=password] { width: 100%; padding: .3rem; box-sizing: border-box; }
-  button { padding: .35rem .9rem; }
+  :root { --line: #d9d9e0; --muted: #60606c; --err: #b00020; --ok: #0a7a2f; --accent: #2f5bd3; }
+  * { box-sizing: border-box; }
+  body { font: 14px/1.4 system-ui, sans-serif; margin: 1.2rem auto; max-width: 64rem; padding: 0 1rem; color: #1b1b1f; }
+  h1 { font-size: 1.25rem; margin: 0 0 .6rem; }
+  .muted { color: var(--muted); } .err { color: var(--err); white-space: pre-wrap; } .ok { color: var(--ok); }
+  #bar { display: flex; gap: .6rem; align-items: center; flex-wrap: wrap; margin-bottom: .6rem; }
+  #login { display: flex; gap: .4rem; } #token { width: 22rem; }
+  #whoami { font-weight: 600; } #filter { width: 16rem; }
+  input[type=text], input[type=number], input[type=password], input[type=search], select { padding: .25rem .35rem; border: 1px solid #b9b9c4; border-radius: 4px; font: inherit; }
+  button { font: inherit; padding: .2rem .7rem; border: 1px solid #b9b9c4; border-radius: 4px; background: #f4f4f8; cursor: pointer; }
+  button:disabled { cursor: default; opacity: .5; }
+  details.tool { border: 1px solid var(--line); border-radius: 6px; margin: .35rem 0; }
+  details.tool > summary { display: flex; gap: .7rem; align-items: center; padding: .35rem .7rem; cursor: pointer; list-style: none; }
+  details.tool > summary::-webkit-details-marker { display: none; }
+  details.tool > summary::before { content: "\\25B8"; color: var(--muted); }
+  details.tool[open] > summary::before { content: "\\25BE"; }
+  .name { font-weight: 600; font-family: ui-monospace, monospace; } .title { color: var(--muted); flex: 1; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+  .tag { font-size: .72rem; border-radius: 4px; padding: 0 .35rem; background: #eef; white-space: nowrap; }
+  .tag.warn { background: #fff1d6; } .tag.lock { background: #f1e6ff; }
+  .body { padding: .2rem .9rem .7rem 1.9rem; border-top: 1px solid var(--line); }
+  .field { display: grid; grid-template-columns: 13rem 1fr auto; gap: .15rem .8rem; padding: .4rem 0; border-bottom: 1px dashed #ececf2; }
+  .field:last-of-type { border-bottom: 0; }
+  .field > label { font-family: ui-monospace, monospace; font-size: .86rem; padding-top: .2rem; word-break: break-word; }
+  .field .desc { grid-column: 2 / 4; font-size: .82rem; color: var(--muted); }
+  .field .error { grid-column: 2 / 4; font-size: .82rem; }
+  .field .reset { align-self: start; }
+  .field .control input[type=text] { width: 100%; } .field .control input[type=number] { width: 9rem; }
+  .list .item { display: flex; gap: .3rem; margin-bottom: .2rem; } .list .item input { flex: 1; }
+  table.rows { border-collapse: collapse; width: 100%; } table.rows th { text-align: left; font-weight: 500; font-size: .78rem; color: var(--muted); }
+  table.rows td { padding: .15rem .25rem .15rem 0; vertical-align: top; } table.rows td input[type=text] { width: 100%; }
+  .actions { display: flex; gap: .6rem; align-items: center; margin-top: .5rem; }
+  .unavailable { font-size: .85rem; margin: .3rem 0; }
 </style>
 </head>
 <body>
 <h1>Toolhost — tool settings</h1>
-<p class="muted">Paste an API token (printed on the server's first start, or <code>toolhost token create --user NAME</code>).</p>
-<form id="login"><input id="token" type="password" placeholder="th_…" autocomplete="off"> <button>Load tools</button></form>
-<p id="status" class="muted"></p>
+<div id="bar">
+  <form id="login"><input id="token" type="password" placeholder="API token th_…" autocomplete="off" aria-label="API token"> <button>Sign in</button></form>
+  <span id="whoami" class="muted"></span>
+  <input id="filter" type="search" placeholder="Filter tools and settings…" aria-label="Filter" hidden>
+</div>
+<p id="status" class="muted">Paste an API token (printed on the server's first start, or <code>toolhost token create --user NAME</code>).</p>
 <div id="tools"></div>
 <script>
-const $ = (s) => document.querySelector(s);
-const status = (text, cls = "muted") => { const el = $("#status"); el.textContent = text; el.className = cls; };
+"use strict";
+const $ = (s, root = document) => root.querySelector(s);
+const $$ = (s, root = document) => [...root.querySelectorAll(s)];
+const el = (tag, props = {}, ...children) => { const e = document.createElement(tag); for (const [k, v] of Object.entries(props)) { if (k === "class") e.className = v; else if (k === "text") e.textContent = v; else if (k in e) e[k] = v; else e.setAttribute(k, v); } e.append(...children); return e; };
+const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+let me = null; let tools = [];
+const status = (text, cls = "muted") => { const s = $("#status"); s.textContent = text; s.className = cls; };
 const token = () => sessionStorage.getItem("toolhost-token") || "";
+class ApiError extends Error { constructor(body, status) { super((body.error && (body.error.code + ": " + body.error.message)) || ("HTTP " + status)); this.body = body; this.status = status; } }
 async function api(path, init = {}) {
   const res = await fetch(path, { ...init, headers: { "authorization": "Bearer " + token(), "content-type": "application/json" } });
   const body = await res.json().catch(() => ({}));
-  if (!res.ok) throw new Error((body.error && (body.error.code + ": " + body.error.message)) || ("HTTP " + res.status));
+  if (!res.ok) throw new ApiError(body, res.status);
   return body;
 }
-function field(tool, d) {
-  const value = tool.parameters[d.name];
-  const label = document.createElement("label");
-  label.className = "param";
-  const range = d.min !== undefined || d.max !== undefined ? " (" + (d.min ?? "") + "–" + (d.max ?? "") + (d.unit ? " " + d.unit : "") + ")" : "";
-  label.innerHTML = "<span></span>";
-  label.firstChild.textContent = d.name + range;
-  label.title = d.description;
+
+// ---- one renderer per descriptor type; each returns { node, read() } ----
+function scalarInput(d, value, disabled) {
   let input;
-  if (d.type === "boolean") { input = document.createElement("input"); input.type = "checkbox"; input.checked = !!value; }
-  else if (d.allowedValues && d.type === "string") {
-    input = document.createElement("select");
-    for (const v of d.allowedValues) { const o = document.createElement("option"); o.value = o.textContent = v; o.selected = v === value; input.append(o); }
-  } else {
-    input = document.createElement("input");
-    input.type = d.type === "integer" || d.type === "number" ? "number" : "text";
-    input.value = d.type === "string[]" ? JSON.stringify(value ?? []) : (value ?? "");
-  }
-  input.dataset.name = d.name; input.dataset.type = d.type;
-  if ((tool.lockedKeys || []).includes(d.name)) { input.disabled = true; label.title = "Set for you by an admin."; }
-  label.append(input);
-  return label;
+  if (d.type === "boolean") { input = el("input", { type: "checkbox", checked: !!value }); }
+  else if (d.type === "string" && d.allowedValues) {
+    input = el("select");
+    for (const v of d.allowedValues) input.append(el("option", { value: v, text: v, selected: v === value }));
+  } else if (d.type === "integer" || d.type === "number") {
+    input = el("input", { type: "number", value: value ?? "" });
+    if (d.min !== undefined) input.min = d.min; if (d.max !== undefined) input.max = d.max;
+    input.step = d.type === "integer" ? "1" : "any";
+  } else { input = el("input", { type: "text", value: value ?? "" }); }
+  input.disabled = disabled;
+  const read = () => d.type === "boolean" ? input.checked
+    : (d.type === "integer" || d.type === "number") ? (input.value.trim() === "" ? null : Number(input.value))
+    : input.value;
+  return { node: input, read };
 }
-function readValue(input) {
-  const t = input.dataset.type;
-  if (t === "boolean") return input.checked;
-  if (t === "integer" || t === "number") return input.value === "" ? null : Number(input.value);
-  if (t === "string[]") { try { return JSON.parse(input.value); } catch { return input.value; } }
-  return input.value;
+function listEditor(d, value, disabled) {
+  const box = el("div", { class: "list" });
+  const items = el("div", { class: "items" });
+  const addItem = (text) => {
+    const input = el("input", { type: "text", value: text, disabled, "aria-label": d.name + " entry" });
+    const remove = el("button", { type: "button", class: "remove", text: "Remove", disabled, title: "Remove this entry" });
+    const row = el("div", { class: "item" }, input, remove);
+    remove.onclick = () => row.remove();
+    items.append(row);
+    return input;
+  };
+  for (const v of Array.isArray(value) ? value : []) addItem(String(v));
+  const add = el("button", { type: "button", class: "add", text: "Add", disabled });
+  add.onclick = () => addItem("").focus();
+  box.append(items, add);
+  return { node: box, read: () => $$(".item input", items).map((i) => i.value.trim()).filter((v) => v !== "") };
 }
-function render(tools) {
-  const root = $("#tools"); root.textContent = "";
-  for (const tool of tools) {
-    const box = document.createElement("section"); box.className = "tool";
-    box.innerHTML = '<header><h2></h2><span class="tag"></span><label><input type="checkbox" class="enabled"> enabled</label></header><p class="muted desc"></p><div class="params"></div><button>Save</button> <span class="msg"></span>';
-    box.querySelector("h2").textContent = tool.name;
-    box.querySelector(".tag").textContent = tool.category;
-    box.querySelector(".desc").textContent = tool.description;
-    const enabled = box.querySelector(".enabled"); enabled.checked = tool.enabled; enabled.disabled = !tool.canDisable || (tool.lockedKeys || []).includes("enabled");
-    for (const d of tool.parameterDescriptors) box.querySelector(".params").append(field(tool, d));
-    box.querySelector("button").onclick = async () => {
-      const msg = box.querySelector(".msg");
-      // Send only what changed: some settings are admin-only, and resending them unchanged must not be refused.
-      const parameters = {};
-      for (const input of box.querySelectorAll("[data-name]")) {
-        const value = readValue(input);
-        if (JSON.stringify(value) !== JSON.stringify(tool.parameters[input.dataset.name])) parameters[input.dataset.name] = value;
-      }
-      const body = {};
-      if (enabled.checked !== tool.enabled) body.enabled = enabled.checked;
-      if (Object.keys(parameters).length) body.parameters = parameters;
-      if (!Object.keys(body).length) { msg.textContent = "Nothing changed."; msg.className = "msg muted"; return; }
-      try {
-        const updated = await api("/api/settings/tools/" + encodeURIComponent(tool.name), { method: "PUT", body: JSON.stringify(body) });
-        Object.assign(tool, updated);
-        msg.textContent = "Saved."; msg.className = "msg ok";
-      } catch (e) { msg.textContent = e.message; msg.className = "msg err"; }
-    };
-    root.append(box);
+function rowsEditor(d, value, disabled) {
+  const fields = d.fields || [];
+  const table = el("table", { class: "rows" });
+  const head = el("tr"); for (const f of fields) head.append(el("th", { text: f.name, title: f.description })); head.append(el("th"));
+  const body = el("tbody");
+  table.append(el("thead", {}, head), body);
+  const readers = new Map();
+  const addRow = (entry) => {
+    const tr = el("tr", { class: "row" }); const cells = [];
+    for (const f of fields) {
+      const v = entry && f.name in entry ? entry[f.name] : f.default;
+      const c = renderControl(f, v, disabled);
+      cells.push([f, c.read]);
+      tr.append(el("td", { "data-field": f.name }, c.node));
+    }
+    const remove = el("button", { type: "button", class: "remove", text: "Remove", disabled });
+    remove.onclick = () => { readers.delete(tr); tr.remove(); };
+    tr.append(el("td", {}, remove));
+    readers.set(tr, cells);
+    body.append(tr);
+  };
+  for (const entry of Array.isArray(value) ? value : []) addRow(entry);
+  const add = el("button", { type: "button", class: "add", text: "Add row", disabled });
+  add.onclick = () => addRow(null);
+  const box = el("div", { class: "rows-editor" }, table, add);
+  const read = () => [...readers.values()].map((cells) => {
+    const entry = {};
+    for (const [f, r] of cells) { const v = r(); if (!(f.default !== undefined && same(v, f.default) && (v === "" || (Array.isArray(v) && v.length === 0)))) entry[f.name] = v; }
+    return entry;
+  });
+  return { node: box, read };
+}
+function renderControl(d, value, disabled) {
+  if (d.type === "string[]") return listEditor(d, value, disabled);
+  if (d.type === "object[]") return rowsEditor(d, value, disabled);
+  return scalarInput(d, value, disabled);
+}
+
+// ---- one tool ----
+function lockedReason(tool, d) {
+  // Admins may change anything, their own locks included; locks bind the users they were set for.
+  if ((tool.lockedKeys || []).includes(d.name) && !(me && me.admin)) return "Set for you by an admin";
+  if (d.adminOnly && !(me && me.admin)) return "Only an admin can change this";
+  return "";
+}
+function renderField(tool, d, card) {
+  const reason = lockedReason(tool, d);
+  const value = tool.parameters[d.name];
+  const control = renderControl(d, value, !!reason);
+  const id = "f-" + tool.name + "-" + d.name;
+  if (control.node.tagName === "INPUT" || control.node.tagName === "SELECT") control.node.id = id;
+  const range = d.min !== undefined || d.max !== undefined
+    ? (d.type === "string[]" || d.type === "object[]" ? " At most " + d.max + " entries." : " Range " + (d.min ?? "…") + "–" + (d.max ?? "…") + (d.unit ? " " + d.unit : "") + ".")
+    : (d.unit ? " In " + d.unit + "." : "");
+  const reset = el("button", { type: "button", class: "reset", text: "Reset", title: "Back to the default: " + JSON.stringify(d.default) });
+  reset.disabled = !!reason || d.default === undefined || same(value, d.default);
+  reset.onclick = () => save(tool, card, { parameters: { [d.name]: null } }, "Reset " + d.name + " to its default.");
+  const label = el("label", { htmlFor: id, text: d.name });
+  const tags = el("span");
+  if (reason) tags.append(" ", el("span", { class: "tag lock", text: reason }));
+  const field = el("div", { class: "field", "data-param": d.name },
+    label, el("div", { class: "control" }, control.node, tags), reset,
+    el("div", { class: "desc", text: d.description + range }),
+    el("div", { class: "error err", role: "alert" }));
+  field.readValue = control.read;
+  field.editable = !reason;
+  return field;
+}
+function renderTool(tool) {
+  const card = el("details", { class: "tool", "data-tool": tool.name });
+  const enabled = el("input", { type: "checkbox", class: "enabled", checked: tool.enabled, title: "Enabled" });
+  const lockedEnabled = (tool.lockedKeys || []).includes("enabled") && !(me && me.admin);
+  enabled.disabled = !tool.canDisable && tool.enabled || lockedEnabled || (!tool.enabled && tool.enablingRequiresAdmin && !(me && me.admin));
+  enabled.onclick = (ev) => ev.stopPropagation();
+  enabled.onchange = () => save(tool, card, { enabled: enabled.checked }, enabled.checked ? "Enabled." : "Disabled.");
+  const summary = el("summary", {}, enabled, el("span", { class: "name", text: tool.name }), el("span", { class: "title", text: tool.title }), el("span", { class: "tag", text: tool.category }));
+  if (tool.unavailableReason) summary.append(el("span", { class: "tag warn", text: "not configured" }));
+  if (lockedEnabled) summary.append(el("span", { class: "tag lock", text: "on/off set by an admin" }));
+  else if (tool.enablingRequiresAdmin && !(me && me.admin) && !tool.enabled) summary.append(el("span", { class: "tag lock", text: "an admin enables this" }));
+  const stateMsg = el("span", { class: "state muted" });
+  summary.append(stateMsg);
+  const body = el("div", { class: "body" }, el("p", { class: "muted", text: tool.description }));
+  if (tool.unavailableReason) body.append(el("p", { class: "unavailable err", text: "Not offered to models on this server: " + tool.unavailableReason }));
+  for (const d of tool.parameterDescriptors) body.append(renderField(tool, d, card));
+  const saveButton = el("button", { type: "button", class: "save", text: "Save" });
+  saveButton.onclick = () => {
+    const parameters = {};
+    for (const f of $$(".field", body)) {
+      if (!f.editable) continue;
+      const v = f.readValue(); const name = f.dataset.param;
+      if (!same(v, tool.parameters[name])) parameters[name] = v;
+    }
+    if (!Object.keys(parameters).length) { message(card, "Nothing changed.", "muted"); return; }
+    save(tool, card, { parameters }, "Saved.");
+  };
+  if (tool.parameterDescriptors.length) body.append(el("div", { class: "actions" }, saveButton, el("span", { class: "msg", role: "status" })));
+  card.append(summary, body);
+  card.searchText = [tool.name, tool.title, tool.description, ...tool.parameterDescriptors.map((d) => d.name + " " + d.description)].join(" ").toLowerCase();
+  return card;
+}
+function message(card, text, cls, inSummary) {
+  const msg = (!inSummary && $(".msg", card)) || $(".state", card);
+  msg.textContent = text; msg.className = (msg.classList.contains("state") ? "state " : "msg ") + cls;
+}
+async function save(tool, card, body, done) {
+  for (const e of $$(".field .error", card)) e.textContent = "";
+  try {
+    const updated = await api("/api/settings/tools/" + encodeURIComponent(tool.name), { method: "PUT", body: JSON.stringify(body) });
+    const i = tools.findIndex((t) => t.name === tool.name); tools[i] = updated;
+    const fresh = renderTool(updated); fresh.open = card.open;
+    card.replaceWith(fresh); applyFilter();
+    message(fresh, done, "ok", "enabled" in body);
+  } catch (e) {
+    const details = (e.body && e.body.error && e.body.error.details) || {};
+    const names = [].concat(details.parameters || [], details.parameter || []);
+    const target = names.map((n) => $('.field[data-param="' + CSS.escape(n) + '"] .error', card)).find(Boolean);
+    if (target) { target.textContent = e.message; card.open = true; }
+    if ("enabled" in body) { $(".enabled", card).checked = tool.enabled; message(card, e.message, "err", true); }
+    else message(card, target ? "Not saved: see the message next to the setting." : e.message, "err");
   }
+}
+function applyFilter() {
+  const q = $("#filter").value.trim().toLowerCase();
+  let shown = 0;
+  for (const card of $$("details.tool")) { const hit = !q || card.searchText.includes(q); card.hidden = !hit; if (hit) shown++; }
+  if (tools.length) status(shown === tools.length ? tools.length + " tools." : shown + " of " + tools.length + " tools match.");
 }
 async function load() {
-  try { status("Loading…"); const { tools } = await api("/api/settings/tools"); render(tools); status(tools.length + " tools."); }
-  catch (e) { status(e.message, "err"); }
+  try {
+    status("Loading…");
+    me = await api("/api/me");
+    $("#whoami").textContent = "Signed in as " + me.userId + (me.admin ? " (admin)" : "");
+    $("#whoami").className = "";
+    tools = (await api("/api/settings/tools")).tools;
+    const root = $("#tools"); root.textContent = "";
+    for (const tool of tools) root.append(renderTool(tool));
+    $("#filter").hidden = false; applyFilter();
+  } catch (e) { status(e.message, "err"); $("#whoami").textContent = ""; }
 }
-$("#login").onsubmit = (ev) => { ev.preventDefault(); sessionStorage.setItem("toolhost-token", $("#token").value.trim()); load(); };
+$("#login").onsubmit = (ev) => { ev.preventDefault(); sessionStorage.setItem("toolhost-token", $("#token").value.trim()); $("#token").value = ""; load(); };
+$("#filter").oninput = applyFilter;
 if (token()) load();
 </script>
 </body>

@@ -1,0 +1,184 @@
+/**
+ * The settings page in a real browser: Debian's Chromium driven by playwright-core against a real server on
+ * loopback. What a person does: paste a token, see who they are, filter, toggle a tool, edit a list, edit a table
+ * of rules, meet a validation error next to the field, reset a setting; a non-admin sees admin-only settings
+ * read-only. Screenshots of the main states are kept in test-artifacts/settings-page/ (not committed).
+ *
+ * Without /usr/bin/chromium (or CHROMIUM_PATH) the file is skipped with a notice, so `npm test` still runs on a
+ * machine without a browser; .ci/run installs Chromium and sets TOOLHOST_REQUIRE_BROWSER=1 to make it mandatory.
+ */
+import { existsSync, mkdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestServer, type TestServer, tempDir } from "../helpers/server.js";
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const available = existsSync(CHROMIUM);
+if (!available && process.env.TOOLHOST_REQUIRE_BROWSER === "1") {
+  throw new Error(`Chromium is required (TOOLHOST_REQUIRE_BROWSER=1) but ${CHROMIUM} does not exist.`);
+}
+if (!available) console.warn(`settings page browser tests skipped: no Chromium at ${CHROMIUM} (set CHROMIUM_PATH).`);
+
+const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/settings-page/", import.meta.url));
+const FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+
+describe.skipIf(!available)("settings page (Chromium)", () => {
+  let server: TestServer;
+  let context: BrowserContext;
+  let browser: Browser | undefined;
+  let anaToken: string;
+
+  beforeAll(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    server = await startTestServer();
+    anaToken = (await server.ctx.tokens.create("ana", "browser test")).token;
+    context = await chromium.launchPersistentContext(tempDir("toolhost-chromium-"), {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: FLAGS,
+      viewport: { width: 1100, height: 800 },
+    });
+    browser = context.browser() ?? undefined;
+  }, 60_000);
+  afterAll(async () => {
+    await context?.close();
+    await browser?.close();
+    await server?.stop();
+  });
+
+  const shot = (page: Page, name: string) => page.screenshot({ path: `${ARTIFACTS}${name}.png`, fullPage: true });
+  const tool = (page: Page, name: string) => page.locator(`details.tool[data-tool="${name}"]`);
+  const field = (page: Page, toolName: string, param: string) =>
+    tool(page, toolName).locator(`.field[data-param="${param}"]`);
+  const saved = async (name: string) =>
+    (await (await server.api(`/api/settings/tools/${name}`)).json()) as {
+      enabled: boolean;
+      parameters: Record<string, unknown>;
+    };
+
+  async function signIn(page: Page, token: string) {
+    page.setDefaultTimeout(8000);
+    await page.goto(server.server.url);
+    await page.fill("#token", token);
+    await page.click("#login button");
+    await page.locator("details.tool").first().waitFor();
+  }
+
+  it("signs in with a pasted token, shows the user, filters, and stays compact", async () => {
+    const page = await context.newPage();
+    await page.goto(server.server.url);
+    await shot(page, "1-signed-out");
+    await page.fill("#token", "th_not_a_real_token");
+    await page.click("#login button");
+    await expect.poll(() => page.textContent("#status")).toContain("unauthorized");
+
+    await signIn(page, server.token);
+    expect(await page.textContent("#whoami")).toBe("Signed in as local (admin)");
+    const count = await page.locator("details.tool").count();
+    expect(count).toBeGreaterThan(10);
+    // Collapsed, every tool fits on about two screens.
+    expect(await page.evaluate(() => document.body.scrollHeight)).toBeLessThan(1600);
+    await shot(page, "2-tools");
+
+    await page.fill("#filter", "timezone");
+    expect(await page.locator("details.tool:not([hidden])").count()).toBe(1);
+    expect(await page.locator("details.tool:not([hidden])").getAttribute("data-tool")).toBe("get_current_datetime");
+    expect(await page.textContent("#status")).toBe(`1 of ${count} tools match.`);
+    await tool(page, "get_current_datetime").locator("summary").click();
+    // Descriptions are visible, not hidden in a tooltip.
+    await expect
+      .poll(() => field(page, "get_current_datetime", "defaultTimezone").locator(".desc").isVisible())
+      .toBe(true);
+    await shot(page, "3-filtered-open");
+    await page.fill("#filter", "");
+    expect(await page.locator("details.tool:not([hidden])").count()).toBe(count);
+    await page.close();
+  });
+
+  it("toggles a tool, edits a list and a table of rules, shows a validation error next to the field, resets", async () => {
+    const page = await context.newPage();
+    await signIn(page, server.token);
+
+    // Toggle: saved at once.
+    await tool(page, "web_fetch").locator("input.enabled").uncheck();
+    await expect.poll(() => tool(page, "web_fetch").locator(".state").textContent()).toBe("Disabled.");
+    expect((await saved("web_fetch")).enabled).toBe(false);
+    await tool(page, "web_fetch").locator("input.enabled").check();
+    await expect.poll(async () => (await saved("web_fetch")).enabled).toBe(true);
+
+    // A list, edited as a list.
+    const card = tool(page, "list_directory");
+    await card.locator("summary").click();
+    const denied = field(page, "list_directory", "deniedPaths");
+    await denied.locator("button.add").click();
+    await denied.locator(".item input").last().fill("/srv/secret");
+    await denied.locator("button.add").click();
+    await denied.locator(".item input").last().fill("/srv/private");
+    await card.locator("button.save").click();
+    await expect.poll(() => tool(page, "list_directory").locator(".msg").textContent()).toBe("Saved.");
+    expect((await saved("list_directory")).parameters.deniedPaths).toEqual(["/srv/secret", "/srv/private"]);
+    // The card was refreshed from the answer: the entries are there as list items.
+    expect(await field(page, "list_directory", "deniedPaths").locator(".item input").count()).toBe(2);
+    await field(page, "list_directory", "deniedPaths").locator(".item button.remove").first().click();
+    await tool(page, "list_directory").locator("button.save").click();
+    await expect.poll(async () => (await saved("list_directory")).parameters.deniedPaths).toEqual(["/srv/private"]);
+
+    // A validation error appears next to the field it concerns.
+    const maxEntries = field(page, "list_directory", "maxEntries");
+    await maxEntries.locator("input").fill("999999999");
+    await tool(page, "list_directory").locator("button.save").click();
+    await expect.poll(() => maxEntries.locator(".error").textContent()).toMatch(/invalid_settings/);
+    await shot(page, "4-validation-error");
+
+    // A valid value, then reset to the default.
+    await maxEntries.locator("input").fill("7");
+    await tool(page, "list_directory").locator("button.save").click();
+    await expect.poll(async () => (await saved("list_directory")).parameters.maxEntries).toBe(7);
+    const refreshed = field(page, "list_directory", "maxEntries");
+    expect(await refreshed.locator(".error").textContent()).toBe("");
+    await refreshed.locator("button.reset").click();
+    await expect.poll(async () => (await saved("list_directory")).parameters.maxEntries).not.toBe(7);
+    const defaultValue = (await saved("list_directory")).parameters.maxEntries;
+    expect(await field(page, "list_directory", "maxEntries").locator("input").inputValue()).toBe(String(defaultValue));
+    expect(await field(page, "list_directory", "maxEntries").locator("button.reset").isDisabled()).toBe(true);
+
+    // A table of rules (object[]), rendered from its field descriptors.
+    const rules = field(page, "list_directory", "approvalRules");
+    await rules.locator("button.add").click();
+    const row = rules.locator("tr.row").last();
+    await row.locator('td[data-field="decision"] select').selectOption("deny");
+    await row.locator('td[data-field="match"] input').fill("/srv/**");
+    await tool(page, "list_directory").locator("button.save").click();
+    await expect
+      .poll(async () => (await saved("list_directory")).parameters.approvalRules)
+      .toEqual([expect.objectContaining({ decision: "deny", match: "/srv/**" })]);
+    await shot(page, "5-edited");
+    await page.close();
+  });
+
+  it("shows a non-admin the admin-only settings read-only, with the reason", async () => {
+    const page = await context.newPage();
+    await signIn(page, anaToken);
+    expect(await page.textContent("#whoami")).toBe("Signed in as ana");
+    await tool(page, "read_file").locator("summary").click();
+    const allowed = field(page, "read_file", "allowedPaths");
+    expect(await allowed.locator("button.add").isDisabled()).toBe(true);
+    expect(await allowed.textContent()).toContain("Only an admin can change this");
+    // What ana may change stays editable.
+    expect(await field(page, "read_file", "deniedPaths").locator("button.add").isDisabled()).toBe(false);
+    // Enabling a shell tool is for admins.
+    expect(await tool(page, "shell_exec").locator("input.enabled").isDisabled()).toBe(true);
+    await shot(page, "6-non-admin");
+    await page.close();
+  });
+});
