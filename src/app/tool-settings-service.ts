@@ -15,14 +15,13 @@ import {
   normalizeToolParameters,
   salvageToolParameters,
 } from "../core/settings-policy.js";
-import type { ToolSettingsStore } from "../core/stores.js";
+import type { ToolSettingsStore, VersionedToolSettings } from "../core/stores.js";
 import { deriveToolAnnotations } from "../core/tool-annotations.js";
 import type {
   AuditSink,
   ExternalToolOrigin,
   Logger,
   RegisteredTool,
-  SavedToolSettings,
   ToolAnnotationHints,
   ToolCategory,
   ToolDefinition,
@@ -43,6 +42,8 @@ export interface ToolSettingsDescriptor {
   enablingRequiresAdmin: boolean;
   /** Keys ("enabled", parameter names) an admin set for this user; only an admin may change them. */
   lockedKeys: string[];
+  /** The stored row's version: 0 before the first write, +1 on every write; the API's ETag. */
+  version: number;
   /** Effective parameter values (defaults < saved). */
   parameters: Record<string, unknown>;
   defaultParameters: Record<string, unknown>;
@@ -79,6 +80,33 @@ function unavailable(tool: RegisteredTool, services: Record<string, unknown>): {
   return reason ? { unavailableReason: reason } : {};
 }
 
+/** Options of {@link ToolSettingsService.update}. */
+export interface UpdateToolSettingsOptions {
+  /** The caller is an admin: may change adminOnly values and locked keys; what they set is locked for the user. */
+  admin: boolean;
+  /** Apply only if the stored version (the ETag) is still this one; else SettingsVersionConflictError. */
+  ifMatch?: number;
+  /** Who makes the change, for the audit (default: the user whose settings change). */
+  actor?: string;
+}
+
+/**
+ * The stored settings changed since the caller read them (`If-Match` named an older version): HTTP 412. Read
+ * the settings again (GET returns the current version as the ETag), reapply the change and retry.
+ */
+export class SettingsVersionConflictError extends Error {
+  constructor(
+    readonly tool: string,
+    readonly expected: number,
+    readonly actual: number,
+  ) {
+    super(
+      `The settings of "${tool}" changed since version ${expected} (now ${actual}); GET them again and retry with If-Match: "${actual}".`,
+    );
+    this.name = "SettingsVersionConflictError";
+  }
+}
+
 /** Reads and changes per-user tool settings. */
 export class ToolSettingsService {
   constructor(
@@ -90,7 +118,7 @@ export class ToolSettingsService {
     private readonly audit?: AuditSink,
   ) {}
 
-  #describe(tool: RegisteredTool, saved: SavedToolSettings | undefined): ToolSettingsDescriptor {
+  #describe(tool: RegisteredTool, saved: VersionedToolSettings | undefined): ToolSettingsDescriptor {
     const effective = getSafeEffectiveToolSettings(tool, saved, this.logger);
     const m = tool.settings;
     return {
@@ -103,6 +131,7 @@ export class ToolSettingsService {
       canDisable: m.canDisable,
       enablingRequiresAdmin: m.enablingRequiresAdmin === true,
       lockedKeys: [...(saved?.locked ?? [])],
+      version: saved?.version ?? 0,
       parameters: effective.parameters,
       defaultParameters: structuredClone(m.defaultParameters),
       parameterDescriptors: m.parameterDescriptors.map(publicDescriptor),
@@ -126,18 +155,22 @@ export class ToolSettingsService {
   }
 
   /**
-   * Applies an update and persists it; returns the new descriptor. Throws NotFoundError for an unknown tool,
-   * ToolParameterError for an invalid parameter, ToolSettingsError for disabling a tool that cannot be disabled,
-   * and AccessDeniedError when a non-admin (`options.admin` false) enables a tool whose enabling requires an admin
-   * or changes an adminOnly parameter. Only explicitly chosen values are stored, so a later change of a default
-   * still reaches the user. Every change is audited with `options.actor` (default `userId`) as the changer, old and
+   * Applies an update and persists it; returns the new descriptor. The read, the checks and the write run as one
+   * atomic read-modify-write of the user's row ({@link ToolSettingsStore.modify}: one transaction with the row
+   * locked), so concurrent updates of different keys all survive and an admin's lock is written together with its
+   * value. Throws NotFoundError for an unknown tool, ToolParameterError for an invalid parameter,
+   * ToolSettingsError for disabling a tool that cannot be disabled, AccessDeniedError when a non-admin
+   * (`options.admin` false) enables a tool whose enabling requires an admin, changes an adminOnly parameter or a
+   * key an admin locked, and SettingsVersionConflictError when `options.ifMatch` is given and differs from the
+   * stored version. Only explicitly chosen values are stored, so a later change of a default still reaches the
+   * user. Every change is audited (after commit) with `options.actor` (default `userId`) as the changer, old and
    * new values redacted.
    */
   async update(
     userId: string,
     toolName: string,
     body: UpdateToolSettingsBody,
-    options: { admin: boolean; actor?: string } = { admin: false },
+    options: UpdateToolSettingsOptions = { admin: false },
   ): Promise<ToolSettingsDescriptor> {
     const tool = this.#tool(toolName);
     // A value that only applies together with another setting brings that setting along (or is refused).
@@ -145,61 +178,73 @@ export class ToolSettingsService {
     // Approval rules carry examples checked on save; their shell parser loads asynchronously.
     await prepareApprovalPolicy();
     if (!options.admin) this.#refuseAdminOnly(tool, body);
-    const saved = await this.store.get(userId, toolName);
-    const locked = new Set(saved?.locked ?? []);
     const touched = [...(body.enabled === undefined ? [] : ["enabled"]), ...Object.keys(body.parameters ?? {})];
-    if (!options.admin) {
-      const blocked = touched.filter((key) => locked.has(key));
-      if (blocked.length > 0) {
-        throw new AccessDeniedError(
-          `${blocked.map((b) => `"${b}"`).join(", ")} of "${toolName}" ${blocked.length > 1 ? "were" : "was"} set for you by an admin; only an admin can change ${blocked.length > 1 ? "them" : "it"}.`,
-          { tool: toolName, parameters: blocked, rule: "admin_locked" },
-        );
-      }
-    }
-    const salvaged = salvageToolParameters(tool, saved?.parameters ?? {});
-    if (salvaged.dropped.length > 0) {
-      this.logger.warn(
-        { tool: toolName, userId, dropped: salvaged.dropped },
-        "discarding invalid saved settings on update",
-      );
-    }
-    const savedParameters = salvaged.parameters;
     const updates = { ...(body.parameters ?? {}) };
     const resets = Object.keys(updates).filter((key) => updates[key] === null);
     for (const key of resets) delete updates[key];
-    // Validates names, types, ranges and canDisable; throws before anything is written.
-    mergeToolSettings(
-      tool,
-      { enabled: saved?.enabled ?? null, parameters: savedParameters },
-      { enabled: body.enabled, parameters: updates },
-    );
-    for (const key of resets) {
-      if (!tool.settings.parameterDescriptors.some((d) => d.name === key))
-        normalizeToolParameters(tool, { [key]: null });
-      delete savedParameters[key];
-    }
-    const enabled = body.enabled ?? (typeof saved?.enabled === "boolean" ? saved.enabled : null);
-    // What an admin sets is locked against the user; an admin's reset (null) unlocks it again.
-    if (options.admin) {
-      for (const key of touched) {
-        if (resets.includes(key)) locked.delete(key);
-        else locked.add(key);
+    let old: { enabled: boolean | null; parameters: Record<string, unknown> } = { enabled: null, parameters: {} };
+    const written = await this.store.modify(userId, toolName, (saved) => {
+      if (options.ifMatch !== undefined && options.ifMatch !== (saved?.version ?? 0)) {
+        throw new SettingsVersionConflictError(toolName, options.ifMatch, saved?.version ?? 0);
       }
-    }
-    const newParameters = { ...savedParameters, ...normalizeToolParameters(tool, updates) };
-    await this.store.save(userId, toolName, { enabled, parameters: newParameters, locked: [...locked].sort() });
+      old = {
+        enabled: typeof saved?.enabled === "boolean" ? saved.enabled : null,
+        parameters: saved?.parameters ?? {},
+      };
+      const locked = new Set(saved?.locked ?? []);
+      if (!options.admin) {
+        const blocked = touched.filter((key) => locked.has(key));
+        if (blocked.length > 0) {
+          throw new AccessDeniedError(
+            `${blocked.map((b) => `"${b}"`).join(", ")} of "${toolName}" ${blocked.length > 1 ? "were" : "was"} set for you by an admin; only an admin can change ${blocked.length > 1 ? "them" : "it"}.`,
+            { tool: toolName, parameters: blocked, rule: "admin_locked" },
+          );
+        }
+      }
+      const salvaged = salvageToolParameters(tool, saved?.parameters ?? {});
+      if (salvaged.dropped.length > 0) {
+        this.logger.warn(
+          { tool: toolName, userId, dropped: salvaged.dropped },
+          "discarding invalid saved settings on update",
+        );
+      }
+      const savedParameters = salvaged.parameters;
+      // Validates names, types, ranges and canDisable; throws before anything is written.
+      mergeToolSettings(
+        tool,
+        { enabled: saved?.enabled ?? null, parameters: savedParameters },
+        { enabled: body.enabled, parameters: updates },
+      );
+      for (const key of resets) {
+        if (!tool.settings.parameterDescriptors.some((d) => d.name === key))
+          normalizeToolParameters(tool, { [key]: null });
+        delete savedParameters[key];
+      }
+      const enabled = body.enabled ?? (typeof saved?.enabled === "boolean" ? saved.enabled : null);
+      // What an admin sets is locked against the user; an admin's reset (null) unlocks it again.
+      if (options.admin) {
+        for (const key of touched) {
+          if (resets.includes(key)) locked.delete(key);
+          else locked.add(key);
+        }
+      }
+      return {
+        enabled,
+        parameters: { ...savedParameters, ...normalizeToolParameters(tool, updates) },
+        locked: [...locked].sort(),
+      };
+    });
     try {
       await this.audit?.recordEvent?.({
         kind: "settings_change",
         userId,
         actor: options.actor ?? userId,
         tool: toolName,
-        old: {
-          enabled: typeof saved?.enabled === "boolean" ? saved.enabled : null,
-          parameters: redactValue(saved?.parameters ?? {}) as Record<string, unknown>,
+        old: { enabled: old.enabled, parameters: redactValue(old.parameters) as Record<string, unknown> },
+        new: {
+          enabled: typeof written.enabled === "boolean" ? written.enabled : null,
+          parameters: redactValue(written.parameters ?? {}) as Record<string, unknown>,
         },
-        new: { enabled, parameters: redactValue(newParameters) as Record<string, unknown> },
       });
     } catch (error) {
       this.logger.error(
@@ -208,7 +253,7 @@ export class ToolSettingsService {
       );
     }
     this.registry.changes.emit(userId);
-    return this.get(userId, toolName);
+    return this.#describe(tool, written);
   }
 
   #refuseAdminOnly(tool: RegisteredTool, body: UpdateToolSettingsBody): void {

@@ -5,29 +5,53 @@
 import { pino } from "pino";
 import type { AuditEntry, AuditEvent, AuditSink, FreshnessLedger, Logger, SavedToolSettings } from "./types.js";
 
+/** A saved settings row with its version: 0 before the first write, +1 on every committed write. */
+export interface VersionedToolSettings extends SavedToolSettings {
+  version: number;
+}
+
+/** The row a {@link ToolSettingsStore.modify} change writes back (it replaces the stored row as a whole). */
+export interface ToolSettingsWrite {
+  enabled: boolean | null;
+  parameters: Record<string, unknown>;
+  locked?: string[];
+}
+
 /** Per-user saved tool settings (000: the `user_tool_settings` repository). */
 export interface ToolSettingsStore {
   /** Every saved settings row of the user, keyed by tool name. */
-  getAll(userId: string): Promise<Map<string, SavedToolSettings>>;
+  getAll(userId: string): Promise<Map<string, VersionedToolSettings>>;
   /** One saved row, or undefined. */
-  get(userId: string, toolName: string): Promise<SavedToolSettings | undefined>;
-  /** Creates or replaces the user's row for the tool. */
+  get(userId: string, toolName: string): Promise<VersionedToolSettings | undefined>;
+  /** Creates or replaces the user's row for the tool (no read: prefer {@link modify} for a change). */
   save(
     userId: string,
     toolName: string,
     settings: { enabled: boolean | null; parameters: Record<string, unknown>; locked?: string[] },
   ): Promise<void>;
+  /**
+   * Atomic read-modify-write of one row: reads the current row (undefined when none; its `version` is 0 then)
+   * with the row locked against every other writer (other processes included, for the database-backed store),
+   * calls `change`, writes what it returns with the version incremented, and resolves to the row as written.
+   * `change` may throw to abort without writing (the error propagates) and may run more than once (retries), so
+   * it must not have side effects.
+   */
+  modify(
+    userId: string,
+    toolName: string,
+    change: (current: VersionedToolSettings | undefined) => ToolSettingsWrite,
+  ): Promise<VersionedToolSettings>;
 }
 
 /** Settings kept in process memory; lost on exit. */
 export class MemoryToolSettingsStore implements ToolSettingsStore {
-  readonly #rows = new Map<string, Map<string, SavedToolSettings>>();
+  readonly #rows = new Map<string, Map<string, VersionedToolSettings>>();
 
-  async getAll(userId: string): Promise<Map<string, SavedToolSettings>> {
+  async getAll(userId: string): Promise<Map<string, VersionedToolSettings>> {
     return new Map(this.#rows.get(userId) ?? []);
   }
 
-  async get(userId: string, toolName: string): Promise<SavedToolSettings | undefined> {
+  async get(userId: string, toolName: string): Promise<VersionedToolSettings | undefined> {
     return this.#rows.get(userId)?.get(toolName);
   }
 
@@ -41,7 +65,20 @@ export class MemoryToolSettingsStore implements ToolSettingsStore {
       user = new Map();
       this.#rows.set(userId, user);
     }
-    user.set(toolName, structuredClone(settings));
+    const version = (user.get(toolName)?.version ?? 0) + 1;
+    user.set(toolName, { ...structuredClone(settings), version });
+  }
+
+  async modify(
+    userId: string,
+    toolName: string,
+    change: (current: VersionedToolSettings | undefined) => ToolSettingsWrite,
+  ): Promise<VersionedToolSettings> {
+    // Synchronous from read to write: nothing else runs in between on one event loop.
+    const current = this.#rows.get(userId)?.get(toolName);
+    const next = change(current ? structuredClone(current) : undefined);
+    await this.save(userId, toolName, next);
+    return structuredClone(this.#rows.get(userId)!.get(toolName)!);
   }
 }
 

@@ -54,12 +54,24 @@ export function buildOpenApiDocument(
         },
         put: {
           ...secured,
-          parameters: [toolName],
-          summary: "Update a tool's enabled state and parameters (null resets a parameter to its default).",
+          parameters: [
+            toolName,
+            {
+              name: "If-Match",
+              in: "header",
+              required: false,
+              description:
+                'Apply only if the stored settings still have this version (the ETag of a GET or PUT, e.g. "3"); 412 otherwise. Without it, each key is last-write-wins.',
+              schema: { type: "string" },
+            },
+          ],
+          summary:
+            "Update a tool's enabled state and parameters (null resets a parameter to its default). Atomic: the row is read, checked and written in one transaction; the response's ETag is the new version.",
           requestBody: { required: true, content: json(UpdateToolSettingsBodySchema) },
           responses: {
             200: { description: "The new settings", content: json(ToolSettingsDescriptorSchema) },
-            400: error("Malformed body"),
+            400: error("Malformed body or If-Match"),
+            412: error("If-Match named an older version: GET again and retry"),
             404: error("Unknown tool"),
             422: error("ToolSettingsError: invalid parameters, or disabling a tool that cannot be disabled"),
           },

@@ -56,6 +56,10 @@ export const ToolSettingsDescriptorSchema = Type.Object(
     canDisable: Type.Boolean(),
     enablingRequiresAdmin: Type.Boolean(),
     lockedKeys: Type.Array(Type.String()),
+    version: Type.Integer({
+      minimum: 0,
+      description: "Version of the stored settings (also the ETag); changes on every write.",
+    }),
     parameters: Type.Record(Type.String(), Type.Unknown()),
     defaultParameters: Type.Record(Type.String(), Type.Unknown()),
     parameterDescriptors: Type.Array(ToolParameterDescriptorSchema),

@@ -5,9 +5,18 @@
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import Database from "better-sqlite3";
-import { Kysely, type Migration, type MigrationProvider, Migrator, PostgresDialect, SqliteDialect } from "kysely";
+import {
+  type Generated,
+  Kysely,
+  type Migration,
+  type MigrationProvider,
+  Migrator,
+  PostgresDialect,
+  SqliteDialect,
+} from "kysely";
 import { resolveDataDir } from "../core/data-dir.js";
 import { migrations } from "./migrations.js";
+import { SQLITE_BUSY_TIMEOUT_MS } from "./transaction.js";
 
 /** Row of `user_tool_settings`: one user's saved settings for one tool. `enabled` is 0/1, or null when unset. */
 export interface UserToolSettingsTable {
@@ -20,6 +29,8 @@ export interface UserToolSettingsTable {
   locked: string;
   /** ISO-8601 UTC timestamp. */
   updated_at: string;
+  /** 0 for a row never written through a versioned write; +1 on every committed write (the API's ETag). */
+  version: Generated<number>;
 }
 
 /** Row of `api_tokens`: a bearer token, stored as its sha256 hex digest only. */
@@ -288,8 +299,9 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<T
     const file = url ? resolve(url.replace(/^sqlite:/, "")) : join(resolveDataDir(options.dataDir), "toolhost.db");
     mkdirSync(resolve(file, ".."), { recursive: true, mode: 0o700 });
     const sqlite = new Database(file);
+    // The busy timeout first: switching a fresh file to WAL takes a lock another starting process may hold.
+    sqlite.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
     sqlite.pragma("journal_mode = WAL");
-    sqlite.pragma("busy_timeout = 5000");
     sqlite.pragma("foreign_keys = ON");
     const db = new Kysely<DatabaseSchema>({ dialect: new SqliteDialect({ database: sqlite }) });
     database = { db, dialect: "sqlite", location: file, close: () => db.destroy() };

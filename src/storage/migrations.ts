@@ -281,6 +281,15 @@ export const migrations: Record<string, Migration> = {
       }
       await db.schema.dropTable("approval_turns").ifExists().execute();
       await db.schema.dropTable("approvals").ifExists().execute();
+  "0003_settings_version": {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .alterTable("user_tool_settings")
+        .addColumn("version", "integer", (c) => c.notNull().defaultTo(0))
+        .execute();
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.alterTable("user_tool_settings").dropColumn("version").execute();
     },
   },
 };

@@ -5,9 +5,10 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
-import type { ToolSettingsStore } from "../core/stores.js";
-import type { AuditEntry, AuditEvent, AuditSink, FreshnessLedger, SavedToolSettings } from "../core/types.js";
+import type { ToolSettingsStore, ToolSettingsWrite, VersionedToolSettings } from "../core/stores.js";
+import type { AuditEntry, AuditEvent, AuditSink, FreshnessLedger } from "../core/types.js";
 import type { ChatMessagesTable, ChatsTable, DatabaseSchema } from "./database.js";
+import { inTransaction } from "./transaction.js";
 
 const now = () => new Date().toISOString();
 
@@ -20,7 +21,12 @@ function parseJsonObject(text: string): Record<string, unknown> | null {
   }
 }
 
-function toSaved(r: { enabled: number | null; parameters: string; locked: string }): SavedToolSettings {
+function toSaved(r: {
+  enabled: number | null;
+  parameters: string;
+  locked: string;
+  version: number;
+}): VersionedToolSettings {
   let locked: string[] = [];
   try {
     const value = JSON.parse(r.locked);
@@ -28,19 +34,24 @@ function toSaved(r: { enabled: number | null; parameters: string; locked: string
   } catch {
     // corrupt: no locks (admins can set them again)
   }
-  return { enabled: r.enabled === null ? null : r.enabled === 1, parameters: parseJsonObject(r.parameters), locked };
+  return {
+    enabled: r.enabled === null ? null : r.enabled === 1,
+    parameters: parseJsonObject(r.parameters),
+    locked,
+    version: Number(r.version),
+  };
 }
 
 /** `user_tool_settings` as a ToolSettingsStore. Corrupt JSON reads back as null parameters (defaults apply). */
 export class SqlToolSettingsStore implements ToolSettingsStore {
   constructor(private readonly db: Kysely<DatabaseSchema>) {}
 
-  async getAll(userId: string): Promise<Map<string, SavedToolSettings>> {
+  async getAll(userId: string): Promise<Map<string, VersionedToolSettings>> {
     const rows = await this.db.selectFrom("user_tool_settings").selectAll().where("user_id", "=", userId).execute();
     return new Map(rows.map((r) => [r.tool_name, toSaved(r)]));
   }
 
-  async get(userId: string, toolName: string): Promise<SavedToolSettings | undefined> {
+  async get(userId: string, toolName: string): Promise<VersionedToolSettings | undefined> {
     const r = await this.db
       .selectFrom("user_tool_settings")
       .selectAll()
@@ -50,31 +61,79 @@ export class SqlToolSettingsStore implements ToolSettingsStore {
     return r ? toSaved(r) : undefined;
   }
 
+  /** Replaces the row as a whole (no read): last write wins for the whole row. Prefer {@link modify}. */
   async save(
     userId: string,
     toolName: string,
     settings: { enabled: boolean | null; parameters: Record<string, unknown>; locked?: string[] },
   ): Promise<void> {
-    const row = {
-      user_id: userId,
-      tool_name: toolName,
-      enabled: settings.enabled === null ? null : settings.enabled ? 1 : 0,
-      parameters: JSON.stringify(settings.parameters),
-      locked: JSON.stringify(settings.locked ?? []),
-      updated_at: now(),
-    };
-    await this.db
-      .insertInto("user_tool_settings")
-      .values(row)
-      .onConflict((oc) =>
-        oc.columns(["user_id", "tool_name"]).doUpdateSet({
-          enabled: row.enabled,
-          parameters: row.parameters,
-          locked: row.locked,
-          updated_at: row.updated_at,
-        }),
-      )
-      .execute();
+    await this.modify(userId, toolName, () => settings);
+  }
+
+  /**
+   * Read-modify-write of one row in one transaction (inTransaction): the row is created empty when missing
+   * (`INSERT … ON CONFLICT DO NOTHING`), then read with `FOR UPDATE` on PostgreSQL (SQLite holds the write lock),
+   * changed and written back with `version + 1`.
+   */
+  async modify(
+    userId: string,
+    toolName: string,
+    change: (current: VersionedToolSettings | undefined) => ToolSettingsWrite,
+  ): Promise<VersionedToolSettings> {
+    return inTransaction(this.db, async (trx, tx) => {
+      const existing = await tx
+        .forUpdate(
+          trx
+            .selectFrom("user_tool_settings")
+            .selectAll()
+            .where("user_id", "=", userId)
+            .where("tool_name", "=", toolName),
+        )
+        .executeTakeFirst();
+      let current = existing;
+      if (!current) {
+        // Create the row first so that two first writers (other processes) queue on its lock instead of racing
+        // two INSERTs; a concurrent creator makes DO NOTHING wait for it, and the FOR UPDATE below sees its row.
+        await trx
+          .insertInto("user_tool_settings")
+          .values({
+            user_id: userId,
+            tool_name: toolName,
+            enabled: null,
+            parameters: "{}",
+            locked: "[]",
+            updated_at: now(),
+            version: 0,
+          })
+          .onConflict((oc) => oc.columns(["user_id", "tool_name"]).doNothing())
+          .execute();
+        current = await tx
+          .forUpdate(
+            trx
+              .selectFrom("user_tool_settings")
+              .selectAll()
+              .where("user_id", "=", userId)
+              .where("tool_name", "=", toolName),
+          )
+          .executeTakeFirstOrThrow();
+      }
+      const before = toSaved(current);
+      const next = change(existing || before.version > 0 ? before : undefined);
+      const written = {
+        enabled: next.enabled === null ? null : next.enabled ? 1 : 0,
+        parameters: JSON.stringify(next.parameters),
+        locked: JSON.stringify(next.locked ?? []),
+        updated_at: now(),
+        version: before.version + 1,
+      };
+      await trx
+        .updateTable("user_tool_settings")
+        .set(written)
+        .where("user_id", "=", userId)
+        .where("tool_name", "=", toolName)
+        .execute();
+      return toSaved(written);
+    });
   }
 }
 

@@ -27,8 +27,13 @@ function repositoryContract(name: string, open: () => Opener) {
       await store.save("u1", "bash", { enabled: true, parameters: { timeoutSeconds: 60 } });
       await store.save("u1", "bash", { enabled: false, parameters: { timeoutSeconds: 90 } });
       await store.save("u2", "bash", { enabled: null, parameters: {} });
-      expect(await store.get("u1", "bash")).toEqual({ enabled: false, parameters: { timeoutSeconds: 90 }, locked: [] });
-      expect(await store.get("u2", "bash")).toEqual({ enabled: null, parameters: {}, locked: [] });
+      expect(await store.get("u1", "bash")).toEqual({
+        enabled: false,
+        parameters: { timeoutSeconds: 90 },
+        locked: [],
+        version: 2,
+      });
+      expect(await store.get("u2", "bash")).toEqual({ enabled: null, parameters: {}, locked: [], version: 1 });
       expect(await store.get("u3", "bash")).toBeUndefined();
       expect([...(await store.getAll("u1")).keys()]).toEqual(["bash"]);
       await database.db
@@ -36,7 +41,7 @@ function repositoryContract(name: string, open: () => Opener) {
         .set({ parameters: "{not json" })
         .where("user_id", "=", "u2")
         .execute();
-      expect(await store.get("u2", "bash")).toEqual({ enabled: null, parameters: null, locked: [] });
+      expect(await store.get("u2", "bash")).toEqual({ enabled: null, parameters: null, locked: [], version: 1 });
     });
 
     it("stores tokens hashed and authenticates them", async () => {

@@ -3,10 +3,38 @@
  * GET /api/settings/tools and PUT /api/settings/tools/:toolName.
  */
 import { Hono } from "hono";
-import type { ToolSettingsService, UpdateToolSettingsBody } from "../../app/tool-settings-service.js";
-import { type AuthEnv, readJsonBody, sendJson } from "../http.js";
+import {
+  SettingsVersionConflictError,
+  type ToolSettingsService,
+  type UpdateToolSettingsBody,
+} from "../../app/tool-settings-service.js";
+import { type AuthEnv, HttpError, readJsonBody, sendJson } from "../http.js";
 import { ToolSettingsDescriptorSchema, ToolSettingsListResponse, UpdateToolSettingsBodySchema } from "../schemas.js";
 import { adminUsers } from "./admin.js";
+
+/** The strong ETag of a settings version: the version number in quotes. */
+export function etag(version: number): string {
+  return `"${version}"`;
+}
+
+/**
+ * The version an `If-Match` header names, or undefined when absent or `*` (no precondition). Throws HttpError 400
+ * for anything but one strong ETag this server issued (a quoted non-negative integer).
+ */
+export function parseIfMatch(header: string | undefined): number | undefined {
+  if (header === undefined) return undefined;
+  const value = header.trim();
+  if (value === "*") return undefined;
+  const match = /^"(\d{1,15})"$/.exec(value);
+  if (!match) {
+    throw new HttpError(
+      400,
+      "bad_request",
+      'If-Match must be one ETag as returned by GET /api/settings/tools/:toolName, e.g. If-Match: "3".',
+    );
+  }
+  return Number(match[1]);
+}
 
 /** Routes for per-user tool settings; errors propagate to the app's error handler (404, 422, 400). */
 export function settingsRoutes(settings: ToolSettingsService): Hono<AuthEnv> {
@@ -14,16 +42,33 @@ export function settingsRoutes(settings: ToolSettingsService): Hono<AuthEnv> {
   app.get("/tools", async (c) =>
     sendJson(c, ToolSettingsListResponse, { tools: await settings.list(c.get("userId")) }),
   );
-  app.get("/tools/:toolName", async (c) =>
-    sendJson(c, ToolSettingsDescriptorSchema, await settings.get(c.get("userId"), c.req.param("toolName"))),
-  );
+  app.get("/tools/:toolName", async (c) => {
+    const descriptor = await settings.get(c.get("userId"), c.req.param("toolName"));
+    c.header("ETag", etag(descriptor.version));
+    return sendJson(c, ToolSettingsDescriptorSchema, descriptor);
+  });
   app.put("/tools/:toolName", async (c) => {
+    const ifMatch = parseIfMatch(c.req.header("If-Match"));
     const body = await readJsonBody<UpdateToolSettingsBody>(c, UpdateToolSettingsBodySchema);
     const userId = c.get("userId");
-    const descriptor = await settings.update(userId, c.req.param("toolName"), body, {
-      admin: adminUsers().has(userId),
-    });
-    return sendJson(c, ToolSettingsDescriptorSchema, descriptor);
+    try {
+      const descriptor = await settings.update(userId, c.req.param("toolName"), body, {
+        admin: adminUsers().has(userId),
+        ...(ifMatch === undefined ? {} : { ifMatch }),
+      });
+      c.header("ETag", etag(descriptor.version));
+      return sendJson(c, ToolSettingsDescriptorSchema, descriptor);
+    } catch (error) {
+      if (error instanceof SettingsVersionConflictError) {
+        c.header("ETag", etag(error.actual));
+        throw new HttpError(412, "precondition_failed", error.message, {
+          tool: error.tool,
+          expected: error.expected,
+          actual: error.actual,
+        });
+      }
+      throw error;
+    }
   });
   return app;
 }

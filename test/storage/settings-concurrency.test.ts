@@ -1,0 +1,211 @@
+/**
+ * Settings writes under concurrency, through the real HTTP server, on SQLite and on PostgreSQL: no acknowledged
+ * write is lost (one server, and two server processes on one database), an admin's narrowing survives a user's PUT
+ * storm, and If-Match/ETag behave as documented.
+ */
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { createAppContext } from "../../src/app/context.js";
+import { startTestServer, type TestServer } from "../helpers/server.js";
+import {
+  type ChildServer,
+  freshStore,
+  HAVE_POSTGRES,
+  startChildServer,
+  stopStores,
+  type TestStore,
+} from "../helpers/stores.js";
+
+afterAll(() => stopStores());
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  await Promise.all(cleanups.splice(0).map((c) => c()));
+});
+
+async function serverOn(store: TestStore): Promise<TestServer> {
+  const s = await startTestServer({
+    dataDir: store.dataDir,
+    ...(store.databaseUrl ? { databaseUrl: store.databaseUrl } : {}),
+  });
+  cleanups.push(() => s.stop());
+  return s;
+}
+
+async function childOn(store: TestStore): Promise<ChildServer> {
+  const c = await startChildServer(store);
+  cleanups.push(() => c.stop());
+  return c;
+}
+
+/** One write of one key of grep for one user, with the value expected back. */
+interface Write {
+  user: string;
+  key: string;
+  value: unknown;
+}
+
+/** 7 keys of grep per user, each with a value unique to the user. */
+function writesFor(user: string, i: number): Write[] {
+  return [
+    { user, key: "enabled", value: i % 2 === 0 },
+    { user, key: "maxResults", value: 1 + (i % 500) },
+    { user, key: "maxMatchesPerFile", value: 1 + ((i * 7) % 100) },
+    { user, key: "maxFileSizeBytes", value: 1024 + i },
+    { user, key: "includeDotfiles", value: true },
+    { user, key: "respectGitignore", value: false },
+    { user, key: "deniedPaths", value: [`/secret/${user}`] },
+  ];
+}
+
+async function put(base: string, token: string, w: Write, extra: Record<string, string> = {}): Promise<Response> {
+  const body = w.key === "enabled" ? { enabled: w.value } : { parameters: { [w.key]: w.value } };
+  return fetch(`${base}/api/settings/tools/grep`, {
+    method: "PUT",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json", ...extra },
+    body: JSON.stringify(body),
+  });
+}
+
+async function storm(store: TestStore, bases: string[], s: TestServer) {
+  const users = Array.from({ length: 143 }, (_, i) => `user${i}`);
+  const tokens = new Map<string, string>();
+  for (const u of users) tokens.set(u, (await s.ctx.tokens.create(u)).token);
+  const writes = users.flatMap((u, i) => writesFor(u, i));
+  expect(writes.length).toBeGreaterThanOrEqual(1000);
+  // Shuffle so the keys of one user interleave with everyone else's.
+  for (let i = writes.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [writes[i], writes[j]] = [writes[j]!, writes[i]!];
+  }
+  const statuses = await Promise.all(
+    writes.map(async (w, i) => {
+      const res = await put(bases[i % bases.length]!, tokens.get(w.user)!, w);
+      await res.body?.cancel();
+      return res.status;
+    }),
+  );
+  const acknowledged = writes.filter((_, i) => statuses[i] === 200);
+  expect(statuses.filter((code) => code !== 200)).toEqual([]);
+  const lost: Write[] = [];
+  for (const u of users) {
+    const d = await s.ctx.settings.get(u, "grep");
+    for (const w of acknowledged.filter((x) => x.user === u)) {
+      const actual = w.key === "enabled" ? d.enabled : d.parameters[w.key];
+      if (JSON.stringify(actual) !== JSON.stringify(w.value)) lost.push(w);
+    }
+    expect(d.version).toBe(7);
+  }
+  expect({ dialect: store.dialect, lost: lost.length }).toEqual({ dialect: store.dialect, lost: 0 });
+}
+
+for (const dialect of ["sqlite", "postgres"] as const) {
+  describe.skipIf(dialect === "postgres" && !HAVE_POSTGRES)(`settings writes on ${dialect}`, () => {
+    it("1000 concurrent PUTs across users and keys through one server: no acknowledged write lost", async () => {
+      const store = await freshStore(dialect);
+      const s = await serverOn(store);
+      await storm(store, [s.server.url], s);
+    }, 60_000);
+
+    it("the same across two server processes on one database: no acknowledged write lost", async () => {
+      const store = await freshStore(dialect);
+      const s = await serverOn(store);
+      const other = await childOn(store);
+      await storm(store, [s.server.url, other.url], s);
+    }, 60_000);
+
+    it("a user's PUT storm during 8 admin narrowings loses no narrowing", async () => {
+      const store = await freshStore(dialect);
+      const s = await serverOn(store);
+      const other = await childOn(store);
+      // The admin writes through a context of its own (its own connection), as the CLI does.
+      const admin = await createAppContext({
+        dataDir: store.dataDir,
+        ...(store.databaseUrl ? { databaseUrl: store.databaseUrl } : {}),
+      });
+      cleanups.push(() => admin.close());
+      const alice = (await s.ctx.tokens.create("alice")).token;
+      let stop = false;
+      const statuses = new Map<number, number>();
+      const userStorm = (async () => {
+        for (let n = 0; !stop; n++) {
+          const batch = await Promise.all(
+            Array.from({ length: 8 }, (_, k) =>
+              put([s.server.url, other.url][k % 2]!, alice, {
+                user: "alice",
+                key: "maxResults",
+                value: 1 + ((n * 8 + k) % 900),
+              }),
+            ),
+          );
+          for (const res of batch) {
+            statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+            await res.body?.cancel();
+          }
+        }
+      })();
+      const narrowings: string[][] = [];
+      for (let k = 1; k <= 8; k++) {
+        const deniedPaths = Array.from({ length: k }, (_, j) => `/secret${j}`);
+        await admin.settings.update("alice", "grep", { parameters: { deniedPaths } }, { admin: true });
+        narrowings.push(deniedPaths);
+        await new Promise((r) => setTimeout(r, 5));
+        const seen = await s.ctx.settings.get("alice", "grep");
+        expect(seen.parameters.deniedPaths).toEqual(deniedPaths);
+        expect(seen.lockedKeys).toContain("deniedPaths");
+      }
+      stop = true;
+      await userStorm;
+      const final = await s.ctx.settings.get("alice", "grep");
+      expect(final.parameters.deniedPaths).toEqual(narrowings.at(-1));
+      expect(final.lockedKeys).toContain("deniedPaths");
+      expect([...statuses.keys()]).toEqual([200]);
+      // And the user cannot lift it.
+      const res = await put(s.server.url, alice, { user: "alice", key: "deniedPaths", value: [] });
+      expect(res.status).toBe(403);
+    }, 60_000);
+
+    it("ETag is the stored version; If-Match applies only to that version (412 otherwise)", async () => {
+      const store = await freshStore(dialect);
+      const s = await serverOn(store);
+      const first = await s.api("/api/settings/tools/grep");
+      expect(first.headers.get("etag")).toBe('"0"');
+      const a = await s.api("/api/settings/tools/grep", {
+        method: "PUT",
+        headers: { "if-match": '"0"' },
+        json: { parameters: { maxResults: 10 } },
+      });
+      expect(a.status).toBe(200);
+      expect(a.headers.get("etag")).toBe('"1"');
+      expect(((await a.json()) as { version: number }).version).toBe(1);
+      const stale = await s.api("/api/settings/tools/grep", {
+        method: "PUT",
+        headers: { "if-match": '"0"' },
+        json: { parameters: { maxResults: 20 } },
+      });
+      expect(stale.status).toBe(412);
+      expect(stale.headers.get("etag")).toBe('"1"');
+      expect(((await stale.json()) as { error: unknown }).error).toMatchObject({
+        code: "precondition_failed",
+        details: { actual: 1 },
+      });
+      expect((await s.ctx.settings.get("local", "grep")).parameters.maxResults).toBe(10);
+      const bad = await s.api("/api/settings/tools/grep", {
+        method: "PUT",
+        headers: { "if-match": "W/1" },
+        json: { parameters: { maxResults: 20 } },
+      });
+      expect(bad.status).toBe(400);
+      // Concurrent conditional writes on one version: exactly one wins.
+      const racers = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          s.api("/api/settings/tools/grep", {
+            method: "PUT",
+            headers: { "if-match": '"1"' },
+            json: { parameters: { maxResults: 100 + i } },
+          }),
+        ),
+      );
+      expect(racers.map((r) => r.status).sort()).toEqual([200, ...Array(9).fill(412)]);
+    }, 60_000);
+  });
+}
