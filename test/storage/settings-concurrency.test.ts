@@ -3,6 +3,7 @@
  * write is lost (one server, and two server processes on one database), an admin's narrowing survives a user's PUT
  * storm, and If-Match/ETag behave as documented.
  */
+import { Agent, fetch } from "undici";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { createAppContext } from "../../src/app/context.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
@@ -57,9 +58,15 @@ function writesFor(user: string, i: number): Write[] {
   ];
 }
 
-async function put(base: string, token: string, w: Write, extra: Record<string, string> = {}): Promise<Response> {
+// All requests are sent at once; they share at most 64 connections per server (more only overflow the listen
+// backlog of a loaded machine with connection resets, which says nothing about the server).
+const dispatcher = new Agent({ connections: 64, pipelining: 1 });
+afterAll(() => dispatcher.close());
+
+async function put(base: string, token: string, w: Write, extra: Record<string, string> = {}) {
   const body = w.key === "enabled" ? { enabled: w.value } : { parameters: { [w.key]: w.value } };
   return fetch(`${base}/api/settings/tools/grep`, {
+    dispatcher,
     method: "PUT",
     headers: { authorization: `Bearer ${token}`, "content-type": "application/json", ...extra },
     body: JSON.stringify(body),
