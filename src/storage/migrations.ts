@@ -281,6 +281,8 @@ export const migrations: Record<string, Migration> = {
       }
       await db.schema.dropTable("approval_turns").ifExists().execute();
       await db.schema.dropTable("approvals").ifExists().execute();
+    },
+  },
   "0003_settings_version": {
     async up(db: Kysely<any>) {
       await db.schema
