@@ -268,7 +268,8 @@ export class AgentService {
     this.#timer = undefined;
     const runs = [...this.#runs.values()];
     for (const run of runs) this.#stop(run, "shutdown");
-    await this.#settle(runs);
+    // Sub-agents stop here; a root settles when its chat turn ends, which its own caller drives.
+    await this.#settle(runs.filter((r) => r.record.kind === "child"));
     await this.#repo.interrupt({ instanceId: this.instanceId }).catch(() => []);
   }
 
