@@ -12,6 +12,7 @@ import { registerAgentsCommand } from "./commands/agents.js";
 import { registerChatCommand } from "./commands/chat.js";
 import { registerChatsCommand } from "./commands/chats.js";
 import { registerDoctorCommand } from "./commands/doctor.js";
+import { registerMcpServersCommand } from "./commands/mcp-servers.js";
 import { registerTokenCommand } from "./commands/token.js";
 import {
   CliError,
@@ -30,6 +31,18 @@ async function withContext<T>(fn: (ctx: AppContext) => Promise<T>): Promise<T> {
   } finally {
     await ctx.close();
   }
+}
+
+/**
+ * Connects the configured external MCP servers so their tools (mcp__<server>__<tool>) are in the registry, waiting
+ * until each is connected or failed (within its connect timeout). With none configured this costs one read.
+ */
+async function importMcpTools(ctx: AppContext, wait: boolean): Promise<void> {
+  const { createMcpClientManager } = await import("../mcp/client/index.js");
+  const manager = createMcpClientManager(ctx);
+  ctx.onClose(() => manager.close());
+  await manager.start();
+  if (wait) await manager.settled();
 }
 
 const print = (value: unknown): void => {
@@ -81,6 +94,7 @@ export function buildProgram(): Command {
     .option("--json", "print JSON instead of a table")
     .action(async (opts: { user: string; json?: boolean }) =>
       withContext(async (ctx) => {
+        await importMcpTools(ctx, true);
         const tools = await ctx.settings.list(opts.user);
         if (opts.json) return print({ tools });
         print(
@@ -106,6 +120,7 @@ export function buildProgram(): Command {
       withContext(async (ctx) => {
         // Arguments that are not a JSON object are a usage error (exit 2), before anything runs.
         parseArgumentsOption(json);
+        if (toolName.startsWith("mcp__")) await importMcpTools(ctx, true);
         let workingDirectory = opts.cwd ? resolveDirectoryOption(opts.cwd) : null;
         if (opts.chat) {
           const chat = await ctx.chats.get(opts.user, opts.chat);
@@ -146,7 +161,10 @@ export function buildProgram(): Command {
     .argument("<tool>")
     .option("-u, --user <name>", "user id", parseUserId, "local")
     .action(async (toolName: string, opts: { user: string }) =>
-      withContext(async (ctx) => print(await ctx.settings.get(opts.user, toolName))),
+      withContext(async (ctx) => {
+        if (toolName.startsWith("mcp__")) await importMcpTools(ctx, true);
+        print(await ctx.settings.get(opts.user, toolName));
+      }),
     );
   settings
     .command("set")
@@ -164,6 +182,7 @@ export function buildProgram(): Command {
         if (enabled === undefined && assignments.length === 0)
           throw new CliError("Nothing to change: pass --enable, --disable or name=value pairs.");
         await withContext(async (ctx) => {
+          if (toolName.startsWith("mcp__")) await importMcpTools(ctx, true);
           // The CLI runs on the server with the data directory's permissions: its operator is an admin.
           const descriptor = await ctx.settings.update(
             opts.user,
@@ -212,6 +231,7 @@ export function buildProgram(): Command {
   registerChatsCommand(program);
   registerDoctorCommand(program);
   registerAgentsCommand(program);
+  registerMcpServersCommand(program);
 
   program
     .command("mcp")
@@ -225,6 +245,8 @@ export function buildProgram(): Command {
         throw new CliError("--poll-ms must be an integer of at least 100.");
       const { serveMcpStdio } = await import("../mcp/server/stdio.js");
       const ctx = await createAppContext();
+      // Imported tools join as their servers connect; the connection does not wait for them (list_changed follows).
+      await importMcpTools(ctx, false);
       serveMcpStdio({
         runtime: ctx.runtime,
         userId: opts.user,

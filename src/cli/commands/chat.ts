@@ -314,6 +314,11 @@ export function registerChatCommand(program: Command): void {
       }
 
       const ctx = await createAppContext();
+      // External MCP servers connect in the background; the turn does not wait for them.
+      const { createMcpClientManager } = await import("../../mcp/client/index.js");
+      const mcpClients = createMcpClientManager(ctx);
+      ctx.onClose(() => mcpClients.close());
+      void mcpClients.start();
       const renderer = opts.json ? undefined : new ChatRenderer(process.stdout, process.stderr);
       const controller = new AbortController();
       let interrupts = 0;

@@ -178,8 +178,12 @@ class ServerConnection {
   }
 
   /** Connects (once at a time); resolves when connected or failed, never rejects. */
+  /** Whether a connection was ever attempted. */
+  attempted = false;
+
   connect(): Promise<void> {
     if (this.state === "disabled" || this.#closing) return Promise.resolve();
+    this.attempted = true;
     this.#connecting ??= this.#connect().finally(() => {
       this.#connecting = undefined;
     });
@@ -223,6 +227,7 @@ class ServerConnection {
       await withTimeout(
         (async () => {
           await client.connect(transport);
+          if (this.#closing) throw new Error("closed while connecting");
           this.client = client;
           await this.#listAndRegister(client);
         })(),
@@ -237,6 +242,10 @@ class ServerConnection {
       this.connectedAt = new Date().toISOString();
     } catch (error) {
       this.client = undefined;
+      if (this.#closing) {
+        await client.close().catch(() => {});
+        return;
+      }
       this.state = "failed";
       this.lastError = (error as Error)?.message ?? String(error);
       this.manager.logger?.warn({ server: this.named.name, err: this.lastError }, "MCP server failed to connect");
@@ -326,14 +335,20 @@ export class McpClientManager {
     this.#loadConfigs = options.loadConfigs;
   }
 
+  #started = false;
+
   /** Loads the configuration and connects every enabled server in the background; returns at once. */
-  start(): Promise<void> {
-    return this.reload();
+  async start(): Promise<void> {
+    this.#started = true;
+    await this.reload();
+    // Servers loaded before the start (e.g. by an add) connect now.
+    for (const connection of this.#servers.values()) if (!connection.attempted) void connection.connect();
   }
 
   /**
    * Re-reads the configuration: servers that disappeared or changed are disconnected (their tools removed), new
-   * ones connect in the background. Resolves once the configuration is applied, not when servers are connected.
+   * ones connect in the background once the manager is started. Resolves once the configuration is applied, not
+   * when servers are connected.
    */
   async reload(): Promise<void> {
     let loaded: Awaited<ReturnType<McpClientManagerOptions["loadConfigs"]>>;
@@ -357,7 +372,7 @@ export class McpClientManager {
       if (this.#servers.has(named.name)) continue;
       const connection = new ServerConnection(named, this);
       this.#servers.set(named.name, connection);
-      void connection.connect();
+      if (this.#started) void connection.connect();
     }
   }
 
@@ -392,7 +407,7 @@ export class McpClientManager {
   /** Resolves once no server is `connecting` (or after `timeoutMs`); for the CLI's status and for tests. */
   async settled(timeoutMs = DEFAULT_CONNECT_TIMEOUT_MS + 1000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
-    while ([...this.#servers.values()].some((s) => s.state === "connecting") && Date.now() < deadline) {
+    while ([...this.#servers.values()].some((s) => s.attempted && s.state === "connecting") && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 20));
     }
   }

@@ -1,0 +1,59 @@
+/** `toolhost mcp-servers` end to end: a stored server and a config-file server, their status, tools and removal. */
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { runCli } from "../helpers/cli.js";
+import { tempDir } from "../helpers/server.js";
+
+const FIXTURE = fileURLToPath(new URL("../fixtures/mcp/fixture-server.mjs", import.meta.url));
+
+describe("toolhost mcp-servers", () => {
+  it("adds, lists, checks, uses and removes servers", async () => {
+    const dataDir = tempDir();
+    const configDir = tempDir();
+    const config = join(configDir, "config.json");
+    writeFileSync(
+      config,
+      JSON.stringify({ mcpServers: { filed: { command: process.execPath, args: [FIXTURE], trusted: true } } }),
+    );
+    const env = { TOOLHOST_DATA_DIR: dataDir, TOOLHOST_CONFIG: config };
+
+    const added = await runCli(["mcp-servers", "add", "stored", "--", process.execPath, FIXTURE], env);
+    expect(added.stderr).toBe("");
+    expect(added.code).toBe(0);
+    expect(added.stdout).toContain("Added stored: connected");
+    expect(added.stdout).toContain("mcp__stored__echo");
+
+    const list = await runCli(["mcp-servers", "list", "--json"], env);
+    const servers = JSON.parse(list.stdout).servers as { name: string; source: string; trusted: boolean }[];
+    expect(servers).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ name: "filed", source: "config-file", trusted: true }),
+        expect.objectContaining({ name: "stored", source: "database", trusted: false }),
+      ]),
+    );
+
+    const status = await runCli(["mcp-servers", "status", "--json"], env);
+    expect(status.code).toBe(0);
+    const states = JSON.parse(status.stdout).servers as { name: string; state: string; warnings: string[] }[];
+    expect(states.map((s) => [s.name, s.state])).toEqual([
+      ["filed", "connected"],
+      ["stored", "connected"],
+    ]);
+
+    expect((await runCli(["settings", "set", "mcp__filed__echo", "--enable"], env)).code).toBe(0);
+    const called = await runCli(["call", "mcp__filed__echo", '{"text":"from the cli"}'], env);
+    expect(called.code).toBe(0);
+    expect(JSON.parse(called.stdout)).toMatchObject({ source: "mcp:filed", text: "echo: from the cli" });
+    const settings = JSON.parse((await runCli(["settings", "get", "mcp__filed__echo"], env)).stdout);
+    expect(settings.external).toMatchObject({ server: "filed", trusted: true });
+
+    const refused = await runCli(["mcp-servers", "remove", "filed"], env);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("config file");
+    expect((await runCli(["mcp-servers", "remove", "stored"], env)).code).toBe(0);
+    const after = JSON.parse((await runCli(["mcp-servers", "list", "--json"], env)).stdout);
+    expect(after.servers.map((s: { name: string }) => s.name)).toEqual(["filed"]);
+  }, 180_000);
+});
