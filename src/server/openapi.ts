@@ -1,12 +1,24 @@
 /**
  * The OpenAPI 3.1 document of the HTTP API, built from the same TypeBox schemas that validate requests and
- * responses (served at GET /api/openapi.json).
+ * responses (served at GET /api/openapi.json). Schemas used in several places live once under
+ * `components.schemas` and are referenced (`$ref`), so the document holds no repeated `$id`; every secured
+ * operation documents its 401, and admin-only ones their 403, through shared `components.responses`.
  */
+import { ChatMessageSchema, ChatSchema } from "./routes/chats.js";
+import { AddMcpServerBody } from "./routes/mcp-servers.js";
 import {
   AuditListResponse,
+  CreateTokenBody,
   ErrorBody,
   ExecuteToolBody,
   ExecuteToolResponse,
+  IssuedTokenResponse,
+  MeResponse,
+  TokenInfoSchema,
+  TokenListResponse,
+  ToolDefinitionSchema,
+  ToolListResponse,
+  ToolParameterDescriptorSchema,
   ToolSettingsDescriptorSchema,
   ToolSettingsListResponse,
   UpdateToolSettingsBodySchema,
@@ -15,6 +27,41 @@ import {
 const json = (schema: unknown) => ({ "application/json": { schema } });
 const error = (description: string) => ({ description, content: json(ErrorBody) });
 const secured = { security: [{ bearerAuth: [] }] };
+const ERROR_REF = { $ref: "#/components/schemas/ErrorBody" };
+
+/** What the admin API shows of an external MCP server (McpServerStatus; header and env values never appear). */
+const McpServerStatusSchema = {
+  type: "object",
+  required: ["name", "source", "transport", "target", "trusted", "state", "lastError", "tools"],
+  properties: {
+    name: { type: "string" },
+    source: { type: "string", description: "config-file or database" },
+    transport: { type: "string", enum: ["stdio", "http"] },
+    target: { type: "string", description: "The command line or URL" },
+    trusted: { type: "boolean" },
+    state: { type: "string", enum: ["connecting", "connected", "failed", "disabled"] },
+    lastError: { type: ["string", "null"] },
+    stderrTail: { type: "string" },
+    warnings: { type: "array", items: { type: "string" } },
+    tools: { type: "array", items: { type: "object" } },
+    serverInfo: { type: ["object", "null"] },
+    protocolVersion: { type: ["string", "null"] },
+    connectedAt: { type: ["string", "null"] },
+  },
+};
+
+/** Schemas given a component name (by identity); any other schema with an `$id` is hoisted under that id. */
+const NAMED_SCHEMAS = new Map<object, string>([
+  [ErrorBody, "ErrorBody"],
+  [ToolSettingsDescriptorSchema, "ToolSettingsDescriptor"],
+  [ToolParameterDescriptorSchema, "ToolParameterDescriptor"],
+  [ToolDefinitionSchema, "ToolDefinition"],
+  [ChatSchema, "Chat"],
+  [ChatMessageSchema, "ChatMessage"],
+  [TokenInfoSchema, "TokenInfo"],
+]);
+
+const HTTP_METHODS = ["get", "put", "post", "delete", "patch", "head", "options"] as const;
 
 /** Builds the OpenAPI document; `extraPaths` merges path items contributed by other route modules. */
 export function buildOpenApiDocument(
@@ -22,24 +69,70 @@ export function buildOpenApiDocument(
   extraPaths: Record<string, unknown> = {},
 ): Record<string, unknown> {
   const toolName = { name: "toolName", in: "path", required: true, schema: { type: "string" } };
-  return {
+  const serverName = { name: "name", in: "path", required: true, schema: { type: "string" } };
+  const tokenId = {
+    name: "id",
+    in: "path",
+    required: true,
+    schema: { type: "string" },
+    description: "Token id (or its first 6+ characters)",
+  };
+  const document = {
     openapi: "3.1.0",
     info: {
       title: "Toolhost API",
       version,
       description: "Per-user tool settings, tool execution, chats that run the tool loop, metrics.",
+      license: { name: "MIT", identifier: "MIT" },
     },
-    components: { securitySchemes: { bearerAuth: { type: "http", scheme: "bearer" } } },
+    servers: [{ url: "/" }],
+    components: {
+      securitySchemes: { bearerAuth: { type: "http", scheme: "bearer" } },
+      responses: {
+        Unauthorized: { description: "Missing or invalid bearer token (code unauthorized)", content: json(ERROR_REF) },
+        Forbidden: {
+          description: "Not allowed for this user, e.g. admins only (code access_denied)",
+          content: json(ERROR_REF),
+        },
+      },
+      schemas: {} as Record<string, unknown>,
+    },
     paths: {
-      "/api/health": { get: { summary: "Liveness check (no auth).", responses: { 200: { description: "OK" } } } },
+      "/api/health": {
+        get: {
+          summary: "Liveness check (no auth).",
+          security: [],
+          responses: {
+            200: {
+              description: "OK",
+              content: json({
+                type: "object",
+                properties: { ok: { type: "boolean" }, version: { type: "string" } },
+                required: ["ok", "version"],
+              }),
+            },
+          },
+        },
+      },
+      "/api/openapi.json": {
+        get: {
+          summary: "This document (no auth).",
+          security: [],
+          responses: { 200: { description: "OpenAPI 3.1 document", content: json({ type: "object" }) } },
+        },
+      },
+      "/api/me": {
+        get: {
+          ...secured,
+          summary: "Who the token belongs to, and whether that user is an admin.",
+          responses: { 200: { description: "The user", content: json(MeResponse) } },
+        },
+      },
       "/api/settings/tools": {
         get: {
           ...secured,
           summary: "All registered tools with the current user's effective settings.",
-          responses: {
-            200: { description: "Tools", content: json(ToolSettingsListResponse) },
-            401: error("Missing or invalid token"),
-          },
+          responses: { 200: { description: "Tools", content: json(ToolSettingsListResponse) } },
         },
       },
       "/api/settings/tools/{toolName}": {
@@ -71,6 +164,7 @@ export function buildOpenApiDocument(
           responses: {
             200: { description: "The new settings", content: json(ToolSettingsDescriptorSchema) },
             400: error("Malformed body or If-Match"),
+            403: { $ref: "#/components/responses/Forbidden" },
             412: error("If-Match named an older version: GET again and retry"),
             404: error("Unknown tool"),
             422: error("ToolSettingsError: invalid parameters, or disabling a tool that cannot be disabled"),
@@ -80,8 +174,8 @@ export function buildOpenApiDocument(
       "/api/tools": {
         get: {
           ...secured,
-          summary: "Definitions of the user's enabled tools.",
-          responses: { 200: { description: "Definitions" } },
+          summary: "Definitions of the user's enabled tools that can work on this host (what models are offered).",
+          responses: { 200: { description: "Definitions", content: json(ToolListResponse) } },
         },
       },
       "/api/tools/{toolName}/execute": {
@@ -92,6 +186,8 @@ export function buildOpenApiDocument(
           requestBody: { required: true, content: json(ExecuteToolBody) },
           responses: {
             200: { description: "Outcome", content: json(ExecuteToolResponse) },
+            400: error("Malformed body, or a workingDirectory that does not exist"),
+            403: { $ref: "#/components/responses/Forbidden" },
             404: error("Unknown tool or chat"),
           },
         },
@@ -99,17 +195,107 @@ export function buildOpenApiDocument(
       "/api/admin/audit": {
         get: {
           ...secured,
-          summary:
-            "Audit log of every tool call (who, tool, redacted arguments, working directory, outcome, approval) and every settings change (who changed what for whom, old and new values), newest first (admins only).",
+          summary: "Security audit log of shell executions, newest first (admins only).",
           parameters: [
             { name: "user", in: "query", schema: { type: "string" } },
-            { name: "tool", in: "query", schema: { type: "string" } },
-            { name: "kind", in: "query", schema: { type: "string", enum: ["tool_call", "settings_change"] } },
-            { name: "since", in: "query", schema: { type: "string", format: "date-time" } },
-            { name: "until", in: "query", schema: { type: "string", format: "date-time" } },
             { name: "limit", in: "query", schema: { type: "integer", minimum: 1, maximum: 1000 } },
           ],
-          responses: { 200: { description: "Entries", content: json(AuditListResponse) }, 403: error("Not an admin") },
+          responses: { 200: { description: "Entries", content: json(AuditListResponse) }, 400: error("Invalid limit") },
+        },
+      },
+      "/api/admin/tokens": {
+        get: {
+          ...secured,
+          summary: "API tokens (never the tokens themselves), oldest first (admins only).",
+          parameters: [{ name: "user", in: "query", schema: { type: "string" } }],
+          responses: { 200: { description: "Tokens", content: json(TokenListResponse) } },
+        },
+        post: {
+          ...secured,
+          summary: "Create a token for a user; the token is in this response only (admins only).",
+          requestBody: { required: true, content: json(CreateTokenBody) },
+          responses: {
+            201: { description: "The new token", content: json(IssuedTokenResponse) },
+            400: error("Malformed body"),
+          },
+        },
+      },
+      "/api/admin/tokens/{id}": {
+        delete: {
+          ...secured,
+          parameters: [tokenId],
+          summary: "Revoke a token (admins only).",
+          responses: {
+            200: { description: "The revoked token", content: json(TokenInfoSchema) },
+            404: error("No such token"),
+            409: error("The id prefix matches several tokens"),
+          },
+        },
+      },
+      "/api/admin/tokens/{id}/rotate": {
+        post: {
+          ...secured,
+          parameters: [tokenId],
+          summary: "Replace a token by a new one for the same user and label (admins only).",
+          responses: {
+            200: { description: "The new token", content: json(IssuedTokenResponse) },
+            404: error("No such token"),
+            409: error("The id prefix matches several tokens"),
+          },
+        },
+      },
+      "/api/admin/mcp-servers": {
+        get: {
+          ...secured,
+          summary: "External MCP servers with their connection state and imported tools (admins only).",
+          responses: {
+            200: {
+              description: "Servers",
+              content: json({
+                type: "object",
+                required: ["servers"],
+                properties: { servers: { type: "array", items: McpServerStatusSchema } },
+              }),
+            },
+          },
+        },
+        post: {
+          ...secured,
+          summary: "Add an external MCP server (stored in the database; connects in the background) (admins only).",
+          requestBody: { required: true, content: json(AddMcpServerBody) },
+          responses: {
+            201: { description: "Its status", content: json(McpServerStatusSchema) },
+            400: error("Malformed body or configuration"),
+            409: error("A server with that name exists"),
+          },
+        },
+      },
+      "/api/admin/mcp-servers/{name}": {
+        get: {
+          ...secured,
+          parameters: [serverName],
+          summary: "One external MCP server's status (admins only).",
+          responses: {
+            200: { description: "Its status", content: json(McpServerStatusSchema) },
+            404: error("No such server"),
+          },
+        },
+        delete: {
+          ...secured,
+          parameters: [serverName],
+          summary: "Remove an external MCP server added through the API; its tools disappear (admins only).",
+          responses: { 204: { description: "Removed" }, 404: error("No such server") },
+        },
+      },
+      "/api/admin/mcp-servers/{name}/reconnect": {
+        post: {
+          ...secured,
+          parameters: [serverName],
+          summary: "Reconnect an external MCP server now; answers once it is connected or failed (admins only).",
+          responses: {
+            200: { description: "Its status", content: json(McpServerStatusSchema) },
+            404: error("No such server"),
+          },
         },
       },
       "/api/images/{id}": {
@@ -118,7 +304,15 @@ export function buildOpenApiDocument(
           parameters: [{ name: "id", in: "path", required: true, schema: { type: "string", format: "uuid" } }],
           summary: "The bytes of a generated image (owner only; 404 for anyone else).",
           responses: {
-            200: { description: "image/png, image/jpeg or image/webp" },
+            200: {
+              description: "The image",
+              content: {
+                "image/png": { schema: { type: "string", contentMediaType: "image/png" } },
+                "image/jpeg": { schema: { type: "string", contentMediaType: "image/jpeg" } },
+                "image/webp": { schema: { type: "string", contentMediaType: "image/webp" } },
+              },
+            },
+            400: error("Malformed id"),
             404: error("No such image for this user"),
           },
         },
@@ -128,17 +322,72 @@ export function buildOpenApiDocument(
           ...secured,
           summary:
             "MCP Streamable HTTP endpoint (stateless, JSON responses): tools/list and tools/call over the user's enabled tools.",
-          responses: { 200: { description: "JSON-RPC response" } },
+          responses: { 200: { description: "JSON-RPC response", content: json({ type: "object" }) } },
         },
       },
       "/metrics": {
         get: {
           ...secured,
-          summary: "Prometheus metrics.",
-          responses: { 200: { description: "text/plain exposition" } },
+          summary: "Prometheus metrics (admins only).",
+          responses: {
+            200: { description: "text/plain exposition", content: { "text/plain": { schema: { type: "string" } } } },
+          },
         },
       },
       ...extraPaths,
-    },
+    } as Record<string, Record<string, unknown>>,
   };
+  addAuthResponses(document.paths);
+  document.components.schemas = hoistSchemas(document.paths);
+  return document;
+}
+
+/** Every secured operation answers 401 without a valid token; admin-only ones (/api/admin, /metrics) 403. */
+function addAuthResponses(paths: Record<string, Record<string, unknown>>): void {
+  for (const [path, original] of Object.entries(paths)) {
+    // Copies: the path items of other modules are shared module-level objects.
+    const item = { ...original };
+    paths[path] = item;
+    for (const method of HTTP_METHODS) {
+      const found = item[method] as { security?: unknown[]; responses?: Record<string, unknown> } | undefined;
+      if (!found?.responses) continue;
+      const operation = { ...found, responses: { ...found.responses } };
+      item[method] = operation;
+      const isSecured = Array.isArray(operation.security) && operation.security.length > 0;
+      if (!isSecured) continue;
+      operation.responses["401"] ??= { $ref: "#/components/responses/Unauthorized" };
+      if (path.startsWith("/api/admin/") || path === "/metrics")
+        operation.responses["403"] ??= { $ref: "#/components/responses/Forbidden" };
+    }
+  }
+}
+
+/**
+ * Replaces every named schema (NAMED_SCHEMAS, or any object with an `$id`) inside `paths` by a `$ref` to one
+ * entry of `components.schemas`, whose `$id` is dropped. Returns the components. The input is modified in place.
+ */
+function hoistSchemas(paths: Record<string, unknown>): Record<string, unknown> {
+  const components: Record<string, unknown> = {};
+  const nameOf = (node: Record<string, unknown>, original: object): string | undefined =>
+    NAMED_SCHEMAS.get(original) ?? (typeof node.$id === "string" ? node.$id : undefined);
+  // Path items share the TypeBox schema objects, so a schema is recognized by identity wherever it is used.
+  const visit = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(visit);
+    if (!node || typeof node !== "object") return node;
+    const object = node as Record<string, unknown>;
+    const name = nameOf(object, node);
+    if (name) {
+      if (!(name in components)) {
+        components[name] = {}; // placeholder against cycles
+        const { $id: _id, ...rest } = object;
+        components[name] = visitChildren(rest);
+      }
+      return { $ref: `#/components/schemas/${name}` };
+    }
+    return visitChildren(object);
+  };
+  const visitChildren = (object: Record<string, unknown>): Record<string, unknown> =>
+    Object.fromEntries(Object.entries(object).map(([k, v]) => [k, visit(v)]));
+  for (const [path, item] of Object.entries(paths)) paths[path] = visitChildren(item as Record<string, unknown>);
+  return components;
 }

@@ -97,6 +97,15 @@ export const ToolSettingsDescriptorSchema = Type.Object(
 
 export const ToolSettingsListResponse = Type.Object({ tools: Type.Array(ToolSettingsDescriptorSchema) });
 
+/** GET /api/tools: the definitions offered to the user's models (enabled tools that can work on this host). */
+export const ToolListResponse = Type.Object({ tools: Type.Array(ToolDefinitionSchema) });
+
+/** GET /api/me: who the token belongs to. */
+export const MeResponse = Type.Object({
+  userId: Type.String(),
+  admin: Type.Boolean({ description: "Named in TOOLHOST_ADMIN_USERS" }),
+});
+
 export const UpdateToolSettingsBodySchema = Type.Object(
   {
     enabled: Type.Optional(Type.Boolean()),

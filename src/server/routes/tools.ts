@@ -7,7 +7,7 @@ import { ChatService } from "../../app/chat-service.js";
 import type { AppContext } from "../../app/context.js";
 import { ToolArgumentError } from "../../core/errors.js";
 import { type AuthEnv, HttpError, readJsonBody, sendJson } from "../http.js";
-import { ExecuteToolBody, ExecuteToolResponse } from "../schemas.js";
+import { ExecuteToolBody, ExecuteToolResponse, ToolListResponse } from "../schemas.js";
 import { adminUsers } from "./admin.js";
 
 /** Routes to list the user's enabled tools and to execute one. */
@@ -17,7 +17,7 @@ export function toolRoutes(ctx: AppContext): Hono<AuthEnv> {
   const binder = new ChatService({ chats: ctx.chats, runtime: ctx.runtime, logger: ctx.logger });
   app.get("/", async (c) => {
     const enabled = await ctx.runtime.getEnabledToolRuntime(c.get("userId"));
-    return c.json({ tools: enabled.definitions });
+    return sendJson(c, ToolListResponse, { tools: enabled.definitions });
   });
   app.post("/:toolName/execute", async (c) => {
     const userId = c.get("userId");

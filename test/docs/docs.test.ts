@@ -1,0 +1,108 @@
+/**
+ * The docs say what the code does: imports from "toolhost" exist, example models are the defaults, the error-code
+ * list is complete, the README's links resolve, and the behaviours the docs describe hold.
+ */
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { DEFAULT_CHAT_MODELS } from "../../src/app/chat-service.js";
+import * as library from "../../src/index.js";
+import { assertNoSsrf } from "../../src/tools/web/ssrf.js";
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+const docs = [
+  "README.md",
+  ...readdirSync(`${root}docs`)
+    .filter((f) => f.endsWith(".md"))
+    .map((f) => `docs/${f}`),
+];
+const text = (file: string) => readFileSync(`${root}${file}`, "utf8");
+
+describe("docs match the code", () => {
+  it('every name the docs import from "toolhost" is exported by the package entry', () => {
+    const missing: string[] = [];
+    let imports = 0;
+    for (const file of docs) {
+      for (const m of text(file).matchAll(/import\s*\{([^}]+)\}\s*from\s*"toolhost([^"]*)"/g)) {
+        imports++;
+        if (m[2]) missing.push(`${file}: deep import "toolhost${m[2]}" (not exported by the package)`);
+        for (const raw of m[1]!.split(",")) {
+          const name = raw
+            .trim()
+            .replace(/^type\s+/, "")
+            .split(/\s+as\s+/)[0]!;
+          if (name && !(name in library) && !/^[A-Z]/.test(name)) missing.push(`${file}: ${name}`);
+          if (name && /^[A-Z]/.test(name) && !(name in library) && !isTypeOnly(name)) missing.push(`${file}: ${name}`);
+        }
+      }
+    }
+    expect(imports).toBeGreaterThan(3);
+    expect(missing).toEqual([]);
+  });
+
+  it("example models are the providers' defaults (except local servers' own model names)", () => {
+    const wrong: string[] = [];
+    for (const file of docs) {
+      for (const m of text(file).matchAll(/--provider (openai|gemini|anthropic) --model (\S+?)[`"\s]/g)) {
+        const expected = DEFAULT_CHAT_MODELS[m[1] as keyof typeof DEFAULT_CHAT_MODELS];
+        if (m[2] !== expected) wrong.push(`${file}: ${m[1]} ${m[2]} (default ${expected})`);
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
+
+  it("the README lists every error code the API answers with", () => {
+    const readme = text("README.md");
+    for (const code of [
+      "validation_failed",
+      "invalid_settings",
+      "access_denied",
+      "not_found",
+      "timeout",
+      "aborted",
+      "execution_failed",
+      "bad_request",
+      "unauthorized",
+      "payload_too_large",
+      "provider_not_configured",
+      "chat_busy",
+    ]) {
+      expect(readme).toContain(`\`${code}\``);
+    }
+  });
+
+  it("the README's relative links point at files that exist; no foreign runtime is named", () => {
+    for (const m of text("README.md").matchAll(/\]\(((?!https?:)[^)#]+)/g))
+      expect(existsSync(`${root}${m[1]}`)).toBe(true);
+    for (const file of docs) expect(text(file)).not.toMatch(/\bBun\./);
+  });
+
+  it("docs/web.md on ranges and localhost: a CIDR admits the literal, not the localhost name; the name admits it", async () => {
+    const resolver = async () => ["127.0.0.1"];
+    await expect(assertNoSsrf("http://127.0.0.1/", { allowedHosts: ["127.0.0.0/8"], resolver })).resolves.toBeTruthy();
+    await expect(assertNoSsrf("http://localhost/", { allowedHosts: ["127.0.0.0/8"], resolver })).rejects.toMatchObject({
+      code: "access_denied",
+    });
+    await expect(assertNoSsrf("http://localhost/", { allowedHosts: ["localhost"], resolver })).resolves.toBeTruthy();
+    // A name that resolves into a listed range is admitted, as the doc says.
+    await expect(
+      assertNoSsrf("http://intranet.test/", { allowedHosts: ["10.0.0.0/8"], resolver: async () => ["10.1.2.3"] }),
+    ).resolves.toBeTruthy();
+  });
+
+  it("docs/providers-mapping.md: registerTool refuses a dotted name", () => {
+    const registry = new library.ToolRegistryStore();
+    expect(() =>
+      registry.register({
+        definition: { name: "files.read", description: "x", parameters: { type: "object", properties: {} } },
+        settings: {} as never,
+        execute: async () => null,
+      } as never),
+    ).toThrow(/Invalid tool name "files\.read"/);
+  });
+});
+
+/** Names the docs import only as types (not present at runtime). */
+function isTypeOnly(name: string): boolean {
+  return ["ToolResult", "ToolDefinition", "RegisteredTool", "ToolContext"].includes(name);
+}
