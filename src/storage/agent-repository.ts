@@ -10,6 +10,7 @@ import { type Kysely, sql, type Transaction } from "kysely";
 import type { AgentStatus, AgentUsage } from "../core/agents.js";
 import { AccessDeniedError, LimitExceededError, NotFoundError } from "../core/errors.js";
 import type { AgentsTable, DatabaseSchema } from "./database.js";
+import { inTransaction } from "./transaction.js";
 
 /** An agent as the application sees it. */
 export interface AgentRecord {
@@ -118,9 +119,12 @@ function changed(result: { numUpdatedRows: bigint } | undefined): number {
 export class AgentRepository {
   constructor(private readonly db: Kysely<DatabaseSchema>) {}
 
-  /** Runs `fn` in one transaction (the read-modify-write unit of this repository). */
-  #tx<T>(fn: (trx: Transaction<DatabaseSchema>) => Promise<T>): Promise<T> {
-    return this.db.transaction().execute(fn);
+  /**
+   * Runs `fn` as one transaction through the shared helper (SQLite `BEGIN IMMEDIATE` with busy retries,
+   * PostgreSQL with retried deadlocks); `fn` uses only `trx` and may run more than once.
+   */
+  #tx<T>(fn: (trx: Kysely<DatabaseSchema>) => Promise<T>): Promise<T> {
+    return inTransaction(this.db, (trx) => fn(trx));
   }
 
   /** Creates the root agent of a new tree (a chat turn), running. */

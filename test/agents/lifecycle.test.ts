@@ -45,6 +45,7 @@ beforeAll(() => {
     JSON.stringify({
       agents: {
         lister: { description: "Lists directories only.", tools: ["list_directory"], maxTurns: 3 },
+        hasty: { description: "Has one second.", timeSeconds: 1 },
       },
     }),
   );
@@ -160,6 +161,38 @@ describe("restart", () => {
     });
     controller.abort();
     await run.done;
+  });
+});
+
+describe("a parent's time limit", () => {
+  it("cancels the parent's running sub-agents; the parent still answers in its grace turn", async () => {
+    const ctx = await open("parent-timeout");
+    const model = taskModel(({ task, turn, request }) => {
+      if (task === "go") {
+        if (turn === 0) return calls([{ id: "s", name: "agent_spawn", args: { template: "hasty", message: "A" } }]);
+        const r = lastResult(request.messages, "agent_spawn")?.value as AgentSpawnResult;
+        return text(`${r.status}: ${r.response}`);
+      }
+      if (task === "A") {
+        const last = request.messages.at(-1);
+        if (last?.role === "user" && last.content.startsWith("[Toolhost]")) return text("A ran out of time");
+        if (turn === 0) {
+          return calls([{ id: "b", name: "agent_spawn", args: { template: "general", message: "B", wait: false } }]);
+        }
+        return hang(request.signal);
+      }
+      if (task === "B") return hang(request.signal);
+      return undefined;
+    });
+    const run = await start(ctx, model, "dave", "go");
+    const events = await run.done;
+    const done = events.at(-1);
+    expect(done?.type === "done" && done.messages.at(-1)).toMatchObject({ content: "timeout: A ran out of time" });
+    const agents = await ctx.agents.list("dave", { chatId: run.chat.id });
+    const a = agents.find((x) => x.task === "A");
+    const b = agents.find((x) => x.task === "B");
+    expect(a?.status).toBe("timeout");
+    expect(b).toMatchObject({ status: "cancelled", depth: 2, parentId: a?.id });
   });
 });
 
@@ -329,7 +362,7 @@ describe("templates", () => {
     const events = await bad.done;
     const last = events.at(-1);
     expect(last?.type === "done" && last.messages.at(-1)).toMatchObject({
-      content: expect.stringContaining('No agent template \\"nope\\". Use one of: general, lister, reviewer.'),
+      content: expect.stringContaining('No agent template \\"nope\\". Use one of: general, lister, hasty, reviewer.'),
     });
 
     // The API and metrics.
@@ -337,8 +370,8 @@ describe("templates", () => {
     const token = (await ctx.tokens.create("carol")).token;
     const res = await app.request("/api/agents/templates", { headers: { authorization: `Bearer ${token}` } });
     const body = (await res.json()) as { templates: { id: string; tools: string[] | null; source: string }[] };
-    expect(body.templates.map((t) => t.id)).toEqual(["general", "lister", "reviewer"]);
-    expect(body.templates[2]).toMatchObject({
+    expect(body.templates.map((t) => t.id)).toEqual(["general", "lister", "hasty", "reviewer"]);
+    expect(body.templates[3]).toMatchObject({
       tools: ["read_file", "grep", "bash"],
       source: join(root, "templates", "reviewer.md"),
     });
@@ -362,6 +395,7 @@ describe("templates", () => {
     expect((JSON.parse(templates.stdout) as { templates: { id: string }[] }).templates.map((t) => t.id)).toEqual([
       "general",
       "lister",
+      "hasty",
       "reviewer",
     ]);
     // An agent made by a chat turn in the same data directory.
