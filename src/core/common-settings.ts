@@ -12,6 +12,7 @@
  * (e.g. `integerSetting(context.settings.parameters, MY_DESCRIPTOR)`), and docs/settings-reference.md lists it.
  */
 import { approvalRulesDescriptor, approvalSettingDescriptor } from "./approval/policy.js";
+import { declareMaxResultBytes, declareMaxResultLines } from "./result-cap.js";
 import type { RegisteredTool, ToolParameterDescriptor } from "./types.js";
 
 /** Returns the descriptor this common setting has for `tool`, or undefined when it does not apply to it. */
@@ -21,6 +22,8 @@ export type CommonSettingDeclaration = (tool: RegisteredTool) => ToolParameterDe
 export const COMMON_SETTING_DECLARATIONS: CommonSettingDeclaration[] = [
   approvalSettingDescriptor,
   approvalRulesDescriptor,
+  declareMaxResultBytes,
+  declareMaxResultLines,
 ];
 
 /**

@@ -28,6 +28,14 @@ export const functionCallDurationMs = new Histogram({
   registers: [metricsRegistry],
 });
 
+/** Tool results cut by the runtime's output cap (full output spilled), by tool. */
+export const toolOutputTruncatedTotal = new Counter({
+  name: "tool_output_truncated_total",
+  help: "Tool results cut to the output cap (the full output went to a spill file), by tool.",
+  labelNames: ["tool"] as const,
+  registers: [metricsRegistry],
+});
+
 /**
  * Runs `fn`, recording its duration and whether it succeeded. `isFailure` decides failure for functions that
  * report failure in their return value rather than by throwing. Rethrows what `fn` throws.

@@ -341,7 +341,13 @@ export function accessDenied(input: string, rule: string, argument = "path"): Ac
 export async function resolveAndValidatePath(
   input: string,
   context: ToolContext,
-  options: { mustExist?: boolean; kind?: "file" | "directory" | "any"; argument?: string } = {},
+  options: {
+    mustExist?: boolean;
+    kind?: "file" | "directory" | "any";
+    argument?: string;
+    /** "read" lets the call open its own spill files (context.spillDirectory) despite the data directory's protection. */
+    purpose?: "read" | "write";
+  } = {},
 ): Promise<{ absolute: string; real: string }> {
   const argument = options.argument ?? "path";
   if (typeof input !== "string" || input.trim() === "") {
@@ -359,7 +365,8 @@ export async function resolveAndValidatePath(
   const absolute = expandPath(input, baseDirectory(context));
   const policy = await effectivePathPolicy(context);
   const { real, exists } = await realpathLoose(absolute, input);
-  const rule = policyRefusal(policy, absolute, real);
+  const ownSpill = options.purpose === "read" && isOwnSpillPath(context, absolute, real);
+  const rule = ownSpill ? null : policyRefusal(policy, absolute, real);
   if (rule) throw accessDenied(input, rule, argument);
 
   if (options.mustExist && !exists) {
@@ -388,6 +395,17 @@ export async function resolveAndValidatePath(
     }
   }
   return { absolute, real };
+}
+
+/**
+ * True when `real` (and its lexical form) lies inside the call's own spill directory: the full outputs of this
+ * user's chat, the only part of the data directory a tool may read (and only tools that read).
+ */
+export function isOwnSpillPath(context: Pick<ToolContext, "spillDirectory">, lexical: string, real: string): boolean {
+  const dir = context.spillDirectory;
+  if (!dir) return false;
+  const realDir = realNow(dir) ?? resolve(dir);
+  return isPathInside(real, realDir) && (isPathInside(lexical, resolve(dir)) || isPathInside(lexical, realDir));
 }
 
 const realWorkingDirs = new Map<string, string | null>();

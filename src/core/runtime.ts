@@ -18,10 +18,12 @@ import {
   ToolTimeoutError,
   toToolError,
 } from "./errors.js";
-import { withToolMetrics } from "./metrics.js";
+import { toolOutputTruncatedTotal, withToolMetrics } from "./metrics.js";
+import { SpillArea, type SpillStream } from "./output-spill.js";
 import { packageRoot } from "./package-root.js";
 import { redactValue } from "./redact.js";
 import { defaultRegistry, type ToolRegistryStore } from "./registry.js";
+import { capToolResult, resultCapLimits } from "./result-cap.js";
 import { integerSetting } from "./settings-declaration.js";
 import { DEFAULT_TOOL_TIMEOUT_MS, getSafeEffectiveToolSettings, getToolDefinition } from "./settings-policy.js";
 import {
@@ -104,6 +106,11 @@ export interface ToolRuntimeOptions {
   services?: Record<string, unknown>;
   /** Paths no tool may touch (context.protectedPaths); default: the data directory and Toolhost's installed code. */
   protectedPaths?: string[];
+  /**
+   * Where the full output of cut results goes (default: `<dataDir>/spill`, 7-day expiry, 256 MiB per user; cleaned
+   * now and hourly). Results are capped either way; without an area (`false`) nothing is saved.
+   */
+  spill?: SpillArea | false;
 }
 
 /** Toolhost's own installed code (dist/, node_modules/, package.json of this package), which tools never touch. */
@@ -125,6 +132,8 @@ export class ToolRuntime {
   readonly dataDir: string;
   readonly services: Record<string, unknown>;
   readonly protectedPaths: readonly string[];
+  /** The spill area of cut results (null: none, cut output is lost). */
+  readonly spill: SpillArea | null;
   /**
    * Whether a user's calls with no bound working directory may fall back to the process working directory
    * (context.processCwdFallback). Everyone by default; the HTTP service limits it to admins.
@@ -140,6 +149,8 @@ export class ToolRuntime {
     this.dataDir = resolveDataDir(options.dataDir);
     this.services = options.services ?? {};
     this.protectedPaths = options.protectedPaths ?? [this.dataDir, ...installationPaths()];
+    this.spill = options.spill === false ? null : (options.spill ?? new SpillArea(this.dataDir));
+    this.spill?.start();
   }
 
   /** Effective settings of one tool for a user; corrupt saved settings fall back to defaults (logged). */
@@ -376,6 +387,20 @@ export class ToolRuntime {
     timer.unref?.();
 
     const context = this.#context(tool, call, settings, controller.signal, toolEntries);
+    const streams = new Map<string, SpillStream>();
+    const spill = this.spill;
+    const limits = resultCapLimits(settings.parameters);
+    const chatId = call.chatId ?? null;
+    if (spill) {
+      context.spillDirectory = spill.directoryFor(call.userId, chatId);
+      context.captureFullOutput = (field) => {
+        const existing = streams.get(field);
+        if (existing) return existing;
+        const stream = spill.openStream(call.userId, chatId, name, field, limits.maxBytes);
+        streams.set(field, stream);
+        return stream;
+      };
+    }
 
     try {
       const aborted = new Promise<never>((_, reject) => {
@@ -395,8 +420,9 @@ export class ToolRuntime {
         },
       );
       const result = await Promise.race([running, aborted]);
-      return toSerializable(name, result);
+      return await this.#cap(tool, toSerializable(name, result), limits, streams, call.userId, chatId);
     } catch (error) {
+      for (const stream of streams.values()) await stream.discard();
       // A tool that throws after the signal fired (e.g. its fetch rejected with AbortError) is reported by the
       // signal's reason, so timeout and cancel stay distinguishable.
       if (controller.signal.aborted && !(error instanceof ToolError && error.code !== "execution_failed")) {
@@ -406,6 +432,46 @@ export class ToolRuntime {
     } finally {
       clearTimeout(timer);
       parent?.removeEventListener("abort", onParentAbort);
+    }
+  }
+
+  /** Applies the runtime-wide output cap (core/result-cap.ts) and counts cuts per tool. */
+  async #cap(
+    tool: RegisteredTool,
+    result: unknown,
+    limits: { maxBytes: number; maxLines: number },
+    streams: Map<string, SpillStream>,
+    userId: string,
+    chatId: string | null,
+  ): Promise<unknown> {
+    const name = tool.definition.name;
+    const outcome = await capToolResult(result, {
+      tool: name,
+      style: tool.outputCapStyle ?? "head",
+      ...limits,
+      streams,
+      area: this.spill,
+      userId,
+      chatId,
+      readers: async () => ({
+        readFile: await this.#enabled(userId, "read_file"),
+        grep: await this.#enabled(userId, "grep"),
+      }),
+    });
+    if (outcome.truncated) {
+      toolOutputTruncatedTotal.inc({ tool: name });
+      if (this.spill) void this.spill.cleanupUser(userId).catch(() => {});
+    }
+    return outcome.result;
+  }
+
+  async #enabled(userId: string, toolName: string): Promise<boolean> {
+    const tool = this.registry.get(toolName);
+    if (!tool) return false;
+    try {
+      return (await this.getEffectiveSettings(userId, tool)).enabled;
+    } catch {
+      return false;
     }
   }
 

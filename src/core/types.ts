@@ -282,6 +282,23 @@ export interface ToolContext {
    * then reach only directories an admin granted (allowedPaths). Absent: true.
    */
   processCwdFallback?: boolean;
+  /**
+   * This call's own spill directory (the user's and chat's): the one place inside the data directory that reading
+   * tools may open (see path-policy.ts), so a model can read the full output of a cut result. Absent: none.
+   */
+  spillDirectory?: string;
+  /**
+   * Streams the full, uncut content of a top-level string field of the result (e.g. "stdout") to the spill area
+   * while the tool produces it, so a result the tool itself caps can still point at every byte. Absent when the
+   * host has no spill area.
+   */
+  captureFullOutput?: (field: string) => FullOutputSink;
+}
+
+/** Receives the full content of one result field as it is produced (see ToolContext.captureFullOutput). */
+export interface FullOutputSink {
+  /** Appends bytes; never throws. */
+  write(chunk: Buffer): void;
 }
 
 /**
@@ -312,6 +329,11 @@ export interface RegisteredTool {
    * `timeoutSeconds` setting lookup (shell_exec's `timeout` argument is in milliseconds).
    */
   timeoutMs?: (args: Record<string, unknown>, settings: EffectiveToolSettings) => number;
+  /**
+   * How the runtime cuts an oversized result (see core/result-cap.ts): "head" (default) keeps the beginning,
+   * "head_tail" keeps about 20% head and 80% tail of text fields (shell output, whose error is at the end).
+   */
+  outputCapStyle?: "head" | "head_tail";
   /**
    * The tool's own say in the approval decision for one call, consulted by the approval gate before the call runs
    * together with the user's approval settings (the strictest wins). E.g. a shell tool whose sandbox is

@@ -268,7 +268,9 @@ describe("cwd containment", () => {
 });
 
 describe("timeouts and aborts through the runtime", () => {
-  const custom = { shell_exec: { allowlistPreset: "custom", allowedCommands: ["bash"] } };
+  // These tests read host pids from files outside the working directory, so they run unsandboxed; the same
+  // guarantees inside the sandbox are tested in sandbox.test.ts.
+  const custom = { shell_exec: { allowlistPreset: "custom", allowedCommands: ["bash"], sandbox: "off" } };
 
   it("shell_exec's timeout (ms) kills every process and surfaces a timeout error", async () => {
     const { enable, call, audit } = setup(custom);
@@ -288,7 +290,7 @@ describe("timeouts and aborts through the runtime", () => {
   });
 
   it("a user cancel is reported as aborted (not timeout) and kills every process", async () => {
-    const { enable, call, audit } = setup();
+    const { enable, call, audit } = setup({ bash: { sandbox: "off" } });
     await enable();
     for (let i = 0; i < 2; i++) {
       const p = join(root, `bash-abort-pids-${i}`);
@@ -311,7 +313,7 @@ describe("timeouts and aborts through the runtime", () => {
   });
 
   it("bash's timeoutSeconds (minimum 5 s) kills the group and surfaces the timeout message", async () => {
-    const { enable, call } = setup({ bash: { timeoutSeconds: 5 } });
+    const { enable, call } = setup({ bash: { timeoutSeconds: 5, sandbox: "off" } });
     await enable();
     const p = join(root, "bash-timeout-pids");
     const outcome = await call("bash", { command: `sleep 100 & echo $! >> ${p}; sleep 100` });

@@ -615,7 +615,7 @@ export async function planGrep(
   } catch (error) {
     throw new GrepPatternError(args.pattern, (error as Error).message.replace(/^Invalid regular expression: /, ""));
   }
-  const { absolute, real } = await resolveAndValidatePath(args.path, context, { mustExist: true });
+  const { absolute, real } = await resolveAndValidatePath(args.path, context, { mustExist: true, purpose: "read" });
   const { stat } = await import("node:fs/promises");
   const info = await stat(real);
   const params = context.settings.parameters;

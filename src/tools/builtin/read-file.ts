@@ -60,7 +60,11 @@ export async function readFileForChat(
   context: ToolContext,
   view: ReadView,
 ): Promise<{ bytes: Buffer; sha256: string; absolute: string; real: string }> {
-  const { absolute, real } = await resolveAndValidatePath(input, context, { mustExist: true, kind: "file" });
+  const { absolute, real } = await resolveAndValidatePath(input, context, {
+    mustExist: true,
+    kind: "file",
+    purpose: "read",
+  });
   const cap = view === "text" ? TEXT_VIEW_CAP : BYTE_VIEW_CAP;
   const { handle, info } = await openRegularFile(real, input);
   let read: Awaited<ReturnType<typeof readAllCapped>>;

@@ -13,7 +13,7 @@
  */
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import type { Readable } from "node:stream";
+import type { Readable, Writable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import { NotFoundError, ToolExecutionError, ToolTimeoutError } from "../../core/errors.js";
 import { HeadTailCapture } from "./output-cap.js";
@@ -49,6 +49,13 @@ export interface RunProcessOptions {
   drainMs?: number;
   /** Receives the child's pid once spawned (tests use it to check nothing survives). */
   onSpawn?: (pid: number) => void;
+  /**
+   * Bytes written to the child's file descriptor 3 (a pipe closed after them), e.g. the seccomp filter that bwrap
+   * reads from `--seccomp 3`. Absent: the child gets no fd 3.
+   */
+  fd3Input?: Buffer;
+  /** Receives every chunk of stdout / stderr as it arrives, before capping (e.g. to spill the full output). */
+  onOutput?: (stream: "stdout" | "stderr", chunk: Buffer) => void;
 }
 
 /** Outcome of one run. */
@@ -129,9 +136,14 @@ export async function runProcess(options: RunProcessOptions): Promise<ProcessRun
     env: { ...options.env, [PROCESS_TAG_VARIABLE]: tag },
     argv0: options.argv0 ?? options.file,
     detached: posix,
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: options.fd3Input ? ["ignore", "pipe", "pipe", "pipe"] : ["ignore", "pipe", "pipe"],
     windowsHide: true,
   });
+  if (options.fd3Input) {
+    const fd3 = child.stdio[3] as Writable | null;
+    fd3?.on("error", () => {}); // the child may exit before reading it: its exit status tells
+    fd3?.end(options.fd3Input);
+  }
 
   if (child.pid === undefined) {
     const error = await new Promise<NodeJS.ErrnoException>((resolve) => child.once("error", resolve));
@@ -152,8 +164,15 @@ export async function runProcess(options: RunProcessOptions): Promise<ProcessRun
   options.onSpawn?.(pid);
   child.on("error", () => {}); // late errors (e.g. a failed kill) are not fatal: the exit event decides
 
-  child.stdout?.on("data", (chunk: Buffer) => stdoutCap.push(chunk));
-  child.stderr?.on("data", (chunk: Buffer) => stderrCap.push(chunk));
+  const onOutput = options.onOutput;
+  child.stdout?.on("data", (chunk: Buffer) => {
+    stdoutCap.push(chunk);
+    onOutput?.("stdout", chunk);
+  });
+  child.stderr?.on("data", (chunk: Buffer) => {
+    stderrCap.push(chunk);
+    onOutput?.("stderr", chunk);
+  });
   const pipesClosed = Promise.all([closed(child.stdout), closed(child.stderr)]);
 
   const exited = new Promise<{ code: number | null; sig: NodeJS.Signals | null }>((resolve) => {

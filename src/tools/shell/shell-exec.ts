@@ -26,6 +26,13 @@ import {
 import { lastChars, recordShellAudit, refuseShellCall, resolveShellCwd } from "./audit.js";
 import { filterEnvironment } from "./env.js";
 import { runProcess, type Termination } from "./process-runner.js";
+import {
+  launchSpec,
+  planSandbox,
+  SANDBOX_DESCRIPTORS,
+  type SandboxPlan,
+  sandboxApprovalHint,
+} from "./sandbox/index.js";
 
 /** Default time budget of shell_exec, in milliseconds (002). */
 export const SHELL_EXEC_DEFAULT_TIMEOUT_MS = 120_000;
@@ -46,12 +53,18 @@ export interface ShellExecResult {
   termination: Termination;
   truncated: boolean;
   durationMs: number;
+  /** True when the program ran inside the bubblewrap sandbox. */
+  sandboxed: boolean;
+  /** Bytes stdout and stderr carried in total (before capping). */
+  stdoutBytes: number;
+  stderrBytes: number;
 }
 
 const parameterDescriptors: ToolParameterDescriptor[] = [
   ALLOWLIST_PRESET_DESCRIPTOR,
   ALLOWED_COMMANDS_DESCRIPTOR,
   ...PATH_POLICY_DESCRIPTORS,
+  ...SANDBOX_DESCRIPTORS,
 ];
 
 /** The shell_exec tool (registered by src/tools/builtin/shell.ts). */
@@ -97,6 +110,8 @@ export const shellExecTool: RegisteredTool = defineTool({
     parameterDescriptors,
   },
   managesOwnTimeout: true,
+  outputCapStyle: "head_tail",
+  approvalHint: (_args, context) => sandboxApprovalHint(context, "shell_exec"),
   timeoutMs: (args) => (typeof args.timeout === "number" ? args.timeout : SHELL_EXEC_DEFAULT_TIMEOUT_MS),
   async execute(rawArgs, context) {
     const args = rawArgs as { argv: string[]; cwd?: string; timeout?: number };
@@ -135,15 +150,21 @@ export const shellExecTool: RegisteredTool = defineTool({
       return refuse(error, cwd.absolute);
     }
 
+    let plan: SandboxPlan;
+    try {
+      plan = await planSandbox(context, cwd.real, "shell_exec");
+    } catch (error) {
+      return refuse(error, cwd.absolute);
+    }
+    const stdoutSink = context.captureFullOutput?.("stdout");
+    const stderrSink = context.captureFullOutput?.("stderr");
     let run: Awaited<ReturnType<typeof runProcess>>;
     try {
       run = await runProcess({
-        file,
-        args: argv.slice(1),
-        argv0: name,
+        ...launchSpec(plan, { file, args: argv.slice(1), argv0: name, env }),
         cwd: cwd.real,
-        env,
         timeoutMs,
+        onOutput: (stream, chunk) => (stream === "stdout" ? stdoutSink : stderrSink)?.write(chunk),
         signal: context.signal,
         maxStdoutBytes: SHELL_EXEC_MAX_STDOUT_BYTES,
         maxStderrBytes: SHELL_EXEC_MAX_STDERR_BYTES,
@@ -156,6 +177,7 @@ export const shellExecTool: RegisteredTool = defineTool({
         exitCode: null,
         termination: "failed",
         durationMs: 0,
+        sandboxed: plan.sandboxed,
       });
       throw error;
     }
@@ -166,6 +188,7 @@ export const shellExecTool: RegisteredTool = defineTool({
       exitCode: run.exitCode,
       termination: run.termination,
       durationMs: run.durationMs,
+      sandboxed: plan.sandboxed,
     });
     if (run.termination === "timed_out") {
       throw new ToolTimeoutError(
@@ -193,6 +216,9 @@ export const shellExecTool: RegisteredTool = defineTool({
       termination: run.termination,
       truncated: run.truncated,
       durationMs: run.durationMs,
+      sandboxed: plan.sandboxed,
+      stdoutBytes: run.stdoutBytes,
+      stderrBytes: run.stderrBytes,
     } satisfies ShellExecResult;
   },
 });

@@ -20,9 +20,16 @@ import { defineTool, integerSetting } from "../../core/settings-declaration.js";
 import { TIMEOUT_SECONDS_DESCRIPTOR } from "../../core/settings-policy.js";
 import type { EffectiveToolSettings, RegisteredTool, ToolParameterDescriptor } from "../../core/types.js";
 import { findExecutable } from "./allowlist.js";
-import { lastChars, recordShellAudit, resolveShellCwd } from "./audit.js";
+import { lastChars, recordShellAudit, refuseShellCall, resolveShellCwd } from "./audit.js";
 import { filterEnvironment } from "./env.js";
 import { runProcess, type Termination } from "./process-runner.js";
+import {
+  launchSpec,
+  planSandbox,
+  SANDBOX_DESCRIPTORS,
+  type SandboxPlan,
+  sandboxApprovalHint,
+} from "./sandbox/index.js";
 
 /** The shells this module can offer. */
 export type ShellKind = "bash" | "zsh" | "powershell";
@@ -43,6 +50,11 @@ export interface ShellCommandResult {
   truncated: boolean;
   /** exited (normal exit, any code), timed_out (owned timer), aborted (caller cancel), signalled (other signal). */
   termination: Termination;
+  /** True when the command ran inside the bubblewrap sandbox. */
+  sandboxed: boolean;
+  /** Bytes stdout and stderr carried in total (before capping), so a cut output still tells its true size. */
+  stdoutBytes: number;
+  stderrBytes: number;
 }
 
 /** Options of runShellCommand. */
@@ -67,8 +79,12 @@ export interface RunShellCommandOptions {
   signal?: AbortSignal;
   /** Bounded pipe drain after the shell exits, in ms (default 250). */
   drainMs?: number;
-  /** Receives the shell's pid once spawned. */
+  /** Receives the shell's pid once spawned (bwrap's when sandboxed). */
   onSpawn?: (pid: number) => void;
+  /** How to confine the command (see sandbox/index.ts planSandbox); default: not sandboxed. */
+  sandbox?: SandboxPlan;
+  /** Receives every output chunk before capping (e.g. to spill the full output). */
+  onOutput?: (stream: "stdout" | "stderr", chunk: Buffer) => void;
 }
 
 /** The interpreter arguments that run `command`. */
@@ -105,18 +121,22 @@ export async function runShellCommand(options: RunShellCommandOptions): Promise<
       shell: options.shell,
     });
   }
-  const run = await runProcess({
+  const launch = launchSpec(options.sandbox ?? { sandboxed: false, reason: "not requested" }, {
     file: executable,
     args: shellArguments(options.shell, options.command),
     argv0: options.shell,
-    cwd: options.cwd,
     env: options.env ?? filterEnvironment(),
+  });
+  const run = await runProcess({
+    ...launch,
+    cwd: options.cwd,
     timeoutMs: options.timeoutMs,
     signal: options.signal,
     maxStdoutBytes: options.maxOutputBytes,
     maxStderrBytes: options.maxOutputBytes,
     drainMs: options.drainMs,
     onSpawn: options.onSpawn,
+    onOutput: options.onOutput,
   });
   return {
     stdout: run.stdout,
@@ -126,6 +146,9 @@ export async function runShellCommand(options: RunShellCommandOptions): Promise<
     durationMs: run.durationMs,
     truncated: run.truncated,
     termination: run.termination,
+    sandboxed: options.sandbox?.sandboxed === true,
+    stdoutBytes: run.stdoutBytes,
+    stderrBytes: run.stderrBytes,
   };
 }
 
@@ -181,10 +204,17 @@ export function buildShellTool(shell: ShellKind, executable: string): Registered
       enabledByDefault: false,
       enablingRequiresAdmin: true,
       canDisable: true,
-      parameterDescriptors: [TIMEOUT_SECONDS_DESCRIPTOR, MAX_OUTPUT_BYTES_DESCRIPTOR, ...PATH_POLICY_DESCRIPTORS],
+      parameterDescriptors: [
+        TIMEOUT_SECONDS_DESCRIPTOR,
+        MAX_OUTPUT_BYTES_DESCRIPTOR,
+        ...PATH_POLICY_DESCRIPTORS,
+        ...SANDBOX_DESCRIPTORS,
+      ],
     },
     managesOwnTimeout: true,
+    outputCapStyle: "head_tail",
     timeoutMs: (_args, settings) => shellTimeoutMs(settings),
+    approvalHint: (_args, context) => sandboxApprovalHint(context, shell),
     async execute(rawArgs, context) {
       const args = rawArgs as { command: string; cwd?: string };
       if (args.command.trim() === "") {
@@ -198,6 +228,14 @@ export function buildShellTool(shell: ShellKind, executable: string): Registered
       const timeoutMs = shellTimeoutMs(context.settings);
       const maxOutputBytes = integerSetting(context.settings.parameters, MAX_OUTPUT_BYTES_DESCRIPTOR);
       const cwd = await resolveShellCwd(context, shell, args.command, args.cwd);
+      let plan: SandboxPlan;
+      try {
+        plan = await planSandbox(context, cwd.real, shell);
+      } catch (error) {
+        return refuseShellCall(context, shell, args.command, cwd.absolute, error);
+      }
+      const stdoutSink = context.captureFullOutput?.("stdout");
+      const stderrSink = context.captureFullOutput?.("stderr");
       let result: ShellCommandResult;
       try {
         result = await runShellCommand({
@@ -208,6 +246,8 @@ export function buildShellTool(shell: ShellKind, executable: string): Registered
           timeoutMs,
           maxOutputBytes,
           signal: context.signal,
+          sandbox: plan,
+          onOutput: (stream, chunk) => (stream === "stdout" ? stdoutSink : stderrSink)?.write(chunk),
         });
       } catch (error) {
         await recordShellAudit(context, {
@@ -217,6 +257,7 @@ export function buildShellTool(shell: ShellKind, executable: string): Registered
           exitCode: null,
           termination: "failed",
           durationMs: 0,
+          sandboxed: plan.sandboxed,
         });
         throw error;
       }
@@ -227,6 +268,7 @@ export function buildShellTool(shell: ShellKind, executable: string): Registered
         exitCode: result.exitCode,
         termination: result.termination,
         durationMs: result.durationMs,
+        sandboxed: plan.sandboxed,
       });
       if (result.termination === "timed_out") {
         throw new ToolTimeoutError(
