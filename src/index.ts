@@ -49,8 +49,10 @@ export * from "./core/arg-parsing.js";
 export * from "./core/custom-tools.js";
 export * from "./core/errors.js";
 export * from "./core/metrics.js";
+export * from "./core/output-spill.js";
 export * from "./core/path-policy.js";
 export * from "./core/registry.js";
+export * from "./core/result-cap.js";
 export * from "./core/runtime.js";
 export * from "./core/settings-policy.js";
 export * from "./core/stores.js";
@@ -105,6 +107,21 @@ export {
   type Termination,
 } from "./tools/shell/process-runner.js";
 export { killProcessTree, PROCESS_TAG_VARIABLE } from "./tools/shell/process-tree.js";
+export {
+  buildSeccompFilter,
+  bwrapArguments,
+  classifyProbeFailure,
+  launchSpec,
+  planSandbox,
+  probeSandbox,
+  protectedSubpaths,
+  resetSandboxProbe,
+  SANDBOX_DESCRIPTORS,
+  type SandboxMode,
+  type SandboxPlan,
+  type SandboxProbe,
+  type SandboxProfile,
+} from "./tools/shell/sandbox/index.js";
 export { type ShellExecResult, shellExecTool } from "./tools/shell/shell-exec.js";
 export {
   buildShellTool,

@@ -123,6 +123,13 @@ export function countLines(text: string): number {
   return text.endsWith("\n") ? n : n + 1;
 }
 
+/** Line breaks in a text. */
+function countLineBreaks(text: string): number {
+  let n = 0;
+  for (let i = text.indexOf("\n"); i !== -1; i = text.indexOf("\n", i + 1)) n++;
+  return n;
+}
+
 /** The longest prefix of `text` within `bytes` UTF-8 bytes and `lines` lines, cut after a newline when one fits. */
 function headOf(text: string, bytes: number, lines: number): string {
   let end = 0;
@@ -238,7 +245,8 @@ export async function capToolResult(result: unknown, capRequest: CapRequest): Pr
   const consider = (field: string, value: unknown) => {
     const stream = request.streams.get(field);
     if (typeof value === "string") {
-      const lines = countLines(value);
+      // The limit counts line breaks, so a full window plus a one-line notice of the tool's own still fits.
+      const lines = countLineBreaks(value);
       lineTotal += lines;
       const bytes = utf8(value);
       const cutAtCapture = stream !== undefined && stream.totalBytes > bytes;
@@ -249,7 +257,7 @@ export async function capToolResult(result: unknown, capRequest: CapRequest): Pr
           bytes,
           lines,
           totalBytes: cutAtCapture ? stream.totalBytes : bytes,
-          totalLines: cutAtCapture ? stream.totalLines : lines,
+          totalLines: cutAtCapture ? stream.totalLines : countLines(value),
           stream,
         });
       }
@@ -304,6 +312,12 @@ export async function capToolResult(result: unknown, capRequest: CapRequest): Pr
   };
 
   const source = record ?? { result };
+  const paged =
+    record !== null &&
+    typeof record.content === "string" &&
+    typeof record.startLine === "number" &&
+    typeof record.totalLines === "number" &&
+    typeof record.path === "string";
   for (let attempt = 0; attempt < 4; attempt++) {
     // JSON escaping makes strings longer than their UTF-8 size: budget on the escaped size.
     const ratio = bigs.map((b) => (b.kind === "string" ? jsonBytes(source[b.field]) / Math.max(1, b.bytes) : 1));
@@ -383,6 +397,24 @@ export async function capToolResult(result: unknown, capRequest: CapRequest): Pr
       return { result, truncated: false, fields: [] };
     }
     for (const p of pending) {
+      if (paged && p.b.field === "content" && !p.keep) {
+        // read_file: the file itself is the full output; say which startLine continues.
+        const last = lastNumberedLine(p.head);
+        const start = source.startLine as number;
+        const next = last > 0 ? last + 1 : start;
+        fields.push({
+          field: "content",
+          totalBytes: p.b.totalBytes,
+          totalLines: p.b.totalLines,
+          droppedBytes: Math.max(0, p.b.totalBytes - p.keptBytes),
+          droppedLines: Math.max(0, p.b.totalLines - p.keptLines),
+          spillFile: null,
+          howToRead: `${request.tool} {"path": ${JSON.stringify(source.path)}, "startLine": ${next}}`,
+        });
+        const headPart = p.head && !p.head.endsWith("\n") ? `${p.head}\n` : p.head;
+        out.content = `${headPart}[truncated: showing lines ${start}–${Math.max(start, last)} of ${source.totalLines}. Use startLine/maxLines to read more: startLine ${next}.]`;
+        continue;
+      }
       const spilled = await spillOf(p.b, source[p.b.field]);
       const droppedBytes = Math.max(0, p.b.totalBytes - p.keptBytes);
       const droppedLines = Math.max(0, p.b.totalLines - p.keptLines);
@@ -423,15 +455,20 @@ export async function capToolResult(result: unknown, capRequest: CapRequest): Pr
   return cutWhole(result, request);
 }
 
-/** read_file: the kept content's last line number tells where to continue. */
-function continueHint(tool: string, out: Record<string, unknown>, field: string | undefined): Record<string, unknown> {
-  if (field !== "content" || typeof out.content !== "string" || typeof out.startLine !== "number") return out;
-  const lines = out.content.split("\n");
+/** The number of the last `cat -n`-style line (`   123\ttext`) in a text; 0 when there is none. */
+function lastNumberedLine(text: string): number {
   let last = 0;
-  for (const line of lines) {
+  for (const line of text.split("\n")) {
     const m = /^\s*(\d+)\t/.exec(line);
     if (m) last = Number(m[1]);
   }
+  return last;
+}
+
+/** read_file: the kept content's last line number tells where to continue. */
+function continueHint(tool: string, out: Record<string, unknown>, field: string | undefined): Record<string, unknown> {
+  if (field !== "content" || typeof out.content !== "string" || typeof out.startLine !== "number") return out;
+  const last = lastNumberedLine(out.content);
   if (last === 0) return out;
   return {
     ...out,

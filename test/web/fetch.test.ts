@@ -110,7 +110,8 @@ afterAll(async () => {
   await server.close();
 });
 
-const settings = { allowedHosts: ["127.0.0.1"] };
+// web_fetch's own 100 KB content cap is tested here: the runtime-wide result cap (48 KiB by default) is raised.
+const settings = { allowedHosts: ["127.0.0.1"], maxResultBytes: 1024 * 1024 };
 
 async function fetchOk(path: string, args: Record<string, unknown> = {}): Promise<WebFetchResult> {
   const { call } = webRuntime();
@@ -262,6 +263,12 @@ describe("web_fetch limits", () => {
     expect(schema).not.toMatch(/"(oneOf|anyOf|allOf|\$ref)"/);
     expect(tool.definition.parameters.required).toEqual(["url"]);
     expect(tool.settings.enabledByDefault).toBe(true);
-    expect(tool.settings.defaultParameters).toEqual({ timeoutSeconds: 30, maxRedirects: 5, allowedHosts: [] });
+    expect(tool.settings.defaultParameters).toEqual({
+      timeoutSeconds: 30,
+      maxRedirects: 5,
+      allowedHosts: [],
+      maxResultBytes: 48 * 1024,
+      maxResultLines: 2000,
+    });
   });
 });
