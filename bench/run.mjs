@@ -8,7 +8,9 @@
  *   - http:  GET /api/settings/tools with 16 keep-alive connections vs bare Hono serving the same body (req/s);
  *   - grep:  the grep tool through ToolRuntime.executeTool (settings and path policy on) vs ripgrep, same flags;
  *   - glob:  the glob tool through executeTool vs fdir + picomatch (and tinyglobby, find);
- *   - read:  read_file through executeTool vs cat.
+ *   - read:  read_file through executeTool vs cat;
+ *   - sandbox: the same command through the bash tool inside the bubblewrap sandbox vs with `sandbox: "off"`
+ *     (and bare bwrap vs bare bash), reported as a ratio and as milliseconds added per command.
  * Tools are called as a host calls them: through a ToolRuntime with a settings store and the default protected
  * paths, on a copy of node_modules (the installation's own node_modules is off limits to tools).
  *
@@ -17,14 +19,15 @@
  * BENCH_HTTP_MS (load duration per server, default 5000), BENCH_WRITE=0 to skip writing BENCHMARKS.md.
  */
 import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const RUNS = Number(process.env.BENCH_RUNS ?? 7);
-const ONLY = new Set((process.env.BENCH_ONLY ?? "call,cli,http,grep,glob,read").split(","));
+const ALL_GROUPS = "call,cli,http,grep,glob,read,sandbox";
+const ONLY = new Set((process.env.BENCH_ONLY ?? ALL_GROUPS).split(","));
 const HTTP_MS = Number(process.env.BENCH_HTTP_MS ?? 5000);
 const CLI = join(ROOT, "dist", "cli", "main.js");
 
@@ -318,7 +321,76 @@ if (ONLY.has("read")) {
   rmSync(dir, { recursive: true, force: true });
 }
 
-if (process.env.BENCH_WRITE !== "0" && ONLY.size === 6) {
+// ---- shell sandbox overhead ----
+if (ONLY.has("sandbox")) {
+  const probe = await lib.probeSandbox();
+  const bash = lib.findInterpreter("bash");
+  if (!probe.available || !bash) {
+    console.log(`sandbox: skipped (${probe.available ? "bash not found" : probe.reason})`);
+  } else {
+    const dir = mkdtempSync(join(tmpdir(), "toolhost-bench-sandbox-"));
+    const registry = new ToolRegistryStore();
+    registry.register(lib.buildShellTool("bash", bash));
+    const runtimeFor = async (sandbox) => {
+      const store = new MemoryToolSettingsStore();
+      await store.save("bench", "bash", { enabled: true, parameters: { sandbox } });
+      return new ToolRuntime({ registry, store, dataDir: join(dir, "data") });
+    };
+    const command = "echo hello; ls >/dev/null";
+    const callWith = (runtime) => () =>
+      runtime.executeTool("bash", { command }, { userId: "bench", workingDirectory: dir }).then((o) => {
+        if (!o.ok) throw new Error(JSON.stringify(o.error));
+        return o.result;
+      });
+    const off = await runtimeFor("off");
+    const on = await runtimeFor("required");
+    const ref = await time(callWith(off), Math.max(RUNS, 15));
+    row("sandbox", `bash tool, sandbox off (reference): ${command}`, ref, ref);
+    const boxed = await time(callWith(on), Math.max(RUNS, 15));
+    if (boxed.last?.sandboxed !== true) throw new Error("the sandboxed case did not run sandboxed");
+    row("sandbox", "bash tool, sandbox required (bwrap + seccomp, network off)", boxed, ref, {
+      note: `+${(boxed.ms - ref.ms).toFixed(1)} ms per command`,
+      target: "< +40 ms",
+    });
+    const bare = await time(() => spawnSync(bash, ["-c", command], { cwd: dir }), Math.max(RUNS, 15));
+    row("sandbox", "bare bash -c (spawnSync)", bare, bare);
+    const plan = await lib.planSandbox(
+      {
+        userId: "bench",
+        chatId: null,
+        workingDirectory: dir,
+        dataDir: join(dir, "data"),
+        settings: { enabled: true, parameters: {} },
+      },
+      dir,
+      "bench",
+    );
+    const filterFile = join(dir, "seccomp.bpf");
+    writeFileSync(filterFile, plan.seccomp);
+    const bareBoxed = await time(
+      () => {
+        const fd = openSync(filterFile, "r");
+        try {
+          const r = spawnSync(probe.bwrap, [...plan.args, "--", bash, "-c", command], {
+            cwd: dir,
+            stdio: ["ignore", "pipe", "pipe", fd],
+          });
+          if (r.status !== 0) throw new Error(`bwrap failed: ${r.stderr}`);
+          return r;
+        } finally {
+          closeSync(fd);
+        }
+      },
+      Math.max(RUNS, 15),
+    );
+    row("sandbox", "bare bwrap … bash -c (same profile)", bareBoxed, bare, {
+      note: `+${(bareBoxed.ms - bare.ms).toFixed(1)} ms per command`,
+    });
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.env.BENCH_WRITE !== "0" && ONLY.size === ALL_GROUPS.split(",").length) {
   const fmt = (r, v) => (r.unit === "µs" ? v.toFixed(2) : r.unit === "req/s" ? v.toFixed(0) : v.toFixed(1));
   const md = [
     "# Benchmarks",
@@ -336,6 +408,7 @@ if (process.env.BENCH_WRITE !== "0" && ONLY.size === 6) {
     "- cli: CPU time (user + sys) of the whole child process, from bash's `times`. Reference: `node -e 0`.",
     "- http: `GET /api/settings/tools` with a valid bearer token, 16 keep-alive connections from a separate load process (bench/load.mjs, undici), 3 rounds alternating with the reference: bare Hono on @hono/node-server serving the same bytes.",
     "- call: executeTool of a no-op tool (argument parsing, settings resolution, budget timer, metrics) vs calling its function directly, 20,000 calls per run.",
+    '- sandbox: the bash tool through executeTool running `echo hello; ls >/dev/null` in a temp directory with `sandbox: "required"` (bwrap with the default profile and the seccomp filter) vs `sandbox: "off"`, at least 15 runs; plus bare `bwrap … bash -c` vs bare `bash -c` with spawnSync. The note gives the milliseconds the sandbox adds per command (target: under 40 ms).',
     "",
     "## Results",
     "",

@@ -167,7 +167,11 @@ describe("MCP over Streamable HTTP", () => {
 describe("cancelling a long shell call over HTTP", () => {
   async function startShell() {
     const { s, work } = await startWithWork();
-    const put = await s.api("/api/settings/tools/bash", { method: "PUT", json: { enabled: true } });
+    // The command reports its host pid, so it runs outside the shell sandbox (whose PID namespace renumbers it).
+    const put = await s.api("/api/settings/tools/bash", {
+      method: "PUT",
+      json: { enabled: true, parameters: { sandbox: "off" } },
+    });
     expect(put.status).toBe(200);
     return { s, work };
   }
