@@ -263,12 +263,22 @@ describe("web_fetch limits", () => {
     expect(schema).not.toMatch(/"(oneOf|anyOf|allOf|\$ref)"/);
     expect(tool.definition.parameters.required).toEqual(["url"]);
     expect(tool.settings.enabledByDefault).toBe(true);
-    expect(tool.settings.defaultParameters).toEqual({
+    // Its own settings, plus the common ones every tool has (approval policy, output cap).
+    expect(tool.settings.defaultParameters).toMatchObject({
       timeoutSeconds: 30,
       maxRedirects: 5,
       allowedHosts: [],
       maxResultBytes: 48 * 1024,
       maxResultLines: 2000,
     });
+    expect(Object.keys(tool.settings.defaultParameters).sort()).toEqual([
+      "allowedHosts",
+      "approval",
+      "approvalRules",
+      "maxRedirects",
+      "maxResultBytes",
+      "maxResultLines",
+      "timeoutSeconds",
+    ]);
   });
 });
