@@ -10,7 +10,7 @@
  */
 import type { ErrorObject } from "ajv";
 import { ToolAbortedError, ToolArgumentError, ToolError, ToolExecutionError } from "../../core/errors.js";
-import type { RegisteredTool, ToolAnnotationHints } from "../../core/types.js";
+import type { RegisteredTool, ToolAnnotationHints, ToolParameterDescriptor } from "../../core/types.js";
 import type { McpClientManager } from "./manager.js";
 import { compileOriginalSchema, normalizeImportedSchema } from "./schema.js";
 
@@ -73,6 +73,18 @@ function formatAjvErrors(errors: ErrorObject[] | null | undefined): string {
     .join("; ");
 }
 
+/**
+ * The setting that remembers which version of an imported tool was "always allowed": the approval service stores
+ * the tool's content hash here with an allow_always answer; a tool whose hash no longer matches asks again.
+ */
+export const APPROVED_CONTENT_HASH: ToolParameterDescriptor = {
+  name: "approvedContentHash",
+  type: "string",
+  description:
+    "Content hash (name, description, schema) of this imported tool when it was last always allowed; when the tool changes, calls ask again. Empty: not recorded.",
+  default: "",
+};
+
 /** Inputs of buildImportedTool. */
 export interface ImportedToolInput {
   manager: McpClientManager;
@@ -106,11 +118,22 @@ export function buildImportedTool(input: ImportedToolInput): RegisteredTool {
       enabledByDefault: false,
       canDisable: true,
       defaultParameters: {},
-      parameterDescriptors: [],
+      parameterDescriptors: [APPROVED_CONTENT_HASH],
       annotations: { openWorldHint: true, ...hints },
       external: { kind: "mcp", server, tool: tool.name, trusted: input.trusted, contentHash: input.contentHash },
     },
     timeoutMs: () => manager.callTimeoutMs(server),
+    approvalHint(_args, context) {
+      // An "always allow" recorded for an earlier version of this tool does not carry over to a changed one.
+      const approved = context.settings.parameters[APPROVED_CONTENT_HASH.name];
+      if (typeof approved === "string" && approved !== "" && approved !== input.contentHash) {
+        return {
+          decision: "ask",
+          reason: `"${tool.name}" on MCP server "${server}" changed (its description or schema) since it was always allowed.`,
+        };
+      }
+      return undefined;
+    },
     async execute(args, context): Promise<ExternalToolResult> {
       const values = (args ?? {}) as Record<string, unknown>;
       if (!validate(values)) {
