@@ -14,6 +14,13 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import addFormatsModule from "ajv-formats";
 import { ToolArgumentError } from "./errors.js";
+import {
+  COMBINATOR_KEYWORDS,
+  hasCombinator,
+  isPlainObject as isRecord,
+  NAME_MAP_KEYWORDS,
+  SUBSCHEMA_KEYWORDS,
+} from "./json-schema.js";
 import type { JsonSchema } from "./types.js";
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -41,27 +48,6 @@ function validatorFor(schema: JsonSchema): ValidateFunction {
   return validate;
 }
 
-/** Keywords whose value maps names to subschemas. */
-const SCHEMA_MAP_KEYWORDS = new Set(["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"]);
-/** Keywords whose value is a subschema (or, for `items`, possibly a list of them). */
-const SCHEMA_KEYWORDS = new Set([
-  "items",
-  "additionalItems",
-  "additionalProperties",
-  "unevaluatedProperties",
-  "propertyNames",
-  "contains",
-  "not",
-  "if",
-  "then",
-  "else",
-]);
-const COMBINATOR_KEYWORDS = ["allOf", "anyOf", "oneOf"] as const;
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 /**
  * Copies the schema, closing object schemas that declare properties but say nothing of additionalProperties.
  * Walks subschemas only (a property named "default" or "properties" is a name, not a keyword). Objects that take
@@ -75,19 +61,19 @@ function withClosedObjects(schema: JsonSchema): JsonSchema {
     if (!isRecord(node)) return node;
     const out: Record<string, unknown> = {};
     for (const [key, value] of Object.entries(node)) {
-      if (SCHEMA_MAP_KEYWORDS.has(key) && isRecord(value)) {
+      if (NAME_MAP_KEYWORDS.has(key) && isRecord(value)) {
         out[key] = Object.fromEntries(Object.entries(value).map(([name, sub]) => [name, walk(sub, false)]));
       } else if ((COMBINATOR_KEYWORDS as readonly string[]).includes(key) && Array.isArray(value)) {
         out[key] = value.map((sub) => walk(sub, true));
       } else if (key === "prefixItems" && Array.isArray(value)) {
         out[key] = value.map((sub) => walk(sub, false));
-      } else if (SCHEMA_KEYWORDS.has(key)) {
+      } else if (SUBSCHEMA_KEYWORDS.has(key)) {
         out[key] = Array.isArray(value) ? value.map((sub) => walk(sub, false)) : walk(value, false);
       } else {
         out[key] = value;
       }
     }
-    const combined = COMBINATOR_KEYWORDS.some((k) => Array.isArray(out[k]));
+    const combined = hasCombinator(out);
     if (isRecord(out.properties) && out.additionalProperties === undefined && !inCombination && !combined) {
       out.additionalProperties = false;
     }

@@ -19,7 +19,20 @@
  * The executor still validates arguments against the SOURCE schema (src/core/arg-parsing.ts), reading the `null`s a
  * strict model sends for optional keys as absent, so dropped bounds are still enforced.
  */
+import {
+  cloneJson,
+  decodePointerToken,
+  encodePointerToken,
+  isObjectSchema,
+  isPlainObject,
+  JSON_TYPES,
+  LITERAL_KEYWORDS as LITERAL_KEYS,
+  NAME_MAP_KEYWORDS as NAME_MAP_KEYS,
+  typeList,
+} from "../core/json-schema.js";
 import type { JsonSchema } from "../core/types.js";
+
+export { cloneJson } from "../core/json-schema.js";
 
 /**
  * A schema cannot be mapped to a provider's dialect: a recursive or dangling local `$ref`, a non-local `$ref`, or
@@ -107,41 +120,6 @@ const STRICT_DROPPED_KEYS: ReadonlySet<string> = new Set([
   "deprecated",
   "contentEncoding",
   "contentMediaType",
-]);
-
-const JSON_TYPES: ReadonlySet<string> = new Set(["string", "number", "integer", "boolean", "object", "array", "null"]);
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-/** Deep copy of JSON data (schemas are JSON: no cycles by construction; frozen inputs are fine). */
-export function cloneJson<T>(value: T): T {
-  if (Array.isArray(value)) return value.map((v) => cloneJson(v)) as T;
-  if (!isPlainObject(value)) return value;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) out[k] = cloneJson(v);
-  return out as T;
-}
-
-function decodePointerToken(token: string): string {
-  return decodeURIComponent(token).replace(/~1/g, "/").replace(/~0/g, "~");
-}
-
-function encodePointerToken(token: string): string {
-  return token.replace(/~/g, "~0").replace(/\//g, "~1");
-}
-
-/** Keywords whose values are literal data, not subschemas: never walked for `$ref`s. */
-const LITERAL_KEYS: ReadonlySet<string> = new Set(["enum", "const", "default", "examples", "example", "required"]);
-
-/** Keywords whose value maps names (not keywords) to subschemas: a property may be called "enum" or "$ref". */
-const NAME_MAP_KEYS: ReadonlySet<string> = new Set([
-  "properties",
-  "patternProperties",
-  "$defs",
-  "definitions",
-  "dependentSchemas",
 ]);
 
 /** True when the schema contains a `$ref` anywhere (outside literal values). */
@@ -243,16 +221,6 @@ export function inlineLocalRefs(schema: JsonSchema): JsonSchema {
   const referencesDefs = hasRefs(rest);
   if (!referencesDefs) return cloneJson(rest) as JsonSchema;
   return walk(rest, "#", []) as JsonSchema;
-}
-
-function typeList(schema: JsonSchema): string[] {
-  if (typeof schema.type === "string") return [schema.type];
-  if (Array.isArray(schema.type)) return schema.type.filter((t): t is string => typeof t === "string");
-  return [];
-}
-
-function isObjectSchema(schema: JsonSchema): boolean {
-  return typeList(schema).includes("object") || (schema.type === undefined && isPlainObject(schema.properties));
 }
 
 /** Makes a derived node accept null: a type union (never anyOf) and `null` added to an enum. */
@@ -420,4 +388,17 @@ export function strictSchemaProblems(schema: JsonSchema): string[] {
 /** True when `schema` satisfies OpenAI strict mode (no problems from {@link strictSchemaProblems}). */
 export function isStrictCompatible(schema: JsonSchema): boolean {
   return strictSchemaProblems(schema).length === 0;
+}
+
+/**
+ * {@link inlineLocalRefs} where it can: a schema whose `$ref`s cannot be inlined (recursive, dangling, non-local)
+ * is returned as a plain copy instead, for dialects that accept `$ref` with its `$defs`.
+ */
+export function inlineWherePossible(schema: JsonSchema): JsonSchema {
+  try {
+    return inlineLocalRefs(schema);
+  } catch (error) {
+    if (error instanceof SchemaMappingError) return cloneJson(schema);
+    throw error;
+  }
 }
