@@ -13,7 +13,7 @@ import type { ToolRuntime } from "../core/runtime.js";
 import type { Logger } from "../core/types.js";
 import type { LoopEvent } from "../loop/events.js";
 import { DEFAULT_MAX_ITERATIONS, runToolLoop } from "../loop/run-tool-loop.js";
-import { createProviderAdapter, providerConfigFromEnv } from "../providers/index.js";
+import { createProviderAdapter, PROVIDER_NAMES, PROVIDER_TABLE, providerCredentials } from "../providers/table.js";
 import type { ConversationMessage, ProviderAdapter, ProviderName } from "../providers/types.js";
 import type { ApprovalTurnRecord } from "../storage/approvals.js";
 import type { Chat, ChatRepository } from "../storage/repositories.js";
@@ -22,20 +22,17 @@ import { ApprovalGate } from "./approvals/gate.js";
 import type { ApprovalResponder, ApprovalService } from "./approvals/service.js";
 import { ChatTurnKeeper, type SuspendedTurnState } from "./approvals/turns.js";
 
-/** The providers a chat can use. */
-export const CHAT_PROVIDERS: readonly ProviderName[] = ["openai", "openai-chat", "gemini", "anthropic"];
+/** The providers a chat can use (every provider of the table). */
+export const CHAT_PROVIDERS: readonly ProviderName[] = PROVIDER_NAMES;
 
 /**
- * Model used when a CLI chat names none (TOOLHOST_CHAT_MODEL overrides for every provider). The HTTP API always
- * requires an explicit model. Picked from the model lists of the installed SDKs; for `openai-chat` against a local
- * server pass the server's model name.
+ * Model used when a CLI chat names none (TOOLHOST_CHAT_MODEL overrides for every provider), from the provider
+ * table. The HTTP API always requires an explicit model. For `openai-chat` against a local server pass the
+ * server's model name.
  */
-export const DEFAULT_CHAT_MODELS: Record<ProviderName, string> = {
-  openai: "gpt-5.4-mini",
-  "openai-chat": "gpt-5.4-mini",
-  gemini: "gemini-flash-latest",
-  anthropic: "claude-sonnet-5-5",
-};
+export const DEFAULT_CHAT_MODELS: Record<ProviderName, string> = Object.fromEntries(
+  PROVIDER_TABLE.map((entry) => [entry.id, entry.defaultModel]),
+) as Record<ProviderName, string>;
 
 /** A chat could not start a turn because its provider is not configured (e.g. a missing API key). */
 export class ChatConfigError extends Error {
@@ -601,9 +598,12 @@ export function parseProvider(value: string): ProviderName {
   });
 }
 
-/** The official-SDK adapter for the provider, configured from the environment (keys, base URLs). */
+/**
+ * The official-SDK adapter for the provider, with its key and base URL from the environment or the config file
+ * (the provider table's one credential reader; throws MissingCredentialsError naming what to set).
+ */
 export const defaultAdapterFactory: AdapterFactory = (provider, env) =>
-  createProviderAdapter(provider, providerConfigFromEnv(provider, env));
+  createProviderAdapter(provider, providerCredentials(provider, env));
 
 /** An unbounded async queue: `push` from anywhere, iterate once; iteration ends after `close()` and a drain. */
 class EventQueue<T> implements AsyncIterable<T> {

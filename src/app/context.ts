@@ -13,6 +13,7 @@ import { defaultRegistry, type ToolRegistryStore } from "../core/registry.js";
 import { configureDefaultRuntime, ToolRuntime } from "../core/runtime.js";
 import { createLogger } from "../core/stores.js";
 import type { Logger } from "../core/types.js";
+import { tableCredentialSource } from "../providers/table.js";
 import { providerConfigPath } from "../providers/index.js";
 import { AgentRepository } from "../storage/agent-repository.js";
 import { ApprovalRepository } from "../storage/approvals.js";
@@ -119,7 +120,7 @@ export async function createAppContext(options: AppContextOptions = {}): Promise
     audit,
     logger,
     dataDir,
-    services: { imageStore: new SqlImageStore(database.db, dataDir) },
+    services: { imageStore: new SqlImageStore(database.db, dataDir), providerCredentials: tableCredentialSource },
   });
   configureDefaultRuntime(runtime);
   const closeHooks: (() => Promise<void> | void)[] = [];

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ToolAbortedError, ToolTimeoutError } from "../../src/core/errors.js";
@@ -25,6 +25,8 @@ beforeEach(() => {
   for (const key of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "GEMINI_API_KEY", "GEMINI_BASE_URL", "GOOGLE_API_KEY"]) {
     delete process.env[key];
   }
+  // Never the developer's own config file.
+  process.env.TOOLHOST_CONFIG = join(data.dir, "no-config.json");
 });
 afterEach(async () => {
   process.env = { ...savedEnv };
@@ -123,15 +125,30 @@ describe("generate_image with OpenAI Images", () => {
     expect(existsSync(join(data.dir, "images", "alice"))).toBe(false);
   });
 
-  it("fails clearly, naming the variable, when OPENAI_API_KEY is not set", async () => {
+  it("fails clearly, naming the variable and the config file, when no OpenAI key is configured", async () => {
     const { runtime } = imageRuntime(data.dir);
     const outcome = await runtime.executeTool("generate_image", { prompt: "x" }, { userId: "alice" });
     expect(outcome.ok).toBe(false);
     if (!outcome.ok) {
       expect(outcome.error.code).toBe("execution_failed");
-      expect(outcome.error.message).toMatch(/^OPENAI_API_KEY is not set/);
-      expect(outcome.error.details).toMatchObject({ variable: "OPENAI_API_KEY" });
+      // The same message a chat gives (one credential reader for every provider user).
+      expect(outcome.error.message).toBe(
+        `No API key for provider openai: set OPENAI_API_KEY in the environment, or providers.openai.apiKey in ${process.env.TOOLHOST_CONFIG}.`,
+      );
+      expect(outcome.error.details).toMatchObject({ variables: ["OPENAI_API_KEY"], rule: "missing_api_key" });
     }
+  });
+
+  it("reads the key and base URL from the config file, as chats do", async () => {
+    const fake = await track(startFakeOpenAI());
+    writeFileSync(
+      process.env.TOOLHOST_CONFIG!,
+      JSON.stringify({ providers: { openai: { apiKey: "sk-from-file", baseURL: fake.baseUrl } } }),
+    );
+    const { runtime } = imageRuntime(data.dir);
+    const outcome = await runtime.executeTool("generate_image", { prompt: "x" }, { userId: "alice" });
+    expect(outcome.ok).toBe(true);
+    expect(fake.requests[0]?.headers.authorization).toBe("Bearer sk-from-file");
   });
 
   it("takes the key and base URL from OPENAI_API_KEY / OPENAI_BASE_URL", async () => {
@@ -208,7 +225,23 @@ describe("generate_image with Gemini image models", () => {
       { prompt: "x", model: "gemini-2.5-flash-image" },
       { userId: "a" },
     );
-    expect(!outcome.ok && outcome.error.message).toMatch(/^GEMINI_API_KEY is not set/);
+    expect(!outcome.ok && outcome.error.message).toMatch(
+      /^No API key for provider gemini: set GEMINI_API_KEY \(or GOOGLE_API_KEY\) in the environment, or providers\.gemini\.apiKey in /,
+    );
+  });
+
+  it("accepts GOOGLE_API_KEY, as chats do", async () => {
+    const fake = await track(startFakeGemini((_req, model) => ({ status: 200, body: geminiImageBody(model) })));
+    process.env.GOOGLE_API_KEY = "google-key";
+    process.env.GEMINI_BASE_URL = fake.baseUrl;
+    const { runtime } = imageRuntime(data.dir);
+    const outcome = await runtime.executeTool(
+      "generate_image",
+      { prompt: "x", model: "gemini-2.5-flash-image" },
+      { userId: "a" },
+    );
+    expect(outcome.ok).toBe(true);
+    expect(fake.requests[0]?.headers["x-goog-api-key"]).toBe("google-key");
   });
 });
 

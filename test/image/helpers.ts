@@ -8,6 +8,8 @@ import { getDefaultToolSettings } from "../../src/core/settings-policy.js";
 import { MemoryAuditSink, MemoryFreshnessLedger, MemoryToolSettingsStore } from "../../src/core/stores.js";
 import type { Logger, ToolContext, ToolProgressEvent } from "../../src/core/types.js";
 import { generateImageTool } from "../../src/tools/builtin/generate-image.js";
+// The provider table registers the credential reader generate_image falls back to (as the library entry does).
+import "../../src/providers/table.js";
 
 export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 

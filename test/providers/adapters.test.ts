@@ -16,7 +16,7 @@ import {
   ProviderError,
   type ProviderName,
   type ProviderStreamEvent,
-  providerConfigFromEnv,
+  providerCredentials,
 } from "../../src/providers/index.js";
 import { type FakeProvider, type FakeTurn, startFakeProvider } from "../fakes/provider-server.js";
 
@@ -381,7 +381,7 @@ describe("tool definitions on the wire", () => {
   );
 });
 
-describe("providerConfigFromEnv", () => {
+describe("providerCredentials", () => {
   it("reads each provider's key and base URL", () => {
     const env = {
       OPENAI_API_KEY: "sk-o",
@@ -390,22 +390,22 @@ describe("providerConfigFromEnv", () => {
       GEMINI_API_KEY: "g",
       GEMINI_BASE_URL: "http://127.0.0.1:9090",
     };
-    expect(providerConfigFromEnv("openai", env)).toEqual({ apiKey: "sk-o", baseURL: "http://127.0.0.1:8080/v1" });
-    expect(providerConfigFromEnv("openai-chat", env)).toEqual({ apiKey: "sk-o", baseURL: "http://127.0.0.1:8080/v1" });
-    expect(providerConfigFromEnv("anthropic", env)).toEqual({ apiKey: "sk-a" });
-    expect(providerConfigFromEnv("gemini", env)).toEqual({ apiKey: "g", baseURL: "http://127.0.0.1:9090" });
-    expect(providerConfigFromEnv("gemini", { GOOGLE_API_KEY: "gg" })).toEqual({ apiKey: "gg" });
+    expect(providerCredentials("openai", env)).toEqual({ apiKey: "sk-o", baseURL: "http://127.0.0.1:8080/v1" });
+    expect(providerCredentials("openai-chat", env)).toEqual({ apiKey: "sk-o", baseURL: "http://127.0.0.1:8080/v1" });
+    expect(providerCredentials("anthropic", env)).toEqual({ apiKey: "sk-a" });
+    expect(providerCredentials("gemini", env)).toEqual({ apiKey: "g", baseURL: "http://127.0.0.1:9090" });
+    expect(providerCredentials("gemini", { GOOGLE_API_KEY: "gg" })).toEqual({ apiKey: "gg" });
   });
 
   it("names the missing variable", () => {
-    expect(() => providerConfigFromEnv("openai", {})).toThrow(/OPENAI_API_KEY/);
-    expect(() => providerConfigFromEnv("anthropic", {})).toThrow(/ANTHROPIC_API_KEY/);
-    expect(() => providerConfigFromEnv("gemini", {})).toThrow(/GEMINI_API_KEY/);
-    expect(() => providerConfigFromEnv("openai-chat", {})).toThrow(/OPENAI_API_KEY.*OPENAI_BASE_URL/);
+    expect(() => providerCredentials("openai", {})).toThrow(/OPENAI_API_KEY/);
+    expect(() => providerCredentials("anthropic", {})).toThrow(/ANTHROPIC_API_KEY/);
+    expect(() => providerCredentials("gemini", {})).toThrow(/GEMINI_API_KEY/);
+    expect(() => providerCredentials("openai-chat", {})).toThrow(/OPENAI_API_KEY.*OPENAI_BASE_URL/);
   });
 
   it("lets openai-chat talk to a keyless local server", () => {
-    expect(providerConfigFromEnv("openai-chat", { OPENAI_BASE_URL: "http://127.0.0.1:11434/v1" })).toEqual({
+    expect(providerCredentials("openai-chat", { OPENAI_BASE_URL: "http://127.0.0.1:11434/v1" })).toEqual({
       apiKey: "not-needed",
       baseURL: "http://127.0.0.1:11434/v1",
     });

@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadProviderFileConfig, providerConfigFromEnv, providerConfigPath } from "../../src/providers/index.js";
+import { loadProviderFileConfig, providerConfigPath, providerCredentials } from "../../src/providers/index.js";
 import { tempDir } from "../helpers/server.js";
 
 function configFile(content: string): string {
@@ -20,18 +20,18 @@ describe("provider keys from a config file", () => {
         },
       }),
     );
-    expect(providerConfigFromEnv("openai", { TOOLHOST_CONFIG })).toEqual({
+    expect(providerCredentials("openai", { TOOLHOST_CONFIG })).toEqual({
       apiKey: "sk-file",
       baseURL: "http://127.0.0.1:1/v1",
     });
-    expect(providerConfigFromEnv("openai-chat", { TOOLHOST_CONFIG })).toEqual({
+    expect(providerCredentials("openai-chat", { TOOLHOST_CONFIG })).toEqual({
       apiKey: "sk-file",
       baseURL: "http://127.0.0.1:1/v1",
     });
-    expect(providerConfigFromEnv("anthropic", { TOOLHOST_CONFIG, ANTHROPIC_API_KEY: "sk-env" })).toEqual({
+    expect(providerCredentials("anthropic", { TOOLHOST_CONFIG, ANTHROPIC_API_KEY: "sk-env" })).toEqual({
       apiKey: "sk-env",
     });
-    expect(() => providerConfigFromEnv("gemini", { TOOLHOST_CONFIG })).toThrow(
+    expect(() => providerCredentials("gemini", { TOOLHOST_CONFIG })).toThrow(
       new RegExp(
         `GEMINI_API_KEY.*providers\\.gemini\\.apiKey in ${TOOLHOST_CONFIG.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}`,
       ),

@@ -16,6 +16,7 @@ import {
 } from "../../app/chat-service.js";
 import { type AppContext, createAppContext } from "../../app/context.js";
 import { ToolError } from "../../core/errors.js";
+import { describeProviderVariables } from "../../providers/table.js";
 import { CliError, parseUserId, resolveDirectoryOption } from "../util.js";
 
 /** Options of the chat command as commander parses them. */
@@ -294,7 +295,11 @@ export function registerChatCommand(program: Command): void {
     .option("--json", "print every loop event as a JSON line on stdout instead of rendering")
     .addHelpText(
       "after",
-      `\nProvider keys and endpoints come from the environment:\n  openai       OPENAI_API_KEY, OPENAI_BASE_URL\n  openai-chat  OPENAI_API_KEY, OPENAI_BASE_URL (any OpenAI-compatible server, e.g. a local one)\n  gemini       GEMINI_API_KEY (or GOOGLE_API_KEY), GEMINI_BASE_URL\n  anthropic    ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL\nor from the config file $TOOLHOST_CONFIG (default ~/.config/toolhost/config.json): {"providers":{"openai":{"apiKey":"…"}}}\nDefault models: ${Object.entries(
+      `\nProvider keys and endpoints come from the environment:\n${describeProviderVariables()
+        .map((line) => `  ${line}`)
+        .join(
+          "\n",
+        )}\nor from the config file $TOOLHOST_CONFIG (default ~/.config/toolhost/config.json): {"providers":{"openai":{"apiKey":"…"}}}\nDefault models: ${Object.entries(
         DEFAULT_CHAT_MODELS,
       )
         .map(([p, m]) => `${p}=${m}`)

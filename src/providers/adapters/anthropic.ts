@@ -25,6 +25,7 @@ import type {
   RawMessageStreamEvent,
   Tool,
 } from "@anthropic-ai/sdk/resources/messages/messages";
+import { loadAnthropicSdk } from "../sdk.js";
 import type {
   ConversationMessage,
   FinishReason,
@@ -90,7 +91,7 @@ export class AnthropicAdapter implements ProviderAdapter {
 
   constructor(private readonly config: ProviderConfig = {}) {
     this.#sdk = lazily(() =>
-      import("@anthropic-ai/sdk").then(
+      loadAnthropicSdk().then(
         ({ default: Client }) =>
           new Client({ apiKey: config.apiKey ?? "", baseURL: config.baseURL, maxRetries: config.maxRetries ?? 0 }),
       ),

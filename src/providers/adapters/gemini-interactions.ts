@@ -25,6 +25,7 @@
 
 // The SDK loads on first use, not at import time (CLI and MCP start-up stay fast).
 import type { GoogleGenAI } from "@google/genai";
+import { loadGoogleGenAISdk } from "../sdk.js";
 import type {
   ConversationMessage,
   FinishReason,
@@ -85,7 +86,7 @@ export class GeminiInteractionsAdapter implements ProviderAdapter {
 
   constructor(private readonly config: ProviderConfig = {}) {
     this.#sdk = lazily(() =>
-      import("@google/genai").then(
+      loadGoogleGenAISdk().then(
         ({ GoogleGenAI: Client }) =>
           new Client({
             apiKey: config.apiKey ?? "",

@@ -23,6 +23,7 @@ import type {
   ChatCompletionMessageParam,
   ChatCompletionTool,
 } from "openai/resources/chat/completions";
+import { loadOpenAISdk } from "../sdk.js";
 import type {
   ConversationMessage,
   FinishReason,
@@ -87,7 +88,7 @@ export class OpenAIChatAdapter implements ProviderAdapter {
 
   constructor(private readonly config: ProviderConfig = {}) {
     this.#sdk = lazily(() =>
-      import("openai").then(
+      loadOpenAISdk().then(
         ({ default: Client }) =>
           new Client({ apiKey: config.apiKey ?? "", baseURL: config.baseURL, maxRetries: config.maxRetries ?? 0 }),
       ),

@@ -19,6 +19,7 @@
 // The SDK loads on first use, not at import time (CLI and MCP start-up stay fast).
 import type OpenAI from "openai";
 import type { ResponseInputItem, ResponseStreamEvent, Tool } from "openai/resources/responses/responses";
+import { loadOpenAISdk } from "../sdk.js";
 import type {
   ConversationMessage,
   FinishReason,
@@ -63,7 +64,7 @@ export class OpenAIResponsesAdapter implements ProviderAdapter {
 
   constructor(private readonly config: ProviderConfig = {}) {
     this.#sdk = lazily(() =>
-      import("openai").then(
+      loadOpenAISdk().then(
         ({ default: Client }) =>
           new Client({ apiKey: config.apiKey ?? "", baseURL: config.baseURL, maxRetries: config.maxRetries ?? 0 }),
       ),

@@ -12,6 +12,7 @@
  *   `image_failed` progress events, and returns one summary naming each image by URL and path. The budget aborts
  *   outstanding requests; images already made are still reported.
  */
+import { credentialSourceFor } from "../../core/credentials.js";
 import { registerTool } from "../../core/registry.js";
 import { defineTool } from "../../core/settings-declaration.js";
 import type { EffectiveToolSettings, RegisteredTool, ToolDefinition } from "../../core/types.js";
@@ -83,7 +84,7 @@ export const generateImageTool: RegisteredTool = defineTool({
   async execute(args, context) {
     const plan = createGenerateImageToolPlan(args as GenerateImageArgs, context.settings);
     const host = context.services.imageGeneration as ImageGenerationHostConfig | undefined;
-    const provider = createImageProvider(plan.provider, host);
+    const provider = createImageProvider(plan.provider, host, credentialSourceFor(context.services));
     const store = isImageStore(context.services.imageStore)
       ? context.services.imageStore
       : new FileImageStore(context.dataDir);

@@ -8,13 +8,15 @@
  *   answer carries the image as an `inlineData` part. Imagen (`imagen-*`) is refused: this SDK version serves
  *   `generateImages` only on Vertex AI.
  *
- * Keys come from the host configuration or OPENAI_API_KEY / GEMINI_API_KEY; base URLs from the host configuration
- * or OPENAI_BASE_URL / GEMINI_BASE_URL. Neither is a per-user setting: a user-chosen base URL would receive the
- * host's API key.
+ * Keys and base URLs come from the host configuration (`context.services.imageGeneration`), else from the same
+ * credential reader chats use (the provider table's: OPENAI_API_KEY / GEMINI_API_KEY or GOOGLE_API_KEY, the
+ * *_BASE_URL variables, or the config file). Neither is a per-user setting: a user-chosen base URL would receive
+ * the host's API key.
  */
 // The SDKs load on first use, not at import time: every CLI command and MCP session imports the built-ins.
 import type { GoogleGenAI } from "@google/genai";
 import type OpenAI from "openai";
+import { credentialSourceFor, type ProviderCredentialSource } from "../../core/credentials.js";
 import { ToolArgumentError, ToolError, ToolExecutionError } from "../../core/errors.js";
 import type {
   ImageGenerationHostConfig,
@@ -58,25 +60,15 @@ export function resolveImageProvider(model: string, setting: string = "auto"): I
   return hit[1];
 }
 
-const ENV = {
-  openai: { key: "OPENAI_API_KEY", base: "OPENAI_BASE_URL" },
-  gemini: { key: "GEMINI_API_KEY", base: "GEMINI_BASE_URL" },
-} as const;
-
 function connection(
   name: ImageProviderName,
   host: ImageProviderConnection | undefined,
-  env: NodeJS.ProcessEnv,
+  source: ProviderCredentialSource,
 ): Required<Pick<ImageProviderConnection, "apiKey">> & ImageProviderConnection {
-  const apiKey = host?.apiKey ?? env[ENV[name].key];
-  if (!apiKey) {
-    throw new ToolExecutionError(
-      `${ENV[name].key} is not set, so generate_image cannot call ${name === "openai" ? "OpenAI" : "Gemini"}. Set ${ENV[name].key} in the server's environment, or choose a model of another provider.`,
-      { provider: name, variable: ENV[name].key, rule: "missing_api_key" },
-    );
-  }
-  const baseUrl = host?.baseUrl ?? (env[ENV[name].base] || undefined);
-  return { ...host, apiKey, ...(baseUrl ? { baseUrl } : {}) };
+  if (host?.apiKey) return { ...host, apiKey: host.apiKey };
+  const found = source.credentials(name);
+  const baseUrl = host?.baseUrl ?? found.baseURL;
+  return { ...host, apiKey: found.apiKey, ...(baseUrl ? { baseUrl } : {}) };
 }
 
 /** Quality for the OpenAI request: GPT image models take it as is; dall-e-3 has standard/hd; dall-e-2 none. */
@@ -215,17 +207,18 @@ export class GeminiImageProvider implements ImageProvider {
 
 /**
  * The provider client for `name`: the host's replacement when `host.providers` has one, else an SDK client built
- * from the host connection or the environment. Throws ToolExecutionError naming the missing variable when no key
- * is configured.
+ * from the host connection or, without a host key, from `credentials` (default: the process-wide source the
+ * provider table registers). Throws MissingCredentialsError (code execution_failed) naming the variables and the
+ * config-file entry when no key is configured.
  */
 export function createImageProvider(
   name: ImageProviderName,
   host: ImageGenerationHostConfig | undefined,
-  env: NodeJS.ProcessEnv = process.env,
+  credentials: ProviderCredentialSource = credentialSourceFor(undefined),
 ): ImageProvider {
   const custom = host?.providers?.[name];
   if (custom) return custom;
-  const conn = connection(name, host?.[name], env);
+  const conn = connection(name, host?.[name], credentials);
   return name === "openai" ? new OpenAiImageProvider(conn) : new GeminiImageProvider(conn);
 }
 
