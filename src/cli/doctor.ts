@@ -9,8 +9,9 @@ import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { CHAT_PROVIDERS, parseChatRoots } from "../app/chat-service.js";
 import type { AppContext } from "../app/context.js";
+import { loadProviderFileConfig, providerConfigPath } from "../core/credentials.js";
 import { chooseDataDir, type DataDirChoice } from "../core/data-dir.js";
-import { loadProviderFileConfig, PROVIDER_ENV, providerConfigFromEnv, providerConfigPath } from "../providers/index.js";
+import { providerCredentials, providerEntry } from "../providers/table.js";
 import { migrationStatus } from "../storage/migration-status.js";
 import { ripgrepPath } from "../tools/builtin/grep.js";
 import { findInterpreter } from "../tools/shell/shell-tool.js";
@@ -91,10 +92,10 @@ function providerChecks(env: NodeJS.ProcessEnv): DoctorCheck[] {
     return [check("providers", "model providers", "fail", (error as Error).message)];
   }
   const checks = CHAT_PROVIDERS.map((name) => {
-    const vars = PROVIDER_ENV[name];
+    const keyVars = providerEntry(name).credentials.apiKeyEnv;
     try {
-      const config = providerConfigFromEnv(name, env, file);
-      const fromEnv = [vars.apiKey, ...(name === "gemini" ? ["GOOGLE_API_KEY"] : [])].find((v) => env[v]?.trim());
+      const config = providerCredentials(name, env, file);
+      const fromEnv = keyVars.find((v) => env[v]?.trim());
       const where = fromEnv
         ? `key from ${fromEnv}`
         : config.apiKey === "not-needed"
@@ -107,7 +108,7 @@ function providerChecks(env: NodeJS.ProcessEnv): DoctorCheck[] {
         `provider.${name}`,
         `provider ${name}`,
         "warn" as DoctorStatus,
-        `not configured: set ${vars.apiKey} (or providers.${name}.apiKey in ${providerConfigPath(env)})`,
+        `not configured: set ${keyVars.join(" or ")} (or providers.${name}.apiKey in ${providerConfigPath(env)})`,
       );
     }
   });
