@@ -484,12 +484,9 @@ export class ChatRepository {
    * the user has no such chat (another user's chat is never touched). Generated images stay with their owner.
    */
   async delete(userId: string, chatId: string): Promise<boolean> {
-    return this.db.transaction().execute(async (trx) => {
-      const found = await trx
-        .selectFrom("chats")
-        .select("id")
-        .where("id", "=", chatId)
-        .where("user_id", "=", userId)
+    return inTransaction(this.db, async (trx, tx) => {
+      const found = await tx
+        .forUpdate(trx.selectFrom("chats").select("id").where("id", "=", chatId).where("user_id", "=", userId))
         .executeTakeFirst();
       if (!found) return false;
       await trx.deleteFrom("chat_messages").where("chat_id", "=", chatId).execute();

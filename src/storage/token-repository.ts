@@ -5,6 +5,7 @@
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
 import type { ApiTokensTable, DatabaseSchema } from "./database.js";
+import { inTransaction, type TransactionContext } from "./transaction.js";
 
 /** sha256 hex digest of a token; only this is stored. */
 export function hashToken(token: string): string {
@@ -104,8 +105,8 @@ export class TokenRepository {
 
   /** Revokes (deletes) a token; returns what was revoked. Throws TokenLookupError like find(). */
   async revoke(idOrPrefix: string, userId?: string): Promise<TokenInfo> {
-    return this.db.transaction().execute(async (trx) => {
-      const found = await findIn(trx, idOrPrefix, userId);
+    return inTransaction(this.db, async (trx, tx) => {
+      const found = await findIn(trx, idOrPrefix, userId, tx);
       await trx.deleteFrom("api_tokens").where("id", "=", found.id).execute();
       return found;
     });
@@ -116,8 +117,8 @@ export class TokenRepository {
    * the moment the new one exists. Returns the new plaintext token (shown once) with the old token's info.
    */
   async rotate(idOrPrefix: string, userId?: string): Promise<IssuedToken & { replaced: TokenInfo }> {
-    return this.db.transaction().execute(async (trx) => {
-      const found = await findIn(trx, idOrPrefix, userId);
+    return inTransaction(this.db, async (trx, tx) => {
+      const found = await findIn(trx, idOrPrefix, userId, tx);
       const token = newToken();
       const id = randomUUID();
       await trx.deleteFrom("api_tokens").where("id", "=", found.id).execute();
@@ -150,7 +151,12 @@ function newToken(): string {
   return `th_${randomBytes(32).toString("base64url")}`;
 }
 
-async function findIn(db: Kysely<DatabaseSchema>, idOrPrefix: string, userId?: string): Promise<TokenInfo> {
+async function findIn(
+  db: Kysely<DatabaseSchema>,
+  idOrPrefix: string,
+  userId?: string,
+  tx?: TransactionContext,
+): Promise<TokenInfo> {
   const key = idOrPrefix.trim().toLowerCase();
   if (!/^[0-9a-f-]{6,36}$/.test(key)) {
     throw new TokenLookupError(
@@ -164,7 +170,8 @@ async function findIn(db: Kysely<DatabaseSchema>, idOrPrefix: string, userId?: s
     .where((eb) => eb.or([eb("id", "=", key), eb("id", "like", `${key}%`)]))
     .limit(2);
   if (userId) query = query.where("user_id", "=", userId);
-  const rows = await query.execute();
+  // Inside a revoke or rotate, the row stays locked (PostgreSQL) until the transaction ends.
+  const rows = await (tx ? tx.forUpdate(query) : query).execute();
   const exact = rows.find((r) => r.id === key);
   if (exact) return toInfo(exact);
   if (rows.length === 0) {

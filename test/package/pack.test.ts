@@ -1,0 +1,101 @@
+/**
+ * The published package works for someone who installs it: `npm pack`, install the tarball into an empty project
+ * (offline: every dependency comes from the npm cache through a lockfile derived from ours, so nothing leaves the
+ * machine), then run the `toolhost` bin and import the library. Also checks that the README's relative links
+ * resolve inside the installed package and that the LICENSE ships.
+ *
+ * The native SQLite binding is copied from this checkout (install scripts are skipped: compiling it again would
+ * take minutes and proves nothing about our packaging).
+ */
+import { execFileSync } from "node:child_process";
+import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { beforeAll, describe, expect, it } from "vitest";
+import { tempDir } from "../helpers/server.js";
+
+const repo = fileURLToPath(new URL("../../", import.meta.url));
+const npm = (args: string[], cwd: string) =>
+  execFileSync("npm", args, {
+    cwd,
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, npm_config_update_notifier: "false" },
+  });
+
+describe("npm pack, installed into an empty project", () => {
+  let project: string;
+  let installed: string;
+
+  beforeAll(() => {
+    const work = tempDir("toolhost-pack-");
+    const tarball = npm(["pack", "--pack-destination", work, "--silent"], repo).trim().split("\n").pop()!;
+    project = join(work, "app");
+    mkdirSync(project);
+    const lock = JSON.parse(readFileSync(join(repo, "package-lock.json"), "utf8")) as {
+      packages: Record<string, { dev?: boolean; link?: boolean }>;
+    };
+    const manifest = JSON.parse(readFileSync(join(repo, "package.json"), "utf8"));
+    const spec = `file:../${tarball}`;
+    const packages: Record<string, unknown> = {
+      "": { name: "app", version: "1.0.0", dependencies: { toolhost: spec } },
+    };
+    for (const [key, entry] of Object.entries(lock.packages))
+      if (key && !entry.dev && !entry.link) packages[key] = entry;
+    packages["node_modules/toolhost"] = {
+      version: manifest.version,
+      resolved: spec,
+      license: manifest.license,
+      dependencies: manifest.dependencies,
+      bin: manifest.bin,
+      engines: manifest.engines,
+    };
+    writeFileSync(
+      join(project, "package.json"),
+      JSON.stringify({
+        name: "app",
+        version: "1.0.0",
+        private: true,
+        type: "module",
+        dependencies: { toolhost: spec },
+      }),
+    );
+    writeFileSync(
+      join(project, "package-lock.json"),
+      JSON.stringify({ name: "app", version: "1.0.0", lockfileVersion: 3, requires: true, packages }),
+    );
+    npm(["ci", "--offline", "--ignore-scripts", "--no-audit", "--no-fund"], project);
+    cpSync(join(repo, "node_modules/better-sqlite3/build"), join(project, "node_modules/better-sqlite3/build"), {
+      recursive: true,
+    });
+    installed = join(project, "node_modules/toolhost");
+  }, 300_000);
+
+  it("ships the LICENSE, and the README's relative links resolve inside the package", () => {
+    expect(readFileSync(join(installed, "LICENSE"), "utf8")).toMatch(/^MIT License/);
+    const readme = readFileSync(join(installed, "README.md"), "utf8");
+    const links = [...readme.matchAll(/\]\(((?!https?:)[^)#]+)/g)].map((m) => m[1]!);
+    expect(links.length).toBeGreaterThan(3);
+    for (const link of links) expect(existsSync(join(installed, link)), link).toBe(true);
+  });
+
+  it("the toolhost bin runs a tool, and the library imports and executes one", () => {
+    const env = { ...process.env, TOOLHOST_DATA_DIR: join(project, "data"), TOOLHOST_LOG_LEVEL: "error" };
+    const version = execFileSync(join(project, "node_modules/.bin/toolhost"), ["--version"], { env, encoding: "utf8" });
+    expect(version.trim()).toBe(JSON.parse(readFileSync(join(repo, "package.json"), "utf8")).version);
+    const call = execFileSync(
+      join(project, "node_modules/.bin/toolhost"),
+      ["call", "get_current_datetime", '{"timezone":"Asia/Kathmandu"}'],
+      { env, encoding: "utf8" },
+    );
+    expect(JSON.parse(call).offset).toBe("+05:45");
+    const script =
+      'import { executeTool, registerTool } from "toolhost"; const o = await executeTool("get_current_datetime", "{\\"timezone\\":\\"UTC\\"}", { userId: "u" }); console.log(JSON.stringify({ ok: o.ok, register: typeof registerTool }));';
+    const out = execFileSync(process.execPath, ["--input-type=module", "-e", script], {
+      cwd: project,
+      env,
+      encoding: "utf8",
+    });
+    expect(JSON.parse(out)).toEqual({ ok: true, register: "function" });
+  });
+});
