@@ -1,7 +1,7 @@
 /**
  * `toolhost doctor`: what a new user (or an operator) needs to know about this installation, one line per check:
  * the data directory and database (with its migrations), model and search providers (never their keys), ripgrep,
- * the shells, chat roots, admin users and the external MCP servers. Each check is ok, warn (works, but something
+ * the shells, the shell sandbox (bubblewrap), chat roots, admin users and the external MCP servers. Each check is ok, warn (works, but something
  * is missing or odd) or fail (something a user will hit); the report is healthy when nothing failed.
  */
 import { execFileSync } from "node:child_process";
@@ -14,6 +14,7 @@ import { chooseDataDir, type DataDirChoice } from "../core/data-dir.js";
 import { providerCredentials, providerEntry } from "../providers/table.js";
 import { migrationStatus } from "../storage/migration-status.js";
 import { ripgrepPath } from "../tools/builtin/grep.js";
+import { probeSandbox } from "../tools/shell/sandbox/probe.js";
 import { findInterpreter } from "../tools/shell/shell-tool.js";
 
 /** The outcome of one check. */
@@ -172,6 +173,27 @@ function shellChecks(env: NodeJS.ProcessEnv): DoctorCheck[] {
   });
 }
 
+async function sandboxCheck(env: NodeJS.ProcessEnv): Promise<DoctorCheck> {
+  try {
+    const probe = await probeSandbox(env);
+    if (probe.available)
+      return check(
+        "sandbox",
+        "shell sandbox",
+        "ok",
+        `bubblewrap${probe.version ? ` ${probe.version}` : ""} at ${probe.bwrap}: shell commands run confined`,
+      );
+    return check(
+      "sandbox",
+      "shell sandbox",
+      probe.kind === "disabled" ? "ok" : "warn",
+      `unavailable (${probe.kind}): ${probe.reason}${probe.kind === "disabled" ? "" : ' Shell tools with sandbox "preferred" ask before running a command unconfined.'}`,
+    );
+  } catch (error) {
+    return check("sandbox", "shell sandbox", "warn", `could not be probed: ${(error as Error).message}`);
+  }
+}
+
 function chatRootsCheck(env: NodeJS.ProcessEnv): DoctorCheck {
   const roots = parseChatRoots(env.TOOLHOST_CHAT_ROOTS);
   if (!roots || roots.length === 0)
@@ -219,6 +241,7 @@ export async function runDoctor(inputs: DoctorInputs): Promise<DoctorReport> {
   checks.push(...providerChecks(env));
   checks.push(ripgrepCheck());
   checks.push(...shellChecks(env));
+  checks.push(await sandboxCheck(env));
   checks.push(chatRootsCheck(env));
   const admins = (env.TOOLHOST_ADMIN_USERS ?? "local")
     .split(",")

@@ -39,6 +39,8 @@ describe("toolhost doctor", () => {
     });
     expect(byId(report, "ripgrep")?.detail).toMatch(/ripgrep \d+/);
     expect(byId(report, "shell.bash")?.detail).toMatch(/bash/);
+    // bwrap works on this machine (the sandbox's own tests need it too).
+    expect(byId(report, "sandbox")).toMatchObject({ status: "ok", detail: expect.stringContaining("bubblewrap") });
     expect(byId(report, "admins")?.detail).toContain("local");
     expect(byId(report, "mcp")).toMatchObject({ status: "ok", detail: "none configured" });
 
@@ -60,6 +62,11 @@ describe("toolhost doctor", () => {
       detail: expect.stringContaining("not a directory"),
     });
     expect(byId(report, "database")?.status).toBe("fail");
+    const noSandbox = await runCli(["doctor", "--json", "--no-mcp"], {
+      TOOLHOST_DATA_DIR: join(tempDir(), "d"),
+      TOOLHOST_BWRAP: "/definitely/not/bwrap",
+    });
+    expect(byId(JSON.parse(noSandbox.stdout) as Report, "sandbox")?.status).toBe("warn");
 
     const config = join(tempDir(), "config.json");
     writeFileSync(config, JSON.stringify({ mcpServers: { broken: { command: "/definitely/not/a/server" } } }));
