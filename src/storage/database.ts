@@ -5,16 +5,9 @@
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import Database from "better-sqlite3";
-import {
-  type Generated,
-  Kysely,
-  type Migration,
-  type MigrationProvider,
-  Migrator,
-  PostgresDialect,
-  SqliteDialect,
-} from "kysely";
+import { type Generated, Kysely, PostgresDialect, SqliteDialect } from "kysely";
 import { resolveDataDir } from "../core/data-dir.js";
+import { MigrationError, migrateToLatest } from "./migrate.js";
 import { migrations } from "./migrations.js";
 import { SQLITE_BUSY_TIMEOUT_MS } from "./transaction.js";
 
@@ -271,12 +264,6 @@ export interface OpenDatabaseOptions {
 
 export { chooseDataDir, resolveDataDir } from "../core/data-dir.js";
 
-class StaticMigrationProvider implements MigrationProvider {
-  async getMigrations(): Promise<Record<string, Migration>> {
-    return migrations;
-  }
-}
-
 /**
  * Opens (creating when needed) the database and brings its schema up to date. Throws Error when a migration
  * fails, naming it.
@@ -306,21 +293,14 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<T
     const db = new Kysely<DatabaseSchema>({ dialect: new SqliteDialect({ database: sqlite }) });
     database = { db, dialect: "sqlite", location: file, close: () => db.destroy() };
   }
-  // Migrations of parallel work may land out of name order (0007 before 0006): run a missing earlier one too.
-  const migrator = new Migrator({
-    db: database.db,
-    provider: new StaticMigrationProvider(),
-    allowUnorderedMigrations: true,
-  });
-  const { error, results } = await migrator.migrateToLatest();
-  if (error) {
-    const failed = results?.find((r) => r.status === "Error")?.migrationName;
+  try {
+    await migrateToLatest(database.db, migrations, { location: database.location });
+  } catch (error) {
     await database.close().catch(() => {});
-    const why = (error as Error).message ?? String(error);
+    if (error instanceof MigrationError) throw error;
     throw new Error(
-      failed
-        ? `Database migration "${failed}" failed on ${database.location}: ${why}`
-        : `Cannot open the ${database.dialect} database at ${database.location}: ${why}`,
+      `Cannot open the ${database.dialect} database at ${database.location}: ${(error as Error)?.message ?? String(error)}`,
+      { cause: error },
     );
   }
   return database;

@@ -1,0 +1,151 @@
+/**
+ * Crash-safe migrations on SQLite and PostgreSQL: a half-applied schema left by an older version is completed,
+ * concurrent first starts all succeed, and SIGKILL at random points of a first start never leaves a directory that
+ * fails to start.
+ */
+import { spawn } from "node:child_process";
+import Database from "better-sqlite3";
+import { sql } from "kysely";
+import { afterAll, describe, expect, it } from "vitest";
+import { openDatabase, type ToolhostDatabase } from "../../src/storage/database.js";
+import { MigrationError, migrateToLatest } from "../../src/storage/migrate.js";
+import { migrations } from "../../src/storage/migrations.js";
+import { BIN, runCli } from "../helpers/cli.js";
+import { freshStore, HAVE_POSTGRES, stopStores, type TestStore } from "../helpers/stores.js";
+
+afterAll(() => stopStores());
+
+const open = (store: TestStore) =>
+  openDatabase(store.databaseUrl ? { url: store.databaseUrl } : { dataDir: store.dataDir });
+
+/** Table → sorted column names, and the recorded migrations. */
+async function schemaOf(database: ToolhostDatabase) {
+  const tables = await database.db.introspection.getTables();
+  const shape = Object.fromEntries(
+    tables
+      .filter((t) => !t.name.startsWith("kysely_"))
+      .map((t) => [t.name, t.columns.map((c) => c.name).sort()] as const)
+      .sort(([a], [b]) => a.localeCompare(b)),
+  );
+  const recorded = (
+    await database.db
+      .selectFrom("kysely_migration" as never)
+      .select("name" as never)
+      .execute()
+  ).map((r) => (r as { name: string }).name);
+  return { shape, recorded: recorded.sort() };
+}
+
+for (const dialect of ["sqlite", "postgres"] as const) {
+  describe.skipIf(dialect === "postgres" && !HAVE_POSTGRES)(`migrations on ${dialect}`, () => {
+    it("completes a half-applied schema (bookkeeping rows deleted, a table dropped) on the next start", async () => {
+      const store = await freshStore(dialect);
+      const first = await open(store);
+      const expected = await schemaOf(first);
+      expect(expected.recorded).toEqual(Object.keys(migrations).sort());
+      // What an older version's crash could leave: no bookkeeping, one table missing, the rest in place.
+      await sql`DELETE FROM kysely_migration`.execute(first.db);
+      await sql`DROP TABLE file_reads`.execute(first.db);
+      await first.close();
+      const again = await open(store);
+      try {
+        expect(await schemaOf(again)).toEqual(expected);
+        // And the repaired database works.
+        await again.db
+          .insertInto("file_reads")
+          .values({ chat_id: "c", path: "/p", sha256: "x", read_at: "t" })
+          .execute();
+      } finally {
+        await again.close();
+      }
+    });
+
+    it("a failing migration is rolled back whole and named, with what to do", async () => {
+      const store = await freshStore(dialect);
+      const database = await open(store);
+      try {
+        const broken = {
+          ...migrations,
+          "9999_broken": {
+            async up(db: typeof database.db) {
+              await db.schema.createTable("half_done").addColumn("id", "text").execute();
+              await sql`SELECT * FROM no_such_table`.execute(db);
+            },
+          },
+        };
+        const error = await migrateToLatest(database.db, broken, { location: "test" }).catch((e) => e);
+        expect(error).toBeInstanceOf(MigrationError);
+        expect(error.message).toMatch(/"9999_broken" failed on test: .*rolled back.*start again/s);
+        const tables = (await database.db.introspection.getTables()).map((t) => t.name);
+        expect(tables).not.toContain("half_done");
+      } finally {
+        await database.close();
+      }
+    });
+
+    it("three commands started at once on a fresh data directory all succeed", async () => {
+      const store = await freshStore(dialect);
+      const runs = await Promise.all([
+        runCli(["tools", "--json"], store.env),
+        runCli(["settings", "get", "grep"], store.env),
+        runCli(["audit", "--json"], store.env),
+      ]);
+      expect(runs.map((r) => [r.code, r.stderr])).toEqual([
+        [0, ""],
+        [0, ""],
+        [0, ""],
+      ]);
+    }, 60_000);
+  });
+}
+
+describe("SIGKILL during a first start", () => {
+  it("never leaves a data directory that fails to start (20 kills at random points)", async () => {
+    // How long a first start takes here, so the kills land across all of it (opening, migrating, listing).
+    const probe = await freshStore("sqlite");
+    const t0 = performance.now();
+    expect((await runCli(["tools", "--json"], probe.env)).code).toBe(0);
+    const duration = performance.now() - t0;
+    const kills: { at: number; exited: string }[] = [];
+    const one = async () => {
+      const store = await freshStore("sqlite");
+      const at = Math.random() * duration;
+      const child = spawn(process.execPath, [BIN, "tools", "--json"], {
+        env: { ...process.env, TOOLHOST_LOG_LEVEL: "error", ...store.env },
+        stdio: "ignore",
+      });
+      const exited = new Promise<string>((resolve) =>
+        child.once("exit", (code, signal) => resolve(signal ?? `exit ${code}`)),
+      );
+      setTimeout(() => child.kill("SIGKILL"), at);
+      kills.push({ at: Math.round(at), exited: await exited });
+      const after = await runCli(["tools", "--json"], store.env);
+      expect({ at, code: after.code, stderr: after.stderr }).toEqual({ at, code: 0, stderr: "" });
+    };
+    for (let batch = 0; batch < 5; batch++) await Promise.all([one(), one(), one(), one()]);
+    expect(kills).toHaveLength(20);
+    // Most kills must have hit a running start (not one that had already finished).
+    expect(kills.filter((k) => k.exited === "SIGKILL").length).toBeGreaterThanOrEqual(10);
+  }, 120_000);
+});
+
+describe("bookkeeping of earlier versions", () => {
+  it("keeps the history recorded by Kysely's migrator and runs a migration that landed out of order", async () => {
+    const store = await freshStore("sqlite");
+    const database = await open(store);
+    await sql`DELETE FROM kysely_migration WHERE name = '0003_settings_version'`.execute(database.db);
+    await database.close();
+    // The column exists already; re-running 0003 skips the ADD COLUMN and records it.
+    const raw = new Database(`${store.dataDir}/toolhost.db`);
+    expect(
+      raw.prepare("SELECT count(*) AS n FROM pragma_table_info('user_tool_settings') WHERE name = 'version'").get(),
+    ).toEqual({ n: 1 });
+    raw.close();
+    const again = await open(store);
+    try {
+      expect((await schemaOf(again)).recorded).toContain("0003_settings_version");
+    } finally {
+      await again.close();
+    }
+  });
+});
