@@ -540,9 +540,23 @@ export class AgentService {
     agentsActive.inc();
     tree.emit({ type: "agent_started", agent: tagOf(record), task: setup.task.slice(0, 2000) });
     void this.#execute(run, setup)
-      .catch((error) =>
-        this.#logger?.error({ err: (error as Error)?.stack ?? String(error), agentId: record.id }, "agent run failed"),
-      )
+      .catch(async (error) => {
+        this.#logger?.error({ err: (error as Error)?.stack ?? String(error), agentId: record.id }, "agent run failed");
+        // Whatever failed, the run is over: its row must not stay running (that would hold a slot forever).
+        const note = `The agent's run failed inside Toolhost: ${(error as Error)?.message ?? String(error)}`;
+        run.loop.abort();
+        if (await this.#repo.finish(record.id, "error", { note }).catch(() => false)) {
+          agentSpawnsTotal.inc({ outcome: "error" });
+          tree.emit({
+            type: "agent_finished",
+            agent: tagOf(record),
+            status: "error",
+            response: "",
+            usage: record.usage,
+            note,
+          });
+        }
+      })
       .finally(() => {
         this.#runs.delete(record.id);
         agentsActive.dec();

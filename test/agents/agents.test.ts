@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentStreamEvent } from "../../src/app/agent-service.js";
+import type { ApprovalRequestView } from "../../src/app/approvals/service.js";
 import { ChatService, type ChatTurnEvent } from "../../src/app/chat-service.js";
 import { type AppContext, createAppContext } from "../../src/app/context.js";
 import {
@@ -640,6 +641,52 @@ describe("agent_send wakes an idle agent, and its answer comes back to the sende
     expect(helper).toMatchObject({ status: "completed", result: "second part", queueDepth: 0 });
     // Two runs: two agent_started/agent_finished pairs on the stream.
     expect(agentEvents(events).filter((e) => e.type === "agent_finished")).toHaveLength(2);
+  });
+});
+
+describe("approvals", () => {
+  it("a child's call goes through the chat's approval gate; the ask reaches the chat's surface tagged with its path", async () => {
+    await ctx.settings.update("gated", "bash", { enabled: true }, { admin: true });
+    const asks: ApprovalRequestView[] = [];
+    const model = taskModel(({ task, turn, request }) => {
+      if (task === "delegate a command") {
+        if (turn === 0) return calls([{ id: "s", name: "agent_spawn", args: { template: "general", message: "run" } }]);
+        return text(
+          (lastResult(request.messages, "agent_spawn")?.value as AgentSpawnResult | undefined)?.response ?? "",
+        );
+      }
+      if (task === "run") {
+        if (turn === 0) return calls([{ id: "b", name: "bash", args: { command: "echo approved-output" } }]);
+        return text(`bash said: ${JSON.stringify(lastResult(request.messages, "bash")?.value)}`);
+      }
+      return undefined;
+    });
+    const service = new ChatService({
+      chats: ctx.chats,
+      runtime: ctx.runtime,
+      env: {},
+      chatRoots: null,
+      adapterFactory: () => model,
+      agents: ctx.agents,
+      approvals: ctx.approvals,
+    });
+    const chat = await service.createChat("gated", { provider: "openai", model: "fake", workingDirectory: root });
+    const turn = await service.prepareTurn("gated", chat.id, "delegate a command", {
+      responder: {
+        async answer(request) {
+          asks.push(request);
+          return { decision: "allow_once", decidedBy: "test" };
+        },
+      },
+    });
+    const events: ChatTurnEvent[] = [];
+    for await (const event of turn.run()) events.push(event);
+    const [child] = await ctx.agents.list("gated", { chatId: chat.id });
+    expect(asks).toHaveLength(1);
+    expect(asks[0]).toMatchObject({ tool: "bash", agentPath: [chat.id, child?.id] });
+    const requested = events.find((e) => e.type === "approval_requested");
+    expect(requested).toMatchObject({ agent: { id: child?.id, depth: 1 }, agentPath: [chat.id, child?.id] });
+    expect(finalText(events)).toContain("approved-output");
   });
 });
 
