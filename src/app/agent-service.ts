@@ -31,6 +31,7 @@ import type { ToolRuntime } from "../core/runtime.js";
 import type { Logger, ToolDefinition } from "../core/types.js";
 import type { LoopEvent } from "../loop/events.js";
 import { runToolLoop } from "../loop/run-tool-loop.js";
+import { providerEntry } from "../providers/table.js";
 import type { ConversationMessage, ProviderAdapter, ProviderName } from "../providers/types.js";
 import type { AgentRecord, AgentRepository } from "../storage/agent-repository.js";
 import type { ApprovalGate } from "./approvals/gate.js";
@@ -422,12 +423,8 @@ export class AgentService {
     }
     const template = this.#templates.get(input.template);
     const provider = (template.provider as ProviderName | null) ?? tree.provider;
-    const model = template.model ?? (provider === tree.provider ? tree.model : undefined);
-    if (!model) {
-      throw new ToolExecutionError(
-        `Template "${template.id}" uses provider ${provider} but names no model; add a model to the template.`,
-      );
-    }
+    // A template of another provider without a model gets that provider's default model (the provider table's).
+    const model = template.model ?? (provider === tree.provider ? tree.model : providerEntry(provider).defaultModel);
     let adapter: ProviderAdapter;
     if (provider === tree.provider) {
       adapter = tree.adapter;

@@ -3,7 +3,7 @@
  * own tool loops on real tools; limits refuse at exactly their bound; cancellation reaches a grandchild's real
  * process; a restart marks running agents interrupted; users never reach each other's agents.
  */
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentStreamEvent } from "../../src/app/agent-service.js";
@@ -693,7 +693,9 @@ describe("approvals", () => {
 describe("cancellation follows the tree", () => {
   it("a chat cancel kills a grandchild's running sleep process within 2 s", async () => {
     await ctx.settings.update("cancel", "bash", { enabled: true }, { admin: true });
-    const pidFile = join(root, "grandchild.pid");
+    // A unique duration marks the grandchild's process; it is found by its command line in /proc (host pids,
+    // whether or not the shell sandbox renumbers pids inside its namespace).
+    const marker = "29.4173";
     const model = taskModel(({ task, turn }) => {
       if (task === "delegate") {
         if (turn === 0)
@@ -707,7 +709,7 @@ describe("cancellation follows the tree", () => {
       }
       if (task === "grandchild") {
         if (turn === 0) {
-          return calls([{ id: "b", name: "bash", args: { command: `echo $$ > ${pidFile}; exec sleep 30` } }]);
+          return calls([{ id: "b", name: "bash", args: { command: `exec sleep ${marker}` } }]);
         }
         return text("grandchild done");
       }
@@ -716,8 +718,11 @@ describe("cancellation follows the tree", () => {
     const { service, chat } = await newChat(model, "cancel", root);
     const controller = new AbortController();
     const turn = runTurn(service, "cancel", chat.id, "delegate", controller.signal);
-    await until(() => existsSync(pidFile) && readFileSync(pidFile, "utf8").trim() !== "", "the grandchild's sleep");
-    const pid = Number(readFileSync(pidFile, "utf8").trim());
+    let pid = 0;
+    await until(() => {
+      pid = sleepPid(marker);
+      return pid > 0;
+    }, "the grandchild's sleep");
     expect(alive(pid)).toBe(true);
 
     controller.abort();
@@ -734,6 +739,20 @@ describe("cancellation follows the tree", () => {
     ]);
   });
 });
+
+/** The host pid of the running `sleep <marker>`, or 0. */
+function sleepPid(marker: string): number {
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+      if (argv[0]?.endsWith("sleep") && argv[1] === marker) return Number(entry);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return 0;
+}
 
 function alive(pid: number): boolean {
   try {
