@@ -121,6 +121,24 @@ describe("MCP over Streamable HTTP", () => {
     expect(missing.status).toBe(400);
   });
 
+  it("answers an initialize for a newer, unknown revision with the newest one it supports", async () => {
+    server = await startTestServer();
+    const response = await server.api("/mcp", {
+      method: "POST",
+      headers: { accept: "application/json, text/event-stream" },
+      json: {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2099-01-01", capabilities: {}, clientInfo: { name: "future", version: "1" } },
+      },
+    });
+    expect(response.status).toBe(200);
+    const text = await response.text();
+    const body = text.trim().startsWith("{") ? text : (/^data: (.*)$/m.exec(text)?.[1] ?? "");
+    expect(JSON.parse(body)).toMatchObject({ id: 1, result: { protocolVersion: "2025-11-25" } });
+  });
+
   it("answers GET and DELETE with 405 and serves the protected-resource metadata", async () => {
     server = await startTestServer();
     const get = await server.api("/mcp", { headers: { accept: "text/event-stream" } });
