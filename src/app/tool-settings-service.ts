@@ -88,6 +88,12 @@ export interface UpdateToolSettingsOptions {
   ifMatch?: number;
   /** Who makes the change, for the audit (default: the user whose settings change). */
   actor?: string;
+  /**
+   * Record the keys an admin sets as locks for the user (default: `admin`). Pass false when an admin changes their
+   * own settings, or another admin's: locks are what an admin sets for a user who is not one, so that user
+   * cannot lift them.
+   */
+  lock?: boolean;
 }
 
 /**
@@ -221,8 +227,8 @@ export class ToolSettingsService {
         delete savedParameters[key];
       }
       const enabled = body.enabled ?? (typeof saved?.enabled === "boolean" ? saved.enabled : null);
-      // What an admin sets is locked against the user; an admin's reset (null) unlocks it again.
-      if (options.admin) {
+      // What an admin sets for a non-admin is locked against that user; an admin's reset (null) unlocks it again.
+      if (options.admin && (options.lock ?? true)) {
         for (const key of touched) {
           if (resets.includes(key)) locked.delete(key);
           else locked.add(key);
@@ -254,6 +260,35 @@ export class ToolSettingsService {
     }
     this.registry.changes.emit(userId);
     return this.#describe(tool, written);
+  }
+
+  /**
+   * Removes admin locks from the user's settings of a tool (all of them when `keys` is empty), keeping the values:
+   * the user may change those keys again. Atomic like {@link update}. Returns the new descriptor and the keys that
+   * were unlocked. Throws NotFoundError for an unknown tool. Callers check that the caller is an admin.
+   */
+  async unlock(
+    userId: string,
+    toolName: string,
+    keys: string[] = [],
+    options: { actor?: string } = {},
+  ): Promise<{ descriptor: ToolSettingsDescriptor; unlocked: string[] }> {
+    const tool = this.#tool(toolName);
+    let unlocked: string[] = [];
+    const written = await this.store.modify(userId, toolName, (saved) => {
+      const locked = saved?.locked ?? [];
+      unlocked = keys.length === 0 ? [...locked] : locked.filter((k) => keys.includes(k));
+      return {
+        enabled: typeof saved?.enabled === "boolean" ? saved.enabled : null,
+        parameters: saved?.parameters ?? {},
+        locked: locked.filter((k) => !unlocked.includes(k)),
+      };
+    });
+    if (unlocked.length > 0) {
+      this.logger.info({ tool: toolName, userId, actor: options.actor, unlocked }, "admin locks removed");
+      this.registry.changes.emit(userId);
+    }
+    return { descriptor: this.#describe(tool, written), unlocked };
   }
 
   #refuseAdminOnly(tool: RegisteredTool, body: UpdateToolSettingsBody): void {

@@ -6,6 +6,7 @@
  */
 import { Command, CommanderError, Option } from "commander";
 import { type AppContext, createAppContext } from "../app/context.js";
+import { adminUsers } from "../core/admins.js";
 import { ToolError } from "../core/errors.js";
 import { VERSION } from "../version.js";
 import { registerAgentsCommand } from "./commands/agents.js";
@@ -188,11 +189,33 @@ export function buildProgram(): Command {
             opts.user,
             toolName,
             { ...(enabled === undefined ? {} : { enabled }), ...(assignments.length ? { parameters } : {}) },
-            { admin: true },
+            // What the operator sets for a non-admin is locked against that user; for an admin it is not.
+            { admin: true, lock: !adminUsers().has(opts.user), actor: "cli" },
           );
-          print({ name: descriptor.name, enabled: descriptor.enabled, parameters: descriptor.parameters });
+          print({
+            name: descriptor.name,
+            enabled: descriptor.enabled,
+            parameters: descriptor.parameters,
+            lockedKeys: descriptor.lockedKeys,
+          });
         });
       },
+    );
+
+  settings
+    .command("unlock")
+    .description(
+      "Remove admin locks from a user's settings of a tool (all locks, or the named keys; values stay, the user may change them again).",
+    )
+    .argument("<tool>")
+    .argument("[keys...]", 'keys to unlock ("enabled" or parameter names); none: every lock')
+    .requiredOption("-u, --user <name>", "whose locks to remove", parseUserId)
+    .action(async (toolName: string, keys: string[], opts: { user: string }) =>
+      withContext(async (ctx) => {
+        if (toolName.startsWith("mcp__")) await importMcpTools(ctx, true);
+        const { descriptor, unlocked } = await ctx.settings.unlock(opts.user, toolName, keys, { actor: "cli" });
+        print({ name: descriptor.name, unlocked, lockedKeys: descriptor.lockedKeys });
+      }),
     );
 
   registerTokenCommand(program);

@@ -21,6 +21,7 @@ import {
   ToolParameterDescriptorSchema,
   ToolSettingsDescriptorSchema,
   ToolSettingsListResponse,
+  UnlockResponse,
   UpdateToolSettingsBodySchema,
 } from "./schemas.js";
 
@@ -201,6 +202,42 @@ export function buildOpenApiDocument(
             { name: "limit", in: "query", schema: { type: "integer", minimum: 1, maximum: 1000 } },
           ],
           responses: { 200: { description: "Entries", content: json(AuditListResponse) }, 400: error("Invalid limit") },
+        },
+      },
+      "/api/admin/users/{user}/settings/tools": {
+        get: {
+          ...secured,
+          parameters: [{ name: "user", in: "path", required: true, schema: { type: "string" } }],
+          summary: "A user's tool settings with the keys admins locked for them (lockedKeys) (admins only).",
+          responses: {
+            200: { description: "Tools", content: json(ToolSettingsListResponse) },
+            403: error("Not an admin"),
+          },
+        },
+      },
+      "/api/admin/users/{user}/settings/tools/{toolName}/locks": {
+        delete: {
+          ...secured,
+          parameters: [
+            { name: "user", in: "path", required: true, schema: { type: "string" } },
+            toolName,
+            {
+              name: "key",
+              in: "query",
+              required: false,
+              description: 'A key to unlock ("enabled" or a parameter name); repeat it for several; none: every lock.',
+              schema: { type: "array", items: { type: "string" } },
+              style: "form",
+              explode: true,
+            },
+          ],
+          summary:
+            "Remove admin locks from a user's settings of a tool; the values stay and the user may change them again (admins only).",
+          responses: {
+            200: { description: "The keys unlocked and the tool's settings", content: json(UnlockResponse) },
+            403: error("Not an admin"),
+            404: error("Unknown tool"),
+          },
         },
       },
       "/api/admin/tokens": {

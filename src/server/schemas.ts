@@ -95,6 +95,12 @@ export const ToolSettingsDescriptorSchema = Type.Object(
   { $id: "ToolSettingsDescriptor" },
 );
 
+/** Answer of DELETE /api/admin/users/:user/settings/tools/:toolName/locks. */
+export const UnlockResponse = Type.Object({
+  unlocked: Type.Array(Type.String(), { description: "The keys whose lock was removed (their values stay)." }),
+  tool: ToolSettingsDescriptorSchema,
+});
+
 export const ToolSettingsListResponse = Type.Object({ tools: Type.Array(ToolSettingsDescriptorSchema) });
 
 /** GET /api/tools: the definitions offered to the user's models (enabled tools that can work on this host). */

@@ -4,6 +4,7 @@
  */
 import { Hono } from "hono";
 import type { AppContext } from "../../app/context.js";
+import { adminUsers } from "../../core/admins.js";
 import { TokenLookupError } from "../../storage/token-repository.js";
 import { type AuthEnv, HttpError, readJsonBody, sendJson } from "../http.js";
 import {
@@ -12,17 +13,12 @@ import {
   IssuedTokenResponse,
   TokenInfoSchema,
   TokenListResponse,
+  ToolSettingsDescriptorSchema,
+  ToolSettingsListResponse,
+  UnlockResponse,
 } from "../schemas.js";
 
-/** The admin user ids from the environment. */
-export function adminUsers(env: NodeJS.ProcessEnv = process.env): Set<string> {
-  return new Set(
-    (env.TOOLHOST_ADMIN_USERS ?? "local")
-      .split(",")
-      .map((s) => s.trim())
-      .filter(Boolean),
-  );
-}
+export { adminUsers };
 
 /** Maps a failed token lookup to 404 (none) or 409 (an id prefix matching several). */
 function lookupFailed(error: unknown): never {
@@ -74,6 +70,20 @@ export function adminRoutes(ctx: AppContext): Hono<AuthEnv> {
       limit,
     });
     return sendJson(c, AuditListResponse, { entries });
+  });
+  // Another user's settings as an admin sees them (lockedKeys: what admins set for that user), and removing locks.
+  app.get("/users/:user/settings/tools", async (c) =>
+    sendJson(c, ToolSettingsListResponse, { tools: await ctx.settings.list(c.req.param("user")) }),
+  );
+  app.get("/users/:user/settings/tools/:toolName", async (c) =>
+    sendJson(c, ToolSettingsDescriptorSchema, await ctx.settings.get(c.req.param("user"), c.req.param("toolName"))),
+  );
+  app.delete("/users/:user/settings/tools/:toolName/locks", async (c) => {
+    const keys = c.req.queries("key") ?? [];
+    const { descriptor, unlocked } = await ctx.settings.unlock(c.req.param("user"), c.req.param("toolName"), keys, {
+      actor: c.get("userId"),
+    });
+    return sendJson(c, UnlockResponse, { unlocked, tool: descriptor });
   });
   app.get("/tokens", async (c) =>
     sendJson(c, TokenListResponse, { tokens: await ctx.tokens.list(c.req.query("user") || undefined) }),

@@ -54,6 +54,8 @@ export function settingsRoutes(settings: ToolSettingsService): Hono<AuthEnv> {
     try {
       const descriptor = await settings.update(userId, c.req.param("toolName"), body, {
         admin: adminUsers().has(userId),
+        // A user's own change is never a lock on themself, admin or not.
+        lock: false,
         ...(ifMatch === undefined ? {} : { ifMatch }),
       });
       c.header("ETag", etag(descriptor.version));
