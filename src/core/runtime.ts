@@ -356,6 +356,7 @@ export class ToolRuntime {
       services: { ...this.services, ...call.services },
       protectedPaths: this.protectedPaths,
       processCwdFallback: this.processCwdFallback(call.userId),
+      ...(call.approval ? { approval: { decision: call.approval.decision, decidedBy: call.approval.decidedBy } } : {}),
     };
   }
 

@@ -293,6 +293,11 @@ export interface ToolContext {
    * host has no spill area.
    */
   captureFullOutput?: (field: string) => FullOutputSink;
+  /**
+   * The approval gate's decision that let this call run (see ToolCallContext.approval); absent when no gate ran
+   * (library use, `toolhost call`, the tool-execute route): then no one could have been asked.
+   */
+  approval?: { decision: string; decidedBy: string };
 }
 
 /** Receives the full content of one result field as it is produced (see ToolContext.captureFullOutput). */

@@ -47,13 +47,10 @@ function setup(parameters: Record<string, unknown> = {}) {
   const dataDir = join(root, "data");
   mkdirSync(dataDir, { recursive: true });
   const runtime = new ToolRuntime({ registry, store, audit, logger: recordingLogger(), dataDir });
-  const call = async (command: string, extra: Record<string, unknown> = {}) => {
+  const call = async (command: string, extra: Record<string, unknown> = {}, cwd?: string) => {
     await store.save(USER, "bash", { enabled: true, parameters: { ...parameters, ...extra } });
-    const outcome = await runtime.executeTool(
-      "bash",
-      { command },
-      { userId: USER, chatId: "c1", workingDirectory: wd },
-    );
+    const args = cwd ? { command, cwd } : { command };
+    const outcome = await runtime.executeTool("bash", args, { userId: USER, chatId: "c1", workingDirectory: wd });
     if (!outcome.ok) throw new Error(JSON.stringify(outcome.error));
     return outcome.result as { stdout: string; stderr: string; exitCode: number; sandboxed: boolean };
   };
@@ -172,13 +169,14 @@ for fam in (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6):
     const repo = join(wd, "nohooks");
     mkdirSync(join(repo, ".git"), { recursive: true });
     const { call } = setup();
-    const result = await call("mkdir -p .git/hooks; echo evil > .git/hooks/pre-commit; ls -A .git/hooks | wc -l", {
-      allowedPaths: [wd],
-    });
+    // The call's cwd is the repository: its .git is re-protected although it has no hooks directory yet.
+    const result = await call(
+      "mkdir -p .git/hooks && echo evil > .git/hooks/pre-commit; ls -A .git/hooks | wc -l",
+      {},
+      "nohooks",
+    );
     expect(result.stderr).toMatch(/Read-only file system/);
-    expect(existsSync(join(wd, ".git", "hooks", "pre-commit-evil"))).toBe(false);
-    const inRepo = await call("cd nohooks && echo evil > .git/hooks/pre-commit", {});
-    expect(inRepo.exitCode).not.toBe(0);
+    expect(result.stdout.trim()).toBe("0");
     expect(existsSync(join(repo, ".git", "hooks", "pre-commit"))).toBe(false);
   });
 
@@ -279,6 +277,23 @@ describe("when the sandbox is unavailable", () => {
     });
     expect((refused as { error: { message: string } }).error.message).toMatch(/install bubblewrap/i);
     expect(audit.entries.at(-1)).toMatchObject({ termination: "refused" });
+
+    // preferred: a call that passed no approval gate is refused (no one could be asked) …
+    await store.save(USER, "bash", { enabled: true, parameters: { sandbox: "preferred" } });
+    const ungated = await runtime.executeTool("bash", { command: "echo hi" }, { userId: USER, workingDirectory: wd });
+    expect(ungated).toMatchObject({
+      ok: false,
+      error: { code: "access_denied", details: { rule: "sandbox_unavailable", sandbox: "bwrap_missing" } },
+    });
+    expect((ungated as { error: { message: string } }).error.message).toMatch(/no one could be asked/);
+    // … one a person approved through the gate runs, unconfined, and says so (result and audit).
+    const approved = await runtime.executeTool(
+      "bash",
+      { command: "echo hi" },
+      { userId: USER, workingDirectory: wd, approval: { decision: "allow_once", decidedBy: USER } },
+    );
+    expect(approved).toMatchObject({ ok: true, result: { stdout: "hi\n", sandboxed: false } });
+    expect(audit.entries.at(-1)).toMatchObject({ sandboxed: false, termination: "exited" });
 
     const tool = runtime.registry.get("bash")!;
     const context = { settings: { enabled: true, parameters: { sandbox: "preferred" } } } as unknown as ToolContext;

@@ -5,8 +5,9 @@
  * - `sandbox: "required"`: a call runs only inside the sandbox; without a working one it is refused
  *   (access_denied, with the probe's reason and what to do).
  * - `sandbox: "preferred"` (default): inside the sandbox when it works; otherwise the tool's approvalHint answers
- *   `ask`, so the approval gate asks a person per command (and refuses, saying why, where no one can be asked).
- *   The command never runs unconfined without that gate's consent being sought.
+ *   `ask`, so the approval gate asks a person per command, and the command runs unconfined only after that
+ *   (ToolContext.approval set). A call that passed no gate (library use, `toolhost call`, the tool-execute
+ *   route) is refused with the reason: no one could be asked.
  * - `sandbox: "off"`: never sandboxed (admin only).
  */
 import { realpathSync } from "node:fs";
@@ -112,6 +113,14 @@ export async function planSandbox(context: ToolContext, cwdReal: string, tool: s
       throw new AccessDeniedError(
         `${tool} refused to run the command: its "sandbox" setting is "required" and the sandbox is unavailable. ${probe.reason}`,
         { tool, rule: "sandbox_required", sandbox: probe.kind },
+      );
+    }
+    if (!context.approval) {
+      // "preferred" runs unconfined only once a person agreed (the approval gate asks, see sandboxApprovalHint);
+      // on a path without a gate no one can be asked, so it refuses and says why.
+      throw new AccessDeniedError(
+        `${tool} refused to run the command unconfined: the sandbox is unavailable and no one could be asked to approve it here (this call did not pass an approval gate). ${probe.reason} Or an admin may set the tool's "sandbox" setting to "off".`,
+        { tool, rule: "sandbox_unavailable", sandbox: probe.kind },
       );
     }
     return { sandboxed: false, reason: probe.reason };
