@@ -45,6 +45,9 @@ function safeName(text: string): string {
   return text.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 40) || "out";
 }
 
+/** The periodic cleanups running in this process, by spill root. */
+const janitors = new Map<string, NodeJS.Timeout>();
+
 /** A file being written as output streams in (see SpillArea.openStream). */
 export interface SpillStream {
   /** Adds bytes (kept in memory up to the threshold, then written to the file). Never throws. */
@@ -266,17 +269,23 @@ export class SpillArea {
     return removed;
   }
 
-  /** Runs cleanup now and then every `intervalMs` (an unref'd timer); idempotent. */
+  /**
+   * Runs cleanup now and then every `intervalMs` (an unref'd timer). Idempotent, and shared: areas over the same
+   * directory in one process (several runtimes) run one periodic cleanup between them.
+   */
   start(): void {
-    if (this.#timer) return;
+    if (this.#timer || janitors.has(this.root)) return;
     void this.cleanup();
     this.#timer = setInterval(() => void this.cleanup(), this.intervalMs);
     this.#timer.unref?.();
+    janitors.set(this.root, this.#timer);
   }
 
-  /** Stops the periodic cleanup. */
+  /** Stops the periodic cleanup this area started. */
   stop(): void {
-    if (this.#timer) clearInterval(this.#timer);
+    if (!this.#timer) return;
+    clearInterval(this.#timer);
+    if (janitors.get(this.root) === this.#timer) janitors.delete(this.root);
     this.#timer = undefined;
   }
 }
