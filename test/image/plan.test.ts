@@ -66,6 +66,8 @@ describe("generate_image definition", () => {
     const { dir, cleanup } = tempDataDir();
     try {
       const { runtime, store } = imageRuntime(dir);
+      // generate_image is offered to models only when an image provider has a key.
+      Object.assign(runtime.services, { imageGeneration: { openai: { apiKey: "test-key" } } });
       await store.save("bob", "generate_image", { enabled: null, parameters: { letAiDecideQuality: false } });
       const bob = await runtime.getEnabledToolRuntime("bob");
       const carol = await runtime.getEnabledToolRuntime("carol");

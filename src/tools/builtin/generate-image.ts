@@ -67,6 +67,34 @@ function isImageStore(value: unknown): value is ImageStore {
   return typeof value === "object" && value !== null && typeof (value as ImageStore).save === "function";
 }
 
+/**
+ * Why generate_image cannot make images on this host, or undefined when it can: neither the host configuration
+ * (`services.imageGeneration`) nor the provider credentials (environment or config file, through the same reader
+ * chats use) give OpenAI or Gemini a key. The reason names the variables to set. A tool without a usable provider
+ * is not offered to models (it would only fail).
+ */
+export function imageProvidersUnavailable(services: Record<string, unknown>): string | undefined {
+  const host = services.imageGeneration as ImageGenerationHostConfig | undefined;
+  if (host?.providers?.openai || host?.providers?.gemini || host?.openai?.apiKey || host?.gemini?.apiKey)
+    return undefined;
+  let source: ReturnType<typeof credentialSourceFor>;
+  try {
+    source = credentialSourceFor(services);
+  } catch {
+    return undefined; // no credential reader registered: the host wires providers itself; do not guess
+  }
+  const missing: string[] = [];
+  for (const provider of ["openai", "gemini"] as const) {
+    try {
+      source.credentials(provider);
+      return undefined;
+    } catch (error) {
+      missing.push((error as Error).message);
+    }
+  }
+  return `No image provider has an API key. ${missing.join(" ")}`;
+}
+
 /** The generate_image tool as registered. */
 export const generateImageTool: RegisteredTool = defineTool({
   definition,
@@ -81,6 +109,7 @@ export const generateImageTool: RegisteredTool = defineTool({
     parameterDescriptors: [...GENERATE_IMAGE_SETTINGS],
   },
   managesOwnTimeout: true,
+  unavailableReason: imageProvidersUnavailable,
   async execute(args, context) {
     const plan = createGenerateImageToolPlan(args as GenerateImageArgs, context.settings);
     const host = context.services.imageGeneration as ImageGenerationHostConfig | undefined;
