@@ -10,8 +10,7 @@
  * default 60 s). Servers added through the admin API or CLI are stored in the database in the same shape.
  */
 import { readFileSync } from "node:fs";
-import { homedir } from "node:os";
-import { join, resolve } from "node:path";
+import { providerConfigPath } from "../../core/credentials.js";
 import { ToolArgumentError } from "../../core/errors.js";
 
 /** One external server's configuration (see the module comment). */
@@ -143,8 +142,7 @@ export function parseMcpServerConfig(name: string, raw: unknown): McpServerConfi
 
 /** Path of the config file (the same file that holds provider keys). */
 export function configFilePath(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.TOOLHOST_CONFIG) return resolve(env.TOOLHOST_CONFIG);
-  return join(env.XDG_CONFIG_HOME || join(homedir(), ".config"), "toolhost", "config.json");
+  return providerConfigPath(env);
 }
 
 /** The servers of the config file and, per name, why an entry was rejected. A missing file has none. */
