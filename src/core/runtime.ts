@@ -33,6 +33,7 @@ import {
   MemoryToolSettingsStore,
   type ToolSettingsStore,
 } from "./stores.js";
+import { withToolSpan } from "./tracing.js";
 import type {
   AuditEntry,
   AuditSink,
@@ -54,6 +55,8 @@ export interface ToolCallContext {
   workingDirectory?: string | null;
   /** Caller's cancel signal (user cancel, stream teardown). */
   signal?: AbortSignal;
+  /** The provider's id for this call when a model made it (recorded as `gen_ai.tool.call.id` on the trace span). */
+  toolCallId?: string;
   /** Receives progress events the tool emits. */
   onProgress?: (event: ToolProgressEvent) => void;
   /** Host services for tools that need them (e.g. a model runner for sub-agents). */
@@ -203,24 +206,29 @@ export class ToolRuntime {
     }
     const toolEntries: AuditEntry[] = [];
     const settled: { promise?: Promise<unknown>; done?: boolean } = {};
-    const outcome = await withToolMetrics(
-      name,
-      async (): Promise<ToolCallOutcome> => {
-        try {
-          const result = await this.#run(tool, args, call, toolEntries, settled);
-          return { ok: true, result, durationMs: elapsed() };
-        } catch (thrown) {
-          const error = toToolError(thrown);
-          if (!(thrown instanceof ToolError)) {
-            this.logger.warn(
-              { tool: name, err: (thrown as Error)?.stack ?? String(thrown) },
-              "tool threw an unclassified error",
-            );
-          }
-          return { ok: false, error: error.toJSON(), durationMs: elapsed() };
-        }
-      },
-      (outcome) => !outcome.ok,
+    const outcome = await withToolSpan(
+      { tool: name, callId: call.toolCallId, args },
+      () =>
+        withToolMetrics(
+          name,
+          async (): Promise<ToolCallOutcome> => {
+            try {
+              const result = await this.#run(tool, args, call, toolEntries, settled);
+              return { ok: true, result, durationMs: elapsed() };
+            } catch (thrown) {
+              const error = toToolError(thrown);
+              if (!(thrown instanceof ToolError)) {
+                this.logger.warn(
+                  { tool: name, err: (thrown as Error)?.stack ?? String(thrown) },
+                  "tool threw an unclassified error",
+                );
+              }
+              return { ok: false, error: error.toJSON(), durationMs: elapsed() };
+            }
+          },
+          (outcome) => !outcome.ok,
+        ),
+      spanOutcome,
     );
     // A tool cancelled or timed out may still be stopping (a shell kills its process group) and record its own
     // entry afterwards: the call's audit line waits for it (without delaying the outcome), at most a minute.
@@ -506,6 +514,18 @@ function toSerializable(tool: string, value: unknown): unknown {
       `Tool "${tool}" returned a value that is not JSON-serializable: ${(error as Error).message}`,
     );
   }
+}
+
+/** How an outcome reads on its `execute_tool` span: failures carry their error code as `error.type`. */
+function spanOutcome(outcome: ToolCallOutcome): {
+  ok: boolean;
+  errorCode?: string;
+  message?: string;
+  result?: unknown;
+} {
+  return outcome.ok
+    ? { ok: true, result: outcome.result }
+    : { ok: false, errorCode: outcome.error.code, message: outcome.error.message };
 }
 
 let defaultRuntime: ToolRuntime | undefined;

@@ -15,6 +15,7 @@ import {
 import type { LoopEvent } from "./events.js";
 import type { GateStep, LoopStepSnapshot, ToolCallGate } from "./gate.js";
 import { toConversationToolResult } from "./serialize.js";
+import { tracedProviderStream } from "./trace.js";
 
 /** Default maximum number of model turns in one run of the loop. */
 export const DEFAULT_MAX_ITERATIONS = 10;
@@ -155,14 +156,18 @@ export async function* runToolLoop(options: RunToolLoopOptions): AsyncGenerator<
     const calls: ConversationToolCall[] = [];
     let providerData: Record<string, unknown> | undefined;
     try {
-      const stream = adapter.stream({
+      const stream = tracedProviderStream(
+        adapter.name,
         model,
-        system: options.system,
-        messages: history,
-        tools,
-        signal,
-        maxOutputTokens: options.maxOutputTokens,
-      });
+        adapter.stream({
+          model,
+          system: options.system,
+          messages: history,
+          tools,
+          signal,
+          maxOutputTokens: options.maxOutputTokens,
+        }),
+      );
       for await (const event of stream) {
         switch (event.type) {
           case "text_delta":
@@ -286,6 +291,7 @@ async function* executeCalls(
           chatId: options.chatId ?? null,
           workingDirectory: options.workingDirectory ?? null,
           signal: options.signal,
+          toolCallId: call.id,
           services: options.services,
           onProgress: (progress) => push({ type: "tool_progress", id: call.id, name: call.name, progress }),
           ...(verdict?.run ? { approval: verdict.approval } : {}),
@@ -369,5 +375,7 @@ function providerErrorMessage(provider: string, error: unknown): string {
   const status = (error as { status?: unknown })?.status;
   const prefix =
     typeof status === "number" ? `The ${provider} provider failed (HTTP ${status})` : `The ${provider} provider failed`;
-  return `${prefix}: ${errorMessage(error)}. The turn was not saved past its last complete step; retry the message.`;
+  // The provider's message already ends a sentence: strip its final punctuation so exactly one full stop follows.
+  const detail = errorMessage(error).replace(/[.:;,\s]+$/u, "");
+  return `${prefix}: ${detail}. The turn was not saved past its last complete step; retry the message.`;
 }

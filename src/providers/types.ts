@@ -22,11 +22,35 @@ export type FinishReason = "stop" | "tool_calls" | "length" | "content_filter" |
  * "{}" when the model sent nothing). Token counts are in tokens.
  */
 export type ProviderStreamEvent =
-  | { type: "text_delta"; delta: string }
+  | {
+      type: "text_delta";
+      delta: string;
+      /**
+       * The provider's id of the output item the text belongs to, where a response can hold several message items
+       * (Responses: commentary, then the final answer). Between two items the adapter sends a paragraph break.
+       */
+      itemId?: string;
+    }
+  | {
+      /** Reasoning ("thinking") text the provider streams apart from the answer (Chat Completions `reasoning_content`). */
+      type: "reasoning_delta";
+      delta: string;
+    }
   | { type: "tool_call_started"; id: string; name: string }
   | { type: "tool_call_arguments_delta"; id: string; delta: string }
   | { type: "tool_call_completed"; id: string; name: string; arguments: string }
-  | { type: "usage"; inputTokens: number; outputTokens: number }
+  | {
+      /**
+       * Token usage of the turn, the same quantities for every provider: `inputTokens` every prompt token
+       * (cached ones included), `outputTokens` every generated token INCLUDING reasoning ("thinking") tokens, and
+       * `reasoningTokens` the part of `outputTokens` spent on reasoning, when the provider reports it (OpenAI
+       * `reasoning_tokens`, Gemini thought tokens — which Gemini itself reports apart from its output count).
+       */
+      type: "usage";
+      inputTokens: number;
+      outputTokens: number;
+      reasoningTokens?: number;
+    }
   | {
       type: "finish";
       reason: FinishReason;

@@ -27,6 +27,8 @@ export interface IssuedCall {
   thinkingSignature?: string;
   /** OpenAI Responses: the reasoning item id that must precede the echoed function_call. */
   reasoningId?: string;
+  /** Chat Completions thinking mode: the reasoning_content that must come back on the assistant message. */
+  reasoningContent?: string;
 }
 
 /** Mutable state of one fake server. */
@@ -364,6 +366,10 @@ const chat: FakeProtocol = {
           const issued = ctx.issued.get(call.id);
           if (!issued) errors.push(`tool call ${call.id} was never issued by the model`);
           else if (issued.name !== call.function?.name) errors.push(`tool call ${call.id} has the wrong name`);
+          else if (issued.reasoningContent !== undefined && m.reasoning_content !== issued.reasoningContent) {
+            // The wording of a thinking-mode server (DeepSeek) that gets a tool-calling history without it.
+            errors.push("The reasoning_content in the thinking mode must be passed back to the API.");
+          }
           pending.add(call.id);
         }
       } else if (!["user", "system", "developer"].includes(m.role)) {
@@ -393,6 +399,11 @@ const chat: FakeProtocol = {
     const frames = [
       chunk({ role: "assistant", content: action.kind === "tools" && !action.text ? null : "", refusal: null }),
     ];
+    // Thinking mode: reasoning_content deltas (content null) before the answer and the calls.
+    const thinking = action.kind === "tools" ? action.thinking : undefined;
+    if (thinking) {
+      for (const piece of splitPieces(thinking)) frames.push(chunk({ content: null, reasoning_content: piece }));
+    }
     const text = action.text;
     if (text) for (const piece of splitPieces(text)) frames.push(chunk({ content: piece }));
     let finish = action.kind === "text" && action.finish === "length" ? "length" : "stop";
@@ -400,7 +411,7 @@ const chat: FakeProtocol = {
       finish = "tool_calls";
       action.calls.forEach((call, i) => {
         const id = call.id ?? `call_${hex(n * 10 + i, 24)}`;
-        ctx.issued.set(id, { id, name: call.name });
+        ctx.issued.set(id, { id, name: call.name, ...(thinking ? { reasoningContent: thinking } : {}) });
         frames.push(
           chunk({ tool_calls: [{ index: i, id, type: "function", function: { name: call.name, arguments: "" } }] }),
         );

@@ -23,8 +23,9 @@ export type FakeTurnAction =
       text?: string;
       /**
        * Reasoning before the calls: an Anthropic `thinking` block (with signature) or an OpenAI Responses
-       * `reasoning` item. The fake then requires it echoed back with the calls, as both APIs do. (Gemini tool
-       * turns always start with a signed thought step.)
+       * `reasoning` item, or Chat Completions `reasoning_content` deltas (a thinking-mode server such as
+       * DeepSeek's). The fake then requires it echoed back with the calls, as these APIs do. (Gemini tool turns
+       * always start with a signed thought step.)
        */
       thinking?: string;
     }

@@ -22,6 +22,14 @@ import { type FakeProvider, type FakeTurn, startFakeProvider } from "../fakes/pr
 
 const PROVIDERS: ProviderName[] = ["openai", "openai-chat", "gemini", "anthropic"];
 
+/** The fakes' usage as each adapter normalizes it (Anthropic reports no separate reasoning count). */
+const USAGE: Record<ProviderName, ProviderStreamEvent> = {
+  openai: { type: "usage", inputTokens: 42, outputTokens: 17, reasoningTokens: 0 },
+  "openai-chat": { type: "usage", inputTokens: 42, outputTokens: 17, reasoningTokens: 0 },
+  gemini: { type: "usage", inputTokens: 42, outputTokens: 17, reasoningTokens: 0 },
+  anthropic: { type: "usage", inputTokens: 42, outputTokens: 17 },
+};
+
 const TOOLS: ToolDefinition[] = [
   {
     name: "list_dir",
@@ -102,7 +110,7 @@ describe.each(PROVIDERS)("%s adapter through its SDK", (name) => {
     expect(fake.failures).toEqual([]);
     expect(ofType(events, "text_delta").length).toBeGreaterThan(1);
     expect(text(events)).toBe(answer);
-    expect(ofType(events, "usage")).toEqual([{ type: "usage", inputTokens: 42, outputTokens: 17 }]);
+    expect(ofType(events, "usage")).toEqual([USAGE[name]]);
     const finish = events.at(-1);
     expect(finish).toMatchObject({ type: "finish", reason: "stop" });
     const request = fake.requests[0]!;
@@ -288,7 +296,7 @@ describe.each(PROVIDERS)("%s recorded stream fixture", (name) => {
       { type: "tool_call_completed", id: a, name: "list_dir", arguments: '{"path":"src","limit":10}' },
       { type: "tool_call_completed", id: b, name: "read_file", arguments: '{"path":"README.md"}' },
     ]);
-    expect(ofType(events, "usage")).toEqual([{ type: "usage", inputTokens: 42, outputTokens: 17 }]);
+    expect(ofType(events, "usage")).toEqual([USAGE[name]]);
     expect(events.at(-1)).toMatchObject({ type: "finish", reason: "tool_calls" });
     expect(events.filter((e) => e.type === "finish")).toHaveLength(1);
   });

@@ -115,7 +115,7 @@ export class AnthropicAdapter implements ProviderAdapter {
         { signal },
       );
     } catch (error) {
-      throw classifyProviderError(this.name, error, signal);
+      throw classifyProviderError(this.name, error, signal, this.config.baseURL);
     }
     const blocks = new Map<
       number,
@@ -188,7 +188,7 @@ export class AnthropicAdapter implements ProviderAdapter {
         }
       }
     } catch (error) {
-      throw classifyProviderError(this.name, error, signal);
+      throw classifyProviderError(this.name, error, signal, this.config.baseURL);
     }
     if (!stopped) {
       throw truncatedStream(this.name, "message_stop", signal);

@@ -35,7 +35,7 @@ import type {
   ProviderStreamEvent,
 } from "../types.js";
 import { ProviderError } from "../types.js";
-import { argumentsObject, classifyProviderError, lazily, truncatedStream } from "./shared.js";
+import { argumentsObject, classifyProviderError, lazily, streamErrorEvent, truncatedStream } from "./shared.js";
 import { mapTools } from "./tools.js";
 
 type Step = Record<string, unknown>;
@@ -122,7 +122,7 @@ export class GeminiInteractionsAdapter implements ProviderAdapter {
         } as any,
       )) as unknown as AsyncIterable<any>;
     } catch (error) {
-      throw classifyProviderError(this.name, error, signal);
+      throw classifyProviderError(this.name, error, signal, this.config.baseURL);
     }
     const stepsByIndex = new Map<
       number,
@@ -204,25 +204,26 @@ export class GeminiInteractionsAdapter implements ProviderAdapter {
             break;
           case "interaction.status_update":
             if (event.status === "failed") {
-              throw new ProviderError(this.name, "gemini interaction failed; retry the turn.");
+              throw streamErrorEvent(this.name, "failed", "the interaction failed");
             }
             break;
           case "error":
-            throw new ProviderError(
+            throw streamErrorEvent(
               this.name,
-              `gemini stream error: ${event.error?.message ?? "unknown error"}${event.error?.code ? ` (${event.error.code})` : ""}.`,
+              event.error?.code === undefined ? undefined : String(event.error.code),
+              event.error?.message ?? "",
             );
           default:
             break;
         }
       }
     } catch (error) {
-      throw classifyProviderError(this.name, error, signal);
+      throw classifyProviderError(this.name, error, signal, this.config.baseURL);
     }
     if (!finish) {
       throw truncatedStream(this.name, "interaction.completed", signal);
     }
-    if (finish.status === "failed") throw new ProviderError(this.name, "gemini interaction failed; retry the turn.");
+    if (finish.status === "failed") throw streamErrorEvent(this.name, "failed", "the interaction failed");
     // Calls whose step.stop never came (a server that goes straight to interaction.completed) complete here.
     for (const state of stepsByIndex.values()) {
       if (state.type === "function_call")
@@ -232,7 +233,11 @@ export class GeminiInteractionsAdapter implements ProviderAdapter {
       yield {
         type: "usage",
         inputTokens: finish.usage.total_input_tokens ?? 0,
-        outputTokens: finish.usage.total_output_tokens ?? 0,
+        // Gemini counts thought tokens apart from its output tokens; the normalized count includes them.
+        outputTokens: (finish.usage.total_output_tokens ?? 0) + (finish.usage.total_thought_tokens ?? 0),
+        ...(typeof finish.usage.total_thought_tokens === "number"
+          ? { reasoningTokens: finish.usage.total_thought_tokens }
+          : {}),
       };
     }
     let reason: FinishReason;

@@ -11,9 +11,13 @@
  *   `stream_options.include_usage`) finish: stop / tool_calls (also legacy function_call) / length / content_filter
  * - a stream that ends without any finish_reason is a thrown ProviderError; `data: [DONE]` alone is not enough.
  *
+ * - `delta.reasoning_content` (or `delta.reasoning`) → reasoning_delta; the turn's whole reasoning is kept as
+ *   providerData.reasoningContent
+ *
  * Conversation → messages: system first, user messages, assistant messages with `tool_calls`
- * (`{id, type:'function', function:{name, arguments}}`), then one `role: 'tool'` message per result with its
- * `tool_call_id`.
+ * (`{id, type:'function', function:{name, arguments}}`) and the turn's `reasoning_content` when it had one (servers
+ * with a thinking mode reject a tool-calling history without it), then one `role: 'tool'` message per result with
+ * its `tool_call_id`.
  */
 
 // The SDK loads on first use, not at import time (CLI and MCP start-up stay fast).
@@ -48,9 +52,13 @@ export function toChatMessages(
       out.push({ role: "user", content: message.content });
     } else if (message.role === "assistant") {
       const calls = message.toolCalls ?? [];
+      const reasoning = message.providerData?.reasoningContent;
       out.push({
         role: "assistant",
         content: message.content || (calls.length > 0 ? null : ""),
+        // Thinking-mode servers require the reasoning back on the assistant message that carries tool calls (and
+        // ignore it elsewhere): it is sent wherever the turn produced some.
+        ...(typeof reasoning === "string" && reasoning ? { reasoning_content: reasoning } : {}),
         ...(calls.length > 0
           ? {
               tool_calls: calls.map((c) => ({
@@ -77,6 +85,14 @@ const FINISH: Record<string, FinishReason> = {
   length: "length",
   content_filter: "content_filter",
 };
+
+/** The reasoning text of one streamed delta, whichever field the server uses for it. */
+function reasoningOf(delta: object): string | undefined {
+  const { reasoning_content: content, reasoning } = delta as { reasoning_content?: unknown; reasoning?: unknown };
+  if (typeof content === "string" && content) return content;
+  if (typeof reasoning === "string" && reasoning) return reasoning;
+  return undefined;
+}
 
 /** The Chat Completions adapter; `config.baseURL` selects the server (default api.openai.com/v1). */
 export class OpenAIChatAdapter implements ProviderAdapter {
@@ -114,20 +130,33 @@ export class OpenAIChatAdapter implements ProviderAdapter {
         { signal },
       );
     } catch (error) {
-      throw classifyProviderError(this.name, error, signal);
+      throw classifyProviderError(this.name, error, signal, this.config.baseURL);
     }
     const calls = new Map<number, { id: string; name: string; args: string; started: boolean }>();
     let finishReason: string | undefined;
     let refused = false;
-    let usage: { inputTokens: number; outputTokens: number } | undefined;
+    let reasoningText = "";
+    let usage: { inputTokens: number; outputTokens: number; reasoningTokens?: number } | undefined;
     try {
       for await (const chunk of stream) {
         if (chunk.usage) {
-          usage = { inputTokens: chunk.usage.prompt_tokens ?? 0, outputTokens: chunk.usage.completion_tokens ?? 0 };
+          const reasoning = chunk.usage.completion_tokens_details?.reasoning_tokens;
+          usage = {
+            inputTokens: chunk.usage.prompt_tokens ?? 0,
+            outputTokens: chunk.usage.completion_tokens ?? 0,
+            ...(typeof reasoning === "number" ? { reasoningTokens: reasoning } : {}),
+          };
         }
         const choice = chunk.choices?.[0];
         if (!choice) continue;
         const delta = choice.delta ?? {};
+        // Thinking-mode servers stream the reasoning apart from the answer: `reasoning_content` (DeepSeek and
+        // compatible servers) or `reasoning` (some gateways).
+        const thought = reasoningOf(delta);
+        if (thought) {
+          reasoningText += thought;
+          yield { type: "reasoning_delta", delta: thought };
+        }
         if (delta.content) yield { type: "text_delta", delta: delta.content };
         if (delta.refusal) {
           refused = true;
@@ -161,7 +190,7 @@ export class OpenAIChatAdapter implements ProviderAdapter {
         if (choice.finish_reason) finishReason = choice.finish_reason;
       }
     } catch (error) {
-      throw classifyProviderError(this.name, error, signal);
+      throw classifyProviderError(this.name, error, signal, this.config.baseURL);
     }
     if (!finishReason) {
       throw truncatedStream(this.name, "a finish_reason", signal);
@@ -178,6 +207,11 @@ export class OpenAIChatAdapter implements ProviderAdapter {
         : refused && finishReason === "stop"
           ? "content_filter"
           : (FINISH[finishReason] ?? "other");
-    yield { type: "finish", reason, providerReason: finishReason };
+    yield {
+      type: "finish",
+      reason,
+      providerReason: finishReason,
+      ...(reasoningText ? { providerData: { reasoningContent: reasoningText } } : {}),
+    };
   }
 }

@@ -28,7 +28,7 @@ import type {
   ProviderRequest,
   ProviderStreamEvent,
 } from "../types.js";
-import { classifyProviderError, lazily, truncatedStream } from "./shared.js";
+import { classifyProviderError, lazily, streamErrorEvent, truncatedStream } from "./shared.js";
 import { mapTools } from "./tools.js";
 
 /** Renders the provider-neutral conversation as Responses API input items. */
@@ -43,7 +43,20 @@ export function toResponsesInput(
     } else if (message.role === "assistant") {
       const reasoning = message.providerData?.openaiReasoning;
       if (Array.isArray(reasoning)) items.push(...(reasoning as ResponseInputItem[]));
-      if (message.content) items.push({ role: "assistant", content: message.content });
+      const parts = messageItems(message.providerData?.openaiMessages);
+      if (parts) {
+        // Each message item goes back as it came (id and phase kept), so commentary stays commentary.
+        for (const part of parts) {
+          items.push({
+            type: "message",
+            role: "assistant",
+            id: part.id,
+            status: "completed",
+            content: [{ type: "output_text", text: part.text, annotations: [] }],
+            ...(part.phase ? { phase: part.phase } : {}),
+          } as ResponseInputItem);
+        }
+      } else if (message.content) items.push({ role: "assistant", content: message.content });
       for (const call of message.toolCalls ?? []) {
         items.push({ type: "function_call", call_id: call.id, name: toWire(call.name), arguments: call.arguments });
       }
@@ -55,6 +68,24 @@ export function toResponsesInput(
   }
   return items;
 }
+
+/** One assistant message item of a response as stored in providerData.openaiMessages. */
+interface MessageItem {
+  id: string;
+  text: string;
+  phase?: "commentary" | "final_answer";
+}
+
+function messageItems(value: unknown): MessageItem[] | undefined {
+  if (!Array.isArray(value) || value.length === 0) return undefined;
+  const items = value.filter(
+    (v): v is MessageItem => typeof v?.id === "string" && typeof v?.text === "string" && v.id.startsWith("msg"),
+  );
+  return items.length === value.length ? items : undefined;
+}
+
+/** Separator written between the texts of two message items of one response (stream and stored content). */
+export const MESSAGE_ITEM_SEPARATOR = "\n\n";
 
 /** The OpenAI Responses adapter. `config.baseURL` points it at any server speaking the Responses API. */
 export class OpenAIResponsesAdapter implements ProviderAdapter {
@@ -75,6 +106,9 @@ export class OpenAIResponsesAdapter implements ProviderAdapter {
     const { signal } = request;
     const calls = new Map<string, { callId: string; name: string; args: string; completed: boolean }>();
     const reasoning: unknown[] = [];
+    // Message items in output order; texts of separate items are never run together.
+    const messages: MessageItem[] = [];
+    let textSoFar = false;
     let refused = false;
     const mapped = mapTools(this.name, request.tools, { logger: this.config.logger });
     let stream: AsyncIterable<ResponseStreamEvent>;
@@ -91,14 +125,17 @@ export class OpenAIResponsesAdapter implements ProviderAdapter {
         { signal },
       );
     } catch (error) {
-      throw classifyProviderError(this.name, error, signal);
+      throw classifyProviderError(this.name, error, signal, this.config.baseURL);
     }
     let finished = false;
     try {
       for await (const event of stream) {
         switch (event.type) {
           case "response.output_text.delta":
-            if (event.delta) yield { type: "text_delta", delta: event.delta };
+            if (event.delta) {
+              textSoFar = true;
+              yield { type: "text_delta", delta: event.delta, itemId: event.item_id };
+            }
             break;
           case "response.refusal.delta":
             // A refusal is shown to the user as text; the turn then finishes as content_filter.
@@ -106,7 +143,11 @@ export class OpenAIResponsesAdapter implements ProviderAdapter {
             if (event.delta) yield { type: "text_delta", delta: event.delta };
             break;
           case "response.output_item.added":
-            if (event.item.type === "function_call") {
+            if (event.item.type === "message") {
+              // A second message item (e.g. the final answer after commentary) starts a new paragraph.
+              if (textSoFar) yield { type: "text_delta", delta: MESSAGE_ITEM_SEPARATOR, itemId: event.item.id };
+              textSoFar = false;
+            } else if (event.item.type === "function_call") {
               const key = event.item.id ?? event.item.call_id;
               calls.set(key, {
                 callId: event.item.call_id,
@@ -145,12 +186,26 @@ export class OpenAIResponsesAdapter implements ProviderAdapter {
               };
             } else if (event.item.type === "reasoning") {
               reasoning.push(event.item);
+            } else if (event.item.type === "message") {
+              const text = event.item.content
+                .map((part) => (part.type === "output_text" ? part.text : part.type === "refusal" ? part.refusal : ""))
+                .join("");
+              const phase = event.item.phase ?? undefined;
+              messages.push({ id: event.item.id, text, ...(phase ? { phase } : {}) });
             }
             break;
           case "response.completed":
           case "response.incomplete": {
             const usage = event.response.usage;
-            if (usage) yield { type: "usage", inputTokens: usage.input_tokens, outputTokens: usage.output_tokens };
+            if (usage) {
+              const reasoning = usage.output_tokens_details?.reasoning_tokens;
+              yield {
+                type: "usage",
+                inputTokens: usage.input_tokens,
+                outputTokens: usage.output_tokens,
+                ...(typeof reasoning === "number" ? { reasoningTokens: reasoning } : {}),
+              };
+            }
             let reason: FinishReason = "stop";
             let providerReason: string = event.response.status ?? "completed";
             if (event.type === "response.incomplete") {
@@ -175,24 +230,25 @@ export class OpenAIResponsesAdapter implements ProviderAdapter {
               providerData: {
                 openaiResponseId: event.response.id,
                 ...(reasoning.length ? { openaiReasoning: reasoning } : {}),
+                ...(messages.length > 1 || messages.some((m) => m.phase) ? { openaiMessages: messages } : {}),
               },
             };
             break;
           }
           case "response.failed":
-            throw classifyProviderError(
+            throw streamErrorEvent(
               this.name,
-              new Error(event.response.error?.message ?? "the response failed"),
-              signal,
+              event.response.error?.code ?? undefined,
+              event.response.error?.message ?? "the response failed",
             );
           case "error":
-            throw classifyProviderError(this.name, new Error(`${event.code ?? "error"}: ${event.message}`), signal);
+            throw streamErrorEvent(this.name, event.code ?? undefined, event.message);
           default:
             break;
         }
       }
     } catch (error) {
-      throw classifyProviderError(this.name, error, signal);
+      throw classifyProviderError(this.name, error, signal, this.config.baseURL);
     }
     if (!finished) {
       throw truncatedStream(this.name, "response.completed", signal);

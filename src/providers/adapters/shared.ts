@@ -5,12 +5,36 @@
 
 import { ProviderError, type ProviderName } from "../types.js";
 
+/** Where each provider's SDK sends requests when no base URL is configured (named in connection errors). */
+export const DEFAULT_BASE_URLS: Record<ProviderName, string> = {
+  openai: "https://api.openai.com/v1",
+  "openai-chat": "https://api.openai.com/v1",
+  gemini: "https://generativelanguage.googleapis.com",
+  anthropic: "https://api.anthropic.com",
+};
+
+/** Text without trailing dots, spaces or colons, so a sentence can be appended with exactly one full stop. */
+export function sentence(text: string): string {
+  return text.replace(/[.:;,\s]+$/u, "");
+}
+
 /**
  * Turns whatever an SDK threw into what the adapter contract promises: when the caller's signal fired, an Error
- * named "AbortError" (original in `cause`); otherwise a {@link ProviderError} carrying the HTTP status when there
- * was one and a message that says what to check next.
+ * named "AbortError" (original in `cause`); otherwise a {@link ProviderError} whose message says which kind of
+ * failure it was and what to do next:
+ *
+ * - an HTTP error response: the status and the provider's message (401/403 → check the key; 404 → the model name;
+ *   429 → retry later; 400 → the request or the chat's history was refused);
+ * - an error event inside a stream that had started (the SDKs throw an APIError without a status): the provider's
+ *   own code and message — the server was reached, so the base URL is not the problem;
+ * - no response at all (connection refused, DNS, TLS, reset before any byte): names `baseURL` (the URL tried).
  */
-export function classifyProviderError(provider: ProviderName, error: unknown, signal?: AbortSignal): Error {
+export function classifyProviderError(
+  provider: ProviderName,
+  error: unknown,
+  signal?: AbortSignal,
+  baseURL?: string,
+): Error {
   if (error instanceof ProviderError) return error;
   const err = error instanceof Error ? error : new Error(String(error));
   if (signal?.aborted || err.name === "AbortError" || err.constructor?.name === "APIUserAbortError") {
@@ -19,25 +43,101 @@ export function classifyProviderError(provider: ProviderName, error: unknown, si
     return abort;
   }
   const status = statusOf(err);
-  const detail = (err.message || err.name).replace(/[.\s]+$/, "");
-  const hint =
-    status === 401 || status === 403
-      ? " Check the API key."
-      : status === 404
-        ? " Check the model name and the base URL."
-        : status === 429
-          ? " Rate limited: retry later."
-          : status === undefined
-            ? " The connection failed or the stream broke; check the base URL and retry."
-            : "";
+  const detail = sentence(err.message || err.name);
+  if (status !== undefined) {
+    const hint =
+      status === 401 || status === 403
+        ? " Check the API key."
+        : status === 404
+          ? " Check the model name and the base URL."
+          : status === 429
+            ? " Rate limited: retry later."
+            : status === 400
+              ? " The provider refused the request as sent (for a chat, possibly its stored history)."
+              : status >= 500
+                ? " The provider had a server error: retry later."
+                : "";
+    return new ProviderError(provider, `${provider} request failed (HTTP ${status}): ${detail}.${hint}`, status, {
+      cause: err,
+    });
+  }
+  if (isConnectionError(err)) {
+    const url = baseURL ?? DEFAULT_BASE_URLS[provider];
+    const reason = connectionReason(err);
+    return new ProviderError(
+      provider,
+      `Could not reach ${provider} at ${url}${reason ? ` (${reason})` : ""}. Check the base URL and that the server is running, then retry.`,
+      undefined,
+      { cause: err },
+    );
+  }
+  if (isSdkApiError(err)) return streamErrorEvent(provider, codeOf(err), bodyMessage(err) ?? detail, err);
   return new ProviderError(
     provider,
-    `${provider} request failed${status ? ` (HTTP ${status})` : ""}: ${detail}.${hint}`,
-    status,
-    {
-      cause: err,
-    },
+    `${provider} stream failed: ${detail}. The connection broke or the server sent something unexpected; retry the turn.`,
+    undefined,
+    { cause: err },
   );
+}
+
+/**
+ * The error for an error event the provider sent inside a stream that had started (e.g. it rejected the tool
+ * call the model generated, or hit an internal limit): reported as what it is, with the provider's code.
+ */
+export function streamErrorEvent(provider: ProviderName, code: string | undefined, message: string, cause?: unknown) {
+  return new ProviderError(
+    provider,
+    `${provider} reported an error during the response${code ? ` (${code})` : ""}: ${sentence(message) || "no details given"}. The turn stopped there; retry it, or rephrase the request if it fails again.`,
+    undefined,
+    cause === undefined ? undefined : { cause },
+  );
+}
+
+function isConnectionError(error: Error): boolean {
+  const name = error.constructor?.name ?? error.name;
+  if (name === "APIConnectionError" || name === "APIConnectionTimeoutError") return true;
+  const code = errnoOf(error);
+  return (
+    code !== undefined &&
+    /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|CERT_|UND_ERR_CONNECT)/.test(code)
+  );
+}
+
+function errnoOf(error: unknown, depth = 0): string | undefined {
+  if (!(error instanceof Error) || depth > 4) return undefined;
+  const code = (error as NodeJS.ErrnoException).code;
+  if (typeof code === "string" && /^[A-Z_]+$/.test(code)) return code;
+  return errnoOf((error as { cause?: unknown }).cause, depth + 1);
+}
+
+function connectionReason(error: Error): string | undefined {
+  const code = errnoOf(error);
+  if (code) return code;
+  const cause = (error as { cause?: unknown }).cause;
+  return cause instanceof Error && cause.message ? sentence(cause.message) : undefined;
+}
+
+/** An SDK API error without an HTTP status: what the openai and Anthropic SDKs throw for an in-stream error event. */
+function isSdkApiError(error: Error): boolean {
+  return "headers" in error && "error" in error;
+}
+
+/** The error object of an SDK error's body: `{error: {...}}` (Anthropic) unwrapped, else the body itself. */
+function errorBody(error: Error): { code?: unknown; type?: unknown; message?: unknown } | undefined {
+  const body = (error as { error?: unknown }).error as Record<string, any> | undefined;
+  if (!body || typeof body !== "object") return undefined;
+  return body.error && typeof body.error === "object" ? body.error : body;
+}
+
+function codeOf(error: Error): string | undefined {
+  const body = errorBody(error);
+  const code = body?.code ?? body?.type ?? (error as { code?: unknown }).code;
+  return typeof code === "string" && code ? code : undefined;
+}
+
+function bodyMessage(error: Error): string | undefined {
+  const message = errorBody(error)?.message;
+  return typeof message === "string" && message ? message : undefined;
 }
 
 function statusOf(error: Error): number | undefined {
