@@ -19,6 +19,8 @@ export default defineConfig({
       XDG_DATA_HOME: join(scratch, "xdg-data"),
       // Nor read the real config file (provider keys, mcpServers).
       XDG_CONFIG_HOME: join(scratch, "xdg-config"),
+      // Every HTTP response is checked against its schema in tests (production skips the check for speed).
+      TOOLHOST_VALIDATE_RESPONSES: "1",
     },
     globalSetup: ["test/global-setup.ts"],
   },

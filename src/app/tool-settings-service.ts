@@ -75,6 +75,64 @@ export interface UpdateToolSettingsBody {
   parameters?: Record<string, unknown>;
 }
 
+/** Users whose serialized settings list is kept (least recently used dropped first). */
+const LIST_CACHE_USERS = 1000;
+
+/** The parts of a tool's settings descriptor that depend only on its registration (never on a user). */
+type StaticDescriptorPart = Pick<
+  ToolSettingsDescriptor,
+  | "name"
+  | "title"
+  | "description"
+  | "category"
+  | "enabledByDefault"
+  | "canDisable"
+  | "enablingRequiresAdmin"
+  | "defaultParameters"
+  | "parameterDescriptors"
+  | "definition"
+  | "annotations"
+  | "external"
+>;
+
+const staticParts = new WeakMap<RegisteredTool, StaticDescriptorPart>();
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/**
+ * Computed once per registered tool (registered tools are immutable) and shared, deeply frozen, by every
+ * descriptor: the settings list is read on every page load and chat start, and rebuilding these parts per tool
+ * per request was most of its cost.
+ */
+function staticPart(tool: RegisteredTool): StaticDescriptorPart {
+  let part = staticParts.get(tool);
+  if (!part) {
+    const m = tool.settings;
+    part = deepFreeze({
+      name: tool.definition.name,
+      title: m.title,
+      description: m.description,
+      category: m.category,
+      enabledByDefault: m.enabledByDefault,
+      canDisable: m.canDisable,
+      enablingRequiresAdmin: m.enablingRequiresAdmin === true,
+      defaultParameters: structuredClone(m.defaultParameters),
+      parameterDescriptors: m.parameterDescriptors.map(publicDescriptor).map((d) => structuredClone(d)),
+      definition: structuredClone(tool.definition),
+      annotations: deriveToolAnnotations(tool),
+      ...(m.external ? { external: { ...m.external } } : {}),
+    });
+    staticParts.set(tool, part);
+  }
+  return part;
+}
+
 function unavailable(tool: RegisteredTool, services: Record<string, unknown>): { unavailableReason?: string } {
   const reason = tool.unavailableReason?.(services);
   return reason ? { unavailableReason: reason } : {};
@@ -124,28 +182,62 @@ export class ToolSettingsService {
     private readonly audit?: AuditSink,
   ) {}
 
+  readonly #listCache = new Map<string, { key: string; json: string }>();
+
   #describe(tool: RegisteredTool, saved: VersionedToolSettings | undefined): ToolSettingsDescriptor {
     const effective = getSafeEffectiveToolSettings(tool, saved, this.logger);
-    const m = tool.settings;
+    const fixed = staticPart(tool);
     return {
-      name: tool.definition.name,
-      title: m.title,
-      description: m.description,
-      category: m.category,
+      name: fixed.name,
+      title: fixed.title,
+      description: fixed.description,
+      category: fixed.category,
       enabled: effective.enabled,
-      enabledByDefault: m.enabledByDefault,
-      canDisable: m.canDisable,
-      enablingRequiresAdmin: m.enablingRequiresAdmin === true,
+      enabledByDefault: fixed.enabledByDefault,
+      canDisable: fixed.canDisable,
+      enablingRequiresAdmin: fixed.enablingRequiresAdmin,
       lockedKeys: [...(saved?.locked ?? [])],
       version: saved?.version ?? 0,
       parameters: effective.parameters,
-      defaultParameters: structuredClone(m.defaultParameters),
-      parameterDescriptors: m.parameterDescriptors.map(publicDescriptor),
-      definition: getToolDefinition(tool, effective),
-      annotations: deriveToolAnnotations(tool),
-      ...(m.external ? { external: { ...m.external } } : {}),
+      defaultParameters: fixed.defaultParameters,
+      parameterDescriptors: fixed.parameterDescriptors,
+      definition: tool.buildDefinition ? getToolDefinition(tool, effective) : fixed.definition,
+      annotations: fixed.annotations,
+      ...(fixed.external ? { external: fixed.external } : {}),
       ...unavailable(tool, this.services),
     };
+  }
+
+  /**
+   * The settings list as the JSON text `{"tools":[…]}` (what `GET /api/settings/tools` sends). The text is kept per
+   * user and reused while nothing it depends on changed: the registered tools (registry generation), the user's
+   * saved rows (each row's version, which every write bumps — also a write by another server instance, since the
+   * rows are read on every call) and which tools are unavailable on this host.
+   */
+  async listJson(userId: string): Promise<string> {
+    const saved = await this.store.getAll(userId);
+    const tools = this.registry.list();
+    let key: string | undefined = `${this.registry.generation}`;
+    for (const [name, row] of saved) {
+      if (typeof row.version !== "number") {
+        key = undefined;
+        break;
+      }
+      key += `|${name}:${row.version}`;
+    }
+    if (key !== undefined) {
+      for (const tool of tools) key += `|${tool.unavailableReason?.(this.services) ?? ""}`;
+      const hit = this.#listCache.get(userId);
+      if (hit?.key === key) return hit.json;
+    }
+    const json = JSON.stringify({ tools: tools.map((tool) => this.#describe(tool, saved.get(tool.definition.name))) });
+    if (key !== undefined) {
+      this.#listCache.delete(userId);
+      this.#listCache.set(userId, { key, json });
+      if (this.#listCache.size > LIST_CACHE_USERS)
+        this.#listCache.delete(this.#listCache.keys().next().value as string);
+    }
+    return json;
   }
 
   /** Every registered tool with the user's effective settings, sorted by name. */

@@ -14,6 +14,13 @@ export class ToolRegistryStore {
   readonly #tools = new Map<string, RegisteredTool>();
   /** Fires (with null: every user) when a tool is registered or removed, and (per user) when settings change. */
   readonly changes = new ToolListChanges();
+  #generation = 0;
+  #sorted: RegisteredTool[] | undefined;
+
+  /** Increases whenever a tool is registered or removed: a cheap key for what is derived from the tool list. */
+  get generation(): number {
+    return this.#generation;
+  }
 
   /**
    * Adds a tool and returns it as stored: settings metadata completed from its declaration (defaults derived from
@@ -33,6 +40,8 @@ export class ToolRegistryStore {
     }
     const stored = withCommonSettings({ ...tool, settings: normalizeToolSettings(tool.definition, tool.settings) });
     this.#tools.set(name, stored);
+    this.#generation++;
+    this.#sorted = undefined;
     this.changes.emit(null);
     return stored;
   }
@@ -40,7 +49,11 @@ export class ToolRegistryStore {
   /** Removes a tool; returns whether it was there. Meant for tests and hot-reloading hosts. */
   unregister(name: string): boolean {
     const removed = this.#tools.delete(name);
-    if (removed) this.changes.emit(null);
+    if (removed) {
+      this.#generation++;
+      this.#sorted = undefined;
+      this.changes.emit(null);
+    }
     return removed;
   }
 
@@ -51,7 +64,8 @@ export class ToolRegistryStore {
 
   /** Every registered tool, sorted by name. */
   list(): RegisteredTool[] {
-    return [...this.#tools.values()].sort((a, b) => a.definition.name.localeCompare(b.definition.name));
+    this.#sorted ??= [...this.#tools.values()].sort((a, b) => a.definition.name.localeCompare(b.definition.name));
+    return [...this.#sorted];
   }
 }
 

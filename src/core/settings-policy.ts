@@ -18,7 +18,19 @@ import type {
 
 /** Defaults from the tool's metadata: enabledByDefault and a copy of defaultParameters. */
 export function getDefaultToolSettings(tool: RegisteredTool): EffectiveToolSettings {
-  return { enabled: tool.settings.enabledByDefault, parameters: structuredClone(tool.settings.defaultParameters) };
+  return { enabled: tool.settings.enabledByDefault, parameters: cloneSettingValue(tool.settings.defaultParameters) };
+}
+
+/**
+ * A deep copy of a settings value (JSON data: objects, arrays, primitives). Several times faster than
+ * structuredClone for the small objects settings are, which matters on the settings list and every tool call.
+ */
+export function cloneSettingValue<T>(value: T): T {
+  if (value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) return value.map(cloneSettingValue) as T;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) out[key] = cloneSettingValue((value as Record<string, unknown>)[key]);
+  return out as T;
 }
 
 function describe(value: unknown): string {

@@ -72,7 +72,9 @@ export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
     if (c.req.path === "/api/health" || c.req.path === "/api/openapi.json") return next();
     return auth(c, next);
   });
-  app.use("/api/*", limit);
+  // Only requests that carry a body are limited: checking a GET would build the full web Request object for nothing,
+  // which costs more than answering a cheap read.
+  app.use("/api/*", (c, next) => (c.req.method === "GET" || c.req.method === "HEAD" ? next() : limit(c, next)));
   app.get("/api/me", (c) => {
     const userId = c.get("userId");
     return c.json({ userId, admin: adminUsers().has(userId) });

@@ -5,7 +5,7 @@
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import Database from "better-sqlite3";
-import { type Generated, Kysely, PostgresDialect, SqliteDialect } from "kysely";
+import { type Generated, Kysely, PostgresDialect, type SqliteDatabase, SqliteDialect } from "kysely";
 import { resolveDataDir } from "../core/data-dir.js";
 import { MigrationError, migrateToLatest } from "./migrate.js";
 import { migrations } from "./migrations.js";
@@ -264,6 +264,36 @@ export interface OpenDatabaseOptions {
 
 export { chooseDataDir, resolveDataDir } from "../core/data-dir.js";
 
+/** Most prepared statements kept per SQLite connection (least recently used dropped first). */
+const STATEMENT_CACHE_SIZE = 256;
+
+/**
+ * The connection as Kysely sees it, with prepared statements reused by SQL text: Kysely prepares every query
+ * afresh, and on hot reads (the settings list, token checks) preparing cost as much as running. A statement that
+ * is still iterating a result is never handed out twice; SQLite re-prepares cached statements itself after a
+ * schema change.
+ */
+function withStatementCache(sqlite: Database.Database): SqliteDatabase {
+  const cache = new Map<string, Database.Statement>();
+  return {
+    close: () => sqlite.close(),
+    prepare(sql: string) {
+      const hit = cache.get(sql);
+      if (hit && !hit.busy) {
+        cache.delete(sql);
+        cache.set(sql, hit);
+        return hit;
+      }
+      const statement = sqlite.prepare(sql);
+      if (!hit) {
+        cache.set(sql, statement);
+        if (cache.size > STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+      }
+      return statement;
+    },
+  } as SqliteDatabase;
+}
+
 /**
  * Opens (creating when needed) the database and brings its schema up to date. Throws Error when a migration
  * fails, naming it.
@@ -290,7 +320,7 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<T
     sqlite.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
     sqlite.pragma("journal_mode = WAL");
     sqlite.pragma("foreign_keys = ON");
-    const db = new Kysely<DatabaseSchema>({ dialect: new SqliteDialect({ database: sqlite }) });
+    const db = new Kysely<DatabaseSchema>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
     database = { db, dialect: "sqlite", location: file, close: () => db.destroy() };
   }
   try {

@@ -31,6 +31,16 @@ export interface IssuedToken {
 /** How often (ms) a token's last-used time is written at most: reads stay cheap under many requests. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
+/**
+ * How long (ms) a successful token check is reused without asking the database. A revocation or rotation made
+ * through this process takes effect at once (it clears the cache); one made by another process (the CLI, another
+ * server instance) within this time.
+ */
+export const TOKEN_CACHE_MS = 1_000;
+
+/** Most tokens whose check is cached (least recently used dropped first). */
+const TOKEN_CACHE_SIZE = 10_000;
+
 const now = () => new Date().toISOString();
 
 function toInfo(r: ApiTokensTable): TokenInfo {
@@ -52,6 +62,9 @@ export class TokenLookupError extends Error {
 export class TokenRepository {
   constructor(private readonly db: Kysely<DatabaseSchema>) {}
 
+  /** token → its row's id and user, and until when (epoch ms) the check may be reused. */
+  readonly #checked = new Map<string, { id: string; userId: string; until: number }>();
+
   /** Creates a token for the user; returns the plaintext token (shown once) and its id. */
   async create(userId: string, label: string | null = null): Promise<IssuedToken> {
     const token = newToken();
@@ -68,12 +81,17 @@ export class TokenRepository {
    * at most once a minute per token (one conditional UPDATE, no read-modify-write).
    */
   async authenticate(token: string): Promise<string | undefined> {
+    const cached = this.#checked.get(token);
+    if (cached && cached.until > Date.now()) return cached.userId;
     const row = await this.db
       .selectFrom("api_tokens")
       .select(["id", "user_id", "last_used_at"])
       .where("token_hash", "=", hashToken(token))
       .executeTakeFirst();
-    if (!row) return undefined;
+    if (!row) {
+      this.#checked.delete(token);
+      return undefined;
+    }
     const at = new Date();
     const stale = new Date(at.getTime() - LAST_USED_RESOLUTION_MS).toISOString();
     if (row.last_used_at === null || row.last_used_at < stale) {
@@ -84,7 +102,15 @@ export class TokenRepository {
         .where((eb) => eb.or([eb("last_used_at", "is", null), eb("last_used_at", "<", stale)]))
         .execute();
     }
+    this.#checked.delete(token);
+    this.#checked.set(token, { id: row.id, userId: row.user_id, until: at.getTime() + TOKEN_CACHE_MS });
+    if (this.#checked.size > TOKEN_CACHE_SIZE) this.#checked.delete(this.#checked.keys().next().value as string);
     return row.user_id;
+  }
+
+  /** Forgets cached checks of the token with this row id (after it was revoked or rotated). */
+  #forget(id: string): void {
+    for (const [token, entry] of this.#checked) if (entry.id === id) this.#checked.delete(token);
   }
 
   /** Tokens, oldest first; `userId` restricts to one user's. */
@@ -108,6 +134,7 @@ export class TokenRepository {
     return inTransaction(this.db, async (trx, tx) => {
       const found = await findIn(trx, idOrPrefix, userId, tx);
       await trx.deleteFrom("api_tokens").where("id", "=", found.id).execute();
+      this.#forget(found.id);
       return found;
     });
   }
@@ -122,6 +149,7 @@ export class TokenRepository {
       const token = newToken();
       const id = randomUUID();
       await trx.deleteFrom("api_tokens").where("id", "=", found.id).execute();
+      this.#forget(found.id);
       await trx
         .insertInto("api_tokens")
         .values({

@@ -8,7 +8,7 @@ import {
   type ToolSettingsService,
   type UpdateToolSettingsBody,
 } from "../../app/tool-settings-service.js";
-import { type AuthEnv, HttpError, readJsonBody, sendJson } from "../http.js";
+import { type AuthEnv, HttpError, readJsonBody, sendJson, sendJsonText } from "../http.js";
 import { ToolSettingsDescriptorSchema, ToolSettingsListResponse, UpdateToolSettingsBodySchema } from "../schemas.js";
 import { adminUsers } from "./admin.js";
 
@@ -39,9 +39,7 @@ export function parseIfMatch(header: string | undefined): number | undefined {
 /** Routes for per-user tool settings; errors propagate to the app's error handler (404, 422, 400). */
 export function settingsRoutes(settings: ToolSettingsService): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
-  app.get("/tools", async (c) =>
-    sendJson(c, ToolSettingsListResponse, { tools: await settings.list(c.get("userId")) }),
-  );
+  app.get("/tools", async (c) => sendJsonText(c, ToolSettingsListResponse, await settings.listJson(c.get("userId"))));
   app.get("/tools/:toolName", async (c) => {
     const descriptor = await settings.get(c.get("userId"), c.req.param("toolName"));
     c.header("ETag", etag(descriptor.version));
