@@ -58,7 +58,9 @@ export const SETTINGS_PAGE_HTML = `<!doctype html>
   <form id="login"><input id="token" type="password" placeholder="API token th_…" autocomplete="off" aria-label="API token"> <button>Sign in</button></form>
   <span id="whoami" class="muted"></span>
   <input id="filter" type="search" placeholder="Filter tools and settings…" aria-label="Filter" hidden>
+  <form id="viewas" hidden><input id="viewas-user" type="text" placeholder="user id" aria-label="Another user" size="12"> <button>Show their locks</button> <button type="button" id="viewas-back" hidden>Back to my settings</button></form>
 </div>
+<p id="viewing" class="tag lock" hidden></p>
 <p id="status" class="muted">Paste an API token (printed on the server's first start, or <code>toolhost token create --user NAME</code>).</p>
 <div id="tools"></div>
 <script>
@@ -68,6 +70,9 @@ const $$ = (s, root = document) => [...root.querySelectorAll(s)];
 const el = (tag, props = {}, ...children) => { const e = document.createElement(tag); for (const [k, v] of Object.entries(props)) { if (k === "class") e.className = v; else if (k === "text") e.textContent = v; else if (k in e) e[k] = v; else e.setAttribute(k, v); } e.append(...children); return e; };
 const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 let me = null; let tools = [];
+// An admin may view another user's settings to see and remove the locks admins set for them (read-only otherwise).
+let viewUser = null;
+const settingsPath = () => viewUser ? "/api/admin/users/" + encodeURIComponent(viewUser) + "/settings/tools" : "/api/settings/tools";
 const status = (text, cls = "muted") => { const s = $("#status"); s.textContent = text; s.className = cls; };
 const token = () => sessionStorage.getItem("toolhost-token") || "";
 class ApiError extends Error { constructor(body, status) { super((body.error && (body.error.code + ": " + body.error.message)) || ("HTTP " + status)); this.body = body; this.status = status; } }
@@ -153,6 +158,7 @@ function renderControl(d, value, disabled) {
 
 // ---- one tool ----
 function lockedReason(tool, d) {
+  if (viewUser) return (tool.lockedKeys || []).includes(d.name) ? "Locked for " + viewUser + " by an admin" : "Viewing " + viewUser + ": read-only";
   // Admins may change anything, their own locks included; locks bind the users they were set for.
   if ((tool.lockedKeys || []).includes(d.name) && !(me && me.admin)) return "Set for you by an admin";
   if (d.adminOnly && !(me && me.admin)) return "Only an admin can change this";
@@ -173,6 +179,7 @@ function renderField(tool, d, card) {
   const label = el("label", { htmlFor: id, text: d.name });
   const tags = el("span");
   if (reason) tags.append(" ", el("span", { class: "tag lock", text: reason }));
+  if (viewUser && (tool.lockedKeys || []).includes(d.name)) tags.append(" ", unlockButton(tool, d.name, card));
   const field = el("div", { class: "field", "data-param": d.name },
     label, el("div", { class: "control" }, control.node, tags), reset,
     el("div", { class: "desc", text: d.description + range }),
@@ -184,13 +191,14 @@ function renderField(tool, d, card) {
 function renderTool(tool) {
   const card = el("details", { class: "tool", "data-tool": tool.name });
   const enabled = el("input", { type: "checkbox", class: "enabled", checked: tool.enabled, title: "Enabled" });
-  const lockedEnabled = (tool.lockedKeys || []).includes("enabled") && !(me && me.admin);
-  enabled.disabled = !tool.canDisable && tool.enabled || lockedEnabled || (!tool.enabled && tool.enablingRequiresAdmin && !(me && me.admin));
+  const lockedEnabled = (tool.lockedKeys || []).includes("enabled") && (!(me && me.admin) || !!viewUser);
+  enabled.disabled = !!viewUser || !tool.canDisable && tool.enabled || lockedEnabled || (!tool.enabled && tool.enablingRequiresAdmin && !(me && me.admin));
   enabled.onclick = (ev) => ev.stopPropagation();
   enabled.onchange = () => save(tool, card, { enabled: enabled.checked }, enabled.checked ? "Enabled." : "Disabled.");
   const summary = el("summary", {}, enabled, el("span", { class: "name", text: tool.name }), el("span", { class: "title", text: tool.title }), el("span", { class: "tag", text: tool.category }));
   if (tool.unavailableReason) summary.append(el("span", { class: "tag warn", text: "not configured" }));
   if (lockedEnabled) summary.append(el("span", { class: "tag lock", text: "on/off set by an admin" }));
+  if (viewUser && (tool.lockedKeys || []).includes("enabled")) summary.append(unlockButton(tool, "enabled", card));
   else if (tool.enablingRequiresAdmin && !(me && me.admin) && !tool.enabled) summary.append(el("span", { class: "tag lock", text: "an admin enables this" }));
   const stateMsg = el("span", { class: "state muted" });
   summary.append(stateMsg);
@@ -208,10 +216,29 @@ function renderTool(tool) {
     if (!Object.keys(parameters).length) { message(card, "Nothing changed.", "muted"); return; }
     save(tool, card, { parameters }, "Saved.");
   };
-  if (tool.parameterDescriptors.length) body.append(el("div", { class: "actions" }, saveButton, el("span", { class: "msg", role: "status" })));
+  if (tool.parameterDescriptors.length && !viewUser) body.append(el("div", { class: "actions" }, saveButton, el("span", { class: "msg", role: "status" })));
   card.append(summary, body);
   card.searchText = [tool.name, tool.title, tool.description, ...tool.parameterDescriptors.map((d) => d.name + " " + d.description)].join(" ").toLowerCase();
   return card;
+}
+function unlockButton(tool, key, card) {
+  const button = el("button", { type: "button", class: "unlock", text: "Unlock", title: "Let " + viewUser + " change " + key + " again (the value stays)" });
+  button.onclick = async (ev) => {
+    ev.preventDefault(); ev.stopPropagation();
+    try {
+      const path = "/api/admin/users/" + encodeURIComponent(viewUser) + "/settings/tools/" + encodeURIComponent(tool.name) + "/locks?key=" + encodeURIComponent(key);
+      const answer = await api(path, { method: "DELETE" });
+      replaceTool(card, answer.tool);
+      message($('details.tool[data-tool="' + CSS.escape(tool.name) + '"]'), "Unlocked " + key + ".", "ok", true);
+    } catch (e) { message(card, e.message, "err", true); }
+  };
+  return button;
+}
+function replaceTool(card, updated) {
+  const i = tools.findIndex((t) => t.name === updated.name); tools[i] = updated;
+  const fresh = renderTool(updated); fresh.open = card.open;
+  card.replaceWith(fresh); applyFilter();
+  return fresh;
 }
 function message(card, text, cls, inSummary) {
   const msg = (!inSummary && $(".msg", card)) || $(".state", card);
@@ -221,9 +248,7 @@ async function save(tool, card, body, done) {
   for (const e of $$(".field .error", card)) e.textContent = "";
   try {
     const updated = await api("/api/settings/tools/" + encodeURIComponent(tool.name), { method: "PUT", body: JSON.stringify(body) });
-    const i = tools.findIndex((t) => t.name === tool.name); tools[i] = updated;
-    const fresh = renderTool(updated); fresh.open = card.open;
-    card.replaceWith(fresh); applyFilter();
+    const fresh = replaceTool(card, updated);
     message(fresh, done, "ok", "enabled" in body);
   } catch (e) {
     const details = (e.body && e.body.error && e.body.error.details) || {};
@@ -246,12 +271,16 @@ async function load() {
     me = await api("/api/me");
     $("#whoami").textContent = "Signed in as " + me.userId + (me.admin ? " (admin)" : "");
     $("#whoami").className = "";
-    tools = (await api("/api/settings/tools")).tools;
+    tools = (await api(settingsPath())).tools;
     const root = $("#tools"); root.textContent = "";
     for (const tool of tools) root.append(renderTool(tool));
-    $("#filter").hidden = false; applyFilter();
-  } catch (e) { status(e.message, "err"); $("#whoami").textContent = ""; }
+    $("#filter").hidden = false; $("#viewas").hidden = !me.admin; applyFilter();
+    $("#viewing").hidden = !viewUser; $("#viewas-back").hidden = !viewUser;
+    $("#viewing").textContent = viewUser ? "Viewing " + viewUser + "'s settings (read-only): Unlock removes a lock an admin set for them." : "";
+  } catch (e) { status(e.message, "err"); if (!viewUser) $("#whoami").textContent = ""; }
 }
+$("#viewas").onsubmit = (ev) => { ev.preventDefault(); viewUser = $("#viewas-user").value.trim() || null; load(); };
+$("#viewas-back").onclick = () => { viewUser = null; $("#viewas-user").value = ""; load(); };
 $("#login").onsubmit = (ev) => { ev.preventDefault(); sessionStorage.setItem("toolhost-token", $("#token").value.trim()); $("#token").value = ""; load(); };
 $("#filter").oninput = applyFilter;
 if (token()) load();

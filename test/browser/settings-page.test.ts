@@ -182,3 +182,50 @@ describe.skipIf(!available)("settings page (Chromium)", () => {
     await page.close();
   });
 });
+
+describe.skipIf(!available)("settings page: an admin removes a lock set for another user (Chromium)", () => {
+  let server: TestServer;
+  let context: BrowserContext;
+  beforeAll(async () => {
+    server = await startTestServer();
+    // An admin sets ana's denied paths: that is a lock on ana's account.
+    await server.ctx.settings.update("ana", "read_file", { parameters: { deniedPaths: ["/srv/x"] } }, { admin: true });
+    context = await chromium.launchPersistentContext(tempDir("toolhost-chromium-"), {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: FLAGS,
+      viewport: { width: 1100, height: 800 },
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await context?.close();
+    await server?.stop();
+  });
+
+  it("shows ana's locks read-only with an Unlock button; unlocking keeps the value and lifts the lock", async () => {
+    const page = await context.newPage();
+    page.setDefaultTimeout(8000);
+    await page.goto(server.server.url);
+    await page.fill("#token", server.token);
+    await page.click("#login button");
+    await page.locator("details.tool").first().waitFor();
+    await page.fill("#viewas-user", "ana");
+    await page.click("#viewas button");
+    await expect.poll(() => page.locator("#viewing").textContent()).toContain("Viewing ana");
+    const card = page.locator('details.tool[data-tool="read_file"]');
+    await card.locator("summary").click();
+    const field = card.locator('.field[data-param="deniedPaths"]');
+    expect(await field.textContent()).toContain("Locked for ana by an admin");
+    expect(await field.locator(".item input").first().inputValue()).toBe("/srv/x");
+    await page.screenshot({ path: `${ARTIFACTS}7-admin-unlock.png`, fullPage: true });
+    await field.locator("button.unlock").click();
+    await expect
+      .poll(async () => (await server.ctx.settings.get("ana", "read_file")).lockedKeys)
+      .not.toContain("deniedPaths");
+    expect((await server.ctx.settings.get("ana", "read_file")).parameters.deniedPaths).toEqual(["/srv/x"]);
+    await expect.poll(() => card.locator(".state").textContent()).toBe("Unlocked deniedPaths.");
+    await page.click("#viewas-back");
+    await expect.poll(() => page.locator("#viewing").isHidden()).toBe(true);
+    await page.close();
+  });
+});
