@@ -4,12 +4,14 @@
  * Every command opens the same data directory as the server (TOOLHOST_DATA_DIR, else the XDG data directory
  * ~/.local/share/toolhost), wherever it runs, so a setting made in one is seen by the other.
  */
+import { userInfo } from "node:os";
 import { Command, CommanderError, Option } from "commander";
 import { type AppContext, createAppContext } from "../app/context.js";
 import { adminUsers } from "../core/admins.js";
 import { ToolError } from "../core/errors.js";
 import { VERSION } from "../version.js";
 import { registerAgentsCommand } from "./commands/agents.js";
+import { registerApprovalsCommand, registerAuditCommand } from "./commands/audit.js";
 import { registerChatCommand } from "./commands/chat.js";
 import { registerChatsCommand } from "./commands/chats.js";
 import { registerDoctorCommand } from "./commands/doctor.js";
@@ -44,6 +46,24 @@ async function importMcpTools(ctx: AppContext, wait: boolean): Promise<void> {
   ctx.onClose(() => manager.close());
   await manager.start();
   if (wait) await manager.settled();
+}
+
+/** The operating-system user running the CLI (recorded as who changed a setting). */
+function osUser(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return "unknown";
+  }
+}
+
+/** Options of `toolhost call`. */
+interface CallOptions {
+  user: string;
+  cwd?: string;
+  chat?: string;
+  yes?: boolean;
+  approval?: string;
 }
 
 const print = (value: unknown): void => {
@@ -117,7 +137,9 @@ export function buildProgram(): Command {
     .option("-u, --user <name>", "user id", parseUserId, "local")
     .option("--cwd <dir>", "bind this working directory, exactly as a chat does")
     .option("--chat <id>", "run in this chat's context (created, bound to --cwd, when it does not exist)")
-    .action(async (toolName: string, json: string, opts: { user: string; cwd?: string; chat?: string }) =>
+    .option("-y, --yes", "allow calls the approval policy asks about (without a terminal they are denied)")
+    .option("--approval <id>", "run a call approved earlier (POST /api/approvals/:id) with exactly its arguments")
+    .action(async (toolName: string, json: string, opts: CallOptions) =>
       withContext(async (ctx) => {
         // Arguments that are not a JSON object are a usage error (exit 2), before anything runs.
         parseArgumentsOption(json);
@@ -140,12 +162,25 @@ export function buildProgram(): Command {
         const controller = new AbortController();
         const onSigint = () => controller.abort();
         process.once("SIGINT", onSigint);
-        const outcome = await ctx.runtime.executeTool(toolName, json, {
+        // Through the approval gate: an ask is prompted on a terminal, denied without one unless --yes.
+        const { runGatedCall } = await import("../app/approvals/one-off.js");
+        const { cliResponder } = await import("./approval-prompt.js");
+        const outcome = await runGatedCall(toolName, json, {
+          runtime: ctx.runtime,
+          approvals: ctx.approvals,
           userId: opts.user,
           chatId: opts.chat ?? null,
           workingDirectory,
           signal: controller.signal,
           onProgress: (event) => process.stderr.write(`${event.kind}${event.message ? `: ${event.message}` : ""}\n`),
+          ...(opts.approval
+            ? { approvalId: opts.approval }
+            : {
+                responder: cliResponder({
+                  yes: opts.yes === true,
+                  interactive: Boolean(process.stdin.isTTY && process.stderr.isTTY),
+                }),
+              }),
         });
         process.removeListener("SIGINT", onSigint);
         if (outcome.ok) return print(outcome.result);
@@ -190,7 +225,7 @@ export function buildProgram(): Command {
             toolName,
             { ...(enabled === undefined ? {} : { enabled }), ...(assignments.length ? { parameters } : {}) },
             // What the operator sets for a non-admin is locked against that user; for an admin it is not.
-            { admin: true, lock: !adminUsers().has(opts.user), actor: "cli" },
+            { admin: true, lock: !adminUsers().has(opts.user), actor: `cli:${osUser()}` },
           );
           print({
             name: descriptor.name,
@@ -213,42 +248,15 @@ export function buildProgram(): Command {
     .action(async (toolName: string, keys: string[], opts: { user: string }) =>
       withContext(async (ctx) => {
         if (toolName.startsWith("mcp__")) await importMcpTools(ctx, true);
-        const { descriptor, unlocked } = await ctx.settings.unlock(opts.user, toolName, keys, { actor: "cli" });
+        const { descriptor, unlocked } = await ctx.settings.unlock(opts.user, toolName, keys, { actor: `cli:${osUser()}` });
         print({ name: descriptor.name, unlocked, lockedKeys: descriptor.lockedKeys });
       }),
     );
 
   registerTokenCommand(program);
 
-  program
-    .command("audit")
-    .description("Show the security audit log of shell executions, newest first.")
-    .option("-u, --user <name>", "only this user's entries", parseUserId)
-    .option("-n, --limit <n>", "how many entries (1–1000)", "50")
-    .option("--json", "print JSON")
-    .action(async (opts: { user?: string; limit: string; json?: boolean }) =>
-      withContext(async (ctx) => {
-        const limit = Number(opts.limit);
-        if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
-          throw new CliError("--limit must be an integer from 1 to 1000.");
-        const entries = await ctx.audit.list({ userId: opts.user, limit });
-        if (opts.json) return print({ entries });
-        print(
-          table([
-            ["TIME", "USER", "TOOL", "EXIT", "TERMINATION", "MS", "COMMAND"],
-            ...entries.map((e) => [
-              e.createdAt,
-              e.userId,
-              e.tool,
-              String(e.exitCode ?? "-"),
-              e.termination,
-              String(e.durationMs),
-              JSON.stringify(e.command),
-            ]),
-          ]),
-        );
-      }),
-    );
+  registerAuditCommand(program);
+  registerApprovalsCommand(program);
 
   registerChatCommand(program);
   registerChatsCommand(program);
@@ -272,6 +280,7 @@ export function buildProgram(): Command {
       await importMcpTools(ctx, false);
       serveMcpStdio({
         runtime: ctx.runtime,
+        approvals: ctx.approvals,
         userId: opts.user,
         workingDirectory: resolveDirectoryOption(opts.cwd ?? process.cwd()),
         bindingHint: "The directory was chosen when the server was started (toolhost mcp --cwd DIR).",

@@ -108,7 +108,7 @@ export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
 
   // MCP Streamable HTTP (stateless, both protocol eras), with the same bearer token and the user's own tool
   // settings. A client binds a working directory per connection through a header, checked exactly like a chat's.
-  const mcp = new McpHttpEndpoint(ctx.runtime, ctx.logger);
+  const mcp = new McpHttpEndpoint(ctx.runtime, ctx.logger, ctx.approvals);
   ctx.onClose(() => mcp.close());
   const binder = new ChatService({ chats: ctx.chats, runtime: ctx.runtime, logger: ctx.logger });
   const metadataUrl = (requestUrl: string) => `${new URL(requestUrl).origin}/.well-known/oauth-protected-resource/mcp`;

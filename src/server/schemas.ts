@@ -131,6 +131,18 @@ export const ExecuteToolBody = Type.Object(
     chatId: Type.Optional(
       Type.String({ description: "Run in this chat's context (its working directory and freshness ledger)." }),
     ),
+    approvalId: Type.Optional(
+      Type.String({
+        description:
+          "Run a call approved earlier: the id from a denied_by_policy result whose approval has since been answered allow_once/allow_always. The arguments must be exactly the approved ones (access_denied otherwise); an approval runs once.",
+      }),
+    ),
+    onAsk: Type.Optional(
+      Type.Union([Type.Literal("return"), Type.Literal("wait")], {
+        description:
+          "When the approval policy asks: return (default) at once with a denied_by_policy result holding the pending approvalId, or wait until it is answered (POST /api/approvals/:id) or expires (TOOLHOST_APPROVAL_TIMEOUT_SECONDS, default 15 min) and then run or deny.",
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -50,6 +50,12 @@ export interface ApprovalGateOptions {
   agentPath?: string[];
   /** Host services (ToolContext.services), as the loop passes them to executeTool. */
   services?: Record<string, unknown>;
+  /**
+   * What an ask does when the responder leaves it pending (or there is none): `wait` (default) until it is answered
+   * through the API or expires; `return` at once with a `denied_by_policy` outcome naming the pending approval (the
+   * caller has it answered, then re-sends the call with its id: see runGatedCall).
+   */
+  onAsk?: "wait" | "return";
 }
 
 const denied = (error: ToolError): ToolCallOutcome & { ok: false } => ({
@@ -164,6 +170,18 @@ export class ApprovalGate implements ToolCallGate {
     const { chatId: _c, userId: _u, ...event } = view;
     step.emit({ type: "approval_requested", ...event });
 
+    if (this.#o.onAsk === "return" && !this.#o.responder) {
+      return this.#refuse(
+        call,
+        new DeniedByPolicyError(
+          `This call needs approval (${verdict.reason}) and nobody is attached to answer here. Approval ${record.id} is pending until ${record.expiresAt}: answer it with POST /api/approvals/${record.id}, then send the same call again with "approvalId": "${record.id}".`,
+          { approvalId: record.id, expiresAt: record.expiresAt, ...(record.rule ? { rule: record.rule } : {}) },
+        ),
+        "pending",
+        "policy",
+        step.signal,
+      );
+    }
     const surface = new AbortController();
     const onAbort = () => surface.abort();
     step.signal?.addEventListener("abort", onAbort, { once: true });
@@ -247,6 +265,19 @@ export class ApprovalGate implements ToolCallGate {
       }
       case "denied": {
         const words = record.message ? `: "${record.message}"` : ".";
+        if (by.startsWith("policy:")) {
+          // A surface answered for nobody (no terminal, an MCP client that cannot be asked).
+          return this.#refuse(
+            call,
+            new DeniedByPolicyError(record.message ?? "This call needs approval and nobody could be asked.", {
+              approvalId: record.id,
+              ...(record.rule ? { rule: record.rule } : {}),
+            }),
+            "deny",
+            by,
+            step.signal,
+          );
+        }
         return this.#refuse(
           call,
           new DeniedByUserError(`${by} denied this call${words} It was not run; take their answer into account.`, {

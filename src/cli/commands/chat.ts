@@ -17,6 +17,7 @@ import {
 import { type AppContext, createAppContext } from "../../app/context.js";
 import { ToolError } from "../../core/errors.js";
 import { describeProviderVariables } from "../../providers/table.js";
+import { cliResponder } from "../approval-prompt.js";
 import { CliError, parseUserId, resolveDirectoryOption } from "../util.js";
 
 /** Options of the chat command as commander parses them. */
@@ -28,6 +29,7 @@ interface ChatOptions {
   user: string;
   maxIterations?: string;
   json?: boolean;
+  yes?: boolean;
 }
 
 const SPINNER_FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
@@ -87,7 +89,7 @@ class ChatRenderer {
   }
 
   #drawSpinner(): void {
-    if (!this.#tty || this.#running.size === 0) return;
+    if (!this.#tty || this.#paused || this.#running.size === 0) return;
     const frame = SPINNER_FRAMES[this.#frame++ % SPINNER_FRAMES.length];
     const parts = [...this.#running.values()].map((r) => `${r.name} ${r.args}${r.note ? ` (${r.note})` : ""}`.trim());
     const columns = this.#err.columns && this.#err.columns >= 20 ? this.#err.columns : 100;
@@ -97,7 +99,25 @@ class ChatRenderer {
     this.#spinnerShown = true;
   }
 
+  #paused = false;
+
+  /** Stops the spinner while a prompt owns the terminal. */
+  pause(): void {
+    this.#paused = true;
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = undefined;
+    this.#breakLine();
+    this.#clearSpinner();
+  }
+
+  /** Gives the terminal back to the spinner after a prompt. */
+  resume(): void {
+    this.#paused = false;
+    this.#syncTimer();
+  }
+
   #syncTimer(): void {
+    if (this.#paused) return;
     if (this.#tty && this.#running.size > 0 && !this.#timer) {
       this.#timer = setInterval(() => this.#drawSpinner(), 80);
     } else if (this.#running.size === 0 && this.#timer) {
@@ -192,6 +212,15 @@ class ChatRenderer {
         this.#syncTimer();
         return;
       }
+      case "approval_requested":
+        // On a terminal the prompt shows it; otherwise say what was asked (the answer follows).
+        if (!this.#tty) this.status(`? ${event.tool} needs approval: ${event.reason}`);
+        return;
+      case "approval_resolved":
+        this.status(
+          `${event.decision.startsWith("allow") ? "✓" : "✗"} approval ${event.decision} for ${event.tool}${event.decidedBy ? ` (${event.decidedBy})` : ""}`,
+        );
+        return;
       case "error":
         this.status(`error: ${event.message}`);
         return;
@@ -293,6 +322,7 @@ export function registerChatCommand(program: Command): void {
     .option("-u, --user <name>", "user id", parseUserId, "local")
     .option("--max-iterations <n>", "model turns before the loop stops (default 10)")
     .option("--json", "print every loop event as a JSON line on stdout instead of rendering")
+    .option("-y, --yes", "allow every call the approval policy asks about (without a terminal, asks are denied)")
     .addHelpText(
       "after",
       `\nProvider keys and endpoints come from the environment:\n${describeProviderVariables()
@@ -341,13 +371,21 @@ export function registerChatCommand(program: Command): void {
           logger: ctx.logger,
           maxIterations,
           agents: ctx.agents,
+          approvals: ctx.approvals,
         });
         const resolved = await resolveChat(ctx, service, opts);
         const chatId = resolved.id;
         createdChat = resolved.created ? chatId : undefined;
         let turn: Awaited<ReturnType<ChatService["prepareTurn"]>>;
         try {
-          turn = await service.prepareTurn(opts.user, chatId, prompt);
+          // Asks are prompted on a terminal; without one they are denied unless --yes.
+          const responder = cliResponder({
+            yes: opts.yes === true,
+            interactive: Boolean(process.stdin.isTTY && process.stderr.isTTY),
+            pause: () => renderer?.pause(),
+            resume: () => renderer?.resume(),
+          });
+          turn = await service.prepareTurn(opts.user, chatId, prompt, { responder });
         } catch (error) {
           if (error instanceof ChatConfigError) throw new CliError(error.message);
           throw error;

@@ -416,7 +416,7 @@ export function patchPaths(patch: string): string[] {
       out.push(name.replace(/^[ab]\//, ""));
     }
   }
-  return out;
+  return [...new Set(out)];
 }
 
 /** The path through symlinks, resolving the nearest existing ancestor when the path does not exist yet. */

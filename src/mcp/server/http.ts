@@ -10,8 +10,10 @@
  * fresh instance, aborts the call it names. A dropped connection (and a 2026-07-28 client closing its response
  * stream) aborts the call through the request's signal.
  */
+
 import { createHash } from "node:crypto";
 import { createMcpHandler, type McpHttpHandler } from "@modelcontextprotocol/server";
+import type { ApprovalService } from "../../app/approvals/service.js";
 import type { ToolRuntime } from "../../core/runtime.js";
 import type { Logger } from "../../core/types.js";
 import { createMcpServer } from "./tool-server.js";
@@ -44,8 +46,11 @@ export class McpHttpEndpoint {
   readonly #inFlight = new Map<string, AbortController>();
   readonly #unsubscribe: () => void;
 
-  constructor(runtime: ToolRuntime, logger?: Logger) {
+  readonly #approvals: ApprovalService | undefined;
+
+  constructor(runtime: ToolRuntime, logger?: Logger, approvals?: ApprovalService) {
     this.#runtime = runtime;
+    this.#approvals = approvals;
     this.#logger = logger;
     this.#unsubscribe = runtime.registry.changes.subscribe((userId) => {
       if (userId === null) for (const handler of this.#handlers.values()) handler.notify.toolsChanged();
@@ -91,6 +96,7 @@ export class McpHttpEndpoint {
         if (!extra || extra.userId !== userId) throw new Error("MCP request without an authenticated caller");
         const server = createMcpServer({
           runtime: this.#runtime,
+          ...(this.#approvals ? { approvals: this.#approvals } : {}),
           userId,
           workingDirectory: extra.workingDirectory,
           bindingHint: BINDING_HINT,

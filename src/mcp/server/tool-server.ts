@@ -9,6 +9,8 @@
  */
 import { createHash } from "node:crypto";
 import { type CallToolResult, ProtocolError, ProtocolErrorCode, Server, type Tool } from "@modelcontextprotocol/server";
+import { runGatedCall } from "../../app/approvals/one-off.js";
+import type { ApprovalResponder, ApprovalService } from "../../app/approvals/service.js";
 import type { ToolRuntime } from "../../core/runtime.js";
 import { deriveToolAnnotations } from "../../core/tool-annotations.js";
 import type { RegisteredTool, ToolDefinition } from "../../core/types.js";
@@ -29,7 +31,28 @@ export interface McpSessionOptions {
    * Receives the request id and the call's AbortController; returns the function that forgets it.
    */
   trackCall?: (requestId: string | number, controller: AbortController) => () => void;
+  /** The approval service: calls then go through the approval gate (absent: no policy, library use). */
+  approvals?: ApprovalService;
+  /**
+   * How this connection answers an ask (e.g. MCP elicitation when the client supports it). Absent: an ask is
+   * denied with a message naming the rule (`denied_by_policy`), since nobody can be asked.
+   */
+  approvalResponder?: ApprovalResponder;
 }
+
+/** The responder of a connection that cannot ask anyone: deny, naming the rule and how to allow the call. */
+export const MCP_DENY_RESPONDER: ApprovalResponder = {
+  async answer(request) {
+    const rule = request.rule
+      ? `the rule ${request.rule.decision} "${request.rule.match}"`
+      : `the approval setting of "${request.tool}"`;
+    return {
+      decision: "deny",
+      message: `This call needs approval (${rule}) and this MCP client cannot be asked. The user can allow it in Toolhost's settings for ${request.tool} (approval / approvalRules).`,
+      decidedBy: "policy: mcp client without elicitation",
+    };
+  },
+};
 
 /** The text of the server's `instructions`: who the tools act for and where relative paths resolve. */
 export function serverInstructions(options: McpSessionOptions): string {
@@ -97,7 +120,10 @@ export function createMcpServer(options: McpSessionOptions): Server {
     else requestSignal.addEventListener("abort", onAbort, { once: true });
     const forget = options.trackCall?.(ctx.mcpReq.id, controller);
     try {
-      const outcome = await runtime.executeTool(name, request.params.arguments ?? {}, {
+      const outcome = await runGatedCall(name, request.params.arguments ?? {}, {
+        runtime,
+        ...(options.approvals ? { approvals: options.approvals } : {}),
+        responder: options.approvalResponder ?? MCP_DENY_RESPONDER,
         userId,
         chatId: options.chatId ?? null,
         workingDirectory: options.workingDirectory ?? null,

@@ -6,6 +6,7 @@
 import { Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 import Type from "typebox";
+import type { ApprovalResponder } from "../../app/approvals/service.js";
 import {
   CHAT_PROVIDERS,
   ChatBusyError,
@@ -45,7 +46,15 @@ export const CreateChatBody = Type.Object(
 
 /** Body of POST /api/chats/:id/messages. */
 export const SendMessageBody = Type.Object(
-  { content: Type.String({ minLength: 1, maxLength: 200_000, description: "The user's message." }) },
+  {
+    content: Type.String({ minLength: 1, maxLength: 200_000, description: "The user's message." }),
+    onAsk: Type.Optional(
+      Type.Union([Type.Literal("wait"), Type.Literal("deny")], {
+        description:
+          "When the approval policy asks about a call: wait (default) for an answer through POST /api/approvals/:id (the stream shows approval_requested) until it expires (TOOLHOST_APPROVAL_TIMEOUT_SECONDS, default 15 min), or deny at once (for callers nobody watches).",
+      }),
+    ),
+  },
   { additionalProperties: false },
 );
 
@@ -178,7 +187,7 @@ export const chatOpenApiPaths: Record<string, unknown> = {
       ...secured,
       parameters: [chatId],
       summary:
-        "Send a message and stream the tool loop as Server-Sent Events. Each event's name is its `type` and its data the JSON event: iteration {n}, text_delta {delta}, tool_call_started {id,name}, tool_call_arguments_delta {id,delta}, tool_call_completed {id,name,arguments}, usage {inputTokens,outputTokens}, finish {reason}, tool_progress {id,name,progress}, tool_result {id,name,ok,result|error,durationMs}, error {code,message}, and a final done {reason: text|max_iterations|aborted|error, iterations, messages}. Disconnecting cancels the turn and its running tools; completed steps are kept.",
+        "Send a message and stream the tool loop as Server-Sent Events. Each event's name is its `type` and its data the JSON event: iteration {n}, text_delta {delta}, tool_call_started {id,name}, tool_call_arguments_delta {id,delta}, tool_call_completed {id,name,arguments}, usage {inputTokens,outputTokens}, finish {reason}, tool_progress {id,name,progress}, tool_result {id,name,ok,result|error,durationMs}, approval_requested {approvalId,toolCallId,tool,preview,subjects,rule,reason,allowAlways,expiresAt,agentPath?} (answer with POST /api/approvals/{approvalId}), approval_resolved {approvalId,toolCallId,tool,decision,decidedBy}, error {code,message}, and a final done {reason: text|max_iterations|aborted|error, iterations, messages}. Disconnecting cancels the turn and its running tools (a pending approval is cancelled); completed steps are kept. If the server stops while an approval is pending, the approval stays pending and answering it resumes the turn.",
       requestBody: { required: true, content: json(SendMessageBody) },
       responses: {
         200: {
@@ -191,6 +200,20 @@ export const chatOpenApiPaths: Record<string, unknown> = {
         503: error("The chat's provider is not configured (e.g. missing API key)"),
       },
     },
+  },
+};
+
+/** The responder of a caller that asked not to wait: every ask is denied, naming the rule. */
+const HEADLESS_DENY: ApprovalResponder = {
+  async answer(request) {
+    const rule = request.rule
+      ? `the rule ${request.rule.decision} "${request.rule.match}"`
+      : `the approval setting of "${request.tool}"`;
+    return {
+      decision: "deny",
+      message: `This call needs approval (${rule}) and the caller asked not to wait for one (onAsk: deny).`,
+      decidedBy: "policy: caller does not wait",
+    };
   },
 };
 
@@ -280,10 +303,15 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
   });
 
   app.post("/:id/messages", async (c) => {
-    const body = await readJsonBody<{ content: string }>(c, SendMessageBody);
+    const body = await readJsonBody<{ content: string; onAsk?: "wait" | "deny" }>(c, SendMessageBody);
     let turn: Awaited<ReturnType<ChatService["prepareTurn"]>>;
     try {
-      turn = await chats.prepareTurn(c.get("userId"), c.req.param("id"), body.content);
+      turn = await chats.prepareTurn(
+        c.get("userId"),
+        c.req.param("id"),
+        body.content,
+        body.onAsk === "deny" ? { responder: HEADLESS_DENY } : {},
+      );
     } catch (thrown) {
       if (thrown instanceof ChatConfigError) throw new HttpError(503, thrown.code, thrown.message);
       if (thrown instanceof ChatBusyError) throw new HttpError(409, thrown.code, thrown.message);

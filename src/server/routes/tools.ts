@@ -1,8 +1,10 @@
 /**
- * Tool execution route: POST /api/tools/:toolName/execute runs a tool for the authenticated user through
- * executeTool (settings, argument validation, time budget, metrics), optionally in a chat's context.
+ * Tool execution route: POST /api/tools/:toolName/execute runs a tool for the authenticated user through the
+ * approval gate and executeTool (settings, argument validation, time budget, metrics), optionally in a chat's
+ * context.
  */
 import { Hono } from "hono";
+import { runGatedCall } from "../../app/approvals/one-off.js";
 import { ChatService } from "../../app/chat-service.js";
 import type { AppContext } from "../../app/context.js";
 import { ToolArgumentError } from "../../core/errors.js";
@@ -21,10 +23,13 @@ export function toolRoutes(ctx: AppContext): Hono<AuthEnv> {
   });
   app.post("/:toolName/execute", async (c) => {
     const userId = c.get("userId");
-    const body = await readJsonBody<{ arguments?: unknown; workingDirectory?: string; chatId?: string }>(
-      c,
-      ExecuteToolBody,
-    );
+    const body = await readJsonBody<{
+      arguments?: unknown;
+      workingDirectory?: string;
+      chatId?: string;
+      approvalId?: string;
+      onAsk?: "return" | "wait";
+    }>(c, ExecuteToolBody);
     let workingDirectory =
       body.workingDirectory === undefined
         ? null
@@ -42,11 +47,16 @@ export function toolRoutes(ctx: AppContext): Hono<AuthEnv> {
     }
     const controller = new AbortController();
     c.req.raw.signal?.addEventListener("abort", () => controller.abort(), { once: true });
-    const outcome = await ctx.runtime.executeTool(c.req.param("toolName"), body.arguments ?? {}, {
+    // Through the approval gate: an ask returns its pending approval id (or waits, with onAsk "wait").
+    const outcome = await runGatedCall(c.req.param("toolName"), body.arguments ?? {}, {
+      runtime: ctx.runtime,
+      approvals: ctx.approvals,
       userId,
       chatId: body.chatId ?? null,
       workingDirectory,
       signal: controller.signal,
+      onAsk: body.onAsk ?? "return",
+      ...(body.approvalId ? { approvalId: body.approvalId } : {}),
     });
     return sendJson(c, ExecuteToolResponse, outcome, outcome.ok ? 200 : outcome.error.code === "not_found" ? 404 : 200);
   });

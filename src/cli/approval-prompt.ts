@@ -1,0 +1,83 @@
+/**
+ * How the terminal answers approval asks (`toolhost chat`, `toolhost call`): on a terminal, a prompt showing the
+ * tool, the command or path and why it asks (allow once / allow always / deny, with optional words for the model);
+ * without a terminal, a deny (the model is told nobody could be asked) unless `--yes` allows every ask once.
+ */
+import type { ApprovalAnswer, ApprovalRequestView, ApprovalResponder } from "../app/approvals/service.js";
+import { cliActor } from "../app/approvals/service.js";
+
+/** Options of the terminal responder. */
+export interface CliResponderOptions {
+  /** `--yes`: allow every ask once without prompting. */
+  yes: boolean;
+  /** Whether a person is at a terminal (stdin and stderr are TTYs). */
+  interactive: boolean;
+  /** Called before and after a prompt (the chat renderer stops its spinner meanwhile). */
+  pause?: () => void;
+  resume?: () => void;
+}
+
+/** Prefix of `decidedBy` for answers no person gave (the gate then reports `denied_by_policy`). */
+export const POLICY_ANSWER_PREFIX = "policy:";
+
+/** The terminal's ApprovalResponder. Prompts one at a time when several calls ask at once. */
+export function cliResponder(options: CliResponderOptions): ApprovalResponder {
+  let queue: Promise<unknown> = Promise.resolve();
+  return {
+    answer(request, signal) {
+      if (options.yes) return Promise.resolve({ decision: "allow_once", decidedBy: `${cliActor()} (--yes)` });
+      if (!options.interactive) {
+        const rule = request.rule ? ` (rule ${request.rule.decision} "${request.rule.match}")` : "";
+        return Promise.resolve({
+          decision: "deny",
+          message: `This call needs approval${rule} and there is no terminal to ask on. The user can rerun with --yes, or allow it in the tool's approval settings.`,
+          decidedBy: `${POLICY_ANSWER_PREFIX} no terminal (${cliActor()})`,
+        });
+      }
+      const next = queue.then(() => prompt(request, signal, options));
+      queue = next.catch(() => {});
+      return next;
+    },
+  };
+}
+
+async function prompt(
+  request: ApprovalRequestView,
+  signal: AbortSignal,
+  options: CliResponderOptions,
+): Promise<ApprovalAnswer | undefined> {
+  if (signal.aborted) return undefined;
+  const clack = await import("@clack/prompts");
+  options.pause?.();
+  try {
+    const who =
+      request.agentPath && request.agentPath.length > 1 ? ` (agent ${request.agentPath.slice(1).join(" › ")})` : "";
+    const what = request.subjects.length > 0 ? request.subjects.join("\n") : request.preview;
+    // Prompts go to stderr: stdout carries the model's answer.
+    const output = process.stderr;
+    clack.note(`${what}\n\n${request.reason}`, `${request.tool}${who} asks for approval`, { output });
+    const choice = await clack.select({
+      message: `Run ${request.tool}?`,
+      options: [
+        { value: "allow_once", label: "Allow once" },
+        ...(request.allowAlways
+          ? [{ value: "allow_always", label: "Allow always", hint: "stores an allow rule" }]
+          : []),
+        { value: "deny", label: "Deny" },
+      ],
+      signal,
+      output,
+    });
+    if (clack.isCancel(choice)) {
+      return { decision: "deny", message: "The user cancelled the approval prompt.", decidedBy: cliActor() };
+    }
+    let message: string | undefined;
+    if (choice === "deny") {
+      const words = await clack.text({ message: "Tell the model why (optional)", placeholder: "", signal, output });
+      if (!clack.isCancel(words) && typeof words === "string" && words.trim()) message = words.trim();
+    }
+    return { decision: choice as ApprovalAnswer["decision"], ...(message ? { message } : {}), decidedBy: cliActor() };
+  } finally {
+    options.resume?.();
+  }
+}

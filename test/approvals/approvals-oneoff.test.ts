@@ -1,0 +1,134 @@
+/**
+ * One-off calls through the approval gate over real HTTP (an in-process server on a loopback port, SQLite in a
+ * temp data directory): the tool-execute route returns the pending approval's id, runs the call once after it is
+ * answered, refuses a replay with altered arguments (access_denied) or a second run; `onAsk: wait` waits for the
+ * answer; the MCP server denies an ask naming the rule when the client cannot be asked.
+ */
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestServer, type TestServer, tempDir } from "../helpers/server.js";
+
+let server: TestServer;
+let work: string;
+
+beforeAll(async () => {
+  work = tempDir("toolhost-approvals-oneoff-");
+  mkdirSync(join(work, "notes"));
+  server = await startTestServer();
+  const rules = await server.api("/api/settings/tools/write_file", {
+    method: "PUT",
+    json: {
+      parameters: {
+        approvalRules: [
+          { decision: "ask", match: "notes/**" },
+          { decision: "deny", match: "secrets/**" },
+        ],
+      },
+    },
+  });
+  expect(rules.status).toBe(200);
+});
+
+afterAll(async () => {
+  await server?.stop();
+});
+
+async function execute(body: Record<string, unknown>) {
+  const response = await server.api("/api/tools/write_file/execute", {
+    method: "POST",
+    json: { workingDirectory: work, ...body },
+  });
+  return { status: response.status, body: (await response.json()) as any };
+}
+
+describe("the tool-execute route", () => {
+  it("returns the pending approval, runs the call once it is allowed, and refuses replays", async () => {
+    const args = { path: "notes/plan.md", content: "the plan\n" };
+    const first = await execute({ arguments: args });
+    expect(first.body).toMatchObject({ ok: false, error: { code: "denied_by_policy" } });
+    const approvalId = first.body.error.details.approvalId as string;
+    expect(first.body.error.message).toContain(approvalId);
+    expect(existsSync(join(work, "notes/plan.md"))).toBe(false);
+
+    const early = await execute({ arguments: args, approvalId });
+    expect(early.body).toMatchObject({ ok: false, error: { code: "denied_by_policy" } });
+    expect(
+      (await server.api(`/api/approvals/${approvalId}`, { method: "POST", json: { decision: "allow_once" } })).status,
+    ).toBe(200);
+
+    const altered = await execute({ arguments: { path: "notes/plan.md", content: "something else\n" }, approvalId });
+    expect(altered.body).toMatchObject({
+      ok: false,
+      error: { code: "access_denied", details: { rule: "approval_binding" } },
+    });
+    const otherTool = await server.api("/api/tools/read_file/execute", {
+      method: "POST",
+      json: { workingDirectory: work, arguments: { path: "notes/plan.md" }, approvalId },
+    });
+    expect(((await otherTool.json()) as any).error.code).toBe("access_denied");
+    expect(existsSync(join(work, "notes/plan.md"))).toBe(false);
+
+    const run = await execute({ arguments: args, approvalId });
+    expect(run.body).toMatchObject({ ok: true });
+    expect(readFileSync(join(work, "notes/plan.md"), "utf8")).toBe("the plan\n");
+    const again = await execute({ arguments: args, approvalId });
+    expect(again.body).toMatchObject({
+      ok: false,
+      error: { code: "access_denied", details: { rule: "approval_used" } },
+    });
+  });
+
+  it("denies by rule without asking, and allows what no rule covers", async () => {
+    mkdirSync(join(work, "secrets"), { recursive: true });
+    const denied = await execute({ arguments: { path: "secrets/key", content: "k" } });
+    expect(denied.body).toMatchObject({
+      ok: false,
+      error: { code: "denied_by_policy", details: { rule: { match: "secrets/**" } } },
+    });
+    expect(denied.body.error.message).toContain('deny "secrets/**"');
+    const free = await execute({ arguments: { path: "free.md", content: "free" } });
+    expect(free.body).toMatchObject({ ok: true });
+  });
+
+  it("with onAsk wait, runs the call when the ask is answered meanwhile", async () => {
+    const waiting = execute({ arguments: { path: "notes/wait.md", content: "waited\n" }, onAsk: "wait" });
+    let pending: any[] = [];
+    while (pending.length === 0) {
+      pending = (((await (await server.api("/api/approvals")).json()) as any).approvals as any[]).filter(
+        (a) => a.tool === "write_file" && a.preview.includes("wait.md"),
+      );
+    }
+    expect(
+      (await server.api(`/api/approvals/${pending[0].id}`, { method: "POST", json: { decision: "allow_once" } }))
+        .status,
+    ).toBe(200);
+    const done = await waiting;
+    expect(done.body).toMatchObject({ ok: true });
+    expect(readFileSync(join(work, "notes/wait.md"), "utf8")).toBe("waited\n");
+  });
+});
+
+describe("the MCP server", () => {
+  it("denies an ask with a message naming the rule when the client cannot be asked", async () => {
+    const client = new Client({ name: "approvals-test", version: "1.0.0" });
+    const transport = new StreamableHTTPClientTransport(new URL(`${server.server.url}/mcp`), {
+      requestInit: { headers: { Authorization: `Bearer ${server.token}`, "Toolhost-Working-Directory": work } },
+    });
+    await client.connect(transport);
+    try {
+      const result = (await client.callTool({
+        name: "write_file",
+        arguments: { path: "notes/mcp.md", content: "from mcp" },
+      })) as { isError?: boolean; content: { type: string; text: string }[] };
+      expect(result.isError).toBe(true);
+      const error = JSON.parse(result.content[0]!.text).error;
+      expect(error.code).toBe("denied_by_policy");
+      expect(error.message).toContain('ask "notes/**"');
+      expect(existsSync(join(work, "notes/mcp.md"))).toBe(false);
+    } finally {
+      await client.close();
+    }
+  });
+});
