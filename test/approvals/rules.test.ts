@@ -9,6 +9,7 @@ import { evaluateApproval, patchPaths } from "../../src/core/approval/policy.js"
 import { invalidRules, matchHostRule, matchPathRule } from "../../src/core/approval/rules.js";
 import { redactText, redactValue } from "../../src/core/redact.js";
 import { defaultRegistry } from "../../src/core/registry.js";
+import type { ApprovalSubject } from "../../src/core/types.js";
 import "../../src/tools/index.js";
 import { tempDir } from "../helpers/server.js";
 
@@ -93,18 +94,18 @@ describe("host rules", () => {
 
 describe("rule examples", () => {
   it("name the rule and the example that failed", () => {
-    const path = { kind: "path", arguments: ["path"] } as const;
+    const path: ApprovalSubject = { kind: "path", arguments: ["path"] };
     expect(invalidRules(path, [{ decision: "ask", match: "notes/**", mustMatch: ["notes/a"] }])).toBeUndefined();
     expect(invalidRules(path, [{ decision: "ask", match: "notes/**", mustMatch: ["docs/a"] }])).toContain('"docs/a"');
     expect(invalidRules(path, [{ decision: "ask", match: "notes/**", mustNotMatch: ["notes/b"] }])).toContain(
       "must not match",
     );
-    const host = { kind: "host", argument: "url" } as const;
+    const host: ApprovalSubject = { kind: "host", argument: "url" };
     expect(
       invalidRules(host, [{ decision: "deny", match: "evil.example", mustMatch: ["https://evil.example/x"] }]),
     ).toBeUndefined();
     expect(invalidRules(host, [{ decision: "deny", match: "not a host" }])).toContain("host rule");
-    const argv = { kind: "shell", argument: "argv", dialect: "argv" } as const;
+    const argv: ApprovalSubject = { kind: "shell", argument: "argv", dialect: "argv" };
     expect(invalidRules(argv, [{ decision: "deny", match: "git push; rm" }])).toContain("without shell operators");
   });
 
