@@ -153,7 +153,11 @@ describe("importing an external MCP server's tools", () => {
     const firstHash = echoSettings.external.contentHash;
 
     for (const tool of ["echo", "add", "env", "crash", "slow"]) {
-      const put = await s.api(`/api/settings/tools/mcp__fixture__${tool}`, { method: "PUT", json: { enabled: true } });
+      // Imported tools of an untrusted server ask before each call by default; this user allows them.
+      const put = await s.api(`/api/settings/tools/mcp__fixture__${tool}`, {
+        method: "PUT",
+        json: { enabled: true, parameters: { approval: "allow" } },
+      });
       expect(put.status).toBe(200);
     }
 

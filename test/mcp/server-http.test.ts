@@ -185,10 +185,11 @@ describe("MCP over Streamable HTTP", () => {
 describe("cancelling a long shell call over HTTP", () => {
   async function startShell() {
     const { s, work } = await startWithWork();
-    // The command reports its host pid, so it runs outside the shell sandbox (whose PID namespace renumbers it).
+    // The command reports its host pid, so it runs outside the shell sandbox (whose PID namespace renumbers it);
+    // shell tools ask before each command by default, and this user allows them.
     const put = await s.api("/api/settings/tools/bash", {
       method: "PUT",
-      json: { enabled: true, parameters: { sandbox: "off" } },
+      json: { enabled: true, parameters: { sandbox: "off", approval: "allow" } },
     });
     expect(put.status).toBe(200);
     return { s, work };
@@ -208,7 +209,8 @@ describe("cancelling a long shell call over HTTP", () => {
     );
   }
 
-  const command = "echo $$ > pid; exec sleep 30";
+  // No redirection to a file: the approval policy asks about those even when the tool is allowed.
+  const command = "echo $$ | tee pid >/dev/null; exec sleep 30";
 
   it("a 2025-era notifications/cancelled on a second request aborts the call (stateless server)", async () => {
     const { s, work } = await startShell();
