@@ -248,7 +248,9 @@ export function buildProgram(): Command {
     .action(async (toolName: string, keys: string[], opts: { user: string }) =>
       withContext(async (ctx) => {
         if (toolName.startsWith("mcp__")) await importMcpTools(ctx, true);
-        const { descriptor, unlocked } = await ctx.settings.unlock(opts.user, toolName, keys, { actor: `cli:${osUser()}` });
+        const { descriptor, unlocked } = await ctx.settings.unlock(opts.user, toolName, keys, {
+          actor: `cli:${osUser()}`,
+        });
         print({ name: descriptor.name, unlocked, lockedKeys: descriptor.lockedKeys });
       }),
     );

@@ -5,6 +5,7 @@
  */
 import type { Kysely } from "kysely";
 import type { ApprovalsTable, ApprovalTurnsTable, DatabaseSchema } from "./database.js";
+import { inTransaction } from "./transaction.js";
 
 /** Where an approval stands. `used`: an allowed one-off approval that has run (it cannot run again). */
 export type ApprovalStatus = "pending" | "allowed" | "denied" | "expired" | "cancelled" | "used";
@@ -175,8 +176,8 @@ export class ApprovalRepository {
     },
     at: Date,
   ): Promise<DecideResult> {
-    return this.db.transaction().execute(async (trx) => {
-      const row = await trx.selectFrom("approvals").selectAll().where("id", "=", id).executeTakeFirst();
+    return inTransaction(this.db, async (trx, tx) => {
+      const row = await tx.forUpdate(trx.selectFrom("approvals").selectAll().where("id", "=", id)).executeTakeFirst();
       if (!row) return { ok: false, reason: "not_found" } as const;
       if (row.status !== "pending") return { ok: false, reason: "decided", record: toRecord(row) } as const;
       if (Date.parse(row.expires_at) <= at.getTime()) {
@@ -286,8 +287,10 @@ export class ApprovalRepository {
 
   /** Updates a turn's state with `update` in one transaction (no-op when the turn is gone). */
   async updateTurnState(id: string, update: (state: any) => unknown, at: Date): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
-      const row = await trx.selectFrom("approval_turns").select("state").where("id", "=", id).executeTakeFirst();
+    await inTransaction(this.db, async (trx, tx) => {
+      const row = await tx
+        .forUpdate(trx.selectFrom("approval_turns").select("state").where("id", "=", id))
+        .executeTakeFirst();
       if (!row) return;
       const next = update(JSON.parse(row.state));
       await trx

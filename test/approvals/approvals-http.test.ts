@@ -337,7 +337,11 @@ describe("expiry", () => {
       expect(result).toMatchObject({ ok: false, error: { code: "denied_by_user", details: { reason: "expired" } } });
       expect(events.find((e) => e.event === "approval_resolved")?.data).toMatchObject({ decision: "expired" });
       expect(events.at(-1)?.data).toMatchObject({ type: "done", reason: "text" });
-      expect(fake.requests.at(-1)!.lastToolResults[0]?.content).toContain("denied_by_user");
+      const answer = events
+        .filter((e) => e.event === "text_delta")
+        .map((e) => e.data.delta)
+        .join("");
+      expect(answer).toContain("denied_by_user");
       const late = await expiring.api(`/api/approvals/${ask.approvalId}`, {
         method: "POST",
         json: { decision: "allow_once" },

@@ -365,9 +365,21 @@ export class ApprovalService {
   async #storeAlwaysRule(record: ApprovalRecord, decidedBy: string, admin: boolean): Promise<void> {
     const descriptor = await this.#settings.get(record.userId, record.tool);
     const hasRules = descriptor.parameterDescriptors.some((d) => d.name === APPROVAL_RULES_SETTING);
-    const actor = { admin, actor: decidedBy };
+    // The user's own choice: never a lock against them, whoever they are.
+    const actor = { admin, actor: decidedBy, lock: false };
     if (!hasRules || record.candidates.length === 0) {
-      await this.#settings.update(record.userId, record.tool, { parameters: { [APPROVAL_SETTING]: "allow" } }, actor);
+      // An imported tool is allowed as it is now: a changed tool (other content hash) asks again.
+      const external = descriptor.external as { contentHash?: string } | undefined;
+      const pinned =
+        external?.contentHash && descriptor.parameterDescriptors.some((d) => d.name === "approvedContentHash")
+          ? { approvedContentHash: external.contentHash }
+          : {};
+      await this.#settings.update(
+        record.userId,
+        record.tool,
+        { parameters: { [APPROVAL_SETTING]: "allow", ...pinned } },
+        actor,
+      );
       return;
     }
     const existing = (descriptor.parameters[APPROVAL_RULES_SETTING] as ApprovalRule[] | undefined) ?? [];
@@ -430,7 +442,8 @@ export class ApprovalService {
       };
       const onExpire = async () => {
         try {
-          await this.repository.expire(record.id, new Date());
+          // A timer may fire a moment before the wall clock reaches the expiry: expire at the expiry at the latest.
+          await this.repository.expire(record.id, new Date(Math.max(Date.now(), Date.parse(record.expiresAt))));
           const fresh = await this.repository.get(record.id);
           finish(fresh ?? { ...record, status: "expired" });
         } catch {
