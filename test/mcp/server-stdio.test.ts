@@ -152,3 +152,67 @@ describe("MCP over stdio with the SDK client", () => {
     });
   }
 });
+
+describe("MCP over stdio: approval asks through elicitation", () => {
+  async function connect(dataDir: string, work: string, elicitation: boolean) {
+    const client = new Client(
+      { name: elicitation ? "asking-client" : "plain-client", version: "1.0.0" },
+      elicitation ? { capabilities: { elicitation: { form: {} } } } : {},
+    );
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [BIN, "mcp", "--cwd", work],
+        env: env(dataDir),
+        stderr: "pipe",
+      }),
+    );
+    return client;
+  }
+
+  it("asks the client's user with a form, runs on allow and refuses on deny; without elicitation it denies naming the setting", async () => {
+    const dataDir = tempDir();
+    const work = tempDir("toolhost-mcp-elicit-");
+    expect((await runCli(["settings", "set", "get_current_datetime", "approval=ask"], env(dataDir))).code).toBe(0);
+
+    const asking = await connect(dataDir, work, true);
+    try {
+      const forms: { message: string; choices: unknown }[] = [];
+      let answer = "allow_once";
+      asking.setRequestHandler("elicitation/create", async (request) => {
+        const params = request.params as unknown as {
+          message: string;
+          requestedSchema: { properties: { decision: unknown } };
+        };
+        forms.push({ message: params.message, choices: params.requestedSchema.properties.decision });
+        return answer === "dismiss"
+          ? { action: "cancel" }
+          : { action: "accept", content: { decision: answer, message: "not now" } };
+      });
+      const allowed = await asking.callTool({ name: "get_current_datetime", arguments: { timezone: "UTC" } });
+      expect(allowed.isError).toBeFalsy();
+      expect(allowed.structuredContent).toMatchObject({ timezone: "UTC" });
+      expect(forms[0]?.message).toContain("get_current_datetime");
+      answer = "deny";
+      const denied = await asking.callTool({ name: "get_current_datetime", arguments: {} });
+      expect(denied.isError).toBe(true);
+      expect(JSON.stringify(denied.content)).toContain("denied_by_user");
+      expect(JSON.stringify(denied.content)).toContain("not now");
+      answer = "dismiss";
+      const dismissed = await asking.callTool({ name: "get_current_datetime", arguments: {} });
+      expect(dismissed.isError).toBe(true);
+      expect(forms).toHaveLength(3);
+    } finally {
+      await asking.close();
+    }
+
+    const plain = await connect(dataDir, work, false);
+    try {
+      const refused = await plain.callTool({ name: "get_current_datetime", arguments: {} });
+      expect(refused.isError).toBe(true);
+      expect(JSON.stringify(refused.content)).toContain("cannot be asked");
+    } finally {
+      await plain.close();
+    }
+  });
+});

@@ -15,6 +15,7 @@ import type { ToolRuntime } from "../../core/runtime.js";
 import { deriveToolAnnotations } from "../../core/tool-annotations.js";
 import type { RegisteredTool, ToolDefinition } from "../../core/types.js";
 import { VERSION } from "../../version.js";
+import { type ElicitFunction, elicitationResponder } from "./elicitation.js";
 
 /** Who an MCP connection acts for and where. */
 export interface McpSessionOptions {
@@ -53,6 +54,24 @@ export const MCP_DENY_RESPONDER: ApprovalResponder = {
     };
   },
 };
+
+/**
+ * How one call's approval asks are answered: through elicitation when the connection is a 2025-era one whose
+ * client declared the `elicitation` capability at initialize (stdio; a stateless HTTP instance never saw the
+ * initialize, and 2026-07-28 requests cannot carry server-to-client requests), else denied naming the rule.
+ */
+function responderFor(
+  server: Server,
+  ctx: { mcpReq: { envelope?: unknown; elicitInput: ElicitFunction } },
+): ApprovalResponder {
+  const elicitation = server.getClientCapabilities()?.elicitation as Record<string, unknown> | undefined;
+  const formSupported = elicitation !== undefined && (Object.keys(elicitation).length === 0 || "form" in elicitation);
+  if (ctx.mcpReq.envelope !== undefined || !formSupported) return MCP_DENY_RESPONDER;
+  return elicitationResponder(
+    (params, requestOptions) => ctx.mcpReq.elicitInput(params, requestOptions),
+    server.getClientVersion()?.name ?? "client",
+  );
+}
 
 /** The text of the server's `instructions`: who the tools act for and where relative paths resolve. */
 export function serverInstructions(options: McpSessionOptions): string {
@@ -123,7 +142,7 @@ export function createMcpServer(options: McpSessionOptions): Server {
       const outcome = await runGatedCall(name, request.params.arguments ?? {}, {
         runtime,
         ...(options.approvals ? { approvals: options.approvals } : {}),
-        responder: options.approvalResponder ?? MCP_DENY_RESPONDER,
+        responder: options.approvalResponder ?? responderFor(server, ctx),
         userId,
         chatId: options.chatId ?? null,
         workingDirectory: options.workingDirectory ?? null,
