@@ -6,6 +6,7 @@
 import { fileURLToPath } from "node:url";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { afterEach, describe, expect, it } from "vitest";
+import { runGatedCall } from "../../src/app/approvals/one-off.js";
 import type { ChatTurnEvent } from "../../src/app/chat-service.js";
 import { ChatService } from "../../src/app/chat-service.js";
 import { minimalEnvironment } from "../../src/mcp/client/manager.js";
@@ -268,6 +269,53 @@ describe("importing an external MCP server's tools", () => {
     // Removing the server removes its tools.
     expect((await s.api("/api/admin/mcp-servers/fixture", { method: "DELETE" })).status).toBe(204);
     expect((await s.api("/api/settings/tools/mcp__fixture__echo")).status).toBe(404);
+  });
+
+  it("an always-allow covers one version of an imported tool: after a change the call asks again", async () => {
+    server = await startTestServer();
+    const s = server;
+    await s.api("/api/admin/mcp-servers", {
+      method: "POST",
+      json: { name: "pinned", command: process.execPath, args: [FIXTURE] },
+    });
+    await until(
+      () => status(s, "pinned"),
+      (st) => st.state === "connected",
+      "the fixture to connect",
+    );
+    await s.api("/api/settings/tools/mcp__pinned__echo", { method: "PUT", json: { enabled: true } });
+    const asked: string[] = [];
+    const responder = {
+      async answer(request: { tool: string; reason: string }) {
+        asked.push(request.reason);
+        return { decision: "allow_always" as const, decidedBy: "test" };
+      },
+    };
+    const call = () =>
+      runGatedCall(
+        "mcp__pinned__echo",
+        { text: "x" },
+        { runtime: s.ctx.runtime, approvals: s.ctx.approvals, userId: "local", responder },
+      );
+    expect(await call()).toMatchObject({ ok: true });
+    expect(asked).toHaveLength(1);
+    const settings = (await (await s.api("/api/settings/tools/mcp__pinned__echo")).json()) as any;
+    expect(settings.parameters).toMatchObject({
+      approval: "allow",
+      approvedContentHash: settings.external.contentHash,
+    });
+    expect(await call()).toMatchObject({ ok: true });
+    expect(asked).toHaveLength(1);
+
+    await s.ctx.runtime.executeTool("mcp__pinned__mutate", "{}", { userId: "local", allowDefaultDisabled: true });
+    await until(
+      async () => (await s.api("/api/settings/tools/mcp__pinned__echo")).json(),
+      (d: any) => d.definition.parameters.properties.loud !== undefined,
+      "the changed schema",
+    );
+    expect(await call()).toMatchObject({ ok: true });
+    expect(asked).toHaveLength(2);
+    expect(asked[1]).toContain("changed");
   });
 
   it("reports a server that cannot start as failed, and keeps serving", async () => {
