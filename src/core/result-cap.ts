@@ -131,7 +131,7 @@ function countLineBreaks(text: string): number {
 }
 
 /** The longest prefix of `text` within `bytes` UTF-8 bytes and `lines` lines, cut after a newline when one fits. */
-function headOf(text: string, bytes: number, lines: number): string {
+function headOf(text: string, bytes: number, lines: number, partialLastLine = false): string {
   let end = 0;
   let used = 0;
   let seen = 0;
@@ -141,12 +141,10 @@ function headOf(text: string, bytes: number, lines: number): string {
     const stop = nl === -1 ? text.length : nl + 1;
     const size = utf8(text.slice(end, stop));
     if (used + size > bytes) {
-      if (seen === 0) {
-        // a single huge first line: cut inside it
-        return Buffer.from(text, "utf8")
-          .subarray(0, bytes)
-          .toString("utf8")
-          .replace(/\uFFFD$/, "");
+      if (seen === 0 || partialLastLine) {
+        // a single huge first line (or, when asked, the line that overflows): cut inside it
+        const part = Buffer.from(text.slice(end, stop), "utf8").subarray(0, Math.max(0, bytes - used));
+        return text.slice(0, end) + part.toString("utf8").replace(/\uFFFD$/, "");
       }
       break;
     }
@@ -329,6 +327,7 @@ export async function capToolResult(result: unknown, capRequest: CapRequest): Pr
       bigs.map((b) => b.lines),
       maxLines,
     );
+    let emptyList = false;
     const out: Record<string, unknown> = { ...source };
     const fields: TruncatedField[] = [];
     const pending: {
@@ -361,6 +360,7 @@ export async function capToolResult(result: unknown, capRequest: CapRequest): Pr
           kept.push(item);
           used += size;
         }
+        if (kept.length === 0 && items.length > 0) emptyList = true; // not even the first entry fits
         out[b.field] = kept;
         pending.push({ b, keptBytes: used, keptLines: kept.length, head: "", tail: "", fromLine: kept.length + 1 });
         return;
@@ -392,6 +392,8 @@ export async function capToolResult(result: unknown, capRequest: CapRequest): Pr
         });
       }
     });
+    // A list whose first entry alone exceeds its share: the head of the whole result's text says more than [].
+    if (emptyList) break;
     if (pending.length === 0) {
       await discardAll();
       return { result, truncated: false, fields: [] };
@@ -493,7 +495,7 @@ async function cutWhole(result: unknown, capRequest: CapRequest): Promise<CapOut
   }
   for (const s of request.streams.values()) await s.discard();
   const totalLines = countLines(pretty);
-  const head = headOf(pretty, Math.max(512, request.maxBytes - 2048), Math.max(1, request.maxLines - 1));
+  const head = headOf(pretty, Math.max(512, request.maxBytes - 2048), Math.max(1, request.maxLines - 1), true);
   const field: TruncatedField = {
     field: "result",
     totalBytes: utf8(pretty),

@@ -209,6 +209,28 @@ describe("the cap for other tools", () => {
     expect(spilled).toHaveLength(3000);
     expect(JSON.parse(spilled[2999]!)).toEqual(matches[2999]);
 
+    // A list whose first entry alone is too big falls back to the head of the whole result's text.
+    const oneBig = await capToolResult(
+      { content: [{ type: "text", text: "q".repeat(100_000) }] },
+      {
+        tool: "mcp__srv__t",
+        style: "head",
+        maxBytes: 48 * 1024,
+        maxLines: 2000,
+        streams: new Map(),
+        area,
+        userId: "u",
+        chatId: "c",
+        readers: { readFile: true, grep: true },
+      },
+    );
+    const whole = oneBig.result as { resultHead: string; outputTruncated: { fields: { spillFile: string }[] } };
+    expect(whole.resultHead).toContain("qqqq");
+    expect(Buffer.byteLength(JSON.stringify(whole))).toBeLessThanOrEqual(48 * 1024);
+    expect(JSON.parse(readFileSync(whole.outputTruncated.fields[0]!.spillFile, "utf8"))).toEqual({
+      content: [{ type: "text", text: "q".repeat(100_000) }],
+    });
+
     const content = Array.from({ length: 2000 }, (_, i) => `${String(i + 1).padStart(6)}\t${"y".repeat(60)}`).join(
       "\n",
     );
