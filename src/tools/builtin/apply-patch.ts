@@ -20,7 +20,7 @@
  * Result: { patched: true, path, files: { path, action, hunks }[] } (`path`: the first file, re-anchored).
  */
 import { rm } from "node:fs/promises";
-import { NotFoundError, ToolArgumentError, ToolExecutionError } from "../../core/errors.js";
+import { NotFoundError, ToolArgumentError, ToolError, ToolExecutionError } from "../../core/errors.js";
 import { PATH_POLICY_DESCRIPTORS, resolveAndValidatePath, toResultPath } from "../../core/path-policy.js";
 import { registerTool } from "../../core/registry.js";
 import { defineTool } from "../../core/settings-declaration.js";
@@ -118,6 +118,39 @@ function describeMismatch(path: string, index: number, total: number, hunk: Hunk
   ].join("\n");
 }
 
+/**
+ * Where a hunk's search starts after its `@@` anchors: each anchor is the next line (at or after the previous
+ * anchor's line) that contains it; the search starts after the last one (or on it, when the hunk's first line is
+ * the anchor line itself). Throws ToolExecutionError (rule anchor_not_found) naming the anchor that cannot be
+ * satisfied in order — the hunk is then refused, never applied elsewhere.
+ */
+function afterAnchors(
+  file: Line[],
+  anchors: string[],
+  from: number,
+  old: string[],
+  path: string,
+  index: number,
+  total: number,
+): number {
+  let at = from;
+  let line = -1;
+  for (let k = 0; k < anchors.length; k++) {
+    const anchor = anchors[k]!.trim();
+    const start = line < 0 ? at : line + 1;
+    line = file.findIndex((l, i) => i >= start && (l.text.trim() === anchor || l.text.includes(anchor)));
+    if (line < 0) {
+      const previous = k > 0 ? ` after "@@ ${anchors[k - 1]}" (line ${at + 1})` : from > 0 ? ` after line ${from}` : "";
+      throw new ToolExecutionError(
+        `Hunk ${index} of ${total} for "${path}" did not apply: its anchor "@@ ${anchors[k]}" matches no line${previous}. Anchors are searched in order, each after the one before. Read the file again and use anchor lines that exist, in file order.`,
+        { path, hunk: index, anchor: anchors[k], rule: "anchor_not_found" },
+      );
+    }
+    at = line;
+  }
+  return old.length > 0 && old[0]!.trim() === file[line]!.text.trim() ? line : line + 1;
+}
+
 /** Applies hunks to file text. Throws ToolExecutionError (rule hunk_mismatch) naming the file and hunk. */
 export function applyHunks(text: string, hunks: Hunk[], path: string): string {
   const bom = text.startsWith("\uFEFF") ? "\uFEFF" : "";
@@ -130,19 +163,16 @@ export function applyHunks(text: string, hunks: Hunk[], path: string): string {
   let delta = 0;
   hunks.forEach((hunk, h) => {
     const old = hunk.lines.filter((l) => l.op !== "+").map((l) => l.text);
-    let searchFrom = from;
-    if (hunk.anchor) {
-      const anchor = hunk.anchor.trim();
-      const a = file.findIndex((l, i) => i >= from && l.text.includes(anchor));
-      if (a >= 0) searchFrom = old.length > 0 && old[0]!.trim() === file[a]!.text.trim() ? a : a + 1;
-    }
+    const anchors = hunk.anchors ?? [];
+    const searchFrom = anchors.length > 0 ? afterAnchors(file, anchors, from, old, path, h + 1, hunks.length) : from;
     const expected = hunk.oldStart !== undefined ? hunk.oldStart - 1 + delta : searchFrom;
     let at: number;
     if (old.length === 0) {
       at = hunk.oldStart !== undefined ? Math.min(Math.max(expected, from), file.length) : file.length;
     } else {
       at = locate(file, old, searchFrom, expected, hunk.atEof);
-      if (at < 0 && searchFrom > from) at = locate(file, old, from, expected, hunk.atEof);
+      // Without anchors a hunk may sit before the expected place; with anchors it must lie inside them, never elsewhere.
+      if (at < 0 && anchors.length === 0 && searchFrom > from) at = locate(file, old, from, expected, hunk.atEof);
       if (at < 0) {
         throw new ToolExecutionError(describeMismatch(path, h + 1, hunks.length, hunk, file, from), {
           path,
@@ -237,8 +267,12 @@ async function planPatch(resolved: ResolvedOp[], context: ToolContext): Promise<
     }
     seen.add(real);
   };
+  // A file the patch deletes may be the destination of a move in the same patch (replace b with a renamed a).
+  const deleted = new Map<string, string>();
+  for (const { op, target } of resolved) if (op.kind === "delete") deleted.set(target.real, op.path);
+  const moveDests = new Set(resolved.flatMap(({ op, dest }) => (op.kind === "update" && dest ? [dest.real] : [])));
   for (const { op, target, dest } of resolved) {
-    claim(target.real, op.path);
+    if (!(op.kind === "delete" && moveDests.has(target.real))) claim(target.real, op.path);
     const exists = await lstatOrUndefined(target.real);
     if (op.kind === "add") {
       if (exists) {
@@ -280,11 +314,11 @@ async function planPatch(resolved: ResolvedOp[], context: ToolContext): Promise<
     };
     if (dest && op.moveTo) {
       claim(dest.real, op.moveTo);
-      if (await lstatOrUndefined(dest.real)) {
-        throw new ToolExecutionError(`Cannot move "${op.path}" to "${op.moveTo}": the destination exists.`, {
-          path: op.moveTo,
-          rule: "exists",
-        });
+      if (!deleted.has(dest.real) && (await lstatOrUndefined(dest.real))) {
+        throw new ToolExecutionError(
+          `Cannot move "${op.path}" to "${op.moveTo}": "${op.moveTo}" already exists. To replace it, put "*** Delete File: ${op.moveTo}" in the same patch before "*** Update File: ${op.path}" / "*** Move to: ${op.moveTo}"; otherwise choose another destination.`,
+          { path: op.moveTo, rule: "exists" },
+        );
       }
       entry.dest = { input: op.moveTo, ...dest };
     }
@@ -306,11 +340,30 @@ export async function applyPatch(
   context: ToolContext,
 ): Promise<ApplyPatchResult> {
   if (args.patch.trim() === "") throw new ToolArgumentError('"patch" is empty.', { argument: "patch" });
-  const ops = parsePatch(args.patch, args.path);
-  const resolved = await resolveTargets(ops, context);
-  const reals = resolved.flatMap(({ target, dest }) => (dest ? [target.real, dest.real] : [target.real]));
-  // Freshness checks and writes of every target under this process's path locks (sorted: no deadlock).
-  return withPathLocks(reals, () => writePlanned(resolved, context));
+  let ops: FileOp[] | undefined;
+  try {
+    ops = parsePatch(args.patch, args.path);
+    const resolved = await resolveTargets(ops, context);
+    const reals = resolved.flatMap(({ target, dest }) => (dest ? [target.real, dest.real] : [target.real]));
+    // Freshness checks and writes of every target under this process's path locks (sorted: no deadlock).
+    return await withPathLocks(reals, () => writePlanned(resolved, context));
+  } catch (error) {
+    throw nothingWritten(error, ops);
+  }
+}
+
+/**
+ * Adds to a refusal that the patch changed nothing (it is all or nothing: every failure happens before the first
+ * write), naming the files it would have added, so a model does not assume a partial success.
+ */
+function nothingWritten(error: unknown, ops: FileOp[] | undefined): unknown {
+  if (!(error instanceof ToolError) || error.code === "aborted" || error.code === "timeout") return error;
+  const added = (ops ?? []).filter((op) => op.kind === "add").map((op) => `"${op.path}"`);
+  const note = ` Nothing was written: the patch is all or nothing, so no file was changed, moved or deleted${
+    added.length > 0 ? `, and ${added.join(", ")} ${added.length === 1 ? "was" : "were"} not created` : ""
+  }. Fix the problem and send the whole patch again.`;
+  error.message = `${error.message.replace(/\s+$/, "")}${note}`;
+  return error;
 }
 
 /** Plans (freshness, hunks) and then writes; the caller holds the path locks of every target. */
@@ -324,8 +377,10 @@ async function writePlanned(resolved: ResolvedOp[], context: ToolContext): Promi
     await atomicWrite(target.real, p.content ?? "", { mode: p.mode, createDirectories: true, input: target.input });
     await context.ledger.recordRead(chat, target.real, sha256(Buffer.from(p.content ?? "", "utf8")));
   }
+  const written = new Set(planned.flatMap((p) => (p.action === "delete" ? [] : [(p.dest ?? p).real])));
   for (const p of planned) {
-    if (p.action === "delete" || p.action === "move") await rm(p.real, { force: true });
+    // A deleted file that a move just replaced is already gone (the move's atomic rename took its place).
+    if ((p.action === "delete" || p.action === "move") && !written.has(p.real)) await rm(p.real, { force: true });
   }
   const files = planned.map((p) => ({
     path: toResultPath((p.dest ?? p).absolute, context),

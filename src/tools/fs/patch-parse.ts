@@ -7,7 +7,9 @@
  *
  * A tolerant pre-pass absorbs the usual model slips: hunk counts that do not match the body are recounted, a bare
  * `@@` (no numbers) is located by context, a context line that lost its leading space (including an empty line)
- * is taken as context.
+ * is taken as context. As the format's reference implementation does, envelope marker lines are recognized with
+ * surrounding spaces or tabs, and a patch wrapped in a shell heredoc (`apply_patch <<'EOF'` … `EOF`), as models
+ * trained on a shell-invoked tool send it, is unwrapped first.
  */
 import { ToolArgumentError } from "../../core/errors.js";
 
@@ -15,8 +17,11 @@ import { ToolArgumentError } from "../../core/errors.js";
 export interface Hunk {
   /** 1-based line where the old side starts according to the header; undefined when unknown. */
   oldStart?: number;
-  /** Anchor text from an envelope `@@ anchor` header: the hunk is located after a line containing it. */
-  anchor?: string;
+  /**
+   * Anchor texts from envelope `@@ anchor` headers, outermost first (`@@ class Second` then `@@ def target():`):
+   * each is searched after the previous one, and the hunk is located after the last.
+   */
+  anchors?: string[];
   /** The body in order: " " context, "-" removed, "+" added. */
   lines: { op: " " | "-" | "+"; text: string; loose?: boolean }[];
   /** The old side ends without a final newline ("\ No newline at end of file" after an old-side line). */
@@ -49,40 +54,83 @@ function fail(message: string): never {
   throw new ToolArgumentError(`Invalid patch: ${message}`, { argument: "patch", rule: "patch_syntax" });
 }
 
+const BEGIN = "*** Begin Patch";
+const END = "*** End Patch";
+/** File-operation headers of the envelope (matched on the trimmed line). */
+const FILE_HEADER = /^\*\*\* (Add File|Delete File|Update File): (.+)$/;
+const HEREDOC_START = /^(?:apply_patch|applypatch)\s+<<-?\s*(['"]?)([A-Za-z_][\w-]*)\1\s*$/;
+
+/**
+ * Removes a shell heredoc wrapper (`apply_patch <<'EOF'` first, the delimiter alone last, surrounding blank lines
+ * ignored); returns the lines unchanged when there is none.
+ */
+export function unwrapHeredoc(lines: string[]): string[] {
+  const first = lines.findIndex((l) => l.trim() !== "");
+  if (first < 0) return lines;
+  const m = HEREDOC_START.exec(lines[first]!.trim());
+  if (!m) return lines;
+  let last = lines.length - 1;
+  while (last > first && lines[last]!.trim() === "") last--;
+  if (last <= first || lines[last]!.trim() !== m[2]) return lines;
+  return lines.slice(first + 1, last);
+}
+
 /** Parses a patch (either format). `defaultPath` is the target of header-less hunks. */
 export function parsePatch(patch: string, defaultPath?: string): FileOp[] {
   const text = patch.replace(/\r\n/g, "\n");
-  const lines = text.split("\n");
+  let lines = text.split("\n");
   if (lines[lines.length - 1] === "") lines.pop();
+  lines = unwrapHeredoc(lines);
   const first = lines.findIndex((l) => l.trim() !== "");
-  if (first >= 0 && lines[first]!.trim() === "*** Begin Patch") return parseEnvelope(lines.slice(first + 1));
+  if (first >= 0 && lines[first]!.trim() === BEGIN) return parseEnvelope(lines, first);
+  const envelopeLike = lines.findIndex((l) => l.trim() === END || FILE_HEADER.test(l.trim()));
+  if (envelopeLike >= 0 && !lines.some((l) => /^@@ -\d/.test(l) || l.startsWith("--- "))) {
+    fail(
+      `expected "${BEGIN}" as the first line of the envelope, but the first line is ${JSON.stringify(lines[first] ?? "")} (line ${first + 1}). Start the patch with "${BEGIN}" and end it with "${END}".`,
+    );
+  }
   return parseUnified(lines, defaultPath);
 }
 
-function parseEnvelope(lines: string[]): FileOp[] {
+function parseEnvelope(all: string[], beginAt: number): FileOp[] {
+  let endAt = all.length - 1;
+  while (endAt > beginAt && all[endAt]!.trim() === "") endAt--;
+  if (endAt <= beginAt || all[endAt]!.trim() !== END) {
+    fail(
+      `the envelope has no "${END}" line: expected it as the last line, after line ${endAt + 1} (${JSON.stringify(all[endAt] ?? "")}). End the patch with a line "${END}".`,
+    );
+  }
+  const lines = all.slice(beginAt + 1, endAt);
   const ops: FileOp[] = [];
   let i = 0;
-  let ended = false;
+  const isHeader = (line: string) => {
+    const t = line.trim();
+    return FILE_HEADER.test(t) || t === END;
+  };
+  const newHunk = (): Hunk => ({ lines: [], oldNoEol: false, newNoEol: false, atEof: false });
   const readHunks = (): Hunk[] => {
     const hunks: Hunk[] = [];
     let current: Hunk | null = null;
     while (i < lines.length) {
       const line = lines[i]!;
-      if (line.startsWith("*** ") && line.trim() !== "*** End of File") break;
+      if (isHeader(line)) break;
       i++;
       if (line.trim() === "*** End of File") {
         if (current) current.atEof = true;
         continue;
       }
       if (line.startsWith("@@")) {
-        current = { lines: [], oldNoEol: false, newNoEol: false, atEof: false };
         const anchor = line.slice(2).trim();
-        if (anchor) current.anchor = anchor;
-        hunks.push(current);
+        // Stacked headers with no body between them narrow the same hunk, outermost first.
+        if (!current || current.lines.length > 0 || current.atEof) {
+          current = newHunk();
+          hunks.push(current);
+        }
+        if (anchor) current.anchors = [...(current.anchors ?? []), anchor];
         continue;
       }
       if (!current) {
-        current = { lines: [], oldNoEol: false, newNoEol: false, atEof: false };
+        current = newHunk();
         hunks.push(current);
       }
       const op = line[0];
@@ -97,43 +145,41 @@ function parseEnvelope(lines: string[]): FileOp[] {
     const trimmed = line.trim();
     i++;
     if (trimmed === "") continue;
-    if (trimmed === "*** End Patch") {
-      ended = true;
-      break;
-    }
-    let m = /^\*\*\* Add File: (.+)$/.exec(trimmed);
-    if (m) {
-      const body: Hunk = { lines: [], oldNoEol: false, newNoEol: false, atEof: false };
-      while (i < lines.length && !lines[i]!.startsWith("*** ")) {
+    if (trimmed === END) break;
+    const header = FILE_HEADER.exec(trimmed);
+    if (header?.[1] === "Add File") {
+      const body = newHunk();
+      while (i < lines.length && !isHeader(lines[i]!)) {
         const l = lines[i++]!;
         body.lines.push({ op: "+", text: l.startsWith("+") ? l.slice(1) : l });
       }
-      ops.push({ kind: "add", path: m[1]!.trim(), hunks: [body] });
+      ops.push({ kind: "add", path: header[2]!.trim(), hunks: [body] });
       continue;
     }
-    m = /^\*\*\* Delete File: (.+)$/.exec(trimmed);
-    if (m) {
-      ops.push({ kind: "delete", path: m[1]!.trim() });
+    if (header?.[1] === "Delete File") {
+      ops.push({ kind: "delete", path: header[2]!.trim() });
       continue;
     }
-    m = /^\*\*\* Update File: (.+)$/.exec(trimmed);
-    if (m) {
-      const op: FileOp = { kind: "update", path: m[1]!.trim(), hunks: [] };
+    if (header?.[1] === "Update File") {
+      const op: FileOp = { kind: "update", path: header[2]!.trim(), hunks: [] };
       const move = /^\*\*\* Move to: (.+)$/.exec((lines[i] ?? "").trim());
       if (move) {
         op.moveTo = move[1]!.trim();
         i++;
       }
       op.hunks = readHunks();
-      if (op.hunks.length === 0 && !op.moveTo) fail(`"*** Update File: ${op.path}" has no hunks.`);
+      if (op.hunks.length === 0 && !op.moveTo) {
+        fail(
+          `"*** Update File: ${op.path}" has no hunks: expected "@@" and "-"/"+"/" " lines after line ${beginAt + i + 1}.`,
+        );
+      }
       ops.push(op);
       continue;
     }
     fail(
-      `unexpected line ${JSON.stringify(line)} in a "*** Begin Patch" envelope; expected "*** Add File:", "*** Delete File:", "*** Update File:" or "*** End Patch".`,
+      `unexpected line ${JSON.stringify(line)} (line ${beginAt + i + 1}) in a "${BEGIN}" envelope; expected "*** Add File: <path>", "*** Delete File: <path>", "*** Update File: <path>" or "${END}".`,
     );
   }
-  if (!ended) fail('the envelope has no "*** End Patch" line.');
   if (ops.length === 0) fail("the envelope holds no file operations.");
   return ops;
 }

@@ -1,0 +1,193 @@
+/**
+ * apply_patch against the shapes real models send: padded envelope markers, missing markers, stacked `@@` anchors,
+ * heredoc-wrapped patches, moves onto existing files, and the all-or-nothing report.
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeEach, describe, expect, it } from "vitest";
+import { parsePatch, unwrapHeredoc } from "../../src/tools/fs/patch-parse.js";
+import { fsRuntime, tempDir } from "./helpers.js";
+
+const { dir, cleanup } = tempDir();
+afterAll(() => cleanup());
+let n = 0;
+let proj: string;
+let rt: ReturnType<typeof fsRuntime>;
+
+beforeEach(() => {
+  proj = join(dir, `s${n++}`);
+  mkdirSync(proj);
+  rt = fsRuntime(proj);
+});
+
+const put = (name: string, data: string) => {
+  mkdirSync(join(proj, name, ".."), { recursive: true });
+  writeFileSync(join(proj, name), data);
+};
+const get = (name: string) => readFileSync(join(proj, name), "utf8");
+const read = (path: string) => rt.call("read_file", { path });
+async function patch(p: string) {
+  const out = await rt.call("apply_patch", { patch: p });
+  if (!out.ok) throw Object.assign(new Error(out.error.message), out.error);
+  return out.result as any;
+}
+
+const PY = [
+  "class First:",
+  "    def target(self):",
+  "        return 1",
+  "",
+  "class Second:",
+  "    def other(self):",
+  "        return 2",
+  "",
+  "    def target(self):",
+  "        return 1",
+  "",
+].join("\n");
+
+describe("envelope markers padded with whitespace", () => {
+  it.each([
+    ["a padded End Patch", "*** Begin Patch", " *** End Patch"],
+    ["a Begin Patch with a trailing tab", "*** Begin Patch\t", "*** End Patch"],
+    ["both padded", "  *** Begin Patch  ", "\t*** End Patch\t"],
+  ])("accepts %s", async (_label, begin, end) => {
+    put("a.txt", "one\ntwo\n");
+    await read("a.txt");
+    await patch([begin, " *** Update File: a.txt", "@@", "-two", "+three", end].join("\n"));
+    expect(get("a.txt")).toBe("one\nthree\n");
+  });
+
+  it("says which line was expected where when a marker is truly missing", () => {
+    expect(() => parsePatch("*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+b\n")).toThrow(
+      /no "\*\*\* End Patch" line: expected it as the last line, after line 5 \("\+b"\)/,
+    );
+    expect(() => parsePatch("*** Update File: a.txt\n@@\n-a\n+b\n*** End Patch\n")).toThrow(
+      /expected "\*\*\* Begin Patch" as the first line of the envelope, but the first line is "\*\*\* Update File: a.txt" \(line 1\)/,
+    );
+  });
+});
+
+describe("stacked @@ anchors", () => {
+  it("each anchor narrows the search in order: the edit lands in Second.target, not First.target", async () => {
+    put("m.py", PY);
+    await read("m.py");
+    await patch(
+      [
+        "*** Begin Patch",
+        "*** Update File: m.py",
+        "@@ class Second",
+        "@@ def target(self):",
+        "-        return 1",
+        "+        return 42",
+        "*** End Patch",
+      ].join("\n"),
+    );
+    // First.target is untouched; Second.target changed.
+    expect(get("m.py").split("\n")[2]).toBe("        return 1");
+    expect(get("m.py").split("\n")[9]).toBe("        return 42");
+  });
+
+  it("anchors that cannot be satisfied in order are refused and nothing is written", async () => {
+    put("m.py", PY);
+    await read("m.py");
+    const err = await patch(
+      [
+        "*** Begin Patch",
+        "*** Update File: m.py",
+        "@@ class Second",
+        "@@ def missing(self):",
+        "-        return 1",
+        "+        return 42",
+        "*** End Patch",
+      ].join("\n"),
+    ).catch((e) => e);
+    expect(err.details.rule).toBe("anchor_not_found");
+    expect(err.message).toMatch(/anchor "@@ def missing\(self\):" matches no line after "@@ class Second" \(line 5\)/);
+    expect(err.message).toMatch(/Nothing was written/);
+    expect(get("m.py")).toBe(PY);
+  });
+
+  it("anchors out of file order are refused rather than applied elsewhere", async () => {
+    put("m.py", PY);
+    await read("m.py");
+    const err = await patch(
+      [
+        "*** Begin Patch",
+        "*** Update File: m.py",
+        "@@ class Second",
+        "@@ class First",
+        "     def target(self):",
+        "-        return 1",
+        "+        return 42",
+        "*** End Patch",
+      ].join("\n"),
+    ).catch((e) => e);
+    expect(err.details.rule).toBe("anchor_not_found");
+    expect(get("m.py")).toBe(PY);
+  });
+});
+
+describe("heredoc-wrapped patches", () => {
+  it.each([
+    ["apply_patch <<'EOF'", "EOF"],
+    ['apply_patch <<"PATCH"', "PATCH"],
+    ["apply_patch <<EOF", "EOF"],
+  ])("unwraps %s … %s", async (open, close) => {
+    put("h.txt", "x\n");
+    await read("h.txt");
+    await patch(
+      [open, "*** Begin Patch", "*** Update File: h.txt", "@@", "-x", "+y", "*** End Patch", close, ""].join("\n"),
+    );
+    expect(get("h.txt")).toBe("y\n");
+  });
+
+  it("leaves text that only looks like a heredoc alone", () => {
+    const lines = ["apply_patch <<'EOF'", "*** Begin Patch", "*** End Patch"];
+    expect(unwrapHeredoc(lines)).toBe(lines);
+  });
+});
+
+describe("moves and all-or-nothing refusals", () => {
+  it("a move onto an existing file says how to replace it, and delete plus move in one patch works", async () => {
+    put("a.txt", "from a\n");
+    put("b.txt", "old b\n");
+    await read("a.txt");
+    await read("b.txt");
+    const move = ["*** Update File: a.txt", "*** Move to: b.txt", "@@", "-from a", "+moved a"];
+    const err = await patch(["*** Begin Patch", ...move, "*** End Patch"].join("\n")).catch((e) => e);
+    expect(err.details.rule).toBe("exists");
+    expect(err.message).toMatch(/put "\*\*\* Delete File: b.txt" in the same patch before/);
+    expect(err.message).toMatch(/Nothing was written/);
+    expect(get("b.txt")).toBe("old b\n");
+    const r = await patch(["*** Begin Patch", "*** Delete File: b.txt", ...move, "*** End Patch"].join("\n"));
+    expect(r.files.map((f: any) => f.action)).toEqual(["delete", "move"]);
+    expect(get("b.txt")).toBe("moved a\n");
+    expect(existsSync(join(proj, "a.txt"))).toBe(false);
+  });
+
+  it("a failure says nothing was written, naming files the patch would have added", async () => {
+    put("c.txt", "c\n");
+    await read("c.txt");
+    const err = await patch(
+      [
+        "*** Begin Patch",
+        "*** Add File: new1.txt",
+        "+n",
+        "*** Add File: new2.txt",
+        "+n",
+        "*** Update File: c.txt",
+        "@@",
+        "-not there",
+        "+x",
+        "*** End Patch",
+      ].join("\n"),
+    ).catch((e) => e);
+    expect(err.details.rule).toBe("hunk_mismatch");
+    expect(err.message).toMatch(
+      /Nothing was written: the patch is all or nothing, so no file was changed, moved or deleted, and "new1.txt", "new2.txt" were not created\./,
+    );
+    expect(existsSync(join(proj, "new1.txt"))).toBe(false);
+    expect(get("c.txt")).toBe("c\n");
+  });
+});
