@@ -66,7 +66,7 @@ describe("get_current_datetime settings", () => {
     const { normalizeToolParameters } = await import("../../src/core/settings-policy.js");
     const { getCurrentDatetimeTool } = await import("../../src/tools/builtin/get-current-datetime.js");
     expect(() => normalizeToolParameters(getCurrentDatetimeTool, { defaultTimezone: "Mars/Olympus" })).toThrow(
-      /"defaultTimezone".*not a known IANA timezone/,
+      /"defaultTimezone".*not a zone or link name of the tz database/,
     );
     expect(() => normalizeToolParameters(getCurrentDatetimeTool, { defaultLocale: "pt_BR" })).toThrow(
       /"defaultLocale".*BCP 47/,
@@ -77,5 +77,39 @@ describe("get_current_datetime settings", () => {
       defaultTimezone: "Asia/Tokyo",
       defaultLocale: "pt-BR",
     });
+  });
+});
+
+describe("get_current_datetime: tz database names", () => {
+  it("refuses abbreviations Intl would silently map, suggesting the zone it would have picked", async () => {
+    for (const [input, expected] of [
+      ["PST", "America/Los_Angeles"],
+      ["JST", "Asia/Tokyo"],
+    ] as const) {
+      const outcome = await call({ timezone: input });
+      expect(outcome.ok).toBe(false);
+      if (!outcome.ok) {
+        expect(outcome.error.code).toBe("validation_failed");
+        expect(outcome.error.message).toMatch(/is not a zone or link name of the tz database \(release \d{4}[a-z]\)/);
+        expect(outcome.error.details?.suggestions).toContain(expected);
+        expect(outcome.error.message).toContain(`Did you mean "${expected}"`);
+      }
+    }
+  });
+
+  it("accepts links and any letter case, answering with the tz database's spelling", async () => {
+    expect(await call({ timezone: "US/Eastern" })).toMatchObject({ ok: true, result: { timezone: "US/Eastern" } });
+    expect(await call({ timezone: "Asia/Kolkata" })).toMatchObject({ ok: true, result: { offset: "+05:30" } });
+    expect(await call({ timezone: "america/sao_paulo" })).toMatchObject({
+      ok: true,
+      result: { timezone: "America/Sao_Paulo" },
+    });
+  });
+
+  it("suggests likely zones for a typo or a bare city", async () => {
+    const typo = await call({ timezone: "Europe/Pari" });
+    expect(!typo.ok && typo.error.details?.suggestions).toContain("Europe/Paris");
+    const city = await call({ timezone: "Kathmandu" });
+    expect(!city.ok && city.error.details?.suggestions).toContain("Asia/Kathmandu");
   });
 });

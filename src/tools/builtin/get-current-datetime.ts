@@ -4,13 +4,15 @@
  * its offset, a localized string and the UTC offset.
  *
  * Validation is explicit, because "the Intl constructor did not throw" is not validation: Intl silently falls
- * back to another language for a locale it does not support, and accepts offset-style names that are not IANA
- * zones in some versions.
+ * back to another language for a locale it does not support, and accepts names that are not tz database zones
+ * or links (abbreviations such as "PST", offsets in some versions) by mapping them to a zone of its choice.
+ * Timezones are checked against the tz database's own zone and link names instead.
  */
 import { ToolArgumentError } from "../../core/errors.js";
 import { registerTool } from "../../core/registry.js";
 import { defineTool, stringSetting } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolParameterDescriptor } from "../../core/types.js";
+import { canonicalTzName, suggestTzNames, tzDatabaseVersion } from "../time/tz-names.js";
 
 /** Result of get_current_datetime. */
 export interface CurrentDatetimeResult {
@@ -32,25 +34,36 @@ export interface CurrentDatetimeResult {
   epochMs: number;
 }
 
-const IANA_NAME = /^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/;
-
-/** Validates an IANA timezone name and returns it (canonical letter case where ICU agrees); throws ToolArgumentError naming it. */
+/**
+ * Validates a timezone against the tz database's zone and link names (src/tools/time/tz-names.ts) and returns its
+ * canonical spelling (matched case-insensitively). Throws ToolArgumentError naming it and suggesting likely zones
+ * when it is not a tz name (abbreviations such as "PST" or "IST", offsets such as "GMT+3", typos), or when this
+ * runtime's ICU does not know a zone newer than itself.
+ */
 export function validateTimezone(timezone: string, argument = "timezone"): string {
   const fail = (why: string): never => {
+    const suggestions = suggestTzNames(timezone);
     throw new ToolArgumentError(
-      `Invalid argument "${argument}": ${JSON.stringify(timezone)} ${why}. Use an IANA timezone name such as "America/Sao_Paulo", "Europe/Berlin" or "UTC".`,
-      { argument, rule: "iana_timezone" },
+      `Invalid argument "${argument}": ${JSON.stringify(timezone)} ${why}. ${
+        suggestions.length > 0 ? `Did you mean ${suggestions.map((s) => JSON.stringify(s)).join(" or ")}? ` : ""
+      }Send a tz database name such as "America/Sao_Paulo", "Europe/Berlin" or "UTC".`,
+      { argument, rule: "iana_timezone", ...(suggestions.length > 0 ? { suggestions } : {}) },
     );
   };
-  if (!IANA_NAME.test(timezone) || /^(GMT|UTC)[+-]/i.test(timezone)) fail("is not an IANA timezone name");
-  try {
-    const resolved = new Intl.DateTimeFormat("en-US", { timeZone: timezone }).resolvedOptions().timeZone;
-    // ICU reports some zones by their legacy alias (Asia/Kathmandu → Asia/Katmandu); keep the caller's spelling
-    // when it differs only by that, so the result names the zone that was asked for.
-    return resolved.toLowerCase() === timezone.toLowerCase() ? resolved : timezone;
-  } catch {
-    return fail("is not a known IANA timezone");
+  const canonical = canonicalTzName(timezone.trim());
+  if (!canonical) {
+    return fail(
+      /^(GMT|UTC)?[+-]\d/i.test(timezone) || timezone.trim() === ""
+        ? "is not an IANA timezone name (offsets are not zones)"
+        : `is not a zone or link name of the tz database (release ${tzDatabaseVersion()})`,
+    );
   }
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: canonical });
+  } catch {
+    return fail(`is a tz database name this runtime's ICU does not know yet (update Node.js)`);
+  }
+  return canonical;
 }
 
 /** Validates a BCP 47 locale that this runtime can format; returns its canonical form; throws ToolArgumentError. */
