@@ -215,6 +215,17 @@ export function buildOpenApiDocument(
           },
         },
       },
+      "/api/admin/users/{user}/settings/tools/{toolName}": {
+        get: {
+          ...secured,
+          parameters: [{ name: "user", in: "path", required: true, schema: { type: "string" } }, toolName],
+          summary: "One tool's settings of a user, with the keys admins locked for them (admins only).",
+          responses: {
+            200: { description: "Tool", content: json(ToolSettingsDescriptorSchema) },
+            404: error("Unknown tool"),
+          },
+        },
+      },
       "/api/admin/users/{user}/settings/tools/{toolName}/locks": {
         delete: {
           ...secured,
