@@ -24,20 +24,9 @@ import type { RegisteredTool, ToolDefinition, ToolParameterDescriptor, ToolSetti
  * (the shape of the seed's metadata): a value there fills in a descriptor that has no `default`; a value that
  * contradicts a descriptor's `default`, or names no descriptor, is a registration error.
  */
-export interface ToolSettingsDeclaration {
-  title?: string;
-  description?: string;
-  category?: ToolSettingsMetadata["category"];
-  enabledByDefault?: boolean;
-  canDisable?: boolean;
-  enablingRequiresAdmin?: boolean;
+export type ToolSettingsDeclaration = Partial<Omit<ToolSettingsMetadata, "parameterDescriptors">> & {
   parameterDescriptors?: readonly ToolParameterDescriptor[];
-  defaultParameters?: Record<string, unknown>;
-  /** Behaviour hints (see ToolSettingsMetadata.annotations); kept as declared. */
-  annotations?: ToolSettingsMetadata["annotations"];
-  /** Origin of an imported tool (see ToolSettingsMetadata.external); kept as declared. */
-  external?: ToolSettingsMetadata["external"];
-}
+};
 
 /**
  * A tool as its author declares it: a RegisteredTool whose settings metadata may be partial or absent.
@@ -96,19 +85,18 @@ export function normalizeToolSettings(
       );
     }
   }
+  // Fields this function does not complete (annotations, external origin, enablingRequiresAdmin, …) are kept as
+  // declared, so a field added to ToolSettingsMetadata needs no change here.
+  const { defaultParameters: _given, parameterDescriptors: _declared, ...rest } = declaration;
   return {
+    ...rest,
     title: declaration.title ?? name,
     description: declaration.description ?? definition.description,
     category: declaration.category ?? "interaction",
     enabledByDefault: declaration.enabledByDefault ?? true,
     canDisable: declaration.canDisable ?? true,
-    ...(declaration.enablingRequiresAdmin !== undefined
-      ? { enablingRequiresAdmin: declaration.enablingRequiresAdmin }
-      : {}),
     defaultParameters: defaultParametersOf(descriptors),
     parameterDescriptors: descriptors,
-    ...(declaration.annotations ? { annotations: { ...declaration.annotations } } : {}),
-    ...(declaration.external ? { external: { ...declaration.external } } : {}),
   };
 }
 
