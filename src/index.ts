@@ -39,6 +39,7 @@ export {
   parseChatRoots,
 } from "./app/chat-service.js";
 export { type AppContext, type AppContextOptions, createAppContext } from "./app/context.js";
+export { SqlImageStore } from "./app/sql-image-store.js";
 export {
   type ToolSettingsDescriptor,
   ToolSettingsService,
@@ -88,7 +89,6 @@ export {
   resolveImageProvider,
 } from "./tools/image/providers.js";
 export * from "./tools/image/run.js";
-export { SqlImageStore } from "./tools/image/sql-image-store.js";
 export * from "./tools/image/types.js";
 export {
   type AllowlistPreset,

@@ -5,10 +5,7 @@
  * and the loop's complete new messages in one transaction, so history stays consistent when a stream breaks or the
  * caller cancels.
  */
-import { realpathSync, statSync } from "node:fs";
-import { isAbsolute, resolve } from "node:path";
-import { AccessDeniedError, NotFoundError, ToolArgumentError } from "../core/errors.js";
-import { isPathWithinRoots } from "../core/path-policy.js";
+import { NotFoundError, ToolArgumentError } from "../core/errors.js";
 import type { ToolRuntime } from "../core/runtime.js";
 import type { Logger } from "../core/types.js";
 import type { LoopEvent } from "../loop/events.js";
@@ -21,6 +18,7 @@ import type { AgentService, AgentStreamEvent, AgentTurn } from "./agent-service.
 import { ApprovalGate } from "./approvals/gate.js";
 import type { ApprovalResponder, ApprovalService } from "./approvals/service.js";
 import { ChatTurnKeeper, type SuspendedTurnState } from "./approvals/turns.js";
+import { type BindingCaller, parseChatRoots, WorkingDirectoryBinder } from "./working-directory.js";
 
 /** The providers a chat can use (every provider of the table). */
 export const CHAT_PROVIDERS: readonly ProviderName[] = PROVIDER_NAMES;
@@ -57,9 +55,11 @@ export interface ChatServiceOptions {
   /** Where API keys, base URLs and the TOOLHOST_CHAT_* settings come from (default process.env). */
   env?: NodeJS.ProcessEnv;
   /**
-   * Directories a chat may bind (the bound directory must lie within one). Default: TOOLHOST_CHAT_ROOTS
-   * (colon-separated absolute paths); unset or empty means any existing directory may be bound.
+   * Decides which working directory a chat may bind (see app/working-directory.ts). Default: a binder over
+   * `chatRoots`, else TOOLHOST_CHAT_ROOTS of `env`. The application context holds the one the server uses.
    */
+  binder?: WorkingDirectoryBinder;
+  /** Chat roots for the default binder (tests); ignored when `binder` is given. */
   chatRoots?: string[] | null;
   /** Model turns per chat turn; default TOOLHOST_CHAT_MAX_ITERATIONS or {@link DEFAULT_MAX_ITERATIONS}. */
   maxIterations?: number;
@@ -87,7 +87,10 @@ export interface TurnOptions {
 export interface CreateChatInput {
   /** Caller-chosen id (CLI `--chat ID`); a UUID when absent. */
   id?: string;
-  /** Directory to bind: absolute, or relative to the process working directory. Must exist and be a directory. */
+  /**
+   * Directory to bind: absolute, or relative to the caller's base (see BindingCaller). Must exist and be a
+   * directory; the binder's rules apply (chat roots, admins).
+   */
   workingDirectory?: string | null;
   provider: string;
   model: string;
@@ -122,24 +125,7 @@ export interface PreparedTurn {
   cancel(): void;
 }
 
-/** Parses TOOLHOST_CHAT_ROOTS: colon-separated, each resolved to an absolute path; empty entries ignored. */
-export function parseChatRoots(value: string | undefined): string[] | null {
-  if (!value) return null;
-  const roots = value
-    .split(":")
-    .map((r) => r.trim())
-    .filter((r) => r !== "")
-    .map((r) => resolve(r));
-  return roots.length > 0 ? roots : null;
-}
-
-function realOrSelf(path: string): string {
-  try {
-    return realpathSync(path);
-  } catch {
-    return path;
-  }
-}
+export { parseChatRoots };
 
 /** The system prompt of a chat turn: announces the bound working directory (000, "Built-in Tools"). */
 export function chatSystemPrompt(workingDirectory: string | null): string {
@@ -162,7 +148,7 @@ export class ChatService {
   readonly #runtime: ToolRuntime;
   readonly #logger: Logger | undefined;
   readonly #env: NodeJS.ProcessEnv;
-  readonly #roots: string[] | null;
+  readonly #binder: WorkingDirectoryBinder;
   readonly #maxIterations: number;
   readonly #adapterFactory: AdapterFactory;
   readonly #approvals: ApprovalService | undefined;
@@ -174,8 +160,11 @@ export class ChatService {
     this.#runtime = options.runtime;
     this.#logger = options.logger;
     this.#env = options.env ?? process.env;
-    const roots = options.chatRoots === undefined ? parseChatRoots(this.#env.TOOLHOST_CHAT_ROOTS) : options.chatRoots;
-    this.#roots = roots && roots.length > 0 ? roots : null;
+    this.#binder =
+      options.binder ??
+      new WorkingDirectoryBinder(
+        options.chatRoots === undefined ? parseChatRoots(this.#env.TOOLHOST_CHAT_ROOTS) : options.chatRoots,
+      );
     const fromEnv = Number(this.#env.TOOLHOST_CHAT_MAX_ITERATIONS);
     this.#maxIterations =
       options.maxIterations ?? (Number.isInteger(fromEnv) && fromEnv > 0 ? fromEnv : DEFAULT_MAX_ITERATIONS);
@@ -184,86 +173,27 @@ export class ChatService {
     this.#agents = options.agents;
   }
 
-  /**
-   * The roots one user may bind: each configured root with `{user}` replaced by the user id (so
-   * `TOOLHOST_CHAT_ROOTS=/srv/work/{user}` gives every user a directory of their own), resolved to real paths.
-   * Null when no roots are configured.
-   */
-  rootsFor(userId: string): string[] | null {
-    if (!this.#roots) return null;
-    // A user id that is empty, all dots or holds a separator cannot name a directory of its own: such a user gets
-    // no templated root at all (never the parent of everyone's).
-    const usable = userId !== "" && !/^\.+$/.test(userId) && !/[/\\\0]/.test(userId);
-    return this.#roots
-      .filter((r) => usable || !r.includes("{user}"))
-      .map((r) => realOrSelf(resolve(r.replaceAll("{user}", userId))));
+  /** The working-directory binder this service checks chats with. */
+  get binder(): WorkingDirectoryBinder {
+    return this.#binder;
   }
 
   /**
-   * Validates a directory to bind and returns its absolute path. Throws ToolArgumentError (validation_failed) when
-   * it does not exist or is not a directory, AccessDeniedError when chat roots are configured and it lies outside
-   * them (symlinks resolved), when roots are configured and no directory is given, or when no roots are configured
-   * and the caller is not an admin (`options.admin`, default true: the CLI and library act for the operator).
+   * Creates a chat for the user, binding its directory through the binder as `caller` (default: an admin
+   * operator whose relative paths resolve against the process working directory — the CLI and library case).
+   * Throws ToolArgumentError for an unknown provider, an empty model, a bad directory or a taken `id`;
+   * AccessDeniedError for a directory the caller may not bind.
    */
-  resolveWorkingDirectory(
-    input: string | null | undefined,
-    options: { admin?: boolean; userId?: string } = {},
-  ): string | null {
-    const admin = options.admin ?? true;
-    const roots = this.rootsFor(options.userId ?? "");
-    if (input === undefined || input === null || input === "") {
-      if (roots) {
-        throw new AccessDeniedError(
-          `This server restricts chats to directories under ${roots.join(", ")} (TOOLHOST_CHAT_ROOTS); pass a workingDirectory within one of them.`,
-          { rule: "chat_roots" },
-        );
-      }
-      return null;
-    }
-    if (input.includes("\0")) throw new ToolArgumentError("workingDirectory must not contain NUL characters.");
-    if (!roots && !admin) {
-      throw new AccessDeniedError(
-        "Only an admin may bind a working directory on this server, because no TOOLHOST_CHAT_ROOTS are configured. Ask the operator to set TOOLHOST_CHAT_ROOTS to the directories users may work in.",
-        { rule: "chat_roots", argument: "workingDirectory" },
-      );
-    }
-    const absolute = isAbsolute(input) ? resolve(input) : resolve(process.cwd(), input);
-    let isDirectory = false;
-    try {
-      isDirectory = statSync(absolute).isDirectory();
-    } catch {
-      throw new ToolArgumentError(
-        `workingDirectory ${absolute} does not exist. Create it or pass an existing directory.`,
-        {
-          argument: "workingDirectory",
-        },
-      );
-    }
-    if (!isDirectory) {
-      throw new ToolArgumentError(`workingDirectory ${absolute} is not a directory.`, { argument: "workingDirectory" });
-    }
-    // Bind the real path: a symlink swapped in later must not move the chat (the path policy refuses a working
-    // directory whose real path no longer matches what was bound).
-    const real = realOrSelf(absolute);
-    if (roots && !isPathWithinRoots(real, roots)) {
-      throw new AccessDeniedError(
-        `workingDirectory ${absolute} is outside the directories chats may bind (${roots.join(", ")}; TOOLHOST_CHAT_ROOTS).`,
-        { rule: "chat_roots", argument: "workingDirectory" },
-      );
-    }
-    return real;
-  }
-
-  /**
-   * Creates a chat for the user. Throws ToolArgumentError for an unknown provider, an empty model or a bad
-   * directory; AccessDeniedError for a directory outside the chat roots; ToolArgumentError when `id` is taken.
-   */
-  async createChat(userId: string, input: CreateChatInput, options: { admin?: boolean } = {}): Promise<Chat> {
+  async createChat(
+    userId: string,
+    input: CreateChatInput,
+    caller: Omit<BindingCaller, "userId"> = { admin: true, base: process.cwd() },
+  ): Promise<Chat> {
     const provider = parseProvider(input.provider);
     const model = input.model?.trim();
     if (!model)
       throw new ToolArgumentError("model must be a non-empty model id, e.g. gpt-5.4-mini.", { argument: "model" });
-    const workingDirectory = this.resolveWorkingDirectory(input.workingDirectory, { ...options, userId });
+    const workingDirectory = this.#binder.bind(input.workingDirectory, { ...caller, userId });
     if (input.id !== undefined) {
       if (!/^[A-Za-z0-9._-]{1,128}$/.test(input.id)) {
         throw new ToolArgumentError("A chat id uses 1–128 letters, digits, '.', '_' or '-'.", { argument: "id" });
@@ -309,23 +239,6 @@ export class ChatService {
   }
 
   /**
-   * Throws AccessDeniedError when the chat's bound directory has left the chat roots or no longer resolves to
-   * itself (a symlink was swapped in after binding). Called before every turn and every tool call in a chat.
-   */
-  assertBoundDirectory(chat: Pick<Chat, "workingDirectory" | "userId">): void {
-    const dir = chat.workingDirectory;
-    if (!dir) return;
-    const real = realOrSelf(dir);
-    const roots = this.rootsFor(chat.userId);
-    if (real !== dir || (roots && !isPathWithinRoots(real, roots))) {
-      throw new AccessDeniedError(
-        `This chat's directory ${dir} ${real !== dir ? "has been replaced by a link since it was bound" : "is no longer within the allowed chat roots (TOOLHOST_CHAT_ROOTS)"}. Start a new chat.`,
-        { rule: "chat_roots" },
-      );
-    }
-  }
-
-  /**
    * Checks a turn can run and reserves the chat. Throws NotFoundError (no such chat for this user),
    * ToolArgumentError (empty content), AccessDeniedError (bound directory no longer within the chat roots),
    * ChatConfigError (provider not configured, e.g. missing API key: the message names the variable) or
@@ -337,7 +250,7 @@ export class ChatService {
     if (typeof content !== "string" || content.trim() === "") {
       throw new ToolArgumentError("content must be a non-empty message.", { argument: "content" });
     }
-    this.assertBoundDirectory(chat);
+    this.#binder.assertBound(chat);
     if (!chat.provider) {
       throw new ToolArgumentError(
         `Chat ${chat.id} has no provider yet. Choose one: toolhost chat --chat ${chat.id} --provider ${CHAT_PROVIDERS.join("|")}.`,

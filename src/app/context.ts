@@ -25,11 +25,13 @@ import {
   SqlToolSettingsStore,
   TokenRepository,
 } from "../storage/repositories.js";
-import { SqlImageStore } from "../tools/image/sql-image-store.js";
+import { type AdminRule, adminRule, parseAdminUsers } from "./admin.js";
 import { AgentService } from "./agent-service.js";
 import { ApprovalService } from "./approvals/service.js";
 import { CHAT_PROVIDERS } from "./chat-service.js";
+import { SqlImageStore } from "./sql-image-store.js";
 import { ToolSettingsService } from "./tool-settings-service.js";
+import { parseChatRoots, WorkingDirectoryBinder } from "./working-directory.js";
 
 /** Everything a front end needs, wired to one database. */
 export interface AppContext {
@@ -48,6 +50,10 @@ export interface AppContext {
   /** Sub-agent trees: templates, running agents, their records. */
   agents: AgentService;
   logger: Logger;
+  /** Who is an admin (TOOLHOST_ADMIN_USERS, read once when the context is created). */
+  admins: AdminRule;
+  /** The one working-directory binder of every surface (TOOLHOST_CHAT_ROOTS, read once). */
+  binder: WorkingDirectoryBinder;
   /** Registers work to run (in reverse order of registration) when the context closes, before the database. */
   onClose(hook: () => Promise<void> | void): void;
   close(): Promise<void>;
@@ -55,7 +61,7 @@ export interface AppContext {
 
 /**
  * Options of createAppContext; defaults come from the environment (TOOLHOST_DATA_DIR, else the XDG data
- * directory; TOOLHOST_DATABASE_URL).
+ * directory; TOOLHOST_DATABASE_URL; TOOLHOST_ADMIN_USERS; TOOLHOST_CHAT_ROOTS).
  */
 export interface AppContextOptions {
   dataDir?: string;
@@ -68,6 +74,10 @@ export interface AppContextOptions {
   agentOptions?: { heartbeatMs?: number; staleAfterMs?: number; graceTurnMs?: number; instanceId?: string };
   /** Environment for the template sources (default process.env). */
   env?: NodeJS.ProcessEnv;
+  /** Admin user ids; default TOOLHOST_ADMIN_USERS (comma-separated), else "local". */
+  adminUsers?: Iterable<string>;
+  /** Chat roots (`{user}` templates allowed); default TOOLHOST_CHAT_ROOTS; null: none. */
+  chatRoots?: string[] | null;
 }
 
 /**
@@ -155,6 +165,10 @@ export async function createAppContext(options: AppContextOptions = {}): Promise
     audit,
     agents,
     logger,
+    admins: adminRule(options.adminUsers ?? parseAdminUsers(process.env.TOOLHOST_ADMIN_USERS)),
+    binder: new WorkingDirectoryBinder(
+      options.chatRoots === undefined ? parseChatRoots(process.env.TOOLHOST_CHAT_ROOTS) : options.chatRoots,
+    ),
     onClose: (hook) => {
       closeHooks.push(hook);
     },

@@ -4,9 +4,11 @@
  * the shells, the shell sandbox (bubblewrap), chat roots, admin users and the external MCP servers. Each check is ok, warn (works, but something
  * is missing or odd) or fail (something a user will hit); the report is healthy when nothing failed.
  */
+
 import { execFileSync } from "node:child_process";
 import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { parseAdminUsers } from "../app/admin.js";
 import { CHAT_PROVIDERS, parseChatRoots } from "../app/chat-service.js";
 import type { AppContext } from "../app/context.js";
 import { loadProviderFileConfig, providerConfigPath } from "../core/credentials.js";
@@ -243,10 +245,7 @@ export async function runDoctor(inputs: DoctorInputs): Promise<DoctorReport> {
   checks.push(...shellChecks(env));
   checks.push(await sandboxCheck(env));
   checks.push(chatRootsCheck(env));
-  const admins = (env.TOOLHOST_ADMIN_USERS ?? "local")
-    .split(",")
-    .map((s) => s.trim())
-    .filter(Boolean);
+  const admins = [...parseAdminUsers(env.TOOLHOST_ADMIN_USERS)];
   if (ctx) {
     const tokens = await ctx.tokens.list().catch(() => []);
     const withToken = admins.filter((a) => tokens.some((t) => t.userId === a));

@@ -7,7 +7,6 @@
 import { userInfo } from "node:os";
 import { Command, CommanderError, Option } from "commander";
 import { type AppContext, createAppContext } from "../app/context.js";
-import { adminUsers } from "../core/admins.js";
 import { ToolError } from "../core/errors.js";
 import { VERSION } from "../version.js";
 import { registerAgentsCommand } from "./commands/agents.js";
@@ -18,12 +17,13 @@ import { registerDoctorCommand } from "./commands/doctor.js";
 import { registerMcpServersCommand } from "./commands/mcp-servers.js";
 import { registerTokenCommand } from "./commands/token.js";
 import {
+  asUsageError,
   CliError,
   exitQuietlyOnClosedStdout,
+  operator,
   parseArgumentsOption,
   parseAssignment,
   parseUserId,
-  resolveDirectoryOption,
   table,
 } from "./util.js";
 
@@ -82,7 +82,7 @@ export function buildProgram(): Command {
     .showHelpAfterError("(run with --help for usage)")
     .addHelpText(
       "after",
-      "\nEnvironment:\n  TOOLHOST_DATA_DIR      data directory (default $XDG_DATA_HOME/toolhost or ~/.local/share/toolhost; SQLite file toolhost.db inside)\n  TOOLHOST_DATABASE_URL  postgres://… to use PostgreSQL instead of SQLite\n  TOOLHOST_LOG_LEVEL     log level on stderr: fatal, error, warn, info, debug, trace (default warn)\n  TOOLHOST_CONFIG        provider keys file (default ~/.config/toolhost/config.json)\n  TOOLHOST_ADMIN_USERS   users who may widen tool settings and read the audit log over HTTP (default local)\n  TOOLHOST_CHAT_ROOTS    colon-separated directories chats may bind over HTTP\n  OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY (+ *_BASE_URL)  provider keys for toolhost chat\n\nExit codes: 0 success, 1 tool or runtime failure, 2 usage error.\n",
+      "\nEnvironment:\n  TOOLHOST_DATA_DIR      data directory (default $XDG_DATA_HOME/toolhost or ~/.local/share/toolhost; SQLite file toolhost.db inside)\n  TOOLHOST_DATABASE_URL  postgres://… to use PostgreSQL instead of SQLite\n  TOOLHOST_LOG_LEVEL     log level on stderr: fatal, error, warn, info, debug, trace (default warn)\n  TOOLHOST_CONFIG        provider keys file (default ~/.config/toolhost/config.json)\n  TOOLHOST_ADMIN_USERS   users who may widen tool settings and read the audit log over HTTP (default local)\n  TOOLHOST_CHAT_ROOTS    colon-separated directories chats and tool calls may bind\n  OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY (+ *_BASE_URL)  provider keys for toolhost chat\n\nExit codes: 0 success, 1 tool or runtime failure, 2 usage error.\n",
     );
 
   program
@@ -144,20 +144,15 @@ export function buildProgram(): Command {
         // Arguments that are not a JSON object are a usage error (exit 2), before anything runs.
         parseArgumentsOption(json);
         if (toolName.startsWith("mcp__")) await importMcpTools(ctx, true);
-        let workingDirectory = opts.cwd ? resolveDirectoryOption(opts.cwd) : null;
-        if (opts.chat) {
-          const chat = await ctx.chats.get(opts.user, opts.chat);
-          if (chat) {
-            if (workingDirectory && chat.workingDirectory !== workingDirectory) {
-              throw new CliError(
-                `Chat ${opts.chat} is bound to ${chat.workingDirectory ?? "no directory"}; omit --cwd or pass that directory.`,
-              );
-            }
-            workingDirectory = chat.workingDirectory;
-          } else {
-            if (await ctx.chats.exists(opts.chat)) throw new CliError(`Chat ${opts.chat} belongs to another user.`);
-            await ctx.chats.create({ id: opts.chat, userId: opts.user, workingDirectory });
-          }
+        // The same binder as chats and the HTTP route; a call in a chat uses the chat's directory.
+        const caller = operator(opts.user);
+        const chat = opts.chat ? await ctx.chats.get(opts.user, opts.chat) : undefined;
+        const workingDirectory = asUsageError(() =>
+          chat ? ctx.binder.forChat(chat, opts.cwd, caller) : ctx.binder.bind(opts.cwd, caller),
+        );
+        if (opts.chat && !chat) {
+          if (await ctx.chats.exists(opts.chat)) throw new CliError(`Chat ${opts.chat} belongs to another user.`);
+          await ctx.chats.create({ id: opts.chat, userId: opts.user, workingDirectory });
         }
         const controller = new AbortController();
         const onSigint = () => controller.abort();
@@ -225,7 +220,7 @@ export function buildProgram(): Command {
             toolName,
             { ...(enabled === undefined ? {} : { enabled }), ...(assignments.length ? { parameters } : {}) },
             // What the operator sets for a non-admin is locked against that user; for an admin it is not.
-            { admin: true, lock: !adminUsers().has(opts.user), actor: `cli:${osUser()}` },
+            { admin: true, lock: !ctx.admins.isAdmin(opts.user), actor: `cli:${osUser()}` },
           );
           print({
             name: descriptor.name,
@@ -284,7 +279,7 @@ export function buildProgram(): Command {
         runtime: ctx.runtime,
         approvals: ctx.approvals,
         userId: opts.user,
-        workingDirectory: resolveDirectoryOption(opts.cwd ?? process.cwd()),
+        workingDirectory: asUsageError(() => ctx.binder.bind(opts.cwd ?? process.cwd(), operator(opts.user))),
         bindingHint: "The directory was chosen when the server was started (toolhost mcp --cwd DIR).",
         pollMs,
         onClose: () => void ctx.close(),

@@ -1,8 +1,8 @@
 /** Small helpers shared by CLI commands. */
 
-import { realpathSync, statSync } from "node:fs";
-import { resolve } from "node:path";
 import { InvalidArgumentError } from "commander";
+import type { BindingCaller } from "../app/working-directory.js";
+import { ToolError } from "../core/errors.js";
 
 /** An error the CLI reports as `error: <message>` with exit code `exitCode` (2 for usage errors). */
 export class CliError extends Error {
@@ -28,17 +28,22 @@ export function parseAssignment(pair: string): [string, unknown] {
   }
 }
 
-/** Resolves `--cwd` to its real path: must exist and be a directory. Throws CliError otherwise. */
-export function resolveDirectoryOption(dir: string): string {
-  const absolute = resolve(dir);
-  let isDir = false;
+/**
+ * The CLI's caller for the working-directory binder: the operator on this machine, an admin, whose relative
+ * `--cwd` values resolve against the shell's current directory.
+ */
+export function operator(userId: string): BindingCaller {
+  return { userId, admin: true, base: process.cwd() };
+}
+
+/** Runs `fn`, turning a classified tool error (e.g. a refused `--cwd`) into a usage error (exit 2). */
+export function asUsageError<T>(fn: () => T): T {
   try {
-    isDir = statSync(absolute).isDirectory();
-  } catch {
-    throw new CliError(`--cwd ${dir}: no such directory.`);
+    return fn();
+  } catch (error) {
+    if (error instanceof ToolError) throw new CliError(error.message);
+    throw error;
   }
-  if (!isDir) throw new CliError(`--cwd ${dir}: not a directory.`);
-  return realpathSync(absolute);
 }
 
 /** Renders rows as an aligned text table. */

@@ -4,7 +4,6 @@
  */
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { ChatService } from "../app/chat-service.js";
 import type { AppContext } from "../app/context.js";
 import { ToolError } from "../core/errors.js";
 import { metricsRegistry } from "../core/metrics.js";
@@ -15,7 +14,7 @@ import { accessLog } from "./access-log.js";
 import { bearerAuth } from "./auth.js";
 import { type AuthEnv, errorResponse, HttpError } from "./http.js";
 import { buildOpenApiDocument } from "./openapi.js";
-import { adminRoutes, adminUsers } from "./routes/admin.js";
+import { adminRoutes } from "./routes/admin.js";
 import { agentOpenApiPaths, agentRoutes } from "./routes/agents.js";
 import { approvalOpenApiPaths, approvalRoutes } from "./routes/approvals.js";
 import { chatOpenApiPaths, chatRoutes } from "./routes/chats.js";
@@ -31,7 +30,7 @@ export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
   const openApi = buildOpenApiDocument(VERSION, { ...chatOpenApiPaths, ...approvalOpenApiPaths, ...agentOpenApiPaths });
   // On a shared server, a call with no bound working directory must not reach the server's own directory:
   // only admins keep the seed's fallback to the process working directory.
-  ctx.runtime.processCwdFallback = (userId) => adminUsers().has(userId);
+  ctx.runtime.processCwdFallback = (userId) => ctx.admins.isAdmin(userId);
 
   app.use("*", accessLog(ctx.logger));
   app.onError((error, c) => {
@@ -77,11 +76,11 @@ export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
   app.use("/api/*", (c, next) => (c.req.method === "GET" || c.req.method === "HEAD" ? next() : limit(c, next)));
   app.get("/api/me", (c) => {
     const userId = c.get("userId");
-    return c.json({ userId, admin: adminUsers().has(userId) });
+    return c.json({ userId, admin: ctx.admins.isAdmin(userId) });
   });
   app.use("/metrics", auth, async (c, next) => {
     // Counts cover every user's calls: admins (or a scraper holding an admin token) only.
-    if (!adminUsers().has(c.get("userId"))) {
+    if (!ctx.admins.isAdmin(c.get("userId"))) {
       return c.json(
         { error: { code: "access_denied", message: "Metrics are for admins (TOOLHOST_ADMIN_USERS)." } },
         403,
@@ -93,13 +92,13 @@ export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
     c.text(await metricsRegistry.metrics(), 200, { "Content-Type": metricsRegistry.contentType }),
   );
 
-  app.route("/api/settings", settingsRoutes(ctx.settings));
+  app.route("/api/settings", settingsRoutes(ctx.settings, ctx.admins));
   app.route("/api/tools", toolRoutes(ctx));
   // External MCP servers: their tools are imported into the registry; connecting happens in the background.
   const mcpClients = createMcpClientManager(ctx);
   void mcpClients.start();
   ctx.onClose(() => mcpClients.close());
-  app.route("/api/admin/mcp-servers", mcpServerRoutes(new McpServersService(ctx, mcpClients)));
+  app.route("/api/admin/mcp-servers", mcpServerRoutes(new McpServersService(ctx, mcpClients), ctx.admins));
   app.route("/api/admin", adminRoutes(ctx));
   app.route("/api/chats", chatRoutes(ctx));
   app.route("/api/approvals", approvalRoutes(ctx));
@@ -110,7 +109,6 @@ export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
   // settings. A client binds a working directory per connection through a header, checked exactly like a chat's.
   const mcp = new McpHttpEndpoint(ctx.runtime, ctx.logger, ctx.approvals);
   ctx.onClose(() => mcp.close());
-  const binder = new ChatService({ chats: ctx.chats, runtime: ctx.runtime, logger: ctx.logger });
   const metadataUrl = (requestUrl: string) => `${new URL(requestUrl).origin}/.well-known/oauth-protected-resource/mcp`;
   const metadata = (c: { req: { url: string }; json: (body: object) => Response }) =>
     c.json(protectedResourceMetadata(new URL(c.req.url).origin));
@@ -121,7 +119,7 @@ export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
     const userId = c.get("userId");
     const requested = c.req.header(WORKING_DIRECTORY_HEADER);
     const workingDirectory = requested
-      ? binder.resolveWorkingDirectory(requested, { admin: adminUsers().has(userId), userId })
+      ? ctx.binder.bind(requested, { userId, admin: ctx.admins.isAdmin(userId) })
       : null;
     return mcp.handle(c.req.raw, { userId, token: c.get("token"), workingDirectory });
   });

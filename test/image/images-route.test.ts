@@ -2,10 +2,10 @@ import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Hono } from "hono";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { SqlImageStore } from "../../src/app/sql-image-store.js";
 import { imageRoutes } from "../../src/server/routes/images.js";
 import { openDatabase, type ToolhostDatabase } from "../../src/storage/database.js";
 import { FileImageStore, sniffImageMimeType, userDirectoryName } from "../../src/tools/image/file-image-store.js";
-import { SqlImageStore } from "../../src/tools/image/sql-image-store.js";
 import { PNG_1x1 } from "./fakes.js";
 import { tempDataDir } from "./helpers.js";
 

@@ -18,7 +18,7 @@ import { type AppContext, createAppContext } from "../../app/context.js";
 import { ToolError } from "../../core/errors.js";
 import { describeProviderVariables } from "../../providers/table.js";
 import { cliResponder } from "../approval-prompt.js";
-import { CliError, parseUserId, resolveDirectoryOption } from "../util.js";
+import { CliError, operator, parseUserId } from "../util.js";
 
 /** Options of the chat command as commander parses them. */
 interface ChatOptions {
@@ -241,22 +241,19 @@ class ChatRenderer {
   }
 }
 
-/** Finds or creates the chat the turn runs in, applying --provider/--model/--cwd. Returns its id. */
-/** Resolves `--chat` (or creates a chat); `created` says whether this run made it. */
+/**
+ * Finds or creates the chat the turn runs in, applying --provider/--model/--cwd (bound by the context's binder,
+ * as the operator: relative to the current directory). `created` says whether this run made it.
+ */
 async function resolveChat(
   ctx: AppContext,
   service: ChatService,
   opts: ChatOptions,
 ): Promise<{ id: string; created: boolean }> {
-  const cwd = opts.cwd !== undefined ? resolveDirectoryOption(opts.cwd) : undefined;
   if (opts.chat) {
     const existing = await ctx.chats.get(opts.user, opts.chat);
     if (existing) {
-      if (cwd !== undefined && existing.workingDirectory !== cwd) {
-        throw new CliError(
-          `Chat ${opts.chat} is bound to ${existing.workingDirectory ?? "no directory"}; omit --cwd or pass that directory.`,
-        );
-      }
+      ctx.binder.forChat(existing, opts.cwd, operator(opts.user));
       // A chat made by `toolhost call --chat` has no provider yet: give it the default one.
       const provider = opts.provider
         ? parseProvider(opts.provider)
@@ -279,7 +276,7 @@ async function resolveChat(
     id: opts.chat,
     provider,
     model: opts.model ?? defaultModel(provider),
-    workingDirectory: cwd ?? process.cwd(),
+    workingDirectory: opts.cwd ?? process.cwd(),
   });
   return { id: chat.id, created: true };
 }
@@ -369,6 +366,7 @@ export function registerChatCommand(program: Command): void {
           chats: ctx.chats,
           runtime: ctx.runtime,
           logger: ctx.logger,
+          binder: ctx.binder,
           maxIterations,
           agents: ctx.agents,
           approvals: ctx.approvals,

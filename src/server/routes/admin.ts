@@ -1,10 +1,9 @@
 /**
- * Admin routes: the audit log of every tool call and settings change. Admins are the users named in TOOLHOST_ADMIN_USERS
- * (comma-separated; default "local", the user the server creates on first start).
+ * Admin routes: the audit log of every tool call and settings change, and API tokens. Who is an admin is the
+ * context's rule (app/admin.ts, TOOLHOST_ADMIN_USERS read once).
  */
 import { Hono } from "hono";
 import type { AppContext } from "../../app/context.js";
-import { adminUsers } from "../../core/admins.js";
 import { TokenLookupError } from "../../storage/token-repository.js";
 import { type AuthEnv, HttpError, readJsonBody, sendJson } from "../http.js";
 import {
@@ -17,8 +16,6 @@ import {
   ToolSettingsListResponse,
   UnlockResponse,
 } from "../schemas.js";
-
-export { adminUsers };
 
 /** Maps a failed token lookup to 404 (none) or 409 (an id prefix matching several). */
 function lookupFailed(error: unknown): never {
@@ -49,7 +46,7 @@ function timeParam(value: string | undefined, name: string): string | undefined 
 export function adminRoutes(ctx: AppContext): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
   app.use("*", async (c, next) => {
-    if (!adminUsers().has(c.get("userId")))
+    if (!ctx.admins.isAdmin(c.get("userId")))
       throw new HttpError(403, "access_denied", "Admin only: set TOOLHOST_ADMIN_USERS to grant access.");
     await next();
   });

@@ -11,7 +11,6 @@ import type { AppContext } from "../../app/context.js";
 import type { ApprovalRecord } from "../../storage/approvals.js";
 import { type AuthEnv, HttpError, readJsonBody, sendJson } from "../http.js";
 import { ErrorBody } from "../schemas.js";
-import { adminUsers } from "./admin.js";
 
 /** Body of POST /api/approvals/:id. */
 export const DecideApprovalBody = Type.Object(
@@ -131,7 +130,7 @@ export function approvalRoutes(ctx: AppContext): Hono<AuthEnv> {
         decision: body.decision,
         ...(body.message !== undefined ? { message: body.message } : {}),
         decidedBy: userId,
-        admin: adminUsers().has(userId),
+        admin: ctx.admins.isAdmin(userId),
       });
       return sendJson(c, ApprovalSchema, approvalView(record));
     } catch (thrown) {

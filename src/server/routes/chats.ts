@@ -18,7 +18,6 @@ import type { AppContext } from "../../app/context.js";
 import { ChatCursorError, type ChatPage } from "../../storage/repositories.js";
 import { type AuthEnv, HttpError, readJsonBody, sendJson } from "../http.js";
 import { ErrorBody } from "../schemas.js";
-import { adminUsers } from "./admin.js";
 import { ApprovalListResponse, approvalView } from "./approvals.js";
 
 /** Body of POST /api/chats. */
@@ -28,7 +27,7 @@ export const CreateChatBody = Type.Object(
       Type.String({
         minLength: 1,
         description:
-          "Server-side directory the chat binds (absolute, or relative to the server's working directory). Must exist and be a directory, and lie within TOOLHOST_CHAT_ROOTS when that is set (then it is required).",
+          "Server-side directory the chat binds: absolute, or relative to your first chat root (TOOLHOST_CHAT_ROOTS). Must exist and be a directory, and lie within the chat roots when they are set (then it is required).",
       }),
     ),
     provider: Type.Union(
@@ -221,8 +220,8 @@ const HEADLESS_DENY: ApprovalResponder = {
 const PING_INTERVAL_MS = 15_000;
 
 /**
- * Routes mounted at /api/chats. `service` defaults to a ChatService over the context's repository and runtime,
- * configured from process.env (API keys, base URLs, TOOLHOST_CHAT_ROOTS, TOOLHOST_CHAT_MAX_ITERATIONS).
+ * Routes mounted at /api/chats. `service` defaults to a ChatService over the context's repository, runtime and
+ * working-directory binder, configured from process.env (API keys, base URLs, TOOLHOST_CHAT_MAX_ITERATIONS).
  */
 export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv> {
   const chats =
@@ -233,6 +232,7 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
       logger: ctx.logger,
       approvals: ctx.approvals,
       agents: ctx.agents,
+      binder: ctx.binder,
     });
   // Turns whose process stopped while they waited for approvals resume here once answered.
   ctx.approvals.setResumer((turn) => void chats.resumeTurn(turn));
@@ -283,7 +283,7 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
       CreateChatBody,
     );
     const userId = c.get("userId");
-    const { userId: _u, ...chat } = await chats.createChat(userId, body, { admin: adminUsers().has(userId) });
+    const { userId: _u, ...chat } = await chats.createChat(userId, body, { admin: ctx.admins.isAdmin(userId) });
     return c.json(chat, 201);
   });
 

@@ -6,9 +6,9 @@
  */
 import { Hono } from "hono";
 import Type from "typebox";
+import type { AdminRule } from "../../app/admin.js";
 import type { McpServersService } from "../../mcp/client/index.js";
 import { type AuthEnv, HttpError, readJsonBody } from "../http.js";
-import { adminUsers } from "./admin.js";
 
 /** Body of POST /api/admin/mcp-servers: a name plus the server's configuration (as under `mcpServers`). */
 export const AddMcpServerBody = Type.Object(
@@ -29,10 +29,10 @@ export const AddMcpServerBody = Type.Object(
 );
 
 /** The routes over an McpServersService. */
-export function mcpServerRoutes(service: McpServersService): Hono<AuthEnv> {
+export function mcpServerRoutes(service: McpServersService, admins: AdminRule): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
   app.use("*", async (c, next) => {
-    if (!adminUsers().has(c.get("userId")))
+    if (!admins.isAdmin(c.get("userId")))
       throw new HttpError(403, "access_denied", "Admin only: set TOOLHOST_ADMIN_USERS to grant access.");
     await next();
   });

@@ -3,6 +3,7 @@
  * GET /api/settings/tools and PUT /api/settings/tools/:toolName.
  */
 import { Hono } from "hono";
+import type { AdminRule } from "../../app/admin.js";
 import {
   SettingsVersionConflictError,
   type ToolSettingsService,
@@ -10,7 +11,6 @@ import {
 } from "../../app/tool-settings-service.js";
 import { type AuthEnv, HttpError, readJsonBody, sendJson, sendJsonText } from "../http.js";
 import { ToolSettingsDescriptorSchema, ToolSettingsListResponse, UpdateToolSettingsBodySchema } from "../schemas.js";
-import { adminUsers } from "./admin.js";
 
 /** The strong ETag of a settings version: the version number in quotes. */
 export function etag(version: number): string {
@@ -37,7 +37,7 @@ export function parseIfMatch(header: string | undefined): number | undefined {
 }
 
 /** Routes for per-user tool settings; errors propagate to the app's error handler (404, 422, 400). */
-export function settingsRoutes(settings: ToolSettingsService): Hono<AuthEnv> {
+export function settingsRoutes(settings: ToolSettingsService, admins: AdminRule): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
   app.get("/tools", async (c) => sendJsonText(c, ToolSettingsListResponse, await settings.listJson(c.get("userId"))));
   app.get("/tools/:toolName", async (c) => {
@@ -51,7 +51,7 @@ export function settingsRoutes(settings: ToolSettingsService): Hono<AuthEnv> {
     const userId = c.get("userId");
     try {
       const descriptor = await settings.update(userId, c.req.param("toolName"), body, {
-        admin: adminUsers().has(userId),
+        admin: admins.isAdmin(userId),
         // A user's own change is never a lock on themself, admin or not.
         lock: false,
         ...(ifMatch === undefined ? {} : { ifMatch }),

@@ -5,18 +5,13 @@
  */
 import { Hono } from "hono";
 import { runGatedCall } from "../../app/approvals/one-off.js";
-import { ChatService } from "../../app/chat-service.js";
 import type { AppContext } from "../../app/context.js";
-import { ToolArgumentError } from "../../core/errors.js";
 import { type AuthEnv, HttpError, readJsonBody, sendJson } from "../http.js";
 import { ExecuteToolBody, ExecuteToolResponse, ToolListResponse } from "../schemas.js";
-import { adminUsers } from "./admin.js";
 
 /** Routes to list the user's enabled tools and to execute one. */
 export function toolRoutes(ctx: AppContext): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
-  // Binding rules for a working directory are the chats' (TOOLHOST_CHAT_ROOTS; admins only when none are set).
-  const binder = new ChatService({ chats: ctx.chats, runtime: ctx.runtime, logger: ctx.logger });
   app.get("/", async (c) => {
     const enabled = await ctx.runtime.getEnabledToolRuntime(c.get("userId"));
     return sendJson(c, ToolListResponse, { tools: enabled.definitions });
@@ -30,20 +25,15 @@ export function toolRoutes(ctx: AppContext): Hono<AuthEnv> {
       approvalId?: string;
       onAsk?: "return" | "wait";
     }>(c, ExecuteToolBody);
-    let workingDirectory =
-      body.workingDirectory === undefined
-        ? null
-        : binder.resolveWorkingDirectory(body.workingDirectory, { admin: adminUsers().has(userId), userId });
+    // The one binder decides (chat roots, admins); a call in a chat uses the chat's directory.
+    const caller = { userId, admin: ctx.admins.isAdmin(userId) };
+    let workingDirectory: string | null;
     if (body.chatId) {
       const chat = await ctx.chats.get(userId, body.chatId);
       if (!chat) throw new HttpError(404, "not_found", `No chat "${body.chatId}" for this user.`);
-      binder.assertBoundDirectory(chat);
-      if (workingDirectory && chat.workingDirectory && workingDirectory !== chat.workingDirectory) {
-        throw new ToolArgumentError(
-          "workingDirectory differs from the chat's bound directory; omit it to use the chat's.",
-        );
-      }
-      workingDirectory = chat.workingDirectory;
+      workingDirectory = ctx.binder.forChat(chat, body.workingDirectory, caller);
+    } else {
+      workingDirectory = body.workingDirectory === undefined ? null : ctx.binder.bind(body.workingDirectory, caller);
     }
     const controller = new AbortController();
     c.req.raw.signal?.addEventListener("abort", () => controller.abort(), { once: true });

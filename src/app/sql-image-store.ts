@@ -1,12 +1,14 @@
 /**
  * Database-backed image storage: the file goes under the data directory (see file-image-store.ts) and a row goes
- * into the `images` table, which is what the HTTP API (src/server/routes/images.ts) serves from.
+ * into the `images` table, which is what the HTTP API (src/server/routes/images.ts) serves from. It lives in the
+ * application layer because it joins storage to the ImageStore interface that generate_image receives through
+ * `context.services.imageStore`: the tool itself never imports storage.
  */
 import { rm } from "node:fs/promises";
 import type { Kysely } from "kysely";
-import type { DatabaseSchema } from "../../storage/database.js";
-import { writeImageFile } from "./file-image-store.js";
-import type { ImageStore, ImageToStore, StoredImage } from "./types.js";
+import type { DatabaseSchema } from "../storage/database.js";
+import { writeImageFile } from "../tools/image/file-image-store.js";
+import type { ImageStore, ImageToStore, StoredImage } from "../tools/image/types.js";
 
 /** ImageStore over a Kysely database (SQLite or PostgreSQL) and a data directory. */
 export class SqlImageStore implements ImageStore {
