@@ -1,0 +1,42 @@
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { findLayerViolations, importSpecifiers, readSourceTree } from "./helpers/layers.js";
+
+describe("layering (arrows point down only)", () => {
+  it("src/ has no upward import and no tool imports storage", () => {
+    const files = readSourceTree(fileURLToPath(new URL("../src", import.meta.url)));
+    expect(files.size).toBeGreaterThan(50);
+    expect(findLayerViolations(files)).toEqual([]);
+  });
+
+  it("fails on an upward import in a fixture graph (the check can fail)", () => {
+    const fixture = new Map([
+      ["core/runtime.ts", 'import { startServer } from "../server/serve.js";\nexport const x = 1;'],
+      [
+        "tools/builtin/x.ts",
+        'import type { Kysely } from "kysely";\nimport type { DatabaseSchema } from "../../storage/database.js";',
+      ],
+      ["loop/run.ts", 'const m = await import("../app/context.js");'],
+      ["server/app.ts", 'import { ChatService } from "../app/chat-service.js";\nexport * from "../core/errors.js";'],
+      ["core/errors.ts", 'import { x } from "./types.js";'],
+      ["index.ts", 'export * from "./cli/main.js";'],
+    ]);
+    expect(findLayerViolations(fixture)).toEqual([
+      { file: "core/runtime.ts", specifier: "../server/serve.js", from: "core", to: "server" },
+      { file: "tools/builtin/x.ts", specifier: "../../storage/database.js", from: "tools", to: "storage" },
+      { file: "loop/run.ts", specifier: "../app/context.js", from: "loop", to: "app" },
+    ]);
+  });
+
+  it("reads static, type-only, re-export, side-effect and dynamic imports", () => {
+    const source = [
+      'import "./side.js";',
+      'import type { A } from "./a.js";',
+      'import {\n  B,\n  C,\n} from "../b.js";',
+      'export { D } from "./d.js";',
+      'const e = await import("./e.js");',
+      'import { readFileSync } from "node:fs";',
+    ].join("\n");
+    expect(importSpecifiers(source)).toEqual(["./side.js", "./a.js", "../b.js", "./d.js", "./e.js"]);
+  });
+});
