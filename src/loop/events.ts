@@ -71,4 +71,10 @@ export type LoopEvent =
   | ApprovalRequestedEvent
   | ApprovalResolvedEvent
   | { type: "error"; code: LoopErrorCode; message: string }
+  /**
+   * The provider refused the chat's stored history (HTTP 400/422 before answering); the earlier turns were sent
+   * again as plain text (tool calls and results summarized, provider data dropped) and the turn went on. The stored
+   * history is unchanged.
+   */
+  | { type: "history_rewritten"; message: string }
   | { type: "done"; reason: LoopDoneReason; iterations: number; messages: ConversationMessage[] };

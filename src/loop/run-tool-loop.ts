@@ -14,6 +14,7 @@ import {
 } from "../providers/types.js";
 import type { LoopEvent } from "./events.js";
 import type { GateStep, LoopStepSnapshot, ToolCallGate } from "./gate.js";
+import { hasProviderSpecificHistory, portableHistory } from "./portable-history.js";
 import { toConversationToolResult } from "./serialize.js";
 import { tracedProviderStream } from "./trace.js";
 
@@ -155,50 +156,65 @@ export async function* runToolLoop(options: RunToolLoopOptions): AsyncGenerator<
     let text = "";
     const calls: ConversationToolCall[] = [];
     let providerData: Record<string, unknown> | undefined;
-    try {
-      const stream = tracedProviderStream(
-        adapter.name,
-        model,
-        adapter.stream({
+    for (let attempt = 0; ; attempt++) {
+      let received = 0;
+      try {
+        const stream = tracedProviderStream(
+          adapter.name,
           model,
-          system: options.system,
-          messages: history,
-          tools,
-          signal,
-          maxOutputTokens: options.maxOutputTokens,
-        }),
-      );
-      for await (const event of stream) {
-        switch (event.type) {
-          case "text_delta":
-            text += event.delta;
-            yield event;
-            break;
-          case "tool_call_started":
-            yield { ...event, name: resolveName(event.name) };
-            break;
-          case "tool_call_completed": {
-            const name = resolveName(event.name);
-            calls.push({ id: event.id, name, arguments: event.arguments });
-            yield { ...event, name };
-            break;
+          adapter.stream({
+            model,
+            system: options.system,
+            messages: history,
+            tools,
+            signal,
+            maxOutputTokens: options.maxOutputTokens,
+          }),
+        );
+        for await (const event of stream) {
+          received++;
+          switch (event.type) {
+            case "text_delta":
+              text += event.delta;
+              yield event;
+              break;
+            case "tool_call_started":
+              yield { ...event, name: resolveName(event.name) };
+              break;
+            case "tool_call_completed": {
+              const name = resolveName(event.name);
+              calls.push({ id: event.id, name, arguments: event.arguments });
+              yield { ...event, name };
+              break;
+            }
+            case "finish":
+              if (event.providerData) providerData = event.providerData;
+              yield event;
+              break;
+            default:
+              yield event;
           }
-          case "finish":
-            if (event.providerData) providerData = event.providerData;
-            yield event;
-            break;
-          default:
-            yield event;
         }
-      }
-    } catch (error) {
-      if (signal?.aborted || isAbortError(error)) {
-        yield done("aborted");
-      } else {
+        break;
+      } catch (error) {
+        if (signal?.aborted || isAbortError(error)) {
+          yield done("aborted");
+          return;
+        }
+        // The provider refused the request before answering and the earlier turns hold provider-specific parts
+        // (tool calls, reasoning, signatures): retry once with those turns as plain text, so the chat can go on.
+        if (attempt === 0 && received === 0 && isRequestRejection(error) && hasProviderSpecificHistory(history)) {
+          history.splice(0, history.length, ...portableHistory(history));
+          yield {
+            type: "history_rewritten",
+            message: `The ${adapter.name} provider refused this chat's earlier turns (${errorMessage(error).replace(/[.\s]+$/u, "")}); they were sent again as plain text.`,
+          };
+          continue;
+        }
         yield { type: "error", code: "provider_error", message: providerErrorMessage(adapter.name, error) };
         yield done("error");
+        return;
       }
-      return;
     }
     if (signal?.aborted) {
       yield done("aborted");
@@ -369,6 +385,12 @@ function toolNameResolver(tools: ToolDefinition[]): (name: string) => string {
 
 function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** An HTTP 400/422 answer: the provider refused the request as sent (not an outage, a key or a rate limit). */
+function isRequestRejection(error: unknown): boolean {
+  const status = (error as { status?: unknown })?.status;
+  return status === 400 || status === 422;
 }
 
 function providerErrorMessage(provider: string, error: unknown): string {

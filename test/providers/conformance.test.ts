@@ -125,6 +125,53 @@ describe("Chat Completions reasoning_content (thinking mode)", () => {
   });
 });
 
+describe("a chat whose stored history the provider rejects", () => {
+  it("goes on: the earlier turns are sent again as plain text, once, and the new turn is stored normally", async () => {
+    const { fake, adapter } = await setup("openai-chat", [
+      { kind: "tools", thinking: "Plan.", calls: [{ id: "call_old1", name: "list_dir", arguments: { path: "." } }] },
+      // The refused request does not consume a turn: this answers the rewritten retry.
+      {
+        kind: "text",
+        text: "Still here.",
+        expect: (req) => {
+          if (req.body.messages.some((m: any) => m.tool_calls || m.role === "tool")) throw new Error("not rewritten");
+        },
+      },
+    ]);
+    await run(adapter.stream(request()));
+    const stale: ConversationMessage[] = [
+      { role: "user", content: "go" },
+      { role: "assistant", content: "", toolCalls: [{ id: "call_old1", name: "list_dir", arguments: '{"path":"."}' }] },
+      { role: "tool", results: [{ id: "call_old1", name: "list_dir", ok: true, content: '["a.txt"]' }] },
+      { role: "assistant", content: "One file." },
+      { role: "user", content: "and now?" },
+    ];
+    const { runtime } = memoryRuntime();
+    const events = [];
+    for await (const event of runToolLoop({
+      adapter,
+      model: "m",
+      messages: stale,
+      runtime,
+      userId: "u",
+      tools: TOOLS,
+    })) {
+      events.push(event);
+    }
+    const rewritten = events.find((e) => e.type === "history_rewritten");
+    expect(rewritten?.type === "history_rewritten" && rewritten.message).toMatch(
+      /refused this chat's earlier turns \(.*reasoning_content in the thinking mode must be passed back.*\); they were sent again as plain text\.$/,
+    );
+    const done = events.at(-1);
+    expect(done).toMatchObject({ type: "done", reason: "text" });
+    expect(done?.type === "done" && done.messages).toEqual([{ role: "assistant", content: "Still here." }]);
+    expect(fake.failures).toHaveLength(1);
+    const sent = fake.requests.at(-1)!.body.messages;
+    expect(sent.map((m: any) => m.role)).toEqual(["user", "assistant", "user"]);
+    expect(sent[1].content).toBe('[called list_dir {"path":"."}]\n[list_dir returned: ["a.txt"]]\nOne file.');
+  });
+});
+
 describe("Responses message items", () => {
   it("keeps commentary and final answer distinct in the stream and in the stored message", async () => {
     const { adapter } = await setup("openai", [{ kind: "raw", body: fixture("openai-message-phases.txt") }]);
