@@ -9,6 +9,7 @@
  * processes. A run cut short by its turn or time limit gets one short grace turn (no tools) to answer.
  */
 import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
 import { agentSpawnsTotal, agentsActive } from "../agents/metrics.js";
 import type { AgentTemplate, AgentTemplateCatalog } from "../agents/templates.js";
 import {
@@ -83,7 +84,10 @@ export interface AgentServiceOptions {
   runtime: ToolRuntime;
   templates: AgentTemplateCatalog;
   logger?: Logger;
-  /** This server instance's id (rows it runs carry it); default a random UUID. */
+  /**
+   * This server instance's id (rows it runs carry it); default `host:pid:nonce`, which lets a later process on the
+   * same machine see at once that this one is gone.
+   */
   instanceId?: string;
   /** How often running agents' heartbeat is written and stale ones of dead instances swept (ms; default 15 s). */
   heartbeatMs?: number;
@@ -187,6 +191,22 @@ function tagOf(record: AgentRecord): AgentTag {
   };
 }
 
+/**
+ * Whether an instance id (`host:pid:nonce`, as this service makes them) names a process of this machine that no
+ * longer exists. False when it cannot tell (another host, another id shape, a pid that exists).
+ */
+function processGone(instanceId: string): boolean {
+  const [host, pidText] = instanceId.split(":");
+  const pid = Number(pidText);
+  if (host !== hostname() || !Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "ESRCH";
+  }
+}
+
 function isDescendant(ancestor: Pick<AgentRecord, "path">, agent: Pick<AgentRecord, "path">): boolean {
   return agent.path.startsWith(`${ancestor.path}/`);
 }
@@ -217,7 +237,7 @@ export class AgentService {
     this.#runtime = options.runtime;
     this.#templates = options.templates;
     this.#logger = options.logger;
-    this.instanceId = options.instanceId ?? randomUUID();
+    this.instanceId = options.instanceId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     this.#heartbeatMs = options.heartbeatMs ?? 15_000;
     this.#staleAfterMs = options.staleAfterMs ?? 60_000;
     this.#graceTurnMs = options.graceTurnMs ?? AGENT_GRACE_TURN_MS;
@@ -244,9 +264,20 @@ export class AgentService {
     return marked;
   }
 
+  /**
+   * Marks `interrupted` the running agents of instances that are gone: at once for an instance of this machine
+   * whose process no longer exists (a restart after a crash), else once its heartbeat is older than staleAfterMs
+   * (another machine, or a pid reused meanwhile).
+   */
   async #sweep(): Promise<string[]> {
+    const marked: string[] = [];
+    for (const instance of await this.#repo.runningInstances()) {
+      if (instance === this.instanceId || !processGone(instance)) continue;
+      marked.push(...(await this.#repo.interrupt({ instanceId: instance })));
+    }
     const staleBefore = new Date(Date.now() - this.#staleAfterMs).toISOString();
-    return this.#repo.interrupt({ exceptInstance: this.instanceId, staleBefore });
+    marked.push(...(await this.#repo.interrupt({ exceptInstance: this.instanceId, staleBefore })));
+    return marked;
   }
 
   async #tick(): Promise<void> {

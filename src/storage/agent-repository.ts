@@ -631,6 +631,18 @@ export class AgentRepository {
     return rows.map(toRecord);
   }
 
+  /** The instances that have running agents. */
+  async runningInstances(): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom("agents")
+      .select("instance_id")
+      .distinct()
+      .where("status", "=", "running")
+      .where("instance_id", "is not", null)
+      .execute();
+    return rows.map((r) => r.instance_id).filter((id): id is string => id !== null);
+  }
+
   /** Tells the others that this instance's running agents are alive. */
   async heartbeat(instanceId: string): Promise<void> {
     await this.db

@@ -150,4 +150,45 @@ describe("sub-agents through the real server and CLI", () => {
     );
     expect(fake.failures).toEqual([]);
   });
+
+  it("a killed toolhost chat leaves its running sub-agent interrupted, with its partial result, at the next start", async () => {
+    script.push(
+      {
+        kind: "tools",
+        calls: [{ name: "agent_spawn", arguments: { template: "general", message: "Work on it, slowly." } }],
+      },
+      { kind: "tools", text: "Partial finding: two files.", calls: [{ name: "get_current_datetime", arguments: {} }] },
+      { kind: "stall" },
+    );
+    const dataDir = join(work, "crash");
+    const before = fake.requests.length;
+    const chat = startCli(
+      ["chat", "--provider", "anthropic", "--model", "fake-model", "--cwd", project, "Delegate and wait."],
+      env(dataDir),
+    );
+    // The child's second model turn is streaming (stalled) when the process dies.
+    await new Promise<void>((resolve, reject) => {
+      const timer = setInterval(() => {
+        if (fake.requests.length >= before + 3) {
+          clearInterval(timer);
+          resolve();
+        }
+      }, 20);
+      chat.exited.then(() => {
+        clearInterval(timer);
+        reject(new Error(`toolhost chat exited early: ${chat.stderr()}`));
+      });
+    });
+    chat.child.kill("SIGKILL");
+    await chat.exited.catch(() => {});
+    const { createAppContext } = await import("../../src/app/context.js");
+    const ctx = await createAppContext({ dataDir, env: { TOOLHOST_CONFIG: join(work, "no-config.json") } });
+    try {
+      const [agent] = await ctx.agents.list("local");
+      expect(agent).toMatchObject({ status: "interrupted", result: "Partial finding: two files.", depth: 1 });
+      expect(agent?.note).toContain("server stopped");
+    } finally {
+      await ctx.close();
+    }
+  });
 });
