@@ -965,6 +965,7 @@ export class AgentService {
             usage: a.usage,
             ...(a.note ? { note: a.note } : {}),
           })),
+          status: running ? "timed_out" : "done",
           timedOut: running,
         };
       }

@@ -122,8 +122,12 @@ export interface AgentWaitEntry {
   note?: string;
 }
 
-/** agent_wait's result. `timedOut` is true when some named agent was still running at the deadline. */
+/**
+ * agent_wait's result. `status` is `timed_out` (and `timedOut` true) when some named agent was still running at the
+ * deadline, else `done`.
+ */
 export interface AgentWaitResult {
+  status: "done" | "timed_out";
   agents: AgentWaitEntry[];
   timedOut: boolean;
 }

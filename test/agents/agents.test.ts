@@ -365,6 +365,10 @@ describe("limits refuse at exactly their bound", () => {
     const running = (await ctx.agents.list("alice", { chatId: t.chat.id })).filter((a) => a.status === "running");
     expect(running).toHaveLength(3);
 
+    // agent_wait is bounded: on hanging agents it returns timed_out with their current state.
+    const waited = await t.scope.wait({ agentIds: [ok[1]?.value.agentId ?? ""], timeoutMs: 50 }, signal);
+    expect(waited).toMatchObject({ status: "timed_out", timedOut: true, agents: [{ status: "running" }] });
+
     const closed = await t.scope.close(ok[0]?.value.agentId ?? "");
     expect(closed.cancelled).toEqual([ok[0]?.value.agentId]);
     expect((await repo.get("alice", ok[0]?.value.agentId ?? ""))?.status).toBe("cancelled");
