@@ -553,9 +553,16 @@ export class AgentRepository {
           .execute();
       }
       const messageId = randomUUID();
+      // The target's row is locked (its queue count was just taken), so this sequence number is unique and ordered.
+      const last = await trx
+        .selectFrom("agent_messages")
+        .select((eb) => eb.fn.max<number>("seq").as("seq"))
+        .where("target_id", "=", target.id)
+        .executeTakeFirst();
       await trx
         .insertInto("agent_messages")
         .values({
+          seq: Number(last?.seq ?? 0) + 1,
           id: messageId,
           user_id: input.userId,
           root_id: input.rootId,
@@ -588,6 +595,7 @@ export class AgentRepository {
         .selectAll()
         .where("target_id", "=", targetId)
         .where("consumed_at", "is", null)
+        .orderBy("seq")
         .orderBy("created_at")
         .orderBy("id")
         .execute();

@@ -220,6 +220,8 @@ export interface AgentMessagesTable {
   body: string;
   created_at: string;
   consumed_at: string | null;
+  /** Position in the target's queue (per target, increasing in the order messages were queued). */
+  seq: number;
 }
 
 /** Row of `agent_sends`: one send of an ordered pair (the sliding window of the pair rate limit), ms since epoch. */

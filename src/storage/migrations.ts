@@ -190,6 +190,19 @@ export const migrations: Record<string, Migration> = {
       }
     },
   },
+  "0005b_agent_message_order": {
+    async up(db: Kysely<any>) {
+      // Messages to one agent are delivered in the order they were queued, also when several arrive in the same
+      // millisecond: a per-target sequence number taken under the target's row lock.
+      await db.schema
+        .alterTable("agent_messages")
+        .addColumn("seq", "bigint", (c) => c.notNull().defaultTo(0))
+        .execute();
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.alterTable("agent_messages").dropColumn("seq").execute();
+    },
+  },
   "0007_mcp_servers": {
     async up(db: Kysely<any>) {
       await db.schema

@@ -521,6 +521,41 @@ describe("limits refuse at exactly their bound", () => {
   });
 });
 
+describe("message order", () => {
+  it("delivers messages queued in the same millisecond in the order they were queued", async () => {
+    const rootAgent = await repo.createRoot({
+      userId: "order",
+      chatId: null,
+      provider: null,
+      model: null,
+      task: "t",
+      instanceId: "test",
+    });
+    const at = Date.now();
+    for (let i = 0; i < 8; i++) {
+      await repo.enqueue({
+        userId: "order",
+        rootId: rootAgent.id,
+        senderId: `s${i}`,
+        targetId: rootAgent.id,
+        body: `m${i}`,
+        limits: { queueMax: 100, pairRatePerMinute: 10 },
+        nowMs: at,
+      });
+    }
+    expect((await repo.consume(rootAgent.id)).map((m) => m.body)).toEqual([
+      "m0",
+      "m1",
+      "m2",
+      "m3",
+      "m4",
+      "m5",
+      "m6",
+      "m7",
+    ]);
+  });
+});
+
 describe("runs cut short are never reported completed", () => {
   it("max_turns: after the turn limit, one grace turn without tools produces the answer", async () => {
     await setSettings("turns", "agent_spawn", { maxTurns: 2 });
