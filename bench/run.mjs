@@ -101,6 +101,9 @@ async function runtimeWith(settings) {
   return new ToolRuntime({ store });
 }
 
+/** The result cap at its ceiling, so the whole result comes back inline (the cap's spill is not what is measured). */
+const UNCAPPED = { maxResultBytes: 1024 * 1024, maxResultLines: 100_000 };
+
 // ---- executeTool overhead ----
 if (ONLY.has("call")) {
   const registry = new ToolRegistryStore();
@@ -255,7 +258,7 @@ if (ONLY.has("grep")) {
   const ref = await time(() => spawnSync(rgPath, args, { maxBuffer: 1 << 30 }));
   row("grep", "ripgrep, same flags, text output (reference)", ref, ref);
   for (const engine of ["ripgrep", "js"]) {
-    const runtime = await runtimeWith({ grep: { engine, maxResults: 5000, maxMatchesPerFile: 20 } });
+    const runtime = await runtimeWith({ grep: { engine, maxResults: 5000, maxMatchesPerFile: 20, ...UNCAPPED } });
     const r = await time(() =>
       runtime.executeTool("grep", { pattern: PATTERN, path: "." }, { userId: "bench", workingDirectory: TREE }),
     );
@@ -287,7 +290,7 @@ if (ONLY.has("glob")) {
   row("glob", "tinyglobby", tg, ref, { note: `${tg.last.length} matches` });
   const fnd = await time(() => spawnSync("find", [TREE, "-name", "package.json", "-not", "-path", "*/.*"]));
   row("glob", "find -name", fnd, ref);
-  const runtime = await runtimeWith({ glob: { maxResults: 5000 } });
+  const runtime = await runtimeWith({ glob: { maxResults: 5000, ...UNCAPPED } });
   const g = await time(() => runtime.executeTool("glob", { pattern }, { userId: "bench", workingDirectory: TREE }));
   if (!g.last.ok) throw new Error(JSON.stringify(g.last.error));
   row("glob", "glob tool via executeTool", g, ref, {
@@ -405,6 +408,7 @@ if (process.env.BENCH_WRITE !== "0" && ONLY.size === ALL_GROUPS.split(",").lengt
     "- Tools are called as a host calls them: `ToolRuntime.executeTool` with a settings store and the default protected paths (Toolhost's own installation), on a hard-linked copy of `node_modules` outside the installation.",
     `- grep: pattern \`${PATTERN}\`, maxResults 5000, maxMatchesPerFile 20, default rules (skip dotfiles, .gitignore, .git, files over 1 MB, binary). Reference: ripgrep with the flags the tool passes, text output to a pipe.`,
     "- glob: `**/package.json`, maxResults 5000 (a full walk), dotfiles off, symlinks not followed. Reference: fdir + picomatch.",
+    "- grep and glob run with the result cap at its ceiling (maxResultBytes 1 MiB, maxResultLines 100,000), so the whole result is returned inline and the numbers compare whole searches.",
     "- cli: CPU time (user + sys) of the whole child process, from bash's `times`. Reference: `node -e 0`.",
     "- http: `GET /api/settings/tools` with a valid bearer token, 16 keep-alive connections from a separate load process (bench/load.mjs, undici), 3 rounds alternating with the reference: bare Hono on @hono/node-server serving the same bytes.",
     "- call: executeTool of a no-op tool (argument parsing, settings resolution, budget timer, metrics) vs calling its function directly, 20,000 calls per run.",

@@ -437,3 +437,25 @@ export function toResultPath(absolutePath: string, context: Pick<ToolContext, "w
   }
   return target;
 }
+
+/**
+ * toResultPath for every entry of one tree, without resolving each path: `(rel) => toResultPath(join(rootAbs,
+ * rel), context)` with `rel` `/`-separated and relative to `rootAbs` ("" for the root itself). The answer for the
+ * root decides every entry's, except when the working directory lies strictly inside the tree (then an entry may
+ * fall inside it or not, and each is decided on its own).
+ */
+export function resultPathMapper(
+  rootAbs: string,
+  context: Pick<ToolContext, "workingDirectory">,
+): (rel: string) => string {
+  const root = resolve(rootAbs);
+  const single = (rel: string) => toResultPath(rel ? join(root, rel) : root, context);
+  if (context.workingDirectory) {
+    const wd = resolve(context.workingDirectory);
+    const forms = [wd, realOf(wd)];
+    if (forms.some((f) => f && f !== root && isPathInside(f, root))) return single;
+  }
+  const base = toResultPath(root, context);
+  if (base === ".") return (rel) => rel || ".";
+  return (rel) => (rel ? `${base === "/" ? "" : base}/${rel}` : base);
+}

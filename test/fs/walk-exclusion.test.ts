@@ -56,3 +56,28 @@ describe("walkExclusion", () => {
     expect(viaReal("dbx")).toBe(false);
   });
 });
+
+describe("resultPathMapper", () => {
+  it("agrees with toResultPath for roots inside, around, beside and through a symlinked working directory", async () => {
+    const { mkdirSync, mkdtempSync, symlinkSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const { resultPathMapper, toResultPath } = await import("../../src/core/path-policy.js");
+    const top = mkdtempSync(join(tmpdir(), "toolhost-rpm-"));
+    for (const d of ["w/a/b", "w/c", "other/x"]) mkdirSync(join(top, d), { recursive: true });
+    symlinkSync(join(top, "w"), join(top, "wlink"));
+    const wds = [null, join(top, "w"), join(top, "wlink"), join(top, "w/a"), top];
+    const roots = [top, join(top, "w"), join(top, "w/a"), join(top, "other"), join(top, "wlink/a"), "/"];
+    const rels = ["", "a", "a/b", "c/d.txt", "x/y/z"];
+    for (const workingDirectory of wds) {
+      for (const root of roots) {
+        const map = resultPathMapper(root, { workingDirectory });
+        for (const rel of rels) {
+          expect(map(rel), `${workingDirectory} ${root} ${rel}`).toBe(
+            toResultPath(rel ? join(root, rel) : root, { workingDirectory }),
+          );
+        }
+      }
+    }
+  });
+});

@@ -23,7 +23,7 @@ import {
   PATH_POLICY_DESCRIPTORS,
   policyRefusal,
   resolveAndValidatePath,
-  toResultPath,
+  resultPathMapper,
   walkExclusion,
 } from "../../core/path-policy.js";
 import { registerTool } from "../../core/registry.js";
@@ -145,9 +145,9 @@ export async function runGlob(args: { pattern: string; cwd?: string }, context: 
   const policy = await effectivePathPolicy(context);
   const matches: string[] = [];
   let truncated = false;
+  const resultPath = resultPathMapper(baseAbs, context);
   const report = (rel: string) => {
-    const full = join(baseAbs, rel);
-    matches.push(absolute ? full : toResultPath(full, context));
+    matches.push(absolute ? join(baseAbs, rel) : resultPath(rel));
   };
 
   // Start at the pattern's static base when it exists (a literal file pattern is a single lookup).
