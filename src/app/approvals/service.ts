@@ -22,7 +22,7 @@ import type {
   ApprovalRepository,
   ApprovalTurnRecord,
 } from "../../storage/approvals.js";
-import type { ToolSettingsService } from "../tool-settings-service.js";
+import { SettingsVersionConflictError, type ToolSettingsService } from "../tool-settings-service.js";
 
 /** Default time an ask waits for an answer before it counts as denied: 15 minutes. */
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 15 * 60 * 1000;
@@ -362,11 +362,27 @@ export class ApprovalService {
     return result.record;
   }
 
+  /**
+   * Stores the allow rule(s) of an allow_always answer as a compare-and-set on the tool's settings row: the rules
+   * are computed from the version read and written only if that version is still current (If-Match), retried on
+   * a concurrent change, so a settings change made in between is never lost.
+   */
   async #storeAlwaysRule(record: ApprovalRecord, decidedBy: string, admin: boolean): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.#storeAlwaysRuleOnce(record, decidedBy, admin);
+        return;
+      } catch (error) {
+        if (!(error instanceof SettingsVersionConflictError) || attempt >= 8) throw error;
+      }
+    }
+  }
+
+  async #storeAlwaysRuleOnce(record: ApprovalRecord, decidedBy: string, admin: boolean): Promise<void> {
     const descriptor = await this.#settings.get(record.userId, record.tool);
     const hasRules = descriptor.parameterDescriptors.some((d) => d.name === APPROVAL_RULES_SETTING);
     // The user's own choice: never a lock against them, whoever they are.
-    const actor = { admin, actor: decidedBy, lock: false };
+    const actor = { admin, actor: decidedBy, lock: false, ifMatch: descriptor.version };
     if (!hasRules || record.candidates.length === 0) {
       // An imported tool is allowed as it is now: a changed tool (other content hash) asks again.
       const external = descriptor.external as { contentHash?: string } | undefined;
