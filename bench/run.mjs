@@ -26,6 +26,10 @@ import { fileURLToPath } from "node:url";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const RUNS = Number(process.env.BENCH_RUNS ?? 7);
+// Benchmarks never write into the real per-user data directory (~/.local/share/toolhost): runtimes made without
+// a data directory (and their spill areas) use a throwaway one.
+process.env.TOOLHOST_DATA_DIR ||= mkdtempSync(join(tmpdir(), "toolhost-bench-data-"));
+
 const ALL_GROUPS = "call,cli,http,grep,glob,read,sandbox";
 const ONLY = new Set((process.env.BENCH_ONLY ?? ALL_GROUPS).split(","));
 const HTTP_MS = Number(process.env.BENCH_HTTP_MS ?? 5000);
