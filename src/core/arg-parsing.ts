@@ -14,6 +14,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import addFormatsModule from "ajv-formats";
 import { ToolArgumentError } from "./errors.js";
+import { checkValueLimits, scanJsonText, TOOL_ARGUMENT_LIMITS } from "./json-limits.js";
 import {
   COMBINATOR_KEYWORDS,
   hasCombinator,
@@ -123,7 +124,14 @@ export const MAX_ARGUMENT_DEPTH = 64;
 
 function describeValue(value: unknown): string {
   if (value === undefined) return "nothing";
-  const json = JSON.stringify(value);
+  if (typeof value === "bigint") return "BigInt";
+  if (typeof value === "function" || typeof value === "symbol") return typeof value;
+  let json: string;
+  try {
+    json = JSON.stringify(value) ?? String(value);
+  } catch {
+    json = Object.prototype.toString.call(value);
+  }
   const shown = json.length > 60 ? `${json.slice(0, 57)}...` : json;
   const kind = value === null ? "null" : Array.isArray(value) ? "array" : typeof value;
   return `${kind} ${shown}`;
@@ -184,6 +192,8 @@ export function parseToolArguments(schema: JsonSchema, raw: unknown): Record<str
   let value = raw;
   if (typeof raw === "string") {
     const text = raw.trim();
+    const violation = scanJsonText(text, TOOL_ARGUMENT_LIMITS);
+    if (violation) throw new ToolArgumentError(`Arguments: ${violation.message}`, { rule: violation.limit });
     if (text === "") value = {};
     else {
       try {
@@ -199,6 +209,11 @@ export function parseToolArguments(schema: JsonSchema, raw: unknown): Record<str
   if (value === undefined || value === null) value = {};
   if (typeof value !== "object" || Array.isArray(value)) {
     throw new ToolArgumentError(`Arguments must be a JSON object, got ${describeValue(value)}.`, { rule: "type" });
+  }
+  if (typeof raw !== "string") {
+    // A library caller's value: check the limits and that it is JSON data (no functions, symbols, BigInt, cycles).
+    const problem = checkValueLimits(value, TOOL_ARGUMENT_LIMITS);
+    if (problem) throw new ToolArgumentError(problem, { rule: "json" });
   }
   const args = stripNulls(schema, value) as Record<string, unknown>;
   const validate = validatorFor(schema);

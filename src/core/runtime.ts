@@ -18,6 +18,7 @@ import {
   ToolTimeoutError,
   toToolError,
 } from "./errors.js";
+import { checkValueLimits, scanJsonText, TOOL_ARGUMENT_LIMITS } from "./json-limits.js";
 import { toolOutputTruncatedTotal, withToolMetrics } from "./metrics.js";
 import { SpillArea, type SpillStream } from "./output-spill.js";
 import { packageRoot } from "./package-root.js";
@@ -495,9 +496,17 @@ export class ToolRuntime {
 
 function noop(): void {}
 
-/** Raw model arguments as a value: a JSON string decoded when it parses, anything else as is. */
+/**
+ * Raw model arguments as a value for the audit: a JSON string decoded when it parses, anything else as is. Input
+ * beyond the argument limits (or not JSON data) is recorded as a short note instead, never parsed or copied whole.
+ */
 function decodeArguments(args: unknown): unknown {
-  if (typeof args !== "string") return args;
+  if (typeof args !== "string") {
+    const problem = checkValueLimits(args, TOOL_ARGUMENT_LIMITS);
+    return problem ? { notRecorded: problem } : args;
+  }
+  const violation = scanJsonText(args, TOOL_ARGUMENT_LIMITS);
+  if (violation) return { notRecorded: `Arguments: ${violation.message}` };
   try {
     return JSON.parse(args);
   } catch {

@@ -16,6 +16,13 @@ import { checkSettingValue } from "./settings-policy.js";
 import type { RegisteredTool, ToolDefinition, ToolParameterDescriptor, ToolSettingsMetadata } from "./types.js";
 
 /**
+ * The caps every list (and string) setting gets at registration unless its descriptor declares its own: `max`
+ * entries per list, `maxLength` characters per entry (or per string). A change beyond them is refused with
+ * invalid_settings (HTTP 422) naming the cap.
+ */
+export const LIST_SETTING_CAPS = { max: 200, maxLength: 1024 } as const;
+
+/**
  * What a tool author writes for a tool's settings metadata. Every field is optional:
  * `title` defaults to the tool name, `description` to the definition's description, `category` to "interaction",
  * `enabledByDefault` and `canDisable` to true, `parameterDescriptors` to none.
@@ -61,6 +68,8 @@ export function normalizeToolSettings(
       throw new Error(`Tool "${name}": setting "${original.name}" has min ${original.min} above max ${original.max}.`);
     }
     const d = { ...original };
+    if (d.type === "string[]" || d.type === "object[]") d.max ??= LIST_SETTING_CAPS.max;
+    if (d.type === "string[]" || d.type === "string") d.maxLength ??= LIST_SETTING_CAPS.maxLength;
     if (d.name in given) {
       if (d.default === undefined) d.default = structuredClone(given[d.name]);
       else if (!sameValue(d.default, given[d.name])) {
@@ -196,6 +205,7 @@ export function describeSetting(d: ToolParameterDescriptor): string {
   const unit = d.unit ? ` ${d.unit}` : "";
   if (d.type === "string[]" || d.type === "object[]") {
     if (d.max !== undefined) parts.push(`at most ${d.max} entries`);
+    if (d.maxLength !== undefined) parts.push(`each at most ${d.maxLength} characters`);
   } else if (d.min !== undefined && d.max !== undefined) parts.push(`${d.min}–${d.max}${unit}`);
   else if (d.min !== undefined) parts.push(`at least ${d.min}${unit}`);
   else if (d.max !== undefined) parts.push(`at most ${d.max}${unit}`);

@@ -89,6 +89,8 @@ function checkType(toolName: string, d: ToolParameterDescriptor, value: unknown)
       return value;
     case "string":
       if (typeof value !== "string") fail("must be a string");
+      if (d.maxLength !== undefined && (value as string).length > d.maxLength)
+        fail(`must be at most ${d.maxLength} characters long (maxLength)`);
       if (d.allowedValues && !d.allowedValues.includes(value as string)) {
         fail(`must be one of ${d.allowedValues.map((v) => JSON.stringify(v)).join(", ")}`);
       }
@@ -96,6 +98,13 @@ function checkType(toolName: string, d: ToolParameterDescriptor, value: unknown)
     case "string[]":
       if (!Array.isArray(value) || value.some((v) => typeof v !== "string")) fail("must be a list of strings");
       range((value as string[]).length, "list length");
+      if (d.maxLength !== undefined) {
+        const long = (value as string[]).findIndex((v) => v.length > d.maxLength!);
+        if (long >= 0)
+          fail(
+            `entry ${long + 1} is ${(value as string[])[long]!.length} characters long; each entry may be at most ${d.maxLength} characters (maxLength)`,
+          );
+      }
       if (d.allowedValues) {
         const bad = (value as string[]).find((v) => !d.allowedValues?.includes(v));
         if (bad !== undefined) fail(`entries must be among ${d.allowedValues.join(", ")} (got ${JSON.stringify(bad)})`);

@@ -65,6 +65,12 @@ export interface ToolParameterDescriptor {
   /** For `string` settings: the only values accepted. */
   allowedValues?: readonly string[];
   /**
+   * For `string` settings the longest value, for `string[]` settings the longest entry, in characters. `max` bounds
+   * a list's number of entries. Registration gives lists (and strings) the caps in `LIST_SETTING_CAPS` when a tool
+   * declares none, so no user can store unbounded lists that every call parses again.
+   */
+  maxLength?: number;
+  /**
    * The default value. `ToolSettingsMetadata.defaultParameters` is derived from it at registration; a tool reading
    * the setting with a typed reader must declare one.
    */

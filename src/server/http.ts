@@ -6,6 +6,7 @@ import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { Compile } from "typebox/compile";
 import { ToolError, type ToolErrorCode } from "../core/errors.js";
+import { DEFAULT_BODY_LIMITS, type JsonLimits, type JsonLimitViolation, scanJsonText } from "../core/json-limits.js";
 
 /** Variables the auth middleware sets on every authenticated request. */
 /** Request variables set by bearerAuth: the user id and the bearer token it authenticated. */
@@ -46,37 +47,33 @@ function checker(schema: object) {
   return c;
 }
 
-/** Deepest nesting of arrays/objects accepted in a request body. */
-const MAX_BODY_DEPTH = 64;
-
-/** Nesting depth of a decoded JSON value, computed without recursion (stops counting past the limit). */
-function nestingDepth(value: unknown): number {
-  let max = 0;
-  const stack: [unknown, number][] = [[value, 0]];
-  while (stack.length > 0) {
-    const [node, depth] = stack.pop()!;
-    if (node === null || typeof node !== "object") continue;
-    if (depth + 1 > max) max = depth + 1;
-    if (max > MAX_BODY_DEPTH) return max;
-    for (const child of Object.values(node)) stack.push([child, depth + 1]);
+/**
+ * Reads the JSON body and validates it; throws HttpError 413 (`payload_too_large`, naming the limit) when the body
+ * breaks `limits` — checked on the Content-Length and a linear scan of the text before anything is parsed — and
+ * 400 (malformed JSON or schema mismatch).
+ */
+export async function readJsonBody<T>(
+  c: Context,
+  schema: object,
+  limits: JsonLimits = DEFAULT_BODY_LIMITS,
+): Promise<T> {
+  const tooLarge = (v: JsonLimitViolation) =>
+    new HttpError(413, "payload_too_large", `Request body: ${v.message}`, { limit: v.limit, max: v.max });
+  const declared = Number(c.req.header("content-length"));
+  if (Number.isFinite(declared) && declared > limits.maxBytes) {
+    throw tooLarge({
+      limit: "maxBytes",
+      max: limits.maxBytes,
+      message: `${declared} bytes exceed the limit of ${limits.maxBytes.toLocaleString("en-US")} bytes for this route (maxBytes); send less.`,
+    });
   }
-  return max;
-}
-
-/** Reads the JSON body and validates it; throws HttpError 400 (malformed JSON or schema mismatch). */
-export async function readJsonBody<T>(c: Context, schema: object): Promise<T> {
   let body: unknown;
   try {
     const text = await c.req.text();
     if (text.trim() === "") throw new HttpError(400, "bad_request", "Request body is empty; send a JSON object.");
+    const violation = scanJsonText(text, limits);
+    if (violation) throw tooLarge(violation);
     body = JSON.parse(text);
-    if (nestingDepth(body) > MAX_BODY_DEPTH) {
-      throw new HttpError(
-        400,
-        "bad_request",
-        `Request body nests deeper than ${MAX_BODY_DEPTH} levels; send a flatter value.`,
-      );
-    }
   } catch (error) {
     if (error instanceof HttpError) throw error;
     throw new HttpError(400, "bad_request", `Request body is not valid JSON: ${(error as Error).message}`);

@@ -29,6 +29,9 @@ export const ToolParameterDescriptorSchema = Type.Object({
   min: Type.Optional(Type.Number()),
   max: Type.Optional(Type.Number()),
   allowedValues: Type.Optional(Type.Array(Type.String())),
+  maxLength: Type.Optional(
+    Type.Integer({ description: "string: longest value; string[]: longest entry (characters)" }),
+  ),
   default: Type.Optional(Type.Unknown()),
   unit: Type.Optional(Type.String()),
   adminOnly: Type.Optional(Type.Boolean()),

@@ -9,6 +9,7 @@ import {
   type ToolSettingsService,
   type UpdateToolSettingsBody,
 } from "../../app/tool-settings-service.js";
+import { SETTINGS_BODY_LIMITS } from "../../core/json-limits.js";
 import { type AuthEnv, HttpError, readJsonBody, sendJson, sendJsonText } from "../http.js";
 import { ToolSettingsDescriptorSchema, ToolSettingsListResponse, UpdateToolSettingsBodySchema } from "../schemas.js";
 
@@ -47,7 +48,7 @@ export function settingsRoutes(settings: ToolSettingsService, admins: AdminRule)
   });
   app.put("/tools/:toolName", async (c) => {
     const ifMatch = parseIfMatch(c.req.header("If-Match"));
-    const body = await readJsonBody<UpdateToolSettingsBody>(c, UpdateToolSettingsBodySchema);
+    const body = await readJsonBody<UpdateToolSettingsBody>(c, UpdateToolSettingsBodySchema, SETTINGS_BODY_LIMITS);
     const userId = c.get("userId");
     try {
       const descriptor = await settings.update(userId, c.req.param("toolName"), body, {

@@ -6,6 +6,7 @@
 import { Hono } from "hono";
 import { runGatedCall } from "../../app/approvals/one-off.js";
 import type { AppContext } from "../../app/context.js";
+import { TOOL_ARGUMENT_LIMITS } from "../../core/json-limits.js";
 import { type AuthEnv, HttpError, readJsonBody, sendJson } from "../http.js";
 import { ExecuteToolBody, ExecuteToolResponse, ToolListResponse } from "../schemas.js";
 
@@ -24,7 +25,12 @@ export function toolRoutes(ctx: AppContext): Hono<AuthEnv> {
       chatId?: string;
       approvalId?: string;
       onAsk?: "return" | "wait";
-    }>(c, ExecuteToolBody);
+    }>(
+      c,
+      ExecuteToolBody,
+      // The arguments plus a few small fields: the tool-argument limits apply to the whole body.
+      TOOL_ARGUMENT_LIMITS,
+    );
     // The one binder decides (chat roots, admins); a call in a chat uses the chat's directory.
     const caller = { userId, admin: ctx.admins.isAdmin(userId) };
     let workingDirectory: string | null;

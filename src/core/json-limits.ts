@@ -1,0 +1,194 @@
+/**
+ * Limits on JSON input, checked before any expensive work (parsing into objects, schema validation, settings
+ * policy): total size, nesting depth, keys per object, items per array, string length and total values. A body
+ * within the limits costs at most a few milliseconds of event-loop time to check, parse and validate; one beyond
+ * them is refused after a linear scan of its text, without building it.
+ *
+ * Two entry points: {@link scanJsonText} for JSON text (HTTP bodies, arguments a model sent as a string) and
+ * {@link checkValueLimits} for values a library caller passes directly (which may also hold things JSON cannot
+ * carry: functions, symbols, BigInt, undefined inside arrays, cycles).
+ */
+
+/** The limits of one kind of input. Sizes in UTF-16 code units of the JSON text (≈ bytes for ASCII). */
+export interface JsonLimits {
+  /** Longest JSON text. */
+  maxBytes: number;
+  /** Deepest nesting of arrays and objects (a flat object is depth 1). */
+  maxDepth: number;
+  /** Most keys in one object. */
+  maxKeys: number;
+  /** Most items in one array. */
+  maxItems: number;
+  /** Longest string (key or value), in characters of the JSON text. */
+  maxStringLength: number;
+  /** Most values in total (objects, arrays, strings, numbers, literals). */
+  maxValues: number;
+}
+
+/** Settings bodies: a few kilobytes of flags, numbers and short lists. */
+export const SETTINGS_BODY_LIMITS: JsonLimits = {
+  maxBytes: 64 * 1024,
+  maxDepth: 8,
+  maxKeys: 256,
+  maxItems: 1000,
+  maxStringLength: 16 * 1024,
+  maxValues: 4000,
+};
+
+/** Tool arguments (HTTP execute bodies, model-sent argument strings, library calls): room for a file's content. */
+export const TOOL_ARGUMENT_LIMITS: JsonLimits = {
+  maxBytes: 2 * 1024 * 1024,
+  maxDepth: 32,
+  maxKeys: 1000,
+  maxItems: 10_000,
+  maxStringLength: 2 * 1024 * 1024,
+  maxValues: 20_000,
+};
+
+/** Other JSON bodies of the HTTP API (chat messages, renames, decisions, tokens). */
+export const DEFAULT_BODY_LIMITS: JsonLimits = {
+  maxBytes: 1024 * 1024,
+  maxDepth: 32,
+  maxKeys: 1000,
+  maxItems: 10_000,
+  maxStringLength: 1024 * 1024,
+  maxValues: 20_000,
+};
+
+/** A limit an input broke: which one, its value, and a sentence saying what to send instead. */
+export interface JsonLimitViolation {
+  limit: keyof JsonLimits;
+  max: number;
+  message: string;
+}
+
+const describe = (limit: keyof JsonLimits, max: number, what: string): JsonLimitViolation => ({
+  limit,
+  max,
+  message:
+    limit === "maxDepth"
+      ? `values nest deeper than ${max} levels (maxDepth); send a flatter value.`
+      : `${what} exceeds the limit of ${max.toLocaleString("en-US")} (${limit}); send less.`,
+});
+
+/**
+ * Scans JSON text for limit violations without parsing it into values: one pass over the characters, a stack of
+ * open containers. Malformed text is not reported here (JSON.parse reports it next); the scan only guarantees that
+ * text it accepts stays within the limits once parsed. Returns the first violation, or undefined.
+ */
+export function scanJsonText(text: string, limits: JsonLimits): JsonLimitViolation | undefined {
+  if (text.length > limits.maxBytes) return describe("maxBytes", limits.maxBytes, `The JSON text (${text.length})`);
+  // Per open container: 1 = object, 2 = array; and its element count so far.
+  const kinds: number[] = [];
+  const counts: number[] = [];
+  let values = 0;
+  const n = text.length;
+  let i = 0;
+  while (i < n) {
+    const ch = text.charCodeAt(i);
+    if (ch === 0x22 /* " */) {
+      const start = i;
+      i++;
+      while (i < n) {
+        const c = text.charCodeAt(i);
+        if (c === 0x5c /* \ */) i += 2;
+        else if (c === 0x22) break;
+        else i++;
+      }
+      if (i - start - 1 > limits.maxStringLength)
+        return describe("maxStringLength", limits.maxStringLength, "A string");
+      i++;
+      continue;
+    }
+    if (ch === 0x7b /* { */ || ch === 0x5b /* [ */) {
+      kinds.push(ch === 0x7b ? 1 : 2);
+      counts.push(0);
+      if (kinds.length > limits.maxDepth) return describe("maxDepth", limits.maxDepth, "The nesting depth");
+    } else if (ch === 0x7d /* } */ || ch === 0x5d /* ] */) {
+      kinds.pop();
+      counts.pop();
+    } else if (ch === 0x2c /* , */ || ch === 0x3a /* : */) {
+      // Counted below, at the value or key that follows.
+    } else if (ch === 0x20 || ch === 0x0a || ch === 0x0d || ch === 0x09) {
+      i++;
+      continue;
+    }
+    // A value (or an object key) starts here when the previous significant character opened a container, or was a
+    // comma or colon; counting commas per container is enough for the per-container limits.
+    if (ch === 0x2c && counts.length > 0) {
+      const top = counts.length - 1;
+      const count = (counts[top] ?? 0) + 1;
+      counts[top] = count;
+      if (kinds[top] === 1 && count + 1 > limits.maxKeys)
+        return describe("maxKeys", limits.maxKeys, "The number of keys in one object");
+      if (kinds[top] === 2 && count + 1 > limits.maxItems)
+        return describe("maxItems", limits.maxItems, "The number of items in one array");
+    }
+    if (ch === 0x2c || ch === 0x3a || ch === 0x7b || ch === 0x5b) {
+      if (++values > limits.maxValues) return describe("maxValues", limits.maxValues, "The number of values");
+    }
+    i++;
+  }
+  return undefined;
+}
+
+/**
+ * Checks a value a caller passed directly against the limits and against what JSON can carry. Walks iteratively
+ * and stops at the first violation, so a huge or cyclic value costs at most `maxValues` steps. Returns the first
+ * problem as a sentence with a path (e.g. `arguments.options.filter`), or undefined.
+ */
+export function checkValueLimits(value: unknown, limits: JsonLimits, root = "arguments"): string | undefined {
+  const stack: [unknown, string, number][] = [[value, root, 0]];
+  const seen = new Set<object>();
+  let values = 0;
+  while (stack.length > 0) {
+    const [node, path, depth] = stack.pop()!;
+    if (++values > limits.maxValues) return describe("maxValues", limits.maxValues, "The number of values").message;
+    switch (typeof node) {
+      case "string":
+        if (node.length > limits.maxStringLength)
+          return `${path}: ${describe("maxStringLength", limits.maxStringLength, "The string").message}`;
+        continue;
+      case "number":
+        if (!Number.isFinite(node)) return `${path} is ${node}, which JSON cannot carry; send a finite number.`;
+        continue;
+      case "boolean":
+        continue;
+      case "bigint":
+        return `${path} is a BigInt, which JSON cannot carry; send a number or a string.`;
+      case "function":
+        return `${path} is a function, which JSON cannot carry; send data only.`;
+      case "symbol":
+        return `${path} is a symbol, which JSON cannot carry; send a string.`;
+      case "undefined":
+        // Absent object keys are fine (JSON drops them); an undefined array item is not.
+        if (/\[\d+\]$/.test(path)) return `${path} is undefined, which JSON cannot carry in an array; send null.`;
+        continue;
+    }
+    if (node === null) continue;
+    const object = node as object;
+    if (seen.has(object)) return `${path} refers back to itself (a cycle), which JSON cannot carry.`;
+    seen.add(object);
+    if (depth + 1 > limits.maxDepth)
+      return `${path}: ${describe("maxDepth", limits.maxDepth, "The nesting depth").message}`;
+    if (Array.isArray(object)) {
+      if (object.length > limits.maxItems)
+        return `${path}: ${describe("maxItems", limits.maxItems, "The number of items").message}`;
+      for (let k = object.length - 1; k >= 0; k--) stack.push([object[k], `${path}[${k}]`, depth + 1]);
+      continue;
+    }
+    const keys = Object.keys(object);
+    if (keys.length > limits.maxKeys)
+      return `${path}: ${describe("maxKeys", limits.maxKeys, "The number of keys").message}`;
+    for (const key of keys) {
+      if (key.length > limits.maxStringLength)
+        return `${path}: ${describe("maxStringLength", limits.maxStringLength, "A key").message}`;
+      stack.push([
+        (object as Record<string, unknown>)[key],
+        `${path}.${key.length > 40 ? `${key.slice(0, 37)}...` : key}`,
+        depth + 1,
+      ]);
+    }
+  }
+  return undefined;
+}
