@@ -88,9 +88,19 @@ export class SpillArea {
     return join(this.root, key("u", userId));
   }
 
+  /** Recently computed chat directories (every tool call asks for its own; hashing twice per call showed up). */
+  readonly #directories = new Map<string, string>();
+
   /** The directory of one user's chat (chatless calls share one directory per user). */
   directoryFor(userId: string, chatId: string | null): string {
-    return join(this.userDirectory(userId), chatId ? key("c", chatId) : "nochat");
+    const cacheKey = `${userId}\0${chatId ?? ""}`;
+    let dir = this.#directories.get(cacheKey);
+    if (dir === undefined) {
+      dir = join(this.userDirectory(userId), chatId ? key("c", chatId) : "nochat");
+      if (this.#directories.size >= 1000) this.#directories.clear();
+      this.#directories.set(cacheKey, dir);
+    }
+    return dir;
   }
 
   #newPath(userId: string, chatId: string | null, tool: string, field: string): string {
