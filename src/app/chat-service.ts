@@ -1,5 +1,5 @@
 /**
- * Chat turns (issue 3, "Chats (server and CLI)"; 000_6d817c25d4590fa9.txt, "Built-in Tools": chats bind a
+ * Chat turns ("Chats (server and CLI)"; "Built-in Tools": chats bind a
  * server-side working directory). A chat binds a working directory, a provider and a model; each turn loads the
  * chat's provider-neutral history, runs the tool loop through the provider's adapter, and appends the user message
  * and the loop's complete new messages in one transaction, so history stays consistent when a stream breaks or the
@@ -127,7 +127,7 @@ export interface PreparedTurn {
 
 export { parseChatRoots };
 
-/** The system prompt of a chat turn: announces the bound working directory (000, "Built-in Tools"). */
+/** The system prompt of a chat turn: announces the bound working directory ("Built-in Tools"). */
 export function chatSystemPrompt(workingDirectory: string | null): string {
   const where = workingDirectory
     ? `The working directory of this chat is ${workingDirectory}. Relative paths you pass to tools resolve against it, and paths in tool results are relative to it.`

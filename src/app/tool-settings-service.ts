@@ -1,5 +1,5 @@
 /**
- * Tool settings application service (000_6d817c25d4590fa9.txt, "Tool Settings API" and Architecture:
+ * Tool settings application service ("Tool Settings API" and Architecture:
  * routes → service → registry, settings policy, repository). Shared by the HTTP routes and the CLI so both
  * apply the same rules and raise the same errors.
  */
@@ -29,7 +29,7 @@ import type {
 } from "../core/types.js";
 import { withImpliedSettings } from "./setting-implications.js";
 
-/** One tool with the user's effective settings (000: ToolSettingsDescriptor). */
+/** One tool with the user's effective settings (ToolSettingsDescriptor). */
 export interface ToolSettingsDescriptor {
   name: string;
   title: string;
@@ -68,7 +68,7 @@ function publicDescriptor(descriptor: ToolParameterDescriptor): ToolParameterDes
 }
 
 /**
- * Body of a settings update (000: UpdateToolSettingsBody). A parameter set to null is reset to its default.
+ * Body of a settings update (UpdateToolSettingsBody). A parameter set to null is reset to its default.
  */
 export interface UpdateToolSettingsBody {
   enabled?: boolean;

@@ -1,5 +1,5 @@
 /**
- * Parsing of model-supplied tool arguments (000_6d817c25d4590fa9.txt, "Optional arguments are optional" and
+ * Parsing of model-supplied tool arguments ("Optional arguments are optional" and
  * "Malformed arguments are rejected, not substituted").
  *
  * - `null` means absent: a strict-mode model (OpenAI Responses) sends `null` for every optional key it skips, so

@@ -1,5 +1,5 @@
 /**
- * The custom-tool authoring API (004_b87d5ef9a1926dcd.txt, "Custom Tools"), in TypeScript: a Tool has a
+ * The custom-tool authoring API ("Custom Tools"), in TypeScript: a Tool has a
  * definition (ToolDef with a ToolParam list) and an async execute returning a ToolResult {success, data, error}.
  * A ToolRegistry registers such tools into the same registry the built-ins use, so they run through the same
  * executeTool path, settings and metrics. A ToolResult with success false reaches the model as a classified
@@ -10,7 +10,7 @@ import { defaultRegistry, type ToolRegistryStore } from "./registry.js";
 import { defineTool, type ToolSettingsDeclaration } from "./settings-declaration.js";
 import type { JsonSchema, RegisteredTool, ToolContext, ToolDefinition } from "./types.js";
 
-/** One parameter of a custom tool (004: ToolParam). `required` defaults to true, as in the seed. */
+/** One parameter of a custom tool (ToolParam). `required` defaults to true, as in the seed. */
 export interface ToolParam {
   name: string;
   type: "string" | "integer" | "number" | "boolean" | "array" | "object";
@@ -22,14 +22,14 @@ export interface ToolParam {
   items?: JsonSchema;
 }
 
-/** A custom tool's definition (004: ToolDef). */
+/** A custom tool's definition (ToolDef). */
 export interface ToolDef {
   name: string;
   description: string;
   params: ToolParam[];
 }
 
-/** The outcome of a custom tool (004: ToolResult). `data` must be JSON-serializable. */
+/** The outcome of a custom tool (ToolResult). `data` must be JSON-serializable. */
 export class ToolResult<T = unknown> {
   constructor(
     readonly success: boolean,
@@ -54,7 +54,7 @@ export class ToolResult<T = unknown> {
   }
 }
 
-/** Base class of custom tools (004: Tool). Override `settings` to change the default metadata. */
+/** Base class of custom tools (Tool). Override `settings` to change the default metadata. */
 export abstract class Tool<Args extends Record<string, unknown> = Record<string, unknown>> {
   abstract get definition(): ToolDef;
   abstract execute(args: Args, context: ToolContext): Promise<ToolResult>;
@@ -97,7 +97,7 @@ export function toRegisteredTool(tool: Tool): RegisteredTool {
   });
 }
 
-/** Registers custom tools (004: ToolRegistry) into a registry store (the process-wide one by default). */
+/** Registers custom tools (ToolRegistry) into a registry store (the process-wide one by default). */
 export class ToolRegistry {
   constructor(readonly store: ToolRegistryStore = defaultRegistry) {}
 

@@ -1,6 +1,6 @@
 /**
- * The shared path policy of every path-taking tool (000_6d817c25d4590fa9.txt, "Built-in Tools": the path
- * convention and "resolveAndValidatePath"; issue 4, "Path policy").
+ * The shared path policy of every path-taking tool ("Built-in Tools": the path
+ * convention and "resolveAndValidatePath").
  *
  * Rules:
  * - A model-supplied path is absolute, `~`-prefixed, or relative to the chat working directory (none bound: the
@@ -426,7 +426,7 @@ function realOf(dir: string): string | null {
 
 /**
  * A result path relative to the chat working directory ("." for the directory itself), or absolute when no
- * directory is bound or the path lies outside it (000: the path convention). Separators are `/`-style on POSIX.
+ * directory is bound or the path lies outside it (the path convention). Separators are `/`-style on POSIX.
  */
 export function toResultPath(absolutePath: string, context: Pick<ToolContext, "workingDirectory">): string {
   const target = resolve(absolutePath);

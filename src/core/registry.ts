@@ -1,5 +1,5 @@
 /**
- * The tool registry (000_6d817c25d4590fa9.txt, "Tool Lifecycle" step 1): tools self-register at import time with
+ * The tool registry ("Tool Lifecycle" step 1): tools self-register at import time with
  * registerTool(); a second tool with the same name is an error.
  */
 import { withCommonSettings } from "./common-settings.js";

@@ -1,5 +1,5 @@
 /**
- * The tool runtime: settings resolution and execution (000_6d817c25d4590fa9.txt, "Tool Lifecycle" steps 2, 5, 6).
+ * The tool runtime: settings resolution and execution ("Tool Lifecycle" steps 2, 5, 6).
  *
  * A ToolRuntime binds a registry to its storage (settings store, freshness ledger, audit sink), so that the
  * server, the CLI and library users run tools through one code path. The free functions `executeTool` and
@@ -165,7 +165,7 @@ export class ToolRuntime {
 
   /**
    * Loads the user's saved settings, merges defaults < saved, and yields the enabled tools with their
-   * definitions (built through buildDefinition where a tool has one). 000: getEnabledToolRuntime. Enabled tools
+   * definitions (built through buildDefinition where a tool has one). getEnabledToolRuntime. Enabled tools
    * that cannot work on this host (RegisteredTool.unavailableReason) are left out.
    */
   async getEnabledToolRuntime(userId: string): Promise<EnabledToolRuntime> {
@@ -190,7 +190,7 @@ export class ToolRuntime {
   }
 
   /**
-   * Executes a tool for a user (000: executeTool). Never throws for tool failures: the outcome carries either the
+   * Executes a tool for a user (executeTool). Never throws for tool failures: the outcome carries either the
    * serializable result or a classified error (`not_found` for an unknown tool, `access_denied` for a disabled
    * one, `validation_failed` for bad arguments, `timeout`, `aborted`, `execution_failed`, or the tool's own).
    * `args` is the raw model output: a JSON string or a decoded object.

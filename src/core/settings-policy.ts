@@ -1,6 +1,6 @@
 /**
  * Settings policy: pure functions over tool metadata and stored settings
- * (000_6d817c25d4590fa9.txt, "Settings Policy").
+ * ("Settings Policy").
  *
  * Stored settings are validated strictly when a user changes them (normalizeToolParameters throws
  * ToolParameterError), but when they are read back for a call, corrupt values fall back to defaults

@@ -17,7 +17,7 @@ export interface ToolSettingsWrite {
   locked?: string[];
 }
 
-/** Per-user saved tool settings (000: the `user_tool_settings` repository). */
+/** Per-user saved tool settings (the `user_tool_settings` repository). */
 export interface ToolSettingsStore {
   /** Every saved settings row of the user, keyed by tool name. */
   getAll(userId: string): Promise<Map<string, VersionedToolSettings>>;

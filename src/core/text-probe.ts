@@ -1,5 +1,5 @@
 /**
- * The binary probe and text decoding shared by read_file and grep (000_6d817c25d4590fa9.txt, grep "Safety":
+ * The binary probe and text decoding shared by read_file and grep (grep "Safety":
  * "The probe window is shared with read_file, so a file grep will search is a file read_file will open").
  *
  * - A file is binary when a NUL byte occurs in its first 8 KiB, unless it starts with a UTF-16 byte-order mark

@@ -1,5 +1,5 @@
 /**
- * The function-id API of 002_b22707b29eca2f2a.txt: `await trigger('tool::file_read', { path })` returns the
+ * The function-id API of : `await trigger('tool::file_read', { path })` returns the
  * tool's result directly and throws the classified ToolError on failure. It dispatches through the same
  * executeTool path as a model's tool call (settings, argument validation, time budget, metrics).
  */

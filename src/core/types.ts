@@ -1,7 +1,7 @@
 /**
  * Core types of the tool runtime.
  *
- * Implements 000_6d817c25d4590fa9.txt, "Core Types": ToolDefinition, RegisteredTool, ToolSettingsMetadata,
+ * Implements "Core Types": ToolDefinition, RegisteredTool, ToolSettingsMetadata,
  * plus the parameter descriptors, effective settings and the per-call ToolContext every executor receives.
  */
 
@@ -44,7 +44,7 @@ export interface ToolDefinition {
   parameters: JsonSchema;
 }
 
-/** Where a tool is listed in settings UIs (000: ToolSettingsMetadata.category). */
+/** Where a tool is listed in settings UIs (ToolSettingsMetadata.category). */
 export type ToolCategory = "system" | "image" | "interaction";
 
 /** The value types a stored tool setting may have. */
@@ -96,7 +96,7 @@ export interface ToolParameterDescriptor {
 }
 
 /**
- * Settings metadata of a registered tool (000: ToolSettingsMetadata), complete as the registry stores it. Authors
+ * Settings metadata of a registered tool (ToolSettingsMetadata), complete as the registry stores it. Authors
  * write a ToolSettingsDeclaration (every field optional); `defaultParameters` is derived from the descriptors.
  */
 export interface ToolSettingsMetadata {
@@ -313,7 +313,7 @@ export interface FullOutputSink {
 }
 
 /**
- * A tool in the registry (000: RegisteredTool).
+ * A tool in the registry (RegisteredTool).
  *
  * `execute` receives arguments already parsed against `definition.parameters` (nulls removed, defaults applied)
  * and returns any JSON-serializable value; it throws a ToolError subclass to report a classified failure.

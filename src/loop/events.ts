@@ -1,5 +1,5 @@
 /**
- * Events of the tool loop (issue 3, "Streaming and the loop"; 000_6d817c25d4590fa9.txt, Tool Lifecycle steps
+ * Events of the tool loop ("Streaming and the loop"; Tool Lifecycle steps
  * 4–7). The loop re-yields every normalized provider event and adds its own: iteration markers, tool results,
  * tool progress, errors and exactly one final `done`.
  */

@@ -1,5 +1,5 @@
 /**
- * The tool loop (issue 3, "Streaming and the loop"; 000_6d817c25d4590fa9.txt, Tool Lifecycle steps 4–7):
+ * The tool loop ("Streaming and the loop"; Tool Lifecycle steps 4–7):
  * stream a model turn through a provider adapter, execute the tool calls it asks for concurrently through the
  * ToolRuntime, feed the results back, and repeat until the model answers in text or the iteration limit is hit.
  */

@@ -1,6 +1,6 @@
 /**
  * Serialization of tool outcomes into the provider-neutral tool result the model sees
- * (000_6d817c25d4590fa9.txt, Tool Lifecycle step 6, "Result feeding"). Each adapter then renders a
+ * (Tool Lifecycle step 6, "Result feeding"). Each adapter then renders a
  * ConversationToolResult in its provider's own format (function_call_output, role tool, Gemini function
  * response, Anthropic tool_result with is_error for `ok: false`).
  */

@@ -1,6 +1,6 @@
 /**
- * OpenAI strict-mode schema derivation (000_6d817c25d4590fa9.txt, "Tool Mapper" and "Optional arguments are
- * optional"; issue 3, "Mapping").
+ * OpenAI strict-mode schema derivation ("Tool Mapper" and "Optional arguments are
+ * optional").
  *
  * Source schemas are plain JSON Schema: a genuine optional uses a single type and is absent from `required`, and
  * length bounds stay on the source. OpenAI's strict mode (Responses `strict: true`) has no optional key, so

@@ -1,5 +1,5 @@
 /**
- * Tool Mapper (000_6d817c25d4590fa9.txt, "Tool Mapper", "Tool Lifecycle" step 3; issue 3, "Mapping"): converts
+ * Tool Mapper ("Tool Mapper", "Tool Lifecycle" step 3): converts
  * provider-neutral {@link ToolDefinition}s into each provider's wire format.
  *
  * | provider | function | shape |

@@ -1,5 +1,5 @@
 /**
- * Provider adapter contract (issue 3, "Streaming and the loop"; 000_6d817c25d4590fa9.txt, Tool Lifecycle steps
+ * Provider adapter contract ("Streaming and the loop"; Tool Lifecycle steps
  * 3–7). Every provider adapter streams one model turn and normalizes the provider's wire events into
  * {@link ProviderStreamEvent}s; the tool loop (src/loop) executes tools and feeds results back through the same
  * adapter, which renders the provider-neutral {@link ConversationMessage}s into the provider's own format.

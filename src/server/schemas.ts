@@ -1,5 +1,5 @@
 /**
- * TypeBox schemas of the HTTP API's requests and responses (000_6d817c25d4590fa9.txt, "Tool Settings API").
+ * TypeBox schemas of the HTTP API's requests and responses ("Tool Settings API").
  * They validate bodies at runtime and are the source of the OpenAPI document at /api/openapi.json.
  */
 import Type from "typebox";

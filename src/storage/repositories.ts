@@ -1,5 +1,5 @@
 /**
- * Repositories over the database: tool settings (000: tool-settings-repository), API tokens, chats and their
+ * Repositories over the database: tool settings (tool-settings-repository), API tokens, chats and their
  * messages, the freshness ledger and the security audit log. Each implements a core interface where one exists,
  * so the core never sees SQL.
  */

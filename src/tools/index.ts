@@ -1,5 +1,5 @@
 /**
- * Imports every built-in tool so that each registers itself (000: "Import the tool in index.ts to trigger
+ * Imports every built-in tool so that each registers itself ("Import the tool in index.ts to trigger
  * registration"). Add one line per new built-in file.
  */
 import "./builtin/generate-image.js";
@@ -8,7 +8,7 @@ import "./builtin/list-directory.js";
 import "./builtin/shell.js";
 import "./builtin/read-file.js";
 import "./builtin/write-file.js";
-import "./builtin/file-ops-002.js";
+import "./builtin/file-ops.js";
 import "./builtin/glob.js";
 import "./builtin/grep.js";
 import "./builtin/apply-patch.js";

@@ -1,5 +1,5 @@
 /**
- * `toolhost chat "prompt"` (issue 3, "Chats (server and CLI)"): runs one chat turn in the terminal. Streams the
+ * `toolhost chat "prompt"` ("Chats (server and CLI)"): runs one chat turn in the terminal. Streams the
  * model's text to stdout and shows each tool call (name, short arguments, outcome, duration) on stderr, with a
  * spinner while it runs when stderr is a terminal (plain lines otherwise). Ctrl-C cancels the turn cleanly (the
  * model stream and running tools stop; completed steps are kept); a second Ctrl-C exits at once.

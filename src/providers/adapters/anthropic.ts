@@ -1,5 +1,5 @@
 /**
- * Anthropic Messages streaming adapter (issue 3, "Streaming and the loop"), on the official `@anthropic-ai/sdk`
+ * Anthropic Messages streaming adapter ("Streaming and the loop"), on the official `@anthropic-ai/sdk`
  * (`client.messages.create({ stream: true })`, raw events).
  *
  * Wire → normalized events:

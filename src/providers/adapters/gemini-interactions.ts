@@ -1,5 +1,5 @@
 /**
- * Gemini Interactions API streaming adapter (issue 3, "Streaming and the loop"), on the official `@google/genai`
+ * Gemini Interactions API streaming adapter ("Streaming and the loop"), on the official `@google/genai`
  * SDK (`ai.interactions.create({ stream: true })`, POST /v1beta/interactions). The base URL is set through the
  * SDK's `httpOptions.baseUrl`.
  *

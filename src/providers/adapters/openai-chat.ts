@@ -1,5 +1,5 @@
 /**
- * OpenAI-compatible Chat Completions streaming adapter (issue 3, "Streaming and the loop"), on the official
+ * OpenAI-compatible Chat Completions streaming adapter ("Streaming and the loop"), on the official
  * `openai` SDK (`client.chat.completions.create({ stream: true })`). The base URL is configurable, so local
  * servers that speak Chat Completions (llama.cpp, vLLM, Ollama's /v1, LM Studio…) work too.
  *

@@ -1,5 +1,5 @@
 /**
- * OpenAI Responses API streaming adapter (issue 3, "Streaming and the loop"), on the official `openai` SDK
+ * OpenAI Responses API streaming adapter ("Streaming and the loop"), on the official `openai` SDK
  * (`client.responses.create({ stream: true })`).
  *
  * Wire → normalized events:

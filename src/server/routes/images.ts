@@ -1,5 +1,5 @@
 /**
- * Stored images over HTTP (000_6d817c25d4590fa9.txt, "generate_image": images are "served to their owner by the
+ * Stored images over HTTP ("generate_image": images are "served to their owner by the
  * HTTP API"). `GET /:id` (mounted at /api/images) returns the bytes of an image generate_image stored, to the user
  * who made it only.
  *

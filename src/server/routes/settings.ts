@@ -1,5 +1,5 @@
 /**
- * Tool settings routes (000_6d817c25d4590fa9.txt, "Tool Settings API"):
+ * Tool settings routes ("Tool Settings API"):
  * GET /api/settings/tools and PUT /api/settings/tools/:toolName.
  */
 import { Hono } from "hono";

@@ -1,5 +1,5 @@
 /**
- * apply_patch (002_b22707b29eca2f2a.txt tool::apply_patch; issue 4): applies a unified diff or a
+ * apply_patch (tool::apply_patch): applies a unified diff or a
  * `*** Begin Patch` envelope to one or more files, all or nothing.
  *
  * - Formats and the tolerant pre-pass: see ../fs/patch-parse.ts. With `path` given, header-less hunks apply to it.

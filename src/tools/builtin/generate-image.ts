@@ -1,5 +1,5 @@
 /**
- * generate_image (000_6d817c25d4590fa9.txt, "Built-in Tools" → "generate_image"): creates one or more images with
+ * generate_image ("Built-in Tools" → "generate_image"): creates one or more images with
  * an image generation model during a chat turn.
  *
  * - Parameters: prompt (required), count (1–4), quality, model.

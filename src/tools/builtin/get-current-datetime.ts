@@ -1,5 +1,5 @@
 /**
- * get_current_datetime (000_6d817c25d4590fa9.txt, "Built-in Tools"): the current date and time in a requested
+ * get_current_datetime ("Built-in Tools"): the current date and time in a requested
  * IANA timezone and BCP 47 locale, formatted with Intl.DateTimeFormat. Returns ISO UTC, the local ISO time with
  * its offset, a localized string and the UTC offset.
  *

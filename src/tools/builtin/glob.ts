@@ -1,5 +1,5 @@
 /**
- * glob (000_6d817c25d4590fa9.txt, "Built-in Tools" → glob): paths matching a pattern with Bun.Glob's language —
+ * glob ("Built-in Tools" → glob): paths matching a pattern with Bun.Glob's language —
  * `*`, `**`, `?`, `[…]`, `{a,b}` and a leading `!` (negation) — evaluated by picomatch, walked deterministically
  * (sorted, symlinks not followed) and stopped at the cap.
  *

@@ -1,5 +1,5 @@
 /**
- * grep (000_6d817c25d4590fa9.txt, "Built-in Tools" → grep; issue 4): lines matching a JavaScript regular
+ * grep ("Built-in Tools" → grep): lines matching a JavaScript regular
  * expression in a file or a directory tree.
  *
  * Semantics (both engines):

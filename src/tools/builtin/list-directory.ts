@@ -1,5 +1,5 @@
 /**
- * list_directory (000_6d817c25d4590fa9.txt, "Built-in Tools" → list_directory): readdir(path, { withFileTypes:
+ * list_directory ("Built-in Tools" → list_directory): readdir(path, { withFileTypes:
  * true }) → { path, entries: { name, type }[] }, under the shared path policy.
  *
  * Entries are sorted by name (code-unit order); entries covered by deniedPaths are left out; at most

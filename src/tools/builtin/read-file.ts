@@ -1,5 +1,5 @@
 /**
- * read_file (000_6d817c25d4590fa9.txt, "Built-in Tools" → read_file): a file as line-numbered text (cat -n
+ * read_file ("Built-in Tools" → read_file): a file as line-numbered text (cat -n
  * style) or as raw bytes (hex | base64), through a single file descriptor.
  *
  * - view "text": 10 MiB ceiling; refuses a file with a NUL byte in its first 8 KiB (naming the byte views);

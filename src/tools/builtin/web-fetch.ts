@@ -1,5 +1,5 @@
 /**
- * web_fetch (002_b22707b29eca2f2a.txt, "tool::web_fetch"): SSRF-protected HTTP GET with HTML-to-text conversion.
+ * web_fetch ("tool::web_fetch"): SSRF-protected HTTP GET with HTML-to-text conversion.
  *
  * Arguments: `url` (required, http or https), `maxSize` (bytes of body read, default 500000, at most 5000000).
  * Result: `{ url, status, contentType, content, truncated }`: `url` is the final URL after redirects, `content`
@@ -20,7 +20,7 @@ import { binaryRefusal, bodyKind, bodyToContent } from "../web/content.js";
 import { guardedFetch } from "../web/fetch.js";
 import type { HostResolver } from "../web/ssrf.js";
 
-/** Result of web_fetch (002). */
+/** Result of web_fetch. */
 export interface WebFetchResult {
   /** The fetched URL (after redirects). */
   url: string;

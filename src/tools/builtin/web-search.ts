@@ -1,5 +1,5 @@
 /**
- * web_search (002_b22707b29eca2f2a.txt, "tool::web_search"): multi-provider web search (Tavily, Brave,
+ * web_search ("tool::web_search"): multi-provider web search (Tavily, Brave,
  * DuckDuckGo).
  *
  * Arguments: `query` (required), `provider` ("tavily" | "brave" | "duckduckgo"), `maxResults` (1–20, default 5).
@@ -29,7 +29,7 @@ import {
   type WebSearchConfig,
 } from "../web/search-providers.js";
 
-/** Result of web_search (002). */
+/** Result of web_search. */
 export interface WebSearchResult {
   results: SearchResult[];
   /** The provider that served the results. */

@@ -1,5 +1,5 @@
 /**
- * write_file (issue 4; 002_b22707b29eca2f2a.txt tool::file_write is the same implementation): creates or
+ * write_file (tool::file_write is the same implementation): creates or
  * overwrites a file with UTF-8 text.
  *
  * - Overwriting an existing file requires that this chat read it (read_file, any view) and that its sha256 still

@@ -1,5 +1,5 @@
 /**
- * Files-only image storage (000_6d817c25d4590fa9.txt, "generate_image": images are stored under the data
+ * Files-only image storage ("generate_image": images are stored under the data
  * directory). Layout: `<dataDir>/images/<userDir>/<id>.<ext>`, where `<userDir>` is the user id when it is a
  * plain token and a hash of it otherwise, so no user id can steer a path. Files are written atomically (a
  * temporary file in the same directory, then rename) with mode 0600.

@@ -1,5 +1,5 @@
 /**
- * createGenerateImageToolPlan (000_6d817c25d4590fa9.txt, "generate_image": "Plans images via
+ * createGenerateImageToolPlan ("generate_image": "Plans images via
  * createGenerateImageToolPlan()"): turns parsed arguments and the user's effective settings into the list of
  * images to make, with the count clamped by maxImagesPerCall, the quality and the model resolved, and the
  * provider chosen. Pure apart from reading settings; does no I/O.

@@ -1,5 +1,5 @@
 /**
- * Runs a generate_image plan (000_6d817c25d4590fa9.txt, "generate_image": "streams per-image outcomes, summarizes
+ * Runs a generate_image plan ("generate_image": "streams per-image outcomes, summarizes
  * into a single result. Honors the configured timeoutSeconds execution budget").
  *
  * Every planned image is one provider request, all in flight together. Each outcome is streamed as soon as it is

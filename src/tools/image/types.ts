@@ -1,5 +1,5 @@
 /**
- * Shared types of generate_image (000_6d817c25d4590fa9.txt, "generate_image"): the image store the tool writes
+ * Shared types of generate_image ("generate_image"): the image store the tool writes
  * through, the providers it calls, and the host-level provider configuration.
  */
 

@@ -1,6 +1,5 @@
 /**
- * Which executables shell_exec may run, and how a name becomes a file (002_b22707b29eca2f2a.txt,
- * "tool::shell_exec": "first element must be in SHELL_COMMAND_ALLOWLIST"; "Only allowlisted binaries can be
+ * Which executables shell_exec may run, and how a name becomes a file ( * "tool::shell_exec": "first element must be in SHELL_COMMAND_ALLOWLIST"; "Only allowlisted binaries can be
  * executed").
  *
  * - argv[0] must be a bare name (no `/` or `\`): `/bin/sh`, `./git` and `../bin/git` are refused.
@@ -17,7 +16,7 @@ import { isPathInside } from "../../core/path-policy.js";
 import { stringListSetting, stringSetting } from "../../core/settings-declaration.js";
 import type { ToolParameterDescriptor } from "../../core/types.js";
 
-/** The seed's allowlist (002, "Allowed Commands"), verbatim. Several entries run arbitrary code: see docs/shell.md. */
+/** The seed's allowlist ("Allowed Commands"), verbatim. Several entries run arbitrary code: see docs/shell.md. */
 export const SHELL_COMMAND_ALLOWLIST: readonly string[] = [
   "git",
   "node",

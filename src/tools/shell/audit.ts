@@ -1,5 +1,5 @@
 /**
- * Security audit of shell executions (002_b22707b29eca2f2a.txt, "tool::shell_exec": "Execution logged to security
+ * Security audit of shell executions ("tool::shell_exec": "Execution logged to security
  * audit"). Every bash / zsh / powershell / shell_exec call is recorded, refusals included (termination
  * `refused`), through the runtime's AuditSink (the `audit_log` table in the server and CLI).
  */

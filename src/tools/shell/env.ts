@@ -1,5 +1,5 @@
 /**
- * The environment a shell child receives (002_b22707b29eca2f2a.txt, "tool::shell_exec": "Environment variables
+ * The environment a shell child receives ("tool::shell_exec": "Environment variables
  * filtered through TAINT_ENV_ALLOWLIST"). Applied to bash / zsh / powershell too.
  *
  * Only the variables named in TAINT_ENV_ALLOWLIST pass, by exact name (case-insensitively on Windows), so a

@@ -1,6 +1,6 @@
 /**
- * Byte-capped capture of a process output stream (000_6d817c25d4590fa9.txt, "bash / zsh / powershell":
- * "per-stream output is capped at maxOutputBytes (flagged via truncated)"; 002_b22707b29eca2f2a.txt, shell_exec:
+ * Byte-capped capture of a process output stream ("bash / zsh / powershell":
+ * "per-stream output is capped at maxOutputBytes (flagged via truncated)"; shell_exec:
  * stdout limited to 100 KB, stderr to 50 KB).
  *
  * The cap counts UTF-8 bytes of the returned text, elision marker included. When a stream exceeds it, the head and

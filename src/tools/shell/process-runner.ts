@@ -1,6 +1,6 @@
 /**
- * The one process runner behind bash / zsh / powershell (000_6d817c25d4590fa9.txt, "bash / zsh / powershell":
- * runShellCommand) and shell_exec (002_b22707b29eca2f2a.txt, "tool::shell_exec").
+ * The one process runner behind bash / zsh / powershell ("bash / zsh / powershell":
+ * runShellCommand) and shell_exec ("tool::shell_exec").
  *
  * - The child runs in its own session and process group (POSIX), stdin is /dev/null (a command that reads input
  *   gets end-of-file at once instead of hanging), stdout and stderr are captured under UTF-8 byte caps.

@@ -1,6 +1,6 @@
 /**
- * Finding and killing every process a shell call started (000_6d817c25d4590fa9.txt, "bash / zsh / powershell":
- * "The process is killed with SIGKILL after the configured timeout"; issue 5: children and grandchildren,
+ * Finding and killing every process a shell call started ("bash / zsh / powershell":
+ * "The process is killed with SIGKILL after the configured timeout"; children and grandchildren,
  * background jobs, `nohup`, and processes that left the group with `setsid`).
  *
  * The runner starts each child as the leader of a new session and process group (`detached: true` calls setsid()),

@@ -1,11 +1,11 @@
 /**
- * shell_exec (002_b22707b29eca2f2a.txt, "tool::shell_exec"): runs one allowlisted executable with an argv array.
+ * shell_exec ("tool::shell_exec"): runs one allowlisted executable with an argv array.
  * No shell interpretation: arguments reach the program verbatim, so `;`, `|`, `$(…)`, backticks, globs and
  * redirections are inert text.
  *
  * - argv[0] must be a bare name on the effective allowlist (settings `allowlistPreset` seed | strict | custom and
  *   `allowedCommands`), resolved to a real executable outside the working directory (see allowlist.ts).
- * - cwd: relative to the chat working directory (002: "relative to WORKSPACE_ROOT"), contained by the path policy.
+ * - cwd: relative to the chat working directory ("relative to WORKSPACE_ROOT"), contained by the path policy.
  * - Environment filtered through TAINT_ENV_ALLOWLIST (env.ts).
  * - timeout in milliseconds (default 120000); stdout capped at 100 KB, stderr at 50 KB (head + tail kept).
  * - Result {stdout, stderr, exitCode} plus signal, termination, truncated and durationMs. A timeout is a
@@ -34,13 +34,13 @@ import {
   sandboxApprovalHint,
 } from "./sandbox/index.js";
 
-/** Default time budget of shell_exec, in milliseconds (002). */
+/** Default time budget of shell_exec, in milliseconds. */
 export const SHELL_EXEC_DEFAULT_TIMEOUT_MS = 120_000;
 /** Largest accepted `timeout` argument, in milliseconds (10 minutes, the shells' timeoutSeconds maximum). */
 export const SHELL_EXEC_MAX_TIMEOUT_MS = 600_000;
-/** stdout cap of shell_exec in UTF-8 bytes (002: "limited to 100KB"). */
+/** stdout cap of shell_exec in UTF-8 bytes ("limited to 100KB"). */
 export const SHELL_EXEC_MAX_STDOUT_BYTES = 100 * 1024;
-/** stderr cap of shell_exec in UTF-8 bytes (002: "limited to 50KB"). */
+/** stderr cap of shell_exec in UTF-8 bytes ("limited to 50KB"). */
 export const SHELL_EXEC_MAX_STDERR_BYTES = 50 * 1024;
 
 /** Result of shell_exec. */

@@ -1,5 +1,5 @@
 /**
- * bash / zsh / powershell (000_6d817c25d4590fa9.txt, "bash / zsh / powershell"): one implementation
+ * bash / zsh / powershell ("bash / zsh / powershell"): one implementation
  * (buildShellTool) that differs only by interpreter, on the shared process runner.
  *
  * - Registered only when the interpreter exists: bash and zsh looked up on PATH; powershell only on Windows
@@ -34,7 +34,7 @@ import {
 /** The shells this module can offer. */
 export type ShellKind = "bash" | "zsh" | "powershell";
 
-/** Result of runShellCommand and of the bash / zsh / powershell tools (000: ShellCommandResult). */
+/** Result of runShellCommand and of the bash / zsh / powershell tools (ShellCommandResult). */
 export interface ShellCommandResult {
   /** Captured stdout (head + elision marker + tail when over the cap). */
   stdout: string;
@@ -111,7 +111,7 @@ export function findInterpreter(
 /**
  * Runs a command through a shell interpreter in its own process group, with stdin closed, both streams capped,
  * and the whole call (children, grandchildren, background jobs, nohup, setsid daemons) SIGKILLed at the timeout
- * or on abort. 000: runShellCommand. A non-zero exit, a timeout and an abort are results (see `termination`).
+ * or on abort. runShellCommand. A non-zero exit, a timeout and an abort are results (see `termination`).
  * Throws NotFoundError when the interpreter is missing, ToolExecutionError when it cannot be spawned.
  */
 export async function runShellCommand(options: RunShellCommandOptions): Promise<ShellCommandResult> {
@@ -174,7 +174,7 @@ export function shellTimeoutMs(settings: EffectiveToolSettings): number {
 const TITLES: Record<ShellKind, string> = { bash: "Bash", zsh: "Zsh", powershell: "PowerShell" };
 
 /**
- * Builds the tool for one shell (000: buildShellTool). `executable` is the interpreter's absolute path.
+ * Builds the tool for one shell (buildShellTool). `executable` is the interpreter's absolute path.
  * The tool is disabled by default and manages its own timeout (the runtime only adds a backstop).
  */
 export function buildShellTool(shell: ShellKind, executable: string): RegisteredTool {
@@ -305,7 +305,7 @@ export interface RegisterShellToolsOptions {
 }
 
 /**
- * Registers bash, zsh and powershell for each interpreter found (000: "Registered at import time only when the
+ * Registers bash, zsh and powershell for each interpreter found ("Registered at import time only when the
  * interpreter exists"). Returns the names registered. Throws like registerTool on a duplicate name.
  */
 export function registerShellTools(options: RegisterShellToolsOptions = {}): ShellKind[] {

@@ -1,5 +1,5 @@
 /**
- * Address classification for the SSRF guard (002_b22707b29eca2f2a.txt, "tool::web_fetch": "Automatically calls
+ * Address classification for the SSRF guard ("tool::web_fetch": "Automatically calls
  * assertNoSsrf() to prevent requests to internal IP ranges").
  *
  * The rule is an allowlist, not a blocklist: an address is public only when ipaddr.js classifies it as plain

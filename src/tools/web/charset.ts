@@ -1,5 +1,5 @@
 /**
- * Character set detection and decoding of fetched bodies (002_b22707b29eca2f2a.txt, "tool::web_fetch": content is
+ * Character set detection and decoding of fetched bodies ("tool::web_fetch": content is
  * text). Order, as in the HTML standard's encoding sniffing: a byte order mark, then the Content-Type header's
  * `charset`, then (HTML) `<meta charset>` / `<meta http-equiv="Content-Type" content="…; charset=…">` or (XML)
  * the `<?xml encoding?>` declaration in the first 4096 bytes, then UTF-8. Labels go through TextDecoder, which

@@ -1,5 +1,5 @@
 /**
- * Turning a fetched body into the `content` string of web_fetch (002_b22707b29eca2f2a.txt, "tool::web_fetch":
+ * Turning a fetched body into the `content` string of web_fetch ("tool::web_fetch":
  * "Response content (HTML converted to text, limited to 100KB)").
  *
  * HTML (text/html, application/xhtml+xml, or an untyped body that starts like HTML) becomes readable text; other

@@ -1,5 +1,5 @@
 /**
- * Search providers of web_search (002_b22707b29eca2f2a.txt, "tool::web_search": Tavily, Brave, DuckDuckGo).
+ * Search providers of web_search ("tool::web_search": Tavily, Brave, DuckDuckGo).
  *
  * - Tavily: `POST {base}/search`, JSON `{ query, max_results, search_depth: "basic" }`,
  *   `Authorization: Bearer <TAVILY_API_KEY>`; response `{ results: [{ title, url, content, score }] }`.
@@ -27,7 +27,7 @@ export const SEARCH_PROVIDERS = ["tavily", "brave", "duckduckgo"] as const;
 /** One of SEARCH_PROVIDERS. */
 export type SearchProviderName = (typeof SEARCH_PROVIDERS)[number];
 
-/** One search result as web_search returns it (002). */
+/** One search result as web_search returns it. */
 export interface SearchResult {
   title: string;
   url: string;
@@ -86,7 +86,7 @@ export function resolveSearchConfig(
 }
 
 /**
- * Which provider serves a request: the asked one when it needs no key or has one; otherwise DuckDuckGo (002:
+ * Which provider serves a request: the asked one when it needs no key or has one; otherwise DuckDuckGo (the documented
  * "fallback to duckduckgo"). With no provider asked: `preferred` ("auto" means Tavily, then Brave, when keyed).
  */
 export function chooseProvider(

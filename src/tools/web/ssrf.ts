@@ -1,5 +1,5 @@
 /**
- * The SSRF guard of web_fetch (002_b22707b29eca2f2a.txt, "tool::web_fetch": "URL to fetch (validated against SSRF
+ * The SSRF guard of web_fetch ("tool::web_fetch": "URL to fetch (validated against SSRF
  * attacks)", "Automatically calls assertNoSsrf()").
  *
  * Three layers, each sufficient on its own for the cases it sees:
@@ -99,7 +99,7 @@ function deny(message: string, details: Record<string, unknown>, addressRule = t
 
 /**
  * Checks that `input` may be fetched and returns the addresses the connection must use
- * (002: assertNoSsrf). Throws AccessDeniedError (code access_denied) for a refused scheme, credentials in the URL,
+ * (assertNoSsrf). Throws AccessDeniedError (code access_denied) for a refused scheme, credentials in the URL,
  * a `localhost` name, an odd IP spelling that survived URL parsing, or any non-public address among those the host
  * resolves to (unless allowed by `policy.allowedHosts`); ToolArgumentError for text that is not an absolute URL;
  * ToolExecutionError when the name does not resolve. The resolver is called exactly once per call.

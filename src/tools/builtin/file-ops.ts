@@ -1,5 +1,5 @@
 /**
- * The 002_b22707b29eca2f2a.txt file tools, answering through `trigger('tool::file_read' | 'tool::file_write' |
+ * The file tools, answering through `trigger('tool::file_read' | 'tool::file_write' |
  * 'tool::file_list', …)` with that seed's result shapes, on the same implementation as read_file, write_file and
  * list_directory (same path policy, same freshness ledger). Registered with enabledByDefault: false so a model is
  * not offered two tools for the same job; trigger() may still run a tool that is off only by default.
@@ -57,7 +57,7 @@ export const fileReadTool: RegisteredTool = defineTool({
       required: ["path"],
     },
   },
-  settings: settings("File read (002)", "tool::file_read: reads a text file (same rules as read_file).", {
+  settings: settings("File read", "tool::file_read: reads a text file (same rules as read_file).", {
     readOnlyHint: true,
   }),
   async execute(args, context) {
@@ -82,7 +82,7 @@ export const fileWriteTool: RegisteredTool = defineTool({
       required: ["path", "content"],
     },
   },
-  settings: settings("File write (002)", "tool::file_write: writes a file (same rules as write_file).", {
+  settings: settings("File write", "tool::file_write: writes a file (same rules as write_file).", {
     destructiveHint: true,
     idempotentHint: true,
   }),
@@ -128,11 +128,9 @@ export const fileListTool: RegisteredTool = defineTool({
       required: ["path"],
     },
   },
-  settings: settings(
-    "File list (002)",
-    "tool::file_list: lists a directory with metadata (same rules as list_directory).",
-    { readOnlyHint: true },
-  ),
+  settings: settings("File list", "tool::file_list: lists a directory with metadata (same rules as list_directory).", {
+    readOnlyHint: true,
+  }),
   async execute(args, context: ToolContext) {
     const { path, recursive } = args as { path: string; recursive?: boolean };
     const { real, absolute, entries } = await readDirectoryEntries(path, context);

@@ -1,0 +1,56 @@
+/**
+ * The project speaks for itself: code, docs and the README never cite the internal source documents by file name
+ * or by their numbers ("(002)", "002-style", "000:"); where behaviour follows an external convention, the
+ * convention is named instead.
+ */
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+const PATTERNS = [
+  /\b\d{3}_[0-9a-f]{16}(?:\.txt)?\b/,
+  /\b00[024]-style\b/i,
+  /\((?:seed )?00[024]\b[^)]*\)/,
+  /(?:^|[\s(])00[024]:\s/,
+  /\bthe 00[024]\b/i,
+  /\bseed 00[024]\b/i,
+];
+
+function files(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? files(path) : /\.(ts|md|mjs|json)$/.test(name) ? [path] : [];
+  });
+}
+
+describe("no source-document names in the project", () => {
+  it("src/, docs/ and README.md name no source document", () => {
+    const hits: string[] = [];
+    for (const file of [...files(join(root, "src")), ...files(join(root, "docs")), join(root, "README.md")]) {
+      readFileSync(file, "utf8")
+        .split("\n")
+        .forEach((line, i) => {
+          if (PATTERNS.some((p) => p.test(line)))
+            hits.push(`${relative(root, file)}:${i + 1}: ${line.trim().slice(0, 120)}`);
+        });
+    }
+    expect(hits).toEqual([]);
+  });
+
+  it("the check catches each form", () => {
+    for (const sample of [
+      "see 000_6d817c25d4590fa9.txt",
+      "// 002-style function ids",
+      'title: "File list (002)"',
+      " * 000: registerTool",
+      "the 002 function ids",
+    ]) {
+      expect(
+        PATTERNS.some((p) => p.test(sample)),
+        sample,
+      ).toBe(true);
+    }
+  });
+});
