@@ -29,6 +29,7 @@ import {
 } from "../core/agents.js";
 import { AccessDeniedError, LimitExceededError, NotFoundError, ToolError, ToolExecutionError } from "../core/errors.js";
 import type { ToolRuntime } from "../core/runtime.js";
+import { withAgentSpan } from "../core/tracing.js";
 import type { Logger, ToolDefinition } from "../core/types.js";
 import type { LoopEvent } from "../loop/events.js";
 import { runToolLoop } from "../loop/run-tool-loop.js";
@@ -567,7 +568,10 @@ export class AgentService {
     this.#runs.set(record.id, run);
     agentsActive.inc();
     tree.emit({ type: "agent_started", agent: tagOf(record), task: setup.task.slice(0, 2000) });
-    void this.#execute(run, setup)
+    void withAgentSpan(
+      { name: record.template, id: record.id, model: setup.model, conversationId: record.chatId ?? undefined },
+      () => this.#execute(run, setup),
+    )
       .catch(async (error) => {
         this.#logger?.error({ err: (error as Error)?.stack ?? String(error), agentId: record.id }, "agent run failed");
         // Whatever failed, the run is over: its row must not stay running (that would hold a slot forever).
