@@ -4,6 +4,7 @@
  */
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { secureHeaders } from "hono/secure-headers";
 import type { AppContext } from "../app/context.js";
 import { ToolError } from "../core/errors.js";
 import { metricsRegistry } from "../core/metrics.js";
@@ -48,7 +49,24 @@ export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
     c.json({ error: { code: "not_found", message: `No route for ${c.req.method} ${c.req.path}.` } }, 404),
   );
 
-  app.get("/", (c) => c.html(SETTINGS_PAGE_HTML));
+  // The settings page: its own origin only, never framed, no content sniffing (its script and style are inline).
+  app.get(
+    "/",
+    secureHeaders({
+      contentSecurityPolicy: {
+        defaultSrc: ["'none'"],
+        scriptSrc: ["'unsafe-inline'"],
+        styleSrc: ["'unsafe-inline'"],
+        connectSrc: ["'self'"],
+        imgSrc: ["'self'", "data:", "blob:"],
+        baseUri: ["'none'"],
+        formAction: ["'none'"],
+        frameAncestors: ["'none'"],
+      },
+      xFrameOptions: "DENY",
+    }),
+    (c) => c.html(SETTINGS_PAGE_HTML),
+  );
   app.get("/api/health", (c) => c.json({ ok: true, version: VERSION }));
   app.get("/api/openapi.json", (c) => c.json(openApi));
 

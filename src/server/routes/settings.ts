@@ -26,15 +26,25 @@ export function parseIfMatch(header: string | undefined): number | undefined {
   if (header === undefined) return undefined;
   const value = header.trim();
   if (value === "*") return undefined;
-  const match = /^"(\d{1,15})"$/.exec(value);
-  if (!match) {
-    throw new HttpError(
-      400,
-      "bad_request",
-      'If-Match must be one ETag as returned by GET /api/settings/tools/:toolName, e.g. If-Match: "3".',
-    );
+  const entries = value.split(",").map((e) => e.trim());
+  const strong: number[] = [];
+  for (const entry of entries) {
+    const match = /^"(\d{1,15})"$/.exec(entry);
+    if (match) strong.push(Number(match[1]));
+    // A weak ETag never matches under If-Match's strong comparison (RFC 9110 §13.1.1): it only cannot succeed.
+    else if (!/^W\/"[^"]*"$/.test(entry)) {
+      throw new HttpError(
+        400,
+        "bad_request",
+        'If-Match must hold ETags as returned by GET /api/settings/tools/:toolName, e.g. If-Match: "3".',
+      );
+    }
   }
-  return Number(match[1]);
+  if (strong.length > 1) {
+    throw new HttpError(400, "bad_request", 'If-Match may name one strong ETag here, e.g. If-Match: "3".');
+  }
+  // No strong ETag left: the precondition cannot hold, so the update answers 412 (version -1 never exists).
+  return strong[0] ?? -1;
 }
 
 /** Routes for per-user tool settings; errors propagate to the app's error handler (404, 422, 400). */
