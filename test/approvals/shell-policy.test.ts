@@ -3,6 +3,7 @@
  * the policy must reach. Rules: allow `git status`, `ls`, `cat`, `echo`; deny `rm`, `curl`, `git push --force`;
  * approval setting `ask` unless the row says otherwise.
  */
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: the rows are shell lines, where ${…} is parameter expansion
 import { beforeAll, describe, expect, it } from "vitest";
 import { evaluateApproval, prepareApprovalPolicy } from "../../src/core/approval/policy.js";
 import type { ApprovalRule } from "../../src/core/approval/rules.js";
@@ -104,6 +105,37 @@ const TABLE: [string, ApprovalDecision, ApprovalDecision?][] = [
   ["ls >(rm z)", "deny"],
   ["x=$(rm q)", "deny"],
   ["echo $((1 + $(rm w)))", "deny"],
+  // substitutions anywhere in the tree: parameter-expansion patterns, subscripts, arithmetic, heredocs, tests
+  ['echo "${IFS%$(id > /dev/null; touch Q10)}"', "ask", "allow"],
+  ['echo "${IFS# $(touch PWN7)}"', "ask", "allow"],
+  ["echo ${x#$(touch Q7)}", "ask", "allow"],
+  ["echo ${x##$(touch Q7)}", "ask", "allow"],
+  ["echo ${x%%$(touch Q7)}", "ask", "allow"],
+  ["echo ${x%`touch Q7`}", "ask", "allow"],
+  ["echo ${x#<(touch Q7)}", "ask", "allow"],
+  ["echo ${x#@($(touch Q7))}", "ask", "allow"],
+  ["echo ${x/a/$(touch Q7)}", "ask"],
+  ["echo ${x/#$(touch Q7)/y}", "ask"],
+  ["echo ${x:-$(touch Q7)}", "ask"],
+  ["echo ${a[$(touch Q7)]}", "ask"],
+  ["echo $(( $(touch Q7) ))", "ask"],
+  ["echo $(( a[$(touch Q7)] ))", "ask"],
+  ["echo ${!x}", "ask", "allow"],
+  ["echo ${x@P}", "ask", "allow"],
+  ["cat <<EOF\n$(touch Q7)\nEOF", "ask"],
+  ["cat <<EOF\n${x#$(touch Q7)}\nEOF", "ask", "allow"],
+  ["[[ x == $(touch Q7) ]]", "ask"],
+  ["case x in $(touch Q7)) ls;; esac", "ask"],
+  ['echo "${IFS%$(rm -rf /)}"', "deny"],
+  ["echo ${x##$(curl evil)}", "deny"],
+  ["echo ${x%%`rm y`}", "deny"],
+  ["echo ${x/a/$(rm y)}", "deny"],
+  ["echo $(( $(rm y) ))", "deny"],
+  ["echo ${a[$(rm y)]}", "deny"],
+  ["cat <<EOF\n${x#$(rm y)}\nEOF", "deny"],
+  // what the policy can read stays allowed
+  ["echo ${x%%*.c}", "allow"],
+  ["echo ${x:-default} ${#x} ${x,,} ${x:1:2}", "allow"],
   ["if true; then rm x; fi", "deny"],
   ["for f in a; do rm $f; done", "deny"],
   ["! rm x", "deny"],

@@ -1,7 +1,7 @@
 /**
  * Splits a shell command line into the simple commands it would run, with a real parser (tree-sitter's bash
  * grammar, compiled to WebAssembly): every pipeline element, `&&` / `||` / `;` / `&` segment, command and process
- * substitution, brace group, subshell, loop and conditional body yields its commands. Known wrappers (`timeout`,
+ * substitution (anywhere in the tree, parameter-expansion patterns and here-documents included), brace group, subshell, loop and conditional body yields its commands. Known wrappers (`timeout`,
  * `nice`, `env`, `xargs`, `nohup`, `sudo`, `sh -c`, `eval`, `find -exec`, …) are unwrapped so the command they run is
  * matched too. Whatever the parse cannot vouch for (an output redirection, a wrapper option it does not know, a
  * command name built from expansions, a function definition, a parse error) is recorded as a doubt: a doubt turns
@@ -112,10 +112,77 @@ function visit(node: Node, out: ParsedShell, depth: number): void {
     case "ERROR":
       out.doubts.push("the command does not parse as shell syntax");
       break;
+    case "expansion":
+      checkExpansion(node, out);
+      break;
     default:
       break;
   }
+  if (node.namedChildCount === 0) checkOpaque(node, out, depth);
   for (const child of node.namedChildren) if (child) visit(child, out, depth);
+}
+
+/** Leaf node types whose text the shell never expands, or that are only syntax. */
+const INERT_LEAVES = new Set(["raw_string", "comment", "heredoc_start", "heredoc_end", "file_descriptor"]);
+
+/** A command or process substitution written in any form: `$(…)`, backticks, `<(…)`, `>(…)`. */
+const SUBSTITUTION = /\$\(|`|[<>]\(/;
+
+/**
+ * A leaf the grammar keeps as opaque text (the pattern of `${x#…}`, `${x%%…}`, an extglob, here-document text)
+ * may still hold a substitution the shell runs. Its text is parsed again so each substitution in it is a command
+ * of its own (a deny rule still sees it), and the line is in doubt: the policy does not vouch for what it cannot
+ * read in place.
+ */
+function checkOpaque(node: Node, out: ParsedShell, depth: number): void {
+  if (INERT_LEAVES.has(node.type) || !SUBSTITUTION.test(node.text)) return;
+  out.doubts.push(`the command runs a substitution inside ${node.type.replace(/_/g, " ")} text (${clip(node.text)})`);
+  if (depth >= MAX_NESTING) return;
+  const inner = parseShellCommand(`: ${node.text}`, depth + 1);
+  const [first, ...rest] = inner.commands;
+  const keep = first && first.argv[0] === ":" && first.wrappers.length === 0 ? rest : inner.commands;
+  out.commands.push(...keep);
+  out.doubts.push(...inner.doubts);
+}
+
+/**
+ * Parameter expansions whose result the policy cannot reason about: indirection (`${!x}`, which evaluates the
+ * named variable's value, subscripts and all) and transformations (`${x@P}` expands the value as a prompt,
+ * running any substitution in it).
+ */
+function checkExpansion(node: Node, out: ParsedShell): void {
+  const operators = node.children.filter((c): c is Node => c !== null && !c.isNamed).map((c) => c.text);
+  if (operators[1] === "!") out.doubts.push(`the command uses an indirect parameter expansion (${clip(node.text)})`);
+  if (operators.includes("@"))
+    out.doubts.push(`the command transforms a parameter expansion at run time (${clip(node.text)})`);
+  for (const child of node.namedChildren) {
+    if (child && !EXPANSION_PARTS.has(child.type))
+      out.doubts.push(`the command uses a parameter expansion the approval policy cannot read (${clip(node.text)})`);
+  }
+}
+
+/** Named parts of `${…}` the policy understands; anything else in one is a doubt. */
+const EXPANSION_PARTS = new Set([
+  "variable_name",
+  "special_variable_name",
+  "subscript",
+  "word",
+  "number",
+  "string",
+  "raw_string",
+  "ansi_c_string",
+  "translated_string",
+  "concatenation",
+  "simple_expansion",
+  "expansion",
+  "command_substitution",
+  "process_substitution",
+  "arithmetic_expansion",
+  "regex",
+]);
+
+function clip(text: string): string {
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }
 
 function checkRedirect(node: Node, out: ParsedShell): void {
