@@ -6,9 +6,10 @@
  */
 import { userInfo } from "node:os";
 import { Command, CommanderError, Option } from "commander";
-import { type AppContext, createAppContext } from "../app/context.js";
+import type { AppContext } from "../app/context.js";
 import { ToolError } from "../core/errors.js";
 import { VERSION } from "../version.js";
+import { createAppContext } from "./app-context.js";
 import { registerAgentsCommand } from "./commands/agents.js";
 import { registerApprovalsCommand, registerAuditCommand } from "./commands/audit.js";
 import { registerChatCommand } from "./commands/chat.js";

@@ -4,7 +4,8 @@
  * by user, tool, kind and time. `toolhost approvals`: list the pending asks and answer one from the terminal.
  */
 import type { Command } from "commander";
-import { type AppContext, createAppContext } from "../../app/context.js";
+import type { AppContext } from "../../app/context.js";
+import { createAppContext } from "../app-context.js";
 import { CliError, parseUserId, table } from "../util.js";
 
 async function withContext<T>(fn: (ctx: AppContext) => Promise<T>): Promise<T> {

@@ -14,9 +14,10 @@ import {
   DEFAULT_CHAT_MODELS,
   parseProvider,
 } from "../../app/chat-service.js";
-import { type AppContext, createAppContext } from "../../app/context.js";
+import type { AppContext } from "../../app/context.js";
 import { ToolError } from "../../core/errors.js";
 import { describeProviderVariables } from "../../providers/table.js";
+import { createAppContext } from "../app-context.js";
 import { cliResponder } from "../approval-prompt.js";
 import { CliError, operator, parseUserId } from "../util.js";
 

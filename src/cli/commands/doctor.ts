@@ -1,6 +1,6 @@
 /** `toolhost doctor`: checks this installation and prints one line per check; exit 0 healthy, 1 not. */
 import type { Command } from "commander";
-import { createAppContext } from "../../app/context.js";
+import { createAppContext } from "../app-context.js";
 import { formatDoctorReport, runDoctor } from "../doctor.js";
 
 /** How long doctor waits for external MCP servers to connect (ms). */

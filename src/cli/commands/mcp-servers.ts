@@ -5,7 +5,8 @@
  * server (a command after `--`, or `--url`) and checks it connects; `remove` deletes a stored one.
  */
 import type { Command } from "commander";
-import { type AppContext, createAppContext } from "../../app/context.js";
+import type { AppContext } from "../../app/context.js";
+import { createAppContext } from "../app-context.js";
 import { CliError, table } from "../util.js";
 
 async function withServers<T>(
