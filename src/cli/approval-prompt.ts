@@ -55,7 +55,8 @@ async function prompt(
     const what = request.subjects.length > 0 ? request.subjects.join("\n") : request.preview;
     // Prompts go to stderr: stdout carries the model's answer.
     const output = process.stderr;
-    clack.note(`${what}\n\n${request.reason}`, `${request.tool}${who} asks for approval`, { output });
+    const where = request.workingDirectory ? `\nin ${request.workingDirectory}` : "";
+    clack.note(`${what}${where}\n\n${request.reason}`, `${request.tool}${who} asks for approval`, { output });
     const choice = await clack.select({
       message: `Run ${request.tool}?`,
       options: [

@@ -39,6 +39,8 @@ export interface ApprovalRequestedEvent {
   allowAlways: boolean;
   /** ISO-8601 time after which the ask counts as denied. */
   expiresAt: string;
+  /** The resolved working directory the call would run in (null: the server's own). */
+  workingDirectory: string | null;
   /** Sub-agent path of the call (root chat first), absent for the root chat's own calls. */
   agentPath?: string[];
 }

@@ -1,7 +1,8 @@
 /**
  * One-off calls through the approval gate over real HTTP (an in-process server on a loopback port, SQLite in a
  * temp data directory): the tool-execute route returns the pending approval's id, runs the call once after it is
- * answered, refuses a replay with altered arguments (access_denied) or a second run; `onAsk: wait` waits for the
+ * answered, refuses a replay with altered arguments, in another working directory or another chat (access_denied) or
+ * a second run; `onAsk: wait` waits for the
  * answer; the MCP server denies an ask naming the rule when the client cannot be asked.
  */
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
@@ -78,6 +79,46 @@ describe("the tool-execute route", () => {
       ok: false,
       error: { code: "access_denied", details: { rule: "approval_used" } },
     });
+  });
+
+  it("binds an approval to the working directory and the chat it was asked in", async () => {
+    const sub = join(work, "sub");
+    mkdirSync(join(sub, "notes"), { recursive: true });
+    const args = { path: "notes/bound.md", content: "bound\n" };
+    const first = await execute({ arguments: args, workingDirectory: sub });
+    const approvalId = first.body.error.details.approvalId as string;
+    const listed = ((await (await server.api("/api/approvals")).json()) as any).approvals.find(
+      (a: any) => a.id === approvalId,
+    );
+    expect(listed).toMatchObject({ workingDirectory: sub, chatId: null });
+    expect(
+      (await server.api(`/api/approvals/${approvalId}`, { method: "POST", json: { decision: "allow_once" } })).status,
+    ).toBe(200);
+
+    const elsewhere = await execute({ arguments: args, workingDirectory: work, approvalId });
+    expect(elsewhere.body).toMatchObject({
+      ok: false,
+      error: { code: "access_denied", details: { rule: "approval_binding" } },
+    });
+    expect(elsewhere.body.error.message).toContain(sub);
+    expect(existsSync(join(work, "notes/bound.md"))).toBe(false);
+
+    const chat = await server.api("/api/chats", {
+      method: "POST",
+      json: { provider: "openai", model: "fake-model", workingDirectory: sub },
+    });
+    expect(chat.status).toBe(201);
+    const chatId = ((await chat.json()) as { id: string }).id;
+    const inChat = await execute({ arguments: args, workingDirectory: sub, chatId, approvalId });
+    expect(inChat.body).toMatchObject({
+      ok: false,
+      error: { code: "access_denied", details: { rule: "approval_binding" } },
+    });
+    expect(existsSync(join(sub, "notes/bound.md"))).toBe(false);
+
+    const run = await execute({ arguments: args, workingDirectory: sub, approvalId });
+    expect(run.body).toMatchObject({ ok: true });
+    expect(readFileSync(join(sub, "notes/bound.md"), "utf8")).toBe("bound\n");
   });
 
   it("denies by rule without asking, and allows what no rule covers", async () => {

@@ -337,7 +337,14 @@ export class ApprovalGate implements ToolCallGate {
     try {
       if (record.userId !== this.#o.userId)
         throw new AccessDeniedError(`Approval ${record.id} belongs to another user.`);
-      service.verify(record, { toolCallId: call.id, tool: call.name, args: call.arguments, userId: this.#o.userId });
+      service.verify(record, {
+        toolCallId: call.id,
+        tool: call.name,
+        args: call.arguments,
+        userId: this.#o.userId,
+        workingDirectory: this.#o.workingDirectory,
+        chatId: this.#o.chatId,
+      });
     } catch (error) {
       return this.#refuse(call, error as ToolError, decision, by, signal);
     }

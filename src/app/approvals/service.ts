@@ -5,13 +5,14 @@
  * died back to whoever can resume them.
  *
  * The HMAC key is 32 random bytes in `<dataDir>/approval.key` (created with mode 0600 on first use). An approval's
- * MAC covers its id, the tool call id, the tool, the sha256 of the call's canonical arguments and the user, so an
- * approval can neither be forged nor replayed for other arguments.
+ * MAC covers its id, the tool call id, the tool, the sha256 of the call's canonical arguments, the user, the resolved
+ * working directory and the chat (none for a call outside a chat), so an approval can neither be forged nor replayed
+ * for other arguments, in another directory or in another chat.
  */
 import { createHash, createHmac, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { userInfo } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { APPROVAL_RULES_SETTING, APPROVAL_SETTING } from "../../core/approval/policy.js";
 import type { ApprovalRule } from "../../core/approval/rules.js";
 import { AccessDeniedError, NotFoundError, ToolSettingsError } from "../../core/errors.js";
@@ -55,6 +56,8 @@ export interface ApprovalRequestView {
   /** Whether allow_always is possible (not when an ask rule asked: it would not override it). */
   allowAlways: boolean;
   expiresAt: string;
+  /** The resolved working directory the call would run in (null: the server's own). */
+  workingDirectory: string | null;
   agentPath?: string[];
   chatId: string | null;
   userId: string;
@@ -118,6 +121,15 @@ export interface ApprovalBinding {
   tool: string;
   argsHash: string;
   userId: string;
+  /** The resolved working directory the call runs in (null: the server's own). */
+  workingDirectory: string | null;
+  /** The chat the call belongs to (null: none). */
+  chatId: string | null;
+}
+
+/** The working directory as an approval binds it: resolved to an absolute path, or null for none. */
+export function boundDirectory(workingDirectory: string | null | undefined): string | null {
+  return workingDirectory ? resolve(workingDirectory) : null;
 }
 
 /** JSON with object keys sorted at every level (the canonical form hashed for approvals). */
@@ -199,27 +211,62 @@ export class ApprovalService {
   /** hex HMAC-SHA256 of a binding with the server key. */
   sign(binding: ApprovalBinding): string {
     return createHmac("sha256", this.key())
-      .update([binding.approvalId, binding.toolCallId, binding.tool, binding.argsHash, binding.userId].join("\n"))
+      .update(
+        JSON.stringify([
+          binding.approvalId,
+          binding.toolCallId,
+          binding.tool,
+          binding.argsHash,
+          binding.userId,
+          binding.workingDirectory,
+          binding.chatId,
+        ]),
+      )
       .digest("hex");
   }
 
   /**
    * Throws AccessDeniedError unless `record` is bound (by its HMAC) to exactly this call: same approval id, tool call
-   * id, tool, user and canonical arguments.
+   * id, tool, user, canonical arguments, resolved working directory and chat.
    */
-  verify(record: ApprovalRecord, call: { toolCallId: string; tool: string; args: unknown; userId: string }): void {
+  verify(
+    record: ApprovalRecord,
+    call: {
+      toolCallId: string;
+      tool: string;
+      args: unknown;
+      userId: string;
+      workingDirectory: string | null;
+      chatId: string | null;
+    },
+  ): void {
+    const workingDirectory = boundDirectory(call.workingDirectory);
+    if (record.workingDirectory !== workingDirectory) {
+      throw new AccessDeniedError(
+        `Approval ${record.id} was given for a call in ${record.workingDirectory ?? "the server's working directory"}, not in ${workingDirectory ?? "the server's working directory"}. Ask for approval of this call where it runs.`,
+        { approvalId: record.id, rule: "approval_binding" },
+      );
+    }
+    if (record.chatId !== call.chatId) {
+      throw new AccessDeniedError(
+        `Approval ${record.id} was given for a call ${record.chatId ? `in chat ${record.chatId}` : "outside any chat"}, not ${call.chatId ? `in chat ${call.chatId}` : "outside any chat"}. Ask for approval of this call where it runs.`,
+        { approvalId: record.id, rule: "approval_binding" },
+      );
+    }
     const expected = this.sign({
       approvalId: record.id,
       toolCallId: call.toolCallId,
       tool: call.tool,
       argsHash: argumentsHash(call.args),
       userId: call.userId,
+      workingDirectory,
+      chatId: call.chatId,
     });
     const a = Buffer.from(expected, "hex");
     const b = Buffer.from(record.hmac, "hex");
     if (a.length !== b.length || !timingSafeEqual(a, b)) {
       throw new AccessDeniedError(
-        `Approval ${record.id} does not match this call: it was given for other arguments, another tool call or another user (or was altered). Ask for approval of this call.`,
+        `Approval ${record.id} does not match this call: it was given for other arguments, another tool call, another user, another working directory or another chat (or was altered). Ask for approval of this call.`,
         { approvalId: record.id, rule: "approval_binding" },
       );
     }
@@ -244,6 +291,7 @@ export class ApprovalService {
     const id = randomUUID();
     const now = new Date();
     const argsHash = argumentsHash(input.args);
+    const workingDirectory = boundDirectory(input.workingDirectory);
     const record: ApprovalRecord = {
       id,
       userId: input.userId,
@@ -257,7 +305,7 @@ export class ApprovalService {
       reason: input.reason,
       candidates: input.candidates,
       agentPath: input.agentPath && input.agentPath.length > 0 ? input.agentPath : null,
-      workingDirectory: input.workingDirectory,
+      workingDirectory,
       status: "pending",
       decision: null,
       message: null,
@@ -271,6 +319,8 @@ export class ApprovalService {
         tool: input.tool,
         argsHash,
         userId: input.userId,
+        workingDirectory,
+        chatId: input.chatId,
       }),
     };
     await this.repository.create(record);
@@ -290,6 +340,7 @@ export class ApprovalService {
       reason: record.reason,
       allowAlways: allowsAlways(record),
       expiresAt: record.expiresAt,
+      workingDirectory: record.workingDirectory,
       ...(record.agentPath ? { agentPath: record.agentPath } : {}),
       chatId: record.chatId,
       userId: record.userId,

@@ -23,6 +23,7 @@ export function approvalForm(request: ApprovalRequestView): ElicitRequestFormPar
       `Toolhost asks before running "${request.tool}": ${request.reason}${rule}`,
       request.subjects.length > 0 ? `It concerns: ${request.subjects.join(", ")}` : "",
       `Arguments: ${request.preview}`,
+      request.workingDirectory ? `Working directory: ${request.workingDirectory}` : "",
       `Unanswered, the call is refused at ${request.expiresAt}.`,
     ]
       .filter(Boolean)

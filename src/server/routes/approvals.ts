@@ -37,6 +37,9 @@ export const ApprovalSchema = Type.Object({
   preview: Type.String({ description: "The call's arguments as JSON, secrets redacted, at most a few KB." }),
   rule: Nullable(Type.Object({ decision: Type.String(), match: Type.String() })),
   reason: Type.String(),
+  workingDirectory: Nullable(
+    Type.String({ description: "The resolved working directory the call runs in (null: the server's own)." }),
+  ),
   agentPath: Nullable(Type.Array(Type.String())),
   status: Type.String({ description: "pending, allowed, denied, expired, cancelled or used" }),
   decision: Nullable(Type.String()),
@@ -60,6 +63,7 @@ export function approvalView(record: ApprovalRecord) {
     preview: record.preview,
     rule: (record.rule as { decision: string; match: string } | null) ?? null,
     reason: record.reason,
+    workingDirectory: record.workingDirectory,
     agentPath: record.agentPath,
     status: record.status,
     decision: record.decision,
