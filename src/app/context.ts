@@ -10,7 +10,7 @@ import { AgentTemplateCatalog, loadAgentTemplates, summarizeTemplate } from "../
 import { setAgentTemplateCatalog } from "../core/agents.js";
 import { chooseDataDir, type DataDirSource } from "../core/data-dir.js";
 import { defaultRegistry, type ToolRegistryStore } from "../core/registry.js";
-import { configureDefaultRuntime, ToolRuntime } from "../core/runtime.js";
+import { configureDefaultRuntime, installationPaths, ToolRuntime } from "../core/runtime.js";
 import { createLogger } from "../core/stores.js";
 import type { Logger } from "../core/types.js";
 import { providerConfigPath } from "../providers/index.js";
@@ -130,6 +130,8 @@ export async function createAppContext(options: AppContextOptions = {}): Promise
     audit,
     logger,
     dataDir,
+    // The database file is Toolhost's data even when TOOLHOST_DATABASE_URL puts it outside the data directory.
+    protectedPaths: [dataDir, ...database.files, ...installationPaths()],
     services: { imageStore: new SqlImageStore(database.db, dataDir), providerCredentials: tableCredentialSource },
   });
   configureDefaultRuntime(runtime);

@@ -34,3 +34,9 @@ export function packageVersion(): string {
   cached ??= find();
   return cached.version;
 }
+
+/** Toolhost's own installed code (dist/, node_modules/, package.json of this package), which tools never touch. */
+export function installationPaths(): string[] {
+  const root = packageRoot();
+  return [join(root, "dist"), join(root, "node_modules"), join(root, "package.json")];
+}

@@ -5,7 +5,7 @@
  * server, the CLI and library users run tools through one code path. The free functions `executeTool` and
  * `getEnabledToolRuntime` use a process-wide default runtime (in-memory storage unless configured).
  */
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { parseToolArguments } from "./arg-parsing.js";
 import { resolveDataDir } from "./data-dir.js";
 import {
@@ -21,7 +21,7 @@ import {
 import { checkValueLimits, scanJsonText, TOOL_ARGUMENT_LIMITS } from "./json-limits.js";
 import { toolOutputTruncatedTotal, withToolMetrics } from "./metrics.js";
 import { SpillArea, type SpillStream } from "./output-spill.js";
-import { packageRoot } from "./package-root.js";
+import { installationPaths } from "./package-root.js";
 import { redactValue } from "./redact.js";
 import { defaultRegistry, type ToolRegistryStore } from "./registry.js";
 import { capToolResult, resultCapLimits } from "./result-cap.js";
@@ -117,11 +117,7 @@ export interface ToolRuntimeOptions {
   spill?: SpillArea | false;
 }
 
-/** Toolhost's own installed code (dist/, node_modules/, package.json of this package), which tools never touch. */
-export function installationPaths(): string[] {
-  const root = packageRoot();
-  return [join(root, "dist"), join(root, "node_modules"), join(root, "package.json")];
-}
+export { installationPaths };
 
 /** Extra time (ms) given past the budget of a tool that manages its own timeout before the backstop fires. */
 const OWN_TIMEOUT_GRACE_MS = 5_000;

@@ -2,7 +2,7 @@
  * Database access: one Kysely schema and one set of migrations for both dialects. Embedded SQLite (a file under
  * the data directory) is the default; a `postgres://` URL selects PostgreSQL (DESIGN.md, "Storage").
  */
-import { mkdirSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { type Generated, Kysely, PostgresDialect, type SqliteDatabase, SqliteDialect } from "kysely";
@@ -253,7 +253,17 @@ export interface ToolhostDatabase {
   dialect: "sqlite" | "postgres";
   /** Where it lives: the SQLite file path, or the PostgreSQL URL without its password. */
   location: string;
+  /**
+   * The files holding its data on this host: the SQLite file and its `-wal`, `-shm` and `-journal` siblings
+   * (whether or not they exist yet); empty for PostgreSQL. Tools never touch them (they are protected paths).
+   */
+  files: string[];
   close(): Promise<void>;
+}
+
+/** The SQLite file `file` and the siblings SQLite keeps beside it (write-ahead log, shared memory, rollback journal). */
+export function sqliteFiles(file: string): string[] {
+  return [file, `${file}-wal`, `${file}-shm`, `${file}-journal`];
 }
 
 /** Options of openDatabase. */
@@ -313,17 +323,27 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<T
     const { default: pg } = await import("pg");
     const pool = new pg.Pool({ connectionString: url, max: 10 });
     const db = new Kysely<DatabaseSchema>({ dialect: new PostgresDialect({ pool }) });
-    database = { db, dialect: "postgres", location: url.replace(/:[^:@/]*@/, ":***@"), close: () => db.destroy() };
+    database = {
+      db,
+      dialect: "postgres",
+      location: url.replace(/:[^:@/]*@/, ":***@"),
+      files: [],
+      close: () => db.destroy(),
+    };
   } else {
     const file = url ? resolve(url.replace(/^sqlite:/, "")) : join(resolveDataDir(options.dataDir), "toolhost.db");
     mkdirSync(resolve(file, ".."), { recursive: true, mode: 0o700 });
+    const created = !existsSync(file);
     const sqlite = new Database(file);
+    // A new file is private to its owner (it holds tokens and credentials), wherever TOOLHOST_DATABASE_URL puts it;
+    // SQLite gives the -wal/-shm/-journal files it creates later the main file's mode.
+    if (created) chmodSync(file, 0o600);
     // The busy timeout first: switching a fresh file to WAL takes a lock another starting process may hold.
     sqlite.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
     sqlite.pragma("journal_mode = WAL");
     sqlite.pragma("foreign_keys = ON");
     const db = new Kysely<DatabaseSchema>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
-    database = { db, dialect: "sqlite", location: file, close: () => db.destroy() };
+    database = { db, dialect: "sqlite", location: file, files: sqliteFiles(file), close: () => db.destroy() };
   }
   try {
     await migrateToLatest(database.db, migrations, { location: database.location });

@@ -5,7 +5,7 @@
  *
  * The bwrap tests are skipped, with the probe's reason in their name, only where bwrap cannot run.
  */
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { homedir } from "node:os";
@@ -38,7 +38,7 @@ let root: string;
 let cleanup: () => void;
 let wd: string;
 
-function setup(parameters: Record<string, unknown> = {}) {
+function setup(parameters: Record<string, unknown> = {}, protectedPaths?: string[]) {
   const registry = new ToolRegistryStore();
   registry.register(buildShellTool("bash", BASH));
   registry.register(shellExecTool);
@@ -46,7 +46,14 @@ function setup(parameters: Record<string, unknown> = {}) {
   const audit = new MemoryAuditSink();
   const dataDir = join(root, "data");
   mkdirSync(dataDir, { recursive: true });
-  const runtime = new ToolRuntime({ registry, store, audit, logger: recordingLogger(), dataDir });
+  const runtime = new ToolRuntime({
+    registry,
+    store,
+    audit,
+    logger: recordingLogger(),
+    dataDir,
+    ...(protectedPaths ? { protectedPaths: [dataDir, ...protectedPaths] } : {}),
+  });
   const call = async (command: string, extra: Record<string, unknown> = {}, cwd?: string) => {
     await store.save(USER, "bash", { enabled: true, parameters: { ...parameters, ...extra } });
     const args = cwd ? { command, cwd } : { command };
@@ -152,24 +159,25 @@ for fam in (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6):
     },
   );
 
-  it.skipIf(!probe.available)(".git/hooks, .git/config and .env are readable but not writable", async () => {
+  it.skipIf(!probe.available)(".git (hooks, config, HEAD) and .env are readable but not writable", async () => {
     const { call } = setup();
     const result = await call(
       "cat .git/hooks/pre-commit; echo evil > .git/hooks/pre-commit; touch .git/hooks/post-checkout; echo x >> .git/config; echo y >> .env; echo ok > .git/HEAD && echo head-writable",
     );
-    expect(result.stdout).toBe("#!/bin/sh\nexit 0\nhead-writable\n");
-    expect(result.stderr.match(/Read-only file system/g)).toHaveLength(4);
+    expect(result.stdout).toBe("#!/bin/sh\nexit 0\n");
+    expect(result.stderr.match(/Read-only file system/g)).toHaveLength(5);
+    expect(existsSync(join(wd, ".git", "HEAD"))).toBe(false);
     expect(readFileSync(join(wd, ".git", "hooks", "pre-commit"), "utf8")).toBe("#!/bin/sh\nexit 0\n");
     expect(existsSync(join(wd, ".git", "hooks", "post-checkout"))).toBe(false);
     expect(readFileSync(join(wd, ".git", "config"), "utf8")).toBe("[core]\n");
     expect(readFileSync(join(wd, ".env"), "utf8")).toBe("SECRET=1\n");
   });
 
-  it.skipIf(!probe.available)("a repository without hooks gets an empty read-only hooks directory", async () => {
+  it.skipIf(!probe.available)("a repository without hooks cannot get one planted", async () => {
     const repo = join(wd, "nohooks");
     mkdirSync(join(repo, ".git"), { recursive: true });
     const { call } = setup();
-    // The call's cwd is the repository: its .git is re-protected although it has no hooks directory yet.
+    // The call's cwd is the repository: its whole .git is read-only, so no hooks directory can be created.
     const result = await call(
       "mkdir -p .git/hooks && echo evil > .git/hooks/pre-commit; ls -A .git/hooks | wc -l",
       {},
@@ -178,6 +186,77 @@ for fam in (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6):
     expect(result.stderr).toMatch(/Read-only file system/);
     expect(result.stdout.trim()).toBe("0");
     expect(existsSync(join(repo, ".git", "hooks", "pre-commit"))).toBe(false);
+  });
+
+  it.skipIf(!probe.available)("a command cannot rename .git away", async () => {
+    const repo = join(wd, "rename");
+    mkdirSync(join(repo, ".git", "hooks"), { recursive: true });
+    const { call } = setup();
+    const result = await call("mv .git .git-old && echo renamed", {}, "rename");
+    expect(result.stdout).toBe("");
+    expect(result.exitCode).not.toBe(0);
+    expect(result.stderr).toMatch(/Device or resource busy|Read-only file system/);
+    expect(existsSync(join(repo, ".git", "hooks"))).toBe(true);
+    expect(existsSync(join(repo, ".git-old"))).toBe(false);
+  });
+
+  it.skipIf(!probe.available)("a copied or recreated .git cannot take hooks", async () => {
+    const repo = join(wd, "recreate");
+    mkdirSync(join(repo, ".git", "hooks"), { recursive: true });
+    writeFileSync(join(repo, ".git", "config"), "[core]\n");
+    const { call } = setup();
+    // Every route to a writable .git: rename then copy back, copy over it, remove and recreate it.
+    const result = await call(
+      [
+        "mv .git .git-old && cp -a .git-old .git",
+        "cp -a .git .git-copy",
+        "rm -rf .git",
+        "mkdir -p .git/hooks",
+        "cp -a .git-copy/. .git/",
+        "printf '#!/bin/sh\\ntouch /tmp/pwned\\n' > .git/hooks/pre-commit && echo planted",
+        "ls -A .git/hooks | wc -l",
+      ].join("; "),
+      {},
+      "recreate",
+    );
+    expect(result.stdout).not.toContain("planted");
+    expect(result.stdout.trim()).toBe("0");
+    expect(existsSync(join(repo, ".git", "hooks", "pre-commit"))).toBe(false);
+    expect(readFileSync(join(repo, ".git", "config"), "utf8")).toBe("[core]\n");
+  });
+
+  it.skipIf(!probe.available)("a repository without .git/config cannot get one", async () => {
+    const repo = join(wd, "noconfig");
+    mkdirSync(join(repo, ".git", "hooks"), { recursive: true });
+    const { call } = setup();
+    const result = await call('echo "[core]" > .git/config && echo created', {}, "noconfig");
+    expect(result.stdout).toBe("");
+    expect(result.stderr).toMatch(/Read-only file system/);
+    expect(existsSync(join(repo, ".git", "config"))).toBe(false);
+  });
+
+  it.skipIf(!probe.available)("git still reads the repository: git status works", async () => {
+    const repo = join(wd, "real");
+    mkdirSync(repo);
+    const git = spawnSync("git", ["init", "-q", repo]);
+    expect(git.status).toBe(0);
+    writeFileSync(join(repo, "a.txt"), "a\n");
+    const { call } = setup();
+    const result = await call("git status --porcelain", {}, "real");
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout).toBe("?? a.txt\n");
+  });
+
+  it.skipIf(!probe.available)("a database file kept outside the data directory is hidden too", async () => {
+    // Inside the writable working directory, where nothing else would cover it (the private /tmp hides the rest).
+    const elsewhere = join(wd, "dbhome");
+    mkdirSync(elsewhere, { recursive: true });
+    const file = join(elsewhere, "th.db");
+    writeFileSync(file, "secret rows");
+    const { call } = setup({}, [file, `${file}-wal`]);
+    // Covered by /dev/null: it reads as empty, or cannot be opened at all.
+    const result = await call(`cat ${file}`);
+    expect(result.stdout).not.toContain("secret rows");
   });
 
   it.skipIf(!probe.available)("Toolhost's data directory is hidden from the command", async () => {
@@ -362,7 +441,7 @@ describe("probe classification", () => {
 });
 
 describe("profile", () => {
-  it("protects hooks and config of a linked worktree's repository and .env files", () => {
+  it("protects a linked worktree's .git pointer, the repository it points to, and .env files", () => {
     const { dir, cleanup: done } = tempDir("toolhost-profile-");
     try {
       const main = join(dir, "main");
@@ -378,8 +457,8 @@ describe("profile", () => {
       expect(paths).toEqual(
         expect.arrayContaining([
           join(worktree, ".git"),
-          join(main, ".git", "hooks"),
-          join(main, ".git", "config"),
+          join(main, ".git", "worktrees", "wt"),
+          join(main, ".git"),
           join(worktree, ".env.local"),
         ]),
       );
@@ -391,7 +470,8 @@ describe("profile", () => {
         readOnlyPaths: [],
         seccompFd: 3,
       });
-      expect(args.join(" ")).toContain(`--ro-bind ${join(main, ".git", "hooks")} ${join(main, ".git", "hooks")}`);
+      expect(args.join(" ")).toContain(`--ro-bind ${join(main, ".git")} ${join(main, ".git")}`);
+      expect(args.join(" ")).toContain(`--ro-bind ${join(worktree, ".git")} ${join(worktree, ".git")}`);
       expect(args).not.toContain("--unshare-net");
       expect(args).toEqual(expect.arrayContaining(["--unshare-pid", "--die-with-parent", "--seccomp", "3"]));
     } finally {

@@ -12,6 +12,7 @@
  */
 import { realpathSync } from "node:fs";
 import { AccessDeniedError } from "../../../core/errors.js";
+import { installationPaths } from "../../../core/package-root.js";
 import { expandPath, invalidPathEntries, isPathInside, PATH_POLICY_DESCRIPTORS } from "../../../core/path-policy.js";
 import { stringListSetting, stringSetting } from "../../../core/settings-declaration.js";
 import type { ApprovalHint, ToolContext, ToolParameterDescriptor } from "../../../core/types.js";
@@ -139,13 +140,17 @@ export async function planSandbox(context: ToolContext, cwdReal: string, tool: s
     .filter((p): p is string => p !== null);
   const dataDir = real(context.dataDir);
   const protectedPaths = (context.protectedPaths ?? []).map(real).filter((p): p is string => p !== null);
+  // Protected paths other than Toolhost's installed code are its data (the database file wherever it lies, with
+  // its -wal/-shm siblings): hidden, not merely read-only.
+  const code = new Set(installationPaths().map(real));
+  const protectedData = protectedPaths.filter((p) => p !== dataDir && !code.has(p));
   const profile: SandboxProfile = {
     cwd: cwdReal,
     writableRoots: writableRoots.filter(
       (root) => !writableRoots.some((other) => other !== root && isPathInside(root, other)),
     ),
     network,
-    hiddenPaths: [...(dataDir ? [dataDir] : []), ...deniedPaths],
+    hiddenPaths: [...(dataDir ? [dataDir] : []), ...protectedData, ...deniedPaths],
     readOnlyPaths: protectedPaths.filter((p) => p !== dataDir),
     seccompFd: 3,
   };

@@ -5,11 +5,11 @@
  * - the whole filesystem read-only (`--ro-bind / /`), a fresh `/dev` and `/proc`, a private `/tmp` (tmpfs);
  * - the writable roots (the chat working directory or the call's cwd, plus admin-granted `writablePaths`)
  *   bound read-write;
- * - inside each writable root, what would let a command escalate later is bound again read-only: `.git/hooks`
- *   (an empty read-only directory when a repository has none yet), `.git/config`, a `.git` pointer file and the
- *   hooks/config of the repository it points to, every `.env*` file at the top of the root, and Toolhost's own
- *   installed code;
- * - Toolhost's data directory and the `deniedPaths` are hidden (an empty read-only tmpfs over a directory,
+ * - inside each writable root (and the call's cwd), what would let a command escalate later is bound again
+ *   read-only: the top-level `.git` as a whole (so its hooks and config cannot be written, and the mount point
+ *   cannot be renamed away and replaced), a worktree's `.git` pointer file and the repository directories it
+ *   points to, every `.env*` file at the top of the root, and Toolhost's own installed code;
+ * - Toolhost's data directory, its other data files (a database file kept elsewhere) and the `deniedPaths` are hidden (an empty read-only tmpfs over a directory,
  *   /dev/null over a file);
  * - its own PID namespace (the command cannot see or signal other processes), IPC namespace and session, killed
  *   with its parent (`--die-with-parent`); a network namespace with only a down loopback when the network is off;
@@ -66,7 +66,7 @@ function gitdirOf(pointer: string): string | null {
   }
 }
 
-/** A path to protect inside a writable root: bind read-only when it exists, or (hooks) an empty read-only dir. */
+/** A path to protect inside a writable root: bind read-only when it exists, or (createEmpty) an empty read-only dir. */
 export interface ProtectedSubpath {
   path: string;
   kind: Kind;
@@ -75,8 +75,13 @@ export interface ProtectedSubpath {
 }
 
 /**
- * The paths inside `root` that a command could use to escalate later (hooks and config of its Git repository,
- * `.env*` files at the top of the root). Looks at the filesystem; never throws.
+ * The paths inside `root` that a command could use to escalate later: its top-level `.git` (a directory, or a
+ * worktree's pointer file together with the repository directories it points to), and the `.env*` files at the
+ * top of the root. Looks at the filesystem; never throws.
+ *
+ * Where `root` has no `.git`, nothing stands in for it: a command may create a new repository there (`git init`),
+ * and the hooks of a repository created inside the sandbox are the command's own (a documented limitation). A
+ * `.git` that is a symbolic link is not covered either.
  */
 export function protectedSubpaths(root: string): ProtectedSubpath[] {
   const out: ProtectedSubpath[] = [];
@@ -89,6 +94,9 @@ export function protectedSubpaths(root: string): ProtectedSubpath[] {
   } catch {
     // no repository here
   }
+  // The whole `.git` is read-only, not only its hooks and config: a command that could rename a writable `.git`
+  // away could copy it back with hooks of its own. Bound onto itself, it is a mount point, which cannot be
+  // renamed (EBUSY) nor replaced.
   if (dotGitKind === "dir") gitDirs.push(dotGit);
   if (dotGitKind === "file") {
     out.push({ path: dotGit, kind: "file" });
@@ -106,14 +114,8 @@ export function protectedSubpaths(root: string): ProtectedSubpath[] {
     }
   }
   for (const dir of gitDirs) {
-    const hooks = join(dir, "hooks");
-    const hooksKind = kindOf(hooks);
-    out.push(
-      hooksKind === "missing" ? { path: hooks, kind: "missing", createEmpty: true } : { path: hooks, kind: hooksKind },
-    );
-    const config = join(dir, "config");
-    const configKind = kindOf(config);
-    if (configKind !== "missing") out.push({ path: config, kind: configKind });
+    const kind = kindOf(dir);
+    if (kind !== "missing") out.push({ path: dir, kind });
   }
   try {
     for (const name of readdirSync(root)) {

@@ -1,0 +1,41 @@
+/**
+ * The SQLite database file kept outside the data directory (TOOLHOST_DATABASE_URL=sqlite:PATH): it is still
+ * Toolhost's data, so tools refuse it (rule "protected") and the shell sandbox hides it; a new file is private
+ * (mode 0600).
+ */
+import { mkdirSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it, onTestFinished } from "vitest";
+import { createAppContext } from "../../src/app/context.js";
+import { sqliteFiles } from "../../src/storage/database.js";
+import { tempDir } from "../shell/helpers.js";
+
+describe("a database file outside the data directory", () => {
+  it("is created with mode 0600 and is a protected path, with its -wal/-shm/-journal siblings", async () => {
+    const { dir, cleanup } = tempDir("toolhost-dbfile-");
+    onTestFinished(cleanup);
+    const elsewhere = join(dir, "elsewhere");
+    mkdirSync(elsewhere);
+    const file = join(elsewhere, "th.db");
+    const ctx = await createAppContext({ dataDir: join(dir, "data"), databaseUrl: `sqlite:${file}` });
+    onTestFinished(() => ctx.close());
+
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(statSync(`${file}-wal`).mode & 0o777).toBe(0o600);
+    expect(ctx.runtime.protectedPaths).toEqual(expect.arrayContaining(sqliteFiles(file)));
+
+    const outcome = await ctx.runtime.executeTool(
+      "read_file",
+      { path: file, view: "hex" },
+      { userId: "local", chatId: "c1", workingDirectory: elsewhere },
+    );
+    expect(outcome.ok).toBe(false);
+    expect(JSON.stringify(outcome)).toContain('"rule":"protected"');
+    const wal = await ctx.runtime.executeTool(
+      "read_file",
+      { path: `${file}-wal`, view: "hex" },
+      { userId: "local", chatId: "c1", workingDirectory: elsewhere },
+    );
+    expect(JSON.stringify(wal)).toContain('"rule":"protected"');
+  });
+});
