@@ -289,7 +289,7 @@ export class ToolRuntime {
 
   /**
    * Looks a call up and checks it the way executeTool would before running it: the tool exists and is enabled for
-   * the user, and the arguments parse against its schema. Returns the parsed call, or the classified error the
+   * the user, the arguments parse against its schema and pass the tool's own validateArguments. Returns the parsed call, or the classified error the
    * call would end with (so a gate need not ask about a call that cannot run).
    */
   async inspectCall(
@@ -325,7 +325,9 @@ export class ToolRuntime {
       );
     }
     const definition = getToolDefinition(tool, settings);
-    return { settings, args: parseToolArguments(definition.parameters, rawArgs) };
+    const args = parseToolArguments(definition.parameters, rawArgs);
+    tool.validateArguments?.(args);
+    return { settings, args };
   }
 
   #context(

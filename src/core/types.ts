@@ -346,6 +346,13 @@ export interface RegisteredTool {
    */
   outputCapStyle?: "head" | "head_tail";
   /**
+   * Argument checks beyond the schema that need neither the network nor the filesystem (e.g. web_fetch: the URL is
+   * absolute, http(s), without credentials). Throws the classified ToolError the call would end with. The runtime
+   * runs it after the schema check, both before a call runs and when the approval gate inspects a call, so an
+   * argument the tool would refuse anyway is refused before anyone is asked about it (and no approval is stored).
+   */
+  validateArguments?: (args: Record<string, unknown>) => void;
+  /**
    * The tool's own say in the approval decision for one call, consulted by the approval gate before the call runs
    * together with the user's approval settings (the strictest wins). E.g. a shell tool whose sandbox is
    * `preferred` but unavailable answers `ask` so the command never runs unconfined without a person's consent.

@@ -121,6 +121,44 @@ describe("the tool-execute route", () => {
     expect(readFileSync(join(sub, "notes/bound.md"), "utf8")).toBe("bound\n");
   });
 
+  it("refuses a URL web_fetch would refuse anyway at once, storing no approval", async () => {
+    const setting = await server.api("/api/settings/tools/web_fetch", {
+      method: "PUT",
+      json: { parameters: { approval: "ask" } },
+    });
+    expect(setting.status).toBe(200);
+    const fetchCall = async (url: string) => {
+      const response = await server.api("/api/tools/web_fetch/execute", {
+        method: "POST",
+        json: { arguments: { url } },
+      });
+      return (await response.json()) as any;
+    };
+    const pendingFetches = async () =>
+      (((await (await server.api("/api/approvals")).json()) as any).approvals as any[]).filter(
+        (a) => a.tool === "web_fetch",
+      );
+
+    expect(await fetchCall("file:///etc/passwd")).toMatchObject({
+      ok: false,
+      error: { code: "access_denied", details: { rule: "ssrf", scheme: "file:" } },
+    });
+    expect(await fetchCall("not a url")).toMatchObject({
+      ok: false,
+      error: { code: "validation_failed", details: { argument: "url" } },
+    });
+    expect(await fetchCall("https://user:secret@example.com/")).toMatchObject({
+      ok: false,
+      error: { code: "access_denied" },
+    });
+    expect(await pendingFetches()).toEqual([]);
+
+    // A URL the tool accepts is asked about as before.
+    const valid = await fetchCall("https://example.com/page");
+    expect(valid).toMatchObject({ ok: false, error: { code: "denied_by_policy" } });
+    expect(await pendingFetches()).toHaveLength(1);
+  });
+
   it("denies by rule without asking, and allows what no rule covers", async () => {
     mkdirSync(join(work, "secrets"), { recursive: true });
     const denied = await execute({ arguments: { path: "secrets/key", content: "k" } });

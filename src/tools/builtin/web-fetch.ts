@@ -18,7 +18,7 @@ import { TIMEOUT_SECONDS_DESCRIPTOR } from "../../core/settings-policy.js";
 import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
 import { binaryRefusal, bodyKind, bodyToContent } from "../web/content.js";
 import { guardedFetch } from "../web/fetch.js";
-import type { HostResolver } from "../web/ssrf.js";
+import { checkUrlShape, type HostResolver } from "../web/ssrf.js";
 
 /** Result of web_fetch. */
 export interface WebFetchResult {
@@ -128,6 +128,10 @@ export const webFetchTool: RegisteredTool = defineTool({
     enabledByDefault: true,
     canDisable: true,
     parameterDescriptors,
+  },
+  // A URL that is not absolute http(s) is refused at once, before any approval is asked for.
+  validateArguments: (args) => {
+    checkUrlShape(String(args.url));
   },
   execute: (args, context) => webFetch(args as { url: string; maxSize?: number }, context),
 });

@@ -98,13 +98,12 @@ function deny(message: string, details: Record<string, unknown>, addressRule = t
 }
 
 /**
- * Checks that `input` may be fetched and returns the addresses the connection must use
- * (assertNoSsrf). Throws AccessDeniedError (code access_denied) for a refused scheme, credentials in the URL,
- * a `localhost` name, an odd IP spelling that survived URL parsing, or any non-public address among those the host
- * resolves to (unless allowed by `policy.allowedHosts`); ToolArgumentError for text that is not an absolute URL;
- * ToolExecutionError when the name does not resolve. The resolver is called exactly once per call.
+ * The checks of a URL that need no network: it parses as an absolute URL (ToolArgumentError otherwise), is http or
+ * https, carries no credentials and names a host (AccessDeniedError otherwise). Returns the parsed URL. Used before
+ * every request (through assertNoSsrf) and by the approval gate, so a URL web_fetch would refuse is refused before
+ * anyone is asked about it.
  */
-export async function assertNoSsrf(input: string | URL, policy: SsrfPolicy = {}): Promise<CheckedTarget> {
+export function checkUrlShape(input: string | URL): URL {
   let url: URL;
   try {
     url = typeof input === "string" ? new URL(input) : new URL(input.href);
@@ -118,11 +117,22 @@ export async function assertNoSsrf(input: string | URL, policy: SsrfPolicy = {})
     deny(`The scheme "${url.protocol}" is not allowed.`, { scheme: url.protocol }, false);
   }
   if (url.username || url.password) deny("URLs with credentials (user:password@) are not fetched.", {}, false);
+  if (!normalizeHost(url.hostname)) deny("The URL has no host.", {});
+  return url;
+}
+
+/**
+ * Checks that `input` may be fetched and returns the addresses the connection must use
+ * (assertNoSsrf). Throws AccessDeniedError (code access_denied) for a refused scheme, credentials in the URL,
+ * a `localhost` name, an odd IP spelling that survived URL parsing, or any non-public address among those the host
+ * resolves to (unless allowed by `policy.allowedHosts`); ToolArgumentError for text that is not an absolute URL;
+ * ToolExecutionError when the name does not resolve. The resolver is called exactly once per call.
+ */
+export async function assertNoSsrf(input: string | URL, policy: SsrfPolicy = {}): Promise<CheckedTarget> {
+  const url = checkUrlShape(input);
   const host = normalizeHost(url.hostname);
-  if (!host) deny("The URL has no host.", {});
   const allowedHosts = policy.allowedHosts ?? [];
   const listed = hostIsAllowed(host, allowedHosts);
-
   if (isIP(host) !== 0) {
     const verdict = classifyAddress(host);
     if (!verdict.public && !listed)
