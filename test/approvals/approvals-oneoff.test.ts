@@ -48,6 +48,8 @@ describe("the tool-execute route", () => {
   it("returns the pending approval, runs the call once it is allowed, and refuses replays", async () => {
     const args = { path: "notes/plan.md", content: "the plan\n" };
     const first = await execute({ arguments: args });
+    // The route's contract: every tool outcome, an approval's denial included, is 200 with ok false.
+    expect(first.status).toBe(200);
     expect(first.body).toMatchObject({ ok: false, error: { code: "denied_by_policy" } });
     const approvalId = first.body.error.details.approvalId as string;
     expect(first.body.error.message).toContain(approvalId);
@@ -162,6 +164,7 @@ describe("the tool-execute route", () => {
   it("denies by rule without asking, and allows what no rule covers", async () => {
     mkdirSync(join(work, "secrets"), { recursive: true });
     const denied = await execute({ arguments: { path: "secrets/key", content: "k" } });
+    expect(denied.status).toBe(200);
     expect(denied.body).toMatchObject({
       ok: false,
       error: { code: "denied_by_policy", details: { rule: { match: "secrets/**" } } },
