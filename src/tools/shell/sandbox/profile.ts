@@ -167,13 +167,19 @@ export function bwrapArguments(profile: SandboxProfile): string[] {
   for (const path of ordered(profile.readOnlyPaths)) {
     if (inWritable(path) && kindOf(path) !== "missing") args.push("--ro-bind", path, path);
   }
+  const hiddenDirs: string[] = [];
   for (const path of ordered(profile.hiddenPaths)) {
     const kind = kindOf(path);
     if (kind === "missing" || !visible(path)) continue;
+    // Already out of sight under a hidden directory (the database inside the data directory): nothing to add, and
+    // the empty read-only tmpfs there has no place for another mount point.
+    if (hiddenDirs.some((dir) => isPathInside(path, dir))) continue;
     // A hidden directory that holds a writable root (or the cwd) cannot be covered without hiding them too.
     if (writable.some((root) => isPathInside(root, path)) || isPathInside(profile.cwd, path)) continue;
-    if (kind === "dir") args.push("--tmpfs", path, "--remount-ro", path);
-    else args.push("--ro-bind", "/dev/null", path);
+    if (kind === "dir") {
+      args.push("--tmpfs", path, "--remount-ro", path);
+      hiddenDirs.push(path);
+    } else args.push("--ro-bind", "/dev/null", path);
   }
   args.push("--unshare-pid", "--unshare-ipc");
   if (!profile.network) args.push("--unshare-net");
