@@ -159,6 +159,14 @@ const TABLE: [string, ApprovalDecision, ApprovalDecision?][] = [
   ["ls > out", "ask", "allow"],
   ["rm x", "deny", "allow"],
   ["ls", "deny", "deny"],
+  // arithmetic contexts evaluate a variable's value, and an array reference in it runs a substitution
+  ["for x in 'a[$(touch P)]'; do echo $((x)); done", "ask"],
+  ["echo $((x + 1))", "ask"],
+  ["echo ${arr[i]}", "ask"],
+  ["[[ $x -eq 1 ]] && echo yes", "ask"],
+  ["echo $((2 * 3))", "allow"],
+  ["echo ${arr[0]}", "allow"],
+  ['[[ "$x" == y ]] && echo yes', "allow"],
 ];
 
 describe("shell approval bypass table", () => {

@@ -115,11 +115,35 @@ function visit(node: Node, out: ParsedShell, depth: number): void {
     case "expansion":
       checkExpansion(node, out);
       break;
+    case "arithmetic_expansion":
+    case "subscript":
+    case "test_command":
+      checkArithmetic(node, out);
+      break;
     default:
       break;
   }
   if (node.namedChildCount === 0) checkOpaque(node, out, depth);
   for (const child of node.namedChildren) if (child) visit(child, out, depth);
+}
+
+/** Integer comparisons of `[[ … ]]`, whose operands bash evaluates as arithmetic. */
+const ARITHMETIC_TESTS = /\s-(eq|ne|lt|le|gt|ge)\s/;
+
+/**
+ * Arithmetic contexts (`$(( … ))`, an array subscript, an integer comparison in `[[ … ]]`) evaluate a variable's
+ * value as an expression, recursively, and an array reference inside that value runs a command substitution:
+ * `x='a[$(cmd)]'; echo $((x))` runs `cmd`. A variable's value is unknown before the line runs, so an arithmetic
+ * context that names a variable turns allow into ask; pure number arithmetic (`$((2 * 3))`) stays allowed.
+ */
+function checkArithmetic(node: Node, out: ParsedShell): void {
+  if (node.type === "test_command" && !ARITHMETIC_TESTS.test(` ${node.text} `)) return;
+  const body = node.type === "subscript" ? (node.childForFieldName("index")?.text ?? "") : node.text;
+  if (/[A-Za-z_]/.test(body.replace(/^\$\(\(|\)\)$/g, "").replace(/\[\[|\]\]|-(eq|ne|lt|le|gt|ge)\b/g, ""))) {
+    out.doubts.push(
+      `the command evaluates a variable's value as arithmetic (${clip(node.text)}), which can run commands`,
+    );
+  }
 }
 
 /** Leaf node types whose text the shell never expands, or that are only syntax. */
