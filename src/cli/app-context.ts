@@ -9,3 +9,13 @@ export async function createAppContext(options?: AppContextOptions): Promise<App
   const { createAppContext: open } = await import("../app/context.js");
   return open(options);
 }
+
+/** Runs `fn` with an application context opened for it, and closes the context afterwards (also on error). */
+export async function withContext<T>(fn: (ctx: AppContext) => Promise<T>): Promise<T> {
+  const ctx = await createAppContext();
+  try {
+    return await fn(ctx);
+  } finally {
+    await ctx.close();
+  }
+}

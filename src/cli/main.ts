@@ -9,7 +9,7 @@ import { Command, CommanderError, Option } from "commander";
 import type { AppContext } from "../app/context.js";
 import { ToolError } from "../core/errors.js";
 import { VERSION } from "../version.js";
-import { createAppContext } from "./app-context.js";
+import { createAppContext, withContext } from "./app-context.js";
 import { registerAgentsCommand } from "./commands/agents.js";
 import { registerApprovalsCommand, registerAuditCommand } from "./commands/audit.js";
 import { registerChatCommand } from "./commands/chat.js";
@@ -27,15 +27,6 @@ import {
   parseUserId,
   table,
 } from "./util.js";
-
-async function withContext<T>(fn: (ctx: AppContext) => Promise<T>): Promise<T> {
-  const ctx = await createAppContext();
-  try {
-    return await fn(ctx);
-  } finally {
-    await ctx.close();
-  }
-}
 
 /**
  * Connects the configured external MCP servers so their tools (mcp__<server>__<tool>) are in the registry, waiting

@@ -3,19 +3,8 @@
  * its status, usage, response and conversation, cancelling an agent with its descendants, and the templates.
  */
 import type { Command } from "commander";
-import type { AppContext } from "../../app/context.js";
+import { withContext } from "../app-context.js";
 import { CliError, parseUserId, table } from "../util.js";
-
-// The application loads only when a subcommand runs (keeps --help and other commands fast).
-async function withContext<T>(fn: (ctx: AppContext) => Promise<T>): Promise<T> {
-  const { createAppContext } = await import("../../app/context.js");
-  const ctx = await createAppContext();
-  try {
-    return await fn(ctx);
-  } finally {
-    await ctx.close();
-  }
-}
 
 const print = (value: unknown): void => {
   process.stdout.write(`${typeof value === "string" ? value : JSON.stringify(value, null, 2)}\n`);

@@ -4,18 +4,8 @@
  * by user, tool, kind and time. `toolhost approvals`: list the pending asks and answer one from the terminal.
  */
 import type { Command } from "commander";
-import type { AppContext } from "../../app/context.js";
-import { createAppContext } from "../app-context.js";
+import { withContext } from "../app-context.js";
 import { CliError, parseUserId, table } from "../util.js";
-
-async function withContext<T>(fn: (ctx: AppContext) => Promise<T>): Promise<T> {
-  const ctx = await createAppContext();
-  try {
-    return await fn(ctx);
-  } finally {
-    await ctx.close();
-  }
-}
 
 const print = (value: unknown): void => {
   process.stdout.write(`${typeof value === "string" ? value : JSON.stringify(value, null, 2)}\n`);

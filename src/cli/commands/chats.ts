@@ -4,19 +4,9 @@
  */
 import type { Command } from "commander";
 import { ChatBusyError, ChatService } from "../../app/chat-service.js";
-import type { AppContext } from "../../app/context.js";
 import { ChatCursorError } from "../../storage/repositories.js";
-import { createAppContext } from "../app-context.js";
+import { withContext } from "../app-context.js";
 import { CliError, parseUserId, table } from "../util.js";
-
-async function withContext<T>(fn: (ctx: AppContext) => Promise<T>): Promise<T> {
-  const ctx = await createAppContext();
-  try {
-    return await fn(ctx);
-  } finally {
-    await ctx.close();
-  }
-}
 
 /** Registers `chats` and its subcommands on the program. */
 export function registerChatsCommand(program: Command): void {

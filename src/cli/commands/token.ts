@@ -3,19 +3,9 @@
  * once, when it is created or rotated; listings show ids, users, labels, and when each was created and last used.
  */
 import type { Command } from "commander";
-import type { AppContext } from "../../app/context.js";
 import { TokenLookupError } from "../../storage/token-repository.js";
-import { createAppContext } from "../app-context.js";
+import { withContext } from "../app-context.js";
 import { CliError, parseUserId, table } from "../util.js";
-
-async function withContext<T>(fn: (ctx: AppContext) => Promise<T>): Promise<T> {
-  const ctx = await createAppContext();
-  try {
-    return await fn(ctx);
-  } finally {
-    await ctx.close();
-  }
-}
 
 /** Maps a failed token lookup to exit code 1 with its message (it names what to do next). */
 function lookupFailed(error: unknown): never {
