@@ -19,7 +19,7 @@
  * BENCH_HTTP_MS (load duration per server, default 5000), BENCH_WRITE=0 to skip writing BENCHMARKS.md.
  */
 import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { closeSync, existsSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -33,7 +33,8 @@ process.env.TOOLHOST_DATA_DIR ||= mkdtempSync(join(tmpdir(), "toolhost-bench-dat
 const ALL_GROUPS = "call,cli,http,grep,glob,read,sandbox";
 const ONLY = new Set((process.env.BENCH_ONLY ?? ALL_GROUPS).split(","));
 const HTTP_MS = Number(process.env.BENCH_HTTP_MS ?? 5000);
-const CLI = join(ROOT, "dist", "cli", "main.js");
+/** The `toolhost` executable as installed: package.json's bin (the bundled CLI). */
+const CLI = join(ROOT, JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).bin.toolhost);
 
 if (!existsSync(join(ROOT, "dist", "index.js"))) {
   console.error("Build first: npm run build (npm run bench does it for you).");
