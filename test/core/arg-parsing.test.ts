@@ -1,6 +1,5 @@
 /**
- * parseToolArguments (000_6d817c25d4590fa9.txt, "Optional arguments are optional", "Malformed arguments are
- * rejected, not substituted"; issue 3, "Streaming and the loop": the argument cases). `null` is absent; a present
+ * parseToolArguments: optional arguments are optional, and malformed arguments are rejected, not substituted. `null` is absent; a present
  * value of the wrong type is validation_failed naming the key, never replaced by a default.
  */
 import { describe, expect, it } from "vitest";

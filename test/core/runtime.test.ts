@@ -207,7 +207,7 @@ class ExchangeRateTool extends Tool {
   }
 }
 
-describe("custom-tool API (004) and trigger (002)", () => {
+describe("custom-tool API and trigger (function ids)", () => {
   it("registers a Tool through ToolRegistry and runs it through executeTool", async () => {
     const { registry, runtime } = setup();
     new ToolRegistry(registry).register(new ExchangeRateTool());

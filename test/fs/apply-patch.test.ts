@@ -57,7 +57,7 @@ describe("apply_patch: hostile targets are refused before anything is written", 
 });
 
 describe("apply_patch: unified diff", () => {
-  it("applies the 002 example (bare hunks with path) and returns { patched, path }", async () => {
+  it("applies a bare-hunks patch with a path argument and returns { patched, path }", async () => {
     put("src/version.ts", 'const version = "1.0.0";\nexport default version;\n');
     await read("src/version.ts");
     const r = await trigger(

@@ -1,4 +1,4 @@
-/** read_file, write_file, list_directory and the 002 ids, on real files. Hostile cases first. */
+/** read_file, write_file, list_directory and the function-id file tools, on real files. Hostile cases first. */
 import { execFileSync } from "node:child_process";
 import { chmodSync, mkdirSync, readFileSync, statSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -271,7 +271,7 @@ describe("list_directory", () => {
 });
 
 describe("002 ids through trigger", () => {
-  it("file_read / file_write / file_list answer with the 002 shapes and are not offered by default", async () => {
+  it("file_read / file_write / file_list answer with the function-id shapes and are not offered by default", async () => {
     const rt = fsRuntime(proj);
     const opts = { runtime: rt.runtime, userId: "u1", chatId: "chat-9", workingDirectory: proj };
     mkdirSync(join(proj, "t2", "sub"), { recursive: true });

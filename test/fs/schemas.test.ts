@@ -28,7 +28,7 @@ describe("filesystem tool schemas", () => {
     }
     expect(isStrictCompatible(toStrictSchema(schema))).toBe(true);
   });
-  it("the 002 ids are off by default; the seed tools are on", () => {
+  it("the function-id file tools are off by default; the other built-ins are on", () => {
     for (const n of ["file_read", "file_write", "file_list"]) expect(getTool(n)!.settings.enabledByDefault).toBe(false);
     for (const n of names.slice(0, 6)) expect(getTool(n)!.settings.enabledByDefault).toBe(true);
   });

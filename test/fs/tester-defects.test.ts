@@ -67,7 +67,7 @@ describe("freshness race: check and write are atomic per real path", () => {
     for (const o of outcomes) if (!o.ok) expect(o.error.message).toMatch(/has not read it/);
   });
 
-  it("file_write (002) shares the lock with write_file", async () => {
+  it("file_write shares the lock with write_file", async () => {
     const file = join(proj, "race-002.txt");
     writeFileSync(file, "original\n");
     const { runtime } = fsRuntime(proj);

@@ -1,5 +1,5 @@
 /**
- * toStrictSchema / isStrictCompatible / inlineLocalRefs (000_6d817c25d4590fa9.txt, "Tool Mapper" and "Optional
+ * toStrictSchema / isStrictCompatible / inlineLocalRefs (the tool mapper's strict-mode rules and "Optional
  * arguments are optional"; issue 3, "Mapping"): the strict dialect rule by rule, `$ref` inlining, and recursive
  * references as a typed error rather than a stack overflow or a hang.
  */

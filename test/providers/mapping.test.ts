@@ -1,5 +1,5 @@
 /**
- * Tool Mapper (issue 3, "Mapping"; 000_6d817c25d4590fa9.txt, "Tool Mapper", "Optional arguments are optional"):
+ * Tool mapper (provider wire formats; optional arguments are optional):
  * wire shapes per provider, the issue's three schema cases, name sanitizing, and source schemas never mutated.
  */
 import { describe, expect, it } from "vitest";

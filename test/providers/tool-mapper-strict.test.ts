@@ -1,5 +1,5 @@
 /**
- * The seed's tool-mapper-strict test (000_6d817c25d4590fa9.txt, "Tool Mapper": "Every built-in tool is expected
+ * The tool-mapper strict test (the tool mapper's rule: "Every built-in tool is expected
  * to pass after the transform … asserts strict: true per tool id"; issue 3, "Mapping"). For EVERY registered
  * built-in, by tool name: toolDefsToResponsesAPI sends it with strict: true, and its derived schema passes
  * isStrictCompatible — for the static definition and for buildDefinition under the tool's default settings.

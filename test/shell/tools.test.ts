@@ -70,7 +70,7 @@ describe("defaults", () => {
   });
 });
 
-describe("function-id API (002)", () => {
+describe("function-id API", () => {
   it("trigger('tool::shell_exec', …) returns {stdout, stderr, exitCode} and throws classified errors", async () => {
     const { runtime } = setup();
     const options = { runtime, userId: USER, workingDirectory: wd };
