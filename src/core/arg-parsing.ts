@@ -13,7 +13,7 @@
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import addFormatsModule from "ajv-formats";
-import { ToolArgumentError } from "./errors.js";
+import { clip, ToolArgumentError } from "./errors.js";
 import { checkValueLimits, scanJsonText, TOOL_ARGUMENT_LIMITS } from "./json-limits.js";
 import {
   COMBINATOR_KEYWORDS,
@@ -143,7 +143,8 @@ function keyName(instancePath: string, extra?: string): string {
     .slice(1)
     .map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"));
   if (extra !== undefined) parts.push(extra);
-  return parts.reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), "");
+  // A key is the caller's text too: quoted in part when long.
+  return clip(parts.reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), ""));
 }
 
 function valueAt(root: unknown, instancePath: string): unknown {

@@ -130,14 +130,66 @@ export class LimitExceededError extends ToolError {
   }
 }
 
-/** Turns anything thrown into a classified error; unknown errors become `execution_failed` with their message. */
+/** How many characters of a caller's argument an error message quotes at most (see clip). */
+export const QUOTE_MAX_CHARS = 100;
+
+/**
+ * Shortens a caller-supplied string for quoting in an error message: at most `max` UTF-16 code units (default
+ * QUOTE_MAX_CHARS), keeping the start and the end (for a path, its file name) around "…"; never splits a surrogate
+ * pair. A string within the limit is returned as it is.
+ */
+export function clip(value: string, max = QUOTE_MAX_CHARS): string {
+  if (typeof value !== "string") return String(value);
+  if (value.length <= max) return value;
+  const tailLength = Math.floor((max - 1) * 0.3);
+  let head = value.slice(0, max - 1 - tailLength);
+  let tail = value.slice(value.length - tailLength);
+  if (/[\uD800-\uDBFF]$/.test(head)) head = head.slice(0, -1);
+  if (/^[\uDC00-\uDFFF]/.test(tail)) tail = tail.slice(1);
+  return `${head}…${tail}`;
+}
+
+/**
+ * The message of a Node.js system or argument error without the paths it carries (`ENOTDIR: not a directory,
+ * mkdir '/srv/x/y'` → `ENOTDIR: not a directory (mkdir)`): the server's absolute paths are never shown to a
+ * caller who did not name them. Other messages are returned unchanged.
+ */
+export function messageWithoutPaths(error: Error): string {
+  const e = error as NodeJS.ErrnoException;
+  if (typeof e.code !== "string") return error.message;
+  if (typeof e.syscall === "string") {
+    const at = error.message.indexOf(`, ${e.syscall}`);
+    const head = at >= 0 ? error.message.slice(0, at) : error.message.replace(/\s*'[^']*'(?:\s*->\s*'[^']*')?/g, "");
+    return `${head} (${e.syscall})`;
+  }
+  if (e.code.startsWith("ERR_")) {
+    const received = error.message.indexOf(". Received");
+    return received >= 0 ? `${error.message.slice(0, received)}.` : error.message;
+  }
+  return error.message;
+}
+
+/**
+ * Turns anything thrown into a classified error; unknown errors become `execution_failed` with their message.
+ * System errors (errno codes) lose the paths in their message (messageWithoutPaths); ENOENT becomes `not_found`,
+ * EACCES/EPERM `access_denied`, ENAMETOOLONG/ELOOP/ENOTDIR `validation_failed`.
+ */
 export function toToolError(error: unknown): ToolError {
   if (error instanceof ToolError) return error;
   if (error instanceof Error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") return new NotFoundError(error.message);
-    if (code === "EACCES" || code === "EPERM") return new AccessDeniedError(error.message);
-    return new ToolExecutionError(error.message, undefined, { cause: error });
+    const message = messageWithoutPaths(error);
+    if (code === "ENOENT") return new NotFoundError(message);
+    if (code === "EACCES" || code === "EPERM") return new AccessDeniedError(message);
+    if (code === "ENAMETOOLONG" || code === "ELOOP" || code === "ENOTDIR") {
+      return new ToolArgumentError(
+        `${message}: check the path arguments (names of at most 255 bytes, no link loops).`,
+        {
+          rule: code.toLowerCase(),
+        },
+      );
+    }
+    return new ToolExecutionError(message, undefined, { cause: error });
   }
   return new ToolExecutionError(String(error));
 }

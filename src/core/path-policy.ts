@@ -18,7 +18,15 @@ import { realpathSync } from "node:fs";
 import { lstat, readlink, realpath, stat } from "node:fs/promises";
 import { homedir } from "node:os";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
-import { AccessDeniedError, NotFoundError, ToolArgumentError } from "./errors.js";
+import {
+  AccessDeniedError,
+  clip,
+  messageWithoutPaths,
+  NotFoundError,
+  ToolArgumentError,
+  ToolError,
+  ToolExecutionError,
+} from "./errors.js";
 import { booleanSetting, defaultParametersOf, stringListSetting } from "./settings-declaration.js";
 import type { ToolContext, ToolParameterDescriptor } from "./types.js";
 
@@ -144,13 +152,13 @@ interface LooseReal {
  * existing ancestor is resolved and the missing tail appended; a dangling link is followed to where it points.
  * Throws ToolArgumentError on a symlink loop.
  */
-async function realpathLoose(absolute: string, input: string, hops = 0): Promise<LooseReal> {
-  if (hops > MAX_LINK_HOPS) throw loopError(input);
+async function realpathLoose(absolute: string, input: string, hops = 0, argument = "path"): Promise<LooseReal> {
+  if (hops > MAX_LINK_HOPS) throw loopError(input, argument);
   try {
     return { real: await realpath(absolute), exists: true };
   } catch (error) {
     const code = errnoOf(error);
-    if (code === "ELOOP") throw loopError(input);
+    if (code === "ELOOP") throw loopError(input, argument);
     if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
   }
   // Something on the way is missing. Is the last component itself a (dangling) link?
@@ -163,21 +171,123 @@ async function realpathLoose(absolute: string, input: string, hops = 0): Promise
   }
   const parent = dirname(absolute);
   if (parent === absolute) return { real: absolute, exists: false };
-  const parentReal = await realpathLoose(parent, input, hops);
+  const parentReal = await realpathLoose(parent, input, hops, argument);
   if (isLink) {
     const target = await readlink(absolute);
     const next = isAbsolute(target) ? resolve(target) : resolve(parentReal.real, target);
-    const followed = await realpathLoose(next, input, hops + 1);
+    const followed = await realpathLoose(next, input, hops + 1, argument);
     return { real: followed.real, exists: false };
   }
   return { real: join(parentReal.real, basename(absolute)), exists: false };
 }
 
-function loopError(input: string): ToolArgumentError {
+function loopError(input: string, argument = "path"): ToolArgumentError {
   return new ToolArgumentError(
-    `Path "${input}" goes through a symbolic link loop (or too many links); pass a path that does not cycle.`,
-    { path: input, rule: "symlink_loop" },
+    `Path "${clip(input)}" goes through a symbolic link loop (or too many links); pass a path that does not cycle.`,
+    { path: clip(input), argument, rule: "symlink_loop" },
   );
+}
+
+/** Matches a lone UTF-16 surrogate (a pair is one code point in `u` mode, so only halves match). */
+export const LONE_SURROGATE = /\p{Cs}/u;
+
+/** Longest path a path argument may have, or resolve to, in UTF-8 bytes (Linux PATH_MAX less its final NUL). */
+export const MAX_PATH_BYTES = 4095;
+/** Longest file or directory name (one path component), in UTF-8 bytes (NAME_MAX of Linux filesystems). */
+export const MAX_NAME_BYTES = 255;
+
+/**
+ * Checks the text of a path argument before anything touches the filesystem: a non-empty string, no NUL byte,
+ * well-formed Unicode (no lone UTF-16 surrogate, which no file name can hold), at most MAX_PATH_BYTES bytes, and no
+ * name (component between "/") longer than MAX_NAME_BYTES bytes. Throws ToolArgumentError (validation_failed) with
+ * `details.rule` non_empty | nul_byte | invalid_unicode | path_too_long | name_too_long, quoting at most ~100
+ * characters of the argument.
+ */
+export function checkPathArgument(input: unknown, argument = "path"): asserts input is string {
+  if (typeof input !== "string" || input.trim() === "") {
+    throw new ToolArgumentError(`Invalid argument "${argument}": must be a non-empty path.`, {
+      argument,
+      rule: "non_empty",
+    });
+  }
+  if (input.includes("\0")) {
+    throw new ToolArgumentError(`Invalid argument "${argument}": a path must not contain a NUL byte.`, {
+      argument,
+      rule: "nul_byte",
+    });
+  }
+  if (LONE_SURROGATE.test(input)) {
+    throw new ToolArgumentError(
+      `Invalid argument "${argument}": it contains a lone UTF-16 surrogate (half of a character), which no file name can hold; send the path as valid Unicode text.`,
+      { argument, rule: "invalid_unicode" },
+    );
+  }
+  const bytes = Buffer.byteLength(input, "utf8");
+  if (bytes > MAX_PATH_BYTES) {
+    throw new ToolArgumentError(
+      `Invalid argument "${argument}": it is ${bytes} bytes long; a path is at most ${MAX_PATH_BYTES} bytes (UTF-8). Send a shorter path.`,
+      { argument, rule: "path_too_long", bytes, max: MAX_PATH_BYTES },
+    );
+  }
+  if (bytes > MAX_NAME_BYTES) {
+    for (const name of input.split(sep === "\\" ? /[\\/]/ : "/")) {
+      const length = Buffer.byteLength(name, "utf8");
+      if (length > MAX_NAME_BYTES) {
+        throw new ToolArgumentError(
+          `Invalid argument "${argument}": the name "${clip(name, 60)}" is ${length} bytes long; a file or directory name is at most ${MAX_NAME_BYTES} bytes (UTF-8). Send a path whose names are shorter.`,
+          { argument, rule: "name_too_long", bytes: length, max: MAX_NAME_BYTES },
+        );
+      }
+    }
+  }
+}
+
+/**
+ * Classifies a filesystem error met while resolving or opening a path argument, naming only the argument as the
+ * caller gave it (never the server's absolute path): ENAMETOOLONG → validation_failed (path_too_long), ELOOP →
+ * validation_failed (symlink_loop), ENOTDIR → validation_failed (not_a_directory), EACCES/EPERM → access_denied
+ * (permissions), ENOENT → not_found; anything else → execution_failed without paths. A ToolError is returned as is.
+ */
+export function pathSystemError(error: unknown, input: string, argument = "path"): ToolError {
+  if (error instanceof ToolError) return error;
+  const code = errnoOf(error);
+  const shown = clip(input);
+  switch (code) {
+    case "ENAMETOOLONG":
+      return new ToolArgumentError(
+        `Invalid argument "${argument}": "${shown}" is too long for the filesystem once resolved (with the working directory in front and symbolic links followed: at most ${MAX_PATH_BYTES} bytes, ${MAX_NAME_BYTES} per name). Send a shorter path.`,
+        { argument, path: shown, rule: "path_too_long" },
+      );
+    case "ELOOP":
+      return loopError(input, argument);
+    case "ENOTDIR":
+      return new ToolArgumentError(
+        `Invalid argument "${argument}": a parent of "${shown}" is a file, not a directory. Check the path (list_directory or glob can help).`,
+        { argument, path: shown, rule: "not_a_directory" },
+      );
+    case "EACCES":
+    case "EPERM":
+      return new AccessDeniedError(
+        `Access denied to "${shown}": the operating system does not let Toolhost open it (permissions).`,
+        { argument, path: shown, rule: "permissions" },
+      );
+    case "ENOENT":
+      return new NotFoundError(
+        `No such file or directory: "${shown}". Check the path (list_directory or glob can help).`,
+        {
+          argument,
+          path: shown,
+        },
+      );
+    default:
+      return error instanceof Error
+        ? new ToolExecutionError(
+            `"${shown}": ${messageWithoutPaths(error)}`,
+            { argument, path: shown },
+            { cause: error },
+          )
+        : new ToolExecutionError(`"${shown}": ${String(error)}`, { argument, path: shown });
+  }
 }
 
 /** Every form under which a configured root may be met: its lexical and its real location. */
@@ -252,26 +362,27 @@ export async function effectivePathPolicy(context: ToolContext): Promise<Effecti
 
 /**
  * Decides one already-resolved location against a policy. Returns null when allowed, else the rule that refuses
- * it ("deniedPaths", "allowedPaths" or "workingDirectory"). `lexical` and `real` are absolute.
+ * it: the confinement rule first ("noWorkingDirectory", "workingDirectoryMoved", "allowedPaths" or
+ * "workingDirectory"), so a path outside the allowed directories gets the same answer whatever it is; then
+ * "protected" (Toolhost's own files) or "deniedPaths". `lexical` and `real` are absolute.
  */
 export function policyRefusal(policy: EffectivePathPolicy, lexical: string, real: string): string | null {
   const inside = (list: readonly string[] | undefined) =>
     (list ?? []).some((d) => isPathInside(real, d) || isPathInside(lexical, d));
-  if (inside(policy.protected)) return "protected";
-  if (inside(policy.denied)) return "deniedPaths";
   if (policy.restrict && !policy.allowed.some((root) => isPathInside(real, root))) {
     if (policy.noWorkingDirectory) return "noWorkingDirectory";
     if (policy.workingDirectoryMoved) return "workingDirectoryMoved";
     return policy.explicitRoots ? "allowedPaths" : "workingDirectory";
   }
+  if (inside(policy.protected)) return "protected";
+  if (inside(policy.denied)) return "deniedPaths";
   return null;
 }
 
 /** True when a walked entry must be left out: covered by deniedPaths or a protected path. */
 export function isExcludedEntry(policy: EffectivePathPolicy, lexical: string, real: string): boolean {
   if (policy.denied.length === 0) return false;
-  const rule = policyRefusal(policy, lexical, real);
-  return rule === "deniedPaths" || rule === "protected";
+  return policy.denied.some((d) => isPathInside(real, d) || isPathInside(lexical, d));
 }
 
 /**
@@ -305,23 +416,27 @@ export function hasExclusionsWithin(policy: EffectivePathPolicy, rootLexical: st
   return policy.denied.some((d) => isPathInside(d, rootLexical) || isPathInside(d, rootReal));
 }
 
-/** The AccessDeniedError for a refused path: names the input and the rule, never the resolved target. */
+/**
+ * The AccessDeniedError for a refused path: names the input (at most ~100 characters of it) and the rule, never
+ * the resolved target. A protected path (Toolhost's own data and code) gets exactly the answer of a path covered by
+ * deniedPaths (message and `details.rule` "deniedPaths"), so the refusal does not reveal where Toolhost keeps its
+ * files.
+ */
 export function accessDenied(input: string, rule: string, argument = "path"): AccessDeniedError {
+  const publicRule = rule === "protected" ? "deniedPaths" : rule;
   const why =
-    rule === "protected"
-      ? "it is part of Toolhost's own data or installation, which tools never touch"
+    publicRule === "deniedPaths"
+      ? "it is covered by the deniedPaths setting or is one of the paths tools never touch (Toolhost's own data and installation)"
       : rule === "workingDirectoryMoved"
         ? "the working directory is a symbolic link, or was replaced by one after it was bound (bind the directory's real path)"
         : rule === "noWorkingDirectory"
           ? "no working directory is bound to this call (bind one when creating the chat, within TOOLHOST_CHAT_ROOTS, or ask an admin for allowedPaths)"
-          : rule === "deniedPaths"
-            ? "it is covered by the deniedPaths setting"
-            : rule === "allowedPaths"
-              ? "it resolves outside the directories allowed by the allowedPaths setting"
-              : "it resolves outside the chat working directory (the only allowed directory while restrictPaths is on and allowedPaths is empty)";
+          : rule === "allowedPaths"
+            ? "it resolves outside the directories allowed by the allowedPaths setting"
+            : "it resolves outside the chat working directory (the only allowed directory while restrictPaths is on and allowedPaths is empty)";
   return new AccessDeniedError(
-    `Access denied to "${input}": ${why}. Use a path inside the allowed directories, or ask the user to change the tool's path settings.`,
-    { path: input, argument, rule },
+    `Access denied to "${clip(input)}": ${why}. Use a path inside the allowed directories, or ask the user to change the tool's path settings.`,
+    { path: clip(input), argument, rule: publicRule },
   );
 }
 
@@ -350,47 +465,51 @@ export async function resolveAndValidatePath(
   } = {},
 ): Promise<{ absolute: string; real: string }> {
   const argument = options.argument ?? "path";
-  if (typeof input !== "string" || input.trim() === "") {
-    throw new ToolArgumentError(`Invalid argument "${argument}": must be a non-empty path.`, {
-      argument,
-      rule: "non_empty",
-    });
-  }
-  if (input.includes("\0")) {
-    throw new ToolArgumentError(`Invalid argument "${argument}": a path must not contain a NUL byte.`, {
-      argument,
-      rule: "nul_byte",
-    });
-  }
+  checkPathArgument(input, argument);
   const absolute = expandPath(input, baseDirectory(context));
+  const absoluteBytes = Buffer.byteLength(absolute, "utf8");
+  if (absoluteBytes > MAX_PATH_BYTES) {
+    throw new ToolArgumentError(
+      `Invalid argument "${argument}": "${clip(input)}" resolves to a path of ${absoluteBytes} bytes (with the working directory in front); a path is at most ${MAX_PATH_BYTES} bytes. Send a shorter path.`,
+      { argument, rule: "path_too_long", bytes: absoluteBytes, max: MAX_PATH_BYTES },
+    );
+  }
   const policy = await effectivePathPolicy(context);
-  const { real, exists } = await realpathLoose(absolute, input);
+  let resolved: LooseReal;
+  try {
+    resolved = await realpathLoose(absolute, input, 0, argument);
+  } catch (error) {
+    throw pathSystemError(error, input, argument);
+  }
+  const { real, exists } = resolved;
   const ownSpill = options.purpose === "read" && isOwnSpillPath(context, absolute, real);
   const rule = ownSpill ? null : policyRefusal(policy, absolute, real);
   if (rule) throw accessDenied(input, rule, argument);
 
   if (options.mustExist && !exists) {
     throw new NotFoundError(
-      `No such file or directory: "${input}". Check the path (list_directory or glob can help).`,
+      `No such file or directory: "${clip(input)}". Check the path (list_directory or glob can help).`,
       {
-        path: input,
+        path: clip(input),
         argument,
       },
     );
   }
   const kind = options.kind ?? "any";
   if (exists && kind !== "any") {
-    const info = await stat(real);
+    const info = await stat(real).catch((error: unknown) => {
+      throw pathSystemError(error, input, argument);
+    });
     if (kind === "file" && info.isDirectory()) {
       throw new ToolArgumentError(
-        `Invalid argument "${argument}": "${input}" is a directory, not a file; use list_directory or glob for directories.`,
-        { argument, rule: "kind", path: input },
+        `Invalid argument "${argument}": "${clip(input)}" is a directory, not a file; use list_directory or glob for directories.`,
+        { argument, rule: "kind", path: clip(input) },
       );
     }
     if (kind === "directory" && !info.isDirectory()) {
       throw new ToolArgumentError(
-        `Invalid argument "${argument}": "${input}" is not a directory; use read_file for files.`,
-        { argument, rule: "kind", path: input },
+        `Invalid argument "${argument}": "${clip(input)}" is not a directory; use read_file for files.`,
+        { argument, rule: "kind", path: clip(input) },
       );
     }
   }

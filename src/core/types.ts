@@ -279,7 +279,7 @@ export interface ToolContext {
   services: Record<string, unknown>;
   /**
    * Paths no tool may touch whatever the settings say: Toolhost's data directory (its database holds every user's
-   * chats) and its own installed code. Refused with rule "protected". Absent: none.
+   * chats) and its own installed code. Refused like a deniedPaths entry (same message, `details.rule` "deniedPaths"), so a refusal does not reveal where Toolhost keeps its files. Absent: none.
    */
   protectedPaths?: readonly string[];
   /**

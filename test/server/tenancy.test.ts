@@ -74,7 +74,9 @@ describe("a shared server keeps users inside what an admin granted", () => {
       workingDirectory: root,
     });
     expect(db.body).toMatchObject({ ok: false, error: { code: "access_denied" } });
-    expect(db.body.error?.message).toMatch(/Toolhost's own data or installation/);
+    expect(db.body.error?.message).toMatch(
+      /covered by the deniedPaths setting or is one of the paths tools never touch/,
+    );
     const listed = await execute(server, server.token, "list_directory", {
       arguments: { path: "data" },
       workingDirectory: root,

@@ -1,6 +1,6 @@
 /**
  * The SQLite database file kept outside the data directory (TOOLHOST_DATABASE_URL=sqlite:PATH): it is still
- * Toolhost's data, so tools refuse it (rule "protected") and the shell sandbox hides it; a new file is private
+ * Toolhost's data, so tools refuse it (as they refuse a deniedPaths entry) and the shell sandbox hides it; a new file is private
  * (mode 0600).
  */
 import { mkdirSync, statSync } from "node:fs";
@@ -30,12 +30,13 @@ describe("a database file outside the data directory", () => {
       { userId: "local", chatId: "c1", workingDirectory: elsewhere },
     );
     expect(outcome.ok).toBe(false);
-    expect(JSON.stringify(outcome)).toContain('"rule":"protected"');
+    // Refused like a deniedPaths entry: the answer does not single out Toolhost's own files.
+    expect(outcome).toMatchObject({ ok: false, error: { code: "access_denied", details: { rule: "deniedPaths" } } });
     const wal = await ctx.runtime.executeTool(
       "read_file",
       { path: `${file}-wal`, view: "hex" },
       { userId: "local", chatId: "c1", workingDirectory: elsewhere },
     );
-    expect(JSON.stringify(wal)).toContain('"rule":"protected"');
+    expect(wal).toMatchObject({ ok: false, error: { code: "access_denied", details: { rule: "deniedPaths" } } });
   });
 });

@@ -20,7 +20,7 @@
  * Result: { patched: true, path, files: { path, action, hunks }[] } (`path`: the first file, re-anchored).
  */
 import { rm } from "node:fs/promises";
-import { NotFoundError, ToolArgumentError, ToolError, ToolExecutionError } from "../../core/errors.js";
+import { clip, NotFoundError, ToolArgumentError, ToolError, ToolExecutionError } from "../../core/errors.js";
 import { PATH_POLICY_DESCRIPTORS, resolveAndValidatePath, toResultPath } from "../../core/path-policy.js";
 import { registerTool } from "../../core/registry.js";
 import { defineTool } from "../../core/settings-declaration.js";
@@ -36,6 +36,9 @@ import {
   withPathLocks,
 } from "../fs/common.js";
 import { type FileOp, type Hunk, parsePatch } from "../fs/patch-parse.js";
+
+/** Lines of a hunk (and of the file) a mismatch report shows at most. */
+const MISMATCH_LINES_SHOWN = 40;
 
 /** Largest file apply_patch edits (10 MiB). */
 export const PATCH_FILE_CAP = 10 * 1024 * 1024;
@@ -109,9 +112,14 @@ function describeMismatch(path: string, index: number, total: number, hunk: Hunk
   if (at < 0) at = from;
   at = Math.max(0, Math.min(at, Math.max(0, file.length - 1)));
   const shown = file.slice(at, at + Math.max(old.length, 1));
-  const fmt = (ls: string[]) => ls.map((l) => `  |${l}`).join("\n") || "  (nothing)";
+  // Long hunks and long lines are shown in part: enough to see the difference, never the whole argument back.
+  const fmt = (ls: string[]) =>
+    [
+      ...ls.slice(0, MISMATCH_LINES_SHOWN).map((l) => `  |${clip(l, 200)}`),
+      ...(ls.length > MISMATCH_LINES_SHOWN ? [`  (${ls.length - MISMATCH_LINES_SHOWN} more lines)`] : []),
+    ].join("\n") || "  (nothing)";
   return [
-    `Hunk ${index} of ${total} for "${path}" did not apply: no place in the file matches its ${old.length} context/removed line(s).`,
+    `Hunk ${index} of ${total} for "${clip(path)}" did not apply: no place in the file matches its ${old.length} context/removed line(s).`,
     `Expected:\n${fmt(old)}`,
     `The file has at line ${at + 1}:\n${fmt(shown.map((l) => l.text))}`,
     "Read the file again with read_file and send a patch whose context and '-' lines match it exactly.",
@@ -140,10 +148,11 @@ function afterAnchors(
     const start = line < 0 ? at : line + 1;
     line = file.findIndex((l, i) => i >= start && (l.text.trim() === anchor || l.text.includes(anchor)));
     if (line < 0) {
-      const previous = k > 0 ? ` after "@@ ${anchors[k - 1]}" (line ${at + 1})` : from > 0 ? ` after line ${from}` : "";
+      const previous =
+        k > 0 ? ` after "@@ ${clip(anchors[k - 1]!)}" (line ${at + 1})` : from > 0 ? ` after line ${from}` : "";
       throw new ToolExecutionError(
-        `Hunk ${index} of ${total} for "${path}" did not apply: its anchor "@@ ${anchors[k]}" matches no line${previous}. Anchors are searched in order, each after the one before. Read the file again and use anchor lines that exist, in file order.`,
-        { path, hunk: index, anchor: anchors[k], rule: "anchor_not_found" },
+        `Hunk ${index} of ${total} for "${clip(path)}" did not apply: its anchor "@@ ${clip(anchors[k]!)}" matches no line${previous}. Anchors are searched in order, each after the one before. Read the file again and use anchor lines that exist, in file order.`,
+        { path: clip(path), hunk: index, anchor: clip(anchors[k]!), rule: "anchor_not_found" },
       );
     }
     at = line;
@@ -175,7 +184,7 @@ export function applyHunks(text: string, hunks: Hunk[], path: string): string {
       if (at < 0 && anchors.length === 0 && searchFrom > from) at = locate(file, old, from, expected, hunk.atEof);
       if (at < 0) {
         throw new ToolExecutionError(describeMismatch(path, h + 1, hunks.length, hunk, file, from), {
-          path,
+          path: clip(path),
           hunk: h + 1,
           rule: "hunk_mismatch",
         });
@@ -223,8 +232,8 @@ function decodeStrict(bytes: Buffer, input: string): string {
   const text = bytes.toString("utf8");
   if (!Buffer.from(text, "utf8").equals(bytes)) {
     throw new ToolArgumentError(
-      `"${input}" is not valid UTF-8 text, so a patch could not preserve its bytes; use write_file instead.`,
-      { path: input, rule: "not_utf8" },
+      `"${clip(input)}" is not valid UTF-8 text, so a patch could not preserve its bytes; use write_file instead.`,
+      { path: clip(input), rule: "not_utf8" },
     );
   }
   return text;
@@ -260,7 +269,7 @@ async function planPatch(resolved: ResolvedOp[], context: ToolContext): Promise<
   const planned: Planned[] = [];
   const claim = (real: string, input: string) => {
     if (seen.has(real)) {
-      throw new ToolArgumentError(`The patch touches "${input}" more than once; merge those changes into one.`, {
+      throw new ToolArgumentError(`The patch touches "${clip(input)}" more than once; merge those changes into one.`, {
         argument: "patch",
         rule: "duplicate_target",
       });
@@ -277,8 +286,8 @@ async function planPatch(resolved: ResolvedOp[], context: ToolContext): Promise<
     if (op.kind === "add") {
       if (exists) {
         throw new ToolExecutionError(
-          `Cannot add "${op.path}": it already exists. Read it and send an update (or "*** Update File:") instead.`,
-          { path: op.path, rule: "exists" },
+          `Cannot add "${clip(op.path)}": it already exists. Read it and send an update (or "*** Update File:") instead.`,
+          { path: clip(op.path), rule: "exists" },
         );
       }
       const hunk = op.hunks[0];
@@ -294,7 +303,7 @@ async function planPatch(resolved: ResolvedOp[], context: ToolContext): Promise<
       continue;
     }
     if (!exists) {
-      throw new NotFoundError(`Cannot patch "${op.path}": no such file.`, { path: op.path });
+      throw new NotFoundError(`Cannot patch "${clip(op.path)}": no such file.`, { path: clip(op.path) });
     }
     const current = await readWholeFile(target.real, op.path, PATCH_FILE_CAP, context.signal);
     await assertFresh(context, target.real, op.path, current.sha256);
@@ -316,8 +325,8 @@ async function planPatch(resolved: ResolvedOp[], context: ToolContext): Promise<
       claim(dest.real, op.moveTo);
       if (!deleted.has(dest.real) && (await lstatOrUndefined(dest.real))) {
         throw new ToolExecutionError(
-          `Cannot move "${op.path}" to "${op.moveTo}": "${op.moveTo}" already exists. To replace it, put "*** Delete File: ${op.moveTo}" in the same patch before "*** Update File: ${op.path}" / "*** Move to: ${op.moveTo}"; otherwise choose another destination.`,
-          { path: op.moveTo, rule: "exists" },
+          `Cannot move "${clip(op.path)}" to "${clip(op.moveTo)}": "${clip(op.moveTo)}" already exists. To replace it, put "*** Delete File: ${clip(op.moveTo)}" in the same patch before "*** Update File: ${clip(op.path)}" / "*** Move to: ${clip(op.moveTo)}"; otherwise choose another destination.`,
+          { path: clip(op.moveTo), rule: "exists" },
         );
       }
       entry.dest = { input: op.moveTo, ...dest };
@@ -358,7 +367,7 @@ export async function applyPatch(
  */
 function nothingWritten(error: unknown, ops: FileOp[] | undefined): unknown {
   if (!(error instanceof ToolError) || error.code === "aborted" || error.code === "timeout") return error;
-  const added = (ops ?? []).filter((op) => op.kind === "add").map((op) => `"${op.path}"`);
+  const added = (ops ?? []).filter((op) => op.kind === "add").map((op) => `"${clip(op.path)}"`);
   const note = ` Nothing was written: the patch is all or nothing, so no file was changed, moved or deleted${
     added.length > 0 ? `, and ${added.join(", ")} ${added.length === 1 ? "was" : "were"} not created` : ""
   }. Fix the problem and send the whole patch again.`;

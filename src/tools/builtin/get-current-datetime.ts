@@ -8,7 +8,7 @@
  * or links (abbreviations such as "PST", offsets in some versions) by mapping them to a zone of its choice.
  * Timezones are checked against the tz database's own zone and link names instead.
  */
-import { ToolArgumentError } from "../../core/errors.js";
+import { clip, ToolArgumentError } from "../../core/errors.js";
 import { registerTool } from "../../core/registry.js";
 import { defineTool, stringSetting } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolParameterDescriptor } from "../../core/types.js";
@@ -34,13 +34,29 @@ export interface CurrentDatetimeResult {
   epochMs: number;
 }
 
+/** Longest timezone argument looked up (the longest tz database name has 32 characters). */
+const MAX_TIMEZONE_CHARS = 64;
+
 /**
  * Validates a timezone against the tz database's zone and link names (src/tools/time/tz-names.ts) and returns its
  * canonical spelling (matched case-insensitively). Throws ToolArgumentError naming it and suggesting likely zones
  * when it is not a tz name (abbreviations such as "PST" or "IST", offsets such as "GMT+3", typos), or when this
- * runtime's ICU does not know a zone newer than itself.
+ * runtime's ICU does not know a zone newer than itself. An empty name (rule non_empty) or one longer than any tz
+ * name gets no suggestions.
  */
 export function validateTimezone(timezone: string, argument = "timezone"): string {
+  if (timezone.trim() === "") {
+    throw new ToolArgumentError(
+      `Invalid argument "${argument}": must not be empty. Send a tz database name such as "America/Sao_Paulo", "Europe/Berlin" or "UTC"${argument === "timezone" ? ", or leave timezone out to use the default" : ""}.`,
+      { argument, rule: "non_empty" },
+    );
+  }
+  if (timezone.length > MAX_TIMEZONE_CHARS) {
+    throw new ToolArgumentError(
+      `Invalid argument "${argument}": ${JSON.stringify(clip(timezone, 60))} is ${timezone.length} characters long; tz database names are at most ${MAX_TIMEZONE_CHARS}. Send a name such as "America/Sao_Paulo", "Europe/Berlin" or "UTC".`,
+      { argument, rule: "iana_timezone" },
+    );
+  }
   const fail = (why: string): never => {
     const suggestions = suggestTzNames(timezone);
     throw new ToolArgumentError(
@@ -53,7 +69,7 @@ export function validateTimezone(timezone: string, argument = "timezone"): strin
   const canonical = canonicalTzName(timezone.trim());
   if (!canonical) {
     return fail(
-      /^(GMT|UTC)?[+-]\d/i.test(timezone) || timezone.trim() === ""
+      /^(GMT|UTC)?[+-]\d/i.test(timezone)
         ? "is not an IANA timezone name (offsets are not zones)"
         : `is not a zone or link name of the tz database (release ${tzDatabaseVersion()})`,
     );
@@ -76,13 +92,13 @@ export function validateLocale(locale: string, argument = "locale"): string {
   }
   if (!canonical) {
     throw new ToolArgumentError(
-      `Invalid argument "${argument}": ${JSON.stringify(locale)} is not a BCP 47 language tag. Use a tag such as "pt-BR" or "en-US" (hyphen, not underscore).`,
+      `Invalid argument "${argument}": ${JSON.stringify(clip(locale))} is not a BCP 47 language tag. Use a tag such as "pt-BR" or "en-US" (hyphen, not underscore).`,
       { argument, rule: "bcp47_locale" },
     );
   }
   if (Intl.DateTimeFormat.supportedLocalesOf([canonical]).length === 0) {
     throw new ToolArgumentError(
-      `Invalid argument "${argument}": locale ${JSON.stringify(locale)} is not supported for date formatting here, so it would silently fall back to another language. Use a supported locale such as "pt-BR", "de-DE" or "en-US".`,
+      `Invalid argument "${argument}": locale ${JSON.stringify(clip(locale))} is not supported for date formatting here, so it would silently fall back to another language. Use a supported locale such as "pt-BR", "de-DE" or "en-US".`,
       { argument, rule: "supported_locale" },
     );
   }

@@ -17,10 +17,11 @@
  */
 import { join } from "node:path";
 import picomatch from "picomatch";
-import { ToolArgumentError } from "../../core/errors.js";
+import { clip, ToolArgumentError } from "../../core/errors.js";
 import {
   effectivePathPolicy,
   PATH_POLICY_DESCRIPTORS,
+  pathSystemError,
   policyRefusal,
   resolveAndValidatePath,
   resultPathMapper,
@@ -30,6 +31,7 @@ import { registerTool } from "../../core/registry.js";
 import { booleanSetting, defineTool, integerSetting } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
 import { lstatOrUndefined } from "../fs/common.js";
+import { checkGlobPattern, compilePattern } from "../fs/pattern-args.js";
 import { walk } from "../fs/walk.js";
 
 const MAX_RESULTS: ToolParameterDescriptor = {
@@ -75,21 +77,26 @@ function hasSlashInBraces(pattern: string): boolean {
 
 /**
  * Compiles a Bun.Glob-style pattern. Throws ToolArgumentError for an empty pattern, an absolute one or one that
- * climbs out with `..` (pass such a directory as cwd instead).
+ * climbs out with `..` (pass such a directory as cwd instead), and for the text checkGlobPattern refuses (too long,
+ * NUL, lone surrogate, trailing "/", empty or over-long names).
  */
 export function compileGlob(pattern: string, options: { dot: boolean }): CompiledGlob {
   if (pattern.trim() === "")
-    throw new ToolArgumentError('Invalid argument "pattern": must not be empty.', { argument: "pattern" });
+    throw new ToolArgumentError('Invalid argument "pattern": must not be empty.', {
+      argument: "pattern",
+      rule: "non_empty",
+    });
   const negated = pattern.startsWith("!") && !pattern.startsWith("!(");
   const body = negated ? pattern.slice(1) : pattern;
   if (body.startsWith("/") || /(^|\/)\.\.(\/|$)/.test(body)) {
     throw new ToolArgumentError(
-      `Invalid argument "pattern": ${JSON.stringify(pattern)} is absolute or climbs with "..". Pass the directory as "cwd" and a relative pattern.`,
+      `Invalid argument "pattern": ${JSON.stringify(clip(pattern))} is absolute or climbs with "..". Pass the directory as "cwd" and a relative pattern.`,
       { argument: "pattern", rule: "relative_pattern" },
     );
   }
+  checkGlobPattern(pattern, "pattern");
   const clean = body.replace(/^(\.\/)+/, "");
-  const full = picomatch(clean, { dot: options.dot });
+  const full = compilePattern(clean, { dot: options.dot }, "pattern");
   if (negated) {
     // Negation inverts the pattern, not the dotfile rule: with dotfiles off, an entry with a segment starting
     // with "." (`.env`, `.toolhost/toolhost.db`) stays out, and dot directories are not walked.
@@ -100,7 +107,7 @@ export function compileGlob(pattern: string, options: { dot: boolean }): Compile
   if (hasSlashInBraces(clean)) return { matches, base: "", mayContain: () => true };
   const segments = clean.split("/");
   const globstarAt = segments.indexOf("**");
-  const segmentMatchers = segments.map((s) => (s === "**" ? null : picomatch(s, { dot: options.dot })));
+  const segmentMatchers = segments.map((s) => (s === "**" ? null : compilePattern(s, { dot: options.dot }, "pattern")));
   const scan = picomatch.scan(clean);
   const base = scan.isGlob ? scan.base : segments.slice(0, -1).join("/");
   const literalDotAfterGlobstar = globstarAt >= 0 && segments.slice(globstarAt + 1).some((s) => s.startsWith("."));
@@ -135,13 +142,14 @@ export async function runGlob(args: { pattern: string; cwd?: string }, context: 
   const maxResults = integerSetting(params, MAX_RESULTS);
   const dot = booleanSetting(params, INCLUDE_DOTFILES);
   const absolute = booleanSetting(params, ABSOLUTE);
-  const cwdInput = args.cwd ?? context.workingDirectory ?? process.cwd();
-  const { absolute: baseAbs, real: baseReal } = await resolveAndValidatePath(cwdInput, context, {
+  // The pattern is checked before the directory is looked at; without a cwd argument the directory is named "."
+  // in any refusal (the working directory, or the process's own directory, which the caller did not name).
+  const glob = compileGlob(args.pattern, { dot });
+  const { absolute: baseAbs, real: baseReal } = await resolveAndValidatePath(args.cwd ?? ".", context, {
     mustExist: true,
     kind: "directory",
     argument: "cwd",
   });
-  const glob = compileGlob(args.pattern, { dot });
   const policy = await effectivePathPolicy(context);
   const matches: string[] = [];
   let truncated = false;
@@ -153,7 +161,9 @@ export async function runGlob(args: { pattern: string; cwd?: string }, context: 
   // Start at the pattern's static base when it exists (a literal file pattern is a single lookup).
   let startRel = "";
   if (glob.base) {
-    const info = await lstatOrUndefined(join(baseReal, glob.base));
+    const info = await lstatOrUndefined(join(baseReal, glob.base)).catch((error: unknown) => {
+      throw pathSystemError(error, glob.base, "pattern");
+    });
     if (!info) return { pattern: args.pattern, cwd: baseAbs, matches, truncated };
     if (!info.isDirectory()) {
       if (glob.matches(glob.base) && !policyRefusal(policy, join(baseAbs, glob.base), join(baseReal, glob.base))) {

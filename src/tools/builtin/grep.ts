@@ -25,11 +25,12 @@
  *
  * The engines live in tools/fs/grep/ (common.ts, js-engine.ts, ripgrep-engine.ts); this file holds the tool.
  */
-import { ToolArgumentError } from "../../core/errors.js";
+import { clip, ToolArgumentError } from "../../core/errors.js";
 import {
   effectivePathPolicy,
   hasExclusionsWithin,
   PATH_POLICY_DESCRIPTORS,
+  pathSystemError,
   resolveAndValidatePath,
   resultPathMapper,
   walkExclusion,
@@ -40,20 +41,38 @@ import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../..
 import type { EngineOutcome, GrepPlan, GrepResult } from "../fs/grep/common.js";
 import { searchWithJs } from "../fs/grep/js-engine.js";
 import { RipgrepUnusable, ripgrepPath, searchWithRipgrep } from "../fs/grep/ripgrep-engine.js";
+import { checkGlobPattern, compilePattern } from "../fs/pattern-args.js";
 import { translateJsRegex } from "../fs/regex-translate.js";
 
 export { type GrepMatch, type GrepPlan, type GrepResult, MAX_MATCH_LINE_CHARS } from "../fs/grep/common.js";
 export { searchWithJs } from "../fs/grep/js-engine.js";
 export { ripgrepPath, searchWithRipgrep } from "../fs/grep/ripgrep-engine.js";
 
-/** An invalid grep pattern (code validation_failed): the message carries the RegExp engine's reason. */
+/**
+ * An invalid grep pattern (code validation_failed): the message quotes at most ~100 characters of the pattern and
+ * carries the RegExp engine's reason (without the engine's own copy of the pattern). `details.rule` is
+ * "regex_too_large" when the engine cannot compile a pattern that large, else "invalid_regex".
+ */
 export class GrepPatternError extends ToolArgumentError {
   constructor(pattern: string, reason: string) {
+    const tooLarge = /too large/i.test(reason);
     super(
-      `Invalid regular expression ${JSON.stringify(pattern)}: ${reason}. grep takes a JavaScript regular expression; escape special characters such as ( [ { . * + ? with a backslash to match them literally.`,
-      { argument: "pattern", rule: "invalid_regex" },
+      tooLarge
+        ? `Invalid argument "pattern": the regular expression (${pattern.length} characters, starting ${JSON.stringify(clip(pattern, 60))}) is too large for the engine to compile. Send a shorter pattern, or search for a distinctive part of it.`
+        : `Invalid regular expression ${JSON.stringify(clip(pattern))}: ${reason}. grep takes a JavaScript regular expression; escape special characters such as ( [ { . * + ? with a backslash to match them literally.`,
+      { argument: "pattern", rule: tooLarge ? "regex_too_large" : "invalid_regex" },
     );
   }
+}
+
+/**
+ * The reason of a RegExp SyntaxError without the engine's copy of the pattern: V8 writes
+ * "Invalid regular expression: /<pattern>/<flags>: <reason>", and reasons contain no ": ".
+ */
+function regexReason(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const at = message.lastIndexOf(": ");
+  return at >= 0 ? message.slice(at + 2) : message.replace(/^Invalid regular expression: /, "");
 }
 
 const D = {
@@ -113,12 +132,22 @@ export async function planGrep(
   let regex: RegExp;
   try {
     regex = new RegExp(args.pattern, ignoreCase ? "i" : "");
+    // The engine compiles on first use: run it once here, so a pattern too large to compile is refused now, as
+    // a bad argument, instead of failing inside a search.
+    regex.test("");
   } catch (error) {
-    throw new GrepPatternError(args.pattern, (error as Error).message.replace(/^Invalid regular expression: /, ""));
+    throw new GrepPatternError(args.pattern, regexReason(error));
+  }
+  if (args.glob !== undefined && args.glob.trim() !== "") {
+    checkGlobPattern(args.glob, "glob");
+    const negated = args.glob.startsWith("!");
+    compilePattern((negated ? args.glob.slice(1) : args.glob).replace(/^\.\//, ""), { dot: true }, "glob");
   }
   const { absolute, real } = await resolveAndValidatePath(args.path, context, { mustExist: true, purpose: "read" });
   const { stat } = await import("node:fs/promises");
-  const info = await stat(real);
+  const info = await stat(real).catch((error: unknown) => {
+    throw pathSystemError(error, args.path);
+  });
   const params = context.settings.parameters;
   const policy = await effectivePathPolicy(context);
   return {
@@ -177,7 +206,7 @@ export async function runGrep(
     notes.push(".git directories and symbolic links are not searched.");
     if (!plan.dot) notes.push('Names starting with "." were not searched (setting includeDotfiles).');
     if (plan.gitignore) notes.push("Files ignored by .gitignore were not searched (setting respectGitignore).");
-    if (plan.glob) notes.push(`Only files matching the glob ${JSON.stringify(plan.glob)} were searched.`);
+    if (plan.glob) notes.push(`Only files matching the glob ${JSON.stringify(clip(plan.glob))} were searched.`);
   }
   const s = outcome.skipped;
   if (s.tooLarge === null)

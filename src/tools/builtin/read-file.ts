@@ -12,7 +12,7 @@
  *
  * Result: { content, path, size, sha256, totalLines, startLine, endLine, truncated } plus `view` when not text.
  */
-import { ToolArgumentError } from "../../core/errors.js";
+import { clip, ToolArgumentError } from "../../core/errors.js";
 import { PATH_POLICY_DESCRIPTORS, resolveAndValidatePath, toResultPath } from "../../core/path-policy.js";
 import { registerTool } from "../../core/registry.js";
 import { defineTool } from "../../core/settings-declaration.js";
@@ -76,9 +76,9 @@ export async function readFileForChat(
   if (read.exceeded) {
     throw new ToolArgumentError(
       view === "text"
-        ? `"${input}" is larger than the ${formatBytes(cap)} ceiling of read_file's text view. Search it with grep instead.`
-        : `"${input}" is larger than the ${formatBytes(cap)} ceiling of read_file's ${view} view (the whole result would reach the model). Byte views are for small binary files.`,
-      { path: input, rule: "size_cap", capBytes: cap },
+        ? `"${clip(input)}" is larger than the ${formatBytes(cap)} ceiling of read_file's text view. Search it with grep instead.`
+        : `"${clip(input)}" is larger than the ${formatBytes(cap)} ceiling of read_file's ${view} view (the whole result would reach the model). Byte views are for small binary files.`,
+      { path: clip(input), rule: "size_cap", capBytes: cap },
     );
   }
   await context.ledger.recordRead(ledgerChat(context), real, read.sha256);
@@ -89,8 +89,8 @@ export async function readFileForChat(
 export function assertTextual(bytes: Uint8Array, input: string): void {
   if (isBinaryHead(bytes)) {
     throw new ToolArgumentError(
-      `"${input}" looks binary (a NUL byte in its first 8 KiB), so the text view refuses it. Read it with view: "hex" or view: "base64" (256 KiB ceiling).`,
-      { path: input, rule: "binary", views: ["hex", "base64"] },
+      `"${clip(input)}" looks binary (a NUL byte in its first 8 KiB), so the text view refuses it. Read it with view: "hex" or view: "base64" (256 KiB ceiling).`,
+      { path: clip(input), rule: "binary", views: ["hex", "base64"] },
     );
   }
 }
@@ -137,7 +137,7 @@ export async function readFile(
   const maxLines = args.maxLines ?? DEFAULT_MAX_LINES;
   if (totalLines > 0 && startLine > totalLines) {
     throw new ToolArgumentError(
-      `startLine ${startLine} is past the end of "${args.path}", which has ${totalLines} line${totalLines === 1 ? "" : "s"}.`,
+      `startLine ${startLine} is past the end of "${clip(args.path)}", which has ${totalLines} line${totalLines === 1 ? "" : "s"}.`,
       { argument: "startLine", rule: "range", totalLines },
     );
   }

@@ -14,7 +14,7 @@
  *
  * Result: { path, size (bytes written), sha256, created }.
  */
-import { ToolArgumentError } from "../../core/errors.js";
+import { clip, ToolArgumentError } from "../../core/errors.js";
 import { PATH_POLICY_DESCRIPTORS, resolveAndValidatePath, toResultPath } from "../../core/path-policy.js";
 import { registerTool } from "../../core/registry.js";
 import { defineTool } from "../../core/settings-declaration.js";
@@ -60,7 +60,7 @@ export async function writeFileForChat(
     if (existing) {
       if (!existing.isFile()) {
         throw new ToolArgumentError(
-          `"${args.path}" exists and is not a regular file; write_file only replaces files.`,
+          `"${clip(args.path)}" exists and is not a regular file; write_file only replaces files.`,
           {
             argument: "path",
             rule: "regular_file",

@@ -6,7 +6,8 @@ import { createHash, randomBytes } from "node:crypto";
 import { constants, type Stats } from "node:fs";
 import { chmod, lstat, mkdir, open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
-import { NotFoundError, ToolArgumentError, ToolExecutionError } from "../../core/errors.js";
+import { clip, NotFoundError, ToolArgumentError, ToolExecutionError } from "../../core/errors.js";
+import { pathSystemError } from "../../core/path-policy.js";
 import type { ToolContext } from "../../core/types.js";
 
 /** Result of reading a whole file through one descriptor under a byte cap. */
@@ -35,14 +36,14 @@ export async function openRegularFile(real: string, input: string, argument = "p
     handle = await open(real, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") throw new NotFoundError(`No such file: "${input}".`, { path: input, argument });
+    if (code === "ENOENT") throw new NotFoundError(`No such file: "${clip(input)}".`, { path: clip(input), argument });
     if (code === "ELOOP") {
-      throw new ToolArgumentError(`"${input}" changed into a symbolic link while being opened; try again.`, {
+      throw new ToolArgumentError(`"${clip(input)}" changed into a symbolic link while being opened; try again.`, {
         argument,
         rule: "symlink_race",
       });
     }
-    throw error;
+    throw pathSystemError(error, input, argument);
   }
   const info = await handle.stat();
   if (!info.isFile()) {
@@ -56,10 +57,10 @@ export async function openRegularFile(real: string, input: string, argument = "p
           : info.isSocket()
             ? "a socket"
             : "not a regular file";
-    throw new ToolArgumentError(`"${input}" is ${what}; only regular files can be read.`, {
+    throw new ToolArgumentError(`"${clip(input)}" is ${what}; only regular files can be read.`, {
       argument,
       rule: "regular_file",
-      path: input,
+      path: clip(input),
     });
   }
   return { handle, info };
@@ -107,9 +108,9 @@ export async function readWholeFile(real: string, input: string, cap: number, si
     const read = await readAllCapped(handle, cap, signal, info.size);
     if (read.exceeded) {
       throw new ToolArgumentError(
-        `"${input}" is larger than ${formatBytes(cap)}; it cannot be edited with this tool.`,
+        `"${clip(input)}" is larger than ${formatBytes(cap)}; it cannot be edited with this tool.`,
         {
-          path: input,
+          path: clip(input),
           rule: "size_cap",
         },
       );
@@ -141,14 +142,14 @@ export async function assertFresh(
   const recorded = await context.ledger.getRead(ledgerChat(context), real);
   if (recorded === undefined) {
     throw new ToolExecutionError(
-      `Refusing to overwrite "${input}": this chat has not read it. Call read_file on "${input}" first (any view), then retry.`,
-      { path: input, rule: "read_before_write" },
+      `Refusing to overwrite "${clip(input)}": this chat has not read it. Call read_file on "${clip(input)}" first (any view), then retry.`,
+      { path: clip(input), rule: "read_before_write" },
     );
   }
   if (recorded !== currentSha) {
     throw new ToolExecutionError(
-      `Refusing to overwrite "${input}": it changed since this chat last read it. Call read_file on "${input}" again, re-apply your change to the current content, then retry.`,
-      { path: input, rule: "stale_read" },
+      `Refusing to overwrite "${clip(input)}": it changed since this chat last read it. Call read_file on "${clip(input)}" again, re-apply your change to the current content, then retry.`,
+      { path: clip(input), rule: "stale_read" },
     );
   }
 }
@@ -196,11 +197,13 @@ export function withPathLocks<T>(realPaths: readonly string[], fn: () => Promise
  * telling the model to write to the link's target path directly.
  */
 export async function refuseFinalSymlink(absolute: string, input: string, argument = "path"): Promise<void> {
-  const info = await lstatOrUndefined(absolute);
+  const info = await lstatOrUndefined(absolute).catch((error: unknown) => {
+    throw pathSystemError(error, input, argument);
+  });
   if (info?.isSymbolicLink()) {
     throw new ToolArgumentError(
-      `"${input}" is a symbolic link; write to its target path directly (read_file and list_directory show where files are).`,
-      { argument, path: input, rule: "symlink_target" },
+      `"${clip(input)}" is a symbolic link; write to its target path directly (read_file and list_directory show where files are).`,
+      { argument, path: clip(input), rule: "symlink_target" },
     );
   }
 }
@@ -227,20 +230,32 @@ export async function atomicWrite(
   options: { mode?: number; createDirectories?: boolean; input: string },
 ): Promise<void> {
   const dir = dirname(real);
-  const parent = await lstatOrUndefined(dir);
+  const parent = await lstatOrUndefined(dir).catch((error: unknown) => {
+    throw pathSystemError(error, options.input);
+  });
   if (!parent) {
     if (!options.createDirectories) {
       throw new NotFoundError(
-        `The parent directory of "${options.input}" does not exist. Pass createDirectories: true to create it.`,
-        { path: options.input, rule: "parent_missing" },
+        `The parent directory of "${clip(options.input)}" does not exist. Pass createDirectories: true to create it.`,
+        { path: clip(options.input), rule: "parent_missing" },
       );
     }
-    await mkdir(dir, { recursive: true });
+    await mkdir(dir, { recursive: true }).catch((error: unknown) => {
+      throw pathSystemError(error, options.input);
+    });
   } else if (!parent.isDirectory()) {
-    throw new ToolArgumentError(`The parent of "${options.input}" is not a directory.`, { path: options.input });
+    throw new ToolArgumentError(`The parent of "${clip(options.input)}" is not a directory.`, {
+      path: clip(options.input),
+    });
   }
   const temp = join(dir, `.${basename(real)}.${randomBytes(6).toString("hex")}.toolhost-tmp`);
-  const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, options.mode ?? 0o666);
+  const handle = await open(
+    temp,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL,
+    options.mode ?? 0o666,
+  ).catch((error: unknown) => {
+    throw pathSystemError(error, options.input);
+  });
   try {
     await handle.writeFile(data);
     await handle.sync();
@@ -255,6 +270,6 @@ export async function atomicWrite(
     await rename(temp, real);
   } catch (error) {
     await rm(temp, { force: true });
-    throw error;
+    throw pathSystemError(error, options.input);
   }
 }

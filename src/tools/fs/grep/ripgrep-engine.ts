@@ -260,7 +260,7 @@ export async function searchWithRipgrep(
     }
     const code = await exited;
     if (plan.signal.aborted) throw plan.signal.reason;
-    if (code === 2 && filesSearched === 0 && /regex|pattern|syntax|size limit/i.test(stderr)) {
+    if (code === 2 && filesSearched === 0 && /regex|pattern|syntax|size limit|glob/i.test(stderr)) {
       throw new RipgrepUnusable(stderr);
     }
     if (code === 2) skipped.unreadable += (stderr.match(/\n/g) ?? []).length;

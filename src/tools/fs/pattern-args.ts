@@ -1,0 +1,89 @@
+/**
+ * Checks of the glob patterns the file tools take as arguments (glob's `pattern`, grep's `glob`), before anything
+ * is compiled or walked: a bad pattern is a `validation_failed` that quotes at most ~100 characters of it and says
+ * what to send, never an engine's exception.
+ */
+import picomatch from "picomatch";
+import { clip, ToolArgumentError } from "../../core/errors.js";
+import { LONE_SURROGATE, MAX_NAME_BYTES } from "../../core/path-policy.js";
+
+/** Longest glob pattern accepted, in UTF-16 code units (the matcher's own ceiling is 64 KiB). */
+export const MAX_GLOB_PATTERN_CHARS = 16 * 1024;
+
+/**
+ * Checks a glob pattern's text: at most MAX_GLOB_PATTERN_CHARS characters, no NUL byte, well-formed Unicode,
+ * something after a leading "!", no trailing "/" and no empty name between two "/", and no literal name (one
+ * without wildcards) longer than MAX_NAME_BYTES bytes, which no file can have. Empty patterns are the caller's
+ * rule (glob refuses them, grep's `glob` treats them as absent). Throws ToolArgumentError (validation_failed) whose
+ * `details.rule` is pattern_too_long | nul_byte | invalid_unicode | empty_negation | trailing_slash | empty_name |
+ * name_too_long.
+ */
+export function checkGlobPattern(pattern: string, argument: string): void {
+  const fail = (why: string, rule: string, extra: Record<string, unknown> = {}): never => {
+    throw new ToolArgumentError(`Invalid argument "${argument}": ${why}`, { argument, rule, ...extra });
+  };
+  if (pattern.length > MAX_GLOB_PATTERN_CHARS) {
+    fail(
+      `the pattern is ${pattern.length} characters long; a glob pattern is at most ${MAX_GLOB_PATTERN_CHARS} characters. Send a shorter pattern (or several calls).`,
+      "pattern_too_long",
+      { length: pattern.length, max: MAX_GLOB_PATTERN_CHARS },
+    );
+  }
+  if (pattern.includes("\0")) fail("a glob pattern must not contain a NUL byte.", "nul_byte");
+  if (LONE_SURROGATE.test(pattern)) {
+    fail(
+      "it contains a lone UTF-16 surrogate (half of a character), which no file name can hold; send the pattern as valid Unicode text.",
+      "invalid_unicode",
+    );
+  }
+  const negated = pattern.startsWith("!") && !pattern.startsWith("!(");
+  const body = negated ? pattern.slice(1) : pattern;
+  if (negated && body.trim() === "") {
+    fail(
+      'nothing follows the leading "!"; send "!<pattern>" (e.g. "!*.test.ts") to exclude what a pattern matches.',
+      "empty_negation",
+    );
+  }
+  if (body.endsWith("/")) {
+    fail(
+      `${JSON.stringify(clip(pattern))} ends with "/"; patterns match paths without a trailing slash. Send "${clip(body.replace(/\/+$/, ""), 60)}" for the directory itself, or "${clip(body.replace(/\/+$/, ""), 60)}/**" for everything under it.`,
+      "trailing_slash",
+    );
+  }
+  const names = body.replace(/^(\.\/)+/, "").split("/");
+  if (names.slice(0, -1).some((name) => name === "")) {
+    fail(
+      `${JSON.stringify(clip(pattern))} has an empty name between two "/"; write a single "/" between names.`,
+      "empty_name",
+    );
+  }
+  for (const name of names) {
+    const bytes = Buffer.byteLength(name, "utf8");
+    if (bytes > MAX_NAME_BYTES && !picomatch.scan(name).isGlob) {
+      fail(
+        `the name "${clip(name, 60)}" in the pattern is ${bytes} bytes long; a file or directory name is at most ${MAX_NAME_BYTES} bytes, so it can match nothing. Send a shorter name or a wildcard.`,
+        "name_too_long",
+        { bytes, max: MAX_NAME_BYTES },
+      );
+    }
+  }
+}
+
+/**
+ * picomatch(pattern, options), with an exception it throws for an unusual pattern turned into a ToolArgumentError
+ * (validation_failed, rule invalid_glob) naming the argument.
+ */
+export function compilePattern(
+  pattern: string,
+  options: picomatch.PicomatchOptions,
+  argument: string,
+): picomatch.Matcher {
+  try {
+    return picomatch(pattern, options);
+  } catch (error) {
+    throw new ToolArgumentError(
+      `Invalid argument "${argument}": ${JSON.stringify(clip(pattern))} is not a glob pattern this tool can compile (${clip((error as Error).message)}). Use *, **, ?, [abc] and {a,b}.`,
+      { argument, rule: "invalid_glob" },
+    );
+  }
+}
