@@ -4,13 +4,14 @@
  * by the other.
  */
 import "../tools/index.js";
+import { setMaxListeners } from "node:events";
 import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { AgentTemplateCatalog, loadAgentTemplates, summarizeTemplate } from "../agents/templates.js";
 import { setAgentTemplateCatalog } from "../core/agents.js";
 import { chooseDataDir, type DataDirSource } from "../core/data-dir.js";
 import { defaultRegistry, type ToolRegistryStore } from "../core/registry.js";
-import { configureDefaultRuntime, installationPaths, ToolRuntime } from "../core/runtime.js";
+import { configureDefaultRuntime, installationPaths, SHUTDOWN_GRACE_MS, ToolRuntime } from "../core/runtime.js";
 import { createLogger } from "../core/stores.js";
 import type { Logger } from "../core/types.js";
 import { providerConfigPath } from "../providers/index.js";
@@ -56,6 +57,22 @@ export interface AppContext {
   binder: WorkingDirectoryBinder;
   /** Registers work to run (in reverse order of registration) when the context closes, before the database. */
   onClose(hook: () => Promise<void> | void): void;
+  /**
+   * Fires when {@link close} begins: long-running work (a chat turn streaming to a client) links its own abort to it
+   * and stops.
+   */
+  shutdownSignal: AbortSignal;
+  /**
+   * Keeps `work` (a chat turn, a background resume) open until it settles: {@link close} waits for it (bounded)
+   * before closing the database, so what it stores is not lost. Returns `work`.
+   */
+  track<T>(work: Promise<T>): Promise<T>;
+  /**
+   * Shuts down in order: fires {@link shutdownSignal}; cancels running tool calls (shell tools kill their process
+   * groups) and waits for their audit lines; stops sub-agents; waits for tracked work; runs the close hooks; closes
+   * the database. Every wait is bounded (about 10 s in all when something hangs). Idempotent: a second call returns
+   * the first one's promise.
+   */
   close(): Promise<void>;
 }
 
@@ -155,6 +172,28 @@ export async function createAppContext(options: AppContextOptions = {}): Promise
     ...options.agentOptions,
   });
   await agents.start();
+  const shutdown = new AbortController();
+  setMaxListeners(0, shutdown.signal);
+  const tracked = new Set<Promise<unknown>>();
+  let closing: Promise<void> | undefined;
+  const closeInOrder = async () => {
+    shutdown.abort();
+    const stopped = runtime.shutdown();
+    await agents.shutdown();
+    await stopped;
+    // Tracked work (chat turns) stops once its tools and model stream are cancelled; it stores what completed.
+    await settleWithin(tracked, SHUTDOWN_GRACE_MS);
+    for (const hook of closeHooks.splice(0).reverse()) {
+      try {
+        await hook();
+      } catch (error) {
+        logger.warn({ err: String(error) }, "a close hook failed");
+      }
+    }
+    // Calls that started meanwhile (a turn's last step) have been refused; their audit lines are written now.
+    await runtime.shutdown({ graceMs: 2_000 });
+    await database.close();
+  };
   return {
     dataDir,
     dataDirSource,
@@ -174,16 +213,35 @@ export async function createAppContext(options: AppContextOptions = {}): Promise
     onClose: (hook) => {
       closeHooks.push(hook);
     },
-    async close() {
-      await agents.shutdown();
-      for (const hook of closeHooks.splice(0).reverse()) {
-        try {
-          await hook();
-        } catch (error) {
-          logger.warn({ err: String(error) }, "a close hook failed");
-        }
-      }
-      await database.close();
+    shutdownSignal: shutdown.signal,
+    track(work) {
+      tracked.add(work);
+      const done = () => {
+        tracked.delete(work);
+      };
+      work.then(done, done);
+      return work;
+    },
+    close() {
+      closing ??= closeInOrder();
+      return closing;
     },
   };
+}
+
+/** Waits until every promise in `work` (including ones added meanwhile) settled, at most `ms`. */
+async function settleWithin(work: Set<Promise<unknown>>, ms: number): Promise<void> {
+  if (work.size === 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+    timer.unref?.();
+  });
+  try {
+    while (work.size > 0) {
+      if (!(await Promise.race([Promise.allSettled([...work]).then(() => true), expired]))) return;
+    }
+  } finally {
+    clearTimeout(timer);
+  }
 }

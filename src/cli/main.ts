@@ -21,10 +21,13 @@ import {
   asUsageError,
   CliError,
   exitQuietlyOnClosedStdout,
+  onStopSignals,
   operator,
   parseArgumentsOption,
   parseAssignment,
   parseUserId,
+  SIGNAL_EXIT_CODE,
+  type StopSignal,
   table,
 } from "./util.js";
 
@@ -91,13 +94,17 @@ export function buildProgram(): Command {
       const { startServer } = await import("../server/serve.js");
       const ctx = await createAppContext();
       const server = await startServer(ctx, { port, host: opts.host });
-      const stop = async () => {
-        await server.close();
-        await ctx.close();
-        process.exit(0);
-      };
-      process.once("SIGINT", stop);
-      process.once("SIGTERM", stop);
+      // SIGTERM or Ctrl-C: stop accepting, cancel running chats and tools, wait (bounded) for their audit lines and
+      // stored steps, close the database, exit 0. A second signal exits at once.
+      onStopSignals(() => {
+        void server.shutdown().then(
+          () => process.exit(0),
+          (error) => {
+            process.stderr.write(`error: shutting down: ${(error as Error)?.message ?? String(error)}\n`);
+            process.exit(1);
+          },
+        );
+      });
     });
 
   program
@@ -146,9 +153,14 @@ export function buildProgram(): Command {
           if (await ctx.chats.exists(opts.chat)) throw new CliError(`Chat ${opts.chat} belongs to another user.`);
           await ctx.chats.create({ id: opts.chat, userId: opts.user, workingDirectory });
         }
+        // Ctrl-C or SIGTERM cancels the call (a shell tool's processes are killed); the context closes after its
+        // audit line is written. A second signal quits at once.
         const controller = new AbortController();
-        const onSigint = () => controller.abort();
-        process.once("SIGINT", onSigint);
+        let stoppedBy: StopSignal | undefined;
+        const removeStopHandlers = onStopSignals((signal) => {
+          stoppedBy = signal;
+          controller.abort();
+        });
         // Through the approval gate: an ask is prompted on a terminal, denied without one unless --yes.
         const { runGatedCall } = await import("../app/approvals/one-off.js");
         const { cliResponder } = await import("./approval-prompt.js");
@@ -169,11 +181,11 @@ export function buildProgram(): Command {
                 }),
               }),
         });
-        process.removeListener("SIGINT", onSigint);
+        removeStopHandlers();
         if (outcome.ok) return print(outcome.result);
         print({ error: outcome.error });
         process.stderr.write(`error: ${outcome.error.code}: ${outcome.error.message}\n`);
-        process.exitCode = 1;
+        process.exitCode = stoppedBy && outcome.error.code === "aborted" ? SIGNAL_EXIT_CODE[stoppedBy] : 1;
       }),
     );
 
@@ -267,7 +279,7 @@ export function buildProgram(): Command {
       const ctx = await createAppContext();
       // Imported tools join as their servers connect; the connection does not wait for them (list_changed follows).
       await importMcpTools(ctx, false);
-      serveMcpStdio({
+      const served = serveMcpStdio({
         runtime: ctx.runtime,
         approvals: ctx.approvals,
         userId: opts.user,
@@ -275,6 +287,17 @@ export function buildProgram(): Command {
         bindingHint: "The directory was chosen when the server was started (toolhost mcp --cwd DIR).",
         pollMs,
         onClose: () => void ctx.close(),
+      });
+      // SIGTERM or Ctrl-C: cancel running tool calls, wait for their audit lines, close the database, exit 0.
+      onStopSignals(() => {
+        void served
+          .close()
+          .catch(() => {})
+          .then(() => ctx.close())
+          .then(
+            () => process.exit(0),
+            () => process.exit(1),
+          );
       });
     });
 

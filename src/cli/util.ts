@@ -103,3 +103,28 @@ export function exitQuietlyOnClosedStdout(): void {
     process.exit(1);
   });
 }
+
+/** The signals that ask a CLI process to stop: Ctrl-C in a terminal, and a service manager's or `kill`'s stop. */
+export type StopSignal = "SIGINT" | "SIGTERM";
+
+/** Exit code of a process that stopped because of a signal, by shell convention (128 + signal number). */
+export const SIGNAL_EXIT_CODE: Record<StopSignal, number> = { SIGINT: 130, SIGTERM: 143 };
+
+/**
+ * Calls `onStop` on the first SIGINT or SIGTERM, so a command can cancel what runs and close its database in order;
+ * a second one exits at once with 128 + its number. Returns a function that removes the handlers.
+ */
+export function onStopSignals(onStop: (signal: StopSignal) => void): () => void {
+  let received = 0;
+  const handler = (signal: StopSignal) => {
+    received += 1;
+    if (received > 1) process.exit(SIGNAL_EXIT_CODE[signal]);
+    onStop(signal);
+  };
+  process.on("SIGINT", handler);
+  process.on("SIGTERM", handler);
+  return () => {
+    process.removeListener("SIGINT", handler);
+    process.removeListener("SIGTERM", handler);
+  };
+}

@@ -5,6 +5,7 @@
  * server, the CLI and library users run tools through one code path. The free functions `executeTool` and
  * `getEnabledToolRuntime` use a process-wide default runtime (in-memory storage unless configured).
  */
+import { setMaxListeners } from "node:events";
 import { resolve } from "node:path";
 import { parseToolArguments } from "./arg-parsing.js";
 import { resolveDataDir } from "./data-dir.js";
@@ -122,6 +123,15 @@ export { installationPaths };
 /** Extra time (ms) given past the budget of a tool that manages its own timeout before the backstop fires. */
 const OWN_TIMEOUT_GRACE_MS = 5_000;
 
+/** Default time (ms) {@link ToolRuntime.shutdown} waits for cancelled calls to stop and record their audit line. */
+export const SHUTDOWN_GRACE_MS = 10_000;
+
+/** The reason every running call gets when the runtime shuts down. */
+const shuttingDown = () =>
+  new ToolAbortedError("Toolhost is shutting down, so the call was cancelled. Send it again once it runs.", {
+    rule: "shutdown",
+  });
+
 /** Registry + storage: resolves settings and executes tools. */
 export class ToolRuntime {
   readonly registry: ToolRegistryStore;
@@ -139,6 +149,15 @@ export class ToolRuntime {
    * (context.processCwdFallback). Everyone by default; the HTTP service limits it to admins.
    */
   processCwdFallback: (userId: string) => boolean = () => true;
+  /** Calls in flight, and audit lines still waiting for a cancelled call to stop: what shutdown waits for. */
+  readonly #pending = new Set<Promise<unknown>>();
+  /** Aborted by {@link shutdown}: every running call is cancelled, and a new one ends as `aborted` at once. */
+  readonly #closing = new AbortController();
+  /** Resolved when shutdown's grace is over: audit lines stop waiting for calls that ignore cancellation. */
+  #graceOver: () => void = noop;
+  readonly #graceOverPromise = new Promise<void>((resolve) => {
+    this.#graceOver = resolve;
+  });
 
   constructor(options: ToolRuntimeOptions = {}) {
     this.registry = options.registry ?? defaultRegistry;
@@ -151,6 +170,8 @@ export class ToolRuntime {
     this.protectedPaths = options.protectedPaths ?? [this.dataDir, ...installationPaths()];
     this.spill = options.spill === false ? null : (options.spill ?? new SpillArea(this.dataDir));
     this.spill?.start();
+    // Every running call listens for the shutdown: no listener cap on this one signal.
+    setMaxListeners(0, this.#closing.signal);
   }
 
   /** Effective settings of one tool for a user; corrupt saved settings fall back to defaults (logged). */
@@ -191,7 +212,69 @@ export class ToolRuntime {
    * one, `validation_failed` for bad arguments, `timeout`, `aborted`, `execution_failed`, or the tool's own).
    * `args` is the raw model output: a JSON string or a decoded object.
    */
-  async executeTool(name: string, args: unknown, call: ToolCallContext): Promise<ToolCallOutcome> {
+  executeTool(name: string, args: unknown, call: ToolCallContext): Promise<ToolCallOutcome> {
+    return this.#track(this.#execute(name, args, call));
+  }
+
+  /** Whether {@link shutdown} has begun (new calls end as `aborted`). */
+  get closing(): boolean {
+    return this.#closing.signal.aborted;
+  }
+
+  /**
+   * Shuts the runtime down: cancels every running call (its signal fires with an `aborted` error; shell tools kill
+   * their process groups), makes new calls end as `aborted`, and waits until the calls stopped and their audit lines
+   * are recorded, at most `graceMs` (default {@link SHUTDOWN_GRACE_MS}). A call that ignores cancellation past the
+   * grace gets its audit line anyway (what is known by then). Resolves true when everything finished in time, false
+   * when something was still running (logged). Idempotent; run it before closing the audit sink's database.
+   */
+  async shutdown(options: { graceMs?: number } = {}): Promise<boolean> {
+    if (!this.#closing.signal.aborted) {
+      this.#closing.abort(shuttingDown());
+      this.spill?.stop();
+    }
+    const inTime = await this.#settle(options.graceMs ?? SHUTDOWN_GRACE_MS);
+    if (inTime) return true;
+    // Past the grace: record what is known of calls that still run, briefly waiting for those writes.
+    this.#graceOver();
+    await this.#settle(2_000);
+    this.logger.warn(
+      { running: this.#pending.size },
+      "tool calls were still running when the shutdown grace ended; their audit lines were recorded as cancelled",
+    );
+    return false;
+  }
+
+  /** Waits until nothing is pending (work added meanwhile included), at most `ms`; true when idle in time. */
+  async #settle(ms: number): Promise<boolean> {
+    if (this.#pending.size === 0) return true;
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms);
+      timer.unref?.();
+    });
+    try {
+      while (this.#pending.size > 0) {
+        const idle = Promise.allSettled([...this.#pending]).then(() => true as const);
+        if (!(await Promise.race([idle, expired]))) return false;
+      }
+      return true;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Keeps `work` in the pending set until it settles. */
+  #track<T>(work: Promise<T>): Promise<T> {
+    this.#pending.add(work);
+    const done = () => {
+      this.#pending.delete(work);
+    };
+    work.then(done, done);
+    return work;
+  }
+
+  async #execute(name: string, args: unknown, call: ToolCallContext): Promise<ToolCallOutcome> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     const tool = this.registry.get(name);
@@ -236,9 +319,12 @@ export class ToolRuntime {
       !settled.done &&
       (outcome.error.code === "aborted" || outcome.error.code === "timeout")
     ) {
+      // A shutdown waits for this line (the runtime tracks it) and ends the wait when its grace is over.
       const cap = new Promise<void>((resolve) => setTimeout(resolve, 60_000).unref?.());
-      void Promise.race([stopping.then(noop, noop), cap]).then(() =>
-        this.auditCall(name, args, call, outcome, toolEntries),
+      void this.#track(
+        Promise.race([stopping.then(noop, noop), cap, this.#graceOverPromise]).then(() =>
+          this.auditCall(name, args, call, outcome, toolEntries),
+        ),
       );
     } else {
       await this.auditCall(name, args, call, outcome, toolEntries);
@@ -381,8 +467,12 @@ export class ToolRuntime {
     const controller = new AbortController();
     const parent = call.signal;
     if (parent?.aborted) throw new ToolAbortedError();
+    const closing = this.#closing.signal;
+    if (closing.aborted) throw closing.reason;
     const onParentAbort = () => controller.abort(new ToolAbortedError());
+    const onClosing = () => controller.abort(closing.reason);
     parent?.addEventListener("abort", onParentAbort, { once: true });
+    closing.addEventListener("abort", onClosing, { once: true });
     const backstopMs = tool.managesOwnTimeout ? budgetMs + OWN_TIMEOUT_GRACE_MS : budgetMs;
     const timer = setTimeout(() => {
       controller.abort(
@@ -440,6 +530,7 @@ export class ToolRuntime {
     } finally {
       clearTimeout(timer);
       parent?.removeEventListener("abort", onParentAbort);
+      closing.removeEventListener("abort", onClosing);
     }
   }
 

@@ -2,13 +2,14 @@
  * The HTTP service (DESIGN.md, "Surfaces"): Hono routes over the application services.
  * Layers: routes → services (src/app) → registry, settings policy, repositories.
  */
-import { Hono } from "hono";
+import { type Context, Hono, type Next } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { secureHeaders } from "hono/secure-headers";
 import type { AppContext } from "../app/context.js";
 import { ToolError } from "../core/errors.js";
 import { metricsRegistry } from "../core/metrics.js";
 import { createMcpClientManager, McpServersService } from "../mcp/client/index.js";
+import { type McpHostPolicy, mcpHostPolicy, mcpHostRejection } from "../mcp/server/host-check.js";
 import { McpHttpEndpoint, protectedResourceMetadata, WORKING_DIRECTORY_HEADER } from "../mcp/server/http.js";
 import { VERSION } from "../version.js";
 import { accessLog } from "./access-log.js";
@@ -25,8 +26,22 @@ import { settingsRoutes } from "./routes/settings.js";
 import { toolRoutes } from "./routes/tools.js";
 import { SETTINGS_PAGE_HTML } from "./settings-page.js";
 
-/** Builds the Hono app for a context. Every /api route but health and the OpenAPI document needs a bearer token. */
-export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
+/** Options of {@link createServerApp}. */
+export interface ServerAppOptions {
+  /**
+   * The address the server binds (default 127.0.0.1): decides the default DNS-rebinding protection of `/mcp`
+   * (see mcp/server/host-check.ts).
+   */
+  host?: string;
+  /** Which Host and Origin hostnames `/mcp` accepts; default from `host` and the environment ({@link mcpHostPolicy}). */
+  mcpHosts?: McpHostPolicy;
+}
+
+/**
+ * Builds the Hono app for a context. Every /api route but health and the OpenAPI document needs a bearer token.
+ * Once the context starts closing, requests other than health answer 503 `shutting_down`.
+ */
+export function createServerApp(ctx: AppContext, options: ServerAppOptions = {}): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
   const openApi = buildOpenApiDocument(VERSION, { ...chatOpenApiPaths, ...approvalOpenApiPaths, ...agentOpenApiPaths });
   // On a shared server, a call with no bound working directory must not reach the server's own directory:
@@ -68,6 +83,19 @@ export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
     (c) => c.html(SETTINGS_PAGE_HTML),
   );
   app.get("/api/health", (c) => c.json({ ok: true, version: VERSION }));
+  // A server shutting down finishes what runs and takes nothing new (the database is about to close).
+  const refuseWhileClosing = async (c: Context, next: Next) => {
+    if (!ctx.shutdownSignal.aborted) return next();
+    return c.json(
+      {
+        error: { code: "shutting_down", message: "The server is shutting down; send the request again once it runs." },
+      },
+      503,
+      { "retry-after": "5", connection: "close" },
+    );
+  };
+  app.use("/api/*", refuseWhileClosing);
+  app.use("/mcp", refuseWhileClosing);
   app.get("/api/openapi.json", (c) => c.json(openApi));
 
   const auth = bearerAuth(ctx.tokens);
@@ -132,6 +160,9 @@ export function createServerApp(ctx: AppContext): Hono<AuthEnv> {
     c.json(protectedResourceMetadata(new URL(c.req.url).origin));
   app.get("/.well-known/oauth-protected-resource", metadata);
   app.get("/.well-known/oauth-protected-resource/mcp", metadata);
+  // DNS-rebinding protection first: a page that re-pointed its name at this server gets nothing, not even a 401.
+  const hostPolicy = options.mcpHosts ?? mcpHostPolicy(options.host ?? "127.0.0.1");
+  app.use("/mcp", async (c, next) => mcpHostRejection(c.req.raw, hostPolicy) ?? next());
   app.use("/mcp", bearerAuth(ctx.tokens, { resourceMetadataUrl: metadataUrl }), limit);
   app.all("/mcp", (c) => {
     const userId = c.get("userId");

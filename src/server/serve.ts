@@ -5,13 +5,22 @@
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import type { AppContext } from "../app/context.js";
+import { isLoopbackHost } from "../mcp/server/host-check.js";
 import { createServerApp } from "./app.js";
 
 /** A running server. */
 export interface RunningServer {
   url: string;
   port: number;
+  /** Closes the socket and every connection at once; the application context stays open. */
   close(): Promise<void>;
+  /**
+   * Stops serving in order: stops accepting connections (idle keep-alive ones close), closes the application
+   * context — which cancels running chat turns and tool calls (shell tools kill their process groups), waits
+   * (bounded, about 10 s when something hangs) for their audit lines and stored steps, and closes the database —
+   * then closes the connections still open. What `toolhost serve` does on SIGTERM or Ctrl-C.
+   */
+  shutdown(): Promise<void>;
 }
 
 /** Options of startServer. `port` 0 picks a free port. */
@@ -26,7 +35,13 @@ export interface StartServerOptions {
 export async function startServer(ctx: AppContext, options: StartServerOptions = {}): Promise<RunningServer> {
   const host = options.host ?? "127.0.0.1";
   const print = options.print ?? ((line: string) => process.stdout.write(`${line}\n`));
-  const app = createServerApp(ctx);
+  const app = createServerApp(ctx, { host });
+  if (!isLoopbackHost(host) && !process.env.TOOLHOST_MCP_ALLOWED_HOSTS) {
+    ctx.logger.warn(
+      { host },
+      "bound to a non-loopback address: /mcp accepts any Host header; set TOOLHOST_MCP_ALLOWED_HOSTS to the names clients use (DNS-rebinding protection)",
+    );
+  }
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, port: options.port ?? 8787, hostname: host }, () => resolve(s));
     s.once("error", reject);
@@ -46,6 +61,7 @@ export async function startServer(ctx: AppContext, options: StartServerOptions =
       "API tokens exist (printed when created; only their hashes are stored). Need one? `toolhost token create --user NAME` prints a new one; `toolhost token list` shows the existing ones.",
     );
   }
+  const http = server as unknown as { closeAllConnections?: () => void; closeIdleConnections?: () => void };
   return {
     url,
     port,
@@ -53,7 +69,16 @@ export async function startServer(ctx: AppContext, options: StartServerOptions =
       new Promise<void>((resolve) => {
         stopSweeper();
         server.close(() => resolve());
-        (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+        http.closeAllConnections?.();
       }),
+    async shutdown() {
+      stopSweeper();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      http.closeIdleConnections?.();
+      // Requests in flight get their answers (a cancelled call answers `aborted`) while the context closes.
+      await ctx.close();
+      http.closeAllConnections?.();
+      await closed;
+    },
   };
 }

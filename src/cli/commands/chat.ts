@@ -1,8 +1,9 @@
 /**
  * `toolhost chat "prompt"` ("Chats (server and CLI)"): runs one chat turn in the terminal. Streams the
  * model's text to stdout and shows each tool call (name, short arguments, outcome, duration) on stderr, with a
- * spinner while it runs when stderr is a terminal (plain lines otherwise). Ctrl-C cancels the turn cleanly (the
- * model stream and running tools stop; completed steps are kept); a second Ctrl-C exits at once.
+ * spinner while it runs when stderr is a terminal (plain lines otherwise). Ctrl-C (or SIGTERM) cancels the turn
+ * cleanly (the model stream and running tools stop, their audit lines are written, completed steps are kept, then
+ * the database closes); a second one exits at once.
  */
 import type { Command } from "commander";
 import { Option } from "commander";
@@ -19,7 +20,7 @@ import { ToolError } from "../../core/errors.js";
 import { describeProviderVariables } from "../../providers/table.js";
 import { createAppContext } from "../app-context.js";
 import { cliResponder } from "../approval-prompt.js";
-import { CliError, operator, parseUserId } from "../util.js";
+import { CliError, onStopSignals, operator, parseUserId, SIGNAL_EXIT_CODE, type StopSignal } from "../util.js";
 
 /** Options of the chat command as commander parses them. */
 interface ChatOptions {
@@ -302,7 +303,7 @@ async function readStdin(): Promise<string> {
 
 /**
  * Registers `toolhost chat`. Exit codes: 0 answered, 1 provider/tool-loop failure or iteration limit,
- * 2 usage error (unknown provider, bad --cwd, missing API key), 130 cancelled with Ctrl-C.
+ * 2 usage error (unknown provider, bad --cwd, missing API key), 130 cancelled with Ctrl-C, 143 with SIGTERM.
  */
 export function registerChatCommand(program: Command): void {
   program
@@ -354,13 +355,8 @@ export function registerChatCommand(program: Command): void {
       void mcpClients.start();
       const renderer = opts.json ? undefined : new ChatRenderer(process.stdout, process.stderr);
       const controller = new AbortController();
-      let interrupts = 0;
-      const onSigint = () => {
-        interrupts += 1;
-        if (interrupts > 1) process.exit(130);
-        controller.abort();
-        renderer?.status("Cancelling… (Ctrl-C again to quit now)");
-      };
+      let stoppedBy: StopSignal | undefined;
+      let removeStopHandlers = () => {};
       let createdChat: string | undefined;
       try {
         const service = new ChatService({
@@ -389,7 +385,13 @@ export function registerChatCommand(program: Command): void {
           if (error instanceof ChatConfigError) throw new CliError(error.message);
           throw error;
         }
-        process.on("SIGINT", onSigint);
+        // Ctrl-C or SIGTERM cancels the turn (model stream and running tools); the database closes after the tools
+        // stopped and their audit lines are written. A second signal quits at once.
+        removeStopHandlers = onStopSignals((signal) => {
+          stoppedBy = signal;
+          controller.abort();
+          renderer?.status(`Cancelling… (${signal === "SIGINT" ? "Ctrl-C" : signal} again to quit now)`);
+        });
         let reason = "error";
         for await (const event of turn.run(controller.signal)) {
           if (opts.json) process.stdout.write(`${JSON.stringify(event)}\n`);
@@ -398,16 +400,16 @@ export function registerChatCommand(program: Command): void {
         }
         const kept = !createdChat || (await ctx.chats.messages(chatId)).length > 0;
         if (!opts.json && kept) process.stderr.write(`(chat ${chatId}; continue with --chat ${chatId})\n`);
-        process.exitCode = reason === "text" ? 0 : reason === "aborted" ? 130 : 1;
+        process.exitCode = reason === "text" ? 0 : reason === "aborted" ? SIGNAL_EXIT_CODE[stoppedBy ?? "SIGINT"] : 1;
       } catch (error) {
         if (error instanceof ToolError && error.code !== "execution_failed") throw new CliError(error.message);
         throw error;
       } finally {
-        process.removeListener("SIGINT", onSigint);
         renderer?.dispose();
         // A chat this run created whose first turn stored nothing (no key, provider error, cancel) is not kept.
         if (createdChat) await discardIfEmpty(ctx, opts.user, createdChat);
         await ctx.close();
+        removeStopHandlers();
       }
     });
 }

@@ -320,6 +320,15 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
     const controller = new AbortController();
     const abort = () => controller.abort();
     c.req.raw.signal?.addEventListener("abort", abort, { once: true });
+    // A server shutting down cancels the turn like a client that left, and waits until it has stored its steps.
+    if (ctx.shutdownSignal.aborted) abort();
+    ctx.shutdownSignal.addEventListener("abort", abort, { once: true });
+    let finished: () => void = () => {};
+    void ctx.track(
+      new Promise<void>((resolve) => {
+        finished = resolve;
+      }),
+    );
     return streamSSE(c, async (stream) => {
       stream.onAbort(abort);
       const ping = setInterval(() => {
@@ -341,6 +350,8 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
       } finally {
         clearInterval(ping);
         c.req.raw.signal?.removeEventListener("abort", abort);
+        ctx.shutdownSignal.removeEventListener("abort", abort);
+        finished();
       }
     });
   });

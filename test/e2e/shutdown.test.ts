@@ -1,0 +1,144 @@
+/**
+ * Shutdown of the real processes: `toolhost chat` (Ctrl-C), `toolhost call` (SIGTERM) and `toolhost serve`
+ * (SIGTERM) while bash runs a long `sleep`. Each process exits with its documented code, no process of the call
+ * outlives it, and the call's audit line is in the database with a cancelled outcome (the database closed only after
+ * it was written).
+ */
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { createAppContext } from "../../src/app/context.js";
+import { startFakeProvider } from "../fakes/provider-server.js";
+import { assertBuilt, type CliProcess, cleanEnv, startCli } from "./chat-process.js";
+
+vi.setConfig({ testTimeout: 60_000 });
+
+let work: string;
+beforeAll(() => {
+  assertBuilt();
+  work = mkdtempSync(join(tmpdir(), "toolhost-shutdown-"));
+});
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+/** Pids of live `sleep <duration>` processes (Linux /proc). */
+function processesWith(duration: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+      const state = /^State:\s+(\S)/m.exec(readFileSync(`/proc/${entry}/status`, "utf8"))?.[1];
+      if (argv[0]?.endsWith("sleep") && argv[1] === duration && state !== "Z") pids.push(Number(entry));
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  return pids;
+}
+
+/** Polls `check` until it holds (every 25 ms, at most 30 s); throws naming `what` and the process's output otherwise. */
+async function until(what: string, check: () => boolean, p: CliProcess): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (!check()) {
+    if (Date.now() > deadline || p.child.exitCode !== null)
+      throw new Error(`gave up waiting for ${what}.\nstdout: ${p.stdout()}\nstderr: ${p.stderr()}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+/** A unique `sleep` command, so the test can find exactly its own process. */
+function uniqueSleep(): { command: string; marker: string } {
+  const marker = `${40 + Math.floor(Math.random() * 50)}.${process.pid}${Math.floor(Math.random() * 1e6)}`;
+  return { command: `sleep ${marker}`, marker };
+}
+
+/** A data directory in which user `local` may run bash without an approval ask (bash is off by default). */
+async function dataDirWithBash(name: string): Promise<string> {
+  const dataDir = join(work, name);
+  const ctx = await createAppContext({ dataDir });
+  try {
+    await ctx.settings.update("local", "bash", { enabled: true, parameters: { approval: "allow" } }, { admin: true });
+  } finally {
+    await ctx.close();
+  }
+  return dataDir;
+}
+
+/** The audit lines of bash calls in a data directory's SQLite database. */
+function bashAudit(dataDir: string): { outcome: string; error_code: string | null; termination: string }[] {
+  const db = new Database(join(dataDir, "toolhost.db"), { readonly: true });
+  try {
+    return db
+      .prepare("SELECT outcome, error_code, termination FROM audit_log WHERE tool = 'bash' AND kind = 'tool_call'")
+      .all() as { outcome: string; error_code: string | null; termination: string }[];
+  } finally {
+    db.close();
+  }
+}
+
+describe.runIf(existsSync("/proc/self/cmdline")).concurrent("shutdown while bash runs", () => {
+  it("toolhost chat: Ctrl-C kills the command, writes its audit line, then exits 130", async () => {
+    const { command, marker } = uniqueSleep();
+    const fake = await startFakeProvider("openai", [
+      { kind: "tools", calls: [{ name: "bash", arguments: { command } }] },
+      { kind: "text", text: "unused" },
+    ]);
+    const dataDir = await dataDirWithBash("chat");
+    try {
+      const p = startCli(
+        ["chat", "Wait a while.", "--provider", "openai", "--model", "fake-model", "--cwd", work],
+        cleanEnv({ TOOLHOST_DATA_DIR: dataDir, OPENAI_API_KEY: "test-key", OPENAI_BASE_URL: fake.baseURL }),
+      );
+      await until("the sleep to start", () => processesWith(marker).length > 0, p);
+      p.child.kill("SIGINT");
+      expect(await p.exited, p.stderr()).toBe(130);
+      expect(p.stderr()).not.toMatch(/destroyed/);
+      expect(processesWith(marker)).toEqual([]);
+      expect(bashAudit(dataDir)).toEqual([{ outcome: "error", error_code: "aborted", termination: "aborted" }]);
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it("toolhost call: SIGTERM kills the command, writes its audit line, then exits 143", async () => {
+    const { command, marker } = uniqueSleep();
+    const dataDir = await dataDirWithBash("call");
+    const p = startCli(
+      ["call", "bash", JSON.stringify({ command }), "--cwd", work],
+      cleanEnv({ TOOLHOST_DATA_DIR: dataDir }),
+    );
+    await until("the sleep to start", () => processesWith(marker).length > 0, p);
+    p.child.kill("SIGTERM");
+    expect(await p.exited, p.stderr()).toBe(143);
+    expect(p.stdout()).toMatch(/"code": "aborted"/);
+    expect(processesWith(marker)).toEqual([]);
+    expect(bashAudit(dataDir)).toEqual([{ outcome: "error", error_code: "aborted", termination: "aborted" }]);
+  });
+
+  it("toolhost serve: SIGTERM cancels the running call, answers it, writes its audit line, exits 0", async () => {
+    const { command, marker } = uniqueSleep();
+    const dataDir = await dataDirWithBash("serve");
+    const p = startCli(["serve", "--port", "0"], cleanEnv({ TOOLHOST_DATA_DIR: dataDir }));
+    await p.waitFor((out) => /th_[A-Za-z0-9_-]+/.test(out) && /http:\/\/[\d.]+:\d+/.test(out));
+    const url = /http:\/\/[\d.]+:\d+/.exec(p.stdout())![0];
+    const token = /th_[A-Za-z0-9_-]+/.exec(p.stdout())![0];
+    const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+    const call = fetch(`${url}/api/tools/bash/execute`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ arguments: { command }, workingDirectory: work }),
+    }).then(
+      async (res) => ({ status: res.status, body: (await res.json()) as { ok: boolean; error?: { code: string } } }),
+      (error: Error) => ({ status: 0, body: { ok: false, error: { code: error.message } } }),
+    );
+    await until("the sleep to start", () => processesWith(marker).length > 0, p);
+    p.child.kill("SIGTERM");
+    expect(await p.exited, p.stderr()).toBe(0);
+    // The client got its answer before the connection closed: the call was cancelled.
+    expect(await call).toMatchObject({ status: 200, body: { ok: false, error: { code: "aborted" } } });
+    expect(processesWith(marker)).toEqual([]);
+    expect(bashAudit(dataDir)).toEqual([{ outcome: "error", error_code: "aborted", termination: "aborted" }]);
+  });
+});
