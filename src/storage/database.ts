@@ -7,7 +7,7 @@ import { join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { type Generated, Kysely, PostgresDialect, type SqliteDatabase, SqliteDialect } from "kysely";
 import { resolveDataDir } from "../core/data-dir.js";
-import { MigrationError, migrateToLatest } from "./migrate.js";
+import { MigrationError, migrateToLatest, SchemaDamageError } from "./migrate.js";
 import { migrations } from "./migrations.js";
 import { SQLITE_BUSY_TIMEOUT_MS } from "./transaction.js";
 
@@ -349,7 +349,7 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<T
     await migrateToLatest(database.db, migrations, { location: database.location });
   } catch (error) {
     await database.close().catch(() => {});
-    if (error instanceof MigrationError) throw error;
+    if (error instanceof MigrationError || error instanceof SchemaDamageError) throw error;
     throw new Error(
       `Cannot open the ${database.dialect} database at ${database.location}: ${(error as Error)?.message ?? String(error)}`,
       { cause: error },

@@ -10,6 +10,9 @@
  * - Migrations run idempotently: `CREATE TABLE` and `CREATE INDEX` become `… IF NOT EXISTS`, and `ADD COLUMN` of a
  *   column that exists is skipped. A database an older version left half-migrated (tables created but not
  *   recorded, bookkeeping rows deleted, a table dropped) is completed by running the unrecorded migrations again.
+ * - A start that finds everything recorded checks that the recorded migrations' tables and columns exist (two small
+ *   queries: the expected schema is kept in {@link SCHEMA_MANIFEST_TABLE}, derived from the migrations once); what was dropped by hand while its bookkeeping row stayed is recreated by rerunning the migrations that
+ *   create it, with a warning (see {@link checkRecordedSchema}).
  * - Bookkeeping stays in Kysely's `kysely_migration` table (name, timestamp), so databases created by earlier
  *   versions keep their history. Migrations run in name order; one that landed out of order still runs.
  */
@@ -143,6 +146,226 @@ async function runIdempotently(trx: Kysely<any>, dialect: Dialect, migration: Mi
 export interface MigrateOptions {
   /** Where the database lives, for error messages. */
   location: string;
+  /** Receives a sentence when a start repaired the schema (a table or column was missing); default stderr. */
+  warn?: (message: string) => void;
+}
+
+/** The tables and columns the migrations create, folded in name order (later drops remove them). */
+type ExpectedSchema = Map<string, { columns: Set<string>; migrations: Set<string> }>;
+
+/** Each migration's schema statements, recorded once per process (migrations are pure DDL). */
+const recordedStatements = new WeakMap<Migration, RootOperationNode[]>();
+
+/**
+ * The schema statements `migration.up` issues, recorded without touching a database: it runs against a Kysely whose
+ * driver keeps each query's operation node and answers with no rows.
+ */
+async function statementsOf(migration: Migration, dialect: Dialect): Promise<RootOperationNode[]> {
+  const known = recordedStatements.get(migration);
+  if (known) return known;
+  const nodes: RootOperationNode[] = [];
+  const connection: DatabaseConnection = {
+    async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+      nodes.push(query.query);
+      return { rows: [] };
+    },
+    async *streamQuery() {},
+  };
+  const driver: Driver = {
+    async init() {},
+    async acquireConnection() {
+      return connection;
+    },
+    async beginTransaction() {},
+    async commitTransaction() {},
+    async rollbackTransaction() {},
+    async releaseConnection() {},
+    async destroy() {},
+  };
+  const db = new Kysely<any>({
+    dialect: {
+      createAdapter: () => (dialect === "sqlite" ? new SqliteAdapter() : new PostgresAdapter()),
+      createDriver: () => driver,
+      createIntrospector: (k) => (dialect === "sqlite" ? new SqliteIntrospector(k) : new PostgresIntrospector(k)),
+      createQueryCompiler: () => (dialect === "sqlite" ? new SqliteQueryCompiler() : new PostgresQueryCompiler()),
+    },
+  });
+  await migration.up(db);
+  recordedStatements.set(migration, nodes);
+  return nodes;
+}
+
+/** What the recorded migrations (in name order) leave: every table with its columns and the migrations touching it. */
+async function expectedSchema(
+  migrations: Record<string, Migration>,
+  names: string[],
+  dialect: Dialect,
+): Promise<ExpectedSchema> {
+  const schema: ExpectedSchema = new Map();
+  for (const name of names) {
+    for (const node of await statementsOf(migrations[name]!, dialect)) {
+      if (node.kind === "CreateTableNode") {
+        const table = node.table.table.identifier.name;
+        const entry = schema.get(table) ?? { columns: new Set<string>(), migrations: new Set<string>() };
+        for (const column of node.columns) entry.columns.add(column.column.column.name);
+        entry.migrations.add(name);
+        schema.set(table, entry);
+      } else if (node.kind === "DropTableNode") {
+        schema.delete(node.table.table.identifier.name);
+      } else if (node.kind === "AlterTableNode") {
+        const entry = schema.get(node.table.table.identifier.name);
+        if (!entry) continue;
+        entry.migrations.add(name);
+        for (const change of node.columnAlterations ?? []) {
+          if (change.kind === "AddColumnNode") entry.columns.add(change.column.column.column.name);
+          else if (change.kind === "DropColumnNode") entry.columns.delete(change.column.column.name);
+        }
+      }
+    }
+  }
+  return schema;
+}
+
+/** The table that keeps the expected schema of the recorded migrations, so a start need not derive it again. */
+export const SCHEMA_MANIFEST_TABLE = "toolhost_schema_manifest";
+
+/**
+ * The expected schema of the recorded migrations `names`: read from {@link SCHEMA_MANIFEST_TABLE} when it was stored
+ * for exactly these migrations (one small read), else derived by recording the migrations' statements (a few
+ * milliseconds) and stored for the next start.
+ */
+async function storedExpectedSchema(
+  trx: Kysely<any>,
+  dialect: Dialect,
+  migrations: Record<string, Migration>,
+  names: string[],
+): Promise<ExpectedSchema> {
+  const key = names.join(",");
+  await trx.schema
+    .createTable(SCHEMA_MANIFEST_TABLE)
+    .ifNotExists()
+    .addColumn("id", "varchar(32)", (c) => c.notNull().primaryKey())
+    .addColumn("migrations", "text", (c) => c.notNull())
+    .addColumn("schema", "text", (c) => c.notNull())
+    .execute();
+  const row = (await trx
+    .selectFrom(SCHEMA_MANIFEST_TABLE)
+    .select(["migrations", "schema"])
+    .where("id", "=", "expected")
+    .executeTakeFirst()) as { migrations: string; schema: string } | undefined;
+  if (row?.migrations === key) {
+    try {
+      const stored = JSON.parse(row.schema) as Record<string, { columns: string[]; migrations: string[] }>;
+      return new Map(
+        Object.entries(stored).map(([table, e]) => [
+          table,
+          { columns: new Set(e.columns), migrations: new Set(e.migrations) },
+        ]),
+      );
+    } catch {
+      // A damaged manifest is derived again below.
+    }
+  }
+  const expected = await expectedSchema(migrations, names, dialect);
+  const schema = JSON.stringify(
+    Object.fromEntries(
+      [...expected].map(([table, e]) => [table, { columns: [...e.columns], migrations: [...e.migrations] }]),
+    ),
+  );
+  await trx.deleteFrom(SCHEMA_MANIFEST_TABLE).where("id", "=", "expected").execute();
+  await trx.insertInto(SCHEMA_MANIFEST_TABLE).values({ id: "expected", migrations: key, schema }).execute();
+  return expected;
+}
+
+/** The database's tables and their columns, in one query. */
+async function actualSchema(trx: Kysely<any>, dialect: Dialect): Promise<Map<string, Set<string>>> {
+  const rows =
+    dialect === "sqlite"
+      ? await sql<{
+          t: string;
+          c: string;
+        }>`SELECT m.name AS t, p.name AS c FROM sqlite_master m, pragma_table_info(m.name) p WHERE m.type = 'table'`.execute(
+          trx,
+        )
+      : await sql<{
+          t: string;
+          c: string;
+        }>`SELECT table_name AS t, column_name AS c FROM information_schema.columns WHERE table_schema = current_schema()`.execute(
+          trx,
+        );
+  const tables = new Map<string, Set<string>>();
+  for (const { t, c } of rows.rows) {
+    const columns = tables.get(t) ?? new Set<string>();
+    columns.add(c);
+    tables.set(t, columns);
+  }
+  return tables;
+}
+
+/** What is missing: tables, and columns of tables that exist, as readable items (`audit_log`, `chats.title`). */
+function missingParts(expected: ExpectedSchema, actual: Map<string, Set<string>>): string[] {
+  const missing: string[] = [];
+  for (const [table, { columns }] of expected) {
+    const have = actual.get(table);
+    if (!have) {
+      missing.push(table);
+      continue;
+    }
+    for (const column of columns) if (!have.has(column)) missing.push(`${table}.${column}`);
+  }
+  return missing;
+}
+
+/** A recorded migration's table or column is missing and could not be recreated. */
+export class SchemaDamageError extends Error {
+  constructor(
+    readonly missing: string[],
+    readonly migrations: string[],
+    location: string,
+    cause?: unknown,
+  ) {
+    const why = cause ? ` Recreating it failed: ${(cause as Error)?.message ?? String(cause)}.` : "";
+    super(
+      `The database on ${location} lacks ${missing.join(", ")}, although the migrations that create ${missing.length === 1 ? "it" : "them"} (${migrations.join(", ")}) are recorded as applied: the schema was changed outside Toolhost.${why} Restore the database from a backup, or delete those migrations' rows from the ${MIGRATION_TABLE} table (DELETE FROM ${MIGRATION_TABLE} WHERE name IN (${migrations.map((m) => `'${m}'`).join(", ")})) and start again: they then run again and recreate what is missing, empty.`,
+      { cause },
+    );
+    this.name = "SchemaDamageError";
+  }
+}
+
+/**
+ * Checks, inside the migration lock, that every table and column the recorded migrations create exists. When one is
+ * missing (dropped by hand while its bookkeeping row stayed), reruns — idempotently, in this transaction — the
+ * recorded migrations that create or alter the damaged tables, which recreates what is missing (a dropped table
+ * comes back empty: its rows are gone), and reports that through `warn`. Skipped when the database records a
+ * migration this version does not know (a newer version's schema). Throws {@link SchemaDamageError} when the
+ * repair does not restore the schema.
+ */
+async function checkRecordedSchema(
+  trx: Kysely<any>,
+  dialect: Dialect,
+  migrations: Record<string, Migration>,
+  recorded: Set<string>,
+  options: MigrateOptions,
+): Promise<void> {
+  if ([...recorded].some((name) => !(name in migrations))) return;
+  const names = [...recorded].sort();
+  const expected = await storedExpectedSchema(trx, dialect, migrations, names);
+  const missing = missingParts(expected, await actualSchema(trx, dialect));
+  if (missing.length === 0) return;
+  const damaged = new Set(missing.map((part) => part.split(".")[0]!));
+  const rerun = names.filter((name) => [...damaged].some((table) => expected.get(table)?.migrations.has(name)));
+  try {
+    for (const name of rerun) await runIdempotently(trx, dialect, migrations[name]!);
+  } catch (error) {
+    throw new SchemaDamageError(missing, rerun, options.location, error);
+  }
+  const still = missingParts(expected, await actualSchema(trx, dialect));
+  if (still.length > 0) throw new SchemaDamageError(still, rerun, options.location);
+  const warn = options.warn ?? ((message: string) => process.stderr.write(`warning: ${message}\n`));
+  warn(
+    `The database on ${options.location} lacked ${missing.join(", ")} although ${rerun.join(", ")} ${rerun.length === 1 ? "was" : "were"} recorded as applied (changed outside Toolhost); recreated by running ${rerun.length === 1 ? "it" : "them"} again. A table dropped this way comes back empty: restore its rows from a backup if you need them.`,
+  );
 }
 
 /**
@@ -175,7 +398,11 @@ export async function migrateToLatest(
             (await trx.selectFrom(MIGRATION_TABLE).select("name").execute()).map((r) => r.name as string),
           );
           current = names.find((name) => !done.has(name));
-          if (!current) return undefined;
+          if (!current) {
+            // Up to date by the bookkeeping: check that what it records is really there (repairing what is not).
+            await checkRecordedSchema(trx, tx.dialect, migrations, done, options);
+            return undefined;
+          }
           await runIdempotently(trx, tx.dialect, migrations[current]!);
           await trx
             .insertInto(MIGRATION_TABLE)

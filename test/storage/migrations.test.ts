@@ -8,7 +8,7 @@ import Database from "better-sqlite3";
 import { sql } from "kysely";
 import { afterAll, describe, expect, it } from "vitest";
 import { openDatabase, type ToolhostDatabase } from "../../src/storage/database.js";
-import { MigrationError, migrateToLatest } from "../../src/storage/migrate.js";
+import { MigrationError, migrateToLatest, SchemaDamageError } from "../../src/storage/migrate.js";
 import { migrations } from "../../src/storage/migrations.js";
 import { BIN, runCli } from "../helpers/cli.js";
 import { freshStore, HAVE_POSTGRES, stopStores, type TestStore } from "../helpers/stores.js";
@@ -57,6 +57,48 @@ for (const dialect of ["sqlite", "postgres"] as const) {
           .execute();
       } finally {
         await again.close();
+      }
+    });
+
+    it("a table or column dropped while its bookkeeping row stays is recreated at the next start, with a warning", async () => {
+      const store = await freshStore(dialect);
+      const first = await open(store);
+      const expected = await schemaOf(first);
+      await sql`DROP TABLE approvals`.execute(first.db);
+      await sql`ALTER TABLE audit_log DROP COLUMN sandboxed`.execute(first.db);
+      const warnings: string[] = [];
+      // What a start does: the bookkeeping says everything is applied.
+      await migrateToLatest(first.db, migrations, { location: "test", warn: (m) => warnings.push(m) });
+      try {
+        expect(await schemaOf(first)).toEqual(expected);
+        expect(warnings).toHaveLength(1);
+        expect(warnings[0]).toMatch(/lacked audit_log\.sandboxed, approvals .*0001_initial, 0006_approvals_and_audit/);
+        expect(warnings[0]).toMatch(/comes back empty/);
+        // Up to date and intact: no warning, nothing to do.
+        await migrateToLatest(first.db, migrations, { location: "test", warn: (m) => warnings.push(m) });
+        expect(warnings).toHaveLength(1);
+      } finally {
+        await first.close();
+      }
+    });
+
+    it("says exactly what to do when a missing table cannot be recreated", async () => {
+      const store = await freshStore(dialect);
+      const database = await open(store);
+      try {
+        // A view in the dropped table's place: CREATE TABLE IF NOT EXISTS leaves it, so the table stays missing.
+        await sql`DROP TABLE approval_turns`.execute(database.db);
+        await sql`CREATE VIEW approval_turns AS SELECT 1 AS x`.execute(database.db);
+        const error = await migrateToLatest(database.db, migrations, { location: "test", warn: () => {} }).catch(
+          (e) => e,
+        );
+        expect(error).toBeInstanceOf(SchemaDamageError);
+        expect(error.message).toMatch(/lacks approval_turns/);
+        expect(error.message).toMatch(
+          /DELETE FROM kysely_migration WHERE name IN \('0006_approvals_and_audit'\)\) and start again/,
+        );
+      } finally {
+        await database.close();
       }
     });
 
