@@ -85,6 +85,11 @@ export interface CapRequest {
   chatId: string | null;
   /** The tools this user may read spill files with (asked only when something is cut). */
   readers: SpillReaders | (() => Promise<SpillReaders>);
+  /**
+   * UTF-8 size of `JSON.stringify(result)` when the caller already knows it (the runtime does: it serializes every
+   * result once). Saves serializing a large result again just to learn that it fits.
+   */
+  jsonBytes?: number;
 }
 
 /** One cut field, as reported to the model in `outputTruncated.fields`. */
@@ -231,6 +236,26 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 /**
+ * The fast check of capToolResult: true when the whole result is within both limits and no field was cut while
+ * captured, decided from line counts and one size of the whole JSON (request.jsonBytes when given), without
+ * serializing any field on its own.
+ */
+function fitsWhole(result: unknown, record: Record<string, unknown> | null, request: CapRequest): boolean {
+  let lines = 0;
+  for (const [field, value] of record ? Object.entries(record) : [["result", result] as const]) {
+    if (typeof value === "string") {
+      lines += countLineBreaks(value);
+      const stream = request.streams.get(field);
+      if (stream !== undefined && stream.totalBytes > utf8(value)) return false;
+    } else if (Array.isArray(value)) {
+      lines += value.length;
+    }
+    if (lines > request.maxLines) return false;
+  }
+  return (request.jsonBytes ?? jsonBytes(result)) <= request.maxBytes;
+}
+
+/**
  * Cuts `result` to the limits of `request` (see the module comment), spilling full contents. Streams the tool
  * opened but that need no reference are discarded. Never throws for a spill failure (the notice then says so).
  */
@@ -238,6 +263,10 @@ export async function capToolResult(result: unknown, capRequest: CapRequest): Pr
   let request = capRequest;
   const { maxBytes, maxLines } = request;
   const record = isRecord(result) ? result : null;
+  if (fitsWhole(result, record, request)) {
+    for (const s of request.streams.values()) await s.discard();
+    return { result, truncated: false, fields: [] };
+  }
   const bigs: Big[] = [];
   let lineTotal = 0;
   const consider = (field: string, value: unknown) => {

@@ -518,7 +518,8 @@ export class ToolRuntime {
         },
       );
       const result = await Promise.race([running, aborted]);
-      return await this.#cap(tool, toSerializable(name, result), limits, streams, call.userId, chatId);
+      const serialized = toSerializable(name, result);
+      return await this.#cap(tool, serialized.value, serialized.bytes, limits, streams, call.userId, chatId);
     } catch (error) {
       for (const stream of streams.values()) await stream.discard();
       // A tool that throws after the signal fired (e.g. its fetch rejected with AbortError) is reported by the
@@ -538,6 +539,7 @@ export class ToolRuntime {
   async #cap(
     tool: RegisteredTool,
     result: unknown,
+    jsonBytes: number,
     limits: { maxBytes: number; maxLines: number },
     streams: Map<string, SpillStream>,
     userId: string,
@@ -548,6 +550,7 @@ export class ToolRuntime {
       tool: name,
       style: tool.outputCapStyle ?? "head",
       ...limits,
+      jsonBytes,
       streams,
       area: this.spill,
       userId,
@@ -603,10 +606,15 @@ function decodeArguments(args: unknown): unknown {
   }
 }
 
-function toSerializable(tool: string, value: unknown): unknown {
-  if (value === undefined) return null;
+/**
+ * A tool's result as JSON data (its JSON round trip: undefined becomes null, class instances plain objects) and
+ * the UTF-8 size of its JSON, from one serialization. Throws ToolExecutionError when the value cannot be serialized.
+ */
+function toSerializable(tool: string, value: unknown): { value: unknown; bytes: number } {
+  if (value === undefined) return { value: null, bytes: 4 };
   try {
-    return JSON.parse(JSON.stringify(value));
+    const json = JSON.stringify(value);
+    return { value: JSON.parse(json), bytes: Buffer.byteLength(json, "utf8") };
   } catch (error) {
     throw new ToolExecutionError(
       `Tool "${tool}" returned a value that is not JSON-serializable: ${(error as Error).message}`,
