@@ -1,5 +1,5 @@
 /** grep: hostile paths first, then the seed's rules, then a differential test of the ripgrep and JS engines. */
-import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ripgrepPath } from "../../src/tools/builtin/grep.js";
@@ -328,3 +328,89 @@ describe("grep: a catastrophic pattern cannot block the process", () => {
     }
   });
 });
+
+describe.skipIf(!ripgrepPath())(
+  "ripgrep engine: binary files, collection and odd names agree with the JS engine",
+  () => {
+    let t: { dir: string; cleanup: () => void };
+    const nulAt = (offset: number, prefix = Buffer.alloc(0)) => {
+      // "foo" first, padding up to `offset` (counted from the file's first byte), then a NUL and another match
+      const head = Buffer.concat([prefix, Buffer.from("foo head\n")]);
+      const pad = Buffer.from(`${"p".repeat(offset - head.length - 1)}\n`);
+      return Buffer.concat([head, pad, Buffer.from([0]), Buffer.from("foo tail\n")]);
+    };
+    const bom = Buffer.from([0xef, 0xbb, 0xbf]);
+    beforeAll(() => {
+      t = tempDir();
+      const tree: Record<string, string | Buffer> = {
+        "early.bin": Buffer.concat([Buffer.from("foo 1\n"), Buffer.from([0]), Buffer.from("\nfoo 2\n")]),
+        "early-nomatch.bin": Buffer.concat([Buffer.from([0]), Buffer.from("bar\n")]),
+        "late.txt": Buffer.concat([
+          Buffer.from(`foo a\n${"x".repeat(9000)}\nb`),
+          Buffer.from([0]),
+          Buffer.from("foo c\nfoo d\n"),
+        ]),
+        "edge8191.txt": nulAt(8191),
+        "edge8192.txt": nulAt(8192),
+        "bom8191.txt": nulAt(8191, bom),
+        "bom8192.txt": nulAt(8192, bom),
+        "far.txt": Buffer.concat([
+          Buffer.from(`foo far\n${"y".repeat(200_000)}\n`),
+          Buffer.from([0]),
+          Buffer.from("foo\n"),
+        ]),
+        "wide.txt": `${"é".repeat(400)}foo${"ü".repeat(400)}\n${"a".repeat(700)}foo${"b".repeat(10)}\n`,
+      };
+      for (let i = 0; i < 40; i++) tree[`many/f${String(i).padStart(2, "0")}.txt`] = "foo 1\nfoo 2\nfoo 3\n";
+      for (const [name, data] of Object.entries(tree)) {
+        mkdirSync(join(t.dir, name, ".."), { recursive: true });
+        writeFileSync(join(t.dir, name), data);
+      }
+    });
+    afterAll(() => t.cleanup());
+
+    const run = async (engine: string, pattern: string, parameters: Record<string, unknown> = {}) => {
+      const out = await fsRuntime(t.dir).call("grep", { pattern, path: "." }, { engine, ...parameters });
+      if (!out.ok) throw Object.assign(new Error(out.error.message), out.error);
+      return out.result as any;
+    };
+
+    it.each([
+      ["foo", {}],
+      ["foo", { maxResults: 7, maxMatchesPerFile: 2 }],
+      ["fo+ [a-d]", {}],
+      ["b\\x00foo", {}],
+      ["f.o", { maxResults: 9 }],
+      ["^foo$", { maxResults: 5000 }],
+    ])("%j %j", async (pattern, parameters) => {
+      const settings = { maxResults: 5000, maxMatchesPerFile: 100, ...parameters };
+      const rg = await run("ripgrep", pattern, settings);
+      const js = await run("js", pattern, settings);
+      expect(rg.engine).toBe("ripgrep");
+      expect(rg.matches).toEqual(js.matches);
+      expect(rg.truncated).toBe(js.truncated);
+      expect(rg.filesWithMatches).toBe(js.filesWithMatches);
+    });
+
+    it("skips the files with a NUL byte in their first 8 KiB, counting those with a match", async () => {
+      const r = await run("ripgrep", "foo", { maxResults: 5000 });
+      const hit = new Set(r.matches.map((m: any) => m.file));
+      for (const f of ["late.txt", "edge8192.txt", "bom8192.txt", "far.txt", "wide.txt"]) expect(hit.has(f)).toBe(true);
+      for (const f of ["early.bin", "edge8191.txt", "bom8191.txt"]) expect(hit.has(f)).toBe(false);
+      expect(r.skipped.binary).toBe(3);
+      expect(r.matches.find((m: any) => m.file === "late.txt" && m.line === 3)?.text).toBe("b\u0000foo c");
+    });
+
+    it("falls back to the JS engine when a file name holds a line break", async () => {
+      const odd = join(t.dir, "odd\nname.txt");
+      writeFileSync(odd, "foo odd\n");
+      try {
+        const r = await run("ripgrep", "foo odd");
+        expect(r.engine).toBe("js");
+        expect(r.matches).toEqual([{ file: "odd\nname.txt", line: 1, text: "foo odd" }]);
+      } finally {
+        rmSync(odd);
+      }
+    });
+  },
+);

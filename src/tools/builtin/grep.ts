@@ -187,11 +187,11 @@ export async function runGrep(
   const translated = rg ? translateJsRegex(plan.pattern, plan.ignoreCase) : null;
   if (rg && translated !== null) {
     try {
-      outcome = await searchWithRipgrep(plan, rg, translated.rust, translated.exact);
+      outcome = await searchWithRipgrep(plan, rg, translated.rust, translated.exact, translated.nulFree);
       engine = "ripgrep";
     } catch (error) {
       if (!(error instanceof RipgrepUnusable)) throw error;
-      context.logger.debug({ err: error.message }, "ripgrep refused the translated pattern; using the JS engine");
+      context.logger.debug({ err: error.message }, "ripgrep is unusable for this search; using the JS engine");
     }
   }
   outcome ??= await searchWithJs(plan);

@@ -208,12 +208,30 @@ export function translateJsRegexForRipgrep(pattern: string, ignoreCase: boolean)
   return translateJsRegex(pattern, ignoreCase)?.rust ?? null;
 }
 
+/** A JS pattern translated for ripgrep (see translateJsRegex). */
+export interface RipgrepTranslation {
+  /** The Rust pattern: it matches a superset of the lines the JS pattern matches. */
+  rust: string;
+  /**
+   * True when the Rust pattern matches exactly the lines the JS pattern matches (no "any one character" atom, so no
+   * UTF-16/code-point difference, and no case folding difference because `ignoreCase` is off), so ripgrep's lines
+   * need no re-test.
+   */
+  exact: boolean;
+  /**
+   * True when no match of the pattern can contain a NUL character: exact, and no literal, escape or class bound is
+   * NUL (the Rust text then never holds `\x{0}`). Such a pattern finds the same matches in a line whether or not
+   * NUL bytes elsewhere in it are read as line breaks, which is what lets ripgrep's own binary detection stand in
+   * for grep's probe (ripgrep-engine.ts).
+   */
+  nulFree: boolean;
+}
+
 /**
- * Like translateJsRegexForRipgrep, and says whether the translation is EXACT: the Rust pattern then matches exactly
- * the lines the JS pattern matches (no "any one character" atom, so no UTF-16/code-point difference, and no
- * case folding difference because `ignoreCase` is off), so ripgrep's lines need no re-test.
+ * Like translateJsRegexForRipgrep, and says whether the translation is exact and whether the pattern can match a
+ * NUL character (RipgrepTranslation).
  */
-export function translateJsRegex(pattern: string, ignoreCase: boolean): { rust: string; exact: boolean } | null {
+export function translateJsRegex(pattern: string, ignoreCase: boolean): RipgrepTranslation | null {
   let anyCharSeen = false;
   const c: Cursor = { src: pattern, i: 0 };
   const out: string[] = [];
@@ -380,5 +398,7 @@ export function translateJsRegex(pattern: string, ignoreCase: boolean): { rust: 
     }
   }
   if (depth !== 0) return null;
-  return { rust: (ignoreCase ? "(?i)" : "") + out.join(""), exact: !anyCharSeen && !ignoreCase };
+  const rust = (ignoreCase ? "(?i)" : "") + out.join("");
+  const exact = !anyCharSeen && !ignoreCase;
+  return { rust, exact, nulFree: exact && !rust.includes("\\x{0}") };
 }

@@ -83,10 +83,10 @@ function read(path) {
   }
 }
 
-function searchFile(path) {
+function searchFile(path, binaryAsText) {
   const bytes = read(path);
   if (typeof bytes === "string") return { kind: bytes };
-  if (isBinaryHead(bytes)) return { kind: "binary" };
+  if (!binaryAsText && isBinaryHead(bytes)) return { kind: "binary" };
   const bom = detectBom(bytes);
   const text = decoders[bom.encoding].decode(bytes.subarray(bom.bomLength));
   if (pre && !pre.test(text)) return { kind: "searched", lines: [], more: false };
@@ -104,7 +104,7 @@ function searchFile(path) {
 
 parentPort.on("message", (msg) => {
   if (msg.type === "files") {
-    parentPort.postMessage({ id: msg.id, results: msg.paths.map(searchFile) });
+    parentPort.postMessage({ id: msg.id, results: msg.paths.map((path) => searchFile(path, msg.binaryAsText === true)) });
   } else {
     const probe = Buffer.allocUnsafe(BINARY_PROBE_BYTES);
     parentPort.postMessage({
@@ -174,9 +174,12 @@ export class RegexWorker {
     });
   }
 
-  /** Searches files (absolute real paths); one outcome per path, in order. */
-  searchFiles(paths: string[]): Promise<WorkerFileOutcome[]> {
-    return this.#request({ type: "files", paths });
+  /**
+   * Searches files (absolute real paths); one outcome per path, in order. With `binaryAsText`, a file the binary
+   * probe marks is searched as text rather than reported as `binary` (the caller probes it itself).
+   */
+  searchFiles(paths: string[], options: { binaryAsText?: boolean } = {}): Promise<WorkerFileOutcome[]> {
+    return this.#request({ type: "files", paths, binaryAsText: options.binaryAsText === true });
   }
 
   /**

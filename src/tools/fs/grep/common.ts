@@ -3,6 +3,8 @@
  * filter of the `glob` argument, the binary probe and the long-line cut. The tool (tools/builtin/grep.ts) states
  * the contract; js-engine.ts and ripgrep-engine.ts implement it.
  */
+
+import { isAscii } from "node:buffer";
 import { closeSync, constants, openSync, readSync } from "node:fs";
 import { basename } from "node:path";
 import picomatch from "picomatch";
@@ -71,31 +73,92 @@ export interface EngineOutcome {
   skipped: GrepResult["skipped"];
 }
 
-/** Keeps the first `max` matches in (file, line) order while holding at most 2·max. */
-export class Collector {
-  #items: RawMatch[] = [];
+/** One file's matches as collected: `count` lines (in line order) described by `payload`. */
+export interface CollectedFile<T> {
+  rel: string;
+  count: number;
+  payload: T;
+}
+
+/**
+ * Keeps the matches that can be among the first `max` in (file, line) order, file by file, while holding a bounded
+ * number of them: each file's lines arrive together and in line order (both engines search a file at once), so
+ * only files are sorted, never single matches. A file is added as its path, its number of lines and a payload
+ * from which the caller materializes them (an array of lines, or an index into the caller's own storage). When the
+ * held lines reach 2·max, the files are sorted by path and those past the first `max` lines are dropped; from then
+ * on a file sorting after the last one kept is dropped on arrival (`wants` tells the caller beforehand, so it need
+ * not even store that file's lines). Paths compare by UTF-16 code units (`<`), the order grep documents.
+ */
+export class FileCollector<T> {
+  #files: CollectedFile<T>[] = [];
+  #held = 0;
+  /** Files sorting after this path cannot be among the first `max` lines (set once `max` lines are held). */
+  #cutoff: string | null = null;
   #dropped = false;
   constructor(readonly max: number) {}
-  push(m: RawMatch) {
-    this.#items.push(m);
-    if (this.#items.length >= this.max * 2) this.#prune();
+
+  /** Whether a file at `rel` could still contribute (false: it sorts after `max` lines already held). */
+  wants(rel: string): boolean {
+    return this.#cutoff === null || rel <= this.#cutoff;
   }
-  #prune() {
-    this.#items.sort(compareMatches);
-    if (this.#items.length > this.max) {
-      this.#items.length = this.max;
+
+  /** Records that a file was left out without being added (it could not contribute; see wants). */
+  markDropped(): void {
+    this.#dropped = true;
+  }
+
+  /** Adds one file with `count` lines (at most the per-file cap); a file that cannot contribute is dropped. */
+  add(rel: string, count: number, payload: T): void {
+    if (count === 0) return;
+    if (!this.wants(rel)) {
       this.#dropped = true;
+      return;
     }
+    this.#files.push({ rel, count, payload });
+    this.#held += count;
+    if (this.#held >= this.max * 2) this.#prune();
   }
-  finish(): { matches: RawMatch[]; dropped: boolean } {
+
+  #prune(): void {
+    this.#files.sort(compareFiles);
+    let held = 0;
+    let keep = 0;
+    while (keep < this.#files.length && held < this.max) held += this.#files[keep++]!.count;
+    if (keep < this.#files.length) this.#dropped = true;
+    this.#files.length = keep;
+    this.#held = held;
+    if (held >= this.max) this.#cutoff = this.#files[keep - 1]!.rel;
+  }
+
+  /**
+   * The files holding the first `max` lines in (file, line) order, sorted by path; the last one's `count` is
+   * lowered when only its first lines fit. `dropped` says whether anything was left out.
+   */
+  finish(): { files: CollectedFile<T>[]; dropped: boolean } {
     this.#prune();
-    return { matches: this.#items, dropped: this.#dropped };
+    let room = this.max;
+    for (const file of this.#files) {
+      if (file.count > room) {
+        file.count = room;
+        this.#dropped = true;
+      }
+      room -= file.count;
+    }
+    return { files: this.#files, dropped: this.#dropped };
   }
 }
 
-export function compareMatches(a: RawMatch, b: RawMatch): number {
-  if (a.rel !== b.rel) return a.rel < b.rel ? -1 : 1;
-  return a.line - b.line;
+function compareFiles(a: { rel: string }, b: { rel: string }): number {
+  return a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0;
+}
+
+/** Flattens collected files whose payload is their lines into matches (rel, line, text), in order. */
+export function flattenHits(files: CollectedFile<{ line: number; text: string }[]>[]): RawMatch[] {
+  const out: RawMatch[] = [];
+  for (const f of files) {
+    for (let k = 0; k < f.count; k++) out.push({ rel: f.rel, line: f.payload[k]!.line, text: f.payload[k]!.text });
+  }
+  return out;
 }
 
 /** A file-name / path filter from the `glob` argument (null: every file). */
@@ -126,18 +189,37 @@ export function startWorker(plan: GrepPlan): RegexWorker {
   );
 }
 
-/** The shared binary probe on a path (sync: a thread-pool round trip per file costs 10x more than the read). */
+const probeBuffer = Buffer.allocUnsafe(BINARY_PROBE_BYTES);
+
+/**
+ * The shared binary probe on a path: one open, one read of the first BINARY_PROBE_BYTES into a buffer reused by
+ * every call, one close. Synchronous on purpose: a thread-pool round trip per file costs several times the read
+ * (the files were just read by ripgrep, so the page cache answers). An unreadable file counts as binary.
+ */
 export function isBinaryFile(path: string): boolean {
   let fd: number | undefined;
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-    const buf = Buffer.allocUnsafe(BINARY_PROBE_BYTES);
-    return isBinaryHead(buf.subarray(0, readSync(fd, buf, 0, BINARY_PROBE_BYTES, 0)));
+    return isBinaryHead(probeBuffer.subarray(0, readSync(fd, probeBuffer, 0, BINARY_PROBE_BYTES, 0)));
   } catch {
     return true;
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
+}
+
+/**
+ * cutAtColumn on a line given as UTF-8 bytes `buf[start, end)` (as ripgrep prints it), decoding only what is
+ * returned when the line is ASCII (then bytes and UTF-16 code units coincide); any other long line is decoded
+ * whole and cut by cutAtColumn. Invalid UTF-8 decodes to U+FFFD either way.
+ */
+export function cutLineBytes(buf: Buffer, start: number, end: number, column: number): string {
+  const length = end - start;
+  if (length <= MAX_MATCH_LINE_CHARS) return buf.toString("utf8", start, end);
+  if (!isAscii(buf.subarray(start, end))) return cutAtColumn(buf.toString("utf8", start, end), column);
+  const from = Math.max(0, Math.min(column - 1 - 100, length - MAX_MATCH_LINE_CHARS));
+  const to = Math.min(length, from + MAX_MATCH_LINE_CHARS);
+  return `${from > 0 ? `[…${from} chars] ` : ""}${buf.toString("latin1", start + from, start + to)}${to < length ? ` […${length - to} chars]` : ""}`;
 }
 
 /**

@@ -9,10 +9,11 @@ import ignore from "ignore";
 import type { RegexWorker, WorkerFileOutcome } from "../regex-worker.js";
 import { walk } from "../walk.js";
 import {
-  Collector,
   type EngineOutcome,
   emptySkipped,
+  FileCollector,
   fileFilter,
+  flattenHits,
   type GrepPlan,
   type GrepResult,
   startWorker,
@@ -24,7 +25,7 @@ const FILE_BATCH = 64;
 /** The JS engine: walks with the shared rules and searches files with a small concurrency pool. */
 export async function searchWithJs(plan: GrepPlan, existing?: RegexWorker): Promise<EngineOutcome> {
   const skipped = emptySkipped();
-  const collector = new Collector(plan.maxResults);
+  const collector = new FileCollector<{ line: number; text: string }[]>(plan.maxResults);
   let filesSearched = 0;
   let filesWithMatches = 0;
   let perFileCut = false;
@@ -36,7 +37,7 @@ export async function searchWithJs(plan: GrepPlan, existing?: RegexWorker): Prom
     filesSearched++;
     if (outcome.lines.length > 0) filesWithMatches++;
     if (outcome.more) perFileCut = true;
-    for (const l of outcome.lines) collector.push({ rel, line: l.line, text: l.text });
+    collector.add(rel, outcome.lines.length, outcome.lines);
   };
   const worker = existing ?? startWorker(plan);
   try {
@@ -62,8 +63,8 @@ export async function searchWithJs(plan: GrepPlan, existing?: RegexWorker): Prom
   } finally {
     if (!existing) worker.terminate();
   }
-  const { matches, dropped } = collector.finish();
-  return { matches, truncated: dropped || perFileCut, filesSearched, filesWithMatches, skipped };
+  const { files, dropped } = collector.finish();
+  return { matches: flattenHits(files), truncated: dropped || perFileCut, filesSearched, filesWithMatches, skipped };
 }
 
 /** Lists the files a directory search covers (JS engine), applying every exclusion rule. */

@@ -11,14 +11,15 @@ import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import type { RegexWorker } from "../regex-worker.js";
 import {
-  Collector,
-  cutAtColumn,
+  cutLineBytes,
   type EngineOutcome,
   emptySkipped,
+  FileCollector,
   fileFilter,
   type GrepPlan,
   type GrepResult,
   isBinaryFile,
+  type RawMatch,
   startWorker,
 } from "./common.js";
 
@@ -47,41 +48,81 @@ export function ripgrepPath(): string | null {
 export class RipgrepUnusable extends Error {}
 
 /**
- * Calls `onLine` for each LF-terminated UTF-8 line of a stream (ripgrep's output), synchronously per chunk.
- * Newlines are found in the raw bytes and each line is decoded once, so a line spread over many chunks (a
- * minified file's) costs linear time.
+ * Calls `onLine(bytes, start, end)` for each LF-terminated line of a stream (ripgrep's output): the line is
+ * `bytes[start, end)`, LF excluded, never decoded here. Called synchronously per chunk ('data' events: an async
+ * iterator costs several times more per chunk, and ripgrep writes a chunk per file); a line spread over several
+ * chunks is joined once, so a minified file's long line costs linear time. The callback may keep subarrays of
+ * `bytes` (chunks are never reused). Rejects with what `onLine` throws (the stream is then destroyed) or with the
+ * stream's error.
  */
-async function forEachLine(stream: NodeJS.ReadableStream, onLine: (line: string) => void): Promise<void> {
-  let parts: Buffer[] = [];
-  for await (const chunk of stream as AsyncIterable<Buffer>) {
-    let start = 0;
-    for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, start)) {
-      const piece = chunk.subarray(start, nl);
-      if (parts.length > 0) {
-        parts.push(piece);
-        onLine(Buffer.concat(parts).toString("utf8"));
-        parts = [];
-      } else {
-        onLine(piece.toString("utf8"));
+function forEachLine(
+  stream: NodeJS.ReadableStream & { destroy(error?: Error): void },
+  onLine: (bytes: Buffer, start: number, end: number) => void,
+): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    let parts: Buffer[] = [];
+    let failed = false;
+    const fail = (error: unknown) => {
+      if (failed) return;
+      failed = true;
+      stream.removeListener("data", onData);
+      stream.destroy();
+      reject(error);
+    };
+    const onData = (chunk: Buffer) => {
+      try {
+        let start = 0;
+        for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, start)) {
+          if (parts.length > 0) {
+            parts.push(chunk.subarray(start, nl));
+            const joined = Buffer.concat(parts);
+            parts = [];
+            onLine(joined, 0, joined.length);
+          } else {
+            onLine(chunk, start, nl);
+          }
+          start = nl + 1;
+        }
+        if (start < chunk.length) parts.push(chunk.subarray(start));
+      } catch (error) {
+        fail(error);
       }
-      start = nl + 1;
-    }
-    if (start < chunk.length) parts.push(chunk.subarray(start));
-  }
-  if (parts.length > 0) onLine(Buffer.concat(parts).toString("utf8"));
+    };
+    stream.on("data", onData);
+    stream.once("error", fail);
+    stream.once("end", () => {
+      if (failed) return;
+      try {
+        if (parts.length > 0) {
+          const joined = Buffer.concat(parts);
+          onLine(joined, 0, joined.length);
+        }
+        resolve();
+      } catch (error) {
+        fail(error);
+      }
+    });
+  });
 }
 
+/** The --stats block's lines (and the empty line before it). */
+const STATS_LINE =
+  /^(?:|\d+ (?:matches|matched lines|files contained matches|files searched|bytes printed|bytes searched)|[\d.]+ seconds(?: spent searching| total)?)$/;
+/** The line ripgrep prints instead of a file's lines when `--binary` finds a NUL byte in a file with a match. */
+const BINARY_MATCH = /^(.*): binary file matches \(found "\\0" byte around offset \d+\)$/s;
+
 /**
- * ripgrep's command line for a search: the tool's rules as flags (text mode, UTF-8, CRLF, no parent/global ignore
- * files, size and per-file caps, `.git` excluded, dotfiles and .gitignore per the settings) and the `glob`
- * argument as a file type where ripgrep can express it. `postFilter` is the part of the glob applied to what
- * ripgrep reports (path globs), or null.
+ * ripgrep's command line for a search: the tool's rules as flags (text mode, or `--binary` when
+ * `ripgrepDetectsBinary`; UTF-8, CRLF, no parent/global ignore files, size and per-file caps, `.git` excluded,
+ * dotfiles and .gitignore per the settings) and the `glob` argument as a file type where ripgrep can express it.
+ * `postFilter` is the part of the glob applied to what ripgrep reports (path globs), or null.
  */
 export function ripgrepArgs(
   plan: GrepPlan,
   rustPattern: string,
   exact: boolean,
   perFileLimit: number,
+  ripgrepDetectsBinary = false,
 ): { args: string[]; postFilter: ((rel: string) => boolean) | null } {
   const args = [
     "--no-heading",
@@ -92,11 +133,13 @@ export function ripgrepArgs(
     "--color",
     "never",
     "--stats",
-    // Leave a core to this process, which parses ripgrep's output as it streams.
+    // Every core: parsing the output as it streams costs this process a small fraction of ripgrep's work.
     "--threads",
-    String(Math.max(1, availableParallelism() - 1)),
+    String(availableParallelism()),
     "--no-config",
-    "--text",
+    // --binary: ripgrep flags a file with a NUL byte in what it reads (always its first 8 KiB) instead of printing
+    // its lines; --text: every file is read as text and grep probes the files with matches itself.
+    ripgrepDetectsBinary ? "--binary" : "--text",
     "--encoding",
     "utf-8",
     "--crlf",
@@ -129,20 +172,80 @@ export function ripgrepArgs(
   return { args, postFilter };
 }
 
+/** A line whose text is final: verified and cut by the worker. */
+interface TextHit {
+  line: number;
+  text: string;
+}
+
 /**
- * The ripgrep engine for a directory search. Throws RipgrepUnusable when ripgrep rejects the translated pattern
- * (the caller then runs the JS engine).
+ * The lines ripgrep reported, stored flat (no object per line): line `k` is `chunks[k][start, end)` with its
+ * number and the 1-based byte column of its first match (ripgrep's --column; 1 without it). Text stays bytes until
+ * a line is returned (`cut`) or re-tested (`decoded`).
+ */
+class ReportedLines {
+  readonly #chunks: Buffer[] = [];
+  /** Per line: number, column, start, end. */
+  readonly #meta: number[] = [];
+  get size(): number {
+    return this.#chunks.length;
+  }
+  push(chunk: Buffer, line: number, column: number, start: number, end: number): void {
+    this.#chunks.push(chunk);
+    this.#meta.push(line, column, start, end);
+  }
+  line(k: number): number {
+    return this.#meta[4 * k]!;
+  }
+  /** The line's text, cut around its match (cutLineBytes). */
+  cut(k: number): string {
+    const m = this.#meta;
+    return cutLineBytes(this.#chunks[k]!, m[4 * k + 2]!, m[4 * k + 3]!, m[4 * k + 1]!);
+  }
+  /** The whole line's text. */
+  decoded(k: number): string {
+    return this.#chunks[k]!.toString("utf8", this.#meta[4 * k + 2], this.#meta[4 * k + 3]);
+  }
+}
+
+/** The file whose lines are being read: `first` indexes its first stored line, -1 when none are stored. */
+interface ReportedFile {
+  rel: string;
+  count: number;
+  first: number;
+}
+
+/**
+ * The ripgrep engine for a directory search. Throws RipgrepUnusable when ripgrep rejects the translated pattern, or
+ * prints a line this parser cannot attribute to a file inside the root (a file name holding a line break); the
+ * caller then runs the JS engine.
+ *
+ * ripgrep's output is parsed as bytes while it streams: a file's path is decoded once, line numbers and columns are
+ * read from the digits, and a line's text stays a subarray of the output. With an exact translation nothing is
+ * re-tested, so a line is decoded (and cut around its match) only when it is among the lines returned; a file that
+ * sorts after every file already holding maxResults lines only has its lines counted. Otherwise the lines are
+ * decoded and re-tested in the worker, in batches, in ripgrep's output order, and the worker probes each file with
+ * a verified line. Results are grouped and sorted by file (FileCollector), never match by match.
+ *
+ * Binary files: grep's rule is a NUL byte in the first 8 KiB. When the pattern is exact and `nulFree`, ripgrep runs
+ * with `--binary`: a file in which it meets no NUL byte is searched exactly as with `--text` (and it always reads
+ * the first 8 KiB of a file it searches), while a file with a NUL byte and a match is reported as one "binary file
+ * matches" line. Such files (rare) are searched again here with the JS engine's exact rules: probed, and read as
+ * text when the NUL lies past the first 8 KiB; a binary one counts in `skipped.binary` when it has a match. A
+ * NUL-free pattern finds every match of the original lines in ripgrep's NUL-split lines, so no file with a match
+ * goes unreported. Otherwise ripgrep runs with `--text` and each file with a match gets the shared probe.
  */
 export async function searchWithRipgrep(
   plan: GrepPlan,
   rg: string,
   rustPattern: string,
   exact = false,
+  nulFree = false,
 ): Promise<EngineOutcome> {
   const skipped: GrepResult["skipped"] = { ...emptySkipped(), tooLarge: null };
-  const collector = new Collector(plan.maxResults);
   const mLimit = plan.maxPerFile + 1;
-  const { args, postFilter } = ripgrepArgs(plan, rustPattern, exact, mLimit);
+  const ripgrepDetectsBinary = exact && nulFree;
+  const { args, postFilter } = ripgrepArgs(plan, rustPattern, exact, mLimit, ripgrepDetectsBinary);
 
   const child = spawn(rg, args, { stdio: ["ignore", "pipe", "pipe"] });
   const onAbort = () => child.kill("SIGKILL");
@@ -156,8 +259,11 @@ export async function searchWithRipgrep(
   let filesSearched = 0;
   let filesWithMatches = 0;
   let perFileCut = false;
+  // Payload: the index of an exact file's first stored line, or the verified lines of a re-tested one.
+  const hits = new FileCollector<number | TextHit[]>(plan.maxResults);
+  const reported = new ReportedLines();
   const recheck: string[] = [];
-  let current: { rel: string; lines: { line: number; text: string }[] } | null = null;
+  let current: ReportedFile | null = null;
   let started: RegexWorker | null = null;
   const worker = () => {
     started ??= startWorker(plan);
@@ -167,22 +273,17 @@ export async function searchWithRipgrep(
   let chain: Promise<void> = Promise.resolve();
   const prefix = plan.rootReal.endsWith("/") ? plan.rootReal : `${plan.rootReal}/`;
 
-  type Finished = { rel: string; lines: { line: number; text: string }[] };
-  let batch: Finished[] = [];
+  type Candidates = { rel: string; lines: { line: number; text: string }[] };
+  let batch: Candidates[] = [];
   let batchLines = 0;
   const flush = () => {
     if (batch.length === 0) return;
     const files = batch;
     batch = [];
     batchLines = 0;
-    // An exact translation needs no re-test: only the binary probe, done here.
-    const verdicts = exact
-      ? Promise.resolve(
-          files.map((f) => ({ binary: isBinaryFile(join(plan.rootReal, f.rel)), texts: f.lines.map((l) => l.text) })),
-        )
-      : worker().verifyFiles(
-          files.map((f) => ({ path: join(plan.rootReal, f.rel), lines: f.lines.map((l) => l.text) })),
-        );
+    const verdicts = worker().verifyFiles(
+      files.map((f) => ({ path: join(plan.rootReal, f.rel), lines: f.lines.map((l) => l.text) })),
+    );
     verdicts.catch(() => {});
     chain = chain.then(async () => {
       const results = await verdicts;
@@ -203,51 +304,104 @@ export async function searchWithRipgrep(
         }
         filesWithMatches++;
         if (verified.length > plan.maxPerFile) perFileCut = true;
-        for (const l of verified.slice(0, plan.maxPerFile)) collector.push({ rel: file.rel, ...l });
+        hits.add(file.rel, Math.min(verified.length, plan.maxPerFile), verified);
       });
     });
   };
   const finishFile = () => {
     const file = current;
     current = null;
-    if (!file || file.lines.length === 0) return;
-    batch.push(file);
-    batchLines += file.lines.length;
+    if (!file || file.count === 0) return;
+    if (exact) {
+      // An exact translation needs no re-test: only the binary probe, done here unless ripgrep detects binary files.
+      if (!ripgrepDetectsBinary && isBinaryFile(join(plan.rootReal, file.rel))) {
+        skipped.binary++;
+        return;
+      }
+      filesWithMatches++;
+      if (file.count > plan.maxPerFile) perFileCut = true;
+      if (file.first >= 0) hits.add(file.rel, Math.min(file.count, plan.maxPerFile), file.first);
+      else hits.markDropped();
+      return;
+    }
+    const lines: TextHit[] = [];
+    for (let k = file.first; k < file.first + file.count; k++)
+      lines.push({ line: reported.line(k), text: reported.decoded(k) });
+    batch.push({ rel: file.rel, lines });
+    batchLines += file.count;
     if (batchLines >= 2000) flush();
   };
 
-  // Output lines are "path\0line:text" (each file's lines contiguous), then the --stats block.
-  let currentPath: string | null = null;
-  const handle = (raw: string) => {
-    const nul = raw.indexOf("\0");
-    if (nul < 0) {
-      const stat = /^(\d+) files searched$/.exec(raw.trim());
+  // Output lines are "path\0line:text" ("path\0line:column:text" when exact), each file's lines contiguous, then
+  // the --stats block (lines without a NUL).
+  // A line that fits none of these shapes (a file name with a line break splits its record) makes the whole
+  // search fall back to the JS engine rather than attribute text to the wrong file.
+  // The current file's path as bytes of the chunk it came in (compared against each line's, decoded once).
+  let pathBytes: Buffer | null = null;
+  let pathStart = 0;
+  let pathEnd = 0;
+  const finished = new Set<string>();
+  const flagged: string[] = [];
+  const relOf = (path: string): string => {
+    if (!path.startsWith(prefix)) throw new RipgrepUnusable(`ripgrep printed a path outside the root: ${path}`);
+    return path.slice(prefix.length);
+  };
+  const handle = (bytes: Buffer, start: number, end: number) => {
+    const nul = bytes.indexOf(0, start);
+    if (nul < 0 || nul >= end) {
+      const text = bytes.toString("utf8", start, end);
+      const binary = ripgrepDetectsBinary ? BINARY_MATCH.exec(text) : null;
+      if (binary) {
+        const rel = relOf(binary[1]!);
+        if (current?.rel === rel)
+          current = null; // lines printed before the NUL byte was met: searched again
+        else if (finished.has(rel)) throw new RipgrepUnusable(`ripgrep's output for ${rel} is not contiguous`);
+        finished.add(rel);
+        if (!plan.excluded(rel) && (!postFilter || postFilter(rel))) flagged.push(rel);
+        return;
+      }
+      if (!STATS_LINE.test(text)) throw new RipgrepUnusable(`unexpected ripgrep output: ${text.slice(0, 200)}`);
+      const stat = /^(\d+) files searched$/.exec(text);
       if (stat) filesSearched = Number(stat[1]);
       return;
     }
-    const path = raw.slice(0, nul);
-    if (path !== currentPath) {
+    if (
+      pathBytes === null ||
+      pathEnd - pathStart !== nul - start ||
+      bytes.compare(pathBytes, pathStart, pathEnd, start, nul) !== 0
+    ) {
       finishFile();
-      currentPath = path;
-      const rel = path.startsWith(prefix) ? path.slice(prefix.length) : path;
+      pathBytes = bytes;
+      pathStart = start;
+      pathEnd = nul;
+      const rel = relOf(bytes.toString("utf8", start, nul));
+      if (finished.has(rel)) throw new RipgrepUnusable(`ripgrep's output for ${rel} is not contiguous`);
+      finished.add(rel);
       const denied = plan.excluded(rel);
       if (denied) skipped.denied++;
-      current = denied || (postFilter && !postFilter(rel)) ? null : { rel, lines: [] };
+      current =
+        denied || (postFilter && !postFilter(rel))
+          ? null
+          : { rel, count: 0, first: exact && !hits.wants(rel) ? -1 : reported.size };
     }
     if (!current) return;
-    const colon = raw.indexOf(":", nul + 1);
-    if (colon < 0) return;
-    let textStart = colon + 1;
+    let i = nul + 1;
+    let line = 0;
+    for (let c = bytes[i]!; i < end && c >= 48 && c <= 57; c = bytes[++i]!) line = line * 10 + c - 48;
+    if (i >= end || bytes[i] !== 58) return;
+    i++;
     let column = 1;
     if (exact) {
-      const colon2 = raw.indexOf(":", textStart);
-      if (colon2 < 0) return;
-      column = Number(raw.slice(textStart, colon2));
-      textStart = colon2 + 1;
+      column = 0;
+      for (let c = bytes[i]!; i < end && c >= 48 && c <= 57; c = bytes[++i]!) column = column * 10 + c - 48;
+      if (i >= end || bytes[i] !== 58) return;
+      i++;
     }
-    let line = raw.slice(textStart);
-    if (line.endsWith("\r")) line = line.slice(0, -1);
-    current.lines.push({ line: Number(raw.slice(nul + 1, colon)), text: exact ? cutAtColumn(line, column) : line });
+    // Exact: only the lines that can be returned are stored (ripgrep's extra line just says the cap was hit).
+    if (current.first >= 0 && (!exact || current.count < plan.maxPerFile)) {
+      reported.push(bytes, line, column, i, end > i && bytes[end - 1] === 13 ? end - 1 : end);
+    }
+    current.count++;
   };
 
   try {
@@ -265,6 +419,27 @@ export async function searchWithRipgrep(
     }
     if (code === 2) skipped.unreadable += (stderr.match(/\n/g) ?? []).length;
     await chain;
+    if (flagged.length > 0) {
+      const outcomes = await worker().searchFiles(
+        flagged.map((rel) => join(plan.rootReal, rel)),
+        { binaryAsText: true },
+      );
+      outcomes.forEach((outcome, k) => {
+        const rel = flagged[k]!;
+        if (outcome.kind !== "searched") {
+          skipped[outcome.kind] = (skipped[outcome.kind] ?? 0) + 1;
+          return;
+        }
+        if (outcome.lines.length === 0) return;
+        if (isBinaryFile(join(plan.rootReal, rel))) {
+          skipped.binary++;
+          return;
+        }
+        filesWithMatches++;
+        if (outcome.more) perFileCut = true;
+        hits.add(rel, outcome.lines.length, outcome.lines);
+      });
+    }
     if (recheck.length > 0) {
       const outcomes = await worker().searchFiles(recheck.map((rel) => join(plan.rootReal, rel)));
       outcomes.forEach((outcome, k) => {
@@ -276,7 +451,7 @@ export async function searchWithRipgrep(
         if (outcome.lines.length === 0) return;
         filesWithMatches++;
         if (outcome.more) perFileCut = true;
-        for (const l of outcome.lines) collector.push({ rel, ...l });
+        hits.add(rel, outcome.lines.length, outcome.lines);
       });
     }
   } catch (error) {
@@ -286,6 +461,14 @@ export async function searchWithRipgrep(
     (started as RegexWorker | null)?.terminate();
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   }
-  const { matches, dropped } = collector.finish();
+  const { files, dropped } = hits.finish();
+  const matches: RawMatch[] = [];
+  for (const f of files) {
+    const p = f.payload;
+    for (let k = 0; k < f.count; k++) {
+      if (typeof p === "number") matches.push({ rel: f.rel, line: reported.line(p + k), text: reported.cut(p + k) });
+      else matches.push({ rel: f.rel, line: p[k]!.line, text: p[k]!.text });
+    }
+  }
   return { matches, truncated: dropped || perFileCut, filesSearched, filesWithMatches, skipped };
 }
