@@ -19,8 +19,9 @@
  * - matches[].file is relative to the chat working directory (absolute when none is bound or outside it).
  *
  * Engines: ripgrep (@vscode/ripgrep) walks and scans when the pattern translates to a Rust regex matching a
- * superset of the JS pattern's lines (regex-translate.ts); every line it reports is re-tested with the JS RegExp,
- * so results are exactly the JS semantics. Otherwise, or without a ripgrep binary, a JS engine with the same rules
+ * superset of the JS pattern's lines (regex-translate.ts); unless the translation is exact, every line it reports
+ * is re-tested with the JS RegExp, so results are exactly the JS semantics (ripgrep-engine.ts says how binary files
+ * are told apart). Otherwise, or without a ripgrep binary, a JS engine with the same rules
  * runs. The result says which engine ran, how many files were searched, which were skipped and why.
  *
  * The engines live in tools/fs/grep/ (common.ts, js-engine.ts, ripgrep-engine.ts); this file holds the tool.
