@@ -7,19 +7,14 @@
  */
 import type { Command } from "commander";
 import { Option } from "commander";
-import {
-  CHAT_PROVIDERS,
-  ChatConfigError,
-  ChatService,
-  type ChatTurnEvent,
-  DEFAULT_CHAT_MODELS,
-  parseProvider,
-} from "../../app/chat-service.js";
+// Only types from the chat service here: it (with the tool loop and storage) loads when a chat runs, not when the
+// program is built for `--version` or another command.
+import type { ChatService, ChatTurnEvent } from "../../app/chat-service.js";
 import type { AppContext } from "../../app/context.js";
 import { ToolError } from "../../core/errors.js";
-import { describeProviderVariables } from "../../providers/table.js";
+import { describeProviderVariables, PROVIDER_NAMES, PROVIDER_TABLE, providerEntry } from "../../providers/table.js";
+import type { ProviderName } from "../../providers/types.js";
 import { createAppContext } from "../app-context.js";
-import { cliResponder } from "../approval-prompt.js";
 import { CliError, onStopSignals, operator, parseUserId, SIGNAL_EXIT_CODE, type StopSignal } from "../util.js";
 
 /** Options of the chat command as commander parses them. */
@@ -251,6 +246,7 @@ async function resolveChat(
   ctx: AppContext,
   service: ChatService,
   opts: ChatOptions,
+  parseProvider: (value: string) => ProviderName,
 ): Promise<{ id: string; created: boolean }> {
   if (opts.chat) {
     const existing = await ctx.chats.get(opts.user, opts.chat);
@@ -291,8 +287,8 @@ async function discardIfEmpty(ctx: AppContext, userId: string, chatId: string): 
   }
 }
 
-function defaultModel(provider: (typeof CHAT_PROVIDERS)[number]): string {
-  return process.env.TOOLHOST_CHAT_MODEL || DEFAULT_CHAT_MODELS[provider];
+function defaultModel(provider: ProviderName): string {
+  return process.env.TOOLHOST_CHAT_MODEL || providerEntry(provider).defaultModel;
 }
 
 async function readStdin(): Promise<string> {
@@ -312,7 +308,7 @@ export function registerChatCommand(program: Command): void {
     .argument("[prompt...]", "the message (read from stdin when omitted and stdin is not a terminal)")
     .addOption(
       new Option("-p, --provider <name>", "provider wire format (default $TOOLHOST_CHAT_PROVIDER or openai)").choices([
-        ...CHAT_PROVIDERS,
+        ...PROVIDER_NAMES,
       ]),
     )
     .option("-m, --model <id>", "model id (default $TOOLHOST_CHAT_MODEL or the provider's default)")
@@ -328,11 +324,9 @@ export function registerChatCommand(program: Command): void {
         .map((line) => `  ${line}`)
         .join(
           "\n",
-        )}\nor from the config file $TOOLHOST_CONFIG (default ~/.config/toolhost/config.json): {"providers":{"openai":{"apiKey":"…"}}}\nDefault models: ${Object.entries(
-        DEFAULT_CHAT_MODELS,
-      )
-        .map(([p, m]) => `${p}=${m}`)
-        .join(", ")}\n`,
+        )}\nor from the config file $TOOLHOST_CONFIG (default ~/.config/toolhost/config.json): {"providers":{"openai":{"apiKey":"…"}}}\nDefault models: ${PROVIDER_TABLE.map(
+        (entry) => `${entry.id}=${entry.defaultModel}`,
+      ).join(", ")}\n`,
     )
     .action(async (words: string[], opts: ChatOptions) => {
       let prompt = words.join(" ").trim();
@@ -347,6 +341,8 @@ export function registerChatCommand(program: Command): void {
         }
       }
 
+      const { ChatConfigError, ChatService, parseProvider } = await import("../../app/chat-service.js");
+      const { cliResponder } = await import("../approval-prompt.js");
       const ctx = await createAppContext();
       // External MCP servers connect in the background; the turn does not wait for them.
       const { createMcpClientManager } = await import("../../mcp/client/index.js");
@@ -368,7 +364,7 @@ export function registerChatCommand(program: Command): void {
           agents: ctx.agents,
           approvals: ctx.approvals,
         });
-        const resolved = await resolveChat(ctx, service, opts);
+        const resolved = await resolveChat(ctx, service, opts, parseProvider);
         const chatId = resolved.id;
         createdChat = resolved.created ? chatId : undefined;
         let turn: Awaited<ReturnType<ChatService["prepareTurn"]>>;

@@ -3,8 +3,6 @@
  * `toolhost chat` use). `list` pages through them, most recently active first.
  */
 import type { Command } from "commander";
-import { ChatBusyError, ChatService } from "../../app/chat-service.js";
-import { ChatCursorError } from "../../storage/repositories.js";
 import { withContext } from "../app-context.js";
 import { CliError, parseUserId, table } from "../util.js";
 
@@ -24,6 +22,7 @@ export function registerChatsCommand(program: Command): void {
         const limit = Number(opts.limit);
         if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
           throw new CliError("--limit must be an integer from 1 to 1000.");
+        const { ChatCursorError } = await import("../../storage/repositories.js");
         const page = await ctx.chats.page(opts.user, { limit, cursor: opts.cursor }).catch((error) => {
           if (error instanceof ChatCursorError) throw new CliError(`--cursor: ${error.message}`);
           throw error;
@@ -70,6 +69,7 @@ export function registerChatsCommand(program: Command): void {
     .option("-u, --user <name>", "user id", parseUserId, "local")
     .action(async (id: string, opts: { user: string }) =>
       withContext(async (ctx) => {
+        const { ChatBusyError, ChatService } = await import("../../app/chat-service.js");
         const service = new ChatService({ chats: ctx.chats, runtime: ctx.runtime, logger: ctx.logger });
         const deleted = await service.deleteChat(opts.user, id).catch((error) => {
           if (error instanceof ChatBusyError) throw new CliError(error.message, 1);

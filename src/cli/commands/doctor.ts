@@ -1,7 +1,6 @@
 /** `toolhost doctor`: checks this installation and prints one line per check; exit 0 healthy, 1 not. */
 import type { Command } from "commander";
 import { createAppContext } from "../app-context.js";
-import { formatDoctorReport, runDoctor } from "../doctor.js";
 
 /** How long doctor waits for external MCP servers to connect (ms). */
 const MCP_WAIT_MS = 10_000;
@@ -16,6 +15,7 @@ export function registerDoctorCommand(program: Command): void {
     .option("--json", "print the report as JSON")
     .option("--no-mcp", "do not connect to the configured external MCP servers")
     .action(async (opts: { json?: boolean; mcp: boolean }) => {
+      const { formatDoctorReport, runDoctor } = await import("../doctor.js");
       const report = await runDoctor({
         openContext: () => createAppContext(),
         ...(opts.mcp

@@ -3,12 +3,15 @@
  * once, when it is created or rotated; listings show ids, users, labels, and when each was created and last used.
  */
 import type { Command } from "commander";
-import { TokenLookupError } from "../../storage/token-repository.js";
 import { withContext } from "../app-context.js";
 import { CliError, parseUserId, table } from "../util.js";
 
-/** Maps a failed token lookup to exit code 1 with its message (it names what to do next). */
-function lookupFailed(error: unknown): never {
+/**
+ * Maps a failed token lookup to exit code 1 with its message (it names what to do next). Async so the storage
+ * module loads only on this path, not when the program is built.
+ */
+async function lookupFailed(error: unknown): Promise<never> {
+  const { TokenLookupError } = await import("../../storage/token-repository.js");
   if (error instanceof TokenLookupError) throw new CliError(error.message, 1);
   throw error;
 }
