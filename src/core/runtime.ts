@@ -34,6 +34,7 @@ import {
   MemoryFreshnessLedger,
   MemoryToolSettingsStore,
   type ToolSettingsStore,
+  type VersionedToolSettings,
 } from "./stores.js";
 import { withToolSpan } from "./tracing.js";
 import type {
@@ -158,6 +159,13 @@ export class ToolRuntime {
   readonly #graceOverPromise = new Promise<void>((resolve) => {
     this.#graceOver = resolve;
   });
+  /** See #settingsFor. */
+  readonly #settingsCache = new WeakMap<
+    RegisteredTool,
+    { none?: EffectiveToolSettings; rows: WeakMap<object, EffectiveToolSettings> }
+  >();
+  /** The cancellation of every call running now: shutdown aborts them (cheaper than a listener per call). */
+  readonly #running = new Set<LazyAbort>();
 
   constructor(options: ToolRuntimeOptions = {}) {
     this.registry = options.registry ?? defaultRegistry;
@@ -231,6 +239,7 @@ export class ToolRuntime {
   async shutdown(options: { graceMs?: number } = {}): Promise<boolean> {
     if (!this.#closing.signal.aborted) {
       this.#closing.abort(shuttingDown());
+      for (const cancel of this.#running) cancel.abort(this.#closing.signal.reason);
       this.spill?.stop();
     }
     const inTime = await this.#settle(options.graceMs ?? SHUTDOWN_GRACE_MS);
@@ -402,7 +411,7 @@ export class ToolRuntime {
   ): Promise<{ settings: EffectiveToolSettings; args: Record<string, unknown> }> {
     const name = tool.definition.name;
     const saved = await this.store.get(call.userId, name);
-    const settings = getSafeEffectiveToolSettings(tool, saved, this.logger);
+    const settings = this.#settingsFor(tool, saved);
     const explicitlySaved = typeof saved?.enabled === "boolean";
     if (!settings.enabled && !(call.allowDefaultDisabled && !explicitlySaved)) {
       throw new AccessDeniedError(
@@ -416,19 +425,48 @@ export class ToolRuntime {
     return { settings, args };
   }
 
+  /**
+   * The effective settings of a call, cached per tool and saved row: the defaults when nothing is saved, else per
+   * row object (stores that hand out the same object until the row changes, like the in-memory one, hit the cache;
+   * a store returning a fresh object per read just recomputes). Cached settings are deep-frozen, since every call
+   * of the tool shares them. Corrupt saved values are logged when the row is first resolved.
+   */
+  #settingsFor(tool: RegisteredTool, saved: VersionedToolSettings | undefined): EffectiveToolSettings {
+    let entry = this.#settingsCache.get(tool);
+    if (!entry) {
+      entry = { rows: new WeakMap() };
+      this.#settingsCache.set(tool, entry);
+    }
+    if (!saved) {
+      entry.none ??= deepFreeze(getSafeEffectiveToolSettings(tool, undefined, this.logger));
+      return entry.none;
+    }
+    let settings = entry.rows.get(saved);
+    if (!settings) {
+      settings = deepFreeze(getSafeEffectiveToolSettings(tool, saved, this.logger));
+      entry.rows.set(saved, settings);
+    }
+    return settings;
+  }
+
+  /** The context a tool runs with; `signal` may be a function that makes the signal when the tool first reads it. */
   #context(
     tool: RegisteredTool,
     call: ToolCallContext,
     settings: EffectiveToolSettings,
-    signal: AbortSignal,
+    signal: AbortSignal | (() => AbortSignal),
     toolEntries: AuditEntry[],
   ): ToolContext {
     const name = tool.definition.name;
+    let made: AbortSignal | undefined = typeof signal === "function" ? undefined : signal;
     return {
       userId: call.userId,
       chatId: call.chatId ?? null,
       workingDirectory: call.workingDirectory ? resolve(call.workingDirectory) : null,
-      signal,
+      get signal(): AbortSignal {
+        made ??= (signal as () => AbortSignal)();
+        return made;
+      },
       settings,
       dataDir: this.dataDir,
       ledger: this.ledger,
@@ -464,18 +502,19 @@ export class ToolRuntime {
     const { settings, args } = await this.#prepare(tool, rawArgs, call);
 
     const budgetMs = this.#budgetMs(tool, args, settings);
-    const controller = new AbortController();
     const parent = call.signal;
     if (parent?.aborted) throw new ToolAbortedError();
     const closing = this.#closing.signal;
     if (closing.aborted) throw closing.reason;
-    const onParentAbort = () => controller.abort(new ToolAbortedError());
-    const onClosing = () => controller.abort(closing.reason);
+    // The call's signal is made only if the tool reads it (an AbortController is the costliest object of a call);
+    // the race below is rejected directly, so a cancel, timeout or shutdown ends the call either way.
+    const cancel = new LazyAbort();
+    const onParentAbort = () => cancel.abort(new ToolAbortedError());
     parent?.addEventListener("abort", onParentAbort, { once: true });
-    closing.addEventListener("abort", onClosing, { once: true });
+    this.#running.add(cancel);
     const backstopMs = tool.managesOwnTimeout ? budgetMs + OWN_TIMEOUT_GRACE_MS : budgetMs;
     const timer = setTimeout(() => {
-      controller.abort(
+      cancel.abort(
         new ToolTimeoutError(
           `Tool "${name}" did not finish within its ${Math.round(budgetMs / 1000)}s budget and was cancelled. Narrow the request, or raise timeoutSeconds in the tool settings.`,
           { tool: name, budgetMs },
@@ -484,7 +523,7 @@ export class ToolRuntime {
     }, backstopMs);
     timer.unref?.();
 
-    const context = this.#context(tool, call, settings, controller.signal, toolEntries);
+    const context = this.#context(tool, call, settings, () => cancel.signal, toolEntries);
     const streams = new Map<string, SpillStream>();
     const spill = this.spill;
     const limits = resultCapLimits(settings.parameters);
@@ -501,12 +540,7 @@ export class ToolRuntime {
     }
 
     try {
-      const aborted = new Promise<never>((_, reject) => {
-        const fail = () => reject(controller.signal.reason);
-        if (controller.signal.aborted) fail();
-        else controller.signal.addEventListener("abort", fail, { once: true });
-      });
-      aborted.catch(() => {});
+      const aborted = cancel.rejection;
       const running = tool.execute(args, context);
       settled.promise = running;
       running.then(
@@ -524,14 +558,14 @@ export class ToolRuntime {
       for (const stream of streams.values()) await stream.discard();
       // A tool that throws after the signal fired (e.g. its fetch rejected with AbortError) is reported by the
       // signal's reason, so timeout and cancel stay distinguishable.
-      if (controller.signal.aborted && !(error instanceof ToolError && error.code !== "execution_failed")) {
-        throw controller.signal.reason;
+      if (cancel.aborted && !(error instanceof ToolError && error.code !== "execution_failed")) {
+        throw cancel.reason;
       }
       throw error;
     } finally {
       clearTimeout(timer);
       parent?.removeEventListener("abort", onParentAbort);
-      closing.removeEventListener("abort", onClosing);
+      this.#running.delete(cancel);
     }
   }
 
@@ -587,6 +621,61 @@ export class ToolRuntime {
 }
 
 function noop(): void {}
+
+/** Freezes a JSON value and everything in it; returns it. */
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+  }
+  return value;
+}
+
+/**
+ * A call's cancellation: `abort(reason)` records the first reason and rejects `rejection` at once; the AbortSignal
+ * tools see is made only when one reads it (already aborted if the call was), so a tool that never looks at its
+ * signal costs no AbortController.
+ */
+class LazyAbort {
+  #controller: AbortController | undefined;
+  #reason: unknown;
+  #aborted = false;
+  #reject!: (reason: unknown) => void;
+  /** Rejects with the abort reason when the call is aborted (never resolves). */
+  readonly rejection = new Promise<never>((_, reject) => {
+    this.#reject = reject;
+  });
+
+  constructor() {
+    this.rejection.catch(noop);
+  }
+
+  get aborted(): boolean {
+    return this.#aborted;
+  }
+
+  get reason(): unknown {
+    return this.#reason;
+  }
+
+  /** The signal tools see; aborts (with the same reason) when the call does. */
+  get signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      if (this.#aborted) this.#controller.abort(this.#reason);
+    }
+    return this.#controller.signal;
+  }
+
+  /** Aborts the call with `reason`; later calls do nothing. */
+  abort(reason: unknown): void {
+    if (this.#aborted) return;
+    this.#aborted = true;
+    this.#reason = reason;
+    this.#controller?.abort(reason);
+    this.#reject(reason);
+  }
+}
 
 /**
  * Raw model arguments as a value for the audit: a JSON string decoded when it parses, anything else as is. Input

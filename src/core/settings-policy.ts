@@ -178,6 +178,13 @@ export function normalizeToolParameters(
   if (params === null || typeof params !== "object" || Array.isArray(params)) {
     throw new ToolParameterError(`Parameters of tool "${name}" must be an object.`, { tool: name });
   }
+  // Nothing to check (no saved parameters, the common case at call time): skip building the descriptor index.
+  let empty = true;
+  for (const _ in params) {
+    empty = false;
+    break;
+  }
+  if (empty) return {};
   const descriptors = new Map(tool.settings.parameterDescriptors.map((d) => [d.name, d]));
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(params)) {

@@ -10,12 +10,21 @@
  *   (plus `gen_ai.usage.reasoning_tokens` when the provider reports them), `gen_ai.response.finish_reasons`;
  * - `invoke_agent <name>` (INTERNAL) around every sub-agent run: see {@link withAgentSpan}.
  *
- * Everything is a no-op unless the host registers an OpenTelemetry SDK (the API's global tracer provider), so the
- * cost per call without one is a few object allocations. Tool arguments and results are recorded
+ * Everything is a no-op unless the host registers an OpenTelemetry SDK (the API's global tracer provider); without
+ * one, executeTool does not even make the non-recording span ({@link tracerProviderRegistered}). Tool arguments and results are recorded
  * (`gen_ai.tool.call.arguments` / `gen_ai.tool.call.result`) only when `TOOLHOST_OTEL_CAPTURE_CONTENT=true` (or
  * {@link setTraceContentCapture}), since they can hold file contents and secrets.
  */
-import { type Attributes, context, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from "@opentelemetry/api";
+import {
+  type Attributes,
+  context,
+  ProxyTracerProvider,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  type Tracer,
+  trace,
+} from "@opentelemetry/api";
 import { VERSION } from "../version.js";
 
 /** The instrumentation scope every Toolhost span is created under. */
@@ -28,6 +37,19 @@ function getTracer(): Tracer {
   // The global API returns a proxy that follows a provider registered later, so caching it is safe.
   tracer ??= trace.getTracer(TRACER_NAME, VERSION);
   return tracer;
+}
+
+/** What the global proxy provider delegates to while no SDK is registered (the API's no-op provider). */
+const NO_PROVIDER = new ProxyTracerProvider().getDelegate();
+
+/**
+ * Whether a tracer provider is registered (an SDK set with `trace.setGlobalTracerProvider`). Without one every span
+ * would be a non-recording no-op, so the per-call span work is skipped. A global provider this copy of the API does
+ * not recognise counts as registered (spans are then made as usual).
+ */
+export function tracerProviderRegistered(): boolean {
+  const provider = trace.getTracerProvider();
+  return !(provider instanceof ProxyTracerProvider && provider.getDelegate() === NO_PROVIDER);
 }
 
 /** Whether tool arguments and results go on spans (default: TOOLHOST_OTEL_CAPTURE_CONTENT is "true" or "1"). */
@@ -68,6 +90,8 @@ export async function withToolSpan<T>(
   fn: () => Promise<T>,
   classify: (value: T) => { ok: boolean; errorCode?: string; message?: string; result?: unknown },
 ): Promise<T> {
+  // Without a provider the span would not record: skip making it (executeTool's hot path).
+  if (!tracerProviderRegistered()) return fn();
   const span = getTracer().startSpan(`execute_tool ${input.tool}`, { kind: SpanKind.INTERNAL });
   if (!span.isRecording()) return fn();
   const attributes: Attributes = {

@@ -155,6 +155,52 @@ describe("executeTool", () => {
     expect(await pending).toMatchObject({ ok: false, error: { code: "aborted" } });
   });
 
+  it("a tool that first reads its signal after the call timed out gets it already aborted, with the reason", async () => {
+    const { registry, runtime } = setup();
+    let seen: AbortSignal | undefined;
+    let finish: () => void = () => {};
+    const late = new Promise<void>((resolve) => {
+      finish = resolve;
+    });
+    registry.register(
+      echoTool({
+        timeoutMs: () => 20,
+        execute: (_args, ctx: ToolContext) =>
+          new Promise((resolve) => {
+            setTimeout(() => {
+              seen = ctx.signal;
+              finish();
+              resolve({ out: "late" });
+            }, 60).unref();
+          }),
+      }),
+    );
+    expect(await runtime.executeTool("echo", { text: "x" }, { userId: "u" })).toMatchObject({
+      ok: false,
+      error: { code: "timeout" },
+    });
+    await late;
+    expect(seen?.aborted).toBe(true);
+    expect(seen?.reason).toBeInstanceOf(ToolTimeoutError);
+  });
+
+  it("gives tools read-only settings, and a saved change reaches the next call", async () => {
+    const { registry, runtime, store } = setup();
+    const seen: ToolContext["settings"][] = [];
+    registry.register(
+      echoTool({
+        execute: async (args, ctx: ToolContext) => {
+          seen.push(ctx.settings);
+          return { out: `${(args as { text: string }).text}${ctx.settings.parameters.suffix}` };
+        },
+      }),
+    );
+    expect(await runtime.executeTool("echo", { text: "a" }, { userId: "u" })).toMatchObject({ result: { out: "a!" } });
+    expect(Object.isFrozen(seen[0]?.parameters)).toBe(true);
+    await store.save("u", "echo", { enabled: null, parameters: { suffix: "?" } });
+    expect(await runtime.executeTool("echo", { text: "a" }, { userId: "u" })).toMatchObject({ result: { out: "a?" } });
+  });
+
   it("classifies a thrown plain Error as execution_failed", async () => {
     const { registry, runtime } = setup();
     registry.register(

@@ -5,8 +5,9 @@
 import { context, SpanStatusCode, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
+import { Counter, Histogram, Registry } from "prom-client";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { metricsRegistry } from "../../src/core/metrics.js";
+import { metricsRegistry, recordToolExecution } from "../../src/core/metrics.js";
 import { setTraceContentCapture, withAgentSpan, withToolSpan } from "../../src/core/tracing.js";
 import { runToolLoop } from "../../src/loop/run-tool-loop.js";
 import { createProviderAdapter } from "../../src/providers/index.js";
@@ -159,5 +160,46 @@ describe("tool metrics", () => {
       /tool_execution_duration_seconds_bucket\{le="0.001",tool="get_current_datetime",status="failure"\} \d+/,
     );
     expect(text).toContain("# TYPE tool_execution_duration_seconds histogram");
+  });
+});
+
+describe("tool metrics export", () => {
+  it("prints exactly what prom-client's own Counter and Histograms print for the same observations", async () => {
+    const tool = "metrics_parity_probe";
+    const durations: [number, boolean][] = [
+      [0.4, false],
+      [1, false],
+      [7.5, true],
+      [1200, false],
+      [700_000, true],
+    ];
+    for (const [ms, failed] of durations) recordToolExecution(tool, ms, failed);
+    const reference = new Registry();
+    const labelNames = ["tool", "status"] as const;
+    const count = new Counter({ name: "tool_execution_total", help: "h", labelNames, registers: [reference] });
+    const ms = new Histogram({
+      name: "function_call_duration_ms",
+      help: "h",
+      labelNames,
+      buckets: [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 120000, 600000],
+      registers: [reference],
+    });
+    const seconds = new Histogram({
+      name: "tool_execution_duration_seconds",
+      help: "h",
+      labelNames,
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 600],
+      registers: [reference],
+    });
+    for (const [value, failed] of durations) {
+      const labels = { tool, status: failed ? "failure" : "success" };
+      count.inc(labels);
+      ms.observe(labels, value);
+      seconds.observe(labels, value / 1000);
+    }
+    const lines = (text: string) => text.split("\n").filter((line) => line.includes(`tool="${tool}"`));
+    const ours = lines(await metricsRegistry.metrics());
+    expect(ours.length).toBeGreaterThan(30);
+    expect(ours).toEqual(lines(await reference.metrics()));
   });
 });
