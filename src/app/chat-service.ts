@@ -5,7 +5,7 @@
  * and the loop's complete new messages in one transaction, so history stays consistent when a stream breaks or the
  * caller cancels.
  */
-import { NotFoundError, ToolArgumentError } from "../core/errors.js";
+import { BrandedError, errorBrand, NotFoundError, ToolArgumentError } from "../core/errors.js";
 import type { ToolRuntime } from "../core/runtime.js";
 import type { Logger } from "../core/types.js";
 import type { LoopEvent } from "../loop/events.js";
@@ -33,13 +33,15 @@ export const DEFAULT_CHAT_MODELS: Record<ProviderName, string> = Object.fromEntr
 ) as Record<ProviderName, string>;
 
 /** A chat could not start a turn because its provider is not configured (e.g. a missing API key). */
-export class ChatConfigError extends Error {
+export class ChatConfigError extends BrandedError {
+  static override readonly brand: symbol = errorBrand("ChatConfigError");
   override readonly name = "ChatConfigError";
   readonly code = "provider_not_configured";
 }
 
 /** Another turn of the same chat is still running in this process. */
-export class ChatBusyError extends Error {
+export class ChatBusyError extends BrandedError {
+  static override readonly brand: symbol = errorBrand("ChatBusyError");
   override readonly name = "ChatBusyError";
   readonly code = "chat_busy";
 }

@@ -5,7 +5,7 @@
  */
 
 import { prepareApprovalPolicy } from "../core/approval/policy.js";
-import { AccessDeniedError, NotFoundError } from "../core/errors.js";
+import { AccessDeniedError, BrandedError, errorBrand, NotFoundError } from "../core/errors.js";
 import { redactValue } from "../core/redact.js";
 import type { ToolRegistryStore } from "../core/registry.js";
 import {
@@ -158,7 +158,8 @@ export interface UpdateToolSettingsOptions {
  * The stored settings changed since the caller read them (`If-Match` named an older version): HTTP 412. Read
  * the settings again (GET returns the current version as the ETag), reapply the change and retry.
  */
-export class SettingsVersionConflictError extends Error {
+export class SettingsVersionConflictError extends BrandedError {
+  static override readonly brand: symbol = errorBrand("SettingsVersionConflictError");
   constructor(
     readonly tool: string,
     readonly expected: number,
@@ -167,7 +168,6 @@ export class SettingsVersionConflictError extends Error {
     super(
       `The settings of "${tool}" changed since version ${expected} (now ${actual}); GET them again and retry with If-Match: "${actual}".`,
     );
-    this.name = "SettingsVersionConflictError";
   }
 }
 

@@ -9,7 +9,7 @@
 import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
-import { ToolExecutionError } from "./errors.js";
+import { errorBrand, ToolExecutionError } from "./errors.js";
 
 /** Where one provider's credentials are read from. */
 export interface CredentialSpec {
@@ -45,6 +45,7 @@ export interface ProviderCredentialSource {
  * `execution_failed` when a tool meets it; chats report it as `provider_not_configured`.
  */
 export class MissingCredentialsError extends ToolExecutionError {
+  static override readonly brand: symbol = errorBrand("MissingCredentialsError");
   constructor(
     readonly provider: string,
     readonly variables: readonly string[],

@@ -1,7 +1,62 @@
 /**
  * Classified tool errors. Each class carries a stable `code` that the model (and API clients) see; a tool failure
- * is a result fed back to the model, never a crashed loop (DESIGN.md, "Contracts worth keeping stable").
+ * is a result fed back to the model, never a crashed loop.
+ *
+ * Identity survives two copies of the package (a plugin that bundles its own Toolhost): every error class carries
+ * a brand, a global symbol (`Symbol.for("toolhost.error.<Name>")`), and every instance carries the brands of its
+ * class chain. `instanceof` and the static `isInstance` check the brand, so an error thrown by one copy is
+ * recognized by the classes of the other.
  */
+
+const BRAND_PREFIX = "toolhost.error.";
+
+/** The global symbol that brands the error class called `name` (e.g. `errorBrand("ToolArgumentError")`). */
+export function errorBrand(name: string): symbol {
+  return Symbol.for(`${BRAND_PREFIX}${name}`);
+}
+
+type AnyClass = abstract new (...args: any[]) => unknown;
+
+/**
+ * Base class of Toolhost's error classes: an Error whose identity is a brand rather than a prototype chain.
+ *
+ * A subclass declares its brand once, as `static override readonly brand = errorBrand("Name")`; instances get the
+ * brands of every class from theirs up to BrandedError (non-enumerable symbol properties, never serialized). A
+ * subclass that declares no brand of its own falls back to the ordinary prototype check for `instanceof`.
+ */
+export class BrandedError extends Error {
+  /** This class's brand (a `Symbol.for` key, the same in every copy of the package). */
+  static readonly brand: symbol = errorBrand("BrandedError");
+
+  /** True when `value` carries this class's brand (an instance of it or a subclass, from any copy of Toolhost). */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    // `this` is the class on the right of `instanceof`, which may be any subclass.
+    // biome-ignore lint/complexity/noThisInStatic: the receiver is the subclass being tested
+    const cls = this as unknown as { brand: symbol };
+    if (!Object.hasOwn(cls, "brand")) return Function.prototype[Symbol.hasInstance].call(cls, value);
+    return hasBrand(value, cls.brand);
+  }
+
+  /** Type guard form of the brand check: `ToolError.isInstance(e)` narrows `e` to ToolError. */
+  static isInstance<T extends AnyClass>(this: T, value: unknown): value is InstanceType<T> {
+    // biome-ignore lint/complexity/noThisInStatic: the receiver is the subclass being tested
+    return value instanceof (this as unknown as new () => unknown);
+  }
+
+  constructor(message?: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+    for (let c: unknown = new.target; typeof c === "function" && c !== Error; c = Object.getPrototypeOf(c)) {
+      if (Object.hasOwn(c, "brand")) {
+        Object.defineProperty(this, (c as unknown as { brand: symbol }).brand, { value: true, enumerable: false });
+      }
+    }
+  }
+}
+
+function hasBrand(value: unknown, brand: symbol): boolean {
+  return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[brand] === true;
+}
 
 /** The stable error codes a tool call can end with. */
 export type ToolErrorCode =
@@ -25,13 +80,13 @@ export interface SerializedToolError {
 }
 
 /** Base class of every classified tool error. */
-export class ToolError extends Error {
+export class ToolError extends BrandedError {
+  static override readonly brand: symbol = errorBrand("ToolError");
   readonly code: ToolErrorCode;
   readonly details?: Record<string, unknown>;
 
   constructor(code: ToolErrorCode, message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
     super(message, options);
-    this.name = new.target.name;
     this.code = code;
     if (details !== undefined) this.details = details;
   }
@@ -46,6 +101,7 @@ export class ToolError extends Error {
 
 /** A model-supplied argument is missing, of the wrong type, or out of range (code `validation_failed`). */
 export class ToolArgumentError extends ToolError {
+  static override readonly brand: symbol = errorBrand("ToolArgumentError");
   constructor(message: string, details?: Record<string, unknown>) {
     super("validation_failed", message, details);
   }
@@ -53,6 +109,7 @@ export class ToolArgumentError extends ToolError {
 
 /** A tool setting value is invalid: unknown name, wrong type, out of range, disallowed (code `invalid_settings`). */
 export class ToolParameterError extends ToolError {
+  static override readonly brand: symbol = errorBrand("ToolParameterError");
   constructor(message: string, details?: Record<string, unknown>) {
     super("invalid_settings", message, details);
   }
@@ -60,6 +117,7 @@ export class ToolParameterError extends ToolError {
 
 /** A settings update is refused as a whole, e.g. disabling a tool whose canDisable is false (`invalid_settings`). */
 export class ToolSettingsError extends ToolError {
+  static override readonly brand: symbol = errorBrand("ToolSettingsError");
   constructor(message: string, details?: Record<string, unknown>) {
     super("invalid_settings", message, details);
   }
@@ -67,6 +125,7 @@ export class ToolSettingsError extends ToolError {
 
 /** Path policy, SSRF guard or allowlist refused the operation (code `access_denied`). */
 export class AccessDeniedError extends ToolError {
+  static override readonly brand: symbol = errorBrand("AccessDeniedError");
   constructor(message: string, details?: Record<string, unknown>) {
     super("access_denied", message, details);
   }
@@ -74,6 +133,7 @@ export class AccessDeniedError extends ToolError {
 
 /** The tool, file or other named thing does not exist (code `not_found`). */
 export class NotFoundError extends ToolError {
+  static override readonly brand: symbol = errorBrand("NotFoundError");
   constructor(message: string, details?: Record<string, unknown>) {
     super("not_found", message, details);
   }
@@ -81,6 +141,7 @@ export class NotFoundError extends ToolError {
 
 /** The tool exceeded its time budget (code `timeout`). */
 export class ToolTimeoutError extends ToolError {
+  static override readonly brand: symbol = errorBrand("ToolTimeoutError");
   constructor(message: string, details?: Record<string, unknown>) {
     super("timeout", message, details);
   }
@@ -88,6 +149,7 @@ export class ToolTimeoutError extends ToolError {
 
 /** The caller cancelled the call (user cancel, stream teardown); never reported as a timeout (code `aborted`). */
 export class ToolAbortedError extends ToolError {
+  static override readonly brand: symbol = errorBrand("ToolAbortedError");
   constructor(message = "The tool call was cancelled by the caller.", details?: Record<string, unknown>) {
     super("aborted", message, details);
   }
@@ -95,6 +157,7 @@ export class ToolAbortedError extends ToolError {
 
 /** The tool ran and failed (code `execution_failed`). */
 export class ToolExecutionError extends ToolError {
+  static override readonly brand: symbol = errorBrand("ToolExecutionError");
   constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
     super("execution_failed", message, details, options);
   }
@@ -105,6 +168,7 @@ export class ToolExecutionError extends ToolError {
  * message carries the person's words, so the model can act on them (try something else, ask the user).
  */
 export class DeniedByUserError extends ToolError {
+  static override readonly brand: symbol = errorBrand("DeniedByUserError");
   constructor(message: string, details?: Record<string, unknown>) {
     super("denied_by_user", message, details);
   }
@@ -115,6 +179,7 @@ export class DeniedByUserError extends ToolError {
  * `denied_by_policy`). The message names the rule.
  */
 export class DeniedByPolicyError extends ToolError {
+  static override readonly brand: symbol = errorBrand("DeniedByPolicyError");
   constructor(message: string, details?: Record<string, unknown>) {
     super("denied_by_policy", message, details);
   }
@@ -125,6 +190,7 @@ export class DeniedByPolicyError extends ToolError {
  * names the limit (`limit`, e.g. "MAX_AGENT_DEPTH") and its value (`value`), so a caller can tell which one.
  */
 export class LimitExceededError extends ToolError {
+  static override readonly brand: symbol = errorBrand("LimitExceededError");
   constructor(message: string, details: { limit: string; value: number } & Record<string, unknown>) {
     super("limit_exceeded", message, details);
   }

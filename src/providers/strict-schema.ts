@@ -19,6 +19,8 @@
  * The executor still validates arguments against the SOURCE schema (src/core/arg-parsing.ts), reading the `null`s a
  * strict model sends for optional keys as absent, so dropped bounds are still enforced.
  */
+
+import { BrandedError, errorBrand } from "../core/errors.js";
 import {
   cloneJson,
   decodePointerToken,
@@ -39,7 +41,8 @@ export { cloneJson } from "../core/json-schema.js";
  * a schema that expands beyond {@link MAX_INLINED_NODES} nodes. `pointer` is the JSON pointer of the offending
  * `$ref` inside the schema; `ref` is its value. Mappers catch it and fall back (non-strict) or report it per tool.
  */
-export class SchemaMappingError extends Error {
+export class SchemaMappingError extends BrandedError {
+  static override readonly brand: symbol = errorBrand("SchemaMappingError");
   override readonly name = "SchemaMappingError";
   readonly code = "schema_mapping_failed" as const;
   constructor(

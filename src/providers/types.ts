@@ -6,6 +6,7 @@
  * Adapters never execute tools.
  */
 
+import { BrandedError, errorBrand } from "../core/errors.js";
 import type { Logger, ToolDefinition } from "../core/types.js";
 
 /** The four supported wire formats. `openai-chat` is any OpenAI-compatible Chat Completions server. */
@@ -136,7 +137,8 @@ export interface ProviderConfig {
  * A provider call failed (HTTP error, broken stream, protocol violation). `status` is the HTTP status when there
  * was one; `cause` holds the SDK's original error.
  */
-export class ProviderError extends Error {
+export class ProviderError extends BrandedError {
+  static override readonly brand: symbol = errorBrand("ProviderError");
   override readonly name = "ProviderError";
   constructor(
     readonly provider: ProviderName,

@@ -5,7 +5,7 @@
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { Compile } from "typebox/compile";
-import { ToolError, type ToolErrorCode } from "../core/errors.js";
+import { BrandedError, errorBrand, ToolError, type ToolErrorCode } from "../core/errors.js";
 import { DEFAULT_BODY_LIMITS, type JsonLimits, type JsonLimitViolation, scanJsonText } from "../core/json-limits.js";
 
 /** Variables the auth middleware sets on every authenticated request. */
@@ -13,7 +13,8 @@ import { DEFAULT_BODY_LIMITS, type JsonLimits, type JsonLimitViolation, scanJson
 export type AuthEnv = { Variables: { userId: string; token: string } };
 
 /** A request the route refuses, with its HTTP status and a classified body. */
-export class HttpError extends Error {
+export class HttpError extends BrandedError {
+  static override readonly brand: symbol = errorBrand("HttpError");
   constructor(
     readonly status: ContentfulStatusCode,
     readonly code: string,

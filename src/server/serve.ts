@@ -2,11 +2,22 @@
  * Starts the HTTP service on a real socket (@hono/node-server). Binds 127.0.0.1 by default. On first start with
  * no token in the database it creates one for user `local` and prints it once, with the URL.
  */
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { serve } from "@hono/node-server";
+import { getRequestListener, serve } from "@hono/node-server";
 import type { AppContext } from "../app/context.js";
 import { isLoopbackHost } from "../mcp/server/host-check.js";
 import { createServerApp } from "./app.js";
+
+/**
+ * The HTTP service as a Node request listener, `(req, res) => void`, for a host that runs its own `node:http`
+ * server (or a framework that accepts such a handler). Routes are answered at their absolute paths (`/api/…`,
+ * `/mcp`, `/`). Unlike startServer it neither creates a first token nor starts the approval sweeper: call
+ * `ctx.approvals.startSweeper()` yourself when the process should expire unanswered asks.
+ */
+export function createRequestListener(ctx: AppContext): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+  return getRequestListener(createServerApp(ctx).fetch);
+}
 
 /** A running server. */
 export interface RunningServer {

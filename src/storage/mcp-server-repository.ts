@@ -4,6 +4,7 @@
  * removing are single statements, atomic on SQLite and PostgreSQL alike (the primary key refuses a duplicate).
  */
 import type { Kysely } from "kysely";
+import { BrandedError, errorBrand } from "../core/errors.js";
 import type { DatabaseSchema } from "./database.js";
 
 /** A row of `mcp_servers`: the server's name and its configuration as JSON text. */
@@ -21,7 +22,8 @@ export interface StoredMcpServer {
 }
 
 /** Thrown by add when a server of that name is already stored. */
-export class McpServerExistsError extends Error {
+export class McpServerExistsError extends BrandedError {
+  static override readonly brand: symbol = errorBrand("McpServerExistsError");
   override readonly name = "McpServerExistsError";
 }
 

@@ -37,6 +37,7 @@ import {
   sql,
   type UnknownRow,
 } from "kysely";
+import { BrandedError, errorBrand } from "../core/errors.js";
 import { type Dialect, inTransaction } from "./transaction.js";
 
 /** The PostgreSQL advisory lock key migrations hold (a 64-bit constant: "toolhost" in ASCII, as decimal text). */
@@ -46,7 +47,8 @@ export const MIGRATION_LOCK_KEY = BigInt("0x746f6f6c686f7374").toString();
 export const MIGRATION_TABLE = "kysely_migration";
 
 /** A migration failed; the message names it, says that it was rolled back and what to do. */
-export class MigrationError extends Error {
+export class MigrationError extends BrandedError {
+  static override readonly brand: symbol = errorBrand("MigrationError");
   constructor(
     readonly migration: string,
     location: string,
@@ -57,7 +59,6 @@ export class MigrationError extends Error {
       `Database migration "${migration}" failed on ${location}: ${why}. It was rolled back, so the database is as it was before it; earlier migrations stay applied. Fix the cause and start again. If the schema was changed by hand and cannot be repaired, back the database up and move it aside: the next start creates an empty one.`,
       { cause },
     );
-    this.name = "MigrationError";
   }
 }
 

@@ -5,6 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
+import { BrandedError, errorBrand } from "../core/errors.js";
 import type { ToolSettingsStore, ToolSettingsWrite, VersionedToolSettings } from "../core/stores.js";
 import type { AuditEntry, AuditEvent, AuditSink, FreshnessLedger } from "../core/types.js";
 import type { ChatMessagesTable, ChatsTable, DatabaseSchema } from "./database.js";
@@ -341,10 +342,10 @@ export interface ChatPage {
 }
 
 /** A chat-list cursor that this server did not produce (or that was altered). */
-export class ChatCursorError extends Error {
+export class ChatCursorError extends BrandedError {
+  static override readonly brand: symbol = errorBrand("ChatCursorError");
   constructor() {
     super("Invalid cursor: pass the nextCursor of the previous page unchanged, or omit it for the first page.");
-    this.name = "ChatCursorError";
   }
 }
 

@@ -4,6 +4,7 @@
  */
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
+import { BrandedError, errorBrand } from "../core/errors.js";
 import type { ApiTokensTable, DatabaseSchema } from "./database.js";
 import { inTransaction, type TransactionContext } from "./transaction.js";
 
@@ -48,13 +49,13 @@ function toInfo(r: ApiTokensTable): TokenInfo {
 }
 
 /** Thrown when a token id (or id prefix) names no token, or more than one. */
-export class TokenLookupError extends Error {
+export class TokenLookupError extends BrandedError {
+  static override readonly brand: symbol = errorBrand("TokenLookupError");
   constructor(
     message: string,
     readonly reason: "not_found" | "ambiguous",
   ) {
     super(message);
-    this.name = "TokenLookupError";
   }
 }
 

@@ -39,6 +39,7 @@
  * ```
  */
 import { type Kysely, PostgresAdapter, SqliteAdapter, sql } from "kysely";
+import { BrandedError, errorBrand } from "../core/errors.js";
 
 /** The database dialects Toolhost runs on. */
 export type Dialect = "sqlite" | "postgres";
@@ -68,13 +69,13 @@ export interface TransactionOptions {
 }
 
 /** Thrown by {@link inTransaction} when every attempt met contention; `cause` is the last database error. */
-export class TransactionContentionError extends Error {
+export class TransactionContentionError extends BrandedError {
+  static override readonly brand: symbol = errorBrand("TransactionContentionError");
   constructor(attempts: number, cause: unknown) {
     super(
       `The database stayed busy through ${attempts} attempts of one transaction (another process holds its write lock). Retry the request; if it persists, look for a process that keeps a long transaction open on the same database.`,
       { cause },
     );
-    this.name = "TransactionContentionError";
   }
 }
 

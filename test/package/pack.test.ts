@@ -79,7 +79,7 @@ describe("npm pack, installed into an empty project", () => {
     for (const link of links) expect(existsSync(join(installed, link)), link).toBe(true);
   });
 
-  it("the toolhost bin runs a tool, and the library imports and executes one", () => {
+  it("the toolhost bin runs a tool; the library (and its server and mcp subpaths) imports and executes one", () => {
     const env = { ...process.env, TOOLHOST_DATA_DIR: join(project, "data"), TOOLHOST_LOG_LEVEL: "error" };
     const version = execFileSync(join(project, "node_modules/.bin/toolhost"), ["--version"], { env, encoding: "utf8" });
     expect(version.trim()).toBe(JSON.parse(readFileSync(join(repo, "package.json"), "utf8")).version);
@@ -90,12 +90,12 @@ describe("npm pack, installed into an empty project", () => {
     );
     expect(JSON.parse(call).offset).toBe("+05:45");
     const script =
-      'import { executeTool, registerTool } from "toolhost"; const o = await executeTool("get_current_datetime", "{\\"timezone\\":\\"UTC\\"}", { userId: "u" }); console.log(JSON.stringify({ ok: o.ok, register: typeof registerTool }));';
+      'import { executeTool, registerTool } from "toolhost"; import { createServerApp } from "toolhost/server"; import { createMcpServer } from "toolhost/mcp"; const o = await executeTool("get_current_datetime", "{\\"timezone\\":\\"UTC\\"}", { userId: "u" }); console.log(JSON.stringify({ ok: o.ok, register: typeof registerTool, server: typeof createServerApp, mcp: typeof createMcpServer }));';
     const out = execFileSync(process.execPath, ["--input-type=module", "-e", script], {
       cwd: project,
       env,
       encoding: "utf8",
     });
-    expect(JSON.parse(out)).toEqual({ ok: true, register: "function" });
+    expect(JSON.parse(out)).toEqual({ ok: true, register: "function", server: "function", mcp: "function" });
   });
 });

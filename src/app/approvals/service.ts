@@ -15,7 +15,7 @@ import { userInfo } from "node:os";
 import { join, resolve } from "node:path";
 import { APPROVAL_RULES_SETTING, APPROVAL_SETTING } from "../../core/approval/policy.js";
 import type { ApprovalRule } from "../../core/approval/rules.js";
-import { AccessDeniedError, NotFoundError, ToolSettingsError } from "../../core/errors.js";
+import { AccessDeniedError, BrandedError, errorBrand, NotFoundError, ToolSettingsError } from "../../core/errors.js";
 import type { Logger } from "../../core/types.js";
 import type {
   ApprovalAnswerDecision,
@@ -85,7 +85,8 @@ export function allowsAlways(record: Pick<ApprovalRecord, "rule">): boolean {
 }
 
 /** An ask could not be answered: it is already decided, expired or used (HTTP 409). */
-export class ApprovalConflictError extends Error {
+export class ApprovalConflictError extends BrandedError {
+  static override readonly brand: symbol = errorBrand("ApprovalConflictError");
   override readonly name = "ApprovalConflictError";
   readonly code = "approval_conflict";
   constructor(

@@ -15,12 +15,14 @@
 import { Ajv, type ValidateFunction } from "ajv";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormatsModule from "ajv-formats";
+import { BrandedError, errorBrand } from "../../core/errors.js";
 import type { JsonSchema } from "../../core/types.js";
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv | Ajv2020) => unknown;
 
 /** A tool schema that cannot be offered (not an object at the root, an unresolvable reference, too large). */
-export class ImportedSchemaError extends Error {
+export class ImportedSchemaError extends BrandedError {
+  static override readonly brand: symbol = errorBrand("ImportedSchemaError");
   override readonly name = "ImportedSchemaError";
 }
 

@@ -1,0 +1,93 @@
+/**
+ * Embedding Toolhost from the built package, the way a user's own server does: the context from "toolhost", the
+ * HTTP app from "toolhost/server" mounted in a host app and behind a plain node:http listener, and the MCP
+ * endpoint from "toolhost/mcp" on a route of the host's own, each answering real requests on loopback. The
+ * entries are resolved by the package's name through its exports map.
+ */
+import { createServer } from "node:http";
+import { createRequire } from "node:module";
+import type { AddressInfo } from "node:net";
+import { pathToFileURL } from "node:url";
+import { serve } from "@hono/node-server";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { Hono } from "hono";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { recordingLogger } from "../helpers/runtime.js";
+import { tempDir } from "../helpers/server.js";
+
+const require = createRequire(new URL("../../package.json", import.meta.url));
+const load = async (entry: string) => (await import(pathToFileURL(require.resolve(entry)).href)) as Record<string, any>;
+
+let lib: Record<string, any>;
+let server: Record<string, any>;
+let mcp: Record<string, any>;
+let ctx: any;
+let token: string;
+const closers: (() => Promise<void> | void)[] = [];
+
+function listen(handler: Parameters<typeof createServer>[1]): Promise<string> {
+  const s = createServer(handler);
+  closers.push(() => new Promise<void>((resolve) => s.close(() => resolve())));
+  return new Promise((resolve) =>
+    s.listen(0, "127.0.0.1", () => resolve(`http://127.0.0.1:${(s.address() as AddressInfo).port}`)),
+  );
+}
+
+beforeAll(async () => {
+  [lib, server, mcp] = await Promise.all([load("toolhost"), load("toolhost/server"), load("toolhost/mcp")]);
+  ctx = await lib.createAppContext({ dataDir: tempDir("toolhost-embed-"), logger: recordingLogger(), adminUsers: [] });
+  token = (await ctx.tokens.create("alice")).token;
+});
+
+afterAll(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+  await ctx?.close();
+});
+
+describe("embedding the built package", () => {
+  it("toolhost/server: the Hono app mounted in a host app serves its routes beside the host's own", async () => {
+    const host = new Hono();
+    host.get("/hello", (c) => c.text("host route"));
+    host.route("/", server.createServerApp(ctx));
+    const s = serve({ fetch: host.fetch, port: 0, hostname: "127.0.0.1" });
+    closers.push(() => new Promise<void>((resolve) => s.close(() => resolve())));
+    await new Promise((resolve) => s.once("listening", resolve));
+    const url = `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
+
+    expect(await (await fetch(`${url}/hello`)).text()).toBe("host route");
+    expect(await (await fetch(`${url}/api/health`)).json()).toMatchObject({ ok: true });
+    expect((await fetch(`${url}/api/me`)).status).toBe(401);
+    const me = await fetch(`${url}/api/me`, { headers: { authorization: `Bearer ${token}` } });
+    expect(await me.json()).toEqual({ userId: "alice", admin: false });
+  });
+
+  it("toolhost/server: createRequestListener answers behind a plain node:http server", async () => {
+    const url = await listen(server.createRequestListener(ctx));
+    const res = await fetch(`${url}/api/settings/tools/get_current_datetime`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ name: "get_current_datetime" });
+  });
+
+  it("toolhost/mcp: the Streamable HTTP endpoint on a host route serves the user's tools to the official client", async () => {
+    const endpoint = new mcp.McpHttpEndpoint(ctx.runtime, ctx.logger, ctx.approvals);
+    closers.push(() => endpoint.close());
+    const host = new Hono();
+    host.all("/agent-tools", (c) =>
+      endpoint.handle(c.req.raw, { userId: "alice", token: "host-session", workingDirectory: null }),
+    );
+    const url = await listen(async (req, res) => {
+      const { getRequestListener } = await import("@hono/node-server");
+      await getRequestListener(host.fetch)(req, res);
+    });
+    const client = new Client({ name: "embed-test", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/agent-tools`)));
+    closers.push(() => client.close());
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name)).toContain("get_current_datetime");
+    const result = await client.callTool({ name: "get_current_datetime", arguments: { timezone: "Asia/Kathmandu" } });
+    expect(result.isError).toBeFalsy();
+    expect(JSON.stringify(result.structuredContent ?? result.content)).toContain("+05:45");
+  });
+});

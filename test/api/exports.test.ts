@@ -1,0 +1,79 @@
+/**
+ * The public API is a decision: the runtime names of "toolhost", "toolhost/server" and "toolhost/mcp" are compared
+ * with the checked-in list in test/api/public-api.txt. To change the surface, change the entry file
+ * (src/index.ts, src/server/index.ts, src/mcp/index.ts) and the list together — `UPDATE_PUBLIC_API=1 npx vitest
+ * run test/api/exports.test.ts` rewrites the list — and say why in the commit (CONTRIBUTING.md, "Public API").
+ */
+import { readFileSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { describe, expect, it } from "vitest";
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+const LIST = fileURLToPath(new URL("./public-api.txt", import.meta.url));
+const ENTRIES = {
+  toolhost: "src/index.ts",
+  "toolhost/server": "src/server/index.ts",
+  "toolhost/mcp": "src/mcp/index.ts",
+} as const;
+type Entry = keyof typeof ENTRIES;
+
+const sourceModules: Record<Entry, () => Promise<Record<string, unknown>>> = {
+  toolhost: () => import("../../src/index.js"),
+  "toolhost/server": () => import("../../src/server/index.js"),
+  "toolhost/mcp": () => import("../../src/mcp/index.js"),
+};
+
+function render(names: Record<Entry, string[]>): string {
+  return `${(Object.keys(ENTRIES) as Entry[]).map((entry) => [`[${entry}]`, ...names[entry]].join("\n")).join("\n\n")}\n`;
+}
+
+function parse(text: string): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  let current: string[] | undefined;
+  for (const line of text.split("\n")) {
+    const header = /^\[(.+)\]$/.exec(line);
+    if (header) out[header[1]!] = current = [];
+    else if (line.trim()) current?.push(line.trim());
+  }
+  return out;
+}
+
+describe("public API", () => {
+  it("the entry files name every export (no `export *`)", () => {
+    for (const file of Object.values(ENTRIES)) {
+      expect(readFileSync(`${root}${file}`, "utf8"), file).not.toMatch(/export\s*\*/);
+    }
+  });
+
+  it("the runtime names of each entry equal the checked-in list", async () => {
+    const actual = {} as Record<Entry, string[]>;
+    for (const entry of Object.keys(ENTRIES) as Entry[])
+      actual[entry] = Object.keys(await sourceModules[entry]()).sort();
+    if (process.env.UPDATE_PUBLIC_API === "1") writeFileSync(LIST, render(actual));
+    const expected = parse(readFileSync(LIST, "utf8"));
+    for (const entry of Object.keys(ENTRIES) as Entry[]) {
+      expect(
+        actual[entry],
+        `${entry}: exports differ from test/api/public-api.txt (a deliberate change? see the header)`,
+      ).toEqual(expected[entry]);
+    }
+  });
+
+  it("the built package resolves each subpath through its exports map, with types, to the same names", async () => {
+    // Resolved by the package's own name (a package may import itself through its "exports"), from dist/.
+    const require = createRequire(`${root}package.json`);
+    const manifest = JSON.parse(readFileSync(`${root}package.json`, "utf8")) as {
+      exports: Record<string, { types: string; default: string }>;
+    };
+    for (const entry of Object.keys(ENTRIES) as Entry[]) {
+      const resolved = require.resolve(entry);
+      const subpath = entry === "toolhost" ? "." : `./${entry.slice("toolhost/".length)}`;
+      expect(resolved).toBe(`${root}${manifest.exports[subpath]!.default.slice(2)}`);
+      expect(readFileSync(`${root}${manifest.exports[subpath]!.types.slice(2)}`, "utf8")).toMatch(/export/);
+      const built = (await import(pathToFileURL(resolved).href)) as Record<string, unknown>;
+      expect(Object.keys(built).sort(), entry).toEqual(Object.keys(await sourceModules[entry]()).sort());
+    }
+    expect(() => require.resolve("toolhost/dist/core/registry.js")).toThrow(/not defined by "exports"/);
+  });
+});
