@@ -10,7 +10,8 @@
  * Every route but `/api/health`, `/api/openapi.json` and the settings page `/` needs a bearer token of the
  * context's token repository (`ctx.tokens.create(userId)`).
  */
-export { createServerApp } from "./app.js";
+export type { McpHostPolicy } from "../mcp/server/host-check.js";
+export { createServerApp, type ServerAppOptions } from "./app.js";
 export { type AuthEnv, HttpError } from "./http.js";
 export { type ImageRoutesDeps, imageRoutes } from "./routes/images.js";
 export { createRequestListener, type RunningServer, type StartServerOptions, startServer } from "./serve.js";

@@ -7,7 +7,7 @@ import type { AddressInfo } from "node:net";
 import { getRequestListener, serve } from "@hono/node-server";
 import type { AppContext } from "../app/context.js";
 import { isLoopbackHost } from "../mcp/server/host-check.js";
-import { createServerApp } from "./app.js";
+import { createServerApp, type ServerAppOptions } from "./app.js";
 
 /**
  * The HTTP service as a Node request listener, `(req, res) => void`, for a host that runs its own `node:http`
@@ -15,8 +15,11 @@ import { createServerApp } from "./app.js";
  * `/mcp`, `/`). Unlike startServer it neither creates a first token nor starts the approval sweeper: call
  * `ctx.approvals.startSweeper()` yourself when the process should expire unanswered asks.
  */
-export function createRequestListener(ctx: AppContext): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
-  return getRequestListener(createServerApp(ctx).fetch);
+export function createRequestListener(
+  ctx: AppContext,
+  options: ServerAppOptions = {},
+): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+  return getRequestListener(createServerApp(ctx, options).fetch);
 }
 
 /** A running server. */

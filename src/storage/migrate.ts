@@ -318,7 +318,8 @@ function missingParts(expected: ExpectedSchema, actual: Map<string, Set<string>>
 }
 
 /** A recorded migration's table or column is missing and could not be recreated. */
-export class SchemaDamageError extends Error {
+export class SchemaDamageError extends BrandedError {
+  static override readonly brand: symbol = errorBrand("SchemaDamageError");
   constructor(
     readonly missing: string[],
     readonly migrations: string[],
@@ -330,7 +331,6 @@ export class SchemaDamageError extends Error {
       `The database on ${location} lacks ${missing.join(", ")}, although the migrations that create ${missing.length === 1 ? "it" : "them"} (${migrations.join(", ")}) are recorded as applied: the schema was changed outside Toolhost.${why} Restore the database from a backup, or delete those migrations' rows from the ${MIGRATION_TABLE} table (DELETE FROM ${MIGRATION_TABLE} WHERE name IN (${migrations.map((m) => `'${m}'`).join(", ")})) and start again: they then run again and recreate what is missing, empty.`,
       { cause },
     );
-    this.name = "SchemaDamageError";
   }
 }
 
