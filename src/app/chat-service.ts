@@ -1,9 +1,8 @@
 /**
- * Chat turns ("Chats (server and CLI)"; "Built-in Tools": chats bind a
- * server-side working directory). A chat binds a working directory, a provider and a model; each turn loads the
- * chat's provider-neutral history, runs the tool loop through the provider's adapter, and appends the user message
- * and the loop's complete new messages in one transaction, so history stays consistent when a stream breaks or the
- * caller cancels.
+ * Chat turns, for the HTTP service and the CLI alike. A chat binds a working directory, a provider and a model; each
+ * turn loads the chat's provider-neutral history, runs the tool loop through the provider's adapter, and appends the
+ * user message and the loop's complete new messages in one transaction, so history stays consistent when a stream
+ * breaks or the caller cancels.
  */
 import { BrandedError, errorBrand, NotFoundError, ToolArgumentError } from "../core/errors.js";
 import type { ToolRuntime } from "../core/runtime.js";
@@ -129,7 +128,7 @@ export interface PreparedTurn {
 
 export { parseChatRoots };
 
-/** The system prompt of a chat turn: announces the bound working directory ("Built-in Tools"). */
+/** The system prompt of a chat turn: announces the bound working directory, or that none is bound. */
 export function chatSystemPrompt(workingDirectory: string | null): string {
   const where = workingDirectory
     ? `The working directory of this chat is ${workingDirectory}. Relative paths you pass to tools resolve against it, and paths in tool results are relative to it.`

@@ -1,7 +1,6 @@
 /**
- * Tool settings application service ("Tool Settings API" and Architecture:
- * routes → service → registry, settings policy, repository). Shared by the HTTP routes and the CLI so both
- * apply the same rules and raise the same errors.
+ * Tool settings application service (routes → service → registry, settings policy, repository). Shared by the HTTP
+ * routes and the CLI so both apply the same rules and raise the same errors.
  */
 
 import { prepareApprovalPolicy } from "../core/approval/policy.js";

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
- * The `toolhost` command line (DESIGN.md, "Surfaces"): serve, tools, call, settings, token, audit, chat, mcp.
- * Every command opens the same data directory as the server (TOOLHOST_DATA_DIR, else the XDG data directory
- * ~/.local/share/toolhost), wherever it runs, so a setting made in one is seen by the other.
+ * The `toolhost` command line: serve, tools, call, settings, token, audit, chat, mcp. Every command opens the same data
+ * directory as the server (TOOLHOST_DATA_DIR, else the XDG data directory ~/.local/share/toolhost), wherever it runs,
+ * so a setting made in one is seen by the other.
  */
 import { userInfo } from "node:os";
 import { Command, CommanderError, Option } from "commander";

@@ -1,8 +1,8 @@
 /**
- * The contract between the sub-agent tools (agent_spawn, agent_send, agent_wait, agent_close) and the host that
- * runs agent trees. A tool reaches agents only through an {@link AgentToolService} it finds in
- * `context.services.agents`, bound by the host to the calling agent: identity, depth and parent come from the
- * server's own lineage of that agent, never from model-supplied arguments.
+ * The contract between the sub-agent tools (agent_spawn, agent_send, agent_wait, agent_close) and the host that runs
+ * agent trees. A tool reaches agents only through an {@link AgentToolService} it finds in `context.services.agents`,
+ * bound by the host to the calling agent: identity, depth and parent come from the server's own lineage of that agent,
+ * never from model-supplied arguments.
  *
  * Also holds the process-wide catalog of agent templates, so that agent_spawn's model-facing description can list
  * the templates that exist (buildDefinition receives only settings).
@@ -88,7 +88,7 @@ export interface AgentSendLimits {
   pairRatePerMinute: number;
 }
 
-/** agent_spawn's result: the seed's `{agentId, response, depth}` plus status, usage and template. */
+/** agent_spawn's result: `{agentId, response, depth}` plus status, usage and template. */
 export interface AgentSpawnResult {
   agentId: string;
   /** The child's answer; for a run a limit cut short, what it produced so far (see `status`). */
@@ -103,7 +103,7 @@ export interface AgentSpawnResult {
   note?: string;
 }
 
-/** agent_send's result: the seed's `{sent, targetAgentId}` plus the message id and the target's queue depth. */
+/** agent_send's result: `{sent, targetAgentId}` plus the message id and the target's queue depth. */
 export interface AgentSendResult {
   sent: boolean;
   targetAgentId: string;

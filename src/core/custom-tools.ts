@@ -1,16 +1,16 @@
 /**
- * The custom-tool authoring API ("Custom Tools"), in TypeScript: a Tool has a
- * definition (ToolDef with a ToolParam list) and an async execute returning a ToolResult {success, data, error}.
- * A ToolRegistry registers such tools into the same registry the built-ins use, so they run through the same
- * executeTool path, settings and metrics. A ToolResult with success false reaches the model as a classified
- * `execution_failed` error carrying the tool's message, so the model can retry with other arguments.
+ * The custom-tool authoring API, class style: a Tool has a definition (ToolDef with a ToolParam list) and an async
+ * execute returning a ToolResult {success, data, error}. A ToolRegistry registers such tools into the same registry the
+ * built-ins use, so they run through the same executeTool path, settings and metrics. A ToolResult with success false
+ * reaches the model as a classified `execution_failed` error carrying the tool's message, so the model can retry with
+ * other arguments.
  */
 import { ToolExecutionError } from "./errors.js";
 import { defaultRegistry, type ToolRegistryStore } from "./registry.js";
 import { defineTool, type ToolSettingsDeclaration } from "./settings-declaration.js";
 import type { JsonSchema, RegisteredTool, ToolContext, ToolDefinition } from "./types.js";
 
-/** One parameter of a custom tool (ToolParam). `required` defaults to true, as in the seed. */
+/** One parameter of a custom tool (ToolParam). `required` defaults to true. */
 export interface ToolParam {
   name: string;
   type: "string" | "integer" | "number" | "boolean" | "array" | "object";

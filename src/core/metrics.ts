@@ -1,5 +1,5 @@
 /**
- * Tool metrics ("Metrics Wrapper"): every execution is counted by status and timed.
+ * Tool metrics: every execution is counted by status and timed.
  *
  * - `tool_execution_total{tool,status}`: status is `success` or `failure`.
  * - `function_call_duration_ms{tool,status}`: histogram of execution time in milliseconds (kept for existing

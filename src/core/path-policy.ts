@@ -1,6 +1,5 @@
 /**
- * The shared path policy of every path-taking tool ("Built-in Tools": the path
- * convention and "resolveAndValidatePath").
+ * The shared path policy of every path-taking tool: the path convention and resolveAndValidatePath.
  *
  * Rules:
  * - A model-supplied path is absolute, `~`-prefixed, or relative to the chat working directory (none bound: the

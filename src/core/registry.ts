@@ -1,6 +1,6 @@
 /**
- * The tool registry ("Tool Lifecycle" step 1): tools self-register at import time with
- * registerTool(); a second tool with the same name is an error.
+ * The tool registry: tools register themselves at import time with registerTool(); a second tool with the same name is
+ * an error.
  */
 import { withCommonSettings } from "./common-settings.js";
 import { normalizeToolSettings, type ToolDeclaration } from "./settings-declaration.js";

@@ -1,5 +1,5 @@
 /**
- * The tool runtime: settings resolution and execution ("Tool Lifecycle" steps 2, 5, 6).
+ * The tool runtime: resolves a user's settings, offers the enabled tools, and executes calls.
  *
  * A ToolRuntime binds a registry to its storage (settings store, freshness ledger, audit sink), so that the
  * server, the CLI and library users run tools through one code path. The free functions `executeTool` and
@@ -731,7 +731,10 @@ export function getDefaultRuntime(): ToolRuntime {
   return defaultRuntime;
 }
 
-/** Replaces the process-wide runtime (e.g. with one backed by the database). */
+/**
+ * Replaces the process-wide runtime behind executeTool, getEnabledToolRuntime and trigger. createAppContext does
+ * this with its database-backed runtime, so library calls made after it see the users' stored settings.
+ */
 export function configureDefaultRuntime(runtime: ToolRuntime): void {
   defaultRuntime = runtime;
 }

@@ -28,7 +28,7 @@ export const LIST_SETTING_CAPS = { max: 200, maxLength: 1024 } as const;
  * `enabledByDefault` and `canDisable` to true, `parameterDescriptors` to none.
  *
  * `defaultParameters` is derived from the descriptors' `default`s and need not be written. It is still accepted
- * (the shape of the seed's metadata): a value there fills in a descriptor that has no `default`; a value that
+ * (the shape of ToolSettingsMetadata): a value there fills in a descriptor that has no `default`; a value that
  * contradicts a descriptor's `default`, or names no descriptor, is a registration error.
  */
 export type ToolSettingsDeclaration = Partial<Omit<ToolSettingsMetadata, "parameterDescriptors">> & {

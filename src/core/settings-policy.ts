@@ -1,6 +1,5 @@
 /**
- * Settings policy: pure functions over tool metadata and stored settings
- * ("Settings Policy").
+ * Settings policy: pure functions over tool metadata and stored settings.
  *
  * Stored settings are validated strictly when a user changes them (normalizeToolParameters throws
  * ToolParameterError), but when they are read back for a call, corrupt values fall back to defaults

@@ -1,8 +1,6 @@
 /**
- * Core types of the tool runtime.
- *
- * Implements "Core Types": ToolDefinition, RegisteredTool, ToolSettingsMetadata,
- * plus the parameter descriptors, effective settings and the per-call ToolContext every executor receives.
+ * Core types of the tool runtime: ToolDefinition, RegisteredTool, ToolSettingsMetadata, the parameter descriptors,
+ * effective settings and the per-call ToolContext every executor receives.
  */
 
 /** A JSON Schema object (draft 2020-12 subset). Source schemas stay plain; provider dialects are derived. */
@@ -284,7 +282,7 @@ export interface ToolContext {
   protectedPaths?: readonly string[];
   /**
    * Whether, with no working directory bound, path-taking tools fall back to the process working directory (the
-   * seed's rule, right for a single local user). The HTTP service turns it off for non-admin users, whose calls
+   * rule for a single local user). The HTTP service turns it off for non-admin users, whose calls
    * then reach only directories an admin granted (allowedPaths). Absent: true.
    */
   processCwdFallback?: boolean;

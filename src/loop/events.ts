@@ -1,7 +1,6 @@
 /**
- * Events of the tool loop ("Streaming and the loop"; Tool Lifecycle steps
- * 4–7). The loop re-yields every normalized provider event and adds its own: iteration markers, tool results,
- * tool progress, errors and exactly one final `done`.
+ * Events of the tool loop. The loop re-yields every normalized provider event and adds its own: iteration markers, tool
+ * results, tool progress, errors and exactly one final `done`.
  */
 import type { SerializedToolError } from "../core/errors.js";
 import type { ToolProgressEvent } from "../core/types.js";

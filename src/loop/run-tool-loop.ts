@@ -1,7 +1,7 @@
 /**
- * The tool loop ("Streaming and the loop"; Tool Lifecycle steps 4–7):
- * stream a model turn through a provider adapter, execute the tool calls it asks for concurrently through the
- * ToolRuntime, feed the results back, and repeat until the model answers in text or the iteration limit is hit.
+ * The tool loop: stream a model turn through a provider adapter, execute the tool calls it asks for concurrently
+ * through the ToolRuntime, feed the results back, and repeat until the model answers in text or the iteration limit is
+ * hit.
  */
 import type { ToolCallOutcome, ToolRuntime } from "../core/runtime.js";
 import type { ToolDefinition } from "../core/types.js";

@@ -1,8 +1,7 @@
 /**
- * Serialization of tool outcomes into the provider-neutral tool result the model sees
- * (Tool Lifecycle step 6, "Result feeding"). Each adapter then renders a
- * ConversationToolResult in its provider's own format (function_call_output, role tool, Gemini function
- * response, Anthropic tool_result with is_error for `ok: false`).
+ * Serialization of tool outcomes into the provider-neutral tool result fed back to the model. Each adapter then renders
+ * a ConversationToolResult in its provider's own format (function_call_output, role tool, Gemini function response,
+ * Anthropic tool_result with is_error for `ok: false`).
  */
 import type { ToolCallOutcome } from "../core/runtime.js";
 import type { ConversationToolResult } from "../providers/types.js";

@@ -1,6 +1,5 @@
 /**
- * OpenAI strict-mode schema derivation ("Tool Mapper" and "Optional arguments are
- * optional").
+ * OpenAI strict-mode schema derivation: optional arguments stay optional in the source schema.
  *
  * Source schemas are plain JSON Schema: a genuine optional uses a single type and is absent from `required`, and
  * length bounds stay on the source. OpenAI's strict mode (Responses `strict: true`) has no optional key, so

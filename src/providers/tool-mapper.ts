@@ -1,6 +1,5 @@
 /**
- * Tool Mapper ("Tool Mapper", "Tool Lifecycle" step 3): converts
- * provider-neutral {@link ToolDefinition}s into each provider's wire format.
+ * The tool mappers: convert provider-neutral {@link ToolDefinition}s into each provider's wire format.
  *
  * | provider | function | shape |
  * | --- | --- | --- |

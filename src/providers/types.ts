@@ -1,8 +1,7 @@
 /**
- * Provider adapter contract ("Streaming and the loop"; Tool Lifecycle steps
- * 3–7). Every provider adapter streams one model turn and normalizes the provider's wire events into
- * {@link ProviderStreamEvent}s; the tool loop (src/loop) executes tools and feeds results back through the same
- * adapter, which renders the provider-neutral {@link ConversationMessage}s into the provider's own format.
+ * The provider adapter contract. Every provider adapter streams one model turn and normalizes the provider's wire
+ * events into {@link ProviderStreamEvent}s; the tool loop (src/loop) executes tools and feeds results back through the
+ * same adapter, which renders the provider-neutral {@link ConversationMessage}s into the provider's own format.
  * Adapters never execute tools.
  */
 

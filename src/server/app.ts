@@ -1,6 +1,6 @@
 /**
- * The HTTP service (DESIGN.md, "Surfaces"): Hono routes over the application services.
- * Layers: routes → services (src/app) → registry, settings policy, repositories.
+ * The HTTP service: Hono routes over the application services. Layers: routes → services (src/app) → registry, settings
+ * policy, repositories.
  */
 import { type Context, Hono, type Next } from "hono";
 import { bodyLimit } from "hono/body-limit";
@@ -45,7 +45,7 @@ export function createServerApp(ctx: AppContext, options: ServerAppOptions = {})
   const app = new Hono<AuthEnv>();
   const openApi = buildOpenApiDocument(VERSION, { ...chatOpenApiPaths, ...approvalOpenApiPaths, ...agentOpenApiPaths });
   // On a shared server, a call with no bound working directory must not reach the server's own directory:
-  // only admins keep the seed's fallback to the process working directory.
+  // only admins keep the fallback to the process working directory (right for a single local user).
   ctx.runtime.processCwdFallback = (userId) => ctx.admins.isAdmin(userId);
 
   app.use("*", accessLog(ctx.logger));

@@ -1,6 +1,6 @@
 /**
- * TypeBox schemas of the HTTP API's requests and responses ("Tool Settings API").
- * They validate bodies at runtime and are the source of the OpenAPI document at /api/openapi.json.
+ * TypeBox schemas of the HTTP API's requests and responses. They validate bodies at runtime and are the source of the
+ * OpenAPI document at /api/openapi.json.
  */
 import Type from "typebox";
 

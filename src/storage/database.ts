@@ -1,6 +1,6 @@
 /**
- * Database access: one Kysely schema and one set of migrations for both dialects. Embedded SQLite (a file under
- * the data directory) is the default; a `postgres://` URL selects PostgreSQL (DESIGN.md, "Storage").
+ * Database access: one Kysely schema and one set of migrations for both dialects. Embedded SQLite (a file under the
+ * data directory) is the default; a `postgres://` URL selects PostgreSQL (for several instances sharing one database).
  */
 import { chmodSync, existsSync, mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";

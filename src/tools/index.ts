@@ -1,6 +1,5 @@
 /**
- * Imports every built-in tool so that each registers itself ("Import the tool in index.ts to trigger
- * registration"). Add one line per new built-in file.
+ * Imports every built-in tool so that each registers itself. Add one line per new built-in file.
  */
 import "./builtin/generate-image.js";
 import "./builtin/get-current-datetime.js";

@@ -1,6 +1,6 @@
 /**
- * parseToolArguments: optional arguments are optional, and malformed arguments are rejected, not substituted. `null` is absent; a present
- * value of the wrong type is validation_failed naming the key, never replaced by a default.
+ * parseToolArguments: optional arguments are optional, and malformed arguments are rejected, not substituted. `null` is
+ * absent; a present value of the wrong type is validation_failed naming the key, never replaced by a default.
  */
 import { describe, expect, it } from "vitest";
 import { parseToolArguments } from "../../src/core/arg-parsing.js";
@@ -29,7 +29,7 @@ function failure(schema: JsonSchema, raw: unknown): ToolArgumentError {
   throw new Error(`expected ${JSON.stringify(raw)} to be rejected`);
 }
 
-describe("the issue 3 argument cases", () => {
+describe("model argument cases: null means absent, a wrong type is refused", () => {
   it('{"path":"a","limit":null} runs with limit 100', () => {
     expect(parseToolArguments(listSchema, '{"path":"a","limit":null}')).toEqual({ path: "a", limit: 100 });
   });

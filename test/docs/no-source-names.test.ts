@@ -1,7 +1,7 @@
 /**
  * The project speaks for itself: code, docs and the README never cite the internal source documents by file name
- * or by their numbers ("(002)", "002-style", "000:"); where behaviour follows an external convention, the
- * convention is named instead.
+ * or by their numbers ("(002)", "002-style", "000:"), nor issue numbers or a design document a reader does not
+ * have; where behaviour follows an external convention, the convention is named instead.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
@@ -16,6 +16,10 @@ const PATTERNS = [
   /(?:^|[\s(])00[024]:\s/,
   /\bthe 00[024]\b/i,
   /\bseed 00[024]\b/i,
+  // issue references and the design notes that are not part of the repository
+  /\bissue #?\d+\b/i,
+  /\(issue: /,
+  /\bDESIGN\.md\b/,
 ];
 
 function files(dir: string): string[] {
@@ -49,6 +53,9 @@ describe("no source-document names in the project", () => {
       'title: "File list (002)"',
       " * 000: registerTool",
       "the 002 function ids",
+      " * protocol-faithful fakes (issue 3, tests)",
+      " * Approvals (issue: the ask round-trip)",
+      " * The HTTP service (DESIGN.md, surfaces)",
     ]) {
       expect(
         PATTERNS.some((p) => p.test(sample)),

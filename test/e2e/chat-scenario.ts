@@ -1,7 +1,7 @@
 /**
- * The end-to-end chat scenario shared by the CLI and HTTP tests (issue 3, "Tests"): a scripted fake model that
- * checks the tool definitions it receives, lists a real directory with list_directory, reads a file it found with
- * read_file, and answers with text from that file. Talks to Toolhost only through a provider's wire format.
+ * The end-to-end chat scenario shared by the CLI and HTTP tests: a scripted fake model that checks the tool definitions
+ * it receives, lists a real directory with list_directory, reads a file it found with read_file, and answers with text
+ * from that file. Talks to Toolhost only through a provider's wire format.
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

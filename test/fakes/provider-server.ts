@@ -1,8 +1,8 @@
 /**
- * Protocol-faithful fake provider servers on 127.0.0.1 (issue 3, "Tests"). Each speaks one provider's HTTP API
- * closely enough for the provider's official SDK to be the client: it checks every request's format (tool call
- * ids answered, Anthropic tool_result placement, Gemini signatures echoed…), then streams the documented SSE event
- * sequence for the next scripted turn.
+ * Protocol-faithful fake provider servers on 127.0.0.1. Each speaks one provider's HTTP API closely enough for the
+ * provider's official SDK to be the client: it checks every request's format (tool call ids answered, Anthropic
+ * tool_result placement, Gemini signatures echoed…), then streams the documented SSE event sequence for the next
+ * scripted turn.
  *
  * Usage:
  *   const fake = await startFakeProvider("anthropic", [

@@ -1,6 +1,6 @@
 /**
- * Script and request types of the protocol-faithful fake provider servers (issue 3, "Tests").
- * A script is a list of turns; each HTTP request to the fake consumes the next turn.
+ * Script and request types of the protocol-faithful fake provider servers. A script is a list of turns; each HTTP
+ * request to the fake consumes the next turn.
  */
 
 /** One tool call the fake model makes. `arguments` is JSON text (sent as-is, split into several deltas). */

@@ -1,8 +1,7 @@
 /**
- * The four streaming adapters, each through its official SDK against a protocol-faithful fake server on
- * 127.0.0.1 (issue 3, "Streaming and the loop" and "Tests"): text answers, two parallel tool calls whose
- * arguments arrive in pieces, results fed back in the provider's own format (checked by the fake), a stream cut
- * mid-way, abort through the signal, HTTP errors.
+ * The four streaming adapters, each through its official SDK against a protocol-faithful fake server on 127.0.0.1: text
+ * answers, two parallel tool calls whose arguments arrive in pieces, results fed back in the provider's own format
+ * (checked by the fake), a stream cut mid-way, abort through the signal, HTTP errors.
  */
 
 import { readFileSync } from "node:fs";

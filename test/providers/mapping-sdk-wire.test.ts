@@ -1,7 +1,7 @@
 /**
- * The mapped tools survive each official SDK unchanged (issue 3, "Mapping"; the SDKs are the clients): every
- * mapper's output is passed to its SDK, which sends it to a loopback HTTP server started here; the server records
- * the request body and answers 400. The tools in the recorded body must equal the mapper output exactly.
+ * The mapped tools survive each official SDK unchanged (the SDKs are the clients): every mapper's output is passed to
+ * its SDK, which sends it to a loopback HTTP server started here; the server records the request body and answers 400.
+ * The tools in the recorded body must equal the mapper output exactly.
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";

@@ -1,7 +1,7 @@
 /**
- * toStrictSchema / isStrictCompatible / inlineLocalRefs (the tool mapper's strict-mode rules and "Optional
- * arguments are optional"; issue 3, "Mapping"): the strict dialect rule by rule, `$ref` inlining, and recursive
- * references as a typed error rather than a stack overflow or a hang.
+ * toStrictSchema / isStrictCompatible / inlineLocalRefs (the tool mapper's strict-mode rules; optional arguments stay
+ * optional in the source): the strict dialect rule by rule, `$ref` inlining, and recursive references as a typed error
+ * rather than a stack overflow or a hang.
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";

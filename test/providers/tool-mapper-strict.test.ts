@@ -1,9 +1,8 @@
 /**
- * The tool-mapper strict test (the tool mapper's rule: "Every built-in tool is expected
- * to pass after the transform … asserts strict: true per tool id"; issue 3, "Mapping"). For EVERY registered
- * built-in, by tool name: toolDefsToResponsesAPI sends it with strict: true, and its derived schema passes
- * isStrictCompatible — for the static definition and for buildDefinition under the tool's default settings.
- * A new built-in whose schema strict mode cannot express fails here: fix its schema, do not exempt it.
+ * The tool-mapper strict test: every built-in tool must pass the strict transform, checked per tool id. For EVERY
+ * registered built-in, by tool name: toolDefsToResponsesAPI sends it with strict: true, and its derived schema passes
+ * isStrictCompatible — for the static definition and for buildDefinition under the tool's default settings. A new
+ * built-in whose schema strict mode cannot express fails here: fix its schema, do not exempt it.
  */
 import "../../src/tools/index.js";
 import { describe, expect, it } from "vitest";

@@ -1,8 +1,8 @@
 /**
- * Approvals as an application service (issue: "Approvals", The ask round-trip): creates asks bound to their call
- * by an HMAC, lets any surface answer them (SSE/REST, the CLI prompt, MCP elicitation), waits for answers across
- * processes, expires them, stores "allow always" as a rule in the user's settings, and hands turns whose process
- * died back to whoever can resume them.
+ * Approvals as an application service, the ask round-trip of every surface: creates asks bound to their call by an
+ * HMAC, lets any surface answer them (SSE/REST, the CLI prompt, MCP elicitation), waits for answers across processes,
+ * expires them, stores "allow always" as a rule in the user's settings, and hands turns whose process died back to
+ * whoever can resume them.
  *
  * The HMAC key is 32 random bytes in `<dataDir>/approval.key` (created with mode 0600 on first use). An approval's
  * MAC covers its id, the tool call id, the tool, the sha256 of the call's canonical arguments, the user, the resolved

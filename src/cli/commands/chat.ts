@@ -1,9 +1,8 @@
 /**
- * `toolhost chat "prompt"` ("Chats (server and CLI)"): runs one chat turn in the terminal. Streams the
- * model's text to stdout and shows each tool call (name, short arguments, outcome, duration) on stderr, with a
- * spinner while it runs when stderr is a terminal (plain lines otherwise). Ctrl-C (or SIGTERM) cancels the turn
- * cleanly (the model stream and running tools stop, their audit lines are written, completed steps are kept, then
- * the database closes); a second one exits at once.
+ * `toolhost chat "prompt"`: runs one chat turn in the terminal. Streams the model's text to stdout and shows each tool
+ * call (name, short arguments, outcome, duration) on stderr, with a spinner while it runs when stderr is a terminal
+ * (plain lines otherwise). Ctrl-C (or SIGTERM) cancels the turn cleanly (the model stream and running tools stop, their
+ * audit lines are written, completed steps are kept, then the database closes); a second one exits at once.
  */
 import type { Command } from "commander";
 import { Option } from "commander";

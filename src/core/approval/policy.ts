@@ -1,7 +1,6 @@
 /**
- * The approval policy (issue: "Approvals", Policy): for one call it decides `allow`, `ask` or `deny` from the
- * tool's `approval` setting, its `approvalRules`, the tool's own approvalHint and what the parse of the
- * arguments leaves in doubt.
+ * The approval policy: for one call it decides `allow`, `ask` or `deny` from the tool's `approval` setting, its
+ * `approvalRules`, the tool's own approvalHint and what the parse of the arguments leaves in doubt.
  *
  * - `approval: deny` refuses every call of the tool; deny always wins.
  * - Otherwise each subject of the call (each command of a shell line, each path, the host) gets the strictest

@@ -1,5 +1,5 @@
 /**
- * Approval rules and how each kind matches a call's arguments (issue: "Approvals", Policy):
+ * Approval rules and how each kind matches a call's arguments:
  * - shell rules are command prefixes (`git status`, `npm run test`, `rm -rf`), matched per command after a real
  *   parse (see shell-parse.ts). An `allow` rule matches narrowly: the command's own words must start with the
  *   rule's words in order, and a path-qualified program (`/usr/bin/git`, `./git`) only matches a rule that names

@@ -1,8 +1,7 @@
 /**
- * Toolhost's MCP server (DESIGN.md, "Surfaces"): exposes a user's enabled tools to any MCP client through the
- * official SDK's low-level `Server` (raw JSON Schema tools). The same per-user settings apply: only enabled tools
- * are listed, and calls go through executeTool (argument validation, time budget, path policy, metrics), so a
- * disabled tool stays refused.
+ * Toolhost's MCP server: exposes a user's enabled tools to any MCP client through the official SDK's low-level `Server`
+ * (raw JSON Schema tools). The same per-user settings apply: only enabled tools are listed, and calls go through
+ * executeTool (argument validation, time budget, path policy, metrics), so a disabled tool stays refused.
  *
  * One factory serves both protocol eras (the 2025 `initialize` family and the 2026-07-28 per-request revision);
  * the transports live beside it: stdio.ts (`toolhost mcp`) and http.ts (`/mcp` on the HTTP service).

@@ -1,6 +1,6 @@
 /**
- * Anthropic Messages streaming adapter ("Streaming and the loop"), on the official `@anthropic-ai/sdk`
- * (`client.messages.create({ stream: true })`, raw events).
+ * Anthropic Messages streaming adapter, on the official `@anthropic-ai/sdk` (`client.messages.create({ stream: true
+ * })`, raw events).
  *
  * Wire → normalized events:
  * - message_start → (input token count remembered)

@@ -1,7 +1,6 @@
 /**
- * Gemini Interactions API streaming adapter ("Streaming and the loop"), on the official `@google/genai`
- * SDK (`ai.interactions.create({ stream: true })`, POST /v1beta/interactions). The base URL is set through the
- * SDK's `httpOptions.baseUrl`.
+ * Gemini Interactions API streaming adapter, on the official `@google/genai` SDK (`ai.interactions.create({ stream:
+ * true })`, POST /v1beta/interactions). The base URL is set through the SDK's `httpOptions.baseUrl`.
  *
  * The adapter is stateless (`store: false`): every turn sends the whole conversation as input steps, so the loop's
  * stored conversation stays the single source of truth.

@@ -1,7 +1,7 @@
 /**
- * OpenAI-compatible Chat Completions streaming adapter ("Streaming and the loop"), on the official
- * `openai` SDK (`client.chat.completions.create({ stream: true })`). The base URL is configurable, so local
- * servers that speak Chat Completions (llama.cpp, vLLM, Ollama's /v1, LM Studio…) work too.
+ * OpenAI-compatible Chat Completions streaming adapter, on the official `openai` SDK (`client.chat.completions.create({
+ * stream: true })`). The base URL is configurable, so local servers that speak Chat Completions (llama.cpp, vLLM,
+ * Ollama's /v1, LM Studio…) work too.
  *
  * Wire → normalized events:
  * - `choices[0].delta.content` → text_delta

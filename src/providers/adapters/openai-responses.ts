@@ -1,6 +1,5 @@
 /**
- * OpenAI Responses API streaming adapter ("Streaming and the loop"), on the official `openai` SDK
- * (`client.responses.create({ stream: true })`).
+ * OpenAI Responses API streaming adapter, on the official `openai` SDK (`client.responses.create({ stream: true })`).
  *
  * Wire → normalized events:
  * - `response.output_text.delta` → text_delta

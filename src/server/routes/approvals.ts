@@ -1,8 +1,8 @@
 /**
- * Approval routes (issue: "Approvals", The ask round-trip): list the user's pending asks and answer one.
- * `POST /api/approvals/:id {decision: allow_once | allow_always | deny, message?}` → 200 with the decided approval;
- * 404 for an unknown id (or another user's), 409 when it is already decided or has expired.
- * A chat's pending asks are also at `GET /api/chats/:id/approvals` (chats.ts).
+ * Approval routes, the HTTP side of the ask round-trip: list the user's pending asks and answer one. `POST
+ * /api/approvals/:id {decision: allow_once | allow_always | deny, message?}` → 200 with the decided approval; 404 for
+ * an unknown id (or another user's), 409 when it is already decided or has expired. A chat's pending asks are also at
+ * `GET /api/chats/:id/approvals` (chats.ts).
  */
 import { Hono } from "hono";
 import Type from "typebox";

@@ -1,7 +1,7 @@
 /**
- * Chat routes ("Chats (server and CLI)"): create a chat bound to a working directory, provider and
- * model; read it with its messages; send a message and receive the tool loop's events as Server-Sent Events.
- * Every chat is per user: another user's chat is a 404. A client that disconnects aborts the turn and its tools.
+ * Chat routes: create a chat bound to a working directory, provider and model; read it with its messages; send a
+ * message and receive the tool loop's events as Server-Sent Events. Every chat is per user: another user's chat is a
+ * 404. A client that disconnects aborts the turn and its tools.
  */
 import { Hono } from "hono";
 import { streamSSE } from "hono/streaming";

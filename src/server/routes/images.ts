@@ -1,7 +1,6 @@
 /**
- * Stored images over HTTP ("generate_image": images are "served to their owner by the
- * HTTP API"). `GET /:id` (mounted at /api/images) returns the bytes of an image generate_image stored, to the user
- * who made it only.
+ * Stored images over HTTP: generate_image's images are served to their owner only. `GET /:id` (mounted at /api/images)
+ * returns the bytes of an image generate_image stored, to the user who made it only.
  *
  * Rules: the id must be a lower-case UUID (anything else is 400 before storage is touched, so no path can be
  * smuggled in); an id that does not exist and an id owned by someone else both answer the same 404; the file

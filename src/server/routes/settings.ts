@@ -1,6 +1,5 @@
 /**
- * Tool settings routes ("Tool Settings API"):
- * GET /api/settings/tools and PUT /api/settings/tools/:toolName.
+ * Tool settings routes: GET /api/settings/tools, GET and PUT /api/settings/tools/:toolName.
  */
 import { Hono } from "hono";
 import type { AdminRule } from "../../app/admin.js";

@@ -1,8 +1,8 @@
 /**
- * The file tools, answering through `trigger('tool::file_read' | 'tool::file_write' |
- * 'tool::file_list', …)` with that seed's result shapes, on the same implementation as read_file, write_file and
- * list_directory (same path policy, same freshness ledger). Registered with enabledByDefault: false so a model is
- * not offered two tools for the same job; trigger() may still run a tool that is off only by default.
+ * The file tools, answering through `trigger('tool::file_read' | 'tool::file_write' | 'tool::file_list', …)` with their
+ * own result shapes, on the same implementation as read_file, write_file and list_directory (same path policy, same
+ * freshness ledger). Registered with enabledByDefault: false so a model is not offered two tools for the same job;
+ * trigger() may still run a tool that is off only by default.
  *
  * - file_read { path, maxBytes? } → { content, path (absolute), size (whole file, bytes) }; text files only
  *   (10 MiB ceiling); content holds at most maxBytes bytes, cut on a character boundary.

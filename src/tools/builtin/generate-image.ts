@@ -1,6 +1,5 @@
 /**
- * generate_image ("Built-in Tools" → "generate_image"): creates one or more images with
- * an image generation model during a chat turn.
+ * generate_image: creates one or more images with an image generation model during a chat turn.
  *
  * - Parameters: prompt (required), count (1–4), quality, model.
  * - Settings: declared in src/tools/image/settings.ts (timeoutSeconds, maxImagesPerCall, defaultQuality,

@@ -1,7 +1,6 @@
 /**
- * get_current_datetime ("Built-in Tools"): the current date and time in a requested
- * IANA timezone and BCP 47 locale, formatted with Intl.DateTimeFormat. Returns ISO UTC, the local ISO time with
- * its offset, a localized string and the UTC offset.
+ * get_current_datetime: the current date and time in a requested IANA timezone and BCP 47 locale, formatted with
+ * Intl.DateTimeFormat. Returns ISO UTC, the local ISO time with its offset, a localized string and the UTC offset.
  *
  * Validation is explicit, because "the Intl constructor did not throw" is not validation: Intl silently falls
  * back to another language for a locale it does not support, and accepts names that are not tz database zones

@@ -1,7 +1,6 @@
 /**
- * glob ("Built-in Tools" → glob): paths matching a pattern with Bun.Glob's language —
- * `*`, `**`, `?`, `[…]`, `{a,b}` and a leading `!` (negation) — evaluated by picomatch, walked deterministically
- * (sorted, symlinks not followed) and stopped at the cap.
+ * glob: paths matching a pattern with Bun.Glob's language — `*`, `**`, `?`, `[…]`, `{a,b}` and a leading `!` (negation)
+ * — evaluated by picomatch, walked deterministically (sorted, symlinks not followed) and stopped at the cap.
  *
  * - cwd: optional base directory (absolute, ~-prefixed, or relative to the chat working directory); defaults to
  *   the chat working directory, otherwise process.cwd(). The path policy applies to it, and denied entries are

@@ -1,6 +1,6 @@
 /**
- * list_directory ("Built-in Tools" → list_directory): readdir(path, { withFileTypes:
- * true }) → { path, entries: { name, type }[] }, under the shared path policy.
+ * list_directory: readdir(path, { withFileTypes: true }) → { path, entries: { name, type }[] }, under the shared path
+ * policy.
  *
  * Entries are sorted by name (code-unit order); entries covered by deniedPaths are left out; at most
  * `maxEntries` (setting, default 1000) are returned, with `truncated: true` and `totalEntries` when more exist.

@@ -1,6 +1,6 @@
 /**
- * read_file ("Built-in Tools" → read_file): a file as line-numbered text (cat -n
- * style) or as raw bytes (hex | base64), through a single file descriptor.
+ * read_file: a file as line-numbered text (cat -n style) or as raw bytes (hex | base64), through a single file
+ * descriptor.
  *
  * - view "text": 10 MiB ceiling; refuses a file with a NUL byte in its first 8 KiB (naming the byte views);
  *   BOM-marked UTF-8 / UTF-16 decoded with the BOM removed; invalid UTF-8 shown as U+FFFD; lines split on LF with

@@ -1,8 +1,7 @@
 /**
- * Files-only image storage ("generate_image": images are stored under the data
- * directory). Layout: `<dataDir>/images/<userDir>/<id>.<ext>`, where `<userDir>` is the user id when it is a
- * plain token and a hash of it otherwise, so no user id can steer a path. Files are written atomically (a
- * temporary file in the same directory, then rename) with mode 0600.
+ * Files-only image storage under the data directory. Layout: `<dataDir>/images/<userDir>/<id>.<ext>`, where `<userDir>`
+ * is the user id when it is a plain token and a hash of it otherwise, so no user id can steer a path. Files are written
+ * atomically (a temporary file in the same directory, then rename) with mode 0600.
  */
 import { createHash, randomUUID } from "node:crypto";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";

@@ -1,8 +1,7 @@
 /**
- * createGenerateImageToolPlan ("generate_image": "Plans images via
- * createGenerateImageToolPlan()"): turns parsed arguments and the user's effective settings into the list of
- * images to make, with the count clamped by maxImagesPerCall, the quality and the model resolved, and the
- * provider chosen. Pure apart from reading settings; does no I/O.
+ * createGenerateImageToolPlan, generate_image's planning step: turns parsed arguments and the user's effective settings
+ * into the list of images to make, with the count clamped by maxImagesPerCall, the quality and the model resolved, and
+ * the provider chosen. Pure apart from reading settings; does no I/O.
  */
 import { ToolArgumentError } from "../../core/errors.js";
 import { booleanSetting, integerSetting, stringSetting } from "../../core/settings-declaration.js";

@@ -1,5 +1,5 @@
 /**
- * Image providers behind generate_image ("generate_image"), through their official SDKs:
+ * Image providers behind generate_image, through their official SDKs:
  *
  * - OpenAI Images (`openai` SDK, `images.generate`, one image per request, base64 output): gpt-image-* models
  *   return `b64_json` by default; dall-e-2/3 are asked for `response_format: "b64_json"` (a URL answer is refused,

@@ -1,6 +1,6 @@
 /**
- * Runs a generate_image plan ("generate_image": "streams per-image outcomes, summarizes
- * into a single result. Honors the configured timeoutSeconds execution budget").
+ * Runs a generate_image plan: streams each image's outcome, sums them up in a single result, and keeps to the tool's
+ * timeoutSeconds budget.
  *
  * Every planned image is one provider request, all in flight together. Each outcome is streamed as soon as it is
  * known through `context.emitProgress` (`image_generated` with id, url and path, or `image_failed` with the

@@ -1,6 +1,6 @@
 /**
- * Shared types of generate_image ("generate_image"): the image store the tool writes
- * through, the providers it calls, and the host-level provider configuration.
+ * Shared types of generate_image ("generate_image"): the image store the tool writes through, the providers it calls,
+ * and the host-level provider configuration.
  */
 
 /** The quality levels the tool offers; mapped per model by each provider (dall-e-3: `high` → `hd`, else `standard`). */
@@ -42,8 +42,9 @@ export interface StoredImage {
 }
 
 /**
- * Where generated images go. The server provides a database-backed one (SqlImageStore) through
- * `context.services.imageStore`; without one the tool falls back to FileImageStore (files only, not served).
+ * Where generated images go. The application context (createAppContext: HTTP service, CLI, MCP server) provides a
+ * database-backed one (SqlImageStore) through `context.services.imageStore`; without one the tool falls back to
+ * FileImageStore (files only, not served).
  */
 export interface ImageStore {
   /**

@@ -1,9 +1,9 @@
 /**
- * Which executables shell_exec may run, and how a name becomes a file ( * "tool::shell_exec": "first element must be in SHELL_COMMAND_ALLOWLIST"; "Only allowlisted binaries can be
- * executed").
+ * Which executables shell_exec may run, and how a name becomes a file: only allowlisted programs run, and the first
+ * element of the argv names one.
  *
  * - argv[0] must be a bare name (no `/` or `\`): `/bin/sh`, `./git` and `../bin/git` are refused.
- * - The name must be on the effective allowlist: the seed's SHELL_COMMAND_ALLOWLIST (preset "seed", the default),
+ * - The name must be on the effective allowlist: SHELL_COMMAND_ALLOWLIST (preset "seed", the default),
  *   STRICT_SHELL_COMMAND_ALLOWLIST (preset "strict"), or the `allowedCommands` setting (preset "custom").
  * - The name is looked up on the absolute entries of PATH only, skipping any directory inside an untrusted root
  *   (the call's cwd and the chat working directory, where a model can write), and must resolve to an executable
@@ -16,7 +16,7 @@ import { isPathInside } from "../../core/path-policy.js";
 import { stringListSetting, stringSetting } from "../../core/settings-declaration.js";
 import type { ToolParameterDescriptor } from "../../core/types.js";
 
-/** The seed's allowlist ("Allowed Commands"), verbatim. Several entries run arbitrary code: see docs/shell.md. */
+/** The default allowlist (preset "seed"). Several entries run arbitrary code: see docs/shell.md. */
 export const SHELL_COMMAND_ALLOWLIST: readonly string[] = [
   "git",
   "node",
@@ -61,7 +61,7 @@ export const SHELL_COMMAND_ALLOWLIST: readonly string[] = [
 ];
 
 /**
- * The seed's list without every entry that can run another program or arbitrary code through its own arguments
+ * The default list without every entry that can run another program or arbitrary code through its own arguments
  * or the files it reads (interpreters, package managers and build tools, `env`, `awk`, `find -exec`, `sed e`,
  * `sort --compress-program`, `tar --to-command`, `zip -TT`, git aliases and hooks) and without the network
  * clients (`curl`, `wget`). What remains reads, lists, compares and copies files.
@@ -87,7 +87,7 @@ export const STRICT_SHELL_COMMAND_ALLOWLIST: readonly string[] = [
 
 /** Names of the allowlist presets (setting `allowlistPreset`). */
 export const ALLOWLIST_PRESETS = ["seed", "strict", "custom"] as const;
-/** An allowlist preset: the seed's list, the strict list, or the `allowedCommands` setting. */
+/** An allowlist preset: the default list ("seed"), the strict list, or the `allowedCommands` setting. */
 export type AllowlistPreset = (typeof ALLOWLIST_PRESETS)[number];
 
 /** allowlistPreset: which command list shell_exec uses (admin only). */

@@ -1,6 +1,5 @@
 /**
- * Address classification for the SSRF guard ("tool::web_fetch": "Automatically calls
- * assertNoSsrf() to prevent requests to internal IP ranges").
+ * Address classification for the SSRF guard: assertNoSsrf refuses requests to internal IP ranges.
  *
  * The rule is an allowlist, not a blocklist: an address is public only when ipaddr.js classifies it as plain
  * `unicast` (IPv4) or as `unicast` inside global unicast 2000::/3 (IPv6). Everything else is refused: private

@@ -1,10 +1,9 @@
 /**
- * Character set detection and decoding of fetched bodies ("tool::web_fetch": content is
- * text). Order, as in the HTML standard's encoding sniffing: a byte order mark, then the Content-Type header's
- * `charset`, then (HTML) `<meta charset>` / `<meta http-equiv="Content-Type" content="…; charset=…">` or (XML)
- * the `<?xml encoding?>` declaration in the first 4096 bytes, then UTF-8. Labels go through TextDecoder, which
- * on Node 20 (full ICU) knows the WHATWG encodings: windows-1252 for "iso-8859-1"/"latin1", Shift_JIS, EUC-JP,
- * GBK, Big5, EUC-KR, the ISO-8859 family and others.
+ * Character set detection and decoding of fetched bodies (web_fetch returns text). Order, as in the HTML standard's
+ * encoding sniffing: a byte order mark, then the Content-Type header's `charset`, then (HTML) `<meta charset>` / `<meta
+ * http-equiv="Content-Type" content="…; charset=…">` or (XML) the `<?xml encoding?>` declaration in the first 4096
+ * bytes, then UTF-8. Labels go through TextDecoder, which on Node 20 (full ICU) knows the WHATWG encodings:
+ * windows-1252 for "iso-8859-1"/"latin1", Shift_JIS, EUC-JP, GBK, Big5, EUC-KR, the ISO-8859 family and others.
  */
 
 /** The `charset` parameter of a Content-Type header value, lower-cased, or undefined. */

@@ -1,6 +1,5 @@
 /**
- * Turning a fetched body into the `content` string of web_fetch ("tool::web_fetch":
- * "Response content (HTML converted to text, limited to 100KB)").
+ * Turning a fetched body into the `content` string of web_fetch: HTML converted to text, limited to 100 KB.
  *
  * HTML (text/html, application/xhtml+xml, or an untyped body that starts like HTML) becomes readable text; other
  * text types (text/*, JSON, XML, JavaScript, YAML, CSV… and `+json`/`+xml` suffixes) pass through decoded;

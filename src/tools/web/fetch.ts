@@ -1,5 +1,5 @@
 /**
- * The SSRF-checked HTTP GET behind web_fetch ("tool::web_fetch").
+ * The SSRF-checked HTTP GET behind web_fetch.
  *
  * Redirects are followed by hand (`redirect: "manual"`), at most `maxRedirects` times, and every hop goes through
  * assertNoSsrf again before anything is sent to it. All hops share one guarded undici Agent (see ssrf.ts), which

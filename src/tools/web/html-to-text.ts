@@ -1,5 +1,5 @@
 /**
- * HTML to readable text for a model ("tool::web_fetch": "HTML converted to text").
+ * HTML to readable text for a model (web_fetch's `content` of an HTML page).
  *
  * The page is parsed with linkedom; links are made absolute against the page URL (non-http links lose their
  * target); Mozilla Readability extracts the main content, which is converted with html-to-text (no wrapping,

@@ -1,5 +1,5 @@
 /**
- * Search providers of web_search ("tool::web_search": Tavily, Brave, DuckDuckGo).
+ * Search providers of web_search: Tavily, Brave, DuckDuckGo.
  *
  * - Tavily: `POST {base}/search`, JSON `{ query, max_results, search_depth: "basic" }`,
  *   `Authorization: Bearer <TAVILY_API_KEY>`; response `{ results: [{ title, url, content, score }] }`.

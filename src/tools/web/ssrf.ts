@@ -1,6 +1,5 @@
 /**
- * The SSRF guard of web_fetch ("tool::web_fetch": "URL to fetch (validated against SSRF
- * attacks)", "Automatically calls assertNoSsrf()").
+ * The SSRF guard of web_fetch: every URL it fetches, redirects included, goes through assertNoSsrf first.
  *
  * Three layers, each sufficient on its own for the cases it sees:
  * 1. assertNoSsrf(url) before every request and every redirect hop: http/https only, no credentials, no
