@@ -4,8 +4,9 @@
  * (src/index.ts, src/server/index.ts, src/mcp/index.ts) and the list together — `UPDATE_PUBLIC_API=1 npx vitest
  * run test/api/exports.test.ts` rewrites the list — and say why in the commit (CONTRIBUTING.md, "Public API").
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 
@@ -75,5 +76,25 @@ describe("public API", () => {
       expect(Object.keys(built).sort(), entry).toEqual(Object.keys(await sourceModules[entry]()).sort());
     }
     expect(() => require.resolve("toolhost/dist/core/registry.js")).toThrow(/not defined by "exports"/);
+  });
+
+  it("every public runtime name is declared with a docstring (in the built type declarations)", () => {
+    const declarations = (dir: string): string[] =>
+      readdirSync(dir).flatMap((name) => {
+        const path = join(dir, name);
+        if (statSync(path).isDirectory()) return name === "bundle" ? [] : declarations(path);
+        return name.endsWith(".d.ts") ? [readFileSync(path, "utf8")] : [];
+      });
+    const texts = declarations(`${root}dist`);
+    const names = new Set(Object.values(parse(readFileSync(LIST, "utf8"))).flat());
+    const undocumented = [...names].filter(
+      (name) =>
+        !texts.some((text) =>
+          new RegExp(`\\*/\\n(?:export )?(?:declare )?(?:abstract )?(?:function|class|const|let) ${name}\\b`).test(
+            text,
+          ),
+        ),
+    );
+    expect(undocumented).toEqual([]);
   });
 });
