@@ -94,6 +94,11 @@ function row(group, name, t, ref, { note = "", unit = "ms", target = "" } = {}) 
 
 const lib = await import(join(ROOT, "dist", "index.js"));
 const { ToolRuntime, MemoryToolSettingsStore, ToolRegistryStore } = lib;
+// The shell tool's internals are not part of the public API: load their built modules by path.
+const shell = {
+  ...(await import(join(ROOT, "dist", "tools", "shell", "sandbox", "index.js"))),
+  ...(await import(join(ROOT, "dist", "tools", "shell", "shell-tool.js"))),
+};
 const TREE = ONLY.has("grep") || ONLY.has("glob") ? benchTree() : "";
 console.log(`runs: ${RUNS} (median, [min–max]); tree: ${TREE || "-"}; node ${process.version}`);
 
@@ -331,14 +336,14 @@ if (ONLY.has("read")) {
 
 // ---- shell sandbox overhead ----
 if (ONLY.has("sandbox")) {
-  const probe = await lib.probeSandbox();
-  const bash = lib.findInterpreter("bash");
+  const probe = await shell.probeSandbox();
+  const bash = shell.findInterpreter("bash");
   if (!probe.available || !bash) {
     console.log(`sandbox: skipped (${probe.available ? "bash not found" : probe.reason})`);
   } else {
     const dir = mkdtempSync(join(tmpdir(), "toolhost-bench-sandbox-"));
     const registry = new ToolRegistryStore();
-    registry.register(lib.buildShellTool("bash", bash));
+    registry.register(shell.buildShellTool("bash", bash));
     const runtimeFor = async (sandbox) => {
       const store = new MemoryToolSettingsStore();
       await store.save("bench", "bash", { enabled: true, parameters: { sandbox } });
@@ -362,7 +367,7 @@ if (ONLY.has("sandbox")) {
     });
     const bare = await time(() => spawnSync(bash, ["-c", command], { cwd: dir }), Math.max(RUNS, 15));
     row("sandbox", "bare bash -c (spawnSync)", bare, bare);
-    const plan = await lib.planSandbox(
+    const plan = await shell.planSandbox(
       {
         userId: "bench",
         chatId: null,

@@ -1,7 +1,7 @@
 /**
- * The function-id API of : `await trigger('tool::file_read', { path })` returns the
- * tool's result directly and throws the classified ToolError on failure. It dispatches through the same
- * executeTool path as a model's tool call (settings, argument validation, time budget, metrics).
+ * The function-id API: `await trigger('tool::file_read', { path })` returns the tool's result directly and throws
+ * the classified ToolError on failure. It dispatches through the same executeTool path as a model's tool call
+ * (settings, argument validation, time budget, metrics).
  */
 import {
   AccessDeniedError,
