@@ -14,7 +14,7 @@ import {
   normalizeToolParameters,
   salvageToolParameters,
 } from "../core/settings-policy.js";
-import type { ToolSettingsStore, VersionedToolSettings } from "../core/stores.js";
+import { type ToolSettingsStore, unchangedSettings, type VersionedToolSettings } from "../core/stores.js";
 import { deriveToolAnnotations } from "../core/tool-annotations.js";
 import type {
   AuditSink,
@@ -153,6 +153,11 @@ export interface UpdateToolSettingsOptions {
   lock?: boolean;
 }
 
+/** Thrown inside an update's transaction when it would change nothing, to leave without writing. */
+class NoChange {
+  constructor(readonly current: VersionedToolSettings | undefined) {}
+}
+
 /**
  * The stored settings changed since the caller read them (`If-Match` named an older version): HTTP 412. Read
  * the settings again (GET returns the current version as the ETag), reapply the change and retry.
@@ -261,7 +266,8 @@ export class ToolSettingsService {
    * key an admin locked, and SettingsVersionConflictError when `options.ifMatch` is given and differs from the
    * stored version. Only explicitly chosen values are stored, so a later change of a default still reaches the
    * user. Every change is audited (after commit) with `options.actor` (default `userId`) as the changer, old and
-   * new values redacted.
+   * new values redacted. An update that changes nothing (the same values, enabled flag and locks) writes nothing:
+   * the version (ETag) stays, and there is no audit line or change notification.
    */
   async update(
     userId: string,
@@ -280,57 +286,70 @@ export class ToolSettingsService {
     const resets = Object.keys(updates).filter((key) => updates[key] === null);
     for (const key of resets) delete updates[key];
     let old: { enabled: boolean | null; parameters: Record<string, unknown> } = { enabled: null, parameters: {} };
-    const written = await this.store.modify(userId, toolName, (saved) => {
-      if (options.ifMatch !== undefined && options.ifMatch !== (saved?.version ?? 0)) {
-        throw new SettingsVersionConflictError(toolName, options.ifMatch, saved?.version ?? 0);
-      }
-      old = {
-        enabled: typeof saved?.enabled === "boolean" ? saved.enabled : null,
-        parameters: saved?.parameters ?? {},
-      };
-      const locked = new Set(saved?.locked ?? []);
-      if (!options.admin) {
-        const blocked = touched.filter((key) => locked.has(key));
-        if (blocked.length > 0) {
-          throw new AccessDeniedError(
-            `${blocked.map((b) => `"${b}"`).join(", ")} of "${toolName}" ${blocked.length > 1 ? "were" : "was"} set for you by an admin; only an admin can change ${blocked.length > 1 ? "them" : "it"}.`,
-            { tool: toolName, parameters: blocked, rule: "admin_locked" },
+    let oldVersion = 0;
+    const written = await this.store
+      .modify(userId, toolName, (saved) => {
+        oldVersion = saved?.version ?? 0;
+        if (options.ifMatch !== undefined && options.ifMatch !== (saved?.version ?? 0)) {
+          throw new SettingsVersionConflictError(toolName, options.ifMatch, saved?.version ?? 0);
+        }
+        old = {
+          enabled: typeof saved?.enabled === "boolean" ? saved.enabled : null,
+          parameters: saved?.parameters ?? {},
+        };
+        const locked = new Set(saved?.locked ?? []);
+        if (!options.admin) {
+          const blocked = touched.filter((key) => locked.has(key));
+          if (blocked.length > 0) {
+            throw new AccessDeniedError(
+              `${blocked.map((b) => `"${b}"`).join(", ")} of "${toolName}" ${blocked.length > 1 ? "were" : "was"} set for you by an admin; only an admin can change ${blocked.length > 1 ? "them" : "it"}.`,
+              { tool: toolName, parameters: blocked, rule: "admin_locked" },
+            );
+          }
+        }
+        const salvaged = salvageToolParameters(tool, saved?.parameters ?? {});
+        if (salvaged.dropped.length > 0) {
+          this.logger.warn(
+            { tool: toolName, userId, dropped: salvaged.dropped },
+            "discarding invalid saved settings on update",
           );
         }
-      }
-      const salvaged = salvageToolParameters(tool, saved?.parameters ?? {});
-      if (salvaged.dropped.length > 0) {
-        this.logger.warn(
-          { tool: toolName, userId, dropped: salvaged.dropped },
-          "discarding invalid saved settings on update",
+        const savedParameters = salvaged.parameters;
+        // Validates names, types, ranges and canDisable; throws before anything is written.
+        mergeToolSettings(
+          tool,
+          { enabled: saved?.enabled ?? null, parameters: savedParameters },
+          { enabled: body.enabled, parameters: updates },
         );
-      }
-      const savedParameters = salvaged.parameters;
-      // Validates names, types, ranges and canDisable; throws before anything is written.
-      mergeToolSettings(
-        tool,
-        { enabled: saved?.enabled ?? null, parameters: savedParameters },
-        { enabled: body.enabled, parameters: updates },
-      );
-      for (const key of resets) {
-        if (!tool.settings.parameterDescriptors.some((d) => d.name === key))
-          normalizeToolParameters(tool, { [key]: null });
-        delete savedParameters[key];
-      }
-      const enabled = body.enabled ?? (typeof saved?.enabled === "boolean" ? saved.enabled : null);
-      // What an admin sets for a non-admin is locked against that user; an admin's reset (null) unlocks it again.
-      if (options.admin && (options.lock ?? true)) {
-        for (const key of touched) {
-          if (resets.includes(key)) locked.delete(key);
-          else locked.add(key);
+        for (const key of resets) {
+          if (!tool.settings.parameterDescriptors.some((d) => d.name === key))
+            normalizeToolParameters(tool, { [key]: null });
+          delete savedParameters[key];
         }
-      }
-      return {
-        enabled,
-        parameters: { ...savedParameters, ...normalizeToolParameters(tool, updates) },
-        locked: [...locked].sort(),
-      };
-    });
+        const enabled = body.enabled ?? (typeof saved?.enabled === "boolean" ? saved.enabled : null);
+        // What an admin sets for a non-admin is locked against that user; an admin's reset (null) unlocks it again.
+        if (options.admin && (options.lock ?? true)) {
+          for (const key of touched) {
+            if (resets.includes(key)) locked.delete(key);
+            else locked.add(key);
+          }
+        }
+        const next = {
+          enabled,
+          parameters: { ...savedParameters, ...normalizeToolParameters(tool, updates) },
+          locked: [...locked].sort(),
+        };
+        // Nothing to change: leave the transaction without writing (the version, the API's ETag, stays).
+        if (unchangedSettings(saved, next)) throw new NoChange(saved);
+        return next;
+      })
+      .catch((error: unknown) => {
+        if (error instanceof NoChange)
+          return error.current ?? { enabled: null, parameters: {}, locked: [], version: 0 };
+        throw error;
+      });
+    // A change that changed nothing (the store wrote nothing, the version stayed): no audit line, no notification.
+    if (written.version === oldVersion) return this.#describe(tool, written);
     try {
       await this.audit?.recordEvent?.({
         kind: "settings_change",

@@ -109,7 +109,9 @@ export function buildProgram(): Command {
 
   program
     .command("tools")
-    .description("List the tools with their enabled state and category for a user.")
+    .description(
+      "List the tools with their enabled state (yes, no, or unavailable: enabled but not usable on this host, with why) and category for a user.",
+    )
     .option("-u, --user <name>", "user id", parseUserId, "local")
     .option("--json", "print JSON instead of a table")
     .action(async (opts: { user: string; json?: boolean }) =>
@@ -117,12 +119,20 @@ export function buildProgram(): Command {
         await importMcpTools(ctx, true);
         const tools = await ctx.settings.list(opts.user);
         if (opts.json) return print({ tools });
+        // An enabled tool that cannot work on this host (e.g. generate_image without a provider key) is not offered
+        // to models: say so, and why, instead of "yes".
+        const state = (t: (typeof tools)[number]) => (!t.enabled ? "no" : t.unavailableReason ? "unavailable" : "yes");
         print(
           table([
             ["NAME", "ENABLED", "CATEGORY", "TITLE"],
-            ...tools.map((t) => [t.name, t.enabled ? "yes" : "no", t.category, t.title]),
+            ...tools.map((t) => [t.name, state(t), t.category, t.title]),
           ]),
         );
+        const unavailable = tools.filter((t) => t.enabled && t.unavailableReason);
+        if (unavailable.length > 0) {
+          print("\nEnabled but unavailable here (not offered to models):");
+          for (const t of unavailable) print(`  ${t.name}: ${t.unavailableReason}`);
+        }
       }),
     );
 

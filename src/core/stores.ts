@@ -17,6 +17,30 @@ export interface ToolSettingsWrite {
   locked?: string[];
 }
 
+/** JSON text of a value with object keys sorted, so that equal data compares equal whatever the key order. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+        )
+      : v,
+  );
+}
+
+/**
+ * Whether writing `next` over `current` would change nothing: same enabled flag, same parameters (whatever their key
+ * order) and same locks. ToolSettingsService.update then writes nothing and keeps the version (the API's ETag).
+ */
+export function unchangedSettings(current: VersionedToolSettings | undefined, next: ToolSettingsWrite): boolean {
+  const enabled = typeof current?.enabled === "boolean" ? current.enabled : null;
+  return (
+    enabled === next.enabled &&
+    canonicalJson([...(current?.locked ?? [])].sort()) === canonicalJson([...(next.locked ?? [])].sort()) &&
+    canonicalJson(current?.parameters ?? {}) === canonicalJson(next.parameters)
+  );
+}
+
 /** Per-user saved tool settings (the `user_tool_settings` repository). */
 export interface ToolSettingsStore {
   /** Every saved settings row of the user, keyed by tool name. */

@@ -61,8 +61,17 @@ describe("toolhost CLI (built bin)", () => {
 
     const off = await runCli(["settings", "set", "get_current_datetime", "--disable", "--user", "ana"], env);
     expect(off.code).toBe(0);
-    const tools = await runCli(["tools", "--user", "ana"], env);
+    // No image-provider key anywhere: generate_image is enabled but unavailable, and the listing says why.
+    const noKeys = {
+      OPENAI_API_KEY: "",
+      GEMINI_API_KEY: "",
+      GOOGLE_API_KEY: "",
+      TOOLHOST_CONFIG: join(dataDir, "none"),
+    };
+    const tools = await runCli(["tools", "--user", "ana"], { ...env, ...noKeys });
     expect(tools.stdout).toMatch(/get_current_datetime\s+no\s+system/);
+    expect(tools.stdout).toMatch(/generate_image\s+unavailable\s/);
+    expect(tools.stdout).toMatch(/generate_image: No image provider has an API key\. .*OPENAI_API_KEY/);
     const refused = await runCli(["call", "get_current_datetime", "{}", "--user", "ana"], env);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/access_denied/);

@@ -184,6 +184,19 @@ for (const dialect of ["sqlite", "postgres"] as const) {
       expect(a.status).toBe(200);
       expect(a.headers.get("etag")).toBe('"1"');
       expect(((await a.json()) as { version: number }).version).toBe(1);
+      // A PUT that changes nothing writes nothing: same ETag, no audit line (with If-Match or without).
+      const changes = async () => (await s.ctx.audit.list({ kind: "settings_change" })).length;
+      const audited = await changes();
+      for (const headers of [{ "if-match": '"1"' }, {}] as Record<string, string>[]) {
+        const same = await s.api("/api/settings/tools/grep", {
+          method: "PUT",
+          headers,
+          json: { parameters: { maxResults: 10 } },
+        });
+        expect(same.status).toBe(200);
+        expect(same.headers.get("etag")).toBe('"1"');
+      }
+      expect(await changes()).toBe(audited);
       const stale = await s.api("/api/settings/tools/grep", {
         method: "PUT",
         headers: { "if-match": '"0"' },
