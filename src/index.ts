@@ -29,6 +29,7 @@ export {
 export { type AppContext, type AppContextOptions, createAppContext } from "./app/context.js";
 export { SqlImageStore } from "./app/sql-image-store.js";
 export {
+  SettingsVersionConflictError,
   type ToolSettingsDescriptor,
   ToolSettingsService,
   type UpdateToolSettingsBody,
@@ -205,6 +206,8 @@ export {
   type ProviderStreamEvent,
 } from "./providers/types.js";
 export { openDatabase, type ToolhostDatabase } from "./storage/database.js";
+export { MigrationError, SchemaDamageError } from "./storage/migrate.js";
+export { TransactionContentionError } from "./storage/transaction.js";
 // The web tools' guards, usable on their own.
 export { type GuardedFetchOptions, type GuardedFetchResult, guardedFetch } from "./tools/web/fetch.js";
 export { htmlToReadableText, type ReadableText } from "./tools/web/html-to-text.js";

@@ -132,7 +132,13 @@ export function agentTemplateCatalogFromEnv(
   });
 }
 
-/** Opens the database (migrating it) and wires the runtime and services. Throws when the database cannot open. */
+/**
+ * Opens the database (migrating it), wires the runtime and services, and marks `interrupted` the agents a stopped
+ * process left running. Process-wide effects: the context's runtime becomes the default one (executeTool, trigger and
+ * getEnabledToolRuntime use it) and its agent templates the catalog agent_spawn lists. Throws when the database
+ * cannot open, MigrationError when a migration fails and SchemaDamageError when the schema was changed by hand.
+ * Close it with `close()`.
+ */
 export async function createAppContext(options: AppContextOptions = {}): Promise<AppContext> {
   const { path: dataDir, source: dataDirSource } = chooseDataDir(options.dataDir);
   const logger = options.logger ?? createLogger();
