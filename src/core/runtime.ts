@@ -190,8 +190,8 @@ export class ToolRuntime {
 
   /**
    * Loads the user's saved settings, merges defaults < saved, and yields the enabled tools with their
-   * definitions (built through buildDefinition where a tool has one). getEnabledToolRuntime. Enabled tools
-   * that cannot work on this host (RegisteredTool.unavailableReason) are left out.
+   * definitions (built through buildDefinition where a tool has one). Enabled tools that cannot work on this host
+   * (RegisteredTool.unavailableReason) are left out.
    */
   async getEnabledToolRuntime(userId: string): Promise<EnabledToolRuntime> {
     const saved = await this.store.getAll(userId);

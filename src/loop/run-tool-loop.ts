@@ -36,7 +36,10 @@ export interface RunToolLoopOptions {
   userId: string;
   /** Chat id (freshness-ledger scope of file tools); null for one-off runs. */
   chatId?: string | null;
-  /** Directory relative tool paths resolve against; null falls back to the process working directory. */
+  /**
+   * Directory relative tool paths resolve against; null: the process working directory, where the runtime's
+   * processCwdFallback allows it for the user (the HTTP service allows it for admins only).
+   */
   workingDirectory?: string | null;
   /** Maximum number of model turns (≥ 1; default {@link DEFAULT_MAX_ITERATIONS}). */
   maxIterations?: number;

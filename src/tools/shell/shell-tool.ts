@@ -111,7 +111,7 @@ export function findInterpreter(
 /**
  * Runs a command through a shell interpreter in its own process group, with stdin closed, both streams capped,
  * and the whole call (children, grandchildren, background jobs, nohup, setsid daemons) SIGKILLed at the timeout
- * or on abort. runShellCommand. A non-zero exit, a timeout and an abort are results (see `termination`).
+ * or on abort. A non-zero exit, a timeout and an abort are results (see `termination`).
  * Throws NotFoundError when the interpreter is missing, ToolExecutionError when it cannot be spawned.
  */
 export async function runShellCommand(options: RunShellCommandOptions): Promise<ShellCommandResult> {
