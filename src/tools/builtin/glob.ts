@@ -62,6 +62,27 @@ export interface CompiledGlob {
   base: string;
   /** Whether a directory at `rel` (relative to the base) could contain a match. */
   mayContain(rel: string): boolean;
+  /**
+   * A cheap necessary condition on an entry's name (its last path segment) for `matches`, when the pattern's last
+   * segment is a literal name or `*` followed by a literal suffix (`package.json`, `*.ts`); the walk then skips the
+   * full matcher for every other name. Absent otherwise.
+   */
+  nameFilter?: (name: string) => boolean;
+}
+
+/** Characters that make a glob segment more than a literal name (picomatch's syntax, conservatively). */
+const GLOB_SYNTAX = /[*?[\]{}()!+@\\|^$,]/;
+
+/** A path with a segment starting with "." (`.git`, `a/.cache/b`). */
+const HIDDEN_SEGMENT = /(?:^|\/)\./;
+
+/** CompiledGlob.nameFilter for a pattern's last segment, or undefined when it is not that simple. */
+function nameFilterOf(last: string): ((name: string) => boolean) | undefined {
+  if (last === "" || last === "**") return undefined;
+  if (!GLOB_SYNTAX.test(last)) return (name) => name === last;
+  const suffix = last.slice(1);
+  if (last.startsWith("*") && suffix !== "" && !GLOB_SYNTAX.test(suffix)) return (name) => name.endsWith(suffix);
+  return undefined;
 }
 
 function hasSlashInBraces(pattern: string): boolean {
@@ -110,6 +131,12 @@ export function compileGlob(pattern: string, options: { dot: boolean }): Compile
   const scan = picomatch.scan(clean);
   const base = scan.isGlob ? scan.base : segments.slice(0, -1).join("/");
   const literalDotAfterGlobstar = globstarAt >= 0 && segments.slice(globstarAt + 1).some((s) => s.startsWith("."));
+  const nameFilter = nameFilterOf(segments[segments.length - 1]!);
+  if (globstarAt === 0) {
+    // `**/…`: any directory may hold a match, except hidden ones (at any depth) while dotfiles are off.
+    const any = options.dot || literalDotAfterGlobstar;
+    return { matches, base, mayContain: (rel) => any || !HIDDEN_SEGMENT.test(rel), nameFilter };
+  }
   const mayContain = (rel: string): boolean => {
     const parts = rel.split("/");
     for (let i = 0; i < parts.length; i++) {
@@ -123,7 +150,7 @@ export function compileGlob(pattern: string, options: { dot: boolean }): Compile
     }
     return true;
   };
-  return { matches, base, mayContain };
+  return { matches, base, mayContain, nameFilter };
 }
 
 /** Result of glob. */
@@ -174,20 +201,29 @@ export async function runGlob(args: { pattern: string; cwd?: string }, context: 
     if (glob.matches(startRel)) report(startRel);
   }
   const excluded = walkExclusion(policy, baseAbs, baseReal);
+  const { nameFilter } = glob;
   await walk({
     root: startRel ? join(baseReal, startRel) : baseReal,
     signal: context.signal,
+    keep: nameFilter ? (dirent) => dirent.isDirectory() || nameFilter(dirent.name) : undefined,
+    descend: (rel) => {
+      const full = startRel ? `${startRel}/${rel}` : rel;
+      return !excluded(full) && glob.mayContain(full);
+    },
     visit(entry) {
+      const isDirectory = entry.dirent.isDirectory();
+      // A file whose name fails the name filter can be neither reported nor descended into.
+      if (!isDirectory && nameFilter && !nameFilter(entry.name)) return undefined;
       const rel = startRel ? `${startRel}/${entry.rel}` : entry.rel;
       if (excluded(rel)) return "skip";
-      if (glob.matches(rel)) {
+      if ((!nameFilter || nameFilter(entry.name)) && glob.matches(rel)) {
         if (matches.length >= maxResults) {
           truncated = true;
           return "stop";
         }
         report(rel);
       }
-      if (entry.dirent.isDirectory() && !glob.mayContain(rel)) return "skip";
+      if (isDirectory && !glob.mayContain(rel)) return "skip";
       return undefined;
     },
   });
