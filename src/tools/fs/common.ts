@@ -244,9 +244,10 @@ export async function atomicWrite(
       throw pathSystemError(error, options.input);
     });
   } else if (!parent.isDirectory()) {
-    throw new ToolArgumentError(`The parent of "${clip(options.input)}" is not a directory.`, {
-      path: clip(options.input),
-    });
+    throw new ToolArgumentError(
+      `The parent of "${clip(options.input)}" is not a directory (it is a file or another kind of entry); write to a path inside a directory.`,
+      { path: clip(options.input), rule: "not_a_directory" },
+    );
   }
   const temp = join(dir, `.${basename(real)}.${randomBytes(6).toString("hex")}.toolhost-tmp`);
   const handle = await open(

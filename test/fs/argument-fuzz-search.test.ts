@@ -1,0 +1,8 @@
+/**
+ * Property tests of argument handling (test/fs/fuzz/property.ts) for glob, grep: 100,000 defective arguments
+ * per tool (TOOLHOST_FUZZ_RUNS) all validation_failed with a short message, and executed arguments
+ * (TOOLHOST_FUZZ_EXEC_RUNS) never an argument-handling execution_failed.
+ */
+import { describeArgumentFuzz } from "./fuzz/property.js";
+
+describeArgumentFuzz(["glob", "grep"]);

@@ -1,0 +1,135 @@
+/**
+ * The property tests of the file tools' argument handling (run by test/fs/argument-fuzz-*.test.ts, split so the
+ * suite's workers share them), through executeTool as a host calls it (settings store with deniedPaths saved, path
+ * policy on, Toolhost's data directory and installation protected), on a small real tree with symbolic links
+ * inside, out, dangling and looping.
+ *
+ * - Defective arguments (arbitraries.ts `defective`): 100,000 per file tool by default (TOOLHOST_FUZZ_RUNS): every
+ *   one is `validation_failed`, with a message under 700 characters that quotes at most ~100 characters of any
+ *   argument and names no server path.
+ * - Free arguments (`free`: real names, links, denied and protected paths, hostile text), which really execute:
+ *   TOOLHOST_FUZZ_EXEC_RUNS per tool (default 1,000; grep 150 unless set, since each grep that searches starts a
+ *   worker or ripgrep): no `execution_failed` except the tools' semantic refusals (read before write, stale read,
+ *   hunk or anchor mismatch, already exists), and the same message rules.
+ *
+ * Both properties fail on a thrown (rather than returned) error. The seed is fixed (TOOLHOST_FUZZ_SEED overrides
+ * it; "random" draws one), so the suite is deterministic; a failure prints the seed and the shrunk arguments.
+ */
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, it } from "vitest";
+import type { ToolCallOutcome } from "../../../src/core/runtime.js";
+import { defective, free } from "./arbitraries.js";
+import { createFuzzWorld, envCount, type FileTool, type FuzzWorld } from "./tree.js";
+
+const RUNS = envCount("TOOLHOST_FUZZ_RUNS", 100_000);
+const EXEC_RUNS = envCount("TOOLHOST_FUZZ_EXEC_RUNS", 1000);
+const GREP_EXEC_RUNS = envCount("TOOLHOST_FUZZ_EXEC_RUNS", 150);
+const seedSetting = process.env.TOOLHOST_FUZZ_SEED;
+const SEED =
+  seedSetting === "random"
+    ? undefined
+    : Number.isInteger(Number(seedSetting)) && seedSetting
+      ? Number(seedSetting)
+      : 20261201;
+
+/** Refusals a tool gives on purpose as execution_failed: the call was fine, the state of the files says no. */
+const SEMANTIC_RULES = new Set(["read_before_write", "stale_read", "hunk_mismatch", "anchor_not_found", "exists"]);
+
+let world: FuzzWorld;
+
+/** Every string in a value (keys included), for the quoting checks. */
+function stringsOf(value: unknown, out: string[] = []): string[] {
+  if (typeof value === "string") out.push(value);
+  else if (Array.isArray(value)) for (const v of value) stringsOf(v, out);
+  else if (value && typeof value === "object") {
+    for (const [k, v] of Object.entries(value)) {
+      out.push(k);
+      stringsOf(v, out);
+    }
+  }
+  return out;
+}
+
+/** The message rules every refusal obeys; returns a description of the first broken one, or null. */
+function messageProblem(outcome: ToolCallOutcome, args: unknown): string | null {
+  if (outcome.ok) return null;
+  const { message, details } = outcome.error;
+  const sent = stringsOf(typeof args === "string" ? safeParse(args) : args);
+  const limit = details?.rule === "hunk_mismatch" ? 20_000 : 700;
+  if (message.length > limit) return `message of ${message.length} characters`;
+  const shown = `${message}\n${JSON.stringify(details ?? {})}`;
+  for (const s of sent) {
+    if (s.length > 120 && (shown.includes(s.slice(0, 101)) || shown.includes(s.slice(-101)))) {
+      return "quotes more than ~100 characters of an argument";
+    }
+  }
+  const named = (path: string) => sent.some((s) => s.includes(path));
+  for (const server of [world.root, process.cwd()]) {
+    if (!named(server) && shown.includes(server)) return `names the server path ${server}`;
+  }
+  return null;
+}
+
+function safeParse(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+async function run(tool: FileTool, args: unknown): Promise<ToolCallOutcome> {
+  // executeTool never throws for a tool failure: a rejection here fails the property with the arguments.
+  return world.call(tool, args);
+}
+
+const summary = (outcome: ToolCallOutcome) =>
+  outcome.ok ? "ok" : `${outcome.error.code} ${JSON.stringify(outcome.error.details ?? {})}: ${outcome.error.message}`;
+
+/** Declares both properties for each of `tools`, on one fresh world. */
+export function describeArgumentFuzz(tools: readonly FileTool[]): void {
+  beforeAll(async () => {
+    world = await createFuzzWorld();
+  });
+  afterAll(() => world?.cleanup());
+  describe("file tool arguments (property)", () => {
+    for (const tool of tools) declareProperties(tool);
+  });
+}
+
+function declareProperties(tool: FileTool): void {
+  it(`${tool}: ${RUNS} defective arguments are all validation_failed with a short message`, async () => {
+    await fc.assert(
+      fc.asyncProperty(defective(tool), async (args) => {
+        const outcome = await run(tool, args);
+        // Plain checks in the hot loop (expect() costs more than the call under test); they throw with the outcome.
+        if (outcome.ok || outcome.error.code !== "validation_failed")
+          throw new Error(`not refused: ${summary(outcome)}`);
+        const problem = messageProblem(outcome, args);
+        if (problem) throw new Error(`${problem}: ${summary(outcome)}`);
+      }),
+      { numRuns: RUNS, seed: SEED, endOnFailure: true },
+    );
+  }, 600_000);
+
+  const execRuns = tool === "grep" ? GREP_EXEC_RUNS : EXEC_RUNS;
+  it(`${tool}: ${execRuns} executed arguments end classified, never as an argument-handling execution_failed`, async () => {
+    await fc.assert(
+      fc.asyncProperty(free(tool), async (args) => {
+        const outcome = await run(tool, args);
+        if (!outcome.ok) {
+          const { code, details } = outcome.error;
+          const fine =
+            code === "validation_failed" ||
+            code === "not_found" ||
+            code === "access_denied" ||
+            (code === "execution_failed" && SEMANTIC_RULES.has(String(details?.rule)));
+          if (!fine) throw new Error(`unclassified: ${summary(outcome)}`);
+        }
+        const problem = messageProblem(outcome, args);
+        if (problem) throw new Error(`${problem}: ${summary(outcome)}`);
+      }),
+      { numRuns: execRuns, seed: SEED, endOnFailure: true },
+    );
+  }, 600_000);
+}
