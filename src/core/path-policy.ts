@@ -444,9 +444,10 @@ export function accessDenied(input: string, rule: string, argument = "path"): Ac
  * process.cwd()) and enforces the policy from context.settings.parameters (allowedPaths, deniedPaths,
  * restrictPaths).
  *
- * Returns `absolute` (the lexically normalized path, what results are reported from) and `real` (the location
+ * Returns `absolute` (the lexically normalized path, what results are reported from), `real` (the location
  * after every symlink; for a missing file, its nearest existing ancestor's real path plus the missing tail) —
- * open `real`.
+ * open `real` — and `policy`, the effective policy it enforced (a walker reuses it instead of reading the settings
+ * and resolving the configured roots again).
  *
  * Throws AccessDeniedError (access_denied, naming the input path and the rule, never leaking what lies outside),
  * NotFoundError when `mustExist` and it does not exist, ToolArgumentError for an empty path, a NUL byte, a
@@ -462,7 +463,7 @@ export async function resolveAndValidatePath(
     /** "read" lets the call open its own spill files (context.spillDirectory) despite the data directory's protection. */
     purpose?: "read" | "write";
   } = {},
-): Promise<{ absolute: string; real: string }> {
+): Promise<{ absolute: string; real: string; policy: EffectivePathPolicy }> {
   const argument = options.argument ?? "path";
   checkPathArgument(input, argument);
   const absolute = expandPath(input, baseDirectory(context));
@@ -512,7 +513,7 @@ export async function resolveAndValidatePath(
       );
     }
   }
-  return { absolute, real };
+  return { absolute, real, policy };
 }
 
 /**

@@ -18,7 +18,6 @@ import { join } from "node:path";
 import picomatch from "picomatch";
 import { clip, ToolArgumentError } from "../../core/errors.js";
 import {
-  effectivePathPolicy,
   PATH_POLICY_DESCRIPTORS,
   pathSystemError,
   policyRefusal,
@@ -171,12 +170,15 @@ export async function runGlob(args: { pattern: string; cwd?: string }, context: 
   // The pattern is checked before the directory is looked at; without a cwd argument the directory is named "."
   // in any refusal (the working directory, or the process's own directory, which the caller did not name).
   const glob = compileGlob(args.pattern, { dot });
-  const { absolute: baseAbs, real: baseReal } = await resolveAndValidatePath(args.cwd ?? ".", context, {
+  const {
+    absolute: baseAbs,
+    real: baseReal,
+    policy,
+  } = await resolveAndValidatePath(args.cwd ?? ".", context, {
     mustExist: true,
     kind: "directory",
     argument: "cwd",
   });
-  const policy = await effectivePathPolicy(context);
   const matches: string[] = [];
   let truncated = false;
   const resultPath = resultPathMapper(baseAbs, context);

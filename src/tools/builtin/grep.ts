@@ -28,7 +28,6 @@
  */
 import { clip, ToolArgumentError } from "../../core/errors.js";
 import {
-  effectivePathPolicy,
   hasExclusionsWithin,
   PATH_POLICY_DESCRIPTORS,
   pathSystemError,
@@ -144,13 +143,15 @@ export async function planGrep(
     const negated = args.glob.startsWith("!");
     compilePattern((negated ? args.glob.slice(1) : args.glob).replace(/^\.\//, ""), { dot: true }, "glob");
   }
-  const { absolute, real } = await resolveAndValidatePath(args.path, context, { mustExist: true, purpose: "read" });
+  const { absolute, real, policy } = await resolveAndValidatePath(args.path, context, {
+    mustExist: true,
+    purpose: "read",
+  });
   const { stat } = await import("node:fs/promises");
   const info = await stat(real).catch((error: unknown) => {
     throw pathSystemError(error, args.path);
   });
   const params = context.settings.parameters;
-  const policy = await effectivePathPolicy(context);
   return {
     pattern: args.pattern,
     regex,
