@@ -4,7 +4,9 @@
  *   cancelled, error, interrupted) or `refused` when a limit refused the spawn;
  * - `agents_active`: sub-agents running in this process now.
  */
-import { Counter, Gauge } from "prom-client";
+// One class per module, as in core/metrics.ts (prom-client's index loads much more at import).
+import Counter from "prom-client/lib/counter.js";
+import Gauge from "prom-client/lib/gauge.js";
 import { metricsRegistry } from "../core/metrics.js";
 
 /** Spawns by outcome. */

@@ -5,10 +5,23 @@
  * and the field. The built-in `general` template (the parent's provider, model and tools) always exists.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
 import { basename, join } from "node:path";
-import { parse as parseYaml } from "yaml";
+import type { parse as YamlParse } from "yaml";
 import type { AgentTemplateSummary } from "../core/agents.js";
 import { NotFoundError, ToolSettingsError } from "../core/errors.js";
+
+let yamlParse: typeof YamlParse | undefined;
+
+/**
+ * Parses YAML front matter. The yaml package loads (synchronously) on the first template file that has front
+ * matter, so processes that never read a Markdown template (every CLI start) do not load it.
+ */
+function parseYaml(text: string): unknown {
+  // createRequire: bundlers leave it alone, so yaml stays out of the CLI's startup chunks.
+  yamlParse ??= (createRequire(import.meta.url)("yaml") as { parse: typeof YamlParse }).parse;
+  return yamlParse(text);
+}
 
 /** A template with its system prompt. */
 export interface AgentTemplate extends AgentTemplateSummary {

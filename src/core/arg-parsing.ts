@@ -11,9 +11,10 @@
  * - Keys the schema does not declare are rejected too (a misspelt flag silently ignored reads as a wrong answer),
  *   unless the schema sets `additionalProperties` to something other than false.
  */
-import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
-import addFormatsModule from "ajv-formats";
+import { createRequire } from "node:module";
+import type { Ajv, Options as AjvOptions, ErrorObject, ValidateFunction } from "ajv";
 import { clip, ToolArgumentError } from "./errors.js";
+import { PRECOMPILED_ARGUMENT_VALIDATORS } from "./generated/argument-validators.js";
 import { checkValueLimits, scanJsonText, TOOL_ARGUMENT_LIMITS } from "./json-limits.js";
 import {
   COMBINATOR_KEYWORDS,
@@ -24,26 +25,52 @@ import {
 } from "./json-schema.js";
 import type { JsonSchema } from "./types.js";
 
-const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
-
-// validateSchema off: checking each tool schema against the JSON Schema meta-schema compiles the meta-schema first
-// (~30 ms, paid by every short-lived CLI process); a malformed schema still fails to compile, naming the keyword.
-const ajv = new Ajv({
+/**
+ * The Ajv options argument schemas are compiled with (at run time, and at build time for the built-in tools'
+ * precompiled validators, which must behave the same).
+ *
+ * validateSchema off: checking each tool schema against the JSON Schema meta-schema compiles the meta-schema first
+ * (~30 ms, paid by every short-lived CLI process); a malformed schema still fails to compile, naming the keyword.
+ * meta off: nothing validates against the meta-schema, so it is not even added (a few ms per process).
+ */
+export const ARGUMENT_AJV_OPTIONS: AjvOptions = {
+  meta: false,
   allErrors: false,
   useDefaults: true,
   coerceTypes: false,
   strict: false,
   allowUnionTypes: true,
   validateSchema: false,
-});
-addFormats(ajv);
+};
+
+let ajv: Ajv | undefined;
+
+/**
+ * The Ajv instance for schemas without a precompiled validator (tools with a settings-dependent definition, tools
+ * imported from MCP servers, a library's own tools). Ajv (with ajv-formats) loads on first use, synchronously:
+ * a CLI call of a built-in tool never loads it.
+ */
+function argumentAjv(): Ajv {
+  if (!ajv) {
+    // createRequire: bundlers leave it alone, so Ajv stays out of the CLI's startup chunks.
+    const require = createRequire(import.meta.url);
+    const { Ajv: AjvClass } = require("ajv") as { Ajv: new (options: AjvOptions) => Ajv };
+    const formats = require("ajv-formats") as { default?: (ajv: Ajv) => Ajv } & ((ajv: Ajv) => Ajv);
+    ajv = new AjvClass(ARGUMENT_AJV_OPTIONS);
+    (formats.default ?? formats)(ajv);
+  }
+  return ajv;
+}
+
+/** Precompiled validators of the built-in tools' schemas, by the schema's JSON text. */
+const precompiled = new Map<string, ValidateFunction>(Object.entries(PRECOMPILED_ARGUMENT_VALIDATORS));
 
 const compiled = new WeakMap<JsonSchema, ValidateFunction>();
 
 function validatorFor(schema: JsonSchema): ValidateFunction {
   let validate = compiled.get(schema);
   if (!validate) {
-    validate = ajv.compile(withClosedObjects(schema));
+    validate = precompiled.get(JSON.stringify(schema)) ?? argumentAjv().compile(closeArgumentSchema(schema));
     compiled.set(schema, validate);
   }
   return validate;
@@ -57,7 +84,7 @@ function validatorFor(schema: JsonSchema): ValidateFunction {
  * `$schema` and `$id` are dropped: Ajv (draft-07 class) cannot load a 2020-12 meta-schema reference, and two tools
  * sharing an `$id` would collide in its cache.
  */
-function withClosedObjects(schema: JsonSchema): JsonSchema {
+export function closeArgumentSchema(schema: JsonSchema): JsonSchema {
   const walk = (node: unknown, inCombination: boolean): unknown => {
     if (!isRecord(node)) return node;
     const out: Record<string, unknown> = {};

@@ -10,7 +10,12 @@
  *
  * Served in Prometheus text format by the HTTP service at `/metrics`.
  */
-import { Counter, Registry } from "prom-client";
+// prom-client's classes one by one, not its index (see prom-client-lib.d.ts): the index loads default process
+// metrics, the Pushgateway client and cluster support at import.
+
+import type { Metric } from "prom-client";
+import Counter from "prom-client/lib/counter.js";
+import Registry from "prom-client/lib/registry.js";
 
 /** The Prometheus registry holding Toolhost's metrics. */
 export const metricsRegistry = new Registry();
@@ -184,7 +189,7 @@ export const toolExecutionDurationSeconds = new ExecutionMetric(
 
 for (const metric of [toolExecutionTotal, functionCallDurationMs, toolExecutionDurationSeconds]) {
   // The Registry types want prom-client's classes; it only uses the members ExecutionMetric has.
-  metricsRegistry.registerMetric(metric as unknown as Parameters<Registry["registerMetric"]>[0]);
+  metricsRegistry.registerMetric(metric as unknown as Metric);
 }
 
 /**

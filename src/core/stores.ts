@@ -2,7 +2,8 @@
  * Storage interfaces the core depends on, with in-memory implementations for library use and tests.
  * The server and CLI plug in the database-backed ones (src/storage/).
  */
-import { pino } from "pino";
+import { createRequire } from "node:module";
+import type { pino as Pino } from "pino";
 import type { AuditEntry, AuditEvent, AuditSink, FreshnessLedger, Logger, SavedToolSettings } from "./types.js";
 
 /** A saved settings row with its version: 0 before the first write, +1 on every committed write. */
@@ -134,14 +135,41 @@ export class MemoryAuditSink implements AuditSink {
   }
 }
 
+/** pino's numeric levels (a message is written when its level is at least the logger's). */
+const LOG_LEVELS: Record<string, number> = {
+  trace: 10,
+  debug: 20,
+  info: 30,
+  warn: 40,
+  error: 50,
+  fatal: 60,
+  silent: Number.POSITIVE_INFINITY,
+};
+
 /**
  * The default logger: pino writing JSON lines to stderr, level from TOOLHOST_LOG_LEVEL (default "warn"), so
- * stdout stays clean for the CLI's JSON output.
+ * stdout stays clean for the CLI's JSON output. pino itself loads (synchronously) when the first message at or above
+ * the level is written, so a process that logs nothing — most CLI commands — never loads it. Throws Error for an
+ * unknown level.
  */
 export function createLogger(level = process.env.TOOLHOST_LOG_LEVEL ?? "warn"): Logger {
-  const levels = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
-  if (!levels.includes(level)) {
-    throw new Error(`TOOLHOST_LOG_LEVEL must be one of ${levels.join(", ")}; got ${JSON.stringify(level)}.`);
+  const threshold = LOG_LEVELS[level];
+  if (threshold === undefined) {
+    throw new Error(
+      `TOOLHOST_LOG_LEVEL must be one of ${Object.keys(LOG_LEVELS).join(", ")}; got ${JSON.stringify(level)}.`,
+    );
   }
-  return pino({ level, base: undefined }, pino.destination(2)) as unknown as Logger;
+  let real: Logger | undefined;
+  const write =
+    (method: keyof Logger, value: number) =>
+    (obj: object | string, msg?: string): void => {
+      if (value < threshold) return;
+      if (!real) {
+        // createRequire: bundlers leave it alone, so pino stays out of the CLI's startup chunks.
+        const { pino } = createRequire(import.meta.url)("pino") as { pino: typeof Pino };
+        real = pino({ level, base: undefined }, pino.destination(2)) as unknown as Logger;
+      }
+      real[method](obj, msg);
+    };
+  return { debug: write("debug", 20), info: write("info", 30), warn: write("warn", 40), error: write("error", 50) };
 }

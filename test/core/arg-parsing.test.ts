@@ -2,9 +2,13 @@
  * parseToolArguments: optional arguments are optional, and malformed arguments are rejected, not substituted. `null` is
  * absent; a present value of the wrong type is validation_failed naming the key, never replaced by a default.
  */
+
+import { Ajv } from "ajv";
 import { describe, expect, it } from "vitest";
-import { parseToolArguments } from "../../src/core/arg-parsing.js";
+import { ARGUMENT_AJV_OPTIONS, closeArgumentSchema, parseToolArguments } from "../../src/core/arg-parsing.js";
 import { ToolArgumentError } from "../../src/core/errors.js";
+import { PRECOMPILED_ARGUMENT_VALIDATORS } from "../../src/core/generated/argument-validators.js";
+import { defaultRegistry } from "../../src/core/registry.js";
 import type { JsonSchema } from "../../src/core/types.js";
 import { toStrictSchema } from "../../src/providers/strict-schema.js";
 
@@ -196,5 +200,33 @@ describe("schemas as authors write them", () => {
     };
     expect(parseToolArguments(schema, '{"start":3}')).toEqual({ start: 3 });
     expect(failure(schema, '{"start":-1}').details).toMatchObject({ argument: "start", rule: "minimum" });
+  });
+});
+
+describe("precompiled argument validators", () => {
+  it("cover every built-in schema that does not depend on settings (run `npm run gen:validators` after changing one)", async () => {
+    await import("../../src/tools/index.js");
+    const missing = defaultRegistry
+      .list()
+      .filter((tool) => !tool.buildDefinition)
+      .filter((tool) => !(JSON.stringify(tool.definition.parameters) in PRECOMPILED_ARGUMENT_VALIDATORS))
+      .map((tool) => tool.definition.name);
+    expect(missing).toEqual([]);
+  });
+
+  it("accept, default and reject exactly as Ajv compiling the schema at run time does", async () => {
+    await import("../../src/tools/index.js");
+    const tool = defaultRegistry.get("read_file");
+    if (!tool) throw new Error("read_file is not registered");
+    const schema = tool.definition.parameters;
+    const precompiled = PRECOMPILED_ARGUMENT_VALIDATORS[JSON.stringify(schema)];
+    const fresh = new Ajv(ARGUMENT_AJV_OPTIONS).compile(closeArgumentSchema(schema));
+    for (const args of [{ path: "a" }, { path: 1 }, {}, { path: "a", extra: true }, { path: "a", startLine: 0 }]) {
+      const a = structuredClone(args);
+      const b = structuredClone(args);
+      expect(precompiled?.(a)).toBe(fresh(b));
+      expect(a).toEqual(b);
+      expect(precompiled?.errors ?? null).toEqual(fresh.errors ?? null);
+    }
   });
 });
