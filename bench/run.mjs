@@ -55,18 +55,39 @@ function benchTree() {
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-/** Warm-up once, then RUNS timed runs: {ms (median), min, max, last}. */
+/**
+ * CPU milliseconds used so far by this process (every thread) and its waited-for children (ripgrep, find), or
+ * null where /proc is missing. On a busy machine wall times stretch, while CPU time shows the work each case does.
+ */
+function cpuMs() {
+  try {
+    const fields = readFileSync("/proc/self/stat", "utf8").split(") ")[1].split(" ");
+    const tick = 10; // USER_HZ is 100 on Linux
+    const { user, system } = process.cpuUsage();
+    return (user + system) / 1000 + (Number(fields[14]) + Number(fields[15])) * tick;
+  } catch {
+    return null;
+  }
+}
+
+/** Warm-up once, then RUNS timed runs: {ms (median), min, max, last, cpu (mean CPU ms per run, or null)}. */
 async function time(fn, runs = RUNS) {
   await fn();
   const samples = [];
   let last;
+  const cpu0 = cpuMs();
   for (let i = 0; i < runs; i++) {
     const t = performance.now();
     last = await fn();
     samples.push(performance.now() - t);
   }
-  return { ms: median(samples), min: Math.min(...samples), max: Math.max(...samples), last };
+  const cpu1 = cpuMs();
+  const cpu = cpu0 === null || cpu1 === null ? null : (cpu1 - cpu0) / runs;
+  return { ms: median(samples), min: Math.min(...samples), max: Math.max(...samples), last, cpu };
 }
+
+/** "cpu 1.16x": a case's CPU time (process and children) relative to its reference's, when both were measured. */
+const cpuNote = (t, ref) => (t.cpu && ref.cpu ? `cpu ${(t.cpu / ref.cpu).toFixed(2)}x of the reference` : "");
 
 const rows = [];
 /**
@@ -274,7 +295,7 @@ if (ONLY.has("grep")) {
     );
     if (!r.last.ok) throw new Error(JSON.stringify(r.last.error));
     row("grep", `grep tool via executeTool, ${engine} engine`, r, ref, {
-      note: `${r.last.result.filesWithMatches ?? "?"} files with matches, ${r.last.result.matches?.length} returned`,
+      note: `${r.last.result.filesWithMatches ?? "?"} files with matches, ${r.last.result.matches?.length} returned; ${cpuNote(r, ref)}`,
       target: engine === "ripgrep" ? "≤ 1.3x" : "",
     });
   }
@@ -304,7 +325,7 @@ if (ONLY.has("glob")) {
   const g = await time(() => runtime.executeTool("glob", { pattern }, { userId: "bench", workingDirectory: TREE }));
   if (!g.last.ok) throw new Error(JSON.stringify(g.last.error));
   row("glob", "glob tool via executeTool", g, ref, {
-    note: `${g.last.result.matches.length} matches, truncated ${g.last.result.truncated}`,
+    note: `${g.last.result.matches.length} matches, truncated ${g.last.result.truncated}; ${cpuNote(g, ref)}`,
     target: "≤ 1.2x",
   });
 }
@@ -418,6 +439,7 @@ if (process.env.BENCH_WRITE !== "0" && ONLY.size === ALL_GROUPS.split(",").lengt
     "- Tools are called as a host calls them: `ToolRuntime.executeTool` with a settings store and the default protected paths (Toolhost's own installation), on a hard-linked copy of `node_modules` outside the installation.",
     `- grep: pattern \`${PATTERN}\`, maxResults 5000, maxMatchesPerFile 20, default rules (skip dotfiles, .gitignore, .git, files over 1 MB, binary). Reference: ripgrep with the flags the tool passes, text output to a pipe.`,
     "- glob: `**/package.json`, maxResults 5000 (a full walk), dotfiles off, symlinks not followed. Reference: fdir + picomatch.",
+    "- grep and glob notes give the CPU time (this process's threads plus children such as ripgrep, mean per run) relative to the reference: on a busy machine the wall-clock ratio is noisy, the CPU ratio much less.",
     "- grep and glob run with the result cap at its ceiling (maxResultBytes 1 MiB, maxResultLines 100,000), so the whole result is returned inline and the numbers compare whole searches.",
     "- cli: CPU time (user + sys) of the whole child process, from bash's `times`. Reference: `node -e 0`.",
     "- http: `GET /api/settings/tools` with a valid bearer token, 16 keep-alive connections from a separate load process (bench/load.mjs, undici), 3 rounds alternating with the reference: bare Hono on @hono/node-server serving the same bytes.",

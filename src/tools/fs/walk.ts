@@ -15,7 +15,7 @@
  * milliseconds, so a long walk never starves other work.
  */
 import { type Dirent, readdir, readdirSync } from "node:fs";
-import { join } from "node:path";
+import { sep } from "node:path";
 
 /** One entry met by the walk. */
 export interface WalkEntry {
@@ -101,7 +101,9 @@ interface Pending {
 /** Walks `root`; resolves with `stopped: true` when a visit returned "stop". Throws the signal's reason on abort. */
 export async function walk(options: WalkOptions): Promise<{ stopped: boolean; directories: number }> {
   const { descend, keep, signal } = options;
-  const pathOf = (rel: string) => (rel ? join(options.root, rel) : options.root);
+  // `rel` is already normal (names joined by "/"), so a string join is enough (path.join normalizes again).
+  const root = options.root.endsWith(sep) ? options.root : `${options.root}${sep}`;
+  const pathOf = (rel: string) => (rel ? root + rel : options.root);
   let outstanding = 0;
   let done = false;
 
