@@ -12,7 +12,16 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    // One process per worker (the tests start servers, change directories and load a native module), and three
+    // workers on a two-core machine: many tests wait on child processes, sockets or timers, and a third worker
+    // fills those waits (vitest's default here would be one worker, i.e. every file in series).
     pool: "forks",
+    maxWorkers: 3,
+    // A worker keeps its loaded modules from one test file to the next instead of importing the whole tree again
+    // for every file (that import was about half the suite's CPU time). Test files therefore must not leave global
+    // state behind: restore process.env in place (never replace the object), close servers and contexts, and
+    // use the application's factories (createAppContext, new ToolRuntime) rather than module-level singletons.
+    isolate: false,
     reporters: ["default"],
     env: {
       TOOLHOST_DATA_DIR: join(scratch, "data"),

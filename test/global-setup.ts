@@ -1,14 +1,29 @@
 /**
- * Guards the real per-user data directory: the suite must not create `~/.local/share/toolhost` (or
- * `$XDG_DATA_HOME/toolhost` of the invoking shell). Fails the run when it appeared during the tests.
+ * Global setup of the suite (runs once, in vitest's main process, before any test file):
+ *
+ * - Starts ONE throwaway PostgreSQL cluster for the whole run, in the background (initdb and pg_ctl take a few
+ *   seconds, which overlap the first test files), and hands its URL to the workers (`inject("postgresUrl")`;
+ *   "" without PostgreSQL). Test files take a database of their own on it with `freshPostgresDatabase()`
+ *   (test/helpers/postgres.ts). Stopped and removed at the end of the run.
+ * - Guards the real per-user data directory: the suite must not create `~/.local/share/toolhost` (or
+ *   `$XDG_DATA_HOME/toolhost` of the invoking shell). Fails the run when it appeared during the tests.
  */
 import { existsSync } from "node:fs";
+import type { TestProject } from "vitest/node";
 import { chooseDataDir } from "../src/core/data-dir.js";
+import { findPgBin, type LaunchedCluster, launchPostgres } from "./helpers/postgres.js";
 
-export default function setup(): () => void {
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const real = chooseDataDir(undefined, { ...process.env, TOOLHOST_DATA_DIR: "" }).path;
   const existed = existsSync(real);
-  return () => {
+  let cluster: LaunchedCluster | undefined;
+  if (findPgBin()) cluster = await launchPostgres({ maxConnections: 400 });
+  project.provide("postgresUrl", cluster?.url ?? "");
+  return async () => {
+    if (cluster) {
+      await cluster.started.catch(() => {});
+      cluster.stop();
+    }
     if (!existed && existsSync(real)) {
       throw new Error(`The test suite created the real data directory ${real}; tests must use temp directories.`);
     }

@@ -1,5 +1,5 @@
 /**
- * Agent limits on PostgreSQL with two app instances sharing one throwaway cluster: the pair rate window, the
+ * Agent limits on PostgreSQL with two app instances sharing one throwaway database: the pair rate window, the
  * queue cap, the per-parent quota and the running-slot cap hold when both instances reserve at once, and a chat
  * turn spawns and finishes a sub-agent on PostgreSQL.
  */
@@ -10,13 +10,13 @@ import { ChatService } from "../../src/app/chat-service.js";
 import { type AppContext, createAppContext } from "../../src/app/context.js";
 import type { AgentSpawnResult } from "../../src/core/agents.js";
 import { AgentRepository } from "../../src/storage/agent-repository.js";
-import { findPgBin, type PgCluster, startPostgres } from "../helpers/postgres.js";
+import { findPgBin, freshPostgresDatabase } from "../helpers/postgres.js";
 import { recordingLogger } from "../helpers/runtime.js";
 import { tempDir } from "../helpers/server.js";
 import { calls, lastResult, taskModel, text } from "./fake-model.js";
 
 const hasPg = findPgBin() !== undefined;
-let pg: PgCluster;
+let databaseUrl: string;
 let dir: string;
 let a: AppContext;
 let b: AppContext;
@@ -25,12 +25,12 @@ let repoB: AgentRepository;
 
 beforeAll(async () => {
   if (!hasPg) return;
-  pg = await startPostgres();
+  databaseUrl = await freshPostgresDatabase();
   dir = tempDir("toolhost-agents-pg-");
   const open = (name: string) =>
     createAppContext({
       dataDir: join(dir, name),
-      databaseUrl: pg.url,
+      databaseUrl,
       logger: recordingLogger(),
       env: { TOOLHOST_CONFIG: join(dir, "no-config.json") },
       agentOptions: { heartbeatMs: 0, instanceId: name },
@@ -44,7 +44,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await a?.close();
   await b?.close();
-  pg?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 

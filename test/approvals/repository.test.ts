@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ApprovalRecord, ApprovalRepository } from "../../src/storage/approvals.js";
 import { openDatabase, type ToolhostDatabase } from "../../src/storage/database.js";
 import { SqlAuditLog } from "../../src/storage/repositories.js";
-import { findPgBin, type PgCluster, startPostgres } from "../helpers/postgres.js";
+import { findPgBin, freshPostgresDatabase } from "../helpers/postgres.js";
 import { tempDir } from "../helpers/server.js";
 
 function record(id: string, overrides: Partial<ApprovalRecord> = {}): ApprovalRecord {
@@ -153,10 +153,9 @@ contract("SQLite", () => openDatabase({ dataDir: tempDir() }));
 
 const pgBin = findPgBin();
 describe.skipIf(!pgBin)("PostgreSQL", () => {
-  let cluster: PgCluster;
+  let url: string;
   beforeAll(async () => {
-    cluster = await startPostgres();
+    url = await freshPostgresDatabase();
   }, 60_000);
-  afterAll(() => cluster?.stop());
-  contract("PostgreSQL", () => openDatabase({ url: cluster.url }));
+  contract("PostgreSQL", () => openDatabase({ url }));
 });

@@ -1,11 +1,10 @@
 /**
  * Test helpers for storage tests that must run on both dialects: a fresh SQLite data directory, or a fresh database
- * on one throwaway PostgreSQL cluster per test file, and a second server as a real child process.
+ * on the suite's shared throwaway PostgreSQL cluster, and a second server as a real child process.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import pg from "pg";
 import { BIN } from "./cli.js";
-import { findPgBin, type PgCluster, startPostgres } from "./postgres.js";
+import { findPgBin, freshPostgresDatabase } from "./postgres.js";
 import { tempDir } from "./server.js";
 
 /** Where a test's state lives: a SQLite data directory, or a PostgreSQL URL (the data dir is still used for files). */
@@ -21,30 +20,12 @@ export interface TestStore {
 /** Whether PostgreSQL binaries exist on this machine (the PostgreSQL variants are skipped otherwise). */
 export const HAVE_POSTGRES = findPgBin() !== undefined;
 
-let cluster: PgCluster | undefined;
-let clusterStarting: Promise<PgCluster> | undefined;
-let counter = 0;
-
-/** A fresh store of the dialect: a new temp data dir, and for PostgreSQL a new database on the file's cluster. */
+/** A fresh store of the dialect: a new temp data dir, and for PostgreSQL a new database on the shared cluster. */
 export async function freshStore(dialect: "sqlite" | "postgres"): Promise<TestStore> {
   const dataDir = tempDir("toolhost-state-");
   if (dialect === "sqlite") return { dialect, dataDir, env: { TOOLHOST_DATA_DIR: dataDir, TOOLHOST_DATABASE_URL: "" } };
-  clusterStarting ??= startPostgres().then((c) => (cluster = c));
-  const c = await clusterStarting;
-  const name = `t_${process.pid}_${++counter}`;
-  const client = new pg.Client({ connectionString: c.url });
-  await client.connect();
-  await client.query(`CREATE DATABASE ${name}`);
-  await client.end();
-  const databaseUrl = c.url.replace(/\/[^/]*$/, `/${name}`);
+  const databaseUrl = await freshPostgresDatabase();
   return { dialect, dataDir, databaseUrl, env: { TOOLHOST_DATA_DIR: dataDir, TOOLHOST_DATABASE_URL: databaseUrl } };
-}
-
-/** Stops the cluster started by freshStore (call in afterAll). */
-export function stopStores(): void {
-  cluster?.stop();
-  cluster = undefined;
-  clusterStarting = undefined;
 }
 
 /** A `toolhost serve --port 0` child process and the URL it printed. */

@@ -29,7 +29,8 @@ beforeEach(() => {
   process.env.TOOLHOST_CONFIG = join(data.dir, "no-config.json");
 });
 afterEach(async () => {
-  process.env = { ...savedEnv };
+  for (const key of Object.keys(process.env)) if (!(key in savedEnv)) delete process.env[key];
+  Object.assign(process.env, savedEnv);
   await Promise.all(fakes.splice(0).map((f) => f.close()));
   data.cleanup();
 });

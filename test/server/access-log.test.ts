@@ -15,7 +15,8 @@ describe("HTTP access log", () => {
   });
   afterAll(async () => {
     await server?.stop();
-    process.env = saved;
+    for (const key of Object.keys(process.env)) if (!(key in saved)) delete process.env[key];
+    Object.assign(process.env, saved);
   });
   const access = () =>
     logger.lines.filter((l) => l.level === "info" && (l.obj as { type?: string }).type === "access").map((l) => l.obj);

@@ -6,14 +6,12 @@
 import { spawn } from "node:child_process";
 import Database from "better-sqlite3";
 import { sql } from "kysely";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { openDatabase, type ToolhostDatabase } from "../../src/storage/database.js";
 import { MigrationError, migrateToLatest, SchemaDamageError } from "../../src/storage/migrate.js";
 import { migrations } from "../../src/storage/migrations.js";
 import { BIN, runCli } from "../helpers/cli.js";
-import { freshStore, HAVE_POSTGRES, stopStores, type TestStore } from "../helpers/stores.js";
-
-afterAll(() => stopStores());
+import { freshStore, HAVE_POSTGRES, type TestStore } from "../helpers/stores.js";
 
 const open = (store: TestStore) =>
   openDatabase(store.databaseUrl ? { url: store.databaseUrl } : { dataDir: store.dataDir });

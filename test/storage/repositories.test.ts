@@ -7,7 +7,7 @@ import {
   SqlToolSettingsStore,
   TokenRepository,
 } from "../../src/storage/repositories.js";
-import { findPgBin, type PgCluster, startPostgres } from "../helpers/postgres.js";
+import { findPgBin, freshPostgresDatabase } from "../helpers/postgres.js";
 import { tempDir } from "../helpers/server.js";
 
 type Opener = () => Promise<ToolhostDatabase>;
@@ -146,10 +146,9 @@ repositoryContract("SQLite", () => () => openDatabase({ dataDir: tempDir() }));
 
 const pgBin = findPgBin();
 describe.skipIf(!pgBin)("PostgreSQL", () => {
-  let cluster: PgCluster;
+  let url: string;
   beforeAll(async () => {
-    cluster = await startPostgres();
+    url = await freshPostgresDatabase();
   }, 60_000);
-  afterAll(() => cluster?.stop());
-  repositoryContract("PostgreSQL", () => () => openDatabase({ url: cluster.url }));
+  repositoryContract("PostgreSQL", () => () => openDatabase({ url }));
 });

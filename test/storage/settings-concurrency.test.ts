@@ -7,16 +7,7 @@ import { Agent, fetch } from "undici";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { createAppContext } from "../../src/app/context.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
-import {
-  type ChildServer,
-  freshStore,
-  HAVE_POSTGRES,
-  startChildServer,
-  stopStores,
-  type TestStore,
-} from "../helpers/stores.js";
-
-afterAll(() => stopStores());
+import { type ChildServer, freshStore, HAVE_POSTGRES, startChildServer, type TestStore } from "../helpers/stores.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {

@@ -1,12 +1,10 @@
 /** inTransaction on SQLite and PostgreSQL: atomicity, joining, rollback, contention between connections. */
 import { sql } from "kysely";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { openDatabase, type ToolhostDatabase } from "../../src/storage/database.js";
 import { SqlToolSettingsStore } from "../../src/storage/repositories.js";
 import { dialectOf, inTransaction, TransactionContentionError } from "../../src/storage/transaction.js";
-import { freshStore, HAVE_POSTGRES, stopStores, type TestStore } from "../helpers/stores.js";
-
-afterAll(() => stopStores());
+import { freshStore, HAVE_POSTGRES, type TestStore } from "../helpers/stores.js";
 
 const open = (store: TestStore) =>
   openDatabase(store.databaseUrl ? { url: store.databaseUrl } : { dataDir: store.dataDir });
