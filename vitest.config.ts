@@ -19,9 +19,12 @@ export default defineConfig({
     maxWorkers: 3,
     // A worker keeps its loaded modules from one test file to the next instead of importing the whole tree again
     // for every file (that import was about half the suite's CPU time). Test files therefore must not leave global
-    // state behind: restore process.env in place (never replace the object), close servers and contexts, and
-    // use the application's factories (createAppContext, new ToolRuntime) rather than module-level singletons.
+    // state behind: close servers and contexts, never replace the process.env object, and prefer the application's
+    // factories (createAppContext, new ToolRuntime, a ToolRegistryStore of the test's own) to module singletons…
     isolate: false,
+    // …and test/setup/file-hygiene.ts puts back the environment, the working directory and the default tool
+    // registry after each file.
+    setupFiles: ["test/setup/file-hygiene.ts"],
     reporters: ["default"],
     env: {
       TOOLHOST_DATA_DIR: join(scratch, "data"),

@@ -16,7 +16,7 @@ import {
   sendLimitsFrom,
   spawnLimitsFrom,
 } from "../../src/core/agents.js";
-import { registerTool } from "../../src/core/registry.js";
+import { defaultRegistry, registerTool } from "../../src/core/registry.js";
 import type { LoopEvent } from "../../src/loop/events.js";
 import type { ProviderAdapter } from "../../src/providers/types.js";
 import { AgentRepository } from "../../src/storage/agent-repository.js";
@@ -63,6 +63,8 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  // The worker runs other test files next: leave the shared registry as it was.
+  defaultRegistry.unregister("test_capture_agents");
   await ctx?.close();
   rmSync(root, { recursive: true, force: true });
 });

@@ -13,7 +13,7 @@ import { ChatService, type ChatTurnEvent } from "../../src/app/chat-service.js";
 import { type AppContext, createAppContext } from "../../src/app/context.js";
 import { type AgentSpawnResult, type AgentToolService, sendLimitsFrom } from "../../src/core/agents.js";
 import { metricsRegistry } from "../../src/core/metrics.js";
-import { registerTool } from "../../src/core/registry.js";
+import { defaultRegistry, registerTool } from "../../src/core/registry.js";
 import type { ProviderAdapter } from "../../src/providers/types.js";
 import { createServerApp } from "../../src/server/app.js";
 import { runCli } from "../helpers/cli.js";
@@ -56,6 +56,8 @@ beforeAll(() => {
 });
 
 afterAll(async () => {
+  // The worker runs other test files next: leave the shared registry as it was.
+  defaultRegistry.unregister("test_capture_agents_lifecycle");
   for (const ctx of contexts) await ctx.close().catch(() => {});
   rmSync(root, { recursive: true, force: true });
 });
