@@ -14,7 +14,14 @@ import "./tools/index.js";
 // Agent templates (sub-agents), for hosts that build their own catalog.
 export { type AgentTemplate, AgentTemplateCatalog, loadAgentTemplates } from "./agents/templates.js";
 // Application services shared by the CLI and the HTTP service (approvals, chats, settings) and their context.
-export type { ApprovalAnswer, ApprovalRequestView, ApprovalResponder } from "./app/approvals/service.js";
+export type { AdminRule } from "./app/admin.js";
+export type { AgentService } from "./app/agent-service.js";
+export type {
+  ApprovalAnswer,
+  ApprovalRequestView,
+  ApprovalResponder,
+  ApprovalService,
+} from "./app/approvals/service.js";
 export {
   ChatBusyError,
   ChatConfigError,
@@ -34,6 +41,7 @@ export {
   ToolSettingsService,
   type UpdateToolSettingsBody,
 } from "./app/tool-settings-service.js";
+export type { WorkingDirectoryBinder } from "./app/working-directory.js";
 export {
   loadProviderFileConfig,
   MissingCredentialsError,
@@ -207,6 +215,8 @@ export {
 } from "./providers/types.js";
 export { openDatabase, type ToolhostDatabase } from "./storage/database.js";
 export { MigrationError, SchemaDamageError } from "./storage/migrate.js";
+export type { ChatRepository, SqlAuditLog } from "./storage/repositories.js";
+export type { TokenRepository } from "./storage/token-repository.js";
 export { TransactionContentionError } from "./storage/transaction.js";
 // The web tools' guards, usable on their own.
 export { type GuardedFetchOptions, type GuardedFetchResult, guardedFetch } from "./tools/web/fetch.js";
