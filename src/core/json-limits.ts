@@ -88,12 +88,18 @@ export function scanJsonText(text: string, limits: JsonLimits): JsonLimitViolati
     const ch = text.charCodeAt(i);
     if (ch === 0x22 /* " */) {
       const start = i;
-      i++;
-      while (i < n) {
-        const c = text.charCodeAt(i);
-        if (c === 0x5c /* \ */) i += 2;
-        else if (c === 0x22) break;
-        else i++;
+      // Jump from quote to quote (indexOf is far faster than a loop over the characters); a quote preceded by an
+      // odd number of backslashes is escaped and does not end the string.
+      i = start;
+      for (;;) {
+        i = text.indexOf('"', i + 1);
+        if (i === -1) {
+          i = n;
+          break;
+        }
+        let backslashes = 0;
+        while (text.charCodeAt(i - 1 - backslashes) === 0x5c) backslashes++;
+        if (backslashes % 2 === 0) break;
       }
       if (i - start - 1 > limits.maxStringLength)
         return describe("maxStringLength", limits.maxStringLength, "A string");
@@ -138,57 +144,81 @@ export function scanJsonText(text: string, limits: JsonLimits): JsonLimitViolati
  * problem as a sentence with a path (e.g. `arguments.options.filter`), or undefined.
  */
 export function checkValueLimits(value: unknown, limits: JsonLimits, root = "arguments"): string | undefined {
-  const stack: [unknown, string, number][] = [[value, root, 0]];
+  if (value !== null && typeof value === "object" && checkedJson.get(value) === limits) return undefined;
+  // Paths are built only for the node that breaks a limit: each entry keeps its parent entry and its key.
+  type Entry = { node: unknown; parent: Entry | undefined; key: string | number; depth: number };
+  const pathOf = (entry: Entry): string => {
+    const parts: string[] = [];
+    for (let e: Entry | undefined = entry; e?.parent; e = e.parent) {
+      const key = e.key;
+      parts.push(typeof key === "number" ? `[${key}]` : `.${key.length > 40 ? `${key.slice(0, 37)}...` : key}`);
+    }
+    return root + parts.reverse().join("");
+  };
+  const stack: Entry[] = [{ node: value, parent: undefined, key: root, depth: 0 }];
   const seen = new Set<object>();
   let values = 0;
   while (stack.length > 0) {
-    const [node, path, depth] = stack.pop()!;
+    const entry = stack.pop()!;
+    const { node, depth } = entry;
     if (++values > limits.maxValues) return describe("maxValues", limits.maxValues, "The number of values").message;
     switch (typeof node) {
       case "string":
         if (node.length > limits.maxStringLength)
-          return `${path}: ${describe("maxStringLength", limits.maxStringLength, "The string").message}`;
+          return `${pathOf(entry)}: ${describe("maxStringLength", limits.maxStringLength, "The string").message}`;
         continue;
       case "number":
-        if (!Number.isFinite(node)) return `${path} is ${node}, which JSON cannot carry; send a finite number.`;
+        if (!Number.isFinite(node))
+          return `${pathOf(entry)} is ${node}, which JSON cannot carry; send a finite number.`;
         continue;
       case "boolean":
         continue;
       case "bigint":
-        return `${path} is a BigInt, which JSON cannot carry; send a number or a string.`;
+        return `${pathOf(entry)} is a BigInt, which JSON cannot carry; send a number or a string.`;
       case "function":
-        return `${path} is a function, which JSON cannot carry; send data only.`;
+        return `${pathOf(entry)} is a function, which JSON cannot carry; send data only.`;
       case "symbol":
-        return `${path} is a symbol, which JSON cannot carry; send a string.`;
+        return `${pathOf(entry)} is a symbol, which JSON cannot carry; send a string.`;
       case "undefined":
         // Absent object keys are fine (JSON drops them); an undefined array item is not.
-        if (/\[\d+\]$/.test(path)) return `${path} is undefined, which JSON cannot carry in an array; send null.`;
+        if (typeof entry.key === "number")
+          return `${pathOf(entry)} is undefined, which JSON cannot carry in an array; send null.`;
         continue;
     }
     if (node === null) continue;
     const object = node as object;
-    if (seen.has(object)) return `${path} refers back to itself (a cycle), which JSON cannot carry.`;
+    if (seen.has(object)) return `${pathOf(entry)} refers back to itself (a cycle), which JSON cannot carry.`;
     seen.add(object);
     if (depth + 1 > limits.maxDepth)
-      return `${path}: ${describe("maxDepth", limits.maxDepth, "The nesting depth").message}`;
+      return `${pathOf(entry)}: ${describe("maxDepth", limits.maxDepth, "The nesting depth").message}`;
     if (Array.isArray(object)) {
       if (object.length > limits.maxItems)
-        return `${path}: ${describe("maxItems", limits.maxItems, "The number of items").message}`;
-      for (let k = object.length - 1; k >= 0; k--) stack.push([object[k], `${path}[${k}]`, depth + 1]);
+        return `${pathOf(entry)}: ${describe("maxItems", limits.maxItems, "The number of items").message}`;
+      for (let k = object.length - 1; k >= 0; k--)
+        stack.push({ node: object[k], parent: entry, key: k, depth: depth + 1 });
       continue;
     }
     const keys = Object.keys(object);
     if (keys.length > limits.maxKeys)
-      return `${path}: ${describe("maxKeys", limits.maxKeys, "The number of keys").message}`;
+      return `${pathOf(entry)}: ${describe("maxKeys", limits.maxKeys, "The number of keys").message}`;
     for (const key of keys) {
       if (key.length > limits.maxStringLength)
-        return `${path}: ${describe("maxStringLength", limits.maxStringLength, "A key").message}`;
-      stack.push([
-        (object as Record<string, unknown>)[key],
-        `${path}.${key.length > 40 ? `${key.slice(0, 37)}...` : key}`,
-        depth + 1,
-      ]);
+        return `${pathOf(entry)}: ${describe("maxStringLength", limits.maxStringLength, "A key").message}`;
+      stack.push({ node: (object as Record<string, unknown>)[key], parent: entry, key, depth: depth + 1 });
     }
   }
   return undefined;
+}
+
+/** Values parsed from JSON text that {@link scanJsonText} accepted, with the limits it checked them against. */
+const checkedJson = new WeakMap<object, JsonLimits>();
+
+/**
+ * Records that `value` was parsed (JSON.parse) from text that passed {@link scanJsonText} with `limits` — or is a
+ * part of such a value — so {@link checkValueLimits} with the same limits need not walk it again: parsed JSON
+ * holds only JSON data and stays within the limits its text passed. Returns `value`.
+ */
+export function markCheckedJson<T>(value: T, limits: JsonLimits): T {
+  if (value !== null && typeof value === "object") checkedJson.set(value, limits);
+  return value;
 }

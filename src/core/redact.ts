@@ -75,9 +75,83 @@ export function redactValue(value: unknown, depth = 0): unknown {
   return value;
 }
 
+/** What {@link redactBounded} keeps of a value. Lengths in characters. */
+export interface RedactionBounds {
+  /** Longest string kept; a longer one keeps its start and says how much was cut. */
+  maxString: number;
+  /** Most items kept of an array (then one item saying how many more there were). */
+  maxItems: number;
+  /** Most keys kept of an object (then a key `…` saying how many more there were). */
+  maxKeys: number;
+  /** Characters of strings and keys kept in all; past it, strings become "[…]" and containers stop. */
+  maxTotal: number;
+}
+
+/** What an audit line keeps of a call's arguments: enough to see what was asked, never megabytes. */
+export const AUDIT_ARGUMENT_BOUNDS: RedactionBounds = {
+  maxString: 2048,
+  maxItems: 100,
+  maxKeys: 100,
+  maxTotal: 32 * 1024,
+};
+
+/**
+ * Like {@link redactValue}, but a bounded copy: strings, arrays, objects and the whole are cut to `bounds`, with
+ * notes saying what was cut, so the cost and size stay small whatever the input (a 2 MiB argument is read only as
+ * far as it is kept). A string is redacted on a window a little past the cut, so a secret crossing the cut is
+ * still recognized and redacted whole.
+ */
+export function redactBounded(value: unknown, bounds: RedactionBounds = AUDIT_ARGUMENT_BOUNDS): unknown {
+  let budget = bounds.maxTotal;
+  const walk = (v: unknown, depth: number): unknown => {
+    if (depth > 32) return "[…]";
+    if (typeof v === "string") {
+      if (budget <= 0) return "[…]";
+      const keep = Math.min(bounds.maxString, budget);
+      if (v.length <= keep) {
+        budget -= v.length;
+        return redactText(v);
+      }
+      budget -= keep;
+      return `${redactText(v.slice(0, keep + 256)).slice(0, keep)}… [${v.length - keep} more characters]`;
+    }
+    if (Array.isArray(v)) {
+      const out: unknown[] = [];
+      for (let i = 0; i < v.length; i++) {
+        if (i >= bounds.maxItems || budget <= 0) {
+          out.push(`[${v.length - i} more items]`);
+          break;
+        }
+        out.push(walk(v[i], depth + 1));
+      }
+      return out;
+    }
+    if (v !== null && typeof v === "object") {
+      const out: Record<string, unknown> = {};
+      const keys = Object.keys(v);
+      for (let i = 0; i < keys.length; i++) {
+        if (i >= bounds.maxKeys || budget <= 0) {
+          out["…"] = `${keys.length - i} more keys`;
+          break;
+        }
+        const key = keys[i]!;
+        const item = (v as Record<string, unknown>)[key];
+        budget -= Math.min(key.length, 256);
+        out[key.length > 256 ? `${key.slice(0, 256)}…` : key] =
+          isSecretKey(key) && ((typeof item === "string" && item !== "") || (typeof item === "object" && item !== null))
+            ? REDACTED
+            : walk(item, depth + 1);
+      }
+      return out;
+    }
+    return v;
+  };
+  return walk(value, 0);
+}
+
 /**
  * A redacted JSON preview of `value` at most `maxBytes` long (UTF-8): cut with a note when longer. Strings that
- * hold JSON (raw model arguments) are decoded first.
+ * hold JSON (raw model arguments) are decoded first. Only a bounded part of a huge value is read.
  */
 export function redactedPreview(value: unknown, maxBytes = 4096): string {
   let decoded = value;
@@ -88,7 +162,8 @@ export function redactedPreview(value: unknown, maxBytes = 4096): string {
       decoded = value;
     }
   }
-  const text = JSON.stringify(redactValue(decoded), null, 2) ?? "null";
+  const bounds = { maxString: maxBytes, maxItems: 200, maxKeys: 200, maxTotal: maxBytes * 2 };
+  const text = JSON.stringify(redactBounded(decoded, bounds), null, 2) ?? "null";
   if (Buffer.byteLength(text, "utf8") <= maxBytes) return text;
   const note = "\n… [preview cut]";
   let cut = text.slice(0, maxBytes - note.length);

@@ -23,7 +23,7 @@ import { checkValueLimits, scanJsonText, TOOL_ARGUMENT_LIMITS } from "./json-lim
 import { toolOutputTruncatedTotal, withToolMetrics } from "./metrics.js";
 import { SpillArea, type SpillStream } from "./output-spill.js";
 import { installationPaths } from "./package-root.js";
-import { redactValue } from "./redact.js";
+import { redactBounded } from "./redact.js";
 import { defaultRegistry, type ToolRegistryStore } from "./registry.js";
 import { capToolResult, resultCapLimits } from "./result-cap.js";
 import { integerSetting } from "./settings-declaration.js";
@@ -368,7 +368,8 @@ export class ToolRuntime {
         userId: call.userId,
         chatId: call.chatId ?? null,
         tool: name,
-        arguments: redactValue(decodeArguments(args)),
+        // A bounded, redacted copy: the audit line says what was asked without storing megabytes.
+        arguments: redactBounded(decodeArguments(args)),
         cwd: toolEntry?.cwd ?? (call.workingDirectory ? resolve(call.workingDirectory) : null),
         outcome: outcome.ok ? "ok" : denied ? "denied" : "error",
         errorCode: outcome.ok ? null : outcome.error.code,

@@ -48,6 +48,12 @@ function checker(schema: object) {
   return c;
 }
 
+/** Bodies longer than this (characters) are scanned, parsed and validated in separate event-loop turns. */
+const LARGE_BODY_CHARS = 64 * 1024;
+
+/** Lets pending I/O callbacks (other requests) run before continuing. */
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 /**
  * Reads the JSON body and validates it; throws HttpError 413 (`payload_too_large`, naming the limit) when the body
  * breaks `limits` — checked on the Content-Length and a linear scan of the text before anything is parsed — and
@@ -72,9 +78,15 @@ export async function readJsonBody<T>(
   try {
     const text = await c.req.text();
     if (text.trim() === "") throw new HttpError(400, "bad_request", "Request body is empty; send a JSON object.");
+    // A large body is checked and parsed in separate turns of the event loop, so that requests arriving meanwhile
+    // (a health check) wait for one step of it, not for all of them.
+    const large = text.length > LARGE_BODY_CHARS;
+    if (large) await yieldToEventLoop();
     const violation = scanJsonText(text, limits);
     if (violation) throw tooLarge(violation);
+    if (large) await yieldToEventLoop();
     body = JSON.parse(text);
+    if (large) await yieldToEventLoop();
   } catch (error) {
     if (error instanceof HttpError) throw error;
     throw new HttpError(400, "bad_request", `Request body is not valid JSON: ${(error as Error).message}`);

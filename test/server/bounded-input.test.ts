@@ -1,7 +1,9 @@
 /**
  * Bounded input: per-route limits checked before parsing, list-setting caps, non-JSON values from library callers,
- * and /api/health staying responsive while maximal hostile bodies arrive.
+ * and /api/health staying responsive (p99 under 100 ms) while maximal hostile bodies arrive.
  */
+import { loadavg } from "node:os";
+import { Worker } from "node:worker_threads";
 import { Agent, fetch } from "undici";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import {
@@ -10,8 +12,9 @@ import {
   scanJsonText,
   TOOL_ARGUMENT_LIMITS,
 } from "../../src/core/json-limits.js";
+import { AUDIT_ARGUMENT_BOUNDS, redactBounded } from "../../src/core/redact.js";
 import { memoryRuntime } from "../helpers/runtime.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { startTestServer, type TestServer, tempDir } from "../helpers/server.js";
 import { freshStore, startChildServer } from "../helpers/stores.js";
 
 let server: TestServer | undefined;
@@ -21,6 +24,63 @@ afterEach(async () => {
 });
 const dispatcher = new Agent({ connections: 16 });
 afterAll(() => dispatcher.close());
+
+/**
+ * The attacker (a worker thread's source): one loop sending, as fast as answers come, the largest bodies the
+ * limits allow — a settings body of 255 keys filling 64 KiB; tool arguments of 2 MiB as 10,000 strings, as one
+ * 2 MiB file content (a real write), and as 1,000 keys of 18-item arrays (20,000 values) — plus a 12 MB body of a
+ * million keys (refused by its size). Bodies are encoded once; each is sent twice before the measurement starts, so
+ * that what the server loads on a route's first request is not counted.
+ */
+const ATTACKERS = `
+const { parentPort, workerData } = require("node:worker_threads");
+const { url, token, work, limits } = workerData;
+const headers = { authorization: "Bearer " + token, "content-type": "application/json" };
+const keys = (n, v) => "{" + Array.from({ length: n }, (_, i) => '"k' + i + '":' + v).join(",") + "}";
+// The largest make(n) of at most max characters, for a make whose length grows linearly with n.
+const fit = (max, make) => { const a = make(0).length; const b = make(1).length - a; return make(Math.floor((max - a) / b)); };
+const bodies = [
+  ["/api/settings/tools/grep", "PUT", fit(limits.settings.maxBytes, (n) => '{"parameters":' + keys(limits.settings.maxKeys - 1, '"' + "v".repeat(n) + '"') + "}")],
+  ["/api/tools/grep/execute", "POST", JSON.stringify({ arguments: { pattern: "a", path: ".", paths: Array.from({ length: limits.args.maxItems - 1 }, () => "y".repeat(200)) }, workingDirectory: work })],
+  ["/api/tools/write_file/execute", "POST", fit(limits.args.maxBytes, (n) => JSON.stringify({ arguments: { path: "big.txt", content: "a line of text\\n".repeat(n) }, workingDirectory: work }))],
+  ["/api/tools/read_file/execute", "POST", JSON.stringify({ arguments: Object.fromEntries(Array.from({ length: limits.args.maxKeys - 1 }, (_, i) => ["k" + i, Array.from({ length: 18 }, () => "z".repeat(95))])), workingDirectory: work })],
+  ["/api/settings/tools/grep", "PUT", '{"parameters":' + keys(1000000, 1) + "}"],
+].map(([path, method, body]) => [path, method, Buffer.from(body)]);
+let stop = false;
+const statuses = new Map();
+parentPort.on("message", () => { stop = true; });
+const attack = async (offset) => {
+  for (let n = offset; !stop; n++) {
+    const [path, method, body] = bodies[n % bodies.length];
+    const key = method + " " + path;
+    try {
+      const res = await fetch(url + path, { method, headers, body, signal: AbortSignal.timeout(20000) });
+      await res.arrayBuffer();
+      statuses.set(key + " " + res.status, (statuses.get(key + " " + res.status) || 0) + 1);
+    } catch (error) {
+      statuses.set(key + " failed", (statuses.get(key + " failed") || 0) + 1);
+    }
+  }
+};
+// Two warm-up rounds first (the server loads what a route needs on its first request, and compiles hot code), then
+// the attack proper.
+(async () => {
+  for (const round of [1, 2])
+    for (const [path, method, body] of bodies) await (await fetch(url + path, { method, headers, body })).arrayBuffer();
+  parentPort.postMessage({ ready: true });
+  await attack(0);
+  parentPort.postMessage({ statuses: [...statuses] });
+})();
+`;
+
+/** Polls until `check` holds (every 10 ms, at most 10 s). */
+async function until(check: () => boolean): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error("gave up waiting");
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
 
 /** An object with `n` keys as JSON text, built without holding the object. */
 const manyKeys = (n: number) => `{${Array.from({ length: n }, (_, i) => `"k${i}":1`).join(",")}}`;
@@ -51,6 +111,28 @@ describe("JSON limits", () => {
     ] as const) {
       expect(checkValueLimits(value, TOOL_ARGUMENT_LIMITS)).toMatch(pattern);
     }
+  });
+
+  it("the audit keeps a bounded, redacted copy of huge arguments (a secret across the cut is still redacted)", async () => {
+    const secret = `sk-${"A".repeat(40)}`;
+    const huge = {
+      content: `key ${secret} ${"x".repeat(AUDIT_ARGUMENT_BOUNDS.maxString - 60)} ${secret} ${"y".repeat(2 * 1024 * 1024)}`,
+      list: Array.from({ length: 10_000 }, (_, i) => `item ${i}`),
+      ...Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`k${i}`, i])),
+    };
+    const copy = redactBounded(huge) as Record<string, unknown>;
+    const text = JSON.stringify(copy);
+    expect(text.length).toBeLessThan(AUDIT_ARGUMENT_BOUNDS.maxTotal + 8 * 1024);
+    expect(text).not.toContain("sk-A");
+    expect(copy.content).toMatch(/^key \[redacted\] x/);
+    expect(copy.content).toMatch(/more characters\]$/);
+    expect((copy.list as string[]).at(-1)).toMatch(/^\[\d+ more items\]$/);
+    expect(copy["…"]).toMatch(/more keys/);
+    // Through the runtime: the call's audit line carries the bounded copy.
+    const { runtime, audit } = memoryRuntime();
+    await runtime.executeTool("read_file", huge, { userId: "u", workingDirectory: "/tmp" });
+    const line = JSON.stringify(audit.events.at(-1));
+    expect(line.length).toBeLessThan(AUDIT_ARGUMENT_BOUNDS.maxTotal + 8 * 1024);
   });
 
   it("a library caller's non-JSON arguments end as validation_failed, never a crash", async () => {
@@ -103,63 +185,71 @@ describe("HTTP bodies", () => {
     expect(descriptor).toMatchObject({ max: 100, maxLength: 1024 });
   });
 
-  // Opt-in (TOOLHOST_LOAD_TESTS=1): on a machine shared by many test runs its latency says more about the machine.
-  it.runIf(process.env.TOOLHOST_LOAD_TESTS === "1")(
-    "keeps /api/health p99 under 100 ms while maximal hostile bodies arrive",
-    async () => {
-      // The server in a process of its own, so that only its event loop is measured (not this test's clients).
-      const store = await freshStore("sqlite");
-      const child = await startChildServer(store);
-      const token = /th_[A-Za-z0-9_-]+/.exec(child.output())?.[0] ?? "";
-      const url = child.url;
-      const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
-      // Just within the settings limits: as many keys and values as allowed, each to be checked by the policy.
-      const hostileSettings = `{"parameters":${manyKeys(SETTINGS_BODY_LIMITS.maxKeys - 1)}}`;
-      expect(scanJsonText(hostileSettings, SETTINGS_BODY_LIMITS)).toBeUndefined();
-      // Just within the argument limits: the most values allowed, in one array of short strings.
-      const items = TOOL_ARGUMENT_LIMITS.maxItems - 1;
-      const hostileArgs = `{"arguments":{"pattern":"a","paths":[${Array.from({ length: items }, () => '"x"').join(",")}]}}`;
-      expect(scanJsonText(hostileArgs, TOOL_ARGUMENT_LIMITS)).toBeUndefined();
-      const oversized = `{"parameters":${manyKeys(1_000_000)}}`;
-      let stop = false;
-      const statuses = new Map<number, number>();
-      const attacker = async () => {
-        const bodies = [
-          ["/api/settings/tools/grep", "PUT", hostileSettings],
-          ["/api/tools/grep/execute", "POST", hostileArgs],
-          ["/api/settings/tools/grep", "PUT", oversized],
-        ] as const;
-        for (let n = 0; !stop; n++) {
-          const [path, method, body] = bodies[n % bodies.length]!;
-          const res = await fetch(`${url}${path}`, {
-            method,
-            headers,
-            body,
-            signal: AbortSignal.timeout(10_000),
-          }).catch(() => undefined);
-          if (res) {
-            statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-            await res.body?.cancel();
-          }
+  it("keeps /api/health p99 under 100 ms while maximal hostile bodies arrive", async () => {
+    // The server in a process of its own, the attackers in a worker thread: the measuring client's event loop only
+    // measures (its latency is not inflated by encoding and sending megabytes).
+    const store = await freshStore("sqlite");
+    const child = await startChildServer(store);
+    try {
+      await until(() => /th_[A-Za-z0-9_-]+/.test(child.output()));
+      const token = /th_[A-Za-z0-9_-]+/.exec(child.output())![0];
+      const work = tempDir("toolhost-hostile-");
+      const attackers = new Worker(ATTACKERS, {
+        eval: true,
+        workerData: {
+          url: child.url,
+          token,
+          work,
+          limits: { settings: SETTINGS_BODY_LIMITS, args: TOOL_ARGUMENT_LIMITS },
+        },
+      });
+      const statuses = new Map<string, number>();
+      let reported: () => void = () => {};
+      const done = new Promise<void>((resolve) => {
+        reported = resolve;
+      });
+      attackers.on("message", (m: { ready?: boolean; statuses?: [string, number][] }) => {
+        for (const [k, v] of m.statuses ?? []) statuses.set(k, v);
+        if (m.statuses) reported();
+      });
+      await new Promise<void>((resolve, reject) => {
+        attackers.once("message", () => resolve());
+        attackers.once("error", reject);
+      });
+      // Rounds of 100 health checks, one at a time on a keep-alive connection, while the attack goes on. On a shared
+      // 2-core machine its own scheduling noise alone can pass 100 ms now and then, so a round that misses is
+      // measured again, at most three rounds; a server whose event loop a hostile body blocks misses every round.
+      const rounds: { p50: number; p99: number; max: number }[] = [];
+      while (rounds.length < 3 && !rounds.some((r) => r.p99 < 100)) {
+        const latencies: number[] = [];
+        for (let i = 0; i < 100; i++) {
+          const t0 = performance.now();
+          const res = await fetch(`${child.url}/api/health`, { dispatcher, signal: AbortSignal.timeout(10_000) });
+          await res.text();
+          latencies.push(performance.now() - t0);
+          // Spread the checks over the attack (about a second per round), not into one burst between two bodies.
+          await new Promise((resolve) => setTimeout(resolve, 5));
         }
-      };
-      const attackers = [attacker(), attacker(), attacker()];
-      const latencies: number[] = [];
-      for (let i = 0; i < 200; i++) {
-        const t0 = performance.now();
-        const res = await fetch(`${url}/api/health`, { dispatcher, signal: AbortSignal.timeout(10_000) });
-        await res.text();
-        latencies.push(performance.now() - t0);
+        latencies.sort((a, b) => a - b);
+        rounds.push({ p50: latencies[49]!, p99: latencies[98]!, max: latencies[99]! });
       }
-      stop = true;
-      await Promise.all(attackers);
+      attackers.postMessage("stop");
+      await done;
+      await attackers.terminate();
+      const summary = `rounds ${rounds.map((r) => `p50 ${r.p50.toFixed(1)} / p99 ${r.p99.toFixed(1)} / max ${r.max.toFixed(1)} ms`).join("; ")}; load ${loadavg()[0]!.toFixed(1)}; answers ${JSON.stringify(Object.fromEntries(statuses))}`;
+      // Every kind of hostile body was answered (with its refusal or result), none with a server error.
+      expect(
+        [...statuses.keys()].some((k) => k.endsWith(" 413")),
+        summary,
+      ).toBe(true);
+      expect(
+        [...statuses.keys()].filter((k) => / (5\d\d|failed)$/.test(k)),
+        summary,
+      ).toEqual([]);
+      expect(statuses.size, summary).toBeGreaterThanOrEqual(4);
+      expect(Math.min(...rounds.map((r) => r.p99)), summary).toBeLessThan(100);
+    } finally {
       await child.stop();
-      latencies.sort((a, b) => a - b);
-      const p99 = latencies[Math.ceil(latencies.length * 0.99) - 1]!;
-      expect([...statuses.keys()].every((s) => s < 500)).toBe(true);
-      expect(statuses.size).toBeGreaterThan(0);
-      expect(p99).toBeLessThan(100);
-    },
-    60_000,
-  );
+    }
+  }, 60_000);
 });

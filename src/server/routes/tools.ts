@@ -6,7 +6,7 @@
 import { Hono } from "hono";
 import { runGatedCall } from "../../app/approvals/one-off.js";
 import type { AppContext } from "../../app/context.js";
-import { TOOL_ARGUMENT_LIMITS } from "../../core/json-limits.js";
+import { markCheckedJson, TOOL_ARGUMENT_LIMITS } from "../../core/json-limits.js";
 import { type AuthEnv, HttpError, readJsonBody, sendJson } from "../http.js";
 import { ExecuteToolBody, ExecuteToolResponse, ToolListResponse } from "../schemas.js";
 
@@ -31,6 +31,8 @@ export function toolRoutes(ctx: AppContext): Hono<AuthEnv> {
       // The arguments plus a few small fields: the tool-argument limits apply to the whole body.
       TOOL_ARGUMENT_LIMITS,
     );
+    // Parsed from text that passed the argument limits: the runtime need not walk the arguments again.
+    markCheckedJson(body.arguments, TOOL_ARGUMENT_LIMITS);
     // The one binder decides (chat roots, admins); a call in a chat uses the chat's directory.
     const caller = { userId, admin: ctx.admins.isAdmin(userId) };
     let workingDirectory: string | null;
