@@ -178,6 +178,16 @@ function issuesError(
   });
 }
 
+/** Returns the schema when it describes an object (arguments are always a JSON object); throws Error otherwise. */
+function objectSchema(name: string, schema: JsonSchema): JsonSchema {
+  if (schema.type !== "object") {
+    throw new Error(
+      `Tool "${name}": the input schema must describe an object (type "object" at the top, got ${JSON.stringify(schema.type ?? null)}); put the value under a named property.`,
+    );
+  }
+  return schema;
+}
+
 /**
  * Builds a RegisteredTool with typed arguments (see the module comment). Does not register it.
  *
@@ -192,7 +202,7 @@ export function tool<const S extends ToolInputSchema>(options: TypedToolOptions<
   if (!isStandardSchema(inputSchema)) {
     return defineTool({
       ...hooks,
-      definition: { name, description, parameters: structuredClone(inputSchema) as JsonSchema },
+      definition: { name, description, parameters: objectSchema(name, structuredClone(inputSchema) as JsonSchema) },
       ...(settings ? { settings } : {}),
       execute: async (args, context) => run(args, context),
     });
@@ -212,6 +222,7 @@ export function tool<const S extends ToolInputSchema>(options: TypedToolOptions<
       `Tool "${name}": its ${standard.vendor} schema cannot be expressed as JSON Schema: ${(error as Error).message}`,
     );
   }
+  objectSchema(name, parameters);
   // The approval gate and the call both check arguments; the second check reuses the first one's output.
   const validated = new WeakMap<object, unknown>();
   const validate = async (args: Record<string, unknown>): Promise<unknown> => {

@@ -170,7 +170,7 @@ describe("tool() with a zod schema", () => {
     });
   });
 
-  it("refuses at definition time a schema that cannot produce JSON Schema", () => {
+  it("refuses at definition time a schema that cannot produce JSON Schema, or one that is not an object", () => {
     const validateOnly = {
       "~standard": { version: 1, vendor: "acme", validate: (value: unknown) => ({ value }) },
     } as unknown as StandardToolSchema<{ a: string }>;
@@ -180,6 +180,9 @@ describe("tool() with a zod schema", () => {
     expect(() =>
       tool({ name: "t2", description: "d", inputSchema: z.object({ when: z.date() }), execute: () => 1 }),
     ).toThrow(/cannot be expressed as JSON Schema/);
+    expect(() => tool({ name: "t3", description: "d", inputSchema: z.string(), execute: () => 1 })).toThrow(
+      /input schema must describe an object \(type "object" at the top, got "string"\)/,
+    );
   });
 
   it("registerTool accepts it like any RegisteredTool (a duplicate name is refused)", () => {
