@@ -1,9 +1,10 @@
 /**
- * Shutdown of the real processes: `toolhost chat` (Ctrl-C), `toolhost call` (SIGTERM) and `toolhost serve`
+ * Shutdown of the real processes: `toolhost chat` (Ctrl-C), `toolhost call`, `toolhost mcp` and `toolhost serve`
  * (SIGTERM) while bash runs a long `sleep`. Each process exits with its documented code, no process of the call
  * outlives it, and the call's audit line is in the database with a cancelled outcome (the database closed only after
  * it was written).
  */
+import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,7 +12,7 @@ import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createAppContext } from "../../src/app/context.js";
 import { startFakeProvider } from "../fakes/provider-server.js";
-import { assertBuilt, type CliProcess, cleanEnv, startCli } from "./chat-process.js";
+import { assertBuilt, CLI, type CliProcess, cleanEnv, startCli } from "./chat-process.js";
 
 vi.setConfig({ testTimeout: 60_000 });
 
@@ -113,6 +114,35 @@ describe.runIf(existsSync("/proc/self/cmdline")).concurrent("shutdown while bash
     p.child.kill("SIGTERM");
     expect(await p.exited, p.stderr()).toBe(143);
     expect(p.stdout()).toMatch(/"code": "aborted"/);
+    expect(processesWith(marker)).toEqual([]);
+    expect(bashAudit(dataDir)).toEqual([{ outcome: "error", error_code: "aborted", termination: "aborted" }]);
+  });
+
+  it("toolhost mcp: SIGTERM cancels the running tools/call, writes its audit line, exits 0", async () => {
+    const { command, marker } = uniqueSleep();
+    const dataDir = await dataDirWithBash("mcp");
+    const child = spawn(process.execPath, [CLI, "mcp", "--cwd", work], {
+      env: cleanEnv({ TOOLHOST_DATA_DIR: dataDir }),
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let out = "";
+    let err = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (err += d));
+    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    const send = (message: object) => child.stdin.write(`${JSON.stringify(message)}\n`);
+    send({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "shutdown-test", version: "1" } },
+    });
+    send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "bash", arguments: { command } } });
+    const p = { child, stdout: () => out, stderr: () => err } as unknown as CliProcess;
+    await until("the sleep to start", () => processesWith(marker).length > 0, p);
+    child.kill("SIGTERM");
+    expect(await exited, err).toBe(0);
     expect(processesWith(marker)).toEqual([]);
     expect(bashAudit(dataDir)).toEqual([{ outcome: "error", error_code: "aborted", termination: "aborted" }]);
   });
