@@ -16,6 +16,18 @@ export type WorkerFileOutcome =
   | { kind: "searched"; lines: { line: number; text: string }[]; more: boolean }
   | { kind: "binary" | "tooLarge" | "unreadable" };
 
+/**
+ * Candidate lines of several files for verifyFiles, as bytes: file `f` (absolute real path `paths[f]`) has
+ * `counts[f]` lines, consecutive in `bytes` (UTF-8, no line breaks); line `k` of the batch ends at byte `ends[k]`
+ * and starts where the previous one ended. `bytes` is transferred to the worker (unusable here afterwards).
+ */
+export interface VerifyBatch {
+  paths: string[];
+  counts: number[];
+  ends: number[];
+  bytes: ArrayBuffer;
+}
+
 /** Limits and pattern of one grep call. */
 export interface RegexWorkerOptions {
   pattern: string;
@@ -106,29 +118,34 @@ parentPort.on("message", (msg) => {
   if (msg.type === "files") {
     parentPort.postMessage({ id: msg.id, results: msg.paths.map((path) => searchFile(path, msg.binaryAsText === true)) });
   } else {
+    // verify: the lines arrive as UTF-8 bytes (one transferred buffer, each line ending at ends[k]), decoded here.
     const probe = Buffer.allocUnsafe(BINARY_PROBE_BYTES);
-    parentPort.postMessage({
-      id: msg.id,
-      results: msg.files.map((f) => {
-        const texts = f.lines.map((l) => {
-          regex.lastIndex = 0;
-          return regex.test(l) ? cut(l) : null;
-        });
-        let binary = false;
-        if (texts.some((t) => t !== null)) {
-          let fd;
-          try {
-            fd = fs.openSync(f.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
-            binary = isBinaryHead(probe.subarray(0, fs.readSync(fd, probe, 0, BINARY_PROBE_BYTES, 0)));
-          } catch {
-            binary = true;
-          } finally {
-            if (fd !== undefined) fs.closeSync(fd);
-          }
+    const bytes = Buffer.from(msg.bytes);
+    let line = 0;
+    let start = 0;
+    const results = msg.paths.map((path, f) => {
+      const texts = [];
+      for (let k = 0; k < msg.counts[f]; k++, line++) {
+        const text = bytes.toString("utf8", start, msg.ends[line]);
+        start = msg.ends[line];
+        regex.lastIndex = 0;
+        texts.push(regex.test(text) ? cut(text) : null);
+      }
+      let binary = false;
+      if (texts.some((t) => t !== null)) {
+        let fd;
+        try {
+          fd = fs.openSync(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+          binary = isBinaryHead(probe.subarray(0, fs.readSync(fd, probe, 0, BINARY_PROBE_BYTES, 0)));
+        } catch {
+          binary = true;
+        } finally {
+          if (fd !== undefined) fs.closeSync(fd);
         }
-        return { binary, texts };
-      }),
+      }
+      return { binary, texts };
     });
+    parentPort.postMessage({ id: msg.id, results });
   }
 });
 `;
@@ -165,12 +182,12 @@ export class RegexWorker {
     this.#pending.clear();
   }
 
-  #request<T>(message: Record<string, unknown>): Promise<T> {
+  #request<T>(message: Record<string, unknown>, transfer: ArrayBuffer[] = []): Promise<T> {
     if (this.#failure !== undefined) return Promise.reject(this.#failure);
     const id = this.#nextId++;
     return new Promise<T>((resolve, reject) => {
       this.#pending.set(id, { resolve, reject });
-      this.#worker.postMessage({ ...message, id });
+      this.#worker.postMessage({ ...message, id }, transfer);
     });
   }
 
@@ -183,11 +200,15 @@ export class RegexWorker {
   }
 
   /**
-   * Tests each file's candidate lines: for each line, the (possibly cut) text when it matches, else null; and
-   * whether the file is binary (probed only when a line matched; an unreadable file counts as binary).
+   * Tests each file's candidate lines (a VerifyBatch, decoded in the worker): for each line, the (possibly cut)
+   * text when it matches, else null; and whether the file is binary (probed only when a line matched; an
+   * unreadable file counts as binary).
    */
-  verifyFiles(files: { path: string; lines: string[] }[]): Promise<{ binary: boolean; texts: (string | null)[] }[]> {
-    return this.#request({ type: "verify", files });
+  verifyFiles(batch: VerifyBatch): Promise<{ binary: boolean; texts: (string | null)[] }[]> {
+    return this.#request(
+      { type: "verify", paths: batch.paths, counts: batch.counts, ends: batch.ends, bytes: batch.bytes },
+      [batch.bytes],
+    );
   }
 
   /** Stops the worker; outstanding requests reject with `reason`. */

@@ -4,6 +4,8 @@
  * so results are exactly the JS semantics. Its output ("path\0line:text", each file's lines together, then the
  * --stats block) is parsed as it streams.
  */
+
+import { isAscii } from "node:buffer";
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -19,6 +21,7 @@ import {
   type GrepPlan,
   type GrepResult,
   isBinaryFile,
+  MAX_MATCH_LINE_CHARS,
   type RawMatch,
   startWorker,
 } from "./common.js";
@@ -179,32 +182,96 @@ interface TextHit {
 }
 
 /**
- * The lines ripgrep reported, stored flat (no object per line): line `k` is `chunks[k][start, end)` with its
- * number and the 1-based byte column of its first match (ripgrep's --column; 1 without it). Text stays bytes until
- * a line is returned (`cut`) or re-tested (`decoded`).
+ * A byte arena that lines are copied into, so ripgrep's output chunks are garbage as soon as they are parsed
+ * (holding subarrays of them kept megabytes of small buffers alive through every collection of a search).
  */
-class ReportedLines {
-  readonly #chunks: Buffer[] = [];
-  /** Per line: number, column, start, end. */
+class Arena {
+  #buffer: Buffer;
+  #used = 0;
+  constructor(initial = 64 * 1024) {
+    this.#buffer = Buffer.from(new ArrayBuffer(initial));
+  }
+  get buffer(): Buffer {
+    return this.#buffer;
+  }
+  get used(): number {
+    return this.#used;
+  }
+  /** Copies `source[start, end)` in; returns where it starts in `buffer`. */
+  append(source: Buffer, start: number, end: number): number {
+    const at = this.#used;
+    const length = end - start;
+    if (at + length > this.#buffer.length) {
+      const grown = Buffer.from(new ArrayBuffer(Math.max(this.#buffer.length * 2, at + length)));
+      this.#buffer.copy(grown, 0, 0, at);
+      this.#buffer = grown;
+    }
+    source.copy(this.#buffer, at, start, end);
+    this.#used = at + length;
+    return at;
+  }
+}
+
+/**
+ * The lines of an exactly translated search, stored flat (no object per line) for the cut text they may become:
+ * a line of at most MAX_MATCH_LINE_CHARS bytes whole, a longer ASCII line only as the window cutLineBytes would
+ * return (plus its length), any other line whole (cut by cutAtColumn when returned). Decoded only when returned.
+ */
+class ExactLines {
+  readonly #arena = new Arena();
+  /** Per line: number, column, arena start, arena end, window start in the line (-1: stored whole), line length. */
   readonly #meta: number[] = [];
   get size(): number {
-    return this.#chunks.length;
+    return this.#meta.length / 6;
   }
   push(chunk: Buffer, line: number, column: number, start: number, end: number): void {
-    this.#chunks.push(chunk);
-    this.#meta.push(line, column, start, end);
+    const length = end - start;
+    let from = -1;
+    let to = end;
+    if (length > MAX_MATCH_LINE_CHARS && isAscii(chunk.subarray(start, end))) {
+      from = Math.max(0, Math.min(column - 1 - 100, length - MAX_MATCH_LINE_CHARS));
+      to = start + Math.min(length, from + MAX_MATCH_LINE_CHARS);
+    }
+    const at = this.#arena.append(chunk, from < 0 ? start : start + from, to);
+    this.#meta.push(line, column, at, this.#arena.used, from, length);
   }
   line(k: number): number {
-    return this.#meta[4 * k]!;
+    return this.#meta[6 * k]!;
   }
-  /** The line's text, cut around its match (cutLineBytes). */
+  /** The line's text as returned: cut around its match like cutLineBytes. */
   cut(k: number): string {
     const m = this.#meta;
-    return cutLineBytes(this.#chunks[k]!, m[4 * k + 2]!, m[4 * k + 3]!, m[4 * k + 1]!);
+    const column = m[6 * k + 1]!;
+    const start = m[6 * k + 2]!;
+    const end = m[6 * k + 3]!;
+    const from = m[6 * k + 4]!;
+    const length = m[6 * k + 5]!;
+    const buffer = this.#arena.buffer;
+    if (from < 0) return cutLineBytes(buffer, start, end, column);
+    const to = from + (end - start);
+    return `${from > 0 ? `[…${from} chars] ` : ""}${buffer.toString("latin1", start, end)}${to < length ? ` […${length - to} chars]` : ""}`;
   }
-  /** The whole line's text. */
-  decoded(k: number): string {
-    return this.#chunks[k]!.toString("utf8", this.#meta[4 * k + 2], this.#meta[4 * k + 3]);
+}
+
+/** Lines to re-test in the worker, copied into one transferable buffer (see VerifyBatch). */
+class CandidateLines {
+  readonly #arena = new Arena();
+  readonly #lines: number[] = [];
+  readonly #ends: number[] = [];
+  get size(): number {
+    return this.#lines.length;
+  }
+  push(chunk: Buffer, line: number, _column: number, start: number, end: number): void {
+    this.#arena.append(chunk, start, end);
+    this.#lines.push(line);
+    this.#ends.push(this.#arena.used);
+  }
+  line(k: number): number {
+    return this.#lines[k]!;
+  }
+  /** The bytes (its buffer, handed over: the store is not used afterwards) and where each line ends in them. */
+  packed(): { bytes: ArrayBuffer; ends: number[] } {
+    return { bytes: this.#arena.buffer.buffer as ArrayBuffer, ends: this.#ends };
   }
 }
 
@@ -223,9 +290,9 @@ interface ReportedFile {
  * ripgrep's output is parsed as bytes while it streams: a file's path is decoded once, line numbers and columns are
  * read from the digits, and a line's text stays a subarray of the output. With an exact translation nothing is
  * re-tested, so a line is decoded (and cut around its match) only when it is among the lines returned; a file that
- * sorts after every file already holding maxResults lines only has its lines counted. Otherwise the lines are
- * decoded and re-tested in the worker, in batches, in ripgrep's output order, and the worker probes each file with
- * a verified line. Results are grouped and sorted by file (FileCollector), never match by match.
+ * sorts after every file already holding maxResults lines only has its lines counted. Otherwise the lines go to the
+ * worker as bytes (one transferred buffer per batch of files, in ripgrep's output order), where they are decoded
+ * and re-tested, and the worker probes each file with a verified line. Results are grouped and sorted by file (FileCollector), never match by match.
  *
  * Binary files: grep's rule is a NUL byte in the first 8 KiB. When the pattern is exact and `nulFree`, ripgrep runs
  * with `--binary`: a file in which it meets no NUL byte is searched exactly as with `--text` (and it always reads
@@ -261,7 +328,7 @@ export async function searchWithRipgrep(
   let perFileCut = false;
   // Payload: the index of an exact file's first stored line, or the verified lines of a re-tested one.
   const hits = new FileCollector<number | TextHit[]>(plan.maxResults);
-  const reported = new ReportedLines();
+  const reported = new ExactLines();
   const recheck: string[] = [];
   let current: ReportedFile | null = null;
   let started: RegexWorker | null = null;
@@ -273,17 +340,24 @@ export async function searchWithRipgrep(
   let chain: Promise<void> = Promise.resolve();
   const prefix = plan.rootReal.endsWith("/") ? plan.rootReal : `${plan.rootReal}/`;
 
-  type Candidates = { rel: string; lines: { line: number; text: string }[] };
+  // Re-tested lines go to the worker as bytes, a batch of files at a time: `batchLines` holds the lines of the
+  // files in `batch` (each file's lines from `first`, `count` of them), then a fresh store takes the next batch.
+  type Candidates = { rel: string; first: number; count: number };
   let batch: Candidates[] = [];
-  let batchLines = 0;
+  let batchLines = new CandidateLines();
   const flush = () => {
     if (batch.length === 0) return;
     const files = batch;
+    const lines = batchLines;
     batch = [];
-    batchLines = 0;
-    const verdicts = worker().verifyFiles(
-      files.map((f) => ({ path: join(plan.rootReal, f.rel), lines: f.lines.map((l) => l.text) })),
-    );
+    batchLines = new CandidateLines();
+    const { bytes, ends } = lines.packed();
+    const verdicts = worker().verifyFiles({
+      paths: files.map((f) => join(plan.rootReal, f.rel)),
+      counts: files.map((f) => f.count),
+      ends,
+      bytes,
+    });
     verdicts.catch(() => {});
     chain = chain.then(async () => {
       const results = await verdicts;
@@ -291,9 +365,9 @@ export async function searchWithRipgrep(
         const { binary, texts } = results[i]!;
         const verified: { line: number; text: string }[] = [];
         texts.forEach((text, k) => {
-          if (text !== null) verified.push({ line: file.lines[k]!.line, text });
+          if (text !== null) verified.push({ line: lines.line(file.first + k), text });
         });
-        if (file.lines.length >= mLimit && verified.length <= plan.maxPerFile) {
+        if (file.count >= mLimit && verified.length <= plan.maxPerFile) {
           recheck.push(file.rel); // verification dropped lines at ripgrep's per-file limit: recount exactly
           return;
         }
@@ -324,12 +398,8 @@ export async function searchWithRipgrep(
       else hits.markDropped();
       return;
     }
-    const lines: TextHit[] = [];
-    for (let k = file.first; k < file.first + file.count; k++)
-      lines.push({ line: reported.line(k), text: reported.decoded(k) });
-    batch.push({ rel: file.rel, lines });
-    batchLines += file.count;
-    if (batchLines >= 2000) flush();
+    batch.push({ rel: file.rel, first: file.first, count: file.count });
+    if (batchLines.size >= 2000) flush();
   };
 
   // Output lines are "path\0line:text" ("path\0line:column:text" when exact), each file's lines contiguous, then
@@ -382,7 +452,7 @@ export async function searchWithRipgrep(
       current =
         denied || (postFilter && !postFilter(rel))
           ? null
-          : { rel, count: 0, first: exact && !hits.wants(rel) ? -1 : reported.size };
+          : { rel, count: 0, first: !exact ? batchLines.size : hits.wants(rel) ? reported.size : -1 };
     }
     if (!current) return;
     let i = nul + 1;
@@ -399,7 +469,7 @@ export async function searchWithRipgrep(
     }
     // Exact: only the lines that can be returned are stored (ripgrep's extra line just says the cap was hit).
     if (current.first >= 0 && (!exact || current.count < plan.maxPerFile)) {
-      reported.push(bytes, line, column, i, end > i && bytes[end - 1] === 13 ? end - 1 : end);
+      (exact ? reported : batchLines).push(bytes, line, column, i, end > i && bytes[end - 1] === 13 ? end - 1 : end);
     }
     current.count++;
   };
