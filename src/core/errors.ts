@@ -199,12 +199,29 @@ export class LimitExceededError extends ToolError {
 /** How many characters of a caller's argument an error message quotes at most (see clip). */
 export const QUOTE_MAX_CHARS = 100;
 
+const CONTROL = /[\u0000-\u001f\u007f]/;
+const CONTROL_ALL = /[\u0000-\u001f\u007f]/g;
+const NAMED_ESCAPES: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
+function escapeControl(c: string): string {
+  return NAMED_ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
+}
+
 /**
  * Shortens a caller-supplied string for quoting in an error message: at most `max` UTF-16 code units (default
  * QUOTE_MAX_CHARS), keeping the start and the end (for a path, its file name) around "…"; never splits a surrogate
- * pair. A string within the limit is returned as it is.
+ * pair. Control characters are then written as escapes (`\n`, `\t`, `\u0000`), so a quoted value stays on one line
+ * and shows exactly what was sent.
  */
 export function clip(value: string, max = QUOTE_MAX_CHARS): string {
+  const shown = shorten(value, max);
+  return CONTROL.test(shown) ? shown.replace(CONTROL_ALL, escapeControl) : shown;
+}
+
+/**
+ * clip without the escapes: at most `max` UTF-16 code units, start and end kept around "…", surrogate pairs whole.
+ * For text shown as it is (a file's lines) or quoted by JSON.stringify (see quote).
+ */
+export function shorten(value: string, max = QUOTE_MAX_CHARS): string {
   if (typeof value !== "string") return String(value);
   if (value.length <= max) return value;
   const tailLength = Math.floor((max - 1) * 0.3);
@@ -213,6 +230,11 @@ export function clip(value: string, max = QUOTE_MAX_CHARS): string {
   if (/[\uD800-\uDBFF]$/.test(head)) head = head.slice(0, -1);
   if (/^[\uDC00-\uDFFF]/.test(tail)) tail = tail.slice(1);
   return `${head}…${tail}`;
+}
+
+/** A caller's string as a JSON string literal of at most ~`max` characters of it: `JSON.stringify(shorten(value))`. */
+export function quote(value: string, max = QUOTE_MAX_CHARS): string {
+  return JSON.stringify(shorten(value, max));
 }
 
 /**

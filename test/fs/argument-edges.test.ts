@@ -256,7 +256,7 @@ describe("answers that named server paths", () => {
     expect(toToolError(nul).message).toBe("The argument 'path' must be a string without null bytes.");
   });
 
-  it("clip keeps the start and the end and never splits a surrogate pair", () => {
+  it("clip keeps the start and the end, never splits a surrogate pair and escapes control characters", () => {
     expect(clip("short")).toBe("short");
     const clipped = clip(`${"a".repeat(200)}/file.txt`);
     expect(clipped.length).toBeLessThanOrEqual(100);
@@ -264,6 +264,7 @@ describe("answers that named server paths", () => {
     const emoji = clip("\u{1F600}".repeat(100));
     expect(emoji.length).toBeLessThanOrEqual(100);
     expect(/\p{Cs}/u.test(emoji)).toBe(false);
+    expect(clip("a\nb\tc\u0000d\u007f")).toBe("a\\nb\\tc\\u0000d\\u007f");
   });
 });
 

@@ -20,7 +20,7 @@
  * Result: { patched: true, path, files: { path, action, hunks }[] } (`path`: the first file, re-anchored).
  */
 import { rm } from "node:fs/promises";
-import { clip, NotFoundError, ToolArgumentError, ToolError, ToolExecutionError } from "../../core/errors.js";
+import { clip, NotFoundError, shorten, ToolArgumentError, ToolError, ToolExecutionError } from "../../core/errors.js";
 import { PATH_POLICY_DESCRIPTORS, resolveAndValidatePath, toResultPath } from "../../core/path-policy.js";
 import { registerTool } from "../../core/registry.js";
 import { defineTool } from "../../core/settings-declaration.js";
@@ -115,7 +115,7 @@ function describeMismatch(path: string, index: number, total: number, hunk: Hunk
   // Long hunks and long lines are shown in part: enough to see the difference, never the whole argument back.
   const fmt = (ls: string[]) =>
     [
-      ...ls.slice(0, MISMATCH_LINES_SHOWN).map((l) => `  |${clip(l, 200)}`),
+      ...ls.slice(0, MISMATCH_LINES_SHOWN).map((l) => `  |${shorten(l, 200)}`),
       ...(ls.length > MISMATCH_LINES_SHOWN ? [`  (${ls.length - MISMATCH_LINES_SHOWN} more lines)`] : []),
     ].join("\n") || "  (nothing)";
   return [

@@ -7,7 +7,7 @@
  * or links (abbreviations such as "PST", offsets in some versions) by mapping them to a zone of its choice.
  * Timezones are checked against the tz database's own zone and link names instead.
  */
-import { clip, ToolArgumentError } from "../../core/errors.js";
+import { quote, ToolArgumentError } from "../../core/errors.js";
 import { registerTool } from "../../core/registry.js";
 import { defineTool, stringSetting } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolParameterDescriptor } from "../../core/types.js";
@@ -52,7 +52,7 @@ export function validateTimezone(timezone: string, argument = "timezone"): strin
   }
   if (timezone.length > MAX_TIMEZONE_CHARS) {
     throw new ToolArgumentError(
-      `Invalid argument "${argument}": ${JSON.stringify(clip(timezone, 60))} is ${timezone.length} characters long; tz database names are at most ${MAX_TIMEZONE_CHARS}. Send a name such as "America/Sao_Paulo", "Europe/Berlin" or "UTC".`,
+      `Invalid argument "${argument}": ${quote(timezone, 60)} is ${timezone.length} characters long; tz database names are at most ${MAX_TIMEZONE_CHARS}. Send a name such as "America/Sao_Paulo", "Europe/Berlin" or "UTC".`,
       { argument, rule: "iana_timezone" },
     );
   }
@@ -91,13 +91,13 @@ export function validateLocale(locale: string, argument = "locale"): string {
   }
   if (!canonical) {
     throw new ToolArgumentError(
-      `Invalid argument "${argument}": ${JSON.stringify(clip(locale))} is not a BCP 47 language tag. Use a tag such as "pt-BR" or "en-US" (hyphen, not underscore).`,
+      `Invalid argument "${argument}": ${quote(locale)} is not a BCP 47 language tag. Use a tag such as "pt-BR" or "en-US" (hyphen, not underscore).`,
       { argument, rule: "bcp47_locale" },
     );
   }
   if (Intl.DateTimeFormat.supportedLocalesOf([canonical]).length === 0) {
     throw new ToolArgumentError(
-      `Invalid argument "${argument}": locale ${JSON.stringify(clip(locale))} is not supported for date formatting here, so it would silently fall back to another language. Use a supported locale such as "pt-BR", "de-DE" or "en-US".`,
+      `Invalid argument "${argument}": locale ${quote(locale)} is not supported for date formatting here, so it would silently fall back to another language. Use a supported locale such as "pt-BR", "de-DE" or "en-US".`,
       { argument, rule: "supported_locale" },
     );
   }

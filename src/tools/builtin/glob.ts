@@ -16,7 +16,7 @@
  */
 import { join } from "node:path";
 import picomatch from "picomatch";
-import { clip, ToolArgumentError } from "../../core/errors.js";
+import { quote, ToolArgumentError } from "../../core/errors.js";
 import {
   PATH_POLICY_DESCRIPTORS,
   pathSystemError,
@@ -109,7 +109,7 @@ export function compileGlob(pattern: string, options: { dot: boolean }): Compile
   const body = negated ? pattern.slice(1) : pattern;
   if (body.startsWith("/") || /(^|\/)\.\.(\/|$)/.test(body)) {
     throw new ToolArgumentError(
-      `Invalid argument "pattern": ${JSON.stringify(clip(pattern))} is absolute or climbs with "..". Pass the directory as "cwd" and a relative pattern.`,
+      `Invalid argument "pattern": ${quote(pattern)} is absolute or climbs with "..". Pass the directory as "cwd" and a relative pattern.`,
       { argument: "pattern", rule: "relative_pattern" },
     );
   }

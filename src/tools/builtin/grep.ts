@@ -26,7 +26,7 @@
  *
  * The engines live in tools/fs/grep/ (common.ts, js-engine.ts, ripgrep-engine.ts); this file holds the tool.
  */
-import { clip, ToolArgumentError } from "../../core/errors.js";
+import { quote, ToolArgumentError } from "../../core/errors.js";
 import {
   hasExclusionsWithin,
   PATH_POLICY_DESCRIPTORS,
@@ -58,8 +58,8 @@ export class GrepPatternError extends ToolArgumentError {
     const tooLarge = /too large/i.test(reason);
     super(
       tooLarge
-        ? `Invalid argument "pattern": the regular expression (${pattern.length} characters, starting ${JSON.stringify(clip(pattern, 60))}) is too large for the engine to compile. Send a shorter pattern, or search for a distinctive part of it.`
-        : `Invalid regular expression ${JSON.stringify(clip(pattern))}: ${reason}. grep takes a JavaScript regular expression; escape special characters such as ( [ { . * + ? with a backslash to match them literally.`,
+        ? `Invalid argument "pattern": the regular expression (${pattern.length} characters, starting ${quote(pattern, 60)}) is too large for the engine to compile. Send a shorter pattern, or search for a distinctive part of it.`
+        : `Invalid regular expression ${quote(pattern)}: ${reason}. grep takes a JavaScript regular expression; escape special characters such as ( [ { . * + ? with a backslash to match them literally.`,
       { argument: "pattern", rule: tooLarge ? "regex_too_large" : "invalid_regex" },
     );
   }
@@ -208,7 +208,7 @@ export async function runGrep(
     notes.push(".git directories and symbolic links are not searched.");
     if (!plan.dot) notes.push('Names starting with "." were not searched (setting includeDotfiles).');
     if (plan.gitignore) notes.push("Files ignored by .gitignore were not searched (setting respectGitignore).");
-    if (plan.glob) notes.push(`Only files matching the glob ${JSON.stringify(clip(plan.glob))} were searched.`);
+    if (plan.glob) notes.push(`Only files matching the glob ${quote(plan.glob)} were searched.`);
   }
   const s = outcome.skipped;
   if (s.tooLarge === null)

@@ -11,7 +11,7 @@
  * surrounding spaces or tabs, and a patch wrapped in a shell heredoc (`apply_patch <<'EOF'` … `EOF`), as models
  * trained on a shell-invoked tool send it, is unwrapped first.
  */
-import { clip, ToolArgumentError } from "../../core/errors.js";
+import { clip, quote, ToolArgumentError } from "../../core/errors.js";
 
 /** One hunk: the lines it expects (context and removals) and what replaces them. */
 export interface Hunk {
@@ -86,7 +86,7 @@ export function parsePatch(patch: string, defaultPath?: string): FileOp[] {
   const envelopeLike = lines.findIndex((l) => l.trim() === END || FILE_HEADER.test(l.trim()));
   if (envelopeLike >= 0 && !lines.some((l) => /^@@ -\d/.test(l) || l.startsWith("--- "))) {
     fail(
-      `expected "${BEGIN}" as the first line of the envelope, but the first line is ${JSON.stringify(clip(lines[first] ?? ""))} (line ${first + 1}). Start the patch with "${BEGIN}" and end it with "${END}".`,
+      `expected "${BEGIN}" as the first line of the envelope, but the first line is ${quote(lines[first] ?? "")} (line ${first + 1}). Start the patch with "${BEGIN}" and end it with "${END}".`,
     );
   }
   return parseUnified(lines, defaultPath);
@@ -97,7 +97,7 @@ function parseEnvelope(all: string[], beginAt: number): FileOp[] {
   while (endAt > beginAt && all[endAt]!.trim() === "") endAt--;
   if (endAt <= beginAt || all[endAt]!.trim() !== END) {
     fail(
-      `the envelope has no "${END}" line: expected it as the last line, after line ${endAt + 1} (${JSON.stringify(clip(all[endAt] ?? ""))}). End the patch with a line "${END}".`,
+      `the envelope has no "${END}" line: expected it as the last line, after line ${endAt + 1} (${quote(all[endAt] ?? "")}). End the patch with a line "${END}".`,
     );
   }
   const lines = all.slice(beginAt + 1, endAt);
@@ -177,7 +177,7 @@ function parseEnvelope(all: string[], beginAt: number): FileOp[] {
       continue;
     }
     fail(
-      `unexpected line ${JSON.stringify(clip(line))} (line ${beginAt + i + 1}) in a "${BEGIN}" envelope; expected "*** Add File: <path>", "*** Delete File: <path>", "*** Update File: <path>" or "${END}".`,
+      `unexpected line ${quote(line)} (line ${beginAt + i + 1}) in a "${BEGIN}" envelope; expected "*** Add File: <path>", "*** Delete File: <path>", "*** Update File: <path>" or "${END}".`,
     );
   }
   if (ops.length === 0) fail("the envelope holds no file operations.");

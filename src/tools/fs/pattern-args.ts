@@ -4,7 +4,7 @@
  * what to send, never an engine's exception.
  */
 import picomatch from "picomatch";
-import { clip, ToolArgumentError } from "../../core/errors.js";
+import { clip, quote, ToolArgumentError } from "../../core/errors.js";
 import { LONE_SURROGATE, MAX_NAME_BYTES } from "../../core/path-policy.js";
 
 /** Longest glob pattern accepted, in UTF-16 code units (the matcher's own ceiling is 64 KiB). */
@@ -46,16 +46,13 @@ export function checkGlobPattern(pattern: string, argument: string): void {
   }
   if (body.endsWith("/")) {
     fail(
-      `${JSON.stringify(clip(pattern))} ends with "/"; patterns match paths without a trailing slash. Send "${clip(body.replace(/\/+$/, ""), 60)}" for the directory itself, or "${clip(body.replace(/\/+$/, ""), 60)}/**" for everything under it.`,
+      `${quote(pattern)} ends with "/"; patterns match paths without a trailing slash. Send "${clip(body.replace(/\/+$/, ""), 60)}" for the directory itself, or "${clip(body.replace(/\/+$/, ""), 60)}/**" for everything under it.`,
       "trailing_slash",
     );
   }
   const names = body.replace(/^(\.\/)+/, "").split("/");
   if (names.slice(0, -1).some((name) => name === "")) {
-    fail(
-      `${JSON.stringify(clip(pattern))} has an empty name between two "/"; write a single "/" between names.`,
-      "empty_name",
-    );
+    fail(`${quote(pattern)} has an empty name between two "/"; write a single "/" between names.`, "empty_name");
   }
   for (const name of names) {
     const bytes = Buffer.byteLength(name, "utf8");
@@ -82,7 +79,7 @@ export function compilePattern(
     return picomatch(pattern, options);
   } catch (error) {
     throw new ToolArgumentError(
-      `Invalid argument "${argument}": ${JSON.stringify(clip(pattern))} is not a glob pattern this tool can compile (${clip((error as Error).message)}). Use *, **, ?, [abc] and {a,b}.`,
+      `Invalid argument "${argument}": ${quote(pattern)} is not a glob pattern this tool can compile (${clip((error as Error).message)}). Use *, **, ?, [abc] and {a,b}.`,
       { argument, rule: "invalid_glob" },
     );
   }
