@@ -2,6 +2,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { defineConfig } from "vitest/config";
+import { HeavyFirstSequencer } from "./test/sequencer.js";
 
 // Tests never write into the real per-user data directory: every worker (and every process it spawns, which
 // inherits the environment) defaults to throwaway directories. Tests that need their own set TOOLHOST_DATA_DIR.
@@ -25,6 +26,7 @@ export default defineConfig({
     // …and test/setup/file-hygiene.ts puts back the environment, the working directory and the default tool
     // registry after each file.
     setupFiles: ["test/setup/file-hygiene.ts"],
+    sequence: { sequencer: HeavyFirstSequencer },
     reporters: ["default"],
     env: {
       TOOLHOST_DATA_DIR: join(scratch, "data"),
