@@ -128,3 +128,34 @@ export function onStopSignals(onStop: (signal: StopSignal) => void): () => void 
     process.removeListener("SIGTERM", handler);
   };
 }
+
+/** The names of the program's commands, in the order `--help` lists them. */
+export const COMMAND_NAMES = [
+  "serve",
+  "tools",
+  "call",
+  "settings",
+  "token",
+  "audit",
+  "approvals",
+  "chat",
+  "chats",
+  "doctor",
+  "agents",
+  "mcp-servers",
+  "mcp",
+] as const;
+
+/** One of {@link COMMAND_NAMES}. */
+export type CommandName = (typeof COMMAND_NAMES)[number];
+
+/**
+ * Which command a command line runs, when that is certain before parsing: its first word when it names a command,
+ * "" for a bare --version / -V; otherwise (help, an unknown command, nothing) undefined, and the whole program is
+ * built so help and error messages list every command.
+ */
+export function commandNamedBy(args: readonly string[]): CommandName | "" | undefined {
+  const first = args[0];
+  if ((first === "--version" || first === "-V") && args.length === 1) return "";
+  return COMMAND_NAMES.find((name) => name === first);
+}

@@ -15,16 +15,9 @@
  * (`gen_ai.tool.call.arguments` / `gen_ai.tool.call.result`) only when `TOOLHOST_OTEL_CAPTURE_CONTENT=true` (or
  * {@link setTraceContentCapture}), since they can hold file contents and secrets.
  */
-import {
-  type Attributes,
-  context,
-  ProxyTracerProvider,
-  type Span,
-  SpanKind,
-  SpanStatusCode,
-  type Tracer,
-  trace,
-} from "@opentelemetry/api";
+import { createRequire } from "node:module";
+import type * as OtelApi from "@opentelemetry/api";
+import type { Attributes, Span, Tracer } from "@opentelemetry/api";
 import { VERSION } from "../version.js";
 
 /** The instrumentation scope every Toolhost span is created under. */
@@ -33,23 +26,46 @@ export const TRACER_NAME = "toolhost";
 let tracer: Tracer | undefined;
 let captureContent: boolean | undefined;
 
+/**
+ * Where `@opentelemetry/api` 1.x keeps its process-wide registrations (tracer provider, context manager), shared
+ * by every copy of the API in the process: `trace` is set there while a provider is registered.
+ */
+const OTEL_GLOBALS = Symbol.for("opentelemetry.js.api.1");
+
+let otelApi: typeof OtelApi | undefined;
+
+/**
+ * The OpenTelemetry API, loaded (synchronously) the first time a provider is found registered: a process that
+ * traces nothing, such as a CLI call, never loads it. createRequire keeps bundlers from pulling it into the CLI's
+ * startup chunks; the copy it loads sees the host's registrations through the API's globals.
+ */
+function otel(): typeof OtelApi {
+  otelApi ??= createRequire(import.meta.url)("@opentelemetry/api") as typeof OtelApi;
+  return otelApi;
+}
+
 function getTracer(): Tracer {
   // The global API returns a proxy that follows a provider registered later, so caching it is safe.
-  tracer ??= trace.getTracer(TRACER_NAME, VERSION);
+  tracer ??= otel().trace.getTracer(TRACER_NAME, VERSION);
   return tracer;
 }
 
 /** What the global proxy provider delegates to while no SDK is registered (the API's no-op provider). */
-const NO_PROVIDER = new ProxyTracerProvider().getDelegate();
+let noProvider: unknown;
 
 /**
  * Whether a tracer provider is registered (an SDK set with `trace.setGlobalTracerProvider`). Without one every span
- * would be a non-recording no-op, so the per-call span work is skipped. A global provider this copy of the API does
- * not recognise counts as registered (spans are then made as usual).
+ * would be a non-recording no-op, so the span work is skipped (executeTool, chat requests and agent runs make no
+ * span objects at all). A global provider this copy of the API does not recognise counts as registered (spans are
+ * then made as usual).
  */
 export function tracerProviderRegistered(): boolean {
+  const globals = (globalThis as Record<symbol, { trace?: unknown } | undefined>)[OTEL_GLOBALS];
+  if (!globals?.trace) return false;
+  const { trace, ProxyTracerProvider } = otel();
+  noProvider ??= new ProxyTracerProvider().getDelegate();
   const provider = trace.getTracerProvider();
-  return !(provider instanceof ProxyTracerProvider && provider.getDelegate() === NO_PROVIDER);
+  return !(provider instanceof ProxyTracerProvider && provider.getDelegate() === noProvider);
 }
 
 /** Whether tool arguments and results go on spans (default: TOOLHOST_OTEL_CAPTURE_CONTENT is "true" or "1"). */
@@ -92,6 +108,7 @@ export async function withToolSpan<T>(
 ): Promise<T> {
   // Without a provider the span would not record: skip making it (executeTool's hot path).
   if (!tracerProviderRegistered()) return fn();
+  const { SpanKind, SpanStatusCode } = otel();
   const span = getTracer().startSpan(`execute_tool ${input.tool}`, { kind: SpanKind.INTERNAL });
   if (!span.isRecording()) return fn();
   const attributes: Attributes = {
@@ -140,6 +157,8 @@ const NOOP_CHAT_SPAN: ChatSpan = { usage() {}, end() {} };
  * known. Returns a no-op handle when no SDK is recording.
  */
 export function startChatSpan(provider: string, model: string, serverAddress?: string): ChatSpan {
+  if (!tracerProviderRegistered()) return NOOP_CHAT_SPAN;
+  const { SpanKind, SpanStatusCode } = otel();
   const span = getTracer().startSpan(`chat ${model}`, {
     kind: SpanKind.CLIENT,
     attributes: {
@@ -201,6 +220,8 @@ export async function withAgentSpan<T>(
   fn: () => Promise<T>,
   failed?: (value: T) => string | undefined,
 ): Promise<T> {
+  if (!tracerProviderRegistered()) return fn();
+  const { SpanKind, SpanStatusCode } = otel();
   const span = getTracer().startSpan(`invoke_agent ${input.name}`, {
     kind: SpanKind.INTERNAL,
     attributes: {
@@ -226,6 +247,7 @@ export async function withAgentSpan<T>(
 
 /** Runs `fn` with `span` active, recording a thrown error, and always ends the span. */
 async function runActive<T>(span: Span, fn: () => Promise<T>): Promise<T> {
+  const { context, trace, SpanStatusCode } = otel();
   try {
     return await context.with(trace.setSpan(context.active(), span), fn);
   } catch (error) {

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { createAppContext } from "../../src/app/context.js";
+import { COMMAND_NAMES, commandNamedBy } from "../../src/cli/util.js";
 import { BIN, runCli } from "../helpers/cli.js";
 import { recordingLogger } from "../helpers/runtime.js";
 import { tempDir } from "../helpers/server.js";
@@ -113,7 +114,17 @@ describe("toolhost CLI (built bin)", () => {
   it("usage errors exit 2 and --help answers", async () => {
     const help = await runCli(["--help"], env);
     expect(help.code).toBe(0);
-    for (const cmd of ["serve", "tools", "call", "settings", "token"]) expect(help.stdout).toContain(cmd);
+    // main() builds only the command a command line names (commandNamedBy): the list must name every command.
+    const listed = help.stdout
+      .slice(help.stdout.indexOf("Commands:"))
+      .split("\n")
+      .slice(1)
+      .map((line) => /^ {2}([a-z-]+)/.exec(line)?.[1])
+      .filter((name): name is string => name !== undefined && name !== "help");
+    expect(listed).toEqual([...COMMAND_NAMES]);
+    expect(commandNamedBy(["call", "x"])).toBe("call");
+    expect(commandNamedBy(["--version"])).toBe("");
+    expect(commandNamedBy(["help", "call"])).toBeUndefined();
     const usage = await runCli(["settings", "set", "get_current_datetime"], env);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toMatch(/Nothing to change/);

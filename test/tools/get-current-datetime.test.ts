@@ -1,4 +1,6 @@
+import { createRequire } from "node:module";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { TZ_DATABASE_VERSION, TZ_NAMES } from "../../src/tools/time/tz-names-data.js";
 import { memoryRuntime } from "../helpers/runtime.js";
 
 const call = (args: unknown) => memoryRuntime().runtime.executeTool("get_current_datetime", args, { userId: "u" });
@@ -113,5 +115,13 @@ describe("get_current_datetime: tz database names", () => {
     expect(!typo.ok && typo.error.details?.suggestions).toContain("Europe/Paris");
     const city = await call({ timezone: "Kathmandu" });
     expect(!city.ok && city.error.details?.suggestions).toContain("Asia/Kathmandu");
+  });
+});
+
+describe("tz database names", () => {
+  it("are the pinned tzdata package's zone and link names and release (run `npm run gen:tz` after updating it)", () => {
+    const data = createRequire(import.meta.url)("tzdata") as { version: string; zones: Record<string, unknown> };
+    expect(TZ_DATABASE_VERSION).toBe(data.version);
+    expect(TZ_NAMES).toEqual(Object.keys(data.zones));
   });
 });

@@ -1,31 +1,28 @@
 /**
  * The time zone database's zone and link names (the IANA tz database, as shipped by the `tzdata` npm package,
- * which tracks each tz release — it changes a few times a year; update the pinned version to follow it).
+ * which tracks each tz release — it changes a few times a year; update the pinned version to follow it, then run
+ * `npm run gen:tz`).
  *
  * Why a shipped list rather than the runtime's: `Intl.supportedValuesOf("timeZone")` lists only ICU's canonical
  * zones (no links such as "US/Eastern" or "Asia/Kolkata" in older ICUs, and ICU's own legacy spellings), while
  * `Intl.DateTimeFormat` accepts names that are in neither list (abbreviations like "PST" or "IST", which it maps
  * silently to a zone of its choice). The tz database's own names — zones plus links — are the contract.
  */
-import { createRequire } from "node:module";
+// The names only, generated from the tzdata package (`npm run gen:tz`): loading the package itself parses 200 KB of
+// JSON rules Toolhost never reads, on every call that validates a timezone.
+import { TZ_DATABASE_VERSION, TZ_NAMES } from "./tz-names-data.js";
 
 let names: Map<string, string> | undefined;
-let version: string | undefined;
 
-/** Lower-cased name → canonical spelling, for every zone and link of the tz database (loaded on first use). */
+/** Lower-cased name → canonical spelling, for every zone and link of the tz database (built on first use). */
 function table(): Map<string, string> {
-  if (!names) {
-    const data = createRequire(import.meta.url)("tzdata") as { version?: string; zones: Record<string, unknown> };
-    version = data.version;
-    names = new Map(Object.keys(data.zones).map((name) => [name.toLowerCase(), name]));
-  }
+  names ??= new Map(TZ_NAMES.map((name) => [name.toLowerCase(), name]));
   return names;
 }
 
 /** The tz database release the list comes from, e.g. "2026d". */
 export function tzDatabaseVersion(): string {
-  table();
-  return version ?? "unknown";
+  return TZ_DATABASE_VERSION;
 }
 
 /** The canonical spelling of a tz database zone or link name (case-insensitive match), or undefined. */
