@@ -113,6 +113,8 @@ export {
   type ToolSettingsWrite,
   type VersionedToolSettings,
 } from "./core/stores.js";
+// Tracing: spans go to the host's OpenTelemetry SDK; tool arguments and results only when capture is on.
+export { setTraceContentCapture } from "./core/tracing.js";
 // Function ids: `trigger("tool::<name>", args)`.
 export { errorFromSerialized, type TriggerOptions, trigger } from "./core/trigger.js";
 // The typed tool helper: arguments typed from a JSON Schema literal or a Standard Schema (zod).
