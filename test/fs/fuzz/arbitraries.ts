@@ -11,7 +11,7 @@
  *   huge numbers), which really execute. None may end as an unclassified `execution_failed`.
  */
 import fc from "fast-check";
-import { type FileTool, TREE_NAMES } from "./tree.js";
+import { type FileTool, ROOT, TREE_NAMES } from "./tree.js";
 
 /** Any UTF-16 code unit, lone surrogates included. */
 const codeUnit = fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c));
@@ -83,6 +83,20 @@ export const plausiblePath = fc.oneof(
       .map(([prefix, parts]) => `${prefix}${parts.join("/")}`),
   },
   { weight: 1, arbitrary: fc.constantFrom(".", "..", "~", "/", "/etc/passwd", "/proc/self/status", "/dev/null") },
+  // Absolute paths into the world (ROOT is replaced by its directory when the call is made): the tree itself, the
+  // denied directory, the outside directory and Toolhost's data directory.
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      `${ROOT}/proj/a.txt`,
+      `${ROOT}/proj/sub`,
+      `${ROOT}/proj/secret/s.txt`,
+      `${ROOT}/outside/o.txt`,
+      `${ROOT}/data/toolhost.db`,
+      `${ROOT}/data`,
+      `${ROOT}/proj/../data/toolhost.db`,
+    ),
+  },
 );
 
 /** A character of a given UTF-8 width (1 to 4 bytes). */
@@ -219,7 +233,7 @@ function plausibleArgs(tool: FileTool): fc.Arbitrary<Args> {
           path: plausiblePath,
           startLine: numberish,
           maxLines: fc.integer({ min: 1, max: 5000 }),
-          view: fc.constantFrom("text", "hex", "base64"),
+          view: fc.constantFrom("text", "text", "text", "text", "hex", "base64"),
         },
         { requiredKeys: ["path"] },
       );

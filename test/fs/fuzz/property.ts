@@ -19,7 +19,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, it } from "vitest";
 import type { ToolCallOutcome } from "../../../src/core/runtime.js";
 import { defective, free } from "./arbitraries.js";
-import { createFuzzWorld, envCount, type FileTool, type FuzzWorld } from "./tree.js";
+import { createFuzzWorld, envCount, type FileTool, type FuzzWorld, withRoot } from "./tree.js";
 
 const RUNS = envCount("TOOLHOST_FUZZ_RUNS", 100_000);
 const EXEC_RUNS = envCount("TOOLHOST_FUZZ_EXEC_RUNS", 1000);
@@ -54,7 +54,8 @@ function stringsOf(value: unknown, out: string[] = []): string[] {
 function messageProblem(outcome: ToolCallOutcome, args: unknown): string | null {
   if (outcome.ok) return null;
   const { message, details } = outcome.error;
-  const sent = stringsOf(typeof args === "string" ? safeParse(args) : args);
+  const given = withRoot(args, world.root);
+  const sent = stringsOf(typeof given === "string" ? safeParse(given) : given);
   const limit = details?.rule === "hunk_mismatch" ? 20_000 : 700;
   if (message.length > limit) return `message of ${message.length} characters`;
   const shown = `${message}\n${JSON.stringify(details ?? {})}`;

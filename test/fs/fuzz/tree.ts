@@ -27,6 +27,9 @@ export const FILE_TOOLS = [
 ] as const;
 export type FileTool = (typeof FILE_TOOLS)[number];
 
+/** Stands for the world's root directory in generated arguments; replaced when a call is made. */
+export const ROOT = "@ROOT@";
+
 /** Names that exist in every tree (relative to its working directory `proj`). */
 export const TREE_NAMES = [
   "a.txt",
@@ -113,9 +116,26 @@ export async function createFuzzWorld(): Promise<FuzzWorld> {
     dataDir,
     runtime,
     call: (tool, args) =>
-      runtime.executeTool(tool, args, { userId: "u1", chatId: `fuzz-${tool}`, workingDirectory: proj }),
+      runtime.executeTool(tool, withRoot(args, root), { userId: "u1", chatId: `fuzz-${tool}`, workingDirectory: proj }),
     cleanup: () => rmSync(root, { recursive: true, force: true }),
   };
+}
+
+/** `args` with ROOT replaced by `root` in every string (a JSON text included); other values as they are. */
+export function withRoot<T>(args: T, root: string): T {
+  const swap = (value: unknown): unknown => {
+    if (typeof value === "string") return value.includes(ROOT) ? value.split(ROOT).join(root) : value;
+    if (Array.isArray(value)) return value.map(swap);
+    if (value && typeof value === "object") {
+      const out: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(value)) {
+        Object.defineProperty(out, k, { value: swap(v), enumerable: true, writable: true, configurable: true });
+      }
+      return out;
+    }
+    return value;
+  };
+  return swap(args) as T;
 }
 
 /** Positive integer from an environment variable, else `fallback`. */
