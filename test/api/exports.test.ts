@@ -6,9 +6,10 @@
  */
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { join } from "node:path";
+import { join, posix } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
+import { importSpecifiers, readSourceTree } from "../helpers/layers.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const LIST = fileURLToPath(new URL("./public-api.txt", import.meta.url));
@@ -96,5 +97,20 @@ describe("public API", () => {
         ),
     );
     expect(undocumented).toEqual([]);
+  });
+
+  it("\"toolhost\" reaches no HTTP, MCP or CLI module: those are the subpaths' (and the bin's) alone", () => {
+    const files = readSourceTree(`${root}src`);
+    const reached = new Set<string>();
+    const visit = (file: string) => {
+      if (reached.has(file) || !files.has(file)) return;
+      reached.add(file);
+      for (const specifier of importSpecifiers(files.get(file)!)) {
+        visit(posix.normalize(posix.join(posix.dirname(file), specifier)).replace(/\.js$/, ".ts"));
+      }
+    };
+    visit("index.ts");
+    expect(reached.size).toBeGreaterThan(100);
+    expect([...reached].filter((file) => /^(server|mcp|cli)\//.test(file))).toEqual([]);
   });
 });
