@@ -75,6 +75,22 @@ describe("known cases", () => {
     refused(await call("read_file", { path: "€".repeat(100) }), "validation_failed", "name_too_long", /300 bytes/);
   });
 
+  it("exactly at the limits is fine: a 255-byte name is written (its temp file's name is cut to fit), a 4095-byte path is looked up", async () => {
+    const name = `${"é".repeat(127)}x`;
+    expect(await call("write_file", { path: name, content: "at the limit\n" })).toMatchObject({ ok: true });
+    expect(await call("read_file", { path: name })).toMatchObject({
+      ok: true,
+      result: { content: expect.stringContaining("at the limit") },
+    });
+    const added = await call("apply_patch", {
+      patch: `*** Begin Patch\n*** Add File: ${"p".repeat(255)}\n+x\n*** End Patch`,
+    });
+    expect(added).toMatchObject({ ok: true });
+    const deep = `/${`${"d".repeat(254)}/`.repeat(16)}${"f".repeat(14)}`;
+    expect(Buffer.byteLength(deep)).toBe(4095);
+    refused(await call("read_file", { path: deep }), "access_denied", "workingDirectory", undefined, true);
+  });
+
   it("the message quotes at most ~100 characters of the argument", async () => {
     const outcome = await call("read_file", { path: `${"d".repeat(200)}/${long}` });
     refused(outcome, "validation_failed", "name_too_long");

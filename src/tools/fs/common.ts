@@ -219,6 +219,26 @@ export async function lstatOrUndefined(path: string): Promise<Stats | undefined>
   }
 }
 
+/** Bytes of a temp file's name around the target's own name: "." + "." + 12 hex digits + ".toolhost-tmp". */
+const TEMP_NAME_OVERHEAD = 1 + 1 + 12 + ".toolhost-tmp".length;
+
+/**
+ * The temp file name for a target named `name`: `.<name>.<random>.toolhost-tmp`, with `name` cut (on a character
+ * boundary) so the whole stays within the 255-byte name limit even for a target whose own name is at the limit.
+ */
+export function tempName(name: string): string {
+  let stem = name;
+  const room = 255 - TEMP_NAME_OVERHEAD;
+  if (Buffer.byteLength(stem, "utf8") > room) {
+    stem = Buffer.from(stem, "utf8")
+      .subarray(0, room)
+      .toString("utf8")
+      .replace(/\uFFFD+$/, "");
+    while (Buffer.byteLength(stem, "utf8") > room) stem = stem.slice(0, -1);
+  }
+  return `.${stem}.${randomBytes(6).toString("hex")}.toolhost-tmp`;
+}
+
 /**
  * Writes `data` to `real` atomically: a temp file in the same directory, fsync, chmod to `mode` (the replaced
  * file's permission bits; new files get 0o666 minus the umask), then rename over the target.
@@ -249,7 +269,7 @@ export async function atomicWrite(
       { path: clip(options.input), rule: "not_a_directory" },
     );
   }
-  const temp = join(dir, `.${basename(real)}.${randomBytes(6).toString("hex")}.toolhost-tmp`);
+  const temp = join(dir, tempName(basename(real)));
   const handle = await open(
     temp,
     constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL,

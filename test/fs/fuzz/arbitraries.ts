@@ -83,6 +83,8 @@ export const plausiblePath = fc.oneof(
       .map(([prefix, parts]) => `${prefix}${parts.join("/")}`),
   },
   { weight: 1, arbitrary: fc.constantFrom(".", "..", "~", "/", "/etc/passwd", "/proc/self/status", "/dev/null") },
+  // Names of exactly 255 bytes are fine (the limit is not off by one).
+  { weight: 1, arbitrary: fc.constantFrom("n".repeat(255), `sub/${"é".repeat(127)}x`, `new-${"€".repeat(83)}xy`) },
   // Absolute paths into the world (ROOT is replaced by its directory when the call is made): the tree itself, the
   // denied directory, the outside directory and Toolhost's data directory.
   {
@@ -101,13 +103,17 @@ export const plausiblePath = fc.oneof(
 
 /** A character of a given UTF-8 width (1 to 4 bytes). */
 const wide = fc.constantFrom(["x", 1], ["é", 2], ["€", 3], ["😀", 4]) as fc.Arbitrary<[string, number]>;
+/** Byte counts just over a limit mostly (where off-by-one mistakes live), sometimes far over it. */
+const over = (limit: number, far: number) =>
+  fc.oneof(
+    { weight: 4, arbitrary: fc.integer({ min: limit + 1, max: limit + 8 }) },
+    { weight: 1, arbitrary: fc.integer({ min: limit + 1, max: far }) },
+  );
 /** One name longer than 255 UTF-8 bytes (up to ~2 KiB). */
-const longName = fc
-  .tuple(wide, fc.integer({ min: 256, max: 2000 }))
-  .map(([[c, bytes], total]) => c.repeat(Math.ceil(total / bytes)));
+const longName = fc.tuple(wide, over(255, 2000)).map(([[c, bytes], total]) => c.repeat(Math.ceil(total / bytes)));
 /** A path over 4,095 bytes made of short names. */
 const longPath = fc
-  .tuple(fc.constantFrom("a/", "ab/", "€/", "../", "./"), fc.integer({ min: 4096, max: 9000 }))
+  .tuple(fc.constantFrom("a/", "ab/", "€/", "../", "./"), over(4095, 9000))
   .map(([unit, bytes]) => unit.repeat(Math.ceil(bytes / Buffer.byteLength(unit))));
 
 function insertAt(base: string, piece: string, at: number): string {

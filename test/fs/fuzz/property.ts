@@ -64,6 +64,15 @@ function messageProblem(outcome: ToolCallOutcome, args: unknown): string | null 
       return "quotes more than ~100 characters of an argument";
     }
   }
+  if (details?.rule === "path_too_long" || details?.rule === "name_too_long") {
+    // The refusal must be earned: some argument has a name over 255 bytes or a path over 4,095 (also under `proj`).
+    const long = (s: string) =>
+      s.split("/").some((name) => Buffer.byteLength(name) > 255) ||
+      Buffer.byteLength(s) > 4095 ||
+      Buffer.byteLength(`${world.proj}/${s}`) > 4095;
+    if (!sent.some((s) => long(s) || s.split("\n").some(long)))
+      return `${details.rule} for arguments within the limits`;
+  }
   const named = (path: string) => sent.some((s) => s.includes(path));
   for (const server of [world.root, process.cwd()]) {
     if (!named(server) && shown.includes(server)) return `names the server path ${server}`;
