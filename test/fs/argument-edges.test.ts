@@ -86,6 +86,14 @@ describe("known cases", () => {
       patch: `*** Begin Patch\n*** Add File: ${"p".repeat(255)}\n+x\n*** End Patch`,
     });
     expect(added).toMatchObject({ ok: true });
+    // A path at the 4,095-byte limit inside the working directory is written too (its temp file's name is cut).
+    const room = 4095 - Buffer.byteLength(proj) - 1;
+    const nested = `${"q".repeat(200)}/`.repeat(Math.floor(room / 201) - 1);
+    const atLimit = `${nested}${"z".repeat(room - Buffer.byteLength(nested))}`;
+    expect(Buffer.byteLength(`${proj}/${atLimit}`)).toBe(4095);
+    expect(await call("write_file", { path: atLimit, content: "deep\n", createDirectories: true })).toMatchObject({
+      ok: true,
+    });
     const deep = `/${`${"d".repeat(254)}/`.repeat(16)}${"f".repeat(14)}`;
     expect(Buffer.byteLength(deep)).toBe(4095);
     refused(await call("read_file", { path: deep }), "access_denied", "workingDirectory", undefined, true);

@@ -223,12 +223,16 @@ export async function lstatOrUndefined(path: string): Promise<Stats | undefined>
 const TEMP_NAME_OVERHEAD = 1 + 1 + 12 + ".toolhost-tmp".length;
 
 /**
- * The temp file name for a target named `name`: `.<name>.<random>.toolhost-tmp`, with `name` cut (on a character
- * boundary) so the whole stays within the 255-byte name limit even for a target whose own name is at the limit.
+ * The temp file name for a target named `name` in a directory whose path is `dirBytes` UTF-8 bytes long:
+ * `.<name>.<random>.toolhost-tmp`, with `name` cut (on a character boundary) so the name stays within 255 bytes and
+ * the temp file's path within 4,095, even for a target at either limit; when not even an empty stem fits the path,
+ * the shortest form `.<random>`.
  */
-export function tempName(name: string): string {
+export function tempName(name: string, dirBytes = 0): string {
+  const random = randomBytes(6).toString("hex");
+  const room = Math.min(255, 4095 - dirBytes - 1) - TEMP_NAME_OVERHEAD;
+  if (room < 0) return `.${random}`;
   let stem = name;
-  const room = 255 - TEMP_NAME_OVERHEAD;
   if (Buffer.byteLength(stem, "utf8") > room) {
     stem = Buffer.from(stem, "utf8")
       .subarray(0, room)
@@ -236,7 +240,7 @@ export function tempName(name: string): string {
       .replace(/\uFFFD+$/, "");
     while (Buffer.byteLength(stem, "utf8") > room) stem = stem.slice(0, -1);
   }
-  return `.${stem}.${randomBytes(6).toString("hex")}.toolhost-tmp`;
+  return `.${stem}.${random}.toolhost-tmp`;
 }
 
 /**
@@ -269,7 +273,7 @@ export async function atomicWrite(
       { path: clip(options.input), rule: "not_a_directory" },
     );
   }
-  const temp = join(dir, tempName(basename(real)));
+  const temp = join(dir, tempName(basename(real), Buffer.byteLength(dir, "utf8")));
   const handle = await open(
     temp,
     constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL,
