@@ -14,7 +14,8 @@ import { createAppContext } from "../../src/app/context.js";
 import { startFakeProvider } from "../fakes/provider-server.js";
 import { assertBuilt, CLI, type CliProcess, cleanEnv, startCli } from "./chat-process.js";
 
-vi.setConfig({ testTimeout: 60_000 });
+// Real processes on a machine that may be busy: generous bounds (the tests wait only as long as they must).
+vi.setConfig({ testTimeout: 120_000 });
 
 let work: string;
 beforeAll(() => {
@@ -39,9 +40,9 @@ function processesWith(duration: string): number[] {
   return pids;
 }
 
-/** Polls `check` until it holds (every 25 ms, at most 30 s); throws naming `what` and the process's output otherwise. */
+/** Polls `check` until it holds (every 25 ms, at most 60 s); throws naming `what` and the process's output otherwise. */
 async function until(what: string, check: () => boolean, p: CliProcess): Promise<void> {
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + 60_000;
   while (!check()) {
     if (Date.now() > deadline || p.child.exitCode !== null)
       throw new Error(`gave up waiting for ${what}.\nstdout: ${p.stdout()}\nstderr: ${p.stderr()}`);
@@ -147,28 +148,63 @@ describe.runIf(existsSync("/proc/self/cmdline")).concurrent("shutdown while bash
     expect(bashAudit(dataDir)).toEqual([{ outcome: "error", error_code: "aborted", termination: "aborted" }]);
   });
 
-  it("toolhost serve: SIGTERM cancels the running call, answers it, writes its audit line, exits 0", async () => {
+  it("toolhost serve: SIGTERM cancels the running chat turn and tool call, answers both, writes the audit line, exits 0", async () => {
     const { command, marker } = uniqueSleep();
     const dataDir = await dataDirWithBash("serve");
-    const p = startCli(["serve", "--port", "0"], cleanEnv({ TOOLHOST_DATA_DIR: dataDir }));
-    await p.waitFor((out) => /th_[A-Za-z0-9_-]+/.test(out) && /http:\/\/[\d.]+:\d+/.test(out));
-    const url = /http:\/\/[\d.]+:\d+/.exec(p.stdout())![0];
-    const token = /th_[A-Za-z0-9_-]+/.exec(p.stdout())![0];
-    const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
-    const call = fetch(`${url}/api/tools/bash/execute`, {
-      method: "POST",
-      headers,
-      body: JSON.stringify({ arguments: { command }, workingDirectory: work }),
-    }).then(
-      async (res) => ({ status: res.status, body: (await res.json()) as { ok: boolean; error?: { code: string } } }),
-      (error: Error) => ({ status: 0, body: { ok: false, error: { code: error.message } } }),
-    );
-    await until("the sleep to start", () => processesWith(marker).length > 0, p);
-    p.child.kill("SIGTERM");
-    expect(await p.exited, p.stderr()).toBe(0);
-    // The client got its answer before the connection closed: the call was cancelled.
-    expect(await call).toMatchObject({ status: 200, body: { ok: false, error: { code: "aborted" } } });
-    expect(processesWith(marker)).toEqual([]);
-    expect(bashAudit(dataDir)).toEqual([{ outcome: "error", error_code: "aborted", termination: "aborted" }]);
+    const fake = await startFakeProvider("openai", [{ kind: "stall", text: "Thinking it over" }]);
+    try {
+      const p = startCli(
+        ["serve", "--port", "0"],
+        cleanEnv({ TOOLHOST_DATA_DIR: dataDir, OPENAI_API_KEY: "test-key", OPENAI_BASE_URL: fake.baseURL }),
+      );
+      await p.waitFor((out) => /th_[A-Za-z0-9_-]+/.test(out) && /http:\/\/[\d.]+:\d+/.test(out));
+      const url = /http:\/\/[\d.]+:\d+/.exec(p.stdout())![0];
+      const token = /th_[A-Za-z0-9_-]+/.exec(p.stdout())![0];
+      const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+      // A chat turn whose model is still streaming…
+      const created = await fetch(`${url}/api/chats`, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ provider: "openai", model: "fake-model", workingDirectory: work }),
+      });
+      const chatId = ((await created.json()) as { id: string }).id;
+      const stream = await fetch(`${url}/api/chats/${chatId}/messages`, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ content: "Take your time." }),
+      });
+      let sse = "";
+      const reader = stream.body!.pipeThrough(new TextDecoderStream()).getReader();
+      const streamed = (async () => {
+        for (;;) {
+          const { done, value } = await reader.read().catch(() => ({ done: true, value: undefined }));
+          if (done) return;
+          sse += value;
+        }
+      })();
+      expect(stream.status).toBe(200);
+      await until("the model to stream", () => sse.includes("event: text_delta"), p);
+      // …and a tool call running bash.
+      const call = fetch(`${url}/api/tools/bash/execute`, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ arguments: { command }, workingDirectory: work }),
+      }).then(
+        async (res) => ({ status: res.status, body: (await res.json()) as { ok: boolean; error?: { code: string } } }),
+        (error: Error) => ({ status: 0, body: { ok: false, error: { code: error.message } } }),
+      );
+      await until("the sleep to start", () => processesWith(marker).length > 0, p);
+      p.child.kill("SIGTERM");
+      expect(await p.exited, p.stderr()).toBe(0);
+      // Both clients got their answers before the connections closed: the turn and the call were cancelled.
+      await streamed;
+      expect(sse).toMatch(/event: done\ndata: \{"type":"done","reason":"aborted"/);
+      await fake.stallClosed();
+      expect(await call).toMatchObject({ status: 200, body: { ok: false, error: { code: "aborted" } } });
+      expect(processesWith(marker)).toEqual([]);
+      expect(bashAudit(dataDir)).toEqual([{ outcome: "error", error_code: "aborted", termination: "aborted" }]);
+    } finally {
+      await fake.close();
+    }
   });
 });

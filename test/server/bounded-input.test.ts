@@ -73,6 +73,16 @@ const attack = async (offset) => {
 })();
 `;
 
+/** A bare HTTP server (a worker thread's source) that answers at once: the control of the latency measurement. */
+const CONTROL_SERVER = `
+const { parentPort } = require("node:worker_threads");
+const server = require("node:http").createServer((req, res) => {
+  res.setHeader("content-type", "application/json");
+  res.end('{"ok":true}');
+});
+server.listen(0, "127.0.0.1", () => parentPort.postMessage(server.address().port));
+`;
+
 /** Polls until `check` holds (every 10 ms, at most 10 s). */
 async function until(check: () => boolean): Promise<void> {
   const deadline = Date.now() + 10_000;
@@ -185,7 +195,7 @@ describe("HTTP bodies", () => {
     expect(descriptor).toMatchObject({ max: 100, maxLength: 1024 });
   });
 
-  it("keeps /api/health p99 under 100 ms while maximal hostile bodies arrive", async () => {
+  it("keeps /api/health p99 under 100 ms while maximal hostile bodies arrive", async (context) => {
     // The server in a process of its own, the attackers in a worker thread: the measuring client's event loop only
     // measures (its latency is not inflated by encoding and sending megabytes).
     const store = await freshStore("sqlite");
@@ -216,27 +226,42 @@ describe("HTTP bodies", () => {
         attackers.once("message", () => resolve());
         attackers.once("error", reject);
       });
-      // Rounds of 100 health checks, one at a time on a keep-alive connection, while the attack goes on. On a shared
-      // 2-core machine its own scheduling noise alone can pass 100 ms now and then, so a round that misses is
-      // measured again, at most three rounds; a server whose event loop a hostile body blocks misses every round.
-      const rounds: { p50: number; p99: number; max: number }[] = [];
-      while (rounds.length < 3 && !rounds.some((r) => r.p99 < 100)) {
-        const latencies: number[] = [];
+      // Rounds of 100 health checks, one at a time on a keep-alive connection, while the attack goes on, each
+      // followed by the same request to a control: a bare HTTP server in a thread of this process. A round counts
+      // when the control's p99 is under 50 ms; when the machine cannot give even the control that (a shared 2-core
+      // runner under a full suite), the round says nothing about Toolhost and is measured again, at most four rounds.
+      const control = new Worker(CONTROL_SERVER, { eval: true });
+      const controlUrl = `http://127.0.0.1:${await new Promise<number>((resolve) => control.once("message", resolve))}`;
+      const timed = async (target: string) => {
+        const t0 = performance.now();
+        const res = await fetch(target, { dispatcher, signal: AbortSignal.timeout(10_000) });
+        await res.text();
+        return performance.now() - t0;
+      };
+      const quantiles = (values: number[]) => {
+        const sorted = [...values].sort((a, b) => a - b);
+        return { p50: sorted[49]!, p99: sorted[98]!, max: sorted[99]! };
+      };
+      const rounds: { health: ReturnType<typeof quantiles>; control: ReturnType<typeof quantiles> }[] = [];
+      const counts = (r: (typeof rounds)[number]) => r.control.p99 < 50;
+      while (rounds.length < 4 && !rounds.some((r) => counts(r) && r.health.p99 < 100)) {
+        const health: number[] = [];
+        const bare: number[] = [];
         for (let i = 0; i < 100; i++) {
-          const t0 = performance.now();
-          const res = await fetch(`${child.url}/api/health`, { dispatcher, signal: AbortSignal.timeout(10_000) });
-          await res.text();
-          latencies.push(performance.now() - t0);
+          health.push(await timed(`${child.url}/api/health`));
+          bare.push(await timed(`${controlUrl}/`));
           // Spread the checks over the attack (about a second per round), not into one burst between two bodies.
           await new Promise((resolve) => setTimeout(resolve, 5));
         }
-        latencies.sort((a, b) => a - b);
-        rounds.push({ p50: latencies[49]!, p99: latencies[98]!, max: latencies[99]! });
+        rounds.push({ health: quantiles(health), control: quantiles(bare) });
       }
       attackers.postMessage("stop");
       await done;
       await attackers.terminate();
-      const summary = `rounds ${rounds.map((r) => `p50 ${r.p50.toFixed(1)} / p99 ${r.p99.toFixed(1)} / max ${r.max.toFixed(1)} ms`).join("; ")}; load ${loadavg()[0]!.toFixed(1)}; answers ${JSON.stringify(Object.fromEntries(statuses))}`;
+      await control.terminate();
+      const ms = (q: { p50: number; p99: number; max: number }) =>
+        `p50 ${q.p50.toFixed(1)} / p99 ${q.p99.toFixed(1)} / max ${q.max.toFixed(1)} ms`;
+      const summary = `rounds: ${rounds.map((r) => `health ${ms(r.health)}, control ${ms(r.control)}`).join("; ")}; load ${loadavg()[0]!.toFixed(1)}; answers ${JSON.stringify(Object.fromEntries(statuses))}`;
       // Every kind of hostile body was answered (with its refusal or result), none with a server error.
       expect(
         [...statuses.keys()].some((k) => k.endsWith(" 413")),
@@ -247,9 +272,15 @@ describe("HTTP bodies", () => {
         summary,
       ).toEqual([]);
       expect(statuses.size, summary).toBeGreaterThanOrEqual(4);
-      expect(Math.min(...rounds.map((r) => r.p99)), summary).toBeLessThan(100);
+      const counted = rounds.filter(counts);
+      if (counted.length === 0) {
+        context.skip(
+          `the machine is too busy to measure latency (the control's p99 reached 50 ms in every round): ${summary}`,
+        );
+      }
+      expect(Math.min(...counted.map((r) => r.health.p99)), summary).toBeLessThan(100);
     } finally {
       await child.stop();
     }
-  }, 60_000);
+  }, 120_000);
 });
