@@ -302,7 +302,10 @@ describe("grep: a catastrophic pattern cannot block the process", () => {
   it.each(["js", "auto"])("is cancelled mid-match while timers keep running (%s)", async (engine) => {
     const t = tempDir();
     try {
-      writeFileSync(join(t.dir, "redos.txt"), `${"a".repeat(48)}\n`);
+      writeFileSync(join(t.dir, "0-redos.txt"), `${"a".repeat(48)}\n`);
+      // More files than one worker request holds: the requests still queued when the worker is terminated must
+      // not surface as unhandled rejections.
+      for (let i = 0; i < 150; i++) writeFileSync(join(t.dir, `f${i}.txt`), "aaa\n");
       const rt = fsRuntime(t.dir);
       await rt.store.save("u1", "grep", { enabled: null, parameters: { engine } });
       const controller = new AbortController();

@@ -48,7 +48,9 @@ export async function searchWithJs(plan: GrepPlan, existing?: RegexWorker): Prom
       const candidates = await listCandidates(plan, skipped);
       const batches: Promise<WorkerFileOutcome[]>[] = [];
       for (let i = 0; i < candidates.length; i += FILE_BATCH) {
-        batches.push(worker.searchFiles(candidates.slice(i, i + FILE_BATCH).map((rel) => join(plan.rootReal, rel))));
+        const batch = worker.searchFiles(candidates.slice(i, i + FILE_BATCH).map((rel) => join(plan.rootReal, rel)));
+        batch.catch(() => {}); // awaited below in order; once one fails (cancelled), the rest are never awaited
+        batches.push(batch);
       }
       for (let b = 0; b < batches.length; b++) {
         const outcomes = await batches[b]!;

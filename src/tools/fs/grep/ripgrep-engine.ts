@@ -288,11 +288,12 @@ interface ReportedFile {
  * caller then runs the JS engine.
  *
  * ripgrep's output is parsed as bytes while it streams: a file's path is decoded once, line numbers and columns are
- * read from the digits, and a line's text stays a subarray of the output. With an exact translation nothing is
- * re-tested, so a line is decoded (and cut around its match) only when it is among the lines returned; a file that
- * sorts after every file already holding maxResults lines only has its lines counted. Otherwise the lines go to the
- * worker as bytes (one transferred buffer per batch of files, in ripgrep's output order), where they are decoded
- * and re-tested, and the worker probes each file with a verified line. Results are grouped and sorted by file (FileCollector), never match by match.
+ * read from the digits, and a line's bytes are copied out (ExactLines, CandidateLines). With an exact translation
+ * nothing is re-tested, so a line is decoded (and cut around its match) only when it is among the lines returned;
+ * a file that sorts after every file already holding maxResults lines only has its lines counted. Otherwise the
+ * lines go to the worker as bytes (one transferred buffer per batch of files, in ripgrep's output order), where
+ * they are decoded and re-tested, and the worker probes each file with a verified line. Results are grouped and
+ * sorted by file (FileCollector), never match by match.
  *
  * Binary files: grep's rule is a NUL byte in the first 8 KiB. When the pattern is exact and `nulFree`, ripgrep runs
  * with `--binary`: a file in which it meets no NUL byte is searched exactly as with `--text` (and it always reads
@@ -381,6 +382,8 @@ export async function searchWithRipgrep(
         hits.add(file.rel, Math.min(verified.length, plan.maxPerFile), verified);
       });
     });
+    // A search that fails midway (ripgrep unusable, cancelled) terminates the worker without awaiting the chain.
+    chain.catch(() => {});
   };
   const finishFile = () => {
     const file = current;
