@@ -1,41 +1,69 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 import { HeavyFirstSequencer } from "./test/sequencer.js";
 
 // Tests never write into the real per-user data directory: every worker (and every process it spawns, which
 // inherits the environment) defaults to throwaway directories. Tests that need their own set TOOLHOST_DATA_DIR.
 const scratch = mkdtempSync(join(tmpdir(), "toolhost-vitest-"));
 
+/**
+ * Files that measure latency under load they create themselves: they run after everything else, one at a time,
+ * so the other workers' CPU does not decide their outcome (two cores are shared by three workers).
+ */
+const SOLO = ["test/server/bounded-input.test.ts"];
+
+const shared = {
+  testTimeout: 30_000,
+  hookTimeout: 60_000,
+  // One process per worker (the tests start servers, change directories and load a native module).
+  pool: "forks" as const,
+  // A worker keeps its loaded modules from one test file to the next instead of importing the whole tree again
+  // for every file (that import was about half the suite's CPU time). Test files therefore must not leave global
+  // state behind: close servers and contexts, never replace the process.env object, and prefer the application's
+  // factories (createAppContext, new ToolRuntime, a ToolRegistryStore of the test's own) to module singletons…
+  isolate: false,
+  // …and test/setup/file-hygiene.ts puts back the environment, the working directory and the default tool
+  // registry after each file.
+  setupFiles: ["test/setup/file-hygiene.ts"],
+  env: {
+    TOOLHOST_DATA_DIR: join(scratch, "data"),
+    XDG_DATA_HOME: join(scratch, "xdg-data"),
+    // Nor read the real config file (provider keys, mcpServers).
+    XDG_CONFIG_HOME: join(scratch, "xdg-config"),
+    // Every HTTP response is checked against its schema in tests (production skips the check for speed).
+    TOOLHOST_VALIDATE_RESPONSES: "1",
+  },
+};
+
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
-    // One process per worker (the tests start servers, change directories and load a native module), and three
-    // workers on a two-core machine: many tests wait on child processes, sockets or timers, and a third worker
-    // fills those waits (vitest's default here would be one worker, i.e. every file in series).
-    pool: "forks",
-    maxWorkers: 3,
-    // A worker keeps its loaded modules from one test file to the next instead of importing the whole tree again
-    // for every file (that import was about half the suite's CPU time). Test files therefore must not leave global
-    // state behind: close servers and contexts, never replace the process.env object, and prefer the application's
-    // factories (createAppContext, new ToolRuntime, a ToolRegistryStore of the test's own) to module singletons…
-    isolate: false,
-    // …and test/setup/file-hygiene.ts puts back the environment, the working directory and the default tool
-    // registry after each file.
-    setupFiles: ["test/setup/file-hygiene.ts"],
     sequence: { sequencer: HeavyFirstSequencer },
     reporters: ["default"],
-    env: {
-      TOOLHOST_DATA_DIR: join(scratch, "data"),
-      XDG_DATA_HOME: join(scratch, "xdg-data"),
-      // Nor read the real config file (provider keys, mcpServers).
-      XDG_CONFIG_HOME: join(scratch, "xdg-config"),
-      // Every HTTP response is checked against its schema in tests (production skips the check for speed).
-      TOOLHOST_VALIDATE_RESPONSES: "1",
-    },
-    globalSetup: ["test/global-setup.ts"],
+    projects: [
+      {
+        test: {
+          ...shared,
+          name: "suite",
+          include: ["test/**/*.test.ts"],
+          exclude: [...configDefaults.exclude, ...SOLO],
+          // Three workers on a two-core machine: many tests wait on child processes, sockets or timers, and a
+          // third worker fills those waits (vitest's default here would be one worker: every file in series).
+          maxWorkers: 3,
+          // Starts the run's PostgreSQL cluster and guards the real data directory (see the file).
+          globalSetup: ["test/global-setup.ts"],
+        },
+      },
+      {
+        test: {
+          ...shared,
+          name: "solo",
+          include: SOLO,
+          maxWorkers: 1,
+          sequence: { groupOrder: 1 },
+        },
+      },
+    ],
   },
 });
