@@ -1,4 +1,4 @@
-// Bundles the CLI (dist/cli/main.js, emitted by tsc) into dist/bundle/ with esbuild: one entry chunk plus a chunk
+// Bundles the CLI (dist/cli/bin.js, emitted by tsc) into dist/bundle/ with esbuild: one entry chunk plus a chunk
 // per lazily imported module, so a command loads a few large files instead of ~700 small ones (Node 20 has no
 // module compile cache). Native and binary-shipping packages stay external and load from node_modules.
 import { rmSync } from "node:fs";
@@ -7,7 +7,7 @@ import { build } from "esbuild";
 const outdir = new URL("../dist/bundle/", import.meta.url).pathname;
 rmSync(outdir, { recursive: true, force: true });
 await build({
-  entryPoints: { toolhost: new URL("../dist/cli/main.js", import.meta.url).pathname },
+  entryPoints: { toolhost: new URL("../dist/cli/bin.js", import.meta.url).pathname },
   outdir,
   bundle: true,
   splitting: true,

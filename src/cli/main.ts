@@ -1,4 +1,3 @@
-#!/usr/bin/env node
 /**
  * The `toolhost` command line: serve, tools, call, settings, token, audit, chat, mcp. Every command opens the same data
  * directory as the server (TOOLHOST_DATA_DIR, else the XDG data directory ~/.local/share/toolhost), wherever it runs,
@@ -357,5 +356,3 @@ export async function main(argv = process.argv): Promise<void> {
     }
   }
 }
-
-await main();

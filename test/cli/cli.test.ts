@@ -5,11 +5,11 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { createAppContext } from "../../src/app/context.js";
 import { COMMAND_NAMES, commandNamedBy } from "../../src/cli/util.js";
-import { BIN, runCli } from "../helpers/cli.js";
+import { BIN, runCli, runCliInProcess } from "../helpers/cli.js";
 import { recordingLogger } from "../helpers/runtime.js";
 import { tempDir } from "../helpers/server.js";
 
-describe("toolhost CLI (built bin)", () => {
+describe("toolhost CLI: the built bin as a real process", () => {
   const dataDir = tempDir();
   const env = { TOOLHOST_DATA_DIR: dataDir };
 
@@ -20,6 +20,20 @@ describe("toolhost CLI (built bin)", () => {
     expect(result.offset).toBe("+05:45");
     expect(result.local).toMatch(/\+05:45$/);
   });
+
+  it("--version and a parser error exit 0 and 2 from the process itself", async () => {
+    expect((await runCli(["--version"], env)).code).toBe(0);
+    const bogus = await runCli(["bogus-cmd"], env);
+    expect(bogus.code).toBe(2);
+    expect(bogus.stderr).toMatch(/error/);
+  });
+});
+
+// The same program, run by main(argv) inside this process: parsers, help, usage errors and command rules.
+describe("toolhost CLI: commands and parsers (in-process)", () => {
+  const dataDir = tempDir();
+  const env = { TOOLHOST_DATA_DIR: dataDir };
+  const runCli = runCliInProcess;
 
   it.each([
     ['{"timezone":"Mars/Olympus"}', /Mars\/Olympus/],
@@ -105,7 +119,9 @@ describe("toolhost CLI (built bin)", () => {
   });
 
   it("--version exits 0; an unsupported database URL is a clear error", async () => {
-    expect((await runCli(["--version"], env)).code).toBe(0);
+    const version = await runCli(["--version"], env);
+    expect(version.code).toBe(0);
+    expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
     const run = await runCli(["tools"], { ...env, TOOLHOST_DATABASE_URL: "mysql://x" });
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/Unsupported database URL "mysql:\/\/x"/);
@@ -142,6 +158,10 @@ describe("toolhost CLI (built bin)", () => {
     expect(run.stdout).toBe("");
     expect(run.stderr).toMatch(message);
   });
+});
+
+describe("toolhost CLI: the process and its stdout", () => {
+  const env = { TOOLHOST_DATA_DIR: tempDir() };
 
   it("output into a closed pipe ends quietly with status 0 (| head), not with an EPIPE stack", async () => {
     const work = tempDir();

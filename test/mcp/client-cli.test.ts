@@ -1,9 +1,13 @@
-/** `toolhost mcp-servers` end to end: a stored server and a config-file server, their status, tools and removal. */
+/**
+ * `toolhost mcp-servers` through the CLI program (main(argv) in this process) with real MCP server processes: a
+ * stored server and a config-file server, their status, tools and removal.
+ */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { runCli } from "../helpers/cli.js";
+// The commands run through main(argv) in this process (the bin as a process is covered in test/cli/).
+import { runCliInProcess as runCli } from "../helpers/cli.js";
 import { tempDir } from "../helpers/server.js";
 
 const FIXTURE = fileURLToPath(new URL("../fixtures/mcp/fixture-server.mjs", import.meta.url));

@@ -3,7 +3,8 @@
  * admins see and remove locks (API and `toolhost settings unlock`), including a lock on `enabled`.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { runCli } from "../helpers/cli.js";
+// The commands run through main(argv) in this process (the bin as a process is covered in test/cli/).
+import { runCliInProcess as runCli } from "../helpers/cli.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 
 let server: TestServer | undefined;

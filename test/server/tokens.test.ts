@@ -2,7 +2,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli } from "../helpers/cli.js";
+// The commands run through main(argv) in this process (the bin as a process is covered in test/cli/).
+import { runCliInProcess as runCli } from "../helpers/cli.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 
 describe("API tokens", () => {
