@@ -129,6 +129,22 @@ describe("known cases", () => {
     if (!outcome.ok) expect(outcome.error.message).not.toContain("a".repeat(61));
   });
 
+  it("a glob that would take exponential time to match is refused: many stars in one name, extended glob groups", async () => {
+    // "*a*a*a*a*a*a*a*a*a*a*b" held the event loop for seconds on a single 31-character name.
+    refused(await call("glob", { pattern: `${"*a".repeat(10)}*b` }), "validation_failed", "too_many_wildcards");
+    refused(await call("glob", { pattern: "*?*?*?*?c" }), "validation_failed", "too_many_wildcards");
+    refused(
+      await call("grep", { pattern: "x", path: ".", glob: "*a*a*a*b" }),
+      "validation_failed",
+      "too_many_wildcards",
+    );
+    refused(await call("glob", { pattern: "+(a|aa)c" }), "validation_failed", "extglob", /\{a,b\}/);
+    refused(await call("grep", { pattern: "x", path: ".", glob: "*(a)" }), "validation_failed", "extglob");
+    // Three stars, a globstar and escaped parentheses are fine.
+    expect(await call("glob", { pattern: "**/*a*b*.ts" })).toMatchObject({ ok: true });
+    expect(await call("glob", { pattern: "sub/[(]x" })).toMatchObject({ ok: true, result: { matches: [] } });
+  });
+
   it("a NUL byte in grep's glob is validation_failed (it used to reach ripgrep's argv)", async () => {
     refused(await call("grep", { pattern: "x", path: ".", glob: "a\0b" }), "validation_failed", "nul_byte");
   });

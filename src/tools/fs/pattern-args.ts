@@ -10,13 +10,21 @@ import { LONE_SURROGATE, MAX_NAME_BYTES } from "../../core/path-policy.js";
 /** Longest glob pattern accepted, in UTF-16 code units (the matcher's own ceiling is 64 KiB). */
 export const MAX_GLOB_PATTERN_CHARS = 16 * 1024;
 
+/** Most `*` wildcards (runs of stars) in one name of a pattern: a backtracking matcher is polynomial in their number. */
+export const MAX_STARS_PER_NAME = 3;
+
+/** An extended glob group: `+(`, `*(`, `?(`, `@(`, `!(` not escaped by a backslash. */
+const EXTGLOB = /(^|[^\\])[+*?@!]\(/;
+
 /**
  * Checks a glob pattern's text: at most MAX_GLOB_PATTERN_CHARS characters, no NUL byte, well-formed Unicode,
  * something after a leading "!", no trailing "/" and no empty name between two "/", and no literal name (one
  * without wildcards) longer than MAX_NAME_BYTES bytes, which no file can have. Empty patterns are the caller's
- * rule (glob refuses them, grep's `glob` treats them as absent). Throws ToolArgumentError (validation_failed) whose
- * `details.rule` is pattern_too_long | nul_byte | invalid_unicode | empty_negation | trailing_slash | empty_name |
- * name_too_long.
+ * rule (glob refuses them, grep's `glob` treats them as absent). Also refused, because a backtracking matcher can take
+ * exponential time on them (a pattern such as `*a*a*a*a*b` held the event loop for seconds on one long name):
+ * extended glob groups (`+(…)`, `*(…)`, `?(…)`, `@(…)`, `!(…)`) and more than MAX_STARS_PER_NAME `*` in one name.
+ * Throws ToolArgumentError (validation_failed) whose `details.rule` is pattern_too_long | nul_byte | invalid_unicode
+ * | empty_negation | trailing_slash | extglob | empty_name | too_many_wildcards | name_too_long.
  */
 export function checkGlobPattern(pattern: string, argument: string): void {
   const fail = (why: string, rule: string, extra: Record<string, unknown> = {}): never => {
@@ -50,7 +58,23 @@ export function checkGlobPattern(pattern: string, argument: string): void {
       "trailing_slash",
     );
   }
+  if (EXTGLOB.test(pattern)) {
+    fail(
+      `${quote(pattern)} uses an extended glob group such as +(…), *(…), ?(…), @(…) or !(…), which this tool does not support (such groups can take exponential time to match). Use {a,b} alternatives, and write a literal parenthesis as [(].`,
+      "extglob",
+    );
+  }
   const names = body.replace(/^(\.\/)+/, "").split("/");
+  for (const name of names) {
+    const wildcards = name === "**" ? 0 : (name.match(/\*+/g) ?? []).length;
+    if (wildcards > MAX_STARS_PER_NAME) {
+      fail(
+        `the name ${quote(name, 60)} in the pattern has ${wildcards} "*" wildcards; at most ${MAX_STARS_PER_NAME} per name are accepted (more can take exponential time to match a long name). Use fewer wildcards, or "**" for any depth.`,
+        "too_many_wildcards",
+        { wildcards, max: MAX_STARS_PER_NAME },
+      );
+    }
+  }
   if (names.slice(0, -1).some((name) => name === "")) {
     fail(`${quote(pattern)} has an empty name between two "/"; write a single "/" between names.`, "empty_name");
   }
@@ -67,7 +91,8 @@ export function checkGlobPattern(pattern: string, argument: string): void {
 }
 
 /**
- * picomatch(pattern, options), with an exception it throws for an unusual pattern turned into a ToolArgumentError
+ * picomatch(pattern, options) with extended glob groups off (they are not part of the language; see
+ * checkGlobPattern), with an exception it throws for an unusual pattern turned into a ToolArgumentError
  * (validation_failed, rule invalid_glob) naming the argument.
  */
 export function compilePattern(
@@ -76,7 +101,7 @@ export function compilePattern(
   argument: string,
 ): picomatch.Matcher {
   try {
-    return picomatch(pattern, options);
+    return picomatch(pattern, { ...options, noextglob: true });
   } catch (error) {
     throw new ToolArgumentError(
       `Invalid argument "${argument}": ${quote(pattern)} is not a glob pattern this tool can compile (${clip((error as Error).message)}). Use *, **, ?, [abc] and {a,b}.`,

@@ -162,6 +162,10 @@ export const defectiveGlob = fc.oneof(
   fc.tuple(plausibleGlob, fc.constantFrom("/", "//", "/./")).map(([g, tail]) => `${g.replace(/^!$/, "x")}${tail}`),
   fc.tuple(fc.constantFrom("a", "*", "sub"), fc.constantFrom("//", "/*//")).map(([a, mid]) => `${a}${mid}b`),
   fc.constantFrom("!", "! ", "!  "),
+  fc.constantFrom("+(a|aa)c", "*(a)", "sub/?(x)y", "@(a|b)", "!(a)*", "x!(y)"),
+  fc
+    .tuple(fc.integer({ min: 4, max: 12 }), fc.constantFrom("a", "?", "[ab]", "x."))
+    .map(([k, mid]) => `${`*${mid}`.repeat(k)}b`),
   fc.tuple(longName, fc.constantFrom("", "/*", "/**/x")).map(([n, tail]) => `${n}${tail}`),
   fc
     .tuple(fc.constantFrom("*", "a", "{a,b}", "?"), fc.integer({ min: 16_385, max: 70_000 }))
