@@ -9,13 +9,6 @@ import type { AppContext } from "../app/context.js";
 import { ToolError } from "../core/errors.js";
 import { VERSION } from "../version.js";
 import { createAppContext, withContext } from "./app-context.js";
-import { registerAgentsCommand } from "./commands/agents.js";
-import { registerApprovalsCommand, registerAuditCommand } from "./commands/audit.js";
-import { registerChatCommand } from "./commands/chat.js";
-import { registerChatsCommand } from "./commands/chats.js";
-import { registerDoctorCommand } from "./commands/doctor.js";
-import { registerMcpServersCommand } from "./commands/mcp-servers.js";
-import { registerTokenCommand } from "./commands/token.js";
 import {
   asUsageError,
   CliError,
@@ -71,7 +64,7 @@ const print = (value: unknown): void => {
  * command is defined (or none, for ""): what main() does when the command line names one, since building every
  * command's options costs a short process (`toolhost call …`, `toolhost --version`) more than running it.
  */
-export function buildProgram(only?: CommandName | ""): Command {
+export async function buildProgram(only?: CommandName | ""): Promise<Command> {
   const wanted = (name: CommandName) => only === undefined || only === name;
   const program = new Command();
   // Parse errors throw instead of exiting, so main() can give them the usage exit code (2).
@@ -283,14 +276,15 @@ export function buildProgram(only?: CommandName | ""): Command {
       );
   }
 
-  if (wanted("token")) registerTokenCommand(program);
-  if (wanted("audit")) registerAuditCommand(program);
-  if (wanted("approvals")) registerApprovalsCommand(program);
-  if (wanted("chat")) registerChatCommand(program);
-  if (wanted("chats")) registerChatsCommand(program);
-  if (wanted("doctor")) registerDoctorCommand(program);
-  if (wanted("agents")) registerAgentsCommand(program);
-  if (wanted("mcp-servers")) registerMcpServersCommand(program);
+  // The other commands' modules load only when their command is defined (chat's pulls in the provider table).
+  if (wanted("token")) (await import("./commands/token.js")).registerTokenCommand(program);
+  if (wanted("audit")) (await import("./commands/audit.js")).registerAuditCommand(program);
+  if (wanted("approvals")) (await import("./commands/audit.js")).registerApprovalsCommand(program);
+  if (wanted("chat")) (await import("./commands/chat.js")).registerChatCommand(program);
+  if (wanted("chats")) (await import("./commands/chats.js")).registerChatsCommand(program);
+  if (wanted("doctor")) (await import("./commands/doctor.js")).registerDoctorCommand(program);
+  if (wanted("agents")) (await import("./commands/agents.js")).registerAgentsCommand(program);
+  if (wanted("mcp-servers")) (await import("./commands/mcp-servers.js")).registerMcpServersCommand(program);
 
   if (wanted("mcp")) {
     program
@@ -336,7 +330,7 @@ export function buildProgram(only?: CommandName | ""): Command {
 /** Runs the CLI with process.argv; maps errors to messages and exit codes (2 usage, 1 tool/other failures). */
 export async function main(argv = process.argv): Promise<void> {
   exitQuietlyOnClosedStdout();
-  const program = buildProgram(commandNamedBy(argv.slice(2)));
+  const program = await buildProgram(commandNamedBy(argv.slice(2)));
   try {
     await program.parseAsync(argv);
   } catch (error) {

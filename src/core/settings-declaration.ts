@@ -124,6 +124,25 @@ export function defineTool(declaration: ToolDeclaration): RegisteredTool {
   return { ...declaration, settings: normalizeToolSettings(declaration.definition, declaration.settings) };
 }
 
+/**
+ * A tool's `execute` that imports the implementation on the tool's first call: `load` returns the implementation's
+ * executor, typically a dynamic import of the implementation module followed by picking its function (see
+ * src/tools/builtin/apply-patch.ts). Registering
+ * a built-in then costs only its metadata (definition, settings, annotations) when a process starts; the
+ * implementation and its dependencies load when a call needs them (bundlers make each such import its own chunk).
+ * A failed import fails that call (execution_failed) and is tried again on the next one.
+ */
+export function lazyExecute(load: () => Promise<RegisteredTool["execute"]>): RegisteredTool["execute"] {
+  let loading: Promise<RegisteredTool["execute"]> | undefined;
+  return async (args, context) => {
+    loading ??= load().catch((error: unknown) => {
+      loading = undefined;
+      throw error;
+    });
+    return (await loading)(args, context);
+  };
+}
+
 function requireDefault<T>(d: ToolParameterDescriptor, check: (v: unknown) => v is T): T {
   if (!check(d.default)) {
     throw new Error(`Setting "${d.name}" is read with a typed reader but declares no default of type ${d.type}.`);

@@ -6,6 +6,7 @@ import {
   defineTool,
   describeSetting,
   integerSetting,
+  lazyExecute,
   normalizeToolSettings,
   stringListSetting,
   stringSetting,
@@ -143,5 +144,22 @@ describe("docs derive from the descriptors", () => {
   it("docs/settings-reference.md matches the code (run `npm run docs:settings` after changing a setting)", () => {
     const onDisk = readFileSync(new URL("../../docs/settings-reference.md", import.meta.url), "utf8");
     expect(onDisk).toBe(builtinSettingsReference());
+  });
+});
+
+describe("lazyExecute", () => {
+  it("loads the implementation once, on the first call, and tries again after a failed load", async () => {
+    let loads = 0;
+    const execute = lazyExecute(async () => {
+      loads += 1;
+      if (loads === 1) throw new Error("not yet");
+      return async (args) => ({ echoed: args });
+    });
+    expect(loads).toBe(0);
+    const context = {} as Parameters<typeof execute>[1];
+    await expect(execute({ a: 1 }, context)).rejects.toThrow("not yet");
+    expect(await execute({ a: 2 }, context)).toEqual({ echoed: { a: 2 } });
+    expect(await execute({ a: 3 }, context)).toEqual({ echoed: { a: 3 } });
+    expect(loads).toBe(2);
   });
 });

@@ -15,10 +15,7 @@ import { credentialSourceFor } from "../../core/credentials.js";
 import { registerTool } from "../../core/registry.js";
 import { defineTool } from "../../core/settings-declaration.js";
 import type { EffectiveToolSettings, RegisteredTool, ToolDefinition } from "../../core/types.js";
-import { FileImageStore } from "../image/file-image-store.js";
-import { createGenerateImageToolPlan, type GenerateImageArgs } from "../image/plan.js";
-import { createImageProvider } from "../image/providers.js";
-import { runGenerateImagePlan } from "../image/run.js";
+import type { GenerateImageArgs } from "../image/plan.js";
 import { GENERATE_IMAGE_SETTINGS, MAX_IMAGES_PER_CALL } from "../image/settings.js";
 import { IMAGE_QUALITIES, type ImageGenerationHostConfig, type ImageStore } from "../image/types.js";
 
@@ -109,7 +106,15 @@ export const generateImageTool: RegisteredTool = defineTool({
   },
   managesOwnTimeout: true,
   unavailableReason: imageProvidersUnavailable,
+  // The planning, the provider clients and the image store load on the first call (registration is metadata only).
   async execute(args, context) {
+    const [{ createGenerateImageToolPlan }, { createImageProvider }, { runGenerateImagePlan }, { FileImageStore }] =
+      await Promise.all([
+        import("../image/plan.js"),
+        import("../image/providers.js"),
+        import("../image/run.js"),
+        import("../image/file-image-store.js"),
+      ]);
     const plan = createGenerateImageToolPlan(args as GenerateImageArgs, context.settings);
     const host = context.services.imageGeneration as ImageGenerationHostConfig | undefined;
     const provider = createImageProvider(plan.provider, host, credentialSourceFor(context.services));

@@ -16,9 +16,8 @@ import { registerTool } from "../../core/registry.js";
 import { defineTool, integerSetting, stringListSetting } from "../../core/settings-declaration.js";
 import { TIMEOUT_SECONDS_DESCRIPTOR } from "../../core/settings-policy.js";
 import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
-import { binaryRefusal, bodyKind, bodyToContent } from "../web/content.js";
-import { guardedFetch } from "../web/fetch.js";
-import { checkUrlShape, type HostResolver } from "../web/ssrf.js";
+import type { HostResolver } from "../web/ssrf.js";
+import { checkUrlShape } from "../web/url-shape.js";
 
 /** Result of web_fetch. */
 export interface WebFetchResult {
@@ -83,6 +82,11 @@ export async function webFetch(args: { url: string; maxSize?: number }, context:
       { argument: "maxSize" },
     );
   }
+  // The fetch client, the SSRF guard and the HTML conversion load on the first fetch (registration is metadata only).
+  const [{ guardedFetch }, { binaryRefusal, bodyKind, bodyToContent }] = await Promise.all([
+    import("../web/fetch.js"),
+    import("../web/content.js"),
+  ]);
   const { resolver, extraHosts } = servicesOf(context);
   const allowedHosts = [...stringListSetting(context.settings.parameters, ALLOWED_HOSTS), ...extraHosts];
   const result = await guardedFetch(url, {

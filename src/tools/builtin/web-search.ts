@@ -17,17 +17,8 @@ import { registerTool } from "../../core/registry.js";
 import { defineTool, stringSetting } from "../../core/settings-declaration.js";
 import { TIMEOUT_SECONDS_DESCRIPTOR } from "../../core/settings-policy.js";
 import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
-import {
-  chooseProvider,
-  missingKeyVariable,
-  resolveSearchConfig,
-  runSearch,
-  SEARCH_PROVIDERS,
-  type SearchProviderName,
-  type SearchResult,
-  WEB_SEARCH_SERVICE,
-  type WebSearchConfig,
-} from "../web/search-providers.js";
+import { SEARCH_PROVIDERS, type SearchProviderName, WEB_SEARCH_SERVICE } from "../web/search-names.js";
+import type { SearchResult, WebSearchConfig } from "../web/search-providers.js";
 
 /** Result of web_search. */
 export interface WebSearchResult {
@@ -68,6 +59,10 @@ export async function webSearch(
   if (!query)
     throw new ToolArgumentError('Invalid argument "query": it is empty; give search words.', { argument: "query" });
   const maxResults = args.maxResults ?? WEB_SEARCH_DEFAULT_MAX_RESULTS;
+  // The provider clients (and the fetch stack under them) load on the first search: registration is metadata only.
+  const { chooseProvider, missingKeyVariable, resolveSearchConfig, runSearch } = await import(
+    "../web/search-providers.js"
+  );
   const config = resolveSearchConfig(context.services[WEB_SEARCH_SERVICE] as WebSearchConfig | undefined);
   const preferred = stringSetting(context.settings.parameters, DEFAULT_PROVIDER) as SearchProviderName | "auto";
   const provider = chooseProvider(args.provider, config, preferred);

@@ -20,12 +20,10 @@
 import { ToolExecutionError } from "../../core/errors.js";
 import { readCapped } from "./fetch.js";
 import { htmlToText, linkedom } from "./lazy-html.js";
+import { SEARCH_PROVIDERS, type SearchProviderName, WEB_SEARCH_SERVICE } from "./search-names.js";
 import { loadUndici } from "./undici.js";
 
-/** The providers web_search knows. */
-export const SEARCH_PROVIDERS = ["tavily", "brave", "duckduckgo"] as const;
-/** One of SEARCH_PROVIDERS. */
-export type SearchProviderName = (typeof SEARCH_PROVIDERS)[number];
+export { SEARCH_PROVIDERS, type SearchProviderName, WEB_SEARCH_SERVICE };
 
 /** One search result as web_search returns it. */
 export interface SearchResult {
@@ -47,9 +45,6 @@ export interface WebSearchConfig {
   brave?: SearchProviderConfig;
   duckduckgo?: { baseUrl?: string };
 }
-
-/** Name of the ToolContext service holding a WebSearchConfig. */
-export const WEB_SEARCH_SERVICE = "webSearch";
 
 export const DEFAULT_BASE_URLS: Record<SearchProviderName, string> = {
   tavily: "https://api.tavily.com",

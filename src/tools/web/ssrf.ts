@@ -18,9 +18,12 @@ import { lookup } from "node:dns/promises";
 import { isIP, type Socket } from "node:net";
 import { rootCertificates } from "node:tls";
 import type { Agent, buildConnector } from "undici";
-import { AccessDeniedError, ToolArgumentError, ToolExecutionError } from "../../core/errors.js";
+import { AccessDeniedError, ToolExecutionError } from "../../core/errors.js";
 import { addressInRange, canonicalAddress, classifyAddress, sameAddress } from "./address.js";
 import { loadUndici } from "./undici.js";
+import { checkUrlShape, denyFetch as deny, normalizeHost } from "./url-shape.js";
+
+export { checkUrlShape, normalizeHost };
 
 /** Resolves a host name to every address it has (IPv4 and IPv6 text). Throws when the name does not resolve. */
 export type HostResolver = (hostname: string) => Promise<string[]>;
@@ -49,14 +52,6 @@ export const systemResolver: HostResolver = async (hostname) => {
   const records = await lookup(hostname, { all: true, verbatim: true });
   return records.map((r) => r.address);
 };
-
-/** Normalizes a URL host for comparisons: lower case, no IPv6 brackets, no trailing dots. */
-export function normalizeHost(host: string): string {
-  let h = host.trim().toLowerCase();
-  if (h.startsWith("[") && h.endsWith("]")) h = h.slice(1, -1);
-  while (h.endsWith(".")) h = h.slice(0, -1);
-  return h;
-}
 
 function isAddressEntry(entry: string): boolean {
   return entry.includes("/") || isIP(entry.replace(/^\[|\]$/g, "")) !== 0;
@@ -87,37 +82,6 @@ function addressIsAllowed(address: string, allowedHosts: readonly string[] = [])
     const entry = normalizeHost(raw);
     return isAddressEntry(entry) && addressInRange(address, entry);
   });
-}
-
-function deny(message: string, details: Record<string, unknown>, addressRule = true): never {
-  const hint = addressRule
-    ? ' web_fetch only fetches public addresses; an administrator can allow a private host with the web_fetch setting "allowedHosts".'
-    : " web_fetch only fetches http:// and https:// URLs without credentials.";
-  throw new AccessDeniedError(`${message}${hint}`, { rule: "ssrf", ...details });
-}
-
-/**
- * The checks of a URL that need no network: it parses as an absolute URL (ToolArgumentError otherwise), is http or
- * https, carries no credentials and names a host (AccessDeniedError otherwise). Returns the parsed URL. Used before
- * every request (through assertNoSsrf) and by the approval gate, so a URL web_fetch would refuse is refused before
- * anyone is asked about it.
- */
-export function checkUrlShape(input: string | URL): URL {
-  let url: URL;
-  try {
-    url = typeof input === "string" ? new URL(input) : new URL(input.href);
-  } catch {
-    throw new ToolArgumentError(
-      `Invalid argument "url": ${JSON.stringify(String(input).slice(0, 200))} is not an absolute URL. Give a full http(s) URL such as https://example.com/page.`,
-      { argument: "url", rule: "url" },
-    );
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    deny(`The scheme "${url.protocol}" is not allowed.`, { scheme: url.protocol }, false);
-  }
-  if (url.username || url.password) deny("URLs with credentials (user:password@) are not fetched.", {}, false);
-  if (!normalizeHost(url.hostname)) deny("The URL has no host.", {});
-  return url;
 }
 
 /**

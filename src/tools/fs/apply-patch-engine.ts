@@ -1,0 +1,381 @@
+/**
+ * The implementation of the apply_patch tool (its metadata is in src/tools/builtin/apply-patch.ts, which loads this
+ * module on the tool's first call). See that file for the behaviour.
+ */
+import { rm } from "node:fs/promises";
+import { clip, NotFoundError, shorten, ToolArgumentError, ToolError, ToolExecutionError } from "../../core/errors.js";
+import { resolveAndValidatePath, toResultPath } from "../../core/path-policy.js";
+import type { ToolContext } from "../../core/types.js";
+import {
+  assertFresh,
+  atomicWrite,
+  ledgerChat,
+  lstatOrUndefined,
+  readWholeFile,
+  refuseFinalSymlink,
+  sha256,
+  withPathLocks,
+} from "./common.js";
+import { type FileOp, type Hunk, parsePatch } from "./patch-parse.js";
+
+/** Lines of a hunk (and of the file) a mismatch report shows at most. */
+const MISMATCH_LINES_SHOWN = 40;
+
+/** Largest file apply_patch edits (10 MiB). */
+export const PATCH_FILE_CAP = 10 * 1024 * 1024;
+
+interface Line {
+  /** Text without CR/LF. */
+  text: string;
+  cr: boolean;
+  nl: boolean;
+}
+
+/** Splits file text into lines that remember their CR and LF, so joining them restores the bytes. */
+export function toLines(text: string): Line[] {
+  if (text === "") return [];
+  const parts = text.split("\n");
+  const out: Line[] = [];
+  for (let i = 0; i < parts.length; i++) {
+    const raw = parts[i]!;
+    const last = i === parts.length - 1;
+    if (last && raw === "") break;
+    const cr = raw.endsWith("\r") && !last;
+    out.push({ text: cr ? raw.slice(0, -1) : raw, cr, nl: !last });
+  }
+  return out;
+}
+
+/** Joins lines back to text. */
+export function fromLines(lines: Line[]): string {
+  let s = "";
+  for (const l of lines) s += l.text + (l.nl ? (l.cr ? "\r\n" : "\n") : "");
+  return s;
+}
+
+const comparers: ((a: string, b: string) => boolean)[] = [
+  (a, b) => a === b,
+  (a, b) => a.trimEnd() === b.trimEnd(),
+  (a, b) => a.trim() === b.trim(),
+];
+
+function matchesAt(file: Line[], at: number, old: string[], eq: (a: string, b: string) => boolean): boolean {
+  for (let k = 0; k < old.length; k++) {
+    const line = file[at + k];
+    if (!line || !eq(line.text, old[k]!.replace(/\r$/, ""))) return false;
+  }
+  return true;
+}
+
+/** Finds where `old` sits: nearest to `expected` within [from, end], strictest comparison first; -1 if nowhere. */
+function locate(file: Line[], old: string[], from: number, expected: number, atEof: boolean): number {
+  const last = file.length - old.length;
+  if (last < from) return -1;
+  if (atEof) {
+    return comparers.some((eq) => matchesAt(file, last, old, eq)) ? last : -1;
+  }
+  const start = Math.min(Math.max(expected, from), last);
+  for (const eq of comparers) {
+    for (let d = 0; start - d >= from || start + d <= last; d++) {
+      if (start + d <= last && matchesAt(file, start + d, old, eq)) return start + d;
+      if (d > 0 && start - d >= from && matchesAt(file, start - d, old, eq)) return start - d;
+    }
+  }
+  return -1;
+}
+
+function describeMismatch(path: string, index: number, total: number, hunk: Hunk, file: Line[], from: number): string {
+  const old = hunk.lines.filter((l) => l.op !== "+").map((l) => l.text);
+  let at = hunk.oldStart !== undefined ? hunk.oldStart - 1 : -1;
+  if (at < 0 && old.length > 0) {
+    at = file.findIndex((l, i) => i >= from && l.text.trim() === old[0]!.trim());
+  }
+  if (at < 0) at = from;
+  at = Math.max(0, Math.min(at, Math.max(0, file.length - 1)));
+  const shown = file.slice(at, at + Math.max(old.length, 1));
+  // Long hunks and long lines are shown in part: enough to see the difference, never the whole argument back.
+  const fmt = (ls: string[]) =>
+    [
+      ...ls.slice(0, MISMATCH_LINES_SHOWN).map((l) => `  |${shorten(l, 200)}`),
+      ...(ls.length > MISMATCH_LINES_SHOWN ? [`  (${ls.length - MISMATCH_LINES_SHOWN} more lines)`] : []),
+    ].join("\n") || "  (nothing)";
+  return [
+    `Hunk ${index} of ${total} for "${clip(path)}" did not apply: no place in the file matches its ${old.length} context/removed line(s).`,
+    `Expected:\n${fmt(old)}`,
+    `The file has at line ${at + 1}:\n${fmt(shown.map((l) => l.text))}`,
+    "Read the file again with read_file and send a patch whose context and '-' lines match it exactly.",
+  ].join("\n");
+}
+
+/**
+ * Where a hunk's search starts after its `@@` anchors: each anchor is the next line (at or after the previous
+ * anchor's line) that contains it; the search starts after the last one (or on it, when the hunk's first line is
+ * the anchor line itself). Throws ToolExecutionError (rule anchor_not_found) naming the anchor that cannot be
+ * satisfied in order — the hunk is then refused, never applied elsewhere.
+ */
+function afterAnchors(
+  file: Line[],
+  anchors: string[],
+  from: number,
+  old: string[],
+  path: string,
+  index: number,
+  total: number,
+): number {
+  let at = from;
+  let line = -1;
+  for (let k = 0; k < anchors.length; k++) {
+    const anchor = anchors[k]!.trim();
+    const start = line < 0 ? at : line + 1;
+    line = file.findIndex((l, i) => i >= start && (l.text.trim() === anchor || l.text.includes(anchor)));
+    if (line < 0) {
+      const previous =
+        k > 0 ? ` after "@@ ${clip(anchors[k - 1]!)}" (line ${at + 1})` : from > 0 ? ` after line ${from}` : "";
+      throw new ToolExecutionError(
+        `Hunk ${index} of ${total} for "${clip(path)}" did not apply: its anchor "@@ ${clip(anchors[k]!)}" matches no line${previous}. Anchors are searched in order, each after the one before. Read the file again and use anchor lines that exist, in file order.`,
+        { path: clip(path), hunk: index, anchor: clip(anchors[k]!), rule: "anchor_not_found" },
+      );
+    }
+    at = line;
+  }
+  return old.length > 0 && old[0]!.trim() === file[line]!.text.trim() ? line : line + 1;
+}
+
+/** Applies hunks to file text. Throws ToolExecutionError (rule hunk_mismatch) naming the file and hunk. */
+export function applyHunks(text: string, hunks: Hunk[], path: string): string {
+  const bom = text.startsWith("\uFEFF") ? "\uFEFF" : "";
+  let file = toLines(bom ? text.slice(1) : text);
+  const crlf =
+    file.length > 0
+      ? file.filter((l) => l.cr).length * 2 >= file.filter((l) => l.nl).length && file.some((l) => l.cr)
+      : false;
+  let from = 0;
+  let delta = 0;
+  hunks.forEach((hunk, h) => {
+    const old = hunk.lines.filter((l) => l.op !== "+").map((l) => l.text);
+    const anchors = hunk.anchors ?? [];
+    const searchFrom = anchors.length > 0 ? afterAnchors(file, anchors, from, old, path, h + 1, hunks.length) : from;
+    const expected = hunk.oldStart !== undefined ? hunk.oldStart - 1 + delta : searchFrom;
+    let at: number;
+    if (old.length === 0) {
+      at = hunk.oldStart !== undefined ? Math.min(Math.max(expected, from), file.length) : file.length;
+    } else {
+      at = locate(file, old, searchFrom, expected, hunk.atEof);
+      // Without anchors a hunk may sit before the expected place; with anchors it must lie inside them, never elsewhere.
+      if (at < 0 && anchors.length === 0 && searchFrom > from) at = locate(file, old, from, expected, hunk.atEof);
+      if (at < 0) {
+        throw new ToolExecutionError(describeMismatch(path, h + 1, hunks.length, hunk, file, from), {
+          path: clip(path),
+          hunk: h + 1,
+          rule: "hunk_mismatch",
+        });
+      }
+    }
+    const replacement: Line[] = [];
+    let cursor = at;
+    for (const l of hunk.lines) {
+      if (l.op === " ") replacement.push({ ...file[cursor++]! });
+      else if (l.op === "-") cursor++;
+      else replacement.push({ text: l.text.replace(/\r$/, ""), cr: crlf, nl: true });
+    }
+    const touchesEof = at + old.length >= file.length;
+    const next = [...file.slice(0, at), ...replacement, ...file.slice(at + old.length)];
+    if (touchesEof && next.length > 0) {
+      const originalLastNl = file.length === 0 ? true : file[file.length - 1]!.nl;
+      const finalNl = hunk.newNoEol ? false : hunk.oldNoEol ? true : originalLastNl;
+      for (let k = at; k < next.length - 1; k++) {
+        const line = next[k]!;
+        if (!line.nl) Object.assign(line, { nl: true, cr: crlf });
+      }
+      next[next.length - 1]!.nl = finalNl;
+    }
+    file = next;
+    from = at + replacement.length;
+    delta += replacement.length - old.length;
+  });
+  return bom + fromLines(file);
+}
+
+/** One planned change, computed before anything is written. */
+interface Planned {
+  action: "add" | "update" | "delete" | "move";
+  input: string;
+  absolute: string;
+  real: string;
+  content?: string;
+  mode?: number;
+  /** For a move: the destination. */
+  dest?: { input: string; absolute: string; real: string };
+  hunks: number;
+}
+
+function decodeStrict(bytes: Buffer, input: string): string {
+  const text = bytes.toString("utf8");
+  if (!Buffer.from(text, "utf8").equals(bytes)) {
+    throw new ToolArgumentError(
+      `"${clip(input)}" is not valid UTF-8 text, so a patch could not preserve its bytes; use write_file instead.`,
+      { path: clip(input), rule: "not_utf8" },
+    );
+  }
+  return text;
+}
+
+type ResolvedPath = { absolute: string; real: string };
+type ResolvedOp = { op: FileOp; target: ResolvedPath; dest: ResolvedPath | undefined };
+
+/**
+ * Every path of the patch through the policy before anything else (nothing is read or written outside), then the
+ * no-final-symlink rule (a target or move destination that is a symbolic link is refused).
+ */
+async function resolveTargets(ops: FileOp[], context: ToolContext): Promise<ResolvedOp[]> {
+  const resolved: ResolvedOp[] = [];
+  for (const op of ops) {
+    const target = await resolveAndValidatePath(op.path, context, { kind: "file", argument: "patch" });
+    const dest =
+      op.kind === "update" && op.moveTo
+        ? await resolveAndValidatePath(op.moveTo, context, { kind: "file", argument: "patch" })
+        : undefined;
+    resolved.push({ op, target, dest });
+  }
+  for (const { op, target, dest } of resolved) {
+    await refuseFinalSymlink(target.absolute, op.path, "patch");
+    if (dest && op.kind === "update" && op.moveTo) await refuseFinalSymlink(dest.absolute, op.moveTo, "patch");
+  }
+  return resolved;
+}
+
+/** Plans every resolved operation (freshness, hunks) without writing; throws on the first problem. */
+async function planPatch(resolved: ResolvedOp[], context: ToolContext): Promise<Planned[]> {
+  const seen = new Set<string>();
+  const planned: Planned[] = [];
+  const claim = (real: string, input: string) => {
+    if (seen.has(real)) {
+      throw new ToolArgumentError(`The patch touches "${clip(input)}" more than once; merge those changes into one.`, {
+        argument: "patch",
+        rule: "duplicate_target",
+      });
+    }
+    seen.add(real);
+  };
+  // A file the patch deletes may be the destination of a move in the same patch (replace b with a renamed a).
+  const deleted = new Map<string, string>();
+  for (const { op, target } of resolved) if (op.kind === "delete") deleted.set(target.real, op.path);
+  const moveDests = new Set(resolved.flatMap(({ op, dest }) => (op.kind === "update" && dest ? [dest.real] : [])));
+  for (const { op, target, dest } of resolved) {
+    if (!(op.kind === "delete" && moveDests.has(target.real))) claim(target.real, op.path);
+    const exists = await lstatOrUndefined(target.real);
+    if (op.kind === "add") {
+      if (exists) {
+        throw new ToolExecutionError(
+          `Cannot add "${clip(op.path)}": it already exists. Read it and send an update (or "*** Update File:") instead.`,
+          { path: clip(op.path), rule: "exists" },
+        );
+      }
+      const hunk = op.hunks[0];
+      const lines = op.hunks.flatMap((h) => h.lines.filter((l) => l.op !== "-").map((l) => l.text));
+      const noEol = hunk?.newNoEol === true;
+      planned.push({
+        action: "add",
+        input: op.path,
+        ...target,
+        content: lines.length === 0 ? "" : `${lines.join("\n")}${noEol ? "" : "\n"}`,
+        hunks: op.hunks.length,
+      });
+      continue;
+    }
+    if (!exists) {
+      throw new NotFoundError(`Cannot patch "${clip(op.path)}": no such file.`, { path: clip(op.path) });
+    }
+    const current = await readWholeFile(target.real, op.path, PATCH_FILE_CAP, context.signal);
+    await assertFresh(context, target.real, op.path, current.sha256);
+    if (op.kind === "delete") {
+      planned.push({ action: "delete", input: op.path, ...target, hunks: 0 });
+      continue;
+    }
+    const text = decodeStrict(current.bytes, op.path);
+    const content = op.hunks.length > 0 ? applyHunks(text, op.hunks, op.path) : text;
+    const entry: Planned = {
+      action: dest ? "move" : "update",
+      input: op.path,
+      ...target,
+      content,
+      mode: current.info.mode & 0o7777,
+      hunks: op.hunks.length,
+    };
+    if (dest && op.moveTo) {
+      claim(dest.real, op.moveTo);
+      if (!deleted.has(dest.real) && (await lstatOrUndefined(dest.real))) {
+        throw new ToolExecutionError(
+          `Cannot move "${clip(op.path)}" to "${clip(op.moveTo)}": "${clip(op.moveTo)}" already exists. To replace it, put "*** Delete File: ${clip(op.moveTo)}" in the same patch before "*** Update File: ${clip(op.path)}" / "*** Move to: ${clip(op.moveTo)}"; otherwise choose another destination.`,
+          { path: clip(op.moveTo), rule: "exists" },
+        );
+      }
+      entry.dest = { input: op.moveTo, ...dest };
+    }
+    planned.push(entry);
+  }
+  return planned;
+}
+
+/** Result of apply_patch. */
+export interface ApplyPatchResult {
+  patched: true;
+  path: string;
+  files: { path: string; action: Planned["action"]; hunks: number }[];
+}
+
+/** Executes apply_patch on parsed arguments. */
+export async function applyPatch(
+  args: { patch: string; path?: string },
+  context: ToolContext,
+): Promise<ApplyPatchResult> {
+  if (args.patch.trim() === "") throw new ToolArgumentError('"patch" is empty.', { argument: "patch" });
+  let ops: FileOp[] | undefined;
+  try {
+    ops = parsePatch(args.patch, args.path);
+    const resolved = await resolveTargets(ops, context);
+    const reals = resolved.flatMap(({ target, dest }) => (dest ? [target.real, dest.real] : [target.real]));
+    // Freshness checks and writes of every target under this process's path locks (sorted: no deadlock).
+    return await withPathLocks(reals, () => writePlanned(resolved, context));
+  } catch (error) {
+    throw nothingWritten(error, ops);
+  }
+}
+
+/**
+ * Adds to a refusal that the patch changed nothing (it is all or nothing: every failure happens before the first
+ * write), naming the files it would have added, so a model does not assume a partial success.
+ */
+function nothingWritten(error: unknown, ops: FileOp[] | undefined): unknown {
+  if (!(error instanceof ToolError) || error.code === "aborted" || error.code === "timeout") return error;
+  const added = (ops ?? []).filter((op) => op.kind === "add").map((op) => `"${clip(op.path)}"`);
+  const note = ` Nothing was written: the patch is all or nothing, so no file was changed, moved or deleted${
+    added.length > 0 ? `, and ${added.join(", ")} ${added.length === 1 ? "was" : "were"} not created` : ""
+  }. Fix the problem and send the whole patch again.`;
+  error.message = `${error.message.replace(/\s+$/, "")}${note}`;
+  return error;
+}
+
+/** Plans (freshness, hunks) and then writes; the caller holds the path locks of every target. */
+async function writePlanned(resolved: ResolvedOp[], context: ToolContext): Promise<ApplyPatchResult> {
+  const planned = await planPatch(resolved, context);
+  if (context.signal.aborted) throw context.signal.reason;
+  const chat = ledgerChat(context);
+  for (const p of planned) {
+    if (p.action === "delete") continue;
+    const target = p.dest ?? p;
+    await atomicWrite(target.real, p.content ?? "", { mode: p.mode, createDirectories: true, input: target.input });
+    await context.ledger.recordRead(chat, target.real, sha256(Buffer.from(p.content ?? "", "utf8")));
+  }
+  const written = new Set(planned.flatMap((p) => (p.action === "delete" ? [] : [(p.dest ?? p).real])));
+  for (const p of planned) {
+    // A deleted file that a move just replaced is already gone (the move's atomic rename took its place).
+    if ((p.action === "delete" || p.action === "move") && !written.has(p.real)) await rm(p.real, { force: true });
+  }
+  const files = planned.map((p) => ({
+    path: toResultPath((p.dest ?? p).absolute, context),
+    action: p.action,
+    hunks: p.hunks,
+  }));
+  return { patched: true, path: files[0]!.path, files };
+}
