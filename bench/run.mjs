@@ -86,6 +86,37 @@ async function time(fn, runs = RUNS) {
   return { ms: median(samples), min: Math.min(...samples), max: Math.max(...samples), last, cpu };
 }
 
+/**
+ * Times several cases in alternation: one warm-up each, then RUNS rounds that run every case once, so load that
+ * comes and goes on a shared machine falls on all of them alike (each case's garbage may be collected during
+ * another's run: alternate only cases whose ratio is wanted). Returns time()'s shape for each case, in order.
+ */
+async function timeAlternating(fns, runs = RUNS) {
+  for (const fn of fns) await fn();
+  const samples = fns.map(() => []);
+  const cpu = fns.map(() => 0);
+  const last = fns.map(() => undefined);
+  let cpuKnown = true;
+  for (let i = 0; i < runs; i++) {
+    for (let k = 0; k < fns.length; k++) {
+      const c0 = cpuMs();
+      const t = performance.now();
+      last[k] = await fns[k]();
+      samples[k].push(performance.now() - t);
+      const c1 = cpuMs();
+      if (c0 === null || c1 === null) cpuKnown = false;
+      else cpu[k] += c1 - c0;
+    }
+  }
+  return fns.map((_, k) => ({
+    ms: median(samples[k]),
+    min: Math.min(...samples[k]),
+    max: Math.max(...samples[k]),
+    last: last[k],
+    cpu: cpuKnown ? cpu[k] / runs : null,
+  }));
+}
+
 /** "cpu 1.16x": a case's CPU time (process and children) relative to its reference's, when both were measured. */
 const cpuNote = (t, ref) => (t.cpu && ref.cpu ? `cpu ${(t.cpu / ref.cpu).toFixed(2)}x of the reference` : "");
 
@@ -286,13 +317,21 @@ if (ONLY.has("grep")) {
     PATTERN,
     TREE,
   ];
-  const ref = await time(() => spawnSync(rgPath, args, { maxBuffer: 1 << 30 }));
-  row("grep", "ripgrep, same flags, text output (reference)", ref, ref);
-  for (const engine of ["ripgrep", "js"]) {
+  const engines = ["ripgrep", "js"];
+  const calls = [];
+  for (const engine of engines) {
     const runtime = await runtimeWith({ grep: { engine, maxResults: 5000, maxMatchesPerFile: 20, ...UNCAPPED } });
-    const r = await time(() =>
+    calls.push(() =>
       runtime.executeTool("grep", { pattern: PATTERN, path: "." }, { userId: "bench", workingDirectory: TREE }),
     );
+  }
+  // The target row (ripgrep engine) alternates with the reference; the JS engine, whose garbage would spill into
+  // their runs, is timed after them.
+  const [ref, viaRipgrep] = await timeAlternating([() => spawnSync(rgPath, args, { maxBuffer: 1 << 30 }), calls[0]]);
+  const timed = [viaRipgrep, await time(calls[1])];
+  row("grep", "ripgrep, same flags, text output (reference)", ref, ref);
+  for (const [k, engine] of engines.entries()) {
+    const r = timed[k];
     if (!r.last.ok) throw new Error(JSON.stringify(r.last.error));
     row("grep", `grep tool via executeTool, ${engine} engine`, r, ref, {
       note: `${r.last.result.filesWithMatches ?? "?"} files with matches, ${r.last.result.matches?.length} returned; ${cpuNote(r, ref)}`,
@@ -308,21 +347,23 @@ if (ONLY.has("glob")) {
   const { glob: tinyglobby } = await import("tinyglobby");
   const pattern = "**/package.json";
   const isMatch = picomatch(pattern);
-  const ref = await time(async () =>
-    new fdir()
-      .withRelativePaths()
-      .filter((p) => isMatch(p))
-      .exclude((name) => name.startsWith("."))
-      .crawl(TREE)
-      .withPromise(),
-  );
-  row("glob", "fdir + picomatch (reference)", ref, ref, { note: `${ref.last.length} matches` });
-  const tg = await time(() => tinyglobby(pattern, { cwd: TREE, dot: false, followSymbolicLinks: false }));
-  row("glob", "tinyglobby", tg, ref, { note: `${tg.last.length} matches` });
-  const fnd = await time(() => spawnSync("find", [TREE, "-name", "package.json", "-not", "-path", "*/.*"]));
-  row("glob", "find -name", fnd, ref);
   const runtime = await runtimeWith({ glob: { maxResults: 5000, ...UNCAPPED } });
-  const g = await time(() => runtime.executeTool("glob", { pattern }, { userId: "bench", workingDirectory: TREE }));
+  // The target row alternates with the reference; the other tools are timed after them.
+  const [ref, g] = await timeAlternating([
+    () =>
+      new fdir()
+        .withRelativePaths()
+        .filter((p) => isMatch(p))
+        .exclude((name) => name.startsWith("."))
+        .crawl(TREE)
+        .withPromise(),
+    () => runtime.executeTool("glob", { pattern }, { userId: "bench", workingDirectory: TREE }),
+  ]);
+  const tg = await time(() => tinyglobby(pattern, { cwd: TREE, dot: false, followSymbolicLinks: false }));
+  const fnd = await time(() => spawnSync("find", [TREE, "-name", "package.json", "-not", "-path", "*/.*"]));
+  row("glob", "fdir + picomatch (reference)", ref, ref, { note: `${ref.last.length} matches` });
+  row("glob", "tinyglobby", tg, ref, { note: `${tg.last.length} matches` });
+  row("glob", "find -name", fnd, ref);
   if (!g.last.ok) throw new Error(JSON.stringify(g.last.error));
   row("glob", "glob tool via executeTool", g, ref, {
     note: `${g.last.result.matches.length} matches, truncated ${g.last.result.truncated}; ${cpuNote(g, ref)}`,
@@ -434,7 +475,7 @@ if (process.env.BENCH_WRITE !== "0" && ONLY.size === ALL_GROUPS.split(",").lengt
     "## Method",
     "",
     `- Machine: ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}. The machine is shared, so absolute numbers are noisy: compare the ratios, which are measured side by side in the same run.`,
-    `- Each case runs once to warm caches, then ${RUNS} times; the table gives the median and the spread [min–max].`,
+    `- Each case runs once to warm caches, then ${RUNS} times; the table gives the median and the spread [min–max]. The grep and glob tools run in alternation with their reference (one run of each per round), so changing load falls on both alike.`,
     "- Ratio = case / reference in the same group. For times (ms, µs) lower is better; for throughput (req/s) it is the share of the reference's throughput, higher is better.",
     "- Tools are called as a host calls them: `ToolRuntime.executeTool` with a settings store and the default protected paths (Toolhost's own installation), on a hard-linked copy of `node_modules` outside the installation.",
     `- grep: pattern \`${PATTERN}\`, maxResults 5000, maxMatchesPerFile 20, default rules (skip dotfiles, .gitignore, .git, files over 1 MB, binary). Reference: ripgrep with the flags the tool passes, text output to a pipe.`,
