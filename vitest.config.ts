@@ -14,6 +14,23 @@ const scratch = mkdtempSync(join(tmpdir(), "toolhost-vitest-"));
  */
 const SOLO = ["test/server/bounded-input.test.ts"];
 
+/**
+ * Left out of `npm run test:unit` (which sets TOOLHOST_TEST_UNIT=1): the files that start the built CLI, a browser
+ * or npm, or run the storage concurrency and crash tests with child processes.
+ */
+const NOT_UNIT = [
+  "test/e2e/**",
+  "test/browser/**",
+  "test/package/**",
+  "test/cli/**",
+  "test/**/*e2e*.test.ts",
+  "test/**/*cli*.test.ts",
+  "test/storage/settings-concurrency.test.ts",
+  "test/storage/migrations.test.ts",
+  "test/mcp/server-stdio.test.ts",
+];
+const unit = process.env.TOOLHOST_TEST_UNIT === "1";
+
 const shared = {
   testTimeout: 30_000,
   hookTimeout: 60_000,
@@ -47,7 +64,7 @@ export default defineConfig({
           ...shared,
           name: "suite",
           include: ["test/**/*.test.ts"],
-          exclude: [...configDefaults.exclude, ...SOLO],
+          exclude: [...configDefaults.exclude, ...SOLO, ...(unit ? NOT_UNIT : [])],
           // Three workers on a two-core machine: many tests wait on child processes, sockets or timers, and a
           // third worker fills those waits (vitest's default here would be one worker: every file in series).
           maxWorkers: 3,

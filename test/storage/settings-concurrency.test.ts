@@ -102,14 +102,14 @@ for (const dialect of ["sqlite", "postgres"] as const) {
       const store = await freshStore(dialect);
       const s = await serverOn(store);
       await storm(store, [s.server.url], s);
-    }, 60_000);
+    }, 180_000);
 
     it("the same across two server processes on one database: no acknowledged write lost", async () => {
       const store = await freshStore(dialect);
       const s = await serverOn(store);
       const other = await childOn(store);
       await storm(store, [s.server.url, other.url], s);
-    }, 60_000);
+    }, 180_000);
 
     it("a user's PUT storm during 8 admin narrowings loses no narrowing", async () => {
       const store = await freshStore(dialect);
@@ -160,7 +160,7 @@ for (const dialect of ["sqlite", "postgres"] as const) {
       // And the user cannot lift it.
       const res = await put(s.server.url, alice, { user: "alice", key: "deniedPaths", value: [] });
       expect(res.status).toBe(403);
-    }, 60_000);
+    }, 180_000);
 
     it("ETag is the stored version; If-Match applies only to that version (412 otherwise)", async () => {
       const store = await freshStore(dialect);
@@ -217,6 +217,6 @@ for (const dialect of ["sqlite", "postgres"] as const) {
         ),
       );
       expect(racers.map((r) => r.status).sort()).toEqual([200, ...Array(9).fill(412)]);
-    }, 60_000);
+    }, 180_000);
   });
 }
