@@ -226,6 +226,19 @@ describe("siblings of the known cases", () => {
     expect(braces).toMatchObject({ ok: true, result: { matches: [{ file: "sub/b.ts", line: 1 }] } });
   });
 
+  it("a long hunk over a file whose lines repeat is refused within a bounded search, not after minutes", async () => {
+    // 500 removed lines of "x" then "y", against 50,000 lines of "x": every place is tried with every comparison.
+    writeFileSync(join(proj, "repeat.txt"), "x\n".repeat(50_000));
+    expect((await call("read_file", { path: "repeat.txt", maxLines: 1 })).ok).toBe(true);
+    const patch = `--- a/repeat.txt\n+++ b/repeat.txt\n@@\n${"-x\n".repeat(500)}-y\n+z\n`;
+    refused(await call("apply_patch", { patch }), "validation_failed", "hunk_too_costly", /line numbers/);
+    // With line numbers (and distinctive context) the same file patches at once.
+    const ok = await call("apply_patch", {
+      patch: "--- a/repeat.txt\n+++ b/repeat.txt\n@@ -2,1 +2,1 @@\n-x\n+second\n",
+    });
+    expect(ok).toMatchObject({ ok: true });
+  });
+
   it("a long apply_patch anchor or line is quoted in part", async () => {
     expect((await call("read_file", { path: "a.txt" })).ok).toBe(true);
     const anchor = "z".repeat(3000);

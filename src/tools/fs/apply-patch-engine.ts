@@ -59,26 +59,58 @@ const comparers: ((a: string, b: string) => boolean)[] = [
   (a, b) => a.trim() === b.trim(),
 ];
 
-function matchesAt(file: Line[], at: number, old: string[], eq: (a: string, b: string) => boolean): boolean {
+/**
+ * Most line comparisons one patch may spend locating its hunks. A hunk is found in time linear in the file for
+ * distinctive context; only a long hunk over a file whose lines repeat (500 lines of "x" against 50,000) costs
+ * file × hunk comparisons, which held the event loop for tens of seconds before this bound.
+ */
+export const LOCATE_BUDGET = 10_000_000;
+
+/** The comparisons left to a patch (shared by its files). */
+export interface LocateBudget {
+  left: number;
+}
+
+class BudgetExhausted extends Error {}
+
+function matchesAt(
+  file: Line[],
+  at: number,
+  old: string[],
+  eq: (a: string, b: string) => boolean,
+  budget: LocateBudget,
+): boolean {
   for (let k = 0; k < old.length; k++) {
+    if (--budget.left < 0) throw new BudgetExhausted();
     const line = file[at + k];
-    if (!line || !eq(line.text, old[k]!.replace(/\r$/, ""))) return false;
+    if (!line || !eq(line.text, old[k]!)) return false;
   }
   return true;
 }
 
-/** Finds where `old` sits: nearest to `expected` within [from, end], strictest comparison first; -1 if nowhere. */
-function locate(file: Line[], old: string[], from: number, expected: number, atEof: boolean): number {
+/**
+ * Finds where `old` sits: nearest to `expected` within [from, end], strictest comparison first; -1 if nowhere.
+ * Throws BudgetExhausted when the search spends the patch's comparison budget.
+ */
+function locate(
+  file: Line[],
+  rawOld: string[],
+  from: number,
+  expected: number,
+  atEof: boolean,
+  budget: LocateBudget,
+): number {
+  const old = rawOld.map((l) => l.replace(/\r$/, ""));
   const last = file.length - old.length;
   if (last < from) return -1;
   if (atEof) {
-    return comparers.some((eq) => matchesAt(file, last, old, eq)) ? last : -1;
+    return comparers.some((eq) => matchesAt(file, last, old, eq, budget)) ? last : -1;
   }
   const start = Math.min(Math.max(expected, from), last);
   for (const eq of comparers) {
     for (let d = 0; start - d >= from || start + d <= last; d++) {
-      if (start + d <= last && matchesAt(file, start + d, old, eq)) return start + d;
-      if (d > 0 && start - d >= from && matchesAt(file, start - d, old, eq)) return start - d;
+      if (start + d <= last && matchesAt(file, start + d, old, eq, budget)) return start + d;
+      if (d > 0 && start - d >= from && matchesAt(file, start - d, old, eq, budget)) return start - d;
     }
   }
   return -1;
@@ -141,8 +173,16 @@ function afterAnchors(
   return old.length > 0 && old[0]!.trim() === file[line]!.text.trim() ? line : line + 1;
 }
 
-/** Applies hunks to file text. Throws ToolExecutionError (rule hunk_mismatch) naming the file and hunk. */
-export function applyHunks(text: string, hunks: Hunk[], path: string): string {
+/**
+ * Applies hunks to file text. Throws ToolExecutionError (rule hunk_mismatch) naming the file and hunk, and
+ * ToolArgumentError (rule hunk_too_costly) when locating a hunk spends `budget` (shared by a patch's files).
+ */
+export function applyHunks(
+  text: string,
+  hunks: Hunk[],
+  path: string,
+  budget: LocateBudget = { left: LOCATE_BUDGET },
+): string {
   const bom = text.startsWith("\uFEFF") ? "\uFEFF" : "";
   let file = toLines(bom ? text.slice(1) : text);
   const crlf =
@@ -160,9 +200,19 @@ export function applyHunks(text: string, hunks: Hunk[], path: string): string {
     if (old.length === 0) {
       at = hunk.oldStart !== undefined ? Math.min(Math.max(expected, from), file.length) : file.length;
     } else {
-      at = locate(file, old, searchFrom, expected, hunk.atEof);
-      // Without anchors a hunk may sit before the expected place; with anchors it must lie inside them, never elsewhere.
-      if (at < 0 && anchors.length === 0 && searchFrom > from) at = locate(file, old, from, expected, hunk.atEof);
+      try {
+        at = locate(file, old, searchFrom, expected, hunk.atEof, budget);
+        // Without anchors a hunk may sit before the expected place; with anchors it must lie inside them, never elsewhere.
+        if (at < 0 && anchors.length === 0 && searchFrom > from) {
+          at = locate(file, old, from, expected, hunk.atEof, budget);
+        }
+      } catch (error) {
+        if (!(error instanceof BudgetExhausted)) throw error;
+        throw new ToolArgumentError(
+          `Hunk ${h + 1} of ${hunks.length} for "${clip(path)}" is too costly to locate: ${old.length} context/removed lines in a file of ${file.length} lines that repeat. Send a smaller hunk with more distinctive context lines, or give its line numbers ("@@ -l,n +l,n @@"), which are tried first.`,
+          { path: clip(path), hunk: h + 1, rule: "hunk_too_costly" },
+        );
+      }
       if (at < 0) {
         throw new ToolExecutionError(describeMismatch(path, h + 1, hunks.length, hunk, file, from), {
           path: clip(path),
@@ -248,6 +298,7 @@ async function resolveTargets(ops: FileOp[], context: ToolContext): Promise<Reso
 async function planPatch(resolved: ResolvedOp[], context: ToolContext): Promise<Planned[]> {
   const seen = new Set<string>();
   const planned: Planned[] = [];
+  const budget: LocateBudget = { left: LOCATE_BUDGET };
   const claim = (real: string, input: string) => {
     if (seen.has(real)) {
       throw new ToolArgumentError(`The patch touches "${clip(input)}" more than once; merge those changes into one.`, {
@@ -293,7 +344,7 @@ async function planPatch(resolved: ResolvedOp[], context: ToolContext): Promise<
       continue;
     }
     const text = decodeStrict(current.bytes, op.path);
-    const content = op.hunks.length > 0 ? applyHunks(text, op.hunks, op.path) : text;
+    const content = op.hunks.length > 0 ? applyHunks(text, op.hunks, op.path, budget) : text;
     const entry: Planned = {
       action: dest ? "move" : "update",
       input: op.path,
