@@ -422,6 +422,7 @@ export class ToolRuntime {
     }
     const definition = getToolDefinition(tool, settings);
     const args = parseToolArguments(definition.parameters, rawArgs);
+    if (typeof rawArgs === "object" && rawArgs !== null) parsedArguments.add(rawArgs);
     tool.validateArguments?.(args);
     return { settings, args };
   }
@@ -485,7 +486,8 @@ export class ToolRuntime {
           this.logger.warn({ tool: name, err: String(error) }, "progress listener threw");
         }
       },
-      services: { ...this.services, ...call.services },
+      // The runtime's services object itself when the call adds none (one object fewer per call).
+      services: call.services ? { ...this.services, ...call.services } : this.services,
       protectedPaths: this.protectedPaths,
       processCwdFallback: this.processCwdFallback(call.userId),
       ...(call.approval ? { approval: { decision: call.approval.decision, decidedBy: call.approval.decidedBy } } : {}),
@@ -623,6 +625,9 @@ export class ToolRuntime {
 
 function noop(): void {}
 
+/** Argument objects (not strings) a call parsed, so within the argument limits: the audit need not check again. */
+const parsedArguments = new WeakSet<object>();
+
 /** Freezes a JSON value and everything in it; returns it. */
 function deepFreeze<T>(value: T): T {
   if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
@@ -684,6 +689,8 @@ class LazyAbort {
  */
 function decodeArguments(args: unknown): unknown {
   if (typeof args !== "string") {
+    // Arguments that parsed for this call were checked against the same limits already.
+    if (typeof args === "object" && args !== null && parsedArguments.has(args)) return args;
     const problem = checkValueLimits(args, TOOL_ARGUMENT_LIMITS);
     return problem ? { notRecorded: problem } : args;
   }
