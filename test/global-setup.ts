@@ -18,11 +18,16 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const existed = existsSync(real);
   let cluster: LaunchedCluster | undefined;
   if (findPgBin()) cluster = await launchPostgres({ maxConnections: 400 });
+  // A run that ends without its teardown (vitest exits on a second Ctrl-C) still stops the cluster; stop() is
+  // synchronous and may run twice.
+  const stopOnExit = () => cluster?.stop();
+  process.once("exit", stopOnExit);
   project.provide("postgresUrl", cluster?.url ?? "");
   return async () => {
     if (cluster) {
       await cluster.started.catch(() => {});
       cluster.stop();
+      process.off("exit", stopOnExit);
     }
     if (!existed && existsSync(real)) {
       throw new Error(`The test suite created the real data directory ${real}; tests must use temp directories.`);
