@@ -43,7 +43,8 @@ const shared = {
   isolate: false,
   // …and test/setup/file-hygiene.ts puts back the environment, the working directory and the default tool
   // registry after each file.
-  setupFiles: ["test/setup/file-hygiene.ts"],
+  // TOOLHOST_TEST_CPU_LOG=<file> appends each test file's CPU time to <file> (test/setup/cpu-log.ts).
+  setupFiles: ["test/setup/file-hygiene.ts", ...(process.env.TOOLHOST_TEST_CPU_LOG ? ["test/setup/cpu-log.ts"] : [])],
   env: {
     TOOLHOST_DATA_DIR: join(scratch, "data"),
     XDG_DATA_HOME: join(scratch, "xdg-data"),
