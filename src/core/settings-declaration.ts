@@ -57,6 +57,9 @@ export function normalizeToolSettings(
   definition: ToolDefinition,
   declaration: ToolSettingsDeclaration = {},
 ): ToolSettingsMetadata {
+  // Metadata this function completed already (defineTool's, which registerTool sees again) is complete: checking it
+  // twice would only run every default's validation again at every process start.
+  if (completed.has(declaration)) return declaration as ToolSettingsMetadata;
   const name = definition.name;
   const given = declaration.defaultParameters ?? {};
   const seen = new Set<string>();
@@ -97,7 +100,7 @@ export function normalizeToolSettings(
   // Fields this function does not complete (annotations, external origin, enablingRequiresAdmin, …) are kept as
   // declared, so a field added to ToolSettingsMetadata needs no change here.
   const { defaultParameters: _given, parameterDescriptors: _declared, ...rest } = declaration;
-  return {
+  const metadata: ToolSettingsMetadata = {
     ...rest,
     title: declaration.title ?? name,
     description: declaration.description ?? definition.description,
@@ -107,7 +110,12 @@ export function normalizeToolSettings(
     defaultParameters: defaultParametersOf(descriptors),
     parameterDescriptors: descriptors,
   };
+  completed.add(metadata);
+  return metadata;
 }
+
+/** Settings metadata normalizeToolSettings returned (see there). */
+const completed = new WeakSet<object>();
 
 /** The defaults of these descriptors, keyed by name (deep copies; descriptors without a default are left out). */
 export function defaultParametersOf(descriptors: readonly ToolParameterDescriptor[]): Record<string, unknown> {
