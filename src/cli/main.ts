@@ -3,7 +3,6 @@
  * directory as the server (TOOLHOST_DATA_DIR, else the XDG data directory ~/.local/share/toolhost), wherever it runs,
  * so a setting made in one is seen by the other.
  */
-import nodeModule from "node:module";
 import { userInfo } from "node:os";
 import { Command, CommanderError, Option } from "commander";
 import type { AppContext } from "../app/context.js";
@@ -328,22 +327,8 @@ export async function buildProgram(only?: CommandName | ""): Promise<Command> {
   return program;
 }
 
-/**
- * Node 22.1+ caches the code it compiles for the modules loaded after this call (the application context, the
- * command's modules) on disk, so the next process skips compiling them; `NODE_COMPILE_CACHE` picks the directory,
- * `NODE_DISABLE_COMPILE_CACHE=1` turns it off. Node 20 has no such API: nothing happens there.
- */
-function enableCompileCache(): void {
-  try {
-    (nodeModule as { enableCompileCache?: () => unknown }).enableCompileCache?.();
-  } catch {
-    // A cache directory that cannot be created only costs the speed-up.
-  }
-}
-
 /** Runs the CLI with process.argv; maps errors to messages and exit codes (2 usage, 1 tool/other failures). */
 export async function main(argv = process.argv): Promise<void> {
-  enableCompileCache();
   exitQuietlyOnClosedStdout();
   const program = await buildProgram(commandNamedBy(argv.slice(2)));
   try {
