@@ -20,8 +20,9 @@ type AnyClass = abstract new (...args: any[]) => unknown;
 /**
  * Base class of Toolhost's error classes: an Error whose identity is a brand rather than a prototype chain.
  *
- * A subclass declares its brand once, as `static override readonly brand = errorBrand("Name")`; instances get the
- * brands of every class from theirs up to BrandedError (non-enumerable symbol properties, never serialized). A
+ * A subclass declares its brand once, as `static override readonly brand = errorBrand("Name")`; each class's
+ * prototype gets its brand (a non-enumerable symbol property, never serialized) when the class first constructs an
+ * instance, so instances carry the brands of every class from theirs up to BrandedError. A
  * subclass that declares no brand of its own falls back to the ordinary prototype check for `instanceof`.
  */
 export class BrandedError extends Error {
@@ -46,11 +47,26 @@ export class BrandedError extends Error {
   constructor(message?: string, options?: ErrorOptions) {
     super(message, options);
     this.name = new.target.name;
-    for (let c: unknown = new.target; typeof c === "function" && c !== Error; c = Object.getPrototypeOf(c)) {
-      if (Object.hasOwn(c, "brand")) {
-        Object.defineProperty(this, (c as unknown as { brand: symbol }).brand, { value: true, enumerable: false });
-      }
+    brandPrototypes(new.target);
+  }
+}
+
+/** Marks prototypes whose class chain already carries its brands (set once per class, on first construction). */
+const BRANDED = Symbol("toolhost.error.branded");
+
+/**
+ * Puts each class's brand on its own prototype, once per class: an instance then carries the brands of its whole
+ * chain through the prototype chain, at no cost per construction (a defineProperty per brand per instance before).
+ */
+function brandPrototypes(target: unknown): void {
+  const proto = (target as { prototype: object }).prototype;
+  if (Object.hasOwn(proto, BRANDED)) return;
+  for (let c: unknown = target; typeof c === "function" && c !== Error; c = Object.getPrototypeOf(c)) {
+    const prototype = (c as { prototype: object }).prototype;
+    if (Object.hasOwn(c, "brand")) {
+      Object.defineProperty(prototype, (c as unknown as { brand: symbol }).brand, { value: true, enumerable: false });
     }
+    Object.defineProperty(prototype, BRANDED, { value: true, enumerable: false });
   }
 }
 
@@ -86,7 +102,16 @@ export class ToolError extends BrandedError {
   readonly details?: Record<string, unknown>;
 
   constructor(code: ToolErrorCode, message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
-    super(message, options);
+    // A refusal the caller can act on (bad argument, denied path, missing file…) is an answer, not a fault: its
+    // stack trace would say nothing its message does not, and capturing one was the largest cost of refusing a
+    // call. execution_failed keeps its stack (and any cause) for whoever debugs the failure.
+    const stackTraceLimit = Error.stackTraceLimit;
+    if (code !== "execution_failed") Error.stackTraceLimit = 0;
+    try {
+      super(message, options);
+    } finally {
+      Error.stackTraceLimit = stackTraceLimit;
+    }
     this.code = code;
     if (details !== undefined) this.details = details;
   }
