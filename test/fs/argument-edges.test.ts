@@ -129,6 +129,29 @@ describe("known cases", () => {
     if (!outcome.ok) expect(outcome.error.message).not.toContain("a".repeat(61));
   });
 
+  it("a regex V8 would take exponential time to compile is refused without holding the event loop", async () => {
+    // Alternations of repeated letters inside a repeated group: V8's compile time grows exponentially with the
+    // repetitions (four took 225 ms here, seven run for minutes). Over 256 characters, grep compiles the pattern
+    // in a throwaway process with a deadline; the event loop keeps turning meanwhile.
+    const letters = Array.from({ length: 100 }, (_, i) => String.fromCharCode(97 + (i % 26))).join("|");
+    let ticks = 0;
+    const ticker = setInterval(() => ticks++, 10);
+    const outcome = await call("grep", { pattern: `(?:${letters})`.repeat(7), path: "." });
+    clearInterval(ticker);
+    refused(outcome, "validation_failed", "regex_too_costly", /takes too long to compile/);
+    if (!outcome.ok) expect(outcome.error.message).not.toContain(letters.slice(0, 61));
+    expect(ticks).toBeGreaterThan(20); // the deadline is 2 s: the loop turned throughout
+  });
+
+  it("a long regex that compiles is searched (compiled first in a throwaway process); one over 32,768 characters is too large", async () => {
+    const words = Array.from({ length: 60 }, (_, i) => `word${i}`).join("|");
+    const outcome = await call("grep", { pattern: `(?:${words}|alpha)`, path: "." });
+    expect(outcome).toMatchObject({ ok: true, result: { matches: [{ text: "alpha" }] } });
+    const invalid = await call("grep", { pattern: `${"x".repeat(300)}(`, path: "." });
+    refused(invalid, "validation_failed", "invalid_regex", /Unterminated group/);
+    refused(await call("grep", { pattern: "x".repeat(32_769), path: "." }), "validation_failed", "regex_too_large");
+  });
+
   it("a glob that would take exponential time to match is refused: many stars in one name, extended glob groups", async () => {
     // "*a*a*a*a*a*a*a*a*a*a*b" held the event loop for seconds on a single 31-character name.
     refused(await call("glob", { pattern: `${"*a".repeat(10)}*b` }), "validation_failed", "too_many_wildcards");

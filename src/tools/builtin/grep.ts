@@ -1,10 +1,12 @@
 /**
- * grep ("Built-in Tools" → grep): lines matching a JavaScript regular
- * expression in a file or a directory tree.
+ * grep: lines matching a JavaScript regular expression in a file or a directory tree.
  *
  * Semantics (both engines):
  * - The pattern is compiled with `new RegExp(pattern, caseInsensitive ? "i" : "")`; an invalid one is a
- *   GrepPatternError (validation_failed).
+ *   GrepPatternError (validation_failed). V8 compiles some patterns (alternations of repeated groups) in time that
+ *   grows exponentially with their length, so only short patterns are compiled on the event loop; a longer one is
+ *   compiled first in a throwaway worker with a deadline (regex-compile-check.ts), and one that misses it is
+ *   refused as too costly. Patterns over MAX_REGEX_CHARS are refused before any parsing.
  * - Lines split on LF with one trailing CR removed (`^foo$` matches `foo\r\n`); BOM-marked UTF-8/UTF-16 decoded,
  *   invalid UTF-8 read as U+FFFD (text-probe.ts).
  * - A file with a NUL byte in its first 8 KiB is binary and skipped (the probe shared with read_file); a file
@@ -42,25 +44,45 @@ import type { EngineOutcome, GrepPlan, GrepResult } from "../fs/grep/common.js";
 import { searchWithJs } from "../fs/grep/js-engine.js";
 import { RipgrepUnusable, ripgrepPath, searchWithRipgrep } from "../fs/grep/ripgrep-engine.js";
 import { checkGlobPattern, compilePattern } from "../fs/pattern-args.js";
+import { compileRegexOffThread } from "../fs/regex-compile-check.js";
 import { translateJsRegex } from "../fs/regex-translate.js";
 
 export { type GrepMatch, type GrepPlan, type GrepResult, MAX_MATCH_LINE_CHARS } from "../fs/grep/common.js";
 export { searchWithJs } from "../fs/grep/js-engine.js";
 export { ripgrepPath, searchWithRipgrep } from "../fs/grep/ripgrep-engine.js";
 
+/** Longest pattern grep accepts (characters); a longer one is refused as too large before it is parsed. */
+export const MAX_REGEX_CHARS = 32_768;
+
+/**
+ * Longest pattern compiled on the event loop (characters). The worst patterns measured at this length compile in
+ * well under a millisecond; the fast path keeps a worker start (~10 ms) off ordinary calls.
+ */
+const MAIN_THREAD_COMPILE_CHARS = 256;
+
+/** How long a longer pattern may take to compile in its throwaway worker before it is refused (milliseconds). */
+const COMPILE_DEADLINE_MS = 2_000;
+
+/** Why a pattern was refused: `details.rule` of a GrepPatternError. */
+export type GrepPatternRule = "invalid_regex" | "regex_too_large" | "regex_too_costly";
+
 /**
  * An invalid grep pattern (code validation_failed): the message quotes at most ~100 characters of the pattern and
  * carries the RegExp engine's reason (without the engine's own copy of the pattern). `details.rule` is
- * "regex_too_large" when the engine cannot compile a pattern that large, else "invalid_regex".
+ * "regex_too_large" when the pattern is over MAX_REGEX_CHARS or the engine cannot compile a pattern that large,
+ * "regex_too_costly" when compiling it missed its deadline, else "invalid_regex".
  */
 export class GrepPatternError extends ToolArgumentError {
-  constructor(pattern: string, reason: string) {
-    const tooLarge = /too large/i.test(reason);
+  constructor(pattern: string, reason: string, rule?: GrepPatternRule) {
+    const kind: GrepPatternRule = rule ?? (/too large/i.test(reason) ? "regex_too_large" : "invalid_regex");
+    const start = `the regular expression (${pattern.length} characters, starting ${quote(pattern, 60)})`;
     super(
-      tooLarge
-        ? `Invalid argument "pattern": the regular expression (${pattern.length} characters, starting ${quote(pattern, 60)}) is too large for the engine to compile. Send a shorter pattern, or search for a distinctive part of it.`
-        : `Invalid regular expression ${quote(pattern)}: ${reason}. grep takes a JavaScript regular expression; escape special characters such as ( [ { . * + ? with a backslash to match them literally.`,
-      { argument: "pattern", rule: tooLarge ? "regex_too_large" : "invalid_regex" },
+      kind === "regex_too_large"
+        ? `Invalid argument "pattern": ${start} is too large for the engine to compile. Send a shorter pattern, or search for a distinctive part of it.`
+        : kind === "regex_too_costly"
+          ? `Invalid argument "pattern": ${start} takes too long to compile (over ${COMPILE_DEADLINE_MS / 1000} s). Send a shorter pattern with fewer alternatives inside repeated groups, or search for a distinctive part of it.`
+          : `Invalid regular expression ${quote(pattern)}: ${reason}. grep takes a JavaScript regular expression; escape special characters such as ( [ { . * + ? with a backslash to match them literally.`,
+      { argument: "pattern", rule: kind },
     );
   }
 }
@@ -129,14 +151,23 @@ export async function planGrep(
   context: ToolContext,
 ): Promise<GrepPlan> {
   const ignoreCase = args.caseInsensitive === true;
+  const flags = ignoreCase ? "i" : "";
+  if (args.pattern.length > MAX_REGEX_CHARS) {
+    throw new GrepPatternError(args.pattern, `longer than ${MAX_REGEX_CHARS} characters`, "regex_too_large");
+  }
   let regex: RegExp;
   try {
-    regex = new RegExp(args.pattern, ignoreCase ? "i" : "");
-    // The engine compiles on first use: run it once here, so a pattern too large to compile is refused now, as
-    // a bad argument, instead of failing inside a search.
-    regex.test("");
+    // Parsing is linear; V8 compiles on first use. Run a short pattern once here, so a pattern the engine cannot
+    // compile is refused now, as a bad argument, instead of failing inside a search.
+    regex = new RegExp(args.pattern, flags);
+    if (args.pattern.length <= MAIN_THREAD_COMPILE_CHARS) regex.test("");
   } catch (error) {
     throw new GrepPatternError(args.pattern, regexReason(error));
+  }
+  if (args.pattern.length > MAIN_THREAD_COMPILE_CHARS) {
+    const check = await compileRegexOffThread(args.pattern, flags, COMPILE_DEADLINE_MS, context.signal);
+    if (check.kind === "timeout") throw new GrepPatternError(args.pattern, "too costly", "regex_too_costly");
+    if (check.kind === "error") throw new GrepPatternError(args.pattern, regexReason(check.message));
   }
   if (args.glob !== undefined && args.glob.trim() !== "") {
     checkGlobPattern(args.glob, "glob");
