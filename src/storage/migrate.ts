@@ -118,28 +118,35 @@ async function runIdempotently(trx: Kysely<any>, dialect: Dialect, migration: Mi
       },
       streamQuery: (query, chunkSize) => raw.streamQuery(query, chunkSize),
     };
-    const driver: Driver = {
-      async init() {},
-      async acquireConnection() {
-        return connection;
-      },
-      // Already inside the migration's transaction: a nested one is part of it.
-      async beginTransaction() {},
-      async commitTransaction() {},
-      async rollbackTransaction() {},
-      async releaseConnection() {},
-      async destroy() {},
-    };
-    const db = new Kysely<any>({
-      dialect: {
-        createAdapter: () => (dialect === "sqlite" ? new SqliteAdapter() : new PostgresAdapter()),
-        createDriver: () => driver,
-        createIntrospector: (k) => (dialect === "sqlite" ? new SqliteIntrospector(k) : new PostgresIntrospector(k)),
-        createQueryCompiler: () => (dialect === "sqlite" ? new SqliteQueryCompiler() : new PostgresQueryCompiler()),
-      },
-      plugins: [new IdempotentDdlPlugin(dialect)],
-    });
+    const db = kyselyOver(connection, dialect, [new IdempotentDdlPlugin(dialect)]);
     await migration.up(db);
+  });
+}
+
+/**
+ * A Kysely that runs every query on `connection` (one connection, already inside whatever transaction the caller
+ * holds: its transaction calls do nothing), with the adapter, introspector and compiler of `dialect`.
+ */
+function kyselyOver(connection: DatabaseConnection, dialect: Dialect, plugins: KyselyPlugin[] = []): Kysely<any> {
+  const driver: Driver = {
+    async init() {},
+    async acquireConnection() {
+      return connection;
+    },
+    async beginTransaction() {},
+    async commitTransaction() {},
+    async rollbackTransaction() {},
+    async releaseConnection() {},
+    async destroy() {},
+  };
+  return new Kysely<any>({
+    dialect: {
+      createAdapter: () => (dialect === "sqlite" ? new SqliteAdapter() : new PostgresAdapter()),
+      createDriver: () => driver,
+      createIntrospector: (k) => (dialect === "sqlite" ? new SqliteIntrospector(k) : new PostgresIntrospector(k)),
+      createQueryCompiler: () => (dialect === "sqlite" ? new SqliteQueryCompiler() : new PostgresQueryCompiler()),
+    },
+    plugins,
   });
 }
 
@@ -172,25 +179,7 @@ async function statementsOf(migration: Migration, dialect: Dialect): Promise<Roo
     },
     async *streamQuery() {},
   };
-  const driver: Driver = {
-    async init() {},
-    async acquireConnection() {
-      return connection;
-    },
-    async beginTransaction() {},
-    async commitTransaction() {},
-    async rollbackTransaction() {},
-    async releaseConnection() {},
-    async destroy() {},
-  };
-  const db = new Kysely<any>({
-    dialect: {
-      createAdapter: () => (dialect === "sqlite" ? new SqliteAdapter() : new PostgresAdapter()),
-      createDriver: () => driver,
-      createIntrospector: (k) => (dialect === "sqlite" ? new SqliteIntrospector(k) : new PostgresIntrospector(k)),
-      createQueryCompiler: () => (dialect === "sqlite" ? new SqliteQueryCompiler() : new PostgresQueryCompiler()),
-    },
-  });
+  const db = kyselyOver(connection, dialect);
   await migration.up(db);
   recordedStatements.set(migration, nodes);
   return nodes;
