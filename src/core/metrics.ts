@@ -43,6 +43,15 @@ interface ExportedValue {
   metricName?: string;
 }
 
+/** One metric as prom-client's registry reads it (getForPromString and get). */
+interface ExportedMetric {
+  name: string;
+  help: string;
+  type: "counter" | "histogram";
+  values: ExportedValue[];
+  aggregator: "sum";
+}
+
 /**
  * The series of the execution metrics, kept as plain numbers: recording a call is one map lookup and a few
  * additions (no label hashing or validation per call). The three metric objects below read them when scraped.
@@ -100,13 +109,7 @@ class ExecutionMetric {
   ) {}
 
   /** Values with bucket labels kept apart from the series labels (the form Registry.metrics() prints). */
-  async getForPromString(): Promise<{
-    name: string;
-    help: string;
-    type: "counter" | "histogram";
-    values: ExportedValue[];
-    aggregator: "sum";
-  }> {
+  async getForPromString(): Promise<ExportedMetric> {
     return {
       name: this.name,
       help: this.help,
@@ -117,13 +120,7 @@ class ExecutionMetric {
   }
 
   /** Values with every label merged into `labels` (prom-client's `get()` shape, used by getMetricsAsJSON). */
-  async get(): Promise<{
-    name: string;
-    help: string;
-    type: "counter" | "histogram";
-    values: ExportedValue[];
-    aggregator: "sum";
-  }> {
+  async get(): Promise<ExportedMetric> {
     const data = await this.getForPromString();
     data.values = data.values.map(({ sharedLabels, ...v }) => ({ ...v, labels: { ...v.labels, ...sharedLabels } }));
     return data;
