@@ -5,7 +5,6 @@
  * server, the CLI and library users run tools through one code path. The free functions `executeTool` and
  * `getEnabledToolRuntime` use a process-wide default runtime (in-memory storage unless configured).
  */
-import { setMaxListeners } from "node:events";
 import { resolve } from "node:path";
 import { parseToolArguments } from "./arg-parsing.js";
 import { resolveDataDir } from "./data-dir.js";
@@ -178,8 +177,6 @@ export class ToolRuntime {
     this.protectedPaths = options.protectedPaths ?? [this.dataDir, ...installationPaths()];
     this.spill = options.spill === false ? null : (options.spill ?? new SpillArea(this.dataDir));
     this.spill?.start();
-    // Every running call listens for the shutdown: no listener cap on this one signal.
-    setMaxListeners(0, this.#closing.signal);
   }
 
   /** Effective settings of one tool for a user; corrupt saved settings fall back to defaults (logged). */
