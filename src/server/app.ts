@@ -15,6 +15,7 @@ import { VERSION } from "../version.js";
 import { accessLog } from "./access-log.js";
 import { bearerAuth } from "./auth.js";
 import { type AuthEnv, errorResponse, HttpError } from "./http.js";
+import { finishUnreadBody } from "./unread-body.js";
 import { buildOpenApiDocument } from "./openapi.js";
 import { adminRoutes } from "./routes/admin.js";
 import { agentOpenApiPaths, agentRoutes } from "./routes/agents.js";
@@ -49,6 +50,7 @@ export function createServerApp(ctx: AppContext, options: ServerAppOptions = {})
   ctx.runtime.processCwdFallback = (userId) => ctx.admins.isAdmin(userId);
 
   app.use("*", accessLog(ctx.logger));
+  app.use("*", finishUnreadBody);
   app.onError((error, c) => {
     const response = errorResponse(c, error);
     if (error instanceof HttpError || error instanceof ToolError) {

@@ -2,6 +2,7 @@
  * Bounded input: per-route limits checked before parsing, list-setting caps, non-JSON values from library callers,
  * and /api/health staying responsive (p99 under 100 ms) while maximal hostile bodies arrive.
  */
+import { connect } from "node:net";
 import { loadavg } from "node:os";
 import { Worker } from "node:worker_threads";
 import { Agent, fetch } from "undici";
@@ -58,7 +59,9 @@ const attack = async (offset) => {
       await res.arrayBuffer();
       statuses.set(key + " " + res.status, (statuses.get(key + " " + res.status) || 0) + 1);
     } catch (error) {
-      statuses.set(key + " failed", (statuses.get(key + " failed") || 0) + 1);
+      // Why it failed, in the key: the assertion's message then says (a reset, a timeout, a parse error).
+      const why = key + " failed (" + ((error.cause && (error.cause.code || error.cause.message)) || error.name + ": " + error.message) + ")";
+      statuses.set(why, (statuses.get(why) || 0) + 1);
     }
   }
 };
@@ -169,6 +172,55 @@ describe("HTTP bodies", () => {
     expect(((await wide.json()) as { error: { message: string } }).error.message).toMatch(/maxKeys/);
   });
 
+  it("a body answered unread (413 on its declared length, 401) is discarded and the connection kept; a stalled one ends it", async () => {
+    server = await startTestServer();
+    const port = server.server.port;
+    const head = (length: number, bearer: string | undefined) =>
+      `PUT /api/settings/tools/grep HTTP/1.1\r\nHost: 127.0.0.1\r\n${bearer ? `Authorization: Bearer ${bearer}\r\n` : ""}Content-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+    const health = "GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    /**
+     * Writes `chunks` on one socket and collects the response heads until `heads` have arrived, or the server closes
+     * the socket (then `closed`), or 5 s pass.
+     */
+    const exchange = (chunks: (string | Buffer)[], heads: number) =>
+      new Promise<{ heads: string[]; closed: boolean }>((resolve, reject) => {
+        const socket = connect(port, "127.0.0.1");
+        let received = "";
+        // Each response's status line and headers (the bodies here are short JSON without line breaks).
+        const found = () => received.match(/HTTP\/1\.1 \d{3}[^]*?\r\n\r\n/g) ?? [];
+        const end = (closed: boolean) => {
+          clearTimeout(timer);
+          socket.destroy();
+          resolve({ heads: found(), closed });
+        };
+        const timer = setTimeout(() => end(false), 5_000);
+        socket.on("error", reject);
+        socket.on("data", (d) => {
+          received += d.toString("latin1");
+          if (found().length >= heads) end(false);
+        });
+        socket.on("close", () => end(true));
+        for (const chunk of chunks) socket.write(chunk);
+      });
+    const body = (n: number) => Buffer.alloc(n, "x");
+    // A 12 MB body on a 64 KiB route, sent whole: its 413, then the next request on the same socket is answered.
+    const whole = await exchange([head(12_000_000, server.token), body(12_000_000), health], 2);
+    expect(whole.heads[0]).toMatch(/^HTTP\/1\.1 413 /);
+    expect(whole.heads[0]).not.toMatch(/^connection: close$/im);
+    expect(whole.heads[1]).toMatch(/^HTTP\/1\.1 200 /);
+    // The same without a token: 401, and the connection still serves the next request.
+    const anonymous = await exchange([head(100_000, undefined), body(100_000), health], 2);
+    expect(anonymous.heads[0]).toMatch(/^HTTP\/1\.1 401 /);
+    expect(anonymous.heads[1]).toMatch(/^HTTP\/1\.1 200 /);
+    // A client that stops sending mid-body: its 413 comes once it stalls, with Connection: close, and the server
+    // ends the socket.
+    const stalled = await exchange([head(12_000_000, server.token), body(10_000)], 2);
+    expect(stalled.heads).toHaveLength(1);
+    expect(stalled.heads[0]).toMatch(/^HTTP\/1\.1 413 /);
+    expect(stalled.heads[0]).toMatch(/^connection: close$/im);
+    expect(stalled.closed).toBe(true);
+  });
+
   it("caps list settings: entries and entry length, 422 naming the cap", async () => {
     server = await startTestServer();
     const eve = await server.ctx.tokens.create("eve");
@@ -268,7 +320,7 @@ describe("HTTP bodies", () => {
         summary,
       ).toBe(true);
       expect(
-        [...statuses.keys()].filter((k) => / (5\d\d|failed)$/.test(k)),
+        [...statuses.keys()].filter((k) => / (5\d\d|failed\b.*)$/.test(k)),
         summary,
       ).toEqual([]);
       expect(statuses.size, summary).toBeGreaterThanOrEqual(4);
