@@ -15,7 +15,6 @@ import { VERSION } from "../version.js";
 import { accessLog } from "./access-log.js";
 import { bearerAuth } from "./auth.js";
 import { type AuthEnv, errorResponse, HttpError } from "./http.js";
-import { finishUnreadBody } from "./unread-body.js";
 import { buildOpenApiDocument } from "./openapi.js";
 import { adminRoutes } from "./routes/admin.js";
 import { agentOpenApiPaths, agentRoutes } from "./routes/agents.js";
@@ -26,6 +25,7 @@ import { mcpServerRoutes } from "./routes/mcp-servers.js";
 import { settingsRoutes } from "./routes/settings.js";
 import { toolRoutes } from "./routes/tools.js";
 import { SETTINGS_PAGE_HTML } from "./settings-page.js";
+import { finishUnreadBody } from "./unread-body.js";
 
 /** Options of {@link createServerApp}. */
 export interface ServerAppOptions {
