@@ -187,7 +187,7 @@ describe("HTTP bodies", () => {
         const socket = connect(port, "127.0.0.1");
         let received = "";
         // Each response's status line and headers (the bodies here are short JSON without line breaks).
-        const found = () => received.match(/HTTP\/1\.1 \d{3}[^]*?\r\n\r\n/g) ?? [];
+        const found = () => received.match(/HTTP\/1\.1 \d{3}[\s\S]*?\r\n\r\n/g) ?? [];
         const end = (closed: boolean) => {
           clearTimeout(timer);
           socket.destroy();
