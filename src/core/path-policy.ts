@@ -187,6 +187,9 @@ function loopError(input: string, argument = "path"): ToolArgumentError {
   );
 }
 
+/** A path that ends in a separator, or a separator and ".": it names a directory (never the root alone). */
+const TRAILING_DIRECTORY = sep === "\\" ? /.[\\/]\.?$/ : /.\/\.?$/;
+
 /** Matches a lone UTF-16 surrogate (a pair is one code point in `u` mode, so only halves match). */
 export const LONE_SURROGATE = /\p{Cs}/u;
 
@@ -496,10 +499,24 @@ export async function resolveAndValidatePath(
     );
   }
   const kind = options.kind ?? "any";
-  if (exists && kind !== "any") {
+  // As in POSIX path resolution, a trailing "/" (or "/.") names a directory: "a.txt/" is not the file a.txt.
+  const namesDirectory = TRAILING_DIRECTORY.test(input);
+  if (namesDirectory && kind === "file" && !exists) {
+    throw new ToolArgumentError(
+      `Invalid argument "${argument}": "${clip(input)}" ends with "/", which names a directory; a file's path ends with its name.`,
+      { argument, rule: "kind", path: clip(input) },
+    );
+  }
+  if (exists && (kind !== "any" || namesDirectory)) {
     const info = await stat(real).catch((error: unknown) => {
       throw pathSystemError(error, input, argument);
     });
+    if (namesDirectory && !info.isDirectory()) {
+      throw new ToolArgumentError(
+        `Invalid argument "${argument}": "${clip(input)}" ends with "/", which names a directory, but it is a file; drop the trailing "/" to name the file.`,
+        { argument, rule: "not_a_directory", path: clip(input) },
+      );
+    }
     if (kind === "file" && info.isDirectory()) {
       throw new ToolArgumentError(
         `Invalid argument "${argument}": "${clip(input)}" is a directory, not a file; use list_directory or glob for directories.`,

@@ -207,6 +207,33 @@ describe("siblings of the known cases", () => {
     refused(await call("read_file", { path: "a.txt/x" }), "not_found");
   });
 
+  it("a trailing / names a directory: a file given with one is not_a_directory, a new file cannot be named so", async () => {
+    for (const [tool, args] of [
+      ["read_file", { path: "a.txt/" }],
+      ["file_read", { path: "a.txt/" }],
+      ["read_file", { path: "a.txt/." }],
+      ["list_directory", { path: "a.txt/" }],
+      ["file_list", { path: "a.txt/" }],
+      ["grep", { pattern: "alpha", path: "a.txt/" }],
+      ["write_file", { path: "a.txt/", content: "x" }],
+      ["file_write", { path: "a.txt/", content: "x" }],
+    ] as const) {
+      refused(await call(tool, args), "validation_failed", "not_a_directory", /ends with "\/"/);
+    }
+    for (const [tool, args] of [
+      ["write_file", { path: "fresh.txt/", content: "x" }],
+      ["file_write", { path: "fresh.txt/", content: "x" }],
+      ["read_file", { path: "sub/" }],
+    ] as const) {
+      refused(await call(tool, args), "validation_failed", "kind");
+    }
+    // A directory with a trailing slash is still that directory.
+    expect(await call("list_directory", { path: "sub/" })).toMatchObject({ ok: true });
+    expect(await call("grep", { pattern: "export", path: "sub/" })).toMatchObject({ ok: true });
+    // The file was left alone.
+    expect(await call("read_file", { path: "a.txt" })).toMatchObject({ ok: true });
+  });
+
   it("empty and blank strings", async () => {
     refused(await call("read_file", { path: "" }), "validation_failed", "non_empty");
     refused(await call("read_file", { path: "   " }), "validation_failed", "non_empty");
