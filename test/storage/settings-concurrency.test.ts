@@ -64,7 +64,7 @@ async function put(base: string, token: string, w: Write, extra: Record<string, 
   });
 }
 
-async function storm(store: TestStore, bases: string[], s: TestServer) {
+async function storm(store: TestStore, bases: string[], s: TestServer, other?: ChildServer) {
   const users = Array.from({ length: 143 }, (_, i) => `user${i}`);
   const tokens = new Map<string, string>();
   for (const u of users) tokens.set(u, (await s.ctx.tokens.create(u)).token);
@@ -75,15 +75,27 @@ async function storm(store: TestStore, bases: string[], s: TestServer) {
     const j = Math.floor(Math.random() * (i + 1));
     [writes[i], writes[j]] = [writes[j]!, writes[i]!];
   }
+  // A request that fails without an answer is recorded with its cause (not thrown at once), so that the failure
+  // says which server it was and, for the child process, whether it was still running and what it printed.
   const statuses = await Promise.all(
     writes.map(async (w, i) => {
-      const res = await put(bases[i % bases.length]!, tokens.get(w.user)!, w);
-      await res.body?.cancel();
-      return res.status;
+      const base = bases[i % bases.length]!;
+      try {
+        const res = await put(base, tokens.get(w.user)!, w);
+        await res.body?.cancel();
+        return res.status;
+      } catch (error) {
+        const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+        return `${base === other?.url ? "child" : "in-process"} server: ${cause?.code ?? cause?.message ?? String(error)}`;
+      }
     }),
   );
   const acknowledged = writes.filter((_, i) => statuses[i] === 200);
-  expect(statuses.filter((code) => code !== 200)).toEqual([]);
+  const failed = statuses.filter((code) => code !== 200);
+  const child = other
+    ? `; child server: exit ${other.child.exitCode ?? other.child.signalCode ?? "none (running)"}, output ${JSON.stringify(other.output().slice(-2000))}`
+    : "";
+  expect(failed, `${failed.length} of ${writes.length} not acknowledged${child}`).toEqual([]);
   const lost: Write[] = [];
   for (const u of users) {
     const d = await s.ctx.settings.get(u, "grep");
@@ -108,7 +120,7 @@ for (const dialect of ["sqlite", "postgres"] as const) {
       const store = await freshStore(dialect);
       const s = await serverOn(store);
       const other = await childOn(store);
-      await storm(store, [s.server.url, other.url], s);
+      await storm(store, [s.server.url, other.url], s, other);
     }, 180_000);
 
     it("a user's PUT storm during 8 admin narrowings loses no narrowing", async () => {
