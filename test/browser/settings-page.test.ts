@@ -155,7 +155,9 @@ describe.skipIf(!available)("settings page (Chromium)", () => {
     await expect
       .poll(() => field(page, "list_directory", "maxEntries").locator("input").inputValue())
       .toBe(String(defaultValue));
-    await expect.poll(() => field(page, "list_directory", "maxEntries").locator("button.reset").isDisabled()).toBe(true);
+    await expect
+      .poll(() => field(page, "list_directory", "maxEntries").locator("button.reset").isDisabled())
+      .toBe(true);
 
     // A table of rules (object[]), rendered from its field descriptors.
     const rules = field(page, "list_directory", "approvalRules");
