@@ -3,7 +3,7 @@
  * the classified answer named) with a short message that says what to send, quotes at most ~100 characters of
  * the argument, and never shows the server's absolute paths for something the caller did not name.
  */
-import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { clip, messageWithoutPaths, toToolError } from "../../src/core/errors.js";
@@ -232,6 +232,24 @@ describe("siblings of the known cases", () => {
     expect(await call("grep", { pattern: "export", path: "sub/" })).toMatchObject({ ok: true });
     // The file was left alone.
     expect(await call("read_file", { path: "a.txt" })).toMatchObject({ ok: true });
+  });
+
+  it("the shell's cwd gets the same checks as any path, before anything runs", async () => {
+    for (const tool of ["bash", "shell_exec"]) {
+      const run = (cwd: string) =>
+        call(tool, tool === "bash" ? { command: "touch ran", cwd } : { argv: ["touch", "ran"], cwd });
+      refused(await run("sub\0x"), "validation_failed", "nul_byte");
+      refused(await run(`sub/${long}`), "validation_failed", "name_too_long");
+      refused(await run("ab/".repeat(1400)), "validation_failed", "path_too_long");
+      refused(await run("sub\uD800"), "validation_failed", "invalid_unicode");
+      refused(await run("loop-a"), "validation_failed", "symlink_loop");
+      refused(await run("a.txt"), "validation_failed", "kind");
+      refused(await run("a.txt/"), "validation_failed", "not_a_directory");
+      refused(await run("missing"), "not_found");
+    }
+    // Nothing ran: no refused call created its file anywhere in the tree.
+    expect(existsSync(join(proj, "ran"))).toBe(false);
+    expect(existsSync(join(proj, "sub", "ran"))).toBe(false);
   });
 
   it("empty and blank strings", async () => {
