@@ -1,12 +1,12 @@
 // Bundles the CLI (dist/cli/bin.js, emitted by tsc) into dist/bundle/ with esbuild: one entry chunk plus a chunk
 // per lazily imported module, so a command loads a few large files instead of ~700 small ones (Node 20 has no
 // module compile cache). Native and binary-shipping packages stay external and load from node_modules.
-import { rmSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { build } from "esbuild";
 
 const outdir = new URL("../dist/bundle/", import.meta.url).pathname;
 rmSync(outdir, { recursive: true, force: true });
-await build({
+const result = await build({
   entryPoints: { toolhost: new URL("../dist/cli/bin.js", import.meta.url).pathname },
   outdir,
   bundle: true,
@@ -21,4 +21,7 @@ await build({
   chunkNames: "chunks/[name]-[hash]",
   legalComments: "none",
   logLevel: "warning",
+  metafile: Boolean(process.env.TOOLHOST_BUNDLE_METAFILE),
 });
+// TOOLHOST_BUNDLE_METAFILE=path writes esbuild's metafile (which input went into which chunk, bytes) for analysis.
+if (process.env.TOOLHOST_BUNDLE_METAFILE) writeFileSync(process.env.TOOLHOST_BUNDLE_METAFILE, JSON.stringify(result.metafile));

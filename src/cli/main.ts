@@ -8,7 +8,7 @@ import { Command, CommanderError, Option } from "commander";
 import type { AppContext } from "../app/context.js";
 import { ToolError } from "../core/errors.js";
 import { VERSION } from "../version.js";
-import { createAppContext, withContext } from "./app-context.js";
+import { createAppContext, withContext, withToolCallContext } from "./app-context.js";
 import {
   asUsageError,
   CliError,
@@ -153,11 +153,12 @@ export async function buildProgram(only?: CommandName | ""): Promise<Command> {
       .option("--chat <id>", "run in this chat's context (created, bound to --cwd, when it does not exist)")
       .option("-y, --yes", "allow calls the approval policy asks about (without a terminal they are denied)")
       .option("--approval <id>", "run a call approved earlier (POST /api/approvals/:id) with exactly its arguments")
-      .action(async (toolName: string, json: string, opts: CallOptions) =>
-        withContext(async (ctx) => {
-          // Arguments that are not a JSON object are a usage error (exit 2), before anything runs.
-          parseArgumentsOption(json);
-          if (toolName.startsWith("mcp__")) await importMcpTools(ctx, true);
+      .action(async (toolName: string, json: string, opts: CallOptions) => {
+        // Arguments that are not a JSON object are a usage error (exit 2), before anything runs.
+        parseArgumentsOption(json);
+        // A built-in runs with the core context and its own module only; other names get the full context.
+        return withToolCallContext(toolName, async (ctx, app) => {
+          if (app && toolName.startsWith("mcp__")) await importMcpTools(app, true);
           // The same binder as chats and the HTTP route; a call in a chat uses the chat's directory.
           const caller = operator(opts.user);
           const chat = opts.chat ? await ctx.chats.get(opts.user, opts.chat) : undefined;
@@ -201,8 +202,8 @@ export async function buildProgram(only?: CommandName | ""): Promise<Command> {
           print({ error: outcome.error });
           process.stderr.write(`error: ${outcome.error.code}: ${outcome.error.message}\n`);
           process.exitCode = stoppedBy && outcome.error.code === "aborted" ? SIGNAL_EXIT_CODE[stoppedBy] : 1;
-        }),
-      );
+        });
+      });
   }
 
   if (wanted("settings")) {

@@ -1,0 +1,211 @@
+/**
+ * The part of the application context every surface shares: the database, the tool runtime backed by it (settings
+ * store, audit log, freshness ledger, protected paths), the settings and approval services, the working-directory
+ * binder and the ordered shutdown. It loads no tool, no agent service and no provider: ./context.ts adds those for
+ * the server, chats and MCP. A one-off tool call (`toolhost call`) opens just this part with the one tool it runs,
+ * so a short process does not load and wire what it never uses.
+ */
+import { setMaxListeners } from "node:events";
+import { chooseDataDir, type DataDirSource } from "../core/data-dir.js";
+import { defaultRegistry, type ToolRegistryStore } from "../core/registry.js";
+import { configureDefaultRuntime, installationPaths, SHUTDOWN_GRACE_MS, ToolRuntime } from "../core/runtime.js";
+import { createLogger } from "../core/stores.js";
+import type { Logger } from "../core/types.js";
+import { ApprovalRepository } from "../storage/approvals.js";
+import { openDatabase, type ToolhostDatabase } from "../storage/database.js";
+import {
+  ChatRepository,
+  SqlAuditLog,
+  SqlFreshnessLedger,
+  SqlToolSettingsStore,
+  TokenRepository,
+} from "../storage/repositories.js";
+import { type AdminRule, adminRule, parseAdminUsers } from "./admin.js";
+import { ApprovalService } from "./approvals/service.js";
+import { SqlImageStore } from "./sql-image-store.js";
+import { ToolSettingsService } from "./tool-settings-service.js";
+import { parseChatRoots, WorkingDirectoryBinder } from "./working-directory.js";
+
+/** The shared part of the application context, wired to one database (see {@link openCoreContext}). */
+export interface CoreContext {
+  /** The data directory (absolute): SQLite file, images, spilled outputs. */
+  dataDir: string;
+  /** Why it is that directory: an option, TOOLHOST_DATA_DIR, XDG_DATA_HOME, or the home default. */
+  dataDirSource: DataDirSource;
+  database: ToolhostDatabase;
+  runtime: ToolRuntime;
+  settings: ToolSettingsService;
+  tokens: TokenRepository;
+  chats: ChatRepository;
+  audit: SqlAuditLog;
+  /** Approval asks, answers and suspended turns (the gate in front of every tool call). */
+  approvals: ApprovalService;
+  logger: Logger;
+  /** Who is an admin (TOOLHOST_ADMIN_USERS, read once when the context is created). */
+  admins: AdminRule;
+  /** The one working-directory binder of every surface (TOOLHOST_CHAT_ROOTS, read once). */
+  binder: WorkingDirectoryBinder;
+  /** Registers work to run (in reverse order of registration) when the context closes, before the database. */
+  onClose(hook: () => Promise<void> | void): void;
+  /**
+   * Fires when {@link close} begins: long-running work (a chat turn streaming to a client) links its own abort to it
+   * and stops.
+   */
+  shutdownSignal: AbortSignal;
+  /**
+   * Keeps `work` (a chat turn, a background resume) open until it settles: {@link close} waits for it (bounded)
+   * before closing the database, so what it stores is not lost. Returns `work`.
+   */
+  track<T>(work: Promise<T>): Promise<T>;
+  /**
+   * Shuts down in order: fires {@link shutdownSignal}; cancels running tool calls (shell tools kill their process
+   * groups) and waits for their audit lines; runs the stop steps (sub-agents); waits for tracked work; runs the close
+   * hooks; closes the database. Every wait is bounded (about 10 s in all when something hangs). Idempotent: a second
+   * call returns the first one's promise.
+   */
+  close(): Promise<void>;
+}
+
+/**
+ * Options of openCoreContext; defaults come from the environment (TOOLHOST_DATA_DIR, else the XDG data directory;
+ * TOOLHOST_DATABASE_URL; TOOLHOST_ADMIN_USERS; TOOLHOST_CHAT_ROOTS).
+ */
+export interface CoreContextOptions {
+  dataDir?: string;
+  databaseUrl?: string;
+  logger?: Logger;
+  /** The tools the runtime runs (default: the process-wide registry, holding the tools whose modules loaded). */
+  registry?: ToolRegistryStore;
+  /** Admin user ids; default TOOLHOST_ADMIN_USERS (comma-separated), else "local". */
+  adminUsers?: Iterable<string>;
+  /** Chat roots (`{user}` templates allowed); default TOOLHOST_CHAT_ROOTS; null: none. */
+  chatRoots?: string[] | null;
+  /**
+   * Host services handed to every tool call beside the image store (e.g. `providerCredentials`); without one, tools
+   * use the process-wide defaults (core/credentials.ts).
+   */
+  services?: Record<string, unknown>;
+}
+
+/** The core context plus the hook by which ./context.ts adds its own shutdown step. */
+export interface CoreWiring {
+  context: CoreContext;
+  /**
+   * Adds a step that close() runs after it has begun cancelling the running tool calls and before it waits for
+   * them and for tracked work (the agent service stops its agents here).
+   */
+  addStopStep(step: () => Promise<void>): void;
+}
+
+/**
+ * Opens the database (migrating it) and wires the runtime and the shared services. Process-wide effect: the
+ * runtime becomes the default one (executeTool, trigger and getEnabledToolRuntime use it). Throws when the database
+ * cannot open, MigrationError when a migration fails and SchemaDamageError when the schema was changed by hand.
+ * Close it with `context.close()`.
+ */
+export async function openCoreContext(options: CoreContextOptions = {}): Promise<CoreWiring> {
+  const { path: dataDir, source: dataDirSource } = chooseDataDir(options.dataDir);
+  const logger = options.logger ?? createLogger();
+  const database = await openDatabase({ dataDir, url: options.databaseUrl });
+  const store = new SqlToolSettingsStore(database.db);
+  const audit = new SqlAuditLog(database.db);
+  const registry = options.registry ?? defaultRegistry;
+  const runtime = new ToolRuntime({
+    registry,
+    store,
+    ledger: new SqlFreshnessLedger(database.db),
+    audit,
+    logger,
+    dataDir,
+    // The database file is Toolhost's data even when TOOLHOST_DATABASE_URL puts it outside the data directory.
+    protectedPaths: [dataDir, ...database.files, ...installationPaths()],
+    services: { ...options.services, imageStore: new SqlImageStore(database.db, dataDir) },
+  });
+  configureDefaultRuntime(runtime);
+  const closeHooks: (() => Promise<void> | void)[] = [];
+  const stopSteps: (() => Promise<void>)[] = [];
+  const settings = new ToolSettingsService(registry, store, logger, runtime.services, audit);
+  const approvals = new ApprovalService({
+    repository: new ApprovalRepository(database.db),
+    settings,
+    dataDir,
+    logger,
+  });
+  const shutdown = new AbortController();
+  setMaxListeners(0, shutdown.signal);
+  const tracked = new Set<Promise<unknown>>();
+  let closing: Promise<void> | undefined;
+  const closeInOrder = async () => {
+    shutdown.abort();
+    const stopped = runtime.shutdown();
+    for (const step of stopSteps) await step();
+    await stopped;
+    // Tracked work (chat turns) stops once its tools and model stream are cancelled; it stores what completed.
+    await settleWithin(tracked, SHUTDOWN_GRACE_MS);
+    for (const hook of closeHooks.splice(0).reverse()) {
+      try {
+        await hook();
+      } catch (error) {
+        logger.warn({ err: String(error) }, "a close hook failed");
+      }
+    }
+    // Calls that started meanwhile (a turn's last step) have been refused; their audit lines are written now.
+    await runtime.shutdown({ graceMs: 2_000 });
+    await database.close();
+  };
+  const context: CoreContext = {
+    dataDir,
+    dataDirSource,
+    database,
+    runtime,
+    settings,
+    approvals,
+    tokens: new TokenRepository(database.db),
+    chats: new ChatRepository(database.db),
+    audit,
+    logger,
+    admins: adminRule(options.adminUsers ?? parseAdminUsers(process.env.TOOLHOST_ADMIN_USERS)),
+    binder: new WorkingDirectoryBinder(
+      options.chatRoots === undefined ? parseChatRoots(process.env.TOOLHOST_CHAT_ROOTS) : options.chatRoots,
+    ),
+    onClose: (hook) => {
+      closeHooks.push(hook);
+    },
+    shutdownSignal: shutdown.signal,
+    track(work) {
+      tracked.add(work);
+      const done = () => {
+        tracked.delete(work);
+      };
+      work.then(done, done);
+      return work;
+    },
+    close() {
+      closing ??= closeInOrder();
+      return closing;
+    },
+  };
+  return {
+    context,
+    addStopStep: (step) => {
+      stopSteps.push(step);
+    },
+  };
+}
+
+/** Waits until every promise in `work` (including ones added meanwhile) settled, at most `ms`. */
+async function settleWithin(work: Set<Promise<unknown>>, ms: number): Promise<void> {
+  if (work.size === 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+    timer.unref?.();
+  });
+  try {
+    while (work.size > 0) {
+      if (!(await Promise.race([Promise.allSettled([...work]).then(() => true), expired]))) return;
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+}
