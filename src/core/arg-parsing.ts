@@ -156,7 +156,8 @@ function describeValue(value: unknown): string {
   if (typeof value === "function" || typeof value === "symbol") return typeof value;
   let json: string;
   try {
-    json = JSON.stringify(value) ?? String(value);
+    // A long string is shown by its start only: quoting all of it (up to megabytes) first would be wasted work.
+    json = JSON.stringify(typeof value === "string" && value.length > 64 ? value.slice(0, 64) : value) ?? String(value);
   } catch {
     json = Object.prototype.toString.call(value);
   }
@@ -166,6 +167,8 @@ function describeValue(value: unknown): string {
 }
 
 function keyName(instancePath: string, extra?: string): string {
+  // A key of the arguments object itself (most errors): no path to split.
+  if (instancePath === "") return extra === undefined ? "" : clip(/^\d+$/.test(extra) ? `[${extra}]` : extra);
   const parts = instancePath
     .split("/")
     .slice(1)
@@ -213,26 +216,48 @@ function toArgumentError(error: ErrorObject, args: unknown, schema: JsonSchema):
 }
 
 /**
+ * What {@link parseToolArguments} learnt of the raw arguments on the way, for the audit line of the call: `decoded`
+ * is set (to the decoded value, or the raw text when it is not JSON, or a `{ notRecorded }` note when it breaks the
+ * argument limits) once it is known — the same value the audit would get by decoding the raw arguments itself.
+ */
+export interface ArgumentDecoding {
+  decoded?: unknown;
+}
+
+/**
  * Parses raw model arguments (a JSON string or an already-decoded value) against a tool's JSON Schema.
  * Returns a fresh object with nulls removed and defaults applied. Throws ToolArgumentError (validation_failed)
- * for text that is not JSON, for a non-object, and for the first schema violation, naming the key.
+ * for text that is not JSON, for a non-object, and for the first schema violation, naming the key. `decoding`, when
+ * given, receives the decoded raw arguments (see {@link ArgumentDecoding}).
  */
-export function parseToolArguments(schema: JsonSchema, raw: unknown): Record<string, unknown> {
+export function parseToolArguments(
+  schema: JsonSchema,
+  raw: unknown,
+  decoding?: ArgumentDecoding,
+): Record<string, unknown> {
   let value = raw;
   if (typeof raw === "string") {
     const text = raw.trim();
+    // What the audit would decode from the raw text is known here only when trimming changed nothing.
+    const untrimmed = decoding !== undefined && text.length === raw.length;
     const violation = scanJsonText(text, TOOL_ARGUMENT_LIMITS);
-    if (violation) throw new ToolArgumentError(`Arguments: ${violation.message}`, { rule: violation.limit });
+    if (violation) {
+      const message = `Arguments: ${violation.message}`;
+      if (untrimmed) decoding.decoded = { notRecorded: message };
+      throw new ToolArgumentError(message, { rule: violation.limit });
+    }
     if (text === "") value = {};
     else {
       try {
         value = JSON.parse(text);
       } catch (error) {
+        if (untrimmed) decoding.decoded = raw;
         throw new ToolArgumentError(
           `Arguments are not valid JSON (${(error as Error).message}); send a JSON object matching the tool's schema.`,
           { rule: "json" },
         );
       }
+      if (untrimmed) decoding.decoded = value;
     }
   }
   if (value === undefined || value === null) value = {};
@@ -242,7 +267,11 @@ export function parseToolArguments(schema: JsonSchema, raw: unknown): Record<str
   if (typeof raw !== "string") {
     // A library caller's value: check the limits and that it is JSON data (no functions, symbols, BigInt, cycles).
     const problem = checkValueLimits(value, TOOL_ARGUMENT_LIMITS);
-    if (problem) throw new ToolArgumentError(problem, { rule: "json" });
+    if (problem) {
+      if (decoding) decoding.decoded = { notRecorded: problem };
+      throw new ToolArgumentError(problem, { rule: "json" });
+    }
+    if (decoding) decoding.decoded = raw;
   }
   const args = stripNulls(schema, value) as Record<string, unknown>;
   const validate = validatorFor(schema);

@@ -145,6 +145,10 @@ export function scanJsonText(text: string, limits: JsonLimits): JsonLimitViolati
  */
 export function checkValueLimits(value: unknown, limits: JsonLimits, root = "arguments"): string | undefined {
   if (value !== null && typeof value === "object" && checkedJson.get(value) === limits) return undefined;
+  // Most values are small and fine: a walk that only counts answers them; the walk below (which names the path of
+  // the first problem) runs only for a value the quick one does not pass.
+  const budget: QuickBudget = { values: limits.maxValues, seen: undefined };
+  if (quickWithin(value, limits, 0, budget)) return undefined;
   // Paths are built only for the node that breaks a limit: each entry keeps its parent entry and its key.
   type Entry = { node: unknown; parent: Entry | undefined; key: string | number; depth: number };
   const pathOf = (entry: Entry): string => {
@@ -209,6 +213,60 @@ export function checkValueLimits(value: unknown, limits: JsonLimits, root = "arg
   }
   return undefined;
 }
+
+/**
+ * Whether `value` is JSON data within `limits`, by a recursive walk that allocates nothing for a flat object
+ * (`budget.values` counts down the values left; `budget.seen` holds the nested containers met, made when the first
+ * one is). False for anything it does not pass — a broken limit, something JSON cannot carry, a container met twice
+ * — and for values past a few hundred nodes, which the full walk checks instead.
+ */
+function quickWithin(value: unknown, limits: JsonLimits, depth: number, budget: QuickBudget): boolean {
+  if (--budget.values < 0) return false;
+  switch (typeof value) {
+    case "string":
+      return value.length <= limits.maxStringLength;
+    case "number":
+      return Number.isFinite(value);
+    case "boolean":
+      return true;
+    case "object":
+      break;
+    default:
+      return false;
+  }
+  if (value === null) return true;
+  if (depth + 1 > limits.maxDepth || limits.maxValues - budget.values > QUICK_MAX_VALUES) return false;
+  if (depth > 0) {
+    budget.seen ??= new Set();
+    if (budget.seen.has(value)) return false;
+    budget.seen.add(value);
+  }
+  if (Array.isArray(value)) {
+    if (value.length > limits.maxItems) return false;
+    for (let k = 0; k < value.length; k++) {
+      const item = value[k];
+      if (item === undefined || !quickWithin(item, limits, depth + 1, budget)) return false;
+    }
+    return true;
+  }
+  const keys = Object.keys(value);
+  if (keys.length > limits.maxKeys) return false;
+  for (const key of keys) {
+    if (key.length > limits.maxStringLength) return false;
+    const item = (value as Record<string, unknown>)[key];
+    // An absent (undefined) key counts as a value, as in the full walk, and is fine.
+    if (item === undefined ? --budget.values < 0 : !quickWithin(item, limits, depth + 1, budget)) return false;
+  }
+  return true;
+}
+
+interface QuickBudget {
+  values: number;
+  seen: Set<object> | undefined;
+}
+
+/** Most values {@link quickWithin} walks before leaving a value to the full check. */
+const QUICK_MAX_VALUES = 512;
 
 /** Values parsed from JSON text that {@link scanJsonText} accepted, with the limits it checked them against. */
 const checkedJson = new WeakMap<object, JsonLimits>();

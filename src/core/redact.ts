@@ -24,9 +24,21 @@ const SECRET_KEY_PARTS = [
 
 /** Whether a key names a secret (`apiKey`, `api_key`, `Authorization`, `accessToken`, `password`, …). */
 export function isSecretKey(key: string): boolean {
-  const k = key.toLowerCase().replace(/[-_\s]/g, "");
-  return k === "auth" || k === "pass" || k === "pwd" || SECRET_KEY_PARTS.some((part) => k.includes(part));
+  let known = secretKeys.get(key);
+  if (known === undefined) {
+    const k = key.toLowerCase().replace(/[-_\s]/g, "");
+    known = k === "auth" || k === "pass" || k === "pwd" || SECRET_KEY_PARTS.some((part) => k.includes(part));
+    // Argument and setting names repeat from call to call: remember the answer for short ones (a bounded number).
+    if (key.length <= 64) {
+      if (secretKeys.size >= 4096) secretKeys.clear();
+      secretKeys.set(key, known);
+    }
+  }
+  return known;
 }
+
+/** isSecretKey's answers by key. */
+const secretKeys = new Map<string, boolean>();
 
 const SECRET_PATTERNS: RegExp[] = [
   /\b(authorization|proxy-authorization)(\s*[:=]\s*)("?)[^"'\n]+/gi,
@@ -38,8 +50,16 @@ const SECRET_PATTERNS: RegExp[] = [
   /\b([A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY)[A-Z0-9_]*=)(\S+)/g,
 ];
 
+/**
+ * Matches somewhere in every text any of SECRET_PATTERNS matches (each pattern needs one of these words or marks,
+ * in any case): text without one is returned as it is, with one scan instead of one per pattern.
+ */
+const MAYBE_SECRET =
+  /authorization|bearer|basic|token|secret|passw|api[-_]?key|-----begin|th_|sk-|aiza|gh[pousr]_|github_pat_|xox[abposr]-|akia|:\/\//i;
+
 /** Redacts secrets inside one string (see the module comment). */
 export function redactText(text: string): string {
+  if (!MAYBE_SECRET.test(text)) return text;
   let out = text;
   out = out.replace(
     SECRET_PATTERNS[0]!,

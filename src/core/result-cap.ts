@@ -255,6 +255,26 @@ function fitsWhole(result: unknown, record: Record<string, unknown> | null, requ
   return (request.jsonBytes ?? jsonBytes(result)) <= request.maxBytes;
 }
 
+const NO_STREAMS: ReadonlyMap<string, SpillStream> = new Map();
+
+/**
+ * Whether `result` (of `jsonBytes` UTF-8 bytes as JSON) fits `limits` whole when the tool captured no full output:
+ * then {@link capToolResult} would return it unchanged, and the caller may skip it.
+ */
+export function fitsResultCap(
+  result: unknown,
+  jsonBytes: number,
+  limits: { maxBytes: number; maxLines: number },
+): boolean {
+  if (jsonBytes > limits.maxBytes) return false;
+  return fitsWhole(result, isRecord(result) ? result : null, {
+    maxBytes: limits.maxBytes,
+    maxLines: limits.maxLines,
+    jsonBytes,
+    streams: NO_STREAMS,
+  } as CapRequest);
+}
+
 /**
  * Cuts `result` to the limits of `request` (see the module comment), spilling full contents. Streams the tool
  * opened but that need no reference are discarded. Never throws for a spill failure (the notice then says so).

@@ -6,7 +6,7 @@
  * `getEnabledToolRuntime` use a process-wide default runtime (in-memory storage unless configured).
  */
 import { resolve } from "node:path";
-import { parseToolArguments } from "./arg-parsing.js";
+import { type ArgumentDecoding, parseToolArguments } from "./arg-parsing.js";
 import { resolveDataDir } from "./data-dir.js";
 import {
   AccessDeniedError,
@@ -19,12 +19,12 @@ import {
   toToolError,
 } from "./errors.js";
 import { checkValueLimits, scanJsonText, TOOL_ARGUMENT_LIMITS } from "./json-limits.js";
-import { toolOutputTruncatedTotal, withToolMetrics } from "./metrics.js";
+import { recordToolExecution, toolOutputTruncatedTotal } from "./metrics.js";
 import { SpillArea, type SpillStream } from "./output-spill.js";
 import { installationPaths } from "./package-root.js";
 import { redactBounded } from "./redact.js";
 import { defaultRegistry, type ToolRegistryStore } from "./registry.js";
-import { capToolResult, resultCapLimits } from "./result-cap.js";
+import { capToolResult, fitsResultCap, resultCapLimits } from "./result-cap.js";
 import { integerSetting } from "./settings-declaration.js";
 import { DEFAULT_TOOL_TIMEOUT_MS, getSafeEffectiveToolSettings, getToolDefinition } from "./settings-policy.js";
 import {
@@ -35,7 +35,7 @@ import {
   type ToolSettingsStore,
   type VersionedToolSettings,
 } from "./stores.js";
-import { withToolSpan } from "./tracing.js";
+import { tracerProviderRegistered, withToolSpan } from "./tracing.js";
 import type {
   AuditEntry,
   AuditSink,
@@ -282,59 +282,75 @@ export class ToolRuntime {
 
   async #execute(name: string, args: unknown, call: ToolCallContext): Promise<ToolCallOutcome> {
     const started = performance.now();
-    const elapsed = () => Math.round(performance.now() - started);
     const tool = this.registry.get(name);
     if (!tool) {
       const error = new NotFoundError(`Unknown tool "${name}". Call one of the tools you were given.`, { tool: name });
-      const outcome: ToolCallOutcome = { ok: false, error: error.toJSON(), durationMs: elapsed() };
+      const outcome: ToolCallOutcome = {
+        ok: false,
+        error: error.toJSON(),
+        durationMs: Math.round(performance.now() - started),
+      };
       await this.auditCall(name, args, call, outcome);
       return outcome;
     }
-    const toolEntries: AuditEntry[] = [];
-    const settled: { promise?: Promise<unknown>; done?: boolean } = {};
-    const outcome = await withToolSpan(
-      { tool: name, callId: call.toolCallId, args },
-      () =>
-        withToolMetrics(
-          name,
-          async (): Promise<ToolCallOutcome> => {
-            try {
-              const result = await this.#run(tool, args, call, toolEntries, settled);
-              return { ok: true, result, durationMs: elapsed() };
-            } catch (thrown) {
-              const error = toToolError(thrown);
-              if (!(thrown instanceof ToolError)) {
-                this.logger.warn(
-                  { tool: name, err: (thrown as Error)?.stack ?? String(thrown) },
-                  "tool threw an unclassified error",
-                );
-              }
-              return { ok: false, error: error.toJSON(), durationMs: elapsed() };
-            }
-          },
-          (outcome) => !outcome.ok,
-        ),
-      spanOutcome,
-    );
+    const state: CallState = { toolEntries: [] };
+    // Without a tracer provider the span would not record: the call runs without the span wrapper (the hot path).
+    const outcome = tracerProviderRegistered()
+      ? await withToolSpan(
+          { tool: name, callId: call.toolCallId, args },
+          () => this.#measured(tool, args, call, state, started),
+          spanOutcome,
+        )
+      : await this.#measured(tool, args, call, state, started);
     // A tool cancelled or timed out may still be stopping (a shell kills its process group) and record its own
     // entry afterwards: the call's audit line waits for it (without delaying the outcome), at most a minute.
-    const stopping = settled.promise;
+    const stopping = state.promise;
     if (
       !outcome.ok &&
       stopping &&
-      !settled.done &&
+      !state.done &&
       (outcome.error.code === "aborted" || outcome.error.code === "timeout")
     ) {
       // A shutdown waits for this line (the runtime tracks it) and ends the wait when its grace is over.
       const cap = new Promise<void>((resolve) => setTimeout(resolve, 60_000).unref?.());
       void this.#track(
         Promise.race([stopping.then(noop, noop), cap, this.#graceOverPromise]).then(() =>
-          this.auditCall(name, args, call, outcome, toolEntries),
+          this.auditCall(name, args, call, outcome, state.toolEntries, state),
         ),
       );
     } else {
-      await this.auditCall(name, args, call, outcome, toolEntries);
+      await this.auditCall(name, args, call, outcome, state.toolEntries, state);
     }
+    return outcome;
+  }
+
+  /**
+   * Runs the call and records it in the execution metrics (duration from `started`, failed or not). Never throws:
+   * a failure is the outcome's classified error.
+   */
+  async #measured(
+    tool: RegisteredTool,
+    args: unknown,
+    call: ToolCallContext,
+    state: CallState,
+    started: number,
+  ): Promise<ToolCallOutcome> {
+    const name = tool.definition.name;
+    let outcome: ToolCallOutcome;
+    try {
+      const result = await this.#run(tool, args, call, state);
+      outcome = { ok: true, result, durationMs: Math.round(performance.now() - started) };
+    } catch (thrown) {
+      const error = toToolError(thrown);
+      if (!(thrown instanceof ToolError)) {
+        this.logger.warn(
+          { tool: name, err: (thrown as Error)?.stack ?? String(thrown) },
+          "tool threw an unclassified error",
+        );
+      }
+      outcome = { ok: false, error: error.toJSON(), durationMs: Math.round(performance.now() - started) };
+    }
+    recordToolExecution(name, performance.now() - started, !outcome.ok);
     return outcome;
   }
 
@@ -350,13 +366,14 @@ export class ToolRuntime {
     call: ToolCallContext,
     outcome: ToolCallOutcome,
     toolEntries: AuditEntry[] = [],
+    state?: CallState,
   ): Promise<void> {
     try {
       if (!this.audit.recordEvent) {
         for (const entry of toolEntries) await this.audit.record(entry);
         return;
       }
-      for (const entry of toolEntries.slice(0, -1)) await this.audit.record(entry);
+      for (let i = 0; i < toolEntries.length - 1; i++) await this.audit.record(toolEntries[i]!);
       const toolEntry = toolEntries.at(-1);
       const denied =
         !outcome.ok && (outcome.error.code === "denied_by_user" || outcome.error.code === "denied_by_policy");
@@ -366,7 +383,7 @@ export class ToolRuntime {
         chatId: call.chatId ?? null,
         tool: name,
         // A bounded, redacted copy: the audit line says what was asked without storing megabytes.
-        arguments: redactBounded(decodeArguments(args)),
+        arguments: redactBounded(state && "decoded" in state ? state.decoded : decodeArguments(args)),
         cwd: toolEntry?.cwd ?? (call.workingDirectory ? resolve(call.workingDirectory) : null),
         outcome: outcome.ok ? "ok" : denied ? "denied" : "error",
         errorCode: outcome.ok ? null : outcome.error.code,
@@ -406,6 +423,7 @@ export class ToolRuntime {
     tool: RegisteredTool,
     rawArgs: unknown,
     call: ToolCallContext,
+    state?: CallState,
   ): Promise<{ settings: EffectiveToolSettings; args: Record<string, unknown> }> {
     const name = tool.definition.name;
     const saved = await this.store.get(call.userId, name);
@@ -418,8 +436,7 @@ export class ToolRuntime {
       );
     }
     const definition = getToolDefinition(tool, settings);
-    const args = parseToolArguments(definition.parameters, rawArgs);
-    if (typeof rawArgs === "object" && rawArgs !== null) parsedArguments.add(rawArgs);
+    const args = parseToolArguments(definition.parameters, rawArgs, state);
     tool.validateArguments?.(args);
     return { settings, args };
   }
@@ -491,15 +508,9 @@ export class ToolRuntime {
     };
   }
 
-  async #run(
-    tool: RegisteredTool,
-    rawArgs: unknown,
-    call: ToolCallContext,
-    toolEntries: AuditEntry[],
-    settled: { promise?: Promise<unknown>; done?: boolean } = {},
-  ): Promise<unknown> {
+  async #run(tool: RegisteredTool, rawArgs: unknown, call: ToolCallContext, state: CallState): Promise<unknown> {
     const name = tool.definition.name;
-    const { settings, args } = await this.#prepare(tool, rawArgs, call);
+    const { settings, args } = await this.#prepare(tool, rawArgs, call, state);
 
     const budgetMs = this.#budgetMs(tool, args, settings);
     const parent = call.signal;
@@ -523,14 +534,16 @@ export class ToolRuntime {
     }, backstopMs);
     timer.unref?.();
 
-    const context = this.#context(tool, call, settings, () => cancel.signal, toolEntries);
-    const streams = new Map<string, SpillStream>();
+    const context = this.#context(tool, call, settings, () => cancel.signal, state.toolEntries);
+    // The streams of full outputs the tool opened (made on the first one).
+    let streams: Map<string, SpillStream> | undefined;
     const spill = this.spill;
-    const limits = resultCapLimits(settings.parameters);
+    const limits = capLimitsOf(settings);
     const chatId = call.chatId ?? null;
     if (spill) {
       context.spillDirectory = spill.directoryFor(call.userId, chatId);
       context.captureFullOutput = (field) => {
+        streams ??= new Map();
         const existing = streams.get(field);
         if (existing) return existing;
         const stream = spill.openStream(call.userId, chatId, name, field, limits.maxBytes);
@@ -542,20 +555,26 @@ export class ToolRuntime {
     try {
       const aborted = cancel.rejection;
       const running = tool.execute(args, context);
-      settled.promise = running;
-      running.then(
-        () => {
-          settled.done = true;
-        },
-        () => {
-          settled.done = true;
-        },
-      );
+      state.promise = running;
+      const done = () => {
+        state.done = true;
+      };
+      running.then(done, done);
       const result = await Promise.race([running, aborted]);
       const serialized = toSerializable(name, result);
-      return await this.#cap(tool, serialized.value, serialized.bytes, limits, streams, call.userId, chatId);
+      // A result within the cap, with no full output captured, is returned as it is (most calls).
+      if (streams === undefined && fitsResultCap(serialized.value, serialized.bytes, limits)) return serialized.value;
+      return await this.#cap(
+        tool,
+        serialized.value,
+        serialized.bytes,
+        limits,
+        streams ?? new Map(),
+        call.userId,
+        chatId,
+      );
     } catch (error) {
-      for (const stream of streams.values()) await stream.discard();
+      if (streams) for (const stream of streams.values()) await stream.discard();
       // A tool that throws after the signal fired (e.g. its fetch rejected with AbortError) is reported by the
       // signal's reason, so timeout and cancel stay distinguishable.
       if (cancel.aborted && !(error instanceof ToolError && error.code !== "execution_failed")) {
@@ -622,8 +641,30 @@ export class ToolRuntime {
 
 function noop(): void {}
 
-/** Argument objects (not strings) a call parsed, so within the argument limits: the audit need not check again. */
-const parsedArguments = new WeakSet<object>();
+/**
+ * What one executeTool call carries between its steps: the tool's own audit entries, the decoded arguments once
+ * argument parsing got them within the limits (the audit records them without decoding or checking again), and the
+ * tool's running promise (a cancelled call's audit line waits for it).
+ */
+interface CallState extends ArgumentDecoding {
+  toolEntries: AuditEntry[];
+  promise?: Promise<unknown>;
+  done?: boolean;
+}
+
+/** The output cap's limits by effective settings object (cached settings are frozen, so the limits stay true). */
+const capLimitsCache = new WeakMap<EffectiveToolSettings, { maxBytes: number; maxLines: number }>();
+
+/** resultCapLimits of a call's settings, read once per frozen settings object. */
+function capLimitsOf(settings: EffectiveToolSettings): { maxBytes: number; maxLines: number } {
+  if (!Object.isFrozen(settings)) return resultCapLimits(settings.parameters);
+  let limits = capLimitsCache.get(settings);
+  if (!limits) {
+    limits = resultCapLimits(settings.parameters);
+    capLimitsCache.set(settings, limits);
+  }
+  return limits;
+}
 
 /** Freezes a JSON value and everything in it; returns it. */
 function deepFreeze<T>(value: T): T {
@@ -686,8 +727,6 @@ class LazyAbort {
  */
 function decodeArguments(args: unknown): unknown {
   if (typeof args !== "string") {
-    // Arguments that parsed for this call were checked against the same limits already.
-    if (typeof args === "object" && args !== null && parsedArguments.has(args)) return args;
     const problem = checkValueLimits(args, TOOL_ARGUMENT_LIMITS);
     return problem ? { notRecorded: problem } : args;
   }

@@ -120,20 +120,34 @@ export class MemoryFreshnessLedger implements FreshnessLedger {
   }
 }
 
-/** Audit sink that keeps entries in an array (tests, library use without a database). */
+/**
+ * Audit sink that keeps the newest entries and events in arrays (tests, library use without a database): at most
+ * `limit` of each (default {@link MEMORY_AUDIT_LIMIT}), the oldest dropped first, so a long-running process that
+ * uses the default runtime does not grow without bound.
+ */
 export class MemoryAuditSink implements AuditSink {
   readonly entries: AuditEntry[] = [];
   readonly events: AuditEvent[] = [];
+  readonly #limit: number;
+
+  constructor(options: { limit?: number } = {}) {
+    this.#limit = Math.max(1, options.limit ?? MEMORY_AUDIT_LIMIT);
+  }
 
   async record(entry: AuditEntry): Promise<void> {
-    this.entries.push(entry);
+    if (this.entries.push(entry) > this.#limit) this.entries.shift();
   }
 
   async recordEvent(event: AuditEvent): Promise<void> {
-    this.events.push(event);
-    if (event.kind === "tool_call" && event.toolEntry) this.entries.push(event.toolEntry);
+    if (this.events.push(event) > this.#limit) this.events.shift();
+    if (event.kind === "tool_call" && event.toolEntry && this.entries.push(event.toolEntry) > this.#limit) {
+      this.entries.shift();
+    }
   }
 }
+
+/** How many entries and events a {@link MemoryAuditSink} keeps by default. */
+export const MEMORY_AUDIT_LIMIT = 1000;
 
 /** pino's numeric levels (a message is written when its level is at least the logger's). */
 const LOG_LEVELS: Record<string, number> = {

@@ -11,7 +11,7 @@
  *   huge numbers), which really execute. None may end as an unclassified `execution_failed`.
  */
 import fc from "fast-check";
-import { type FileTool, ROOT, TREE_NAMES } from "./tree.js";
+import { type FileTool, inWorld, ROOT, TREE_NAMES } from "./tree.js";
 
 /** Any UTF-16 code unit, lone surrogates included. */
 const codeUnit = fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c));
@@ -85,19 +85,21 @@ export const plausiblePath = fc.oneof(
   { weight: 1, arbitrary: fc.constantFrom(".", "..", "~", "/", "/etc/passwd", "/proc/self/status", "/dev/null") },
   // Names of exactly 255 bytes are fine (the limit is not off by one).
   { weight: 1, arbitrary: fc.constantFrom("n".repeat(255), `sub/${"é".repeat(127)}x`, `new-${"€".repeat(83)}xy`) },
-  // Absolute paths into the world (ROOT is replaced by its directory when the call is made): the tree itself, the
+  // Absolute paths into the world (ROOT becomes its directory as the value is generated): the tree itself, the
   // denied directory, the outside directory and Toolhost's data directory.
   {
     weight: 1,
-    arbitrary: fc.constantFrom(
-      `${ROOT}/proj/a.txt`,
-      `${ROOT}/proj/sub`,
-      `${ROOT}/proj/secret/s.txt`,
-      `${ROOT}/outside/o.txt`,
-      `${ROOT}/data/toolhost.db`,
-      `${ROOT}/data`,
-      `${ROOT}/proj/../data/toolhost.db`,
-    ),
+    arbitrary: fc
+      .constantFrom(
+        `${ROOT}/proj/a.txt`,
+        `${ROOT}/proj/sub`,
+        `${ROOT}/proj/secret/s.txt`,
+        `${ROOT}/outside/o.txt`,
+        `${ROOT}/data/toolhost.db`,
+        `${ROOT}/data`,
+        `${ROOT}/proj/../data/toolhost.db`,
+      )
+      .map(inWorld),
   },
 );
 

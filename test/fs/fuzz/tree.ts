@@ -27,8 +27,19 @@ export const FILE_TOOLS = [
 ] as const;
 export type FileTool = (typeof FILE_TOOLS)[number];
 
-/** Stands for the world's root directory in generated arguments; replaced when a call is made. */
+/** Stands for the world's root directory in generated arguments (see {@link inWorld}). */
 export const ROOT = "@ROOT@";
+
+/** The root of the world made last (the one the running property calls into). */
+let worldRoot = ROOT;
+
+/**
+ * `text` with ROOT replaced by the current world's root directory: arbitraries map their ROOT constants through it
+ * when a value is generated (after the world exists), so the arguments reach the call as generated.
+ */
+export function inWorld(text: string): string {
+  return text.includes(ROOT) ? text.split(ROOT).join(worldRoot) : text;
+}
 
 /** Names that exist in every tree (relative to its working directory `proj`). */
 export const TREE_NAMES = [
@@ -52,6 +63,8 @@ export const TREE_NAMES = [
 export interface FuzzWorld {
   /** The temporary root holding `proj` (the working directory), `outside` and `data`. */
   root: string;
+  /** Paths of this machine no message may name unless the arguments did: the root and the process's directory. */
+  serverPaths: readonly string[];
   proj: string;
   dataDir: string;
   runtime: ToolRuntime;
@@ -72,6 +85,7 @@ const discardingAudit: AuditSink = {
 export async function createFuzzWorld(): Promise<FuzzWorld> {
   const base = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
   const root = realpathSync(mkdtempSync(join(base, "toolhost-fuzz-")));
+  worldRoot = root;
   const proj = join(root, "proj");
   const outside = join(root, "outside");
   const dataDir = join(root, "data");
@@ -112,30 +126,14 @@ export async function createFuzzWorld(): Promise<FuzzWorld> {
   }
   return {
     root,
+    serverPaths: [root, process.cwd()],
     proj,
     dataDir,
     runtime,
     call: (tool, args) =>
-      runtime.executeTool(tool, withRoot(args, root), { userId: "u1", chatId: `fuzz-${tool}`, workingDirectory: proj }),
+      runtime.executeTool(tool, args, { userId: "u1", chatId: `fuzz-${tool}`, workingDirectory: proj }),
     cleanup: () => rmSync(root, { recursive: true, force: true }),
   };
-}
-
-/** `args` with ROOT replaced by `root` in every string (a JSON text included); other values as they are. */
-export function withRoot<T>(args: T, root: string): T {
-  const swap = (value: unknown): unknown => {
-    if (typeof value === "string") return value.includes(ROOT) ? value.split(ROOT).join(root) : value;
-    if (Array.isArray(value)) return value.map(swap);
-    if (value && typeof value === "object") {
-      const out: Record<string, unknown> = {};
-      for (const [k, v] of Object.entries(value)) {
-        Object.defineProperty(out, k, { value: swap(v), enumerable: true, writable: true, configurable: true });
-      }
-      return out;
-    }
-    return value;
-  };
-  return swap(args) as T;
 }
 
 /** Positive integer from an environment variable, else `fallback`. */
