@@ -24,7 +24,7 @@ function runtimeWithEcho() {
       },
     },
     settings: {},
-    execute: async (args) => ({ text: args.text }),
+    execute: async (args) => ({ text: (args as { text?: unknown }).text }),
   });
   const audit = new MemoryAuditSink();
   return { runtime: new ToolRuntime({ registry, audit, spill: false }), audit };
