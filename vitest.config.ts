@@ -12,7 +12,7 @@ const scratch = mkdtempSync(join(tmpdir(), "toolhost-vitest-"));
  * Files that measure latency under load they create themselves: they run after everything else, one at a time,
  * so the other workers' CPU does not decide their outcome (two cores are shared by three workers).
  */
-const SOLO = ["test/server/bounded-input.test.ts"];
+const SOLO = ["test/server/health-latency.test.ts"];
 
 /**
  * Left out of `npm run test:unit` (which sets TOOLHOST_TEST_UNIT=1): the files that start the built CLI, a browser
@@ -44,7 +44,12 @@ const shared = {
   // …and test/setup/file-hygiene.ts puts back the environment, the working directory and the default tool
   // registry after each file.
   // TOOLHOST_TEST_CPU_LOG=<file> appends each test file's CPU time to <file> (test/setup/cpu-log.ts).
-  setupFiles: ["test/setup/file-hygiene.ts", ...(process.env.TOOLHOST_TEST_CPU_LOG ? ["test/setup/cpu-log.ts"] : [])],
+  // TOOLHOST_TEST_CPU_PROFILE=<dir> writes a V8 CPU profile of each test file into <dir> (test/setup/cpu-profile.ts).
+  setupFiles: [
+    "test/setup/file-hygiene.ts",
+    ...(process.env.TOOLHOST_TEST_CPU_LOG ? ["test/setup/cpu-log.ts"] : []),
+    ...(process.env.TOOLHOST_TEST_CPU_PROFILE ? ["test/setup/cpu-profile.ts"] : []),
+  ],
   env: {
     TOOLHOST_DATA_DIR: join(scratch, "data"),
     XDG_DATA_HOME: join(scratch, "xdg-data"),
