@@ -326,6 +326,19 @@ describe("grep: a catastrophic pattern cannot block the process", () => {
       clearInterval(timer);
       expect(out).toMatchObject({ ok: false, error: { code: "aborted" } });
       expect(ticks).toBeGreaterThan(5);
+      // Searches reuse the threads of searches that ended cleanly, never the cancelled one (still inside its
+      // match): the next searches are answered, with their own pattern.
+      for (const next of ["^aaa$", "^a{3}$"]) {
+        const again = await rt.runtime.executeTool(
+          "grep",
+          { pattern: next, path: "." },
+          { userId: "u1", chatId: "c", workingDirectory: t.dir },
+        );
+        expect(again.ok, JSON.stringify(again).slice(0, 600)).toBe(true);
+        const matches = (again as { result: { matches: { file: string; text: string }[] } }).result.matches;
+        expect(matches.length).toBeGreaterThan(10);
+        expect(matches.every((m) => m.file.startsWith("f") && m.text === "aaa")).toBe(true);
+      }
     } finally {
       t.cleanup();
     }

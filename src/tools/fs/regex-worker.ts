@@ -6,7 +6,8 @@
  * The worker reads files itself (same cap, probe, decoding and line rules as text-probe.ts, whose pure functions
  * are shipped to it as source) and answers two requests: search these files, and verify ripgrep's candidate lines of these files
  * (plus the binary probe of each file with a verified line). It is started from a source string (`eval: true`), so it works from compiled output and from
- * TypeScript sources alike.
+ * TypeScript sources alike. A thread whose search ended cleanly is kept (up to two, for 30 s) and serves the next
+ * search, which sends its own pattern and limits first; a cancelled or failed search's thread is terminated.
  */
 import { Worker } from "node:worker_threads";
 import { BINARY_PROBE_BYTES, detectBom, isBinaryHead, splitLines } from "../../core/text-probe.js";
@@ -39,7 +40,7 @@ export interface RegexWorkerOptions {
 
 const WORKER_SOURCE = `
 "use strict";
-const { parentPort, workerData } = require("node:worker_threads");
+const { parentPort } = require("node:worker_threads");
 const fs = require("node:fs");
 const BINARY_PROBE_BYTES = ${BINARY_PROBE_BYTES};
 ${detectBom.toString()}
@@ -50,10 +51,15 @@ const decoders = {
   "utf-16le": new TextDecoder("utf-16le", { fatal: false, ignoreBOM: true }),
   "utf-16be": new TextDecoder("utf-16be", { fatal: false, ignoreBOM: true }),
 };
-const { pattern, flags, maxPerFile, maxFileSize, maxLineChars } = workerData;
-const regex = new RegExp(pattern, flags);
-// A whole-text pre-test in multiline mode admits a superset of the matching lines, unless lookaround is used.
-const pre = /\\(\\?<?[=!]/.test(pattern) ? null : new RegExp(pattern, flags + "m");
+// The search this worker serves now: set by a "configure" message, the first one of every search (a worker is
+// reused by later searches once one has finished cleanly).
+let maxPerFile, maxFileSize, maxLineChars, regex, pre;
+function configure(options) {
+  ({ maxPerFile, maxFileSize, maxLineChars } = options);
+  regex = new RegExp(options.pattern, options.flags);
+  // A whole-text pre-test in multiline mode admits a superset of the matching lines, unless lookaround is used.
+  pre = /\\(\\?<?[=!]/.test(options.pattern) ? null : new RegExp(options.pattern, options.flags + "m");
+}
 const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK } = fs.constants;
 
 function cut(line) {
@@ -115,7 +121,9 @@ function searchFile(path, binaryAsText) {
 }
 
 parentPort.on("message", (msg) => {
-  if (msg.type === "files") {
+  if (msg.type === "configure") {
+    configure(msg.options);
+  } else if (msg.type === "files") {
     parentPort.postMessage({ id: msg.id, results: msg.paths.map((path) => searchFile(path, msg.binaryAsText === true)) });
   } else {
     // verify: the lines arrive as UTF-8 bytes (one transferred buffer, each line ending at ends[k]), decoded here.
@@ -151,28 +159,80 @@ parentPort.on("message", (msg) => {
 `;
 
 /**
+ * Threads that served a search to its end, kept for the next searches (starting a thread costs ~20–40 ms of CPU,
+ * more than most searches): at most {@link MAX_IDLE_THREADS}, unreferenced (they never keep the process alive), and
+ * ended after {@link IDLE_THREAD_MS} without use. A thread whose search was cancelled, failed or still had work
+ * outstanding is terminated instead, never kept.
+ */
+const idleThreads: Worker[] = [];
+const MAX_IDLE_THREADS = 2;
+const IDLE_THREAD_MS = 30_000;
+const idleTimers = new WeakMap<Worker, NodeJS.Timeout>();
+
+function takeIdleThread(): Worker | undefined {
+  const thread = idleThreads.pop();
+  if (thread) clearTimeout(idleTimers.get(thread));
+  return thread;
+}
+
+function keepIdleThread(thread: Worker): void {
+  if (idleThreads.length >= MAX_IDLE_THREADS) {
+    void thread.terminate();
+    return;
+  }
+  idleThreads.push(thread);
+  const timer = setTimeout(() => {
+    const at = idleThreads.indexOf(thread);
+    if (at >= 0) idleThreads.splice(at, 1);
+    void thread.terminate();
+  }, IDLE_THREAD_MS);
+  timer.unref();
+  idleTimers.set(thread, timer);
+}
+
+/** A new thread, or an idle one; either way without listeners of a search. */
+function startThread(): Worker {
+  const idle = takeIdleThread();
+  if (idle) return idle;
+  const thread = new Worker(WORKER_SOURCE, { eval: true });
+  thread.unref();
+  // An idle thread that dies (it has no search to tell) leaves the pool.
+  thread.on("exit", () => {
+    const at = idleThreads.indexOf(thread);
+    if (at >= 0) idleThreads.splice(at, 1);
+  });
+  return thread;
+}
+
+/**
  * A worker evaluating one grep pattern. Requests resolve in order; `terminate()` (also called when `signal`
- * aborts) rejects whatever is outstanding with the signal's reason (or an Error).
+ * aborts) rejects whatever is outstanding with the signal's reason (or an Error). `release()` ends the search:
+ * the thread goes back to the idle pool when the search finished cleanly, else it is terminated.
  */
 export class RegexWorker {
   readonly #worker: Worker;
   readonly #pending = new Map<number, { resolve: (v: any) => void; reject: (e: unknown) => void }>();
   #nextId = 0;
   #failure: unknown;
+  #done = false;
   readonly #signal?: AbortSignal;
   readonly #onAbort = () => this.terminate(this.#signal?.reason);
+  readonly #onMessage = (msg: { id: number; results: unknown }) => {
+    const p = this.#pending.get(msg.id);
+    this.#pending.delete(msg.id);
+    p?.resolve(msg.results);
+  };
+  readonly #onError = (error: Error) => this.#fail(error);
+  readonly #onExit = () => this.#fail(this.#failure ?? new Error("grep worker exited"));
 
   constructor(options: RegexWorkerOptions, signal?: AbortSignal) {
     this.#signal = signal;
-    this.#worker = new Worker(WORKER_SOURCE, { eval: true, workerData: options });
-    this.#worker.unref();
-    this.#worker.on("message", (msg: { id: number; results: unknown }) => {
-      const p = this.#pending.get(msg.id);
-      this.#pending.delete(msg.id);
-      p?.resolve(msg.results);
-    });
-    this.#worker.on("error", (error) => this.#fail(error));
-    this.#worker.on("exit", () => this.#fail(this.#failure ?? new Error("grep worker exited")));
+    this.#worker = startThread();
+    this.#worker.on("message", this.#onMessage);
+    this.#worker.on("error", this.#onError);
+    this.#worker.on("exit", this.#onExit);
+    // Messages are handled in order: the configuration precedes every request of this search.
+    this.#worker.postMessage({ type: "configure", options });
     signal?.addEventListener("abort", this.#onAbort, { once: true });
   }
 
@@ -211,10 +271,33 @@ export class RegexWorker {
     );
   }
 
+  #detach(): void {
+    this.#done = true;
+    this.#signal?.removeEventListener("abort", this.#onAbort);
+    this.#worker.off("message", this.#onMessage);
+    this.#worker.off("error", this.#onError);
+    this.#worker.off("exit", this.#onExit);
+  }
+
+  /**
+   * Ends the search. When every request was answered, nothing failed and the search was not cancelled, the
+   * thread is kept for a later search; otherwise it is terminated (a thread may still be inside a runaway match).
+   */
+  release(): void {
+    if (this.#done) return;
+    if (this.#failure !== undefined || this.#pending.size > 0 || this.#signal?.aborted) {
+      this.terminate();
+      return;
+    }
+    this.#detach();
+    keepIdleThread(this.#worker);
+  }
+
   /** Stops the worker; outstanding requests reject with `reason`. */
   terminate(reason: unknown = new Error("grep worker terminated")): void {
-    this.#signal?.removeEventListener("abort", this.#onAbort);
     this.#fail(reason);
+    if (this.#done) return;
+    this.#detach();
     void this.#worker.terminate();
   }
 }

@@ -63,7 +63,7 @@ export async function searchWithJs(plan: GrepPlan, existing?: RegexWorker): Prom
     if (plan.signal.aborted) throw plan.signal.reason;
     throw error;
   } finally {
-    if (!existing) worker.terminate();
+    if (!existing) worker.release();
   }
   const { files, dropped } = collector.finish();
   return { matches: flattenHits(files), truncated: dropped || perFileCut, filesSearched, filesWithMatches, skipped };

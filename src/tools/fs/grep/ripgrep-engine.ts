@@ -531,7 +531,7 @@ export async function searchWithRipgrep(
     if (plan.signal.aborted) throw plan.signal.reason;
     throw error;
   } finally {
-    (started as RegexWorker | null)?.terminate();
+    (started as RegexWorker | null)?.release();
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   }
   const { files, dropped } = hits.finish();
