@@ -37,6 +37,13 @@ export interface RunningServer {
   shutdown(): Promise<void>;
 }
 
+/**
+ * How long an idle kept-alive connection stays open, in ms: above what HTTP clients keep idle connections for
+ * (undici 4 s, or the server's hint less 2 s; browsers and proxies up to 60 s), so that the client, not the server,
+ * closes an idle connection, and a loaded server does not drop a request that already arrived on one.
+ */
+export const KEEP_ALIVE_TIMEOUT_MS = 65_000;
+
 /** Options of startServer. `port` 0 picks a free port. */
 export interface StartServerOptions {
   port?: number;
@@ -60,6 +67,16 @@ export async function startServer(ctx: AppContext, options: StartServerOptions =
     const s = serve({ fetch: app.fetch, port: options.port ?? 8787, hostname: host }, () => resolve(s));
     s.once("error", reject);
   });
+  const http = server as unknown as {
+    keepAliveTimeout: number;
+    headersTimeout: number;
+    closeAllConnections?: () => void;
+    closeIdleConnections?: () => void;
+  };
+  // Node's 5 s default let a busy server reset a kept-alive connection on which the client had already sent its next
+  // request (the idle timer fires before the server reads it when the event loop lags): that request is lost.
+  http.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+  http.headersTimeout = KEEP_ALIVE_TIMEOUT_MS + 1_000;
   const port = (server.address() as AddressInfo).port;
   // Expire unanswered approvals and resume turns whose process stopped while they waited.
   const stopSweeper = ctx.approvals.startSweeper();
@@ -75,7 +92,6 @@ export async function startServer(ctx: AppContext, options: StartServerOptions =
       "API tokens exist (printed when created; only their hashes are stored). Need one? `toolhost token create --user NAME` prints a new one; `toolhost token list` shows the existing ones.",
     );
   }
-  const http = server as unknown as { closeAllConnections?: () => void; closeIdleConnections?: () => void };
   return {
     url,
     port,

@@ -147,6 +147,13 @@ describe("HTTP bodies", () => {
     expect(stalled.closed).toBe(true);
   });
 
+  it("keeps an idle connection longer than clients do (65 s), so a loaded server never resets one a request came on", async () => {
+    server = await startTestServer();
+    const res = await server.api("/api/health");
+    expect(res.headers.get("keep-alive")).toBe("timeout=65");
+    await res.text();
+  });
+
   it("caps list settings: entries and entry length, 422 naming the cap", async () => {
     server = await startTestServer();
     const eve = await server.ctx.tokens.create("eve");
