@@ -61,10 +61,11 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
  */
 function cpuMs() {
   try {
+    // Fields after the command name: [0] is field 3 (state), so cutime (16) and cstime (17) are [13] and [14].
     const fields = readFileSync("/proc/self/stat", "utf8").split(") ")[1].split(" ");
     const tick = 10; // USER_HZ is 100 on Linux
     const { user, system } = process.cpuUsage();
-    return (user + system) / 1000 + (Number(fields[14]) + Number(fields[15])) * tick;
+    return (user + system) / 1000 + (Number(fields[13]) + Number(fields[14])) * tick;
   } catch {
     return null;
   }

@@ -292,18 +292,30 @@ export function pathSystemError(error: unknown, input: string, argument = "path"
   }
 }
 
-/** Every form under which a configured root may be met: its lexical and its real location. */
+/**
+ * Every form under which a configured root may be met: its lexical and its real location. The roots are resolved
+ * concurrently (one thread-pool round trip for the list, not one per root), afresh on every call.
+ */
 async function rootForms(entries: readonly string[], base: string): Promise<string[]> {
-  const out = new Set<string>();
+  const roots: [lexical: string, entry: string][] = [];
   for (const entry of entries) {
     if (typeof entry !== "string" || entry.trim() === "" || entry.includes("\0")) continue;
-    const lexical = expandPath(entry.trim(), base);
-    out.add(lexical);
-    try {
-      out.add((await realpathLoose(lexical, entry)).real);
-    } catch {
-      // an unresolvable root (loop) still counts under its lexical form
-    }
+    roots.push([expandPath(entry.trim(), base), entry]);
+  }
+  const reals = await Promise.all(
+    roots.map(([lexical, entry]) =>
+      realpathLoose(lexical, entry).then(
+        (resolved) => resolved.real,
+        // an unresolvable root (loop) still counts under its lexical form
+        () => undefined,
+      ),
+    ),
+  );
+  const out = new Set<string>();
+  for (let i = 0; i < roots.length; i++) {
+    out.add(roots[i]![0]);
+    const real = reals[i];
+    if (real !== undefined) out.add(real);
   }
   return [...out];
 }
@@ -347,9 +359,11 @@ export async function effectivePathPolicy(context: ToolContext): Promise<Effecti
   // replaced since binding must not carry the allowed root to wherever the link points.
   const workingDirectoryMoved = !!context.workingDirectory && realNow(base) !== base;
   const implicitRoots = noWorkingDirectory || workingDirectoryMoved ? [] : [base];
-  const allowed = restrict ? await rootForms(explicitRoots ? allowedList : implicitRoots, base) : [];
-  const denied = await rootForms(deniedList, base);
-  const protectedForms = await rootForms(context.protectedPaths ?? [], base);
+  const [allowed, denied, protectedForms] = await Promise.all([
+    restrict ? rootForms(explicitRoots ? allowedList : implicitRoots, base) : [],
+    rootForms(deniedList, base),
+    rootForms(context.protectedPaths ?? [], base),
+  ]);
   return {
     restrict: restrict || noWorkingDirectory,
     allowed,
@@ -477,13 +491,13 @@ export async function resolveAndValidatePath(
       { argument, rule: "path_too_long", bytes: absoluteBytes, max: MAX_PATH_BYTES },
     );
   }
-  const policy = await effectivePathPolicy(context);
-  let resolved: LooseReal;
-  try {
-    resolved = await realpathLoose(absolute, input, 0, argument);
-  } catch (error) {
-    throw pathSystemError(error, input, argument);
-  }
+  // The policy's roots and the path itself are resolved concurrently (the policy never throws).
+  const [policy, resolved] = await Promise.all([
+    effectivePathPolicy(context),
+    realpathLoose(absolute, input, 0, argument).catch((error: unknown) => {
+      throw pathSystemError(error, input, argument);
+    }),
+  ]);
   const { real, exists } = resolved;
   const ownSpill = options.purpose === "read" && isOwnSpillPath(context, absolute, real);
   const rule = ownSpill ? null : policyRefusal(policy, absolute, real);

@@ -152,6 +152,29 @@ export function compileGlob(pattern: string, options: { dot: boolean }): Compile
   return { matches, base, mayContain, nameFilter };
 }
 
+/** Most compiled patterns kept by compileGlobCached (a model repeats its patterns; compiling costs ~50 µs). */
+const COMPILED_CACHE_SIZE = 64;
+const compiledCache = new Map<string, CompiledGlob>();
+
+/**
+ * compileGlob with the last COMPILED_CACHE_SIZE successfully compiled patterns kept (a CompiledGlob is immutable and
+ * its matchers hold no state). A refused pattern is never cached: it throws the same ToolArgumentError every call.
+ */
+export function compileGlobCached(pattern: string, options: { dot: boolean }): CompiledGlob {
+  const key = `${options.dot ? "1" : "0"}${pattern}`;
+  const hit = compiledCache.get(key);
+  if (hit) {
+    // Most recently used last, so the eviction below drops the least recently used.
+    compiledCache.delete(key);
+    compiledCache.set(key, hit);
+    return hit;
+  }
+  const compiled = compileGlob(pattern, options);
+  if (compiledCache.size >= COMPILED_CACHE_SIZE) compiledCache.delete(compiledCache.keys().next().value!);
+  compiledCache.set(key, compiled);
+  return compiled;
+}
+
 /** Result of glob. */
 export interface GlobResult {
   pattern: string;
@@ -169,7 +192,7 @@ export async function runGlob(args: { pattern: string; cwd?: string }, context: 
   const absolute = booleanSetting(params, ABSOLUTE);
   // The pattern is checked before the directory is looked at; without a cwd argument the directory is named "."
   // in any refusal (the working directory, or the process's own directory, which the caller did not name).
-  const glob = compileGlob(args.pattern, { dot });
+  const glob = compileGlobCached(args.pattern, { dot });
   const {
     absolute: baseAbs,
     real: baseReal,

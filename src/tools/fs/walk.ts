@@ -5,10 +5,13 @@
  *
  * Reading directories is most of a walk's cost, and most of that is the kernel's (getdents), so directories are
  * read ahead on the libuv thread pool while the visits stay in the order of a sequential walk:
- * - With `descend` (a pure prediction of which subdirectories the walk will enter), a directory's subdirectories
- *   are read as soon as its own listing arrives, up to READ_AHEAD reads started but not yet visited. The visits
- *   then rarely wait, and the kernel work runs on every core.
- * - Without it, the next READ_AHEAD directories on the stack (those the visits accepted) are read ahead, and the
+ * - With `descend` (a pure prediction of which subdirectories the walk will enter), each arriving listing is
+ *   filtered and sorted at once and its predicted subdirectories are queued for reading, deepest-first, so the reads
+ *   run depth-first ahead of the visits, in nearly the order the visits need them. IN_FLIGHT reads at most are on
+ *   the thread pool at a time (enough to keep it busy; a walk stopped early leaves little behind), and the reads
+ *   ahead of the visits are bounded by a budget that grows with the directories visited. The visits then rarely
+ *   wait, and the kernel work runs on every core.
+ * - Without it, the next REFILL directories on the stack (those the visits accepted) are read ahead, and the
  *   directory about to be visited is read synchronously when its read was not started (the cheapest call).
  * A directory is read once: a visit awaits the read started ahead. A walk that stops early leaves those reads to
  * finish unobserved (their outcome is a value, never a rejection). The walk yields to the event loop every few
@@ -72,22 +75,26 @@ export interface WalkOptions {
 
 const byName = (a: Dirent, b: Dirent) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
-/** Most directory reads started ahead of their visit. */
-const READ_AHEAD = 256;
-/** How far down the stack a visited directory looks for reads to start. */
-const REFILL = 32;
 /**
- * Subdirectories of an arriving listing read at once (its first ones in walk order): a depth-first walk needs the
- * first child next, and the first child's first child after that; the rest are started from the stack as the walk
- * comes near them, so wide directories do not use up the budget.
+ * Most directory reads in flight on the thread pool at once: enough to keep its threads busy (4 by default), few
+ * enough that a walk stopped early leaves little queued work behind, and that other file-system calls of the
+ * process never wait behind a long queue of reads.
  */
-const FIRST_CHILDREN = 4;
+const IN_FLIGHT = 32;
+/** Directory reads a walk may have ahead of its visits (in flight or arrived) before it has visited any directory. */
+const READ_AHEAD_MIN = 256;
+/** Reads ahead added per directory visited (the budget grows with the walk, so an early stop wastes few reads). */
+const READ_AHEAD_PER_VISIT = 4;
+/** Most directory reads ahead of their visit (bounds the listings held in memory). */
+const READ_AHEAD_MAX = 4096;
+/** How far down the stack a visited directory looks for reads to start (walks without `descend`). */
+const REFILL = 32;
 
 /**
- * A directory to visit. `started` is set once its read was started ahead; `outcome` holds the listing (or the
- * error) once it arrived, and `waiter` is the visit waiting for it. No promise per read: most reads have arrived
- * by the time their visit comes, and then the visit continues without a tick. `ahead` holds the subdirectories
- * read early.
+ * A directory to visit. `started` is set once its read was started; `outcome` holds the listing (or the error) once
+ * it arrived, and `waiter` is the visit waiting for it. No promise per read: most reads have arrived by the time
+ * their visit comes, and then the visit continues without a tick. `ahead` holds the subdirectories predicted to be
+ * entered (read early); `dropped` marks a directory the walk will not visit after all (a wrong prediction).
  */
 interface Pending {
   rel: string;
@@ -96,6 +103,9 @@ interface Pending {
   outcome?: Dirent[] | NodeJS.ErrnoException;
   waiter?: () => void;
   ahead?: Map<string, Pending>;
+  /** The listing arrived before its visit and counts in `held`. */
+  held?: boolean;
+  dropped?: boolean;
 }
 
 /** Walks `root`; resolves with `stopped: true` when a visit returned "stop". Throws the signal's reason on abort. */
@@ -104,43 +114,79 @@ export async function walk(options: WalkOptions): Promise<{ stopped: boolean; di
   // `rel` is already normal (names joined by "/"), so a string join is enough (path.join normalizes again).
   const root = options.root.endsWith(sep) ? options.root : `${options.root}${sep}`;
   const pathOf = (rel: string) => (rel ? root + rel : options.root);
-  let outstanding = 0;
+  /** Reads started and not arrived. */
+  let inFlight = 0;
+  /** Listings arrived ahead of their visit. */
+  let held = 0;
   let done = false;
+  let directories = 0;
+  /**
+   * Predicted directories whose read is not started yet, the one to read next last. Each listing pushes its
+   * predicted subdirectories (first name on top), so the reads run depth-first ahead of the visits, in nearly the
+   * order the visits need them.
+   */
+  const want: Pending[] = [];
+  /** Whether another read may start now. */
+  const mayStart = () =>
+    inFlight < IN_FLIGHT &&
+    inFlight + held < Math.min(READ_AHEAD_MAX, READ_AHEAD_MIN + directories * READ_AHEAD_PER_VISIT);
+  const pump = () => {
+    while (!done && want.length > 0 && mayStart()) {
+      const node = want.pop()!;
+      if (!node.started && !node.dropped) start(node);
+    }
+  };
+  /** A predicted directory will not be visited: forget it and what was read ahead beneath it. */
+  const drop = (node: Pending) => {
+    node.dropped = true;
+    if (node.held) {
+      node.held = false;
+      held--;
+    }
+    if (node.ahead) for (const child of node.ahead.values()) drop(child);
+    node.ahead = undefined;
+  };
 
-  /** A listing arrived: sort it, and start reading the subdirectories the walk will enter (budget permitting). */
+  /** A listing arrived: filter and sort it, and queue the subdirectories the walk will enter. */
   const arrived = (node: Pending, listing: Dirent[] | NodeJS.ErrnoException): Dirent[] | NodeJS.ErrnoException => {
     if (!Array.isArray(listing) || done) return listing;
     const outcome = keep ? listing.filter(keep) : listing;
     outcome.sort(byName);
-    if (descend) {
-      let started = 0;
-      for (const dirent of outcome) {
-        if (outstanding >= READ_AHEAD || started >= FIRST_CHILDREN) break;
+    if (descend && !node.dropped) {
+      for (let i = outcome.length - 1; i >= 0; i--) {
+        const dirent = outcome[i]!;
         if (!dirent.isDirectory()) continue;
         const rel = node.rel ? `${node.rel}/${dirent.name}` : dirent.name;
         if (!descend(rel, dirent.name)) continue;
         const child: Pending = { rel, depth: node.depth + 1 };
-        start(child);
-        started++;
         node.ahead ??= new Map();
         node.ahead.set(dirent.name, child);
+        want.push(child);
       }
     }
     return outcome;
   };
   const start = (node: Pending) => {
-    outstanding++;
+    inFlight++;
     node.started = true;
     readdir(pathOf(node.rel), { withFileTypes: true }, (error, entries) => {
+      inFlight--;
+      if (done) return;
       try {
         node.outcome = arrived(node, error ?? entries);
       } catch (failure) {
         node.outcome = failure as NodeJS.ErrnoException;
       }
-      node.waiter?.();
+      if (node.waiter) node.waiter();
+      else if (!node.dropped) {
+        node.held = true;
+        held++;
+      }
+      pump();
     });
   };
   const readNow = (node: Pending): Dirent[] | NodeJS.ErrnoException => {
+    node.started = true;
     try {
       return arrived(node, readdirSync(pathOf(node.rel), { withFileTypes: true }));
     } catch (error) {
@@ -149,7 +195,6 @@ export async function walk(options: WalkOptions): Promise<{ stopped: boolean; di
   };
 
   const stack: Pending[] = [{ rel: "", depth: 0 }];
-  let directories = 0;
   let sliceStart = performance.now();
   try {
     while (stack.length > 0) {
@@ -174,7 +219,10 @@ export async function walk(options: WalkOptions): Promise<{ stopped: boolean; di
           if (signal?.aborted) throw signal.reason;
         }
         outcome = node.outcome!;
-        outstanding--;
+        if (node.held) {
+          node.held = false;
+          held--;
+        }
       } else {
         outcome = readNow(node);
       }
@@ -191,16 +239,20 @@ export async function walk(options: WalkOptions): Promise<{ stopped: boolean; di
         if (verdict === "stop") return { stopped: true, directories };
         const early = dirent.isDirectory() ? node.ahead?.get(dirent.name) : undefined;
         if (verdict === "skip") {
-          if (early) outstanding--; // read for nothing: a wrong prediction
+          if (early) drop(early); // read for nothing: a wrong prediction
           continue;
         }
         if (dirent.isDirectory()) children.push(early ?? { rel: entry.rel, depth: node.depth + 1 });
       }
       node.ahead = undefined;
       for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]!);
-      // Read ahead the directories next in line; the top one is read synchronously if its turn comes first.
-      for (let i = stack.length - 2, n = 0; i >= 0 && n < REFILL && outstanding < READ_AHEAD; i--, n++) {
-        if (!stack[i]!.started) start(stack[i]!);
+      if (descend) pump();
+      else {
+        // No predictions: read ahead the directories next in line on the stack; the top one is read synchronously
+        // if its turn comes first.
+        for (let i = stack.length - 2, n = 0; i >= 0 && n < REFILL && mayStart(); i--, n++) {
+          if (!stack[i]!.started) start(stack[i]!);
+        }
       }
     }
     return { stopped: false, directories };
