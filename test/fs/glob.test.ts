@@ -31,8 +31,10 @@ beforeAll(() => {
     mkdirSync(join(proj, f, ".."), { recursive: true });
     writeFileSync(join(proj, f), f);
   }
-  mkdirSync(join(dir, "proj-secrets"));
+  mkdirSync(join(dir, "proj-secrets", "deep"), { recursive: true });
   writeFileSync(join(dir, "proj-secrets", "s.ts"), "");
+  writeFileSync(join(dir, "proj-secrets", "deep", "t.ts"), "");
+  symlinkSync(join(proj, "src"), join(proj, "src-alias")); // a link inside the root, to a directory inside it
   symlinkSync(proj, join(proj, "src", "up")); // a cycle
   symlinkSync(join(dir, "proj-secrets"), join(proj, "out-link"));
 });
@@ -58,6 +60,23 @@ describe("glob", () => {
     expect(r.matches).toEqual(["src/a.ts", "src/deep/d.ts"]);
     await expect(glob({ pattern: "../*" })).rejects.toMatchObject({ code: "validation_failed" });
     await expect(glob({ pattern: "/etc/*" })).rejects.toMatchObject({ code: "validation_failed" });
+  });
+  it("never reaches through a link in the pattern's fixed part, and never lists a denied base", async () => {
+    // The walk from the directory never enters a link; a pattern whose fixed part goes through one finds nothing.
+    expect((await glob({ pattern: "out-link/deep/*" })).matches).toEqual([]);
+    expect((await glob({ pattern: "out-link/deep/t.ts" })).matches).toEqual([]);
+    const denyDeep = { deniedPaths: [join(proj, "src", "deep")] };
+    expect((await glob({ pattern: "src-alias/deep/*.ts" }, denyDeep)).matches).toEqual([]);
+    expect((await glob({ pattern: "src/deep/**" }, denyDeep)).matches).toEqual([]);
+    expect((await glob({ pattern: "src/**" }, denyDeep)).matches).toEqual([
+      "src",
+      "src/a.ts",
+      "src/b.tsx",
+      "src/c.js",
+      "src/up",
+    ]);
+    // The link itself is an entry like any other (reported, not followed).
+    expect((await glob({ pattern: "src-alias/**" })).matches).toEqual(["src-alias"]);
   });
   it("matches dot-directories named literally and braces", async () => {
     expect((await glob({ pattern: ".github/workflows/*.yml" })).matches).toEqual([

@@ -94,6 +94,50 @@ describe("walk", () => {
     const dirs = sequential(t.dir, (e) => hidden(e) ?? (e.dirent.isDirectory() ? undefined : "skip"));
     expect(await walked(hidden, { keep: onlyDirs, descend: () => true })).toEqual(dirs);
   });
+  it("reads each directory once when the predictions are right, and stops reading ahead when the walk stops", async () => {
+    const visitHidden = { root: t.dir, visit: hidden };
+    const exact = await walk({ ...visitHidden, descend: (_rel, name) => !name.startsWith(".") });
+    expect(exact.reads).toBe(exact.directories);
+    const wrong = await walk({ ...visitHidden, descend: () => true });
+    expect(wrong.directories).toBe(exact.directories);
+    expect(wrong.reads).toBeGreaterThan(wrong.directories);
+    // A wide tree (400 directories of one file each) stopped at the third directory's file: the reads ahead stay
+    // within the walk's budget instead of crawling the tree.
+    const wide = tempDir();
+    try {
+      for (let i = 0; i < 400; i++) {
+        mkdirSync(join(wide.dir, `d${String(i).padStart(3, "0")}`));
+        writeFileSync(join(wide.dir, `d${String(i).padStart(3, "0")}`, "f"), "");
+      }
+      const stopped = await walk({
+        root: wide.dir,
+        descend: () => true,
+        visit: (e) => (e.rel === "d002/f" ? "stop" : undefined),
+      });
+      expect(stopped).toMatchObject({ stopped: true, directories: 4 });
+      expect(stopped.reads).toBeLessThan(300);
+    } finally {
+      wide.cleanup();
+    }
+  });
+  it("ends with the signal's reason when aborted, also while waiting for a read", async () => {
+    const aborted = new AbortController();
+    aborted.abort(new Error("gone before"));
+    await expect(walk({ root: t.dir, signal: aborted.signal, visit: hidden })).rejects.toThrow("gone before");
+    // Aborted from outside the visits (as a timeout or a cancel does), at the first directory's first entry.
+    const controller = new AbortController();
+    let visits = 0;
+    const walking = walk({
+      root: t.dir,
+      signal: controller.signal,
+      descend: () => true,
+      visit: (e) => {
+        if (visits++ === 0) setImmediate(() => controller.abort(new Error("cancelled")));
+        return hidden(e);
+      },
+    });
+    await expect(walking).rejects.toThrow("cancelled");
+  });
   it("reports a directory that vanished before its read, goes on, and never follows a link", async () => {
     const doomed = join(t.dir, "zz-doomed");
     mkdirSync(join(doomed, "inner"), { recursive: true });

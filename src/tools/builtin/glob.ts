@@ -209,23 +209,36 @@ export async function runGlob(args: { pattern: string; cwd?: string }, context: 
     matches.push(absolute ? join(baseAbs, rel) : resultPath(rel));
   };
 
-  // Start at the pattern's static base when it exists (a literal file pattern is a single lookup).
+  const excluded = walkExclusion(policy, baseAbs, baseReal);
+  const done = () => ({ pattern: args.pattern, cwd: baseAbs, matches, truncated });
+  // Start at the pattern's static base when it exists (a literal file pattern is a single lookup). The base must be
+  // what the walk from the directory would reach: a base that is denied or protected (or lies beneath such a path)
+  // is neither reported nor read, and one reached through a symbolic link holds nothing (the walk never enters a
+  // link, which may point outside the allowed directories or at a denied one).
   let startRel = "";
   if (glob.base) {
-    const info = await lstatOrUndefined(join(baseReal, glob.base)).catch((error: unknown) => {
-      throw pathSystemError(error, glob.base, "pattern");
-    });
-    if (!info) return { pattern: args.pattern, cwd: baseAbs, matches, truncated };
+    if (excluded(glob.base)) return done();
+    const lstatBase = (rel: string) =>
+      lstatOrUndefined(join(baseReal, rel)).catch((error: unknown) => {
+        throw pathSystemError(error, glob.base, "pattern");
+      });
+    // The whole base first: the kernel's answer classifies a base it cannot resolve (a link loop, too long).
+    const info = await lstatBase(glob.base);
+    if (!info) return done();
+    const names = glob.base.split("/");
+    for (let i = 1; i < names.length; i++) {
+      const parent = await lstatBase(names.slice(0, i).join("/"));
+      if (!parent?.isDirectory()) return done();
+    }
     if (!info.isDirectory()) {
       if (glob.matches(glob.base) && !policyRefusal(policy, join(baseAbs, glob.base), join(baseReal, glob.base))) {
         report(glob.base);
       }
-      return { pattern: args.pattern, cwd: baseAbs, matches, truncated };
+      return done();
     }
     startRel = glob.base;
     if (glob.matches(startRel)) report(startRel);
   }
-  const excluded = walkExclusion(policy, baseAbs, baseReal);
   const { nameFilter } = glob;
   await walk({
     root: startRel ? join(baseReal, startRel) : baseReal,

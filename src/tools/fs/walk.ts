@@ -80,7 +80,7 @@ const byName = (a: Dirent, b: Dirent) => (a.name < b.name ? -1 : a.name > b.name
  * enough that a walk stopped early leaves little queued work behind, and that other file-system calls of the
  * process never wait behind a long queue of reads.
  */
-const IN_FLIGHT = 32;
+const IN_FLIGHT = 64;
 /** Directory reads a walk may have ahead of its visits (in flight or arrived) before it has visited any directory. */
 const READ_AHEAD_MIN = 256;
 /** Reads ahead added per directory visited (the budget grows with the walk, so an early stop wastes few reads). */
@@ -108,8 +108,18 @@ interface Pending {
   dropped?: boolean;
 }
 
+/** What a walk did. */
+export interface WalkSummary {
+  /** True when a visit returned "stop". */
+  stopped: boolean;
+  /** Directories visited (listed and their entries visited). */
+  directories: number;
+  /** Directory reads started, the visited ones and those read ahead (an early stop or a wrong prediction wastes some). */
+  reads: number;
+}
+
 /** Walks `root`; resolves with `stopped: true` when a visit returned "stop". Throws the signal's reason on abort. */
-export async function walk(options: WalkOptions): Promise<{ stopped: boolean; directories: number }> {
+export async function walk(options: WalkOptions): Promise<WalkSummary> {
   const { descend, keep, signal } = options;
   // `rel` is already normal (names joined by "/"), so a string join is enough (path.join normalizes again).
   const root = options.root.endsWith(sep) ? options.root : `${options.root}${sep}`;
@@ -120,6 +130,7 @@ export async function walk(options: WalkOptions): Promise<{ stopped: boolean; di
   let held = 0;
   let done = false;
   let directories = 0;
+  let reads = 0;
   /**
    * Predicted directories whose read is not started yet, the one to read next last. Each listing pushes its
    * predicted subdirectories (first name on top), so the reads run depth-first ahead of the visits, in nearly the
@@ -167,6 +178,7 @@ export async function walk(options: WalkOptions): Promise<{ stopped: boolean; di
     return outcome;
   };
   const start = (node: Pending) => {
+    reads++;
     inFlight++;
     node.started = true;
     readdir(pathOf(node.rel), { withFileTypes: true }, (error, entries) => {
@@ -186,6 +198,7 @@ export async function walk(options: WalkOptions): Promise<{ stopped: boolean; di
     });
   };
   const readNow = (node: Pending): Dirent[] | NodeJS.ErrnoException => {
+    reads++;
     node.started = true;
     try {
       return arrived(node, readdirSync(pathOf(node.rel), { withFileTypes: true }));
@@ -196,6 +209,10 @@ export async function walk(options: WalkOptions): Promise<{ stopped: boolean; di
 
   const stack: Pending[] = [{ rel: "", depth: 0 }];
   let sliceStart = performance.now();
+  /** The directory whose read the walk is waiting for; one abort listener per walk ends that wait. */
+  let waitingFor: Pending | undefined;
+  const onAbort = () => waitingFor?.waiter?.();
+  signal?.addEventListener("abort", onAbort, { once: true });
   try {
     while (stack.length > 0) {
       const node = stack.pop()!;
@@ -207,15 +224,12 @@ export async function walk(options: WalkOptions): Promise<{ stopped: boolean; di
       let outcome: Dirent[] | NodeJS.ErrnoException;
       if (node.started) {
         if (node.outcome === undefined) {
-          // An abort ends the wait too (a read can hang on a dead network mount).
+          // An abort ends the wait too (a read can hang on a dead network mount): see onAbort.
+          waitingFor = node;
           await new Promise<void>((resolve) => {
-            const onAbort = () => resolve();
-            signal?.addEventListener("abort", onAbort, { once: true });
-            node.waiter = () => {
-              signal?.removeEventListener("abort", onAbort);
-              resolve();
-            };
+            node.waiter = resolve;
           });
+          waitingFor = undefined;
           if (signal?.aborted) throw signal.reason;
         }
         outcome = node.outcome!;
@@ -236,7 +250,7 @@ export async function walk(options: WalkOptions): Promise<{ stopped: boolean; di
       for (const dirent of outcome) {
         const entry = new Entry(node.rel, dirent.name, dirent, node.depth + 1);
         const verdict = options.visit(entry);
-        if (verdict === "stop") return { stopped: true, directories };
+        if (verdict === "stop") return { stopped: true, directories, reads };
         const early = dirent.isDirectory() ? node.ahead?.get(dirent.name) : undefined;
         if (verdict === "skip") {
           if (early) drop(early); // read for nothing: a wrong prediction
@@ -255,8 +269,9 @@ export async function walk(options: WalkOptions): Promise<{ stopped: boolean; di
         }
       }
     }
-    return { stopped: false, directories };
+    return { stopped: false, directories, reads };
   } finally {
     done = true;
+    signal?.removeEventListener("abort", onAbort);
   }
 }
