@@ -1,6 +1,8 @@
 // Bundles the CLI (dist/cli/bin.js, emitted by tsc) into dist/bundle/ with esbuild: one entry chunk plus a chunk
 // per lazily imported module, so a command loads a few large files instead of ~700 small ones (Node 20 has no
-// module compile cache). Native and binary-shipping packages stay external and load from node_modules.
+// module compile cache). Binary-shipping packages stay external and load from node_modules; better-sqlite3's JavaScript
+// is bundled (loading its dozen CommonJS files cost a short process ~10 ms) while its native addon loads from the
+// installed package by path (storage/database.ts).
 import { rmSync, writeFileSync } from "node:fs";
 import { build } from "esbuild";
 
@@ -15,7 +17,7 @@ const result = await build({
   platform: "node",
   target: "node20",
   // web-tree-sitter and tree-sitter-bash load their .wasm files relative to their own modules.
-  external: ["better-sqlite3", "@vscode/ripgrep", "pg-native", "web-tree-sitter", "tree-sitter-bash"],
+  external: ["@vscode/ripgrep", "pg-native", "web-tree-sitter", "tree-sitter-bash"],
   // Bundled CommonJS dependencies call require(); give the ESM chunks one.
   banner: { js: "import { createRequire as __toolhostCreateRequire } from 'node:module'; const require = __toolhostCreateRequire(import.meta.url);" },
   chunkNames: "chunks/[name]-[hash]",

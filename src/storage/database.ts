@@ -3,7 +3,8 @@
  * data directory) is the default; a `postgres://` URL selects PostgreSQL (for several instances sharing one database).
  */
 import { chmodSync, existsSync, mkdirSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { createRequire } from "node:module";
+import { dirname, join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { type Generated, Kysely, PostgresDialect, type SqliteDatabase, SqliteDialect } from "kysely";
 import { resolveDataDir } from "../core/data-dir.js";
@@ -306,6 +307,27 @@ function withStatementCache(sqlite: Database.Database): SqliteDatabase {
   } as SqliteDatabase;
 }
 
+let addonPath: string | null | undefined;
+
+/**
+ * The path of better-sqlite3's native addon in its usual place (`build/Release` of the installed package), or null
+ * when it is not there. Handed to the constructor, it spares better-sqlite3 its own search through the `bindings`
+ * package (a dozen candidate paths, each a failed require with a stack trace) on every process start; with null the
+ * constructor searches as usual.
+ */
+function sqliteAddonPath(): string | null {
+  if (addonPath === undefined) {
+    try {
+      const require = createRequire(import.meta.url);
+      const main = require.resolve("better-sqlite3");
+      addonPath = require.resolve(join(dirname(main), "..", "build", "Release", "better_sqlite3.node"));
+    } catch {
+      addonPath = null;
+    }
+  }
+  return addonPath;
+}
+
 /**
  * Opens (creating when needed) the database and brings its schema up to date. Throws Error when a migration
  * fails, naming it.
@@ -334,7 +356,8 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<T
     const file = url ? resolve(url.replace(/^sqlite:/, "")) : join(resolveDataDir(options.dataDir), "toolhost.db");
     mkdirSync(resolve(file, ".."), { recursive: true, mode: 0o700 });
     const created = !existsSync(file);
-    const sqlite = new Database(file);
+    const addon = sqliteAddonPath();
+    const sqlite = new Database(file, addon ? { nativeBinding: addon } : {});
     // A new file is private to its owner (it holds tokens and credentials), wherever TOOLHOST_DATABASE_URL puts it;
     // SQLite gives the -wal/-shm/-journal files it creates later the main file's mode.
     if (created) chmodSync(file, 0o600);
