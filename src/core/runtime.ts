@@ -474,26 +474,20 @@ export class ToolRuntime {
     toolEntries: AuditEntry[],
   ): ToolContext {
     const name = tool.definition.name;
-    let made: AbortSignal | undefined = typeof signal === "function" ? undefined : signal;
-    return {
-      userId: call.userId,
-      chatId: call.chatId ?? null,
-      workingDirectory: call.workingDirectory ? resolve(call.workingDirectory) : null,
-      get signal(): AbortSignal {
-        made ??= (signal as () => AbortSignal)();
-        return made;
-      },
+    const context = new CallToolContext(
+      call,
       settings,
-      dataDir: this.dataDir,
-      ledger: this.ledger,
+      signal,
+      this.dataDir,
+      this.ledger,
       // The tool's own entries are folded into the call's audit event once the call ends.
-      audit: {
+      {
         record: async (entry) => {
           toolEntries.push(entry);
         },
       },
-      logger: this.logger,
-      emitProgress: (event) => {
+      this.logger,
+      (event) => {
         try {
           call.onProgress?.(event);
         } catch (error) {
@@ -501,11 +495,12 @@ export class ToolRuntime {
         }
       },
       // The runtime's services object itself when the call adds none (one object fewer per call).
-      services: call.services ? { ...this.services, ...call.services } : this.services,
-      protectedPaths: this.protectedPaths,
-      processCwdFallback: this.processCwdFallback(call.userId),
-      ...(call.approval ? { approval: { decision: call.approval.decision, decidedBy: call.approval.decidedBy } } : {}),
-    };
+      call.services ? { ...this.services, ...call.services } : this.services,
+      this.protectedPaths,
+      this.processCwdFallback(call.userId),
+    );
+    if (call.approval) context.approval = { decision: call.approval.decision, decidedBy: call.approval.decidedBy };
+    return context;
   }
 
   async #run(tool: RegisteredTool, rawArgs: unknown, call: ToolCallContext, state: CallState): Promise<unknown> {
@@ -553,14 +548,22 @@ export class ToolRuntime {
     }
 
     try {
-      const aborted = cancel.rejection;
       const running = tool.execute(args, context);
       state.promise = running;
-      const done = () => {
-        state.done = true;
-      };
-      running.then(done, done);
-      const result = await Promise.race([running, aborted]);
+      // The tool's result, or the abort reason as soon as the call is cancelled, timed out or shut down.
+      const result = await new Promise((resolve, reject) => {
+        cancel.onAbort(reject);
+        running.then(
+          (value) => {
+            state.done = true;
+            resolve(value);
+          },
+          (error) => {
+            state.done = true;
+            reject(error);
+          },
+        );
+      });
       const serialized = toSerializable(name, result);
       // A result within the cap, with no full output captured, is returned as it is (most calls).
       if (streams === undefined && fitsResultCap(serialized.value, serialized.bytes, limits)) return serialized.value;
@@ -676,23 +679,71 @@ function deepFreeze<T>(value: T): T {
 }
 
 /**
- * A call's cancellation: `abort(reason)` records the first reason and rejects `rejection` at once; the AbortSignal
- * tools see is made only when one reads it (already aborted if the call was), so a tool that never looks at its
- * signal costs no AbortController.
+ * The ToolContext of one call. `signal` is an accessor on the class (the call's AbortSignal is made when a tool
+ * first reads it), so the context is made as cheaply as a plain object; every other member is an own property.
+ */
+class CallToolContext implements ToolContext {
+  readonly userId: string;
+  readonly chatId: string | null;
+  readonly workingDirectory: string | null;
+  readonly settings: EffectiveToolSettings;
+  readonly dataDir: string;
+  readonly ledger: FreshnessLedger;
+  readonly audit: AuditSink;
+  readonly logger: Logger;
+  readonly emitProgress: (event: ToolProgressEvent) => void;
+  readonly services: Record<string, unknown>;
+  readonly protectedPaths: readonly string[];
+  readonly processCwdFallback: boolean;
+  declare spillDirectory?: string;
+  declare captureFullOutput?: ToolContext["captureFullOutput"];
+  declare approval?: { decision: string; decidedBy: string };
+  #signal: AbortSignal | (() => AbortSignal);
+
+  constructor(
+    call: ToolCallContext,
+    settings: EffectiveToolSettings,
+    signal: AbortSignal | (() => AbortSignal),
+    dataDir: string,
+    ledger: FreshnessLedger,
+    audit: AuditSink,
+    logger: Logger,
+    emitProgress: (event: ToolProgressEvent) => void,
+    services: Record<string, unknown>,
+    protectedPaths: readonly string[],
+    processCwdFallback: boolean,
+  ) {
+    this.userId = call.userId;
+    this.chatId = call.chatId ?? null;
+    this.workingDirectory = call.workingDirectory ? resolve(call.workingDirectory) : null;
+    this.settings = settings;
+    this.dataDir = dataDir;
+    this.ledger = ledger;
+    this.audit = audit;
+    this.logger = logger;
+    this.emitProgress = emitProgress;
+    this.services = services;
+    this.protectedPaths = protectedPaths;
+    this.processCwdFallback = processCwdFallback;
+    this.#signal = signal;
+  }
+
+  get signal(): AbortSignal {
+    if (typeof this.#signal === "function") this.#signal = this.#signal();
+    return this.#signal;
+  }
+}
+
+/**
+ * A call's cancellation: `abort(reason)` records the first reason and calls the listener given to `onAbort` at once;
+ * the AbortSignal tools see is made only when one reads it (already aborted if the call was), so a tool that never
+ * looks at its signal costs no AbortController.
  */
 class LazyAbort {
   #controller: AbortController | undefined;
   #reason: unknown;
   #aborted = false;
-  #reject!: (reason: unknown) => void;
-  /** Rejects with the abort reason when the call is aborted (never resolves). */
-  readonly rejection = new Promise<never>((_, reject) => {
-    this.#reject = reject;
-  });
-
-  constructor() {
-    this.rejection.catch(noop);
-  }
+  #listener: ((reason: unknown) => void) | undefined;
 
   get aborted(): boolean {
     return this.#aborted;
@@ -711,13 +762,19 @@ class LazyAbort {
     return this.#controller.signal;
   }
 
+  /** Calls `listener` with the reason when the call is aborted (at once if it already was). One listener. */
+  onAbort(listener: (reason: unknown) => void): void {
+    if (this.#aborted) listener(this.#reason);
+    else this.#listener = listener;
+  }
+
   /** Aborts the call with `reason`; later calls do nothing. */
   abort(reason: unknown): void {
     if (this.#aborted) return;
     this.#aborted = true;
     this.#reason = reason;
     this.#controller?.abort(reason);
-    this.#reject(reason);
+    this.#listener?.(reason);
   }
 }
 

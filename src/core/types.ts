@@ -257,7 +257,9 @@ export interface Logger {
  *
  * `workingDirectory` is the chat's bound directory (absolute), or null when none is bound; tools then fall back to
  * `process.cwd()`. `signal` aborts on the caller's cancel and on the tool's time budget; `signal.reason` is a
- * ToolTimeoutError or ToolAbortedError so a tool can tell them apart.
+ * ToolTimeoutError or ToolAbortedError so a tool can tell them apart. The runtime's contexts make the signal when a
+ * tool first reads it (an accessor of the context's class): pass the context itself on, or name the members a copy
+ * needs — a spread copy (`{ ...context }`) has no `signal`.
  */
 export interface ToolContext {
   userId: string;
