@@ -5,7 +5,7 @@
  * server, the CLI and library users run tools through one code path. The free functions `executeTool` and
  * `getEnabledToolRuntime` use a process-wide default runtime (in-memory storage unless configured).
  */
-import { resolve } from "node:path";
+import { isAbsolute, resolve } from "node:path";
 import { type ArgumentDecoding, parseToolArguments } from "./arg-parsing.js";
 import { resolveDataDir } from "./data-dir.js";
 import {
@@ -384,7 +384,7 @@ export class ToolRuntime {
         tool: name,
         // A bounded, redacted copy: the audit line says what was asked without storing megabytes.
         arguments: redactBounded(state && "decoded" in state ? state.decoded : decodeArguments(args)),
-        cwd: toolEntry?.cwd ?? (call.workingDirectory ? resolve(call.workingDirectory) : null),
+        cwd: toolEntry?.cwd ?? (call.workingDirectory ? resolveDirectory(call.workingDirectory) : null),
         outcome: outcome.ok ? "ok" : denied ? "denied" : "error",
         errorCode: outcome.ok ? null : outcome.error.code,
         durationMs: outcome.durationMs,
@@ -655,6 +655,23 @@ interface CallState extends ArgumentDecoding {
   done?: boolean;
 }
 
+let lastDirectory = "";
+let lastResolved = "";
+
+/**
+ * `resolve(directory)`, remembering the last absolute one (a chat's calls repeat it; an absolute path resolves the
+ * same whatever the process's working directory).
+ */
+function resolveDirectory(directory: string): string {
+  if (directory === lastDirectory) return lastResolved;
+  const resolved = resolve(directory);
+  if (isAbsolute(directory)) {
+    lastDirectory = directory;
+    lastResolved = resolved;
+  }
+  return resolved;
+}
+
 /** The output cap's limits by effective settings object (cached settings are frozen, so the limits stay true). */
 const capLimitsCache = new WeakMap<EffectiveToolSettings, { maxBytes: number; maxLines: number }>();
 
@@ -715,7 +732,7 @@ class CallToolContext implements ToolContext {
   ) {
     this.userId = call.userId;
     this.chatId = call.chatId ?? null;
-    this.workingDirectory = call.workingDirectory ? resolve(call.workingDirectory) : null;
+    this.workingDirectory = call.workingDirectory ? resolveDirectory(call.workingDirectory) : null;
     this.settings = settings;
     this.dataDir = dataDir;
     this.ledger = ledger;

@@ -9,14 +9,33 @@
  * - `free(tool)`: arguments drawn from the tree's real names and hostile text alike (symbolic links inside, out,
  *   dangling and looping, the denied directory, Toolhost's data directory, directories given as files, `..`, `~`,
  *   huge numbers), which really execute. None may end as an unclassified `execution_failed`.
+ *
+ * Both are drawn by the lean generators of lean.ts (plain functions of fast-check's random source, with a generic
+ * shrinker), which cost about a tenth of fast-check's combinators per argument.
  */
-import fc from "fast-check";
+import type fc from "fast-check";
+import {
+  anyInt,
+  arbitrary,
+  arrayOf,
+  bool,
+  filter,
+  finiteDouble,
+  type Gen,
+  int,
+  nat,
+  oneof,
+  pick,
+  record,
+  str,
+  weighted,
+} from "./lean.js";
 import { type FileTool, inWorld, ROOT, TREE_NAMES } from "./tree.js";
 
 /** Any UTF-16 code unit, lone surrogates included. */
-const codeUnit = fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c));
+const codeUnit: Gen<string> = (r) => String.fromCharCode(r.nextInt(0, 0xffff));
 /** Characters that mean something to paths, globs, regexes, patches or JSON. */
-const special = fc.constantFrom(
+const special = pick(
   "/",
   "\\",
   ".",
@@ -51,268 +70,219 @@ const special = fc.constantFrom(
   "@@",
   "-",
 );
-const letter = fc.constantFrom("a", "b", "x", "A", "_", "1");
+const letter = pick("a", "b", "x", "A", "_", "1");
 /** Short text mixing letters, specials and arbitrary code units. */
-export const text = fc.string({
-  unit: fc.oneof(
-    { weight: 4, arbitrary: letter },
-    { weight: 3, arbitrary: special },
-    { weight: 1, arbitrary: codeUnit },
-  ),
-  maxLength: 10,
-});
+export const text: Gen<string> = str(weighted([4, letter], [3, special], [1, codeUnit]), 10);
 /** Short text without NUL or lone surrogates (what passes the text checks). */
-const cleanText = fc.string({
-  unit: fc.oneof({ weight: 4, arbitrary: letter }, { weight: 3, arbitrary: special }),
-  maxLength: 10,
-});
+const cleanText: Gen<string> = str(weighted([4, letter], [3, special]), 10);
 
-const treeName = fc.constantFrom(...TREE_NAMES, "new.txt", "sub/new.ts", "nope", "sub/deep");
-const segment = fc.oneof(
-  { weight: 5, arbitrary: fc.constantFrom("a.txt", "sub", "deep", "b.ts", "secret", "link-dir", "loop-a", "new") },
-  { weight: 3, arbitrary: cleanText },
-  { weight: 1, arbitrary: fc.constantFrom("", ".", "..", "~") },
+const treeName = pick<string>(...TREE_NAMES, "new.txt", "sub/new.ts", "nope", "sub/deep");
+const segment = weighted<string>(
+  [5, pick("a.txt", "sub", "deep", "b.ts", "secret", "link-dir", "loop-a", "new")],
+  [3, cleanText],
+  [1, pick("", ".", "..", "~")],
 );
+const pathPrefix = pick("", "", "./", "/", "~/", "../", "sub/");
+const segments = arrayOf(segment, 1, 4);
+/** Absolute paths into the world (ROOT becomes its directory as the value is drawn). */
+const worldPaths = [
+  `${ROOT}/proj/a.txt`,
+  `${ROOT}/proj/sub`,
+  `${ROOT}/proj/secret/s.txt`,
+  `${ROOT}/outside/o.txt`,
+  `${ROOT}/data/toolhost.db`,
+  `${ROOT}/data`,
+  `${ROOT}/proj/../data/toolhost.db`,
+];
 /** Plausible paths: tree names, `..`, `~`, absolute system paths, or a few segments of mixed text. */
-export const plausiblePath = fc.oneof(
-  { weight: 4, arbitrary: treeName },
-  {
-    weight: 3,
-    arbitrary: fc
-      .tuple(fc.constantFrom("", "", "./", "/", "~/", "../", "sub/"), fc.array(segment, { minLength: 1, maxLength: 4 }))
-      .map(([prefix, parts]) => `${prefix}${parts.join("/")}`),
-  },
-  { weight: 1, arbitrary: fc.constantFrom(".", "..", "~", "/", "/etc/passwd", "/proc/self/status", "/dev/null") },
+export const plausiblePath: Gen<string> = weighted<string>(
+  [4, treeName],
+  [3, (r) => `${pathPrefix(r)}${segments(r).join("/")}`],
+  [1, pick(".", "..", "~", "/", "/etc/passwd", "/proc/self/status", "/dev/null")],
   // Names of exactly 255 bytes are fine (the limit is not off by one).
-  { weight: 1, arbitrary: fc.constantFrom("n".repeat(255), `sub/${"é".repeat(127)}x`, `new-${"€".repeat(83)}xy`) },
-  // Absolute paths into the world (ROOT becomes its directory as the value is generated): the tree itself, the
-  // denied directory, the outside directory and Toolhost's data directory.
-  {
-    weight: 1,
-    arbitrary: fc
-      .constantFrom(
-        `${ROOT}/proj/a.txt`,
-        `${ROOT}/proj/sub`,
-        `${ROOT}/proj/secret/s.txt`,
-        `${ROOT}/outside/o.txt`,
-        `${ROOT}/data/toolhost.db`,
-        `${ROOT}/data`,
-        `${ROOT}/proj/../data/toolhost.db`,
-      )
-      .map(inWorld),
-  },
+  [1, pick("n".repeat(255), `sub/${"é".repeat(127)}x`, `new-${"€".repeat(83)}xy`)],
+  // The tree itself, the denied directory, the outside directory and Toolhost's data directory.
+  [1, (r) => inWorld(pick(...worldPaths)(r))],
 );
 
 /** A character of a given UTF-8 width (1 to 4 bytes). */
-const wide = fc.constantFrom(["x", 1], ["é", 2], ["€", 3], ["😀", 4]) as fc.Arbitrary<[string, number]>;
+const wide = pick<[string, number]>(["x", 1], ["é", 2], ["€", 3], ["😀", 4]);
 /** Byte counts just over a limit mostly (where off-by-one mistakes live), sometimes far over it. */
-const over = (limit: number, far: number) =>
-  fc.oneof(
-    { weight: 4, arbitrary: fc.integer({ min: limit + 1, max: limit + 8 }) },
-    { weight: 1, arbitrary: fc.integer({ min: limit + 1, max: far }) },
-  );
+const over = (limit: number, far: number) => weighted([4, int(limit + 1, limit + 8)], [1, int(limit + 1, far)]);
+const over255 = over(255, 2000);
 /** One name longer than 255 UTF-8 bytes (up to ~2 KiB). */
-const longName = fc.tuple(wide, over(255, 2000)).map(([[c, bytes], total]) => c.repeat(Math.ceil(total / bytes)));
+const longName: Gen<string> = (r) => {
+  const [c, bytes] = wide(r);
+  return c.repeat(Math.ceil(over255(r) / bytes));
+};
+const longPathUnit = pick("a/", "ab/", "€/", "../", "./");
+const over4095 = over(4095, 9000);
 /** A path over 4,095 bytes made of short names. */
-const longPath = fc
-  .tuple(fc.constantFrom("a/", "ab/", "€/", "../", "./"), over(4095, 9000))
-  .map(([unit, bytes]) => unit.repeat(Math.ceil(bytes / Buffer.byteLength(unit))));
+const longPath: Gen<string> = (r) => {
+  const unit = longPathUnit(r);
+  return unit.repeat(Math.ceil(over4095(r) / Buffer.byteLength(unit)));
+};
 
 function insertAt(base: string, piece: string, at: number): string {
   const i = base.length === 0 ? 0 : at % (base.length + 1);
   return `${base.slice(0, i)}${piece}${base.slice(i)}`;
 }
 
+const loneSurrogate = pick("\uD800", "\uDBFF", "\uDC00", "\uDFFF", "x\uD83D");
+const longNameTail = pick("", "/", "/x");
 /** A path-shaped string with a defect no path may have. */
-export const defectivePath = fc.oneof(
-  fc.constantFrom("", " ", "\t", "\n  "),
-  fc.tuple(plausiblePath, fc.nat()).map(([p, at]) => insertAt(p, "\0", at)),
-  fc
-    .tuple(plausiblePath, fc.constantFrom("\uD800", "\uDBFF", "\uDC00", "\uDFFF", "x\uD83D"), fc.nat())
-    .map(([p, s, at]) => insertAt(p, s, at)),
-  fc.tuple(plausiblePath, longName, fc.constantFrom("", "/", "/x")).map(([p, n, tail]) => `${p}/${n}${tail}`),
+export const defectivePath: Gen<string> = oneof<string>(
+  pick("", " ", "\t", "\n  "),
+  (r) => insertAt(plausiblePath(r), "\0", nat(r)),
+  (r) => {
+    const p = plausiblePath(r);
+    return insertAt(p, loneSurrogate(r), nat(r));
+  },
+  (r) => {
+    const p = plausiblePath(r);
+    return `${p}/${longName(r)}${longNameTail(r)}`;
+  },
   longPath,
 );
 
 /** Values of the wrong JSON type for a string argument (null is absent, so not among them). */
-const notAString = fc.oneof(
-  fc.integer(),
-  fc.double({ noNaN: true, noDefaultInfinity: true }),
-  fc.boolean(),
-  fc.array(cleanText, { maxLength: 2 }),
-  fc.dictionary(cleanText, cleanText, { maxKeys: 2 }),
-);
-const notABoolean = fc.oneof(fc.integer(), cleanText, fc.array(fc.boolean(), { maxLength: 1 }));
-const notAnInteger = fc.oneof(
-  fc.double({ noNaN: true, noDefaultInfinity: true }).filter((n) => !Number.isInteger(n)),
+const notAString = oneof<unknown>(anyInt, finiteDouble, bool, arrayOf(cleanText, 0, 2), (r) => {
+  const out: Record<string, string> = {};
+  for (let n = r.nextInt(0, 2); n > 0; n--) out[cleanText(r)] = cleanText(r);
+  return out;
+});
+const notABoolean = oneof<unknown>(anyInt, cleanText, arrayOf(bool, 0, 1));
+const notAnInteger = oneof<unknown>(
+  filter(finiteDouble, (n) => !Number.isInteger(n)),
   cleanText,
-  fc.boolean(),
+  bool,
 );
 
 /** Plausible glob patterns. */
-export const plausibleGlob = fc.oneof(
-  fc.constantFrom("*", "**", "**/*.ts", "sub/*", "*.{ts,md}", "!*.ts", "{a,b}", "[", "*.{ts", "{a,{b,c}}", ".hidden/*"),
-  fc.constantFrom("sub/**/*.md", "**/*", "?.txt", "[ab]*", "!(a)*", "link-dir/*", "loop-a/*", "secret/*", "a.txt"),
-  fc
-    .array(fc.oneof(segment, fc.constantFrom("*", "**", "?", "*.ts", "{a,b}")), { minLength: 1, maxLength: 3 })
-    .map((s) => s.join("/")),
+export const plausibleGlob: Gen<string> = oneof<string>(
+  pick("*", "**", "**/*.ts", "sub/*", "*.{ts,md}", "!*.ts", "{a,b}", "[", "*.{ts", "{a,{b,c}}", ".hidden/*"),
+  pick("sub/**/*.md", "**/*", "?.txt", "[ab]*", "!(a)*", "link-dir/*", "loop-a/*", "secret/*", "a.txt"),
+  (r) => arrayOf(oneof(segment, pick("*", "**", "?", "*.ts", "{a,b}")), 1, 3)(r).join("/"),
 );
 /** A glob pattern with a defect every glob argument refuses. */
-export const defectiveGlob = fc.oneof(
-  fc.tuple(plausibleGlob, fc.nat()).map(([g, at]) => insertAt(g, "\0", at)),
-  fc.tuple(plausibleGlob, fc.constantFrom("\uD800", "\uDC00"), fc.nat()).map(([g, s, at]) => insertAt(g, s, at)),
-  fc.tuple(plausibleGlob, fc.constantFrom("/", "//", "/./")).map(([g, tail]) => `${g.replace(/^!$/, "x")}${tail}`),
-  fc.tuple(fc.constantFrom("a", "*", "sub"), fc.constantFrom("//", "/*//")).map(([a, mid]) => `${a}${mid}b`),
-  fc.constantFrom("!", "! ", "!  "),
-  fc.constantFrom("+(a|aa)c", "*(a)", "sub/?(x)y", "@(a|b)", "!(a)*", "x!(y)"),
-  fc
-    .tuple(fc.integer({ min: 4, max: 12 }), fc.constantFrom("a", "?", "[ab]", "x."))
-    .map(([k, mid]) => `${`*${mid}`.repeat(k)}b`),
-  fc.tuple(longName, fc.constantFrom("", "/*", "/**/x")).map(([n, tail]) => `${n}${tail}`),
-  fc
-    .tuple(fc.constantFrom("*", "a", "{a,b}", "?"), fc.integer({ min: 16_385, max: 70_000 }))
-    .map(([u, n]) => u.repeat(Math.ceil(n / u.length))),
-);
-
-/** Plausible JavaScript regular expressions (valid ones, and some that ripgrep cannot express). */
-export const plausibleRegex = fc.oneof(
-  fc.constantFrom(
-    "alpha",
-    "^#",
-    "b$",
-    "\\d+",
-    "(?<=a)l",
-    "(a)\\1",
-    "[^]",
-    "\\p{L}",
-    "a|b",
-    "x*",
-    "^",
-    "",
-    ".",
-    "\\bbeta",
-  ),
-  cleanText.filter((s) => {
-    try {
-      new RegExp(s);
-      return true;
-    } catch {
-      return false;
-    }
-  }),
-);
-/** A pattern the RegExp engine refuses: a syntax error, or too large to compile. */
-export const defectiveRegex = fc.oneof(
-  {
-    weight: 20,
-    arbitrary: fc.constantFrom("(", "[", "*a", "a**", "\\", "(?<", "a{2,1}", "(?<n>a)(?<n>b)", "+", "[z-a]"),
+export const defectiveGlob: Gen<string> = oneof<string>(
+  (r) => insertAt(plausibleGlob(r), "\0", nat(r)),
+  (r) => {
+    const g = plausibleGlob(r);
+    return insertAt(g, pick("\uD800", "\uDC00")(r), nat(r));
   },
-  {
-    weight: 20,
-    arbitrary: fc.tuple(plausibleRegex, fc.constantFrom("(", "[", ")", "?*", "\\")).map(([r, bad]) => `${r}${bad}`),
+  (r) => `${plausibleGlob(r).replace(/^!$/, "x")}${pick("/", "//", "/./")(r)}`,
+  (r) => `${pick("a", "*", "sub")(r)}${pick("//", "/*//")(r)}b`,
+  pick("!", "! ", "!  "),
+  pick("+(a|aa)c", "*(a)", "sub/?(x)y", "@(a|b)", "!(a)*", "x!(y)"),
+  (r) => {
+    const k = r.nextInt(4, 12);
+    return `${`*${pick("a", "?", "[ab]", "x.")(r)}`.repeat(k)}b`;
   },
-  {
-    weight: 1,
-    arbitrary: fc
-      .tuple(fc.constantFrom("a", "ab", "x?"), fc.integer({ min: 40_000, max: 60_000 }))
-      .map(([u, n]) => u.repeat(Math.ceil(n / u.length))),
+  (r) => `${longName(r)}${pick("", "/*", "/**/x")(r)}`,
+  (r) => {
+    const u = pick("*", "a", "{a,b}", "?")(r);
+    return u.repeat(Math.ceil(r.nextInt(16_385, 70_000) / u.length));
   },
 );
 
-const unknownKey = fc.constantFrom(
-  "paths",
-  "file",
-  "regex",
-  "limit",
-  "offset",
-  "__proto__",
-  "constructor",
-  "x".repeat(500),
-);
-
-type Args = Record<string, unknown>;
-
-/** Optional keys of each tool with a plausible value (valid or not, but free of argument-text defects). */
-function plausibleArgs(tool: FileTool): fc.Arbitrary<Args> {
-  const numberish = fc.oneof(
-    fc.integer({ min: 1, max: 12 }),
-    fc.constantFrom(1, 2, 5000, 2 ** 31, Number.MAX_SAFE_INTEGER, 1e300),
-  );
-  switch (tool) {
-    case "read_file":
-      return fc.record(
-        {
-          path: plausiblePath,
-          startLine: numberish,
-          maxLines: fc.integer({ min: 1, max: 5000 }),
-          view: fc.constantFrom("text", "text", "text", "text", "hex", "base64"),
-        },
-        { requiredKeys: ["path"] },
-      );
-    case "file_read":
-      return fc.record({ path: plausiblePath, maxBytes: fc.oneof(fc.nat(20), numberish) }, { requiredKeys: ["path"] });
-    case "write_file":
-      return fc.record(
-        { path: plausiblePath, content: fc.string({ maxLength: 20 }), createDirectories: fc.boolean() },
-        { requiredKeys: ["path", "content"] },
-      );
-    case "file_write":
-      return fc.record(
-        { path: plausiblePath, content: fc.string({ maxLength: 20 }) },
-        { requiredKeys: ["path", "content"] },
-      );
-    case "list_directory":
-      return fc.record({ path: plausiblePath });
-    case "file_list":
-      return fc.record({ path: plausiblePath, recursive: fc.boolean() }, { requiredKeys: ["path"] });
-    case "glob":
-      return fc.record({ pattern: plausibleGlob, cwd: plausiblePath }, { requiredKeys: ["pattern"] });
-    case "grep":
-      return fc.record(
-        { pattern: plausibleRegex, path: plausiblePath, glob: plausibleGlob, caseInsensitive: fc.boolean() },
-        { requiredKeys: ["pattern", "path"] },
-      );
-    case "apply_patch":
-      return fc.record({ patch: plausiblePatch, path: plausiblePath }, { requiredKeys: ["patch"] });
+function compiles(source: string): boolean {
+  try {
+    new RegExp(source);
+    return true;
+  } catch {
+    return false;
   }
 }
 
+/** Plausible JavaScript regular expressions (valid ones, and some that ripgrep cannot express). */
+export const plausibleRegex: Gen<string> = oneof<string>(
+  pick("alpha", "^#", "b$", "\\d+", "(?<=a)l", "(a)\\1", "[^]", "\\p{L}", "a|b", "x*", "^", "", ".", "\\bbeta"),
+  filter(cleanText, compiles),
+);
+/** A pattern the RegExp engine refuses: a syntax error, or too large to compile. */
+export const defectiveRegex: Gen<string> = weighted<string>(
+  [20, pick("(", "[", "*a", "a**", "\\", "(?<", "a{2,1}", "(?<n>a)(?<n>b)", "+", "[z-a]")],
+  [20, (r) => `${plausibleRegex(r)}${pick("(", "[", ")", "?*", "\\")(r)}`],
+  [
+    1,
+    (r) => {
+      const u = pick("a", "ab", "x?")(r);
+      return u.repeat(Math.ceil(r.nextInt(40_000, 60_000) / u.length));
+    },
+  ],
+);
+
+const unknownKey = pick("paths", "file", "regex", "limit", "offset", "__proto__", "constructor", "x".repeat(500));
+
+type Args = Record<string, unknown>;
+
+const numberish = oneof<number>(int(1, 12), pick(1, 2, 5000, 2 ** 31, Number.MAX_SAFE_INTEGER, 1e300));
+/** Printable ASCII text (fc.string()'s default units). */
+const contentText = str((r) => String.fromCharCode(r.nextInt(0x20, 0x7e)), 20);
+
+/** Optional keys of each tool with a plausible value (valid or not, but free of argument-text defects). */
+function plausibleArgs(tool: FileTool): Gen<Args> {
+  switch (tool) {
+    case "read_file":
+      return record(
+        { path: plausiblePath },
+        {
+          startLine: numberish,
+          maxLines: int(1, 5000),
+          view: pick("text", "text", "text", "text", "hex", "base64"),
+        },
+      );
+    case "file_read":
+      return record({ path: plausiblePath }, { maxBytes: oneof<number>(int(0, 20), numberish) });
+    case "write_file":
+      return record({ path: plausiblePath, content: contentText }, { createDirectories: bool });
+    case "file_write":
+      return record({ path: plausiblePath, content: contentText });
+    case "list_directory":
+      return record({ path: plausiblePath });
+    case "file_list":
+      return record({ path: plausiblePath }, { recursive: bool });
+    case "glob":
+      return record({ pattern: plausibleGlob }, { cwd: plausiblePath });
+    case "grep":
+      return record({ pattern: plausibleRegex, path: plausiblePath }, { glob: plausibleGlob, caseInsensitive: bool });
+    case "apply_patch":
+      return record({ patch: plausiblePatch }, { path: plausiblePath });
+  }
+}
+
+const patchOp = pick("Add File", "Update File", "Delete File");
 /** Patches: envelopes and unified diffs over the tree's files and hostile paths, mostly malformed somewhere. */
-export const plausiblePatch = fc.oneof(
-  fc
-    .tuple(
-      fc.constantFrom("Add File", "Update File", "Delete File"),
-      plausiblePath,
-      fc.array(fc.tuple(fc.constantFrom("+", "-", " ", "@@ "), cleanText), { maxLength: 4 }),
-      fc.boolean(),
-    )
-    .map(
-      ([op, path, lines, end]) =>
-        `*** Begin Patch\n*** ${op}: ${path}\n${lines.map(([m, t]) => `${m}${t}`).join("\n")}${end ? "\n*** End Patch" : ""}`,
-    ),
-  fc
-    .tuple(plausiblePath, fc.array(fc.tuple(fc.constantFrom("+", "-", " "), cleanText), { minLength: 1, maxLength: 4 }))
-    .map(
-      ([path, lines]) =>
-        `--- a/${path}\n+++ b/${path}\n@@ -1,2 +1,2 @@\n${lines.map(([m, t]) => `${m}${t}`).join("\n")}\n`,
-    ),
-  fc.constantFrom("@@ -1 +1 @@\n-alpha\n+ALPHA\n", "*** Begin Patch\n*** End Patch", "garbage", "@@\n-beta\n+gamma"),
+export const plausiblePatch: Gen<string> = oneof<string>(
+  (r) => {
+    const op = patchOp(r);
+    const path = plausiblePath(r);
+    const lines = arrayOf((q) => `${pick("+", "-", " ", "@@ ")(q)}${cleanText(q)}`, 0, 4)(r);
+    return `*** Begin Patch\n*** ${op}: ${path}\n${lines.join("\n")}${bool(r) ? "\n*** End Patch" : ""}`;
+  },
+  (r) => {
+    const path = plausiblePath(r);
+    const lines = arrayOf((q) => `${pick("+", "-", " ")(q)}${cleanText(q)}`, 1, 4)(r);
+    return `--- a/${path}\n+++ b/${path}\n@@ -1,2 +1,2 @@\n${lines.join("\n")}\n`;
+  },
+  pick("@@ -1 +1 @@\n-alpha\n+ALPHA\n", "*** Begin Patch\n*** End Patch", "garbage", "@@\n-beta\n+gamma"),
   text,
 );
 
 /** Patches whose only defect is a path argument text: every one must be refused as validation_failed. */
-const defectivePatch = fc.oneof(
-  fc.constantFrom("", " ", "\n\t"),
-  fc
-    .tuple(
-      fc.constantFrom("Add File", "Update File", "Delete File"),
-      defectivePath.filter((p) => p.trim() !== "" && !p.includes("\n")),
-    )
-    .map(([op, path]) => `*** Begin Patch\n*** ${op}: ${path}\n${op === "Delete File" ? "" : "+x\n"}*** End Patch`),
-  defectivePath
-    .filter((p) => p.trim() !== "" && !/[\n\t]/.test(p))
-    .map((path) => `--- /dev/null\n+++ b/${path}\n@@ -0,0 +1 @@\n+x\n`),
-  fc.constantFrom("*** Begin Patch\n*** Add File: a\n+x", "no hunks here", "*** Begin Patch\nstray\n*** End Patch"),
+const defectivePatch: Gen<string> = oneof<string>(
+  pick("", " ", "\n\t"),
+  (r) => {
+    const op = patchOp(r);
+    const path = filter(defectivePath, (p) => p.trim() !== "" && !p.includes("\n"))(r);
+    return `*** Begin Patch\n*** ${op}: ${path}\n${op === "Delete File" ? "" : "+x\n"}*** End Patch`;
+  },
+  (r) => {
+    const path = filter(defectivePath, (p) => p.trim() !== "" && !/[\n\t]/.test(p))(r);
+    return `--- /dev/null\n+++ b/${path}\n@@ -0,0 +1 @@\n+x\n`;
+  },
+  pick("*** Begin Patch\n*** Add File: a\n+x", "no hunks here", "*** Begin Patch\nstray\n*** End Patch"),
 );
 
 /** The string arguments of each tool that name a path. */
@@ -339,34 +309,51 @@ const REQUIRED: Record<FileTool, string[]> = {
   apply_patch: ["patch"],
 };
 
+type Fix = (args: Args) => Args;
+
 /** One defect to apply to a tool's plausible arguments. */
-function defects(tool: FileTool): fc.Arbitrary<(args: Args) => Args> {
-  const set = (key: string, value: fc.Arbitrary<unknown>) => value.map((v) => (args: Args) => ({ ...args, [key]: v }));
-  const options: fc.Arbitrary<(args: Args) => Args>[] = [];
+function defects(tool: FileTool): Gen<Fix> {
+  const set =
+    (key: string, value: Gen<unknown>): Gen<Fix> =>
+    (r) => {
+      const v = value(r);
+      return (args) => ({ ...args, [key]: v });
+    };
+  const options: Gen<Fix>[] = [];
   for (const key of PATH_KEYS[tool]) options.push(set(key, defectivePath), set(key, notAString));
-  const drop = (key: string) =>
-    fc.constant((args: Args) => Object.fromEntries(Object.entries(args).filter(([k]) => k !== key)));
+  const drop =
+    (key: string): Gen<Fix> =>
+    () =>
+    (args) => {
+      const { [key]: _dropped, ...rest } = args;
+      return rest;
+    };
   for (const key of REQUIRED[tool]) options.push(drop(key));
-  options.push(
-    fc.tuple(unknownKey, fc.oneof(cleanText, fc.integer())).map(([key, value]) => (args: Args) => {
+  const unknownValue = oneof<unknown>(cleanText, anyInt);
+  options.push((r) => {
+    const key = unknownKey(r);
+    const value = unknownValue(r);
+    return (args) => {
       const out = { ...args };
       Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
       return out;
-    }),
-  );
+    };
+  });
   switch (tool) {
     case "read_file":
       options.push(
-        set("startLine", fc.oneof(fc.integer({ max: 0 }), notAnInteger)),
-        set("maxLines", fc.oneof(fc.integer({ max: 0 }), fc.integer({ min: 5001 }), fc.constant(1e300), notAnInteger)),
-        set("view", fc.oneof(fc.constantFrom("TEXT", "", "utf8", "raw"), notAString)),
-        fc
-          .tuple(fc.constantFrom("hex", "base64"), fc.constantFrom("startLine", "maxLines"))
-          .map(([view, key]) => (args: Args) => ({ ...args, view, [key]: 1 })),
+        set("startLine", oneof<unknown>(int(-0x80000000, 0), notAnInteger)),
+        set("maxLines", oneof<unknown>(int(-0x80000000, 0), int(5001, 0x7fffffff), pick(1e300), notAnInteger)),
+        set("view", oneof<unknown>(pick("TEXT", "", "utf8", "raw"), notAString)),
+        (r) => {
+          const view = pick("hex", "base64")(r);
+          const key = pick("startLine", "maxLines")(r);
+          return (args) => ({ ...args, view, [key]: 1 });
+        },
       );
       break;
     case "file_read":
-      options.push(set("maxBytes", fc.oneof(fc.integer({ max: -1 }), notAnInteger)));
+      options.push(set("maxBytes", oneof<unknown>(int(-0x80000000, -1), notAnInteger)));
       break;
     case "write_file":
       options.push(set("content", notAString), set("createDirectories", notABoolean));
@@ -380,7 +367,7 @@ function defects(tool: FileTool): fc.Arbitrary<(args: Args) => Args> {
     case "glob":
       options.push(
         set("pattern", defectiveGlob),
-        set("pattern", fc.constantFrom("", "  ", "/etc/*", "../*", "a/../../b", "!/x")),
+        set("pattern", pick("", "  ", "/etc/*", "../*", "a/../../b", "!/x")),
         set("pattern", notAString),
       );
       break;
@@ -393,41 +380,49 @@ function defects(tool: FileTool): fc.Arbitrary<(args: Args) => Args> {
         set("caseInsensitive", notABoolean),
       );
       break;
-    case "apply_patch":
+    case "apply_patch": {
+      const hunkPath = filter(defectivePath, (p) => p.trim() !== "");
       options.push(
         set("patch", defectivePatch),
         set("patch", notAString),
         // A defective `path` is used only by hunks without file headers.
-        defectivePath
-          .filter((p) => p.trim() !== "")
-          .map((path) => (args: Args) => ({ ...args, path, patch: "@@ -1 +1 @@\n-alpha\n+ALPHA\n" })),
+        (r) => {
+          const path = hunkPath(r);
+          return (args) => ({ ...args, path, patch: "@@ -1 +1 @@\n-alpha\n+ALPHA\n" });
+        },
       );
       break;
+    }
   }
-  return fc.oneof(...options);
+  return oneof(...options);
 }
 
 /** What a host may pass: the object itself, or the JSON text a model produced. */
-function asSent(args: fc.Arbitrary<Args>): fc.Arbitrary<unknown> {
-  return fc.tuple(args, fc.nat(9)).map(([a, k]) => (k < 3 ? JSON.stringify(a) : a));
+function asSent(args: Gen<Args>): Gen<unknown> {
+  return (r) => {
+    const a = args(r);
+    return r.nextInt(0, 9) < 3 ? JSON.stringify(a) : a;
+  };
 }
 
 /** Arguments with at least one defect (see the module comment); also raw texts that are not a JSON object. */
 export function defective(tool: FileTool): fc.Arbitrary<unknown> {
-  const broken = fc
-    .tuple(plausibleArgs(tool), fc.array(defects(tool), { minLength: 1, maxLength: 2 }))
-    .map(([args, fixes]) => {
-      let out = args;
-      for (const fix of fixes) out = fix(out);
-      return out;
-    });
-  return fc.oneof(
-    { weight: 30, arbitrary: asSent(broken) },
-    { weight: 1, arbitrary: fc.constantFrom("[1]", '"path"', "42", "{", '{"path": }', "true", "{'path': 'a'}") },
+  const plausible = plausibleArgs(tool);
+  const fixes = arrayOf(defects(tool), 1, 2);
+  const broken: Gen<Args> = (r) => {
+    let out = plausible(r);
+    for (const fix of fixes(r)) out = fix(out);
+    return out;
+  };
+  return arbitrary(
+    weighted<unknown>(
+      [30, asSent(broken)],
+      [1, pick("[1]", '"path"', "42", "{", '{"path": }', "true", "{'path': 'a'}")],
+    ),
   );
 }
 
 /** Arguments that really execute (valid and hostile alike). */
 export function free(tool: FileTool): fc.Arbitrary<unknown> {
-  return asSent(plausibleArgs(tool));
+  return arbitrary(asSent(plausibleArgs(tool)));
 }

@@ -80,10 +80,10 @@ function messageProblem(outcome: ToolCallOutcome, args: unknown): string | null 
   if (details?.rule === "path_too_long" || details?.rule === "name_too_long") {
     // The refusal must be earned: some argument has a name over 255 bytes or a path over 4,095 (also under `proj`).
     const long = (s: string) =>
-      s.split("/").some((name) => Buffer.byteLength(name) > 255) ||
-      Buffer.byteLength(s) > 4095 ||
-      Buffer.byteLength(`${world.proj}/${s}`) > 4095;
-    if (!sent().some((s) => long(s) || s.split("\n").some(long)))
+      Buffer.byteLength(s) + world.proj.length + 1 > 4095 || s.split("/").some((name) => Buffer.byteLength(name) > 255);
+    // UTF-8 takes at most 3 bytes per UTF-16 unit: a string of at most 85 units holds no name over 255 bytes, nor
+    // (with the working directory in front) a path over 4,095.
+    if (!sent().some((s) => s.length > 85 && (long(s) || (s.includes("\n") && s.split("\n").some(long)))))
       return `${details.rule} for arguments within the limits`;
   }
   for (const server of world.serverPaths) {
