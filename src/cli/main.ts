@@ -1,353 +1,58 @@
 /**
- * The `toolhost` command line: serve, tools, call, settings, token, audit, chat, mcp. Every command opens the same data
- * directory as the server (TOOLHOST_DATA_DIR, else the XDG data directory ~/.local/share/toolhost), wherever it runs,
- * so a setting made in one is seen by the other.
+ * The `toolhost` command line: main() runs it with the process's arguments. The usual forms of `toolhost call` are
+ * read without commander (commands/call.ts), so a process per tool call loads only what that call needs; every
+ * other command line is parsed by commander (./program.ts). Every command opens the same data directory as the
+ * server (TOOLHOST_DATA_DIR, else the XDG data directory ~/.local/share/toolhost), wherever it runs, so a setting made
+ * in one is seen by the other.
  */
-import { userInfo } from "node:os";
-import { Command, CommanderError, Option } from "commander";
-import type { AppContext } from "../app/context.js";
+import type { Command } from "commander";
 import { ToolError } from "../core/errors.js";
-import { VERSION } from "../version.js";
-import { createAppContext, withContext, withToolCallContext } from "./app-context.js";
-import {
-  asUsageError,
-  CliError,
-  type CommandName,
-  commandNamedBy,
-  exitQuietlyOnClosedStdout,
-  onStopSignals,
-  operator,
-  parseArgumentsOption,
-  parseAssignment,
-  parseUserId,
-  SIGNAL_EXIT_CODE,
-  type StopSignal,
-  table,
-} from "./util.js";
+import { parseCallCommandLine, runCall } from "./commands/call.js";
+import { CliError, type CommandName, commandNamedBy, exitQuietlyOnClosedStdout } from "./util.js";
 
 /**
- * Connects the configured external MCP servers so their tools (mcp__<server>__<tool>) are in the registry, waiting
- * until each is connected or failed (within its connect timeout). With none configured this costs one read.
- */
-async function importMcpTools(ctx: AppContext, wait: boolean): Promise<void> {
-  const { createMcpClientManager } = await import("../mcp/client/index.js");
-  const manager = createMcpClientManager(ctx);
-  ctx.onClose(() => manager.close());
-  await manager.start();
-  if (wait) await manager.settled();
-}
-
-/** The operating-system user running the CLI (recorded as who changed a setting). */
-function osUser(): string {
-  try {
-    return userInfo().username;
-  } catch {
-    return "unknown";
-  }
-}
-
-/** Options of `toolhost call`. */
-interface CallOptions {
-  user: string;
-  cwd?: string;
-  chat?: string;
-  yes?: boolean;
-  approval?: string;
-}
-
-const print = (value: unknown): void => {
-  process.stdout.write(`${typeof value === "string" ? value : JSON.stringify(value, null, 2)}\n`);
-};
-
-/**
- * Builds the program; exported for tests and for commands contributed by other modules. With `only`, just that
- * command is defined (or none, for ""): what main() does when the command line names one, since building every
- * command's options costs a short process (`toolhost call …`, `toolhost --version`) more than running it.
+ * Builds the commander program (./program.ts, loaded on first use); exported for tests and for commands contributed
+ * by other modules. With `only`, just that command is defined (or none, for ""): what main() does when the command
+ * line names one, since building every command's options costs a short process more than running it.
  */
 export async function buildProgram(only?: CommandName | ""): Promise<Command> {
-  const wanted = (name: CommandName) => only === undefined || only === name;
-  const program = new Command();
-  // Parse errors throw instead of exiting, so main() can give them the usage exit code (2).
-  program.exitOverride();
-  program
-    .name("toolhost")
-    .description("Tool-calling runtime for LLM apps: built-in tools, per-user settings, tool loop, HTTP API, MCP.")
-    .version(VERSION)
-    .showHelpAfterError("(run with --help for usage)")
-    .addHelpText(
-      "after",
-      "\nEnvironment:\n  TOOLHOST_DATA_DIR      data directory (default $XDG_DATA_HOME/toolhost or ~/.local/share/toolhost; SQLite file toolhost.db inside)\n  TOOLHOST_DATABASE_URL  postgres://… to use PostgreSQL instead of SQLite\n  TOOLHOST_LOG_LEVEL     log level on stderr: fatal, error, warn, info, debug, trace (default warn)\n  TOOLHOST_CONFIG        provider keys file (default ~/.config/toolhost/config.json)\n  TOOLHOST_ADMIN_USERS   users who may widen tool settings and read the audit log over HTTP (default local)\n  TOOLHOST_CHAT_ROOTS    colon-separated directories chats and tool calls may bind\n  OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY (+ *_BASE_URL)  provider keys for toolhost chat\n\nExit codes: 0 success, 1 tool or runtime failure, 2 usage error, 130/143 cancelled by Ctrl-C/SIGTERM (chat, call).\n",
-    );
-
-  if (wanted("serve")) {
-    program
-      .command("serve")
-      .description("Start the HTTP service (binds 127.0.0.1; prints a token on first start).")
-      .addOption(
-        new Option("-p, --port <port>", "port (0 picks a free one)").default(process.env.TOOLHOST_PORT ?? "8787"),
-      )
-      .addOption(new Option("-H, --host <host>", "interface to bind").default(process.env.TOOLHOST_HOST ?? "127.0.0.1"))
-      .action(async (opts: { port: string; host: string }) => {
-        const port = Number(opts.port);
-        if (!Number.isInteger(port) || port < 0 || port > 65535)
-          throw new CliError(`--port must be 0–65535, got "${opts.port}".`);
-        const { startServer } = await import("../server/serve.js");
-        const ctx = await createAppContext();
-        const server = await startServer(ctx, { port, host: opts.host });
-        // SIGTERM or Ctrl-C: stop accepting, cancel running chats and tools, wait (bounded) for their audit lines and
-        // stored steps, close the database, exit 0. A second signal exits at once.
-        onStopSignals(() => {
-          void server.shutdown().then(
-            () => process.exit(0),
-            (error) => {
-              process.stderr.write(`error: shutting down: ${(error as Error)?.message ?? String(error)}\n`);
-              process.exit(1);
-            },
-          );
-        });
-      });
-  }
-
-  if (wanted("tools")) {
-    program
-      .command("tools")
-      .description(
-        "List the tools with their enabled state (yes, no, or unavailable: enabled but not usable on this host, with why) and category for a user.",
-      )
-      .option("-u, --user <name>", "user id", parseUserId, "local")
-      .option("--json", "print JSON instead of a table")
-      .action(async (opts: { user: string; json?: boolean }) =>
-        withContext(async (ctx) => {
-          await importMcpTools(ctx, true);
-          const tools = await ctx.settings.list(opts.user);
-          if (opts.json) return print({ tools });
-          // An enabled tool that cannot work on this host (e.g. generate_image without a provider key) is not offered
-          // to models: say so, and why, instead of "yes".
-          const state = (t: (typeof tools)[number]) =>
-            !t.enabled ? "no" : t.unavailableReason ? "unavailable" : "yes";
-          print(
-            table([
-              ["NAME", "ENABLED", "CATEGORY", "TITLE"],
-              ...tools.map((t) => [t.name, state(t), t.category, t.title]),
-            ]),
-          );
-          const unavailable = tools.filter((t) => t.enabled && t.unavailableReason);
-          if (unavailable.length > 0) {
-            print("\nEnabled but unavailable here (not offered to models):");
-            for (const t of unavailable) print(`  ${t.name}: ${t.unavailableReason}`);
-          }
-        }),
-      );
-  }
-
-  if (wanted("call")) {
-    program
-      .command("call")
-      .description(
-        "Run a tool and print its JSON result (exit 0 on success, 1 on a classified tool error, 2 when the arguments are not a JSON object).",
-      )
-      .argument("<tool>", "tool name, e.g. get_current_datetime")
-      .argument("[json]", "arguments as a JSON object", "{}")
-      .option("-u, --user <name>", "user id", parseUserId, "local")
-      .option("--cwd <dir>", "bind this working directory, exactly as a chat does")
-      .option("--chat <id>", "run in this chat's context (created, bound to --cwd, when it does not exist)")
-      .option("-y, --yes", "allow calls the approval policy asks about (without a terminal they are denied)")
-      .option("--approval <id>", "run a call approved earlier (POST /api/approvals/:id) with exactly its arguments")
-      .action(async (toolName: string, json: string, opts: CallOptions) => {
-        // Arguments that are not a JSON object are a usage error (exit 2), before anything runs.
-        parseArgumentsOption(json);
-        // A built-in runs with the core context and its own module only; other names get the full context.
-        return withToolCallContext(toolName, async (ctx, app) => {
-          if (app && toolName.startsWith("mcp__")) await importMcpTools(app, true);
-          // The same binder as chats and the HTTP route; a call in a chat uses the chat's directory.
-          const caller = operator(opts.user);
-          const chat = opts.chat ? await ctx.chats.get(opts.user, opts.chat) : undefined;
-          const workingDirectory = asUsageError(() =>
-            chat ? ctx.binder.forChat(chat, opts.cwd, caller) : ctx.binder.bind(opts.cwd, caller),
-          );
-          if (opts.chat && !chat) {
-            if (await ctx.chats.exists(opts.chat)) throw new CliError(`Chat ${opts.chat} belongs to another user.`);
-            await ctx.chats.create({ id: opts.chat, userId: opts.user, workingDirectory });
-          }
-          // Ctrl-C or SIGTERM cancels the call (a shell tool's processes are killed); the context closes after its
-          // audit line is written. A second signal quits at once.
-          const controller = new AbortController();
-          let stoppedBy: StopSignal | undefined;
-          const removeStopHandlers = onStopSignals((signal) => {
-            stoppedBy = signal;
-            controller.abort();
-          });
-          // Through the approval gate: an ask is prompted on a terminal, denied without one unless --yes.
-          const { runGatedCall } = await import("../app/approvals/one-off.js");
-          const { cliResponder } = await import("./approval-prompt.js");
-          const outcome = await runGatedCall(toolName, json, {
-            runtime: ctx.runtime,
-            approvals: ctx.approvals,
-            userId: opts.user,
-            chatId: opts.chat ?? null,
-            workingDirectory,
-            signal: controller.signal,
-            onProgress: (event) => process.stderr.write(`${event.kind}${event.message ? `: ${event.message}` : ""}\n`),
-            ...(opts.approval
-              ? { approvalId: opts.approval }
-              : {
-                  responder: cliResponder({
-                    yes: opts.yes === true,
-                    interactive: Boolean(process.stdin.isTTY && process.stderr.isTTY),
-                  }),
-                }),
-          });
-          removeStopHandlers();
-          if (outcome.ok) return print(outcome.result);
-          print({ error: outcome.error });
-          process.stderr.write(`error: ${outcome.error.code}: ${outcome.error.message}\n`);
-          process.exitCode = stoppedBy && outcome.error.code === "aborted" ? SIGNAL_EXIT_CODE[stoppedBy] : 1;
-        });
-      });
-  }
-
-  if (wanted("settings")) {
-    const settings = program.command("settings").description("Show or change a user's tool settings.");
-    settings
-      .command("get")
-      .description("Print a tool's effective settings as JSON.")
-      .argument("<tool>")
-      .option("-u, --user <name>", "user id", parseUserId, "local")
-      .action(async (toolName: string, opts: { user: string }) =>
-        withContext(async (ctx) => {
-          if (toolName.startsWith("mcp__")) await importMcpTools(ctx, true);
-          print(await ctx.settings.get(opts.user, toolName));
-        }),
-      );
-    settings
-      .command("set")
-      .description("Enable/disable a tool and set parameters (values parsed as JSON where they parse; null resets).")
-      .argument("<tool>")
-      .argument("[assignments...]", "name=value pairs, e.g. timeoutSeconds=60")
-      .option("--enable", "enable the tool")
-      .option("--disable", "disable the tool")
-      .option("-u, --user <name>", "user id", parseUserId, "local")
-      .action(
-        async (
-          toolName: string,
-          assignments: string[],
-          opts: { enable?: boolean; disable?: boolean; user: string },
-        ) => {
-          if (opts.enable && opts.disable) throw new CliError("Use either --enable or --disable, not both.");
-          const parameters = Object.fromEntries(assignments.map(parseAssignment));
-          const enabled = opts.enable ? true : opts.disable ? false : undefined;
-          if (enabled === undefined && assignments.length === 0)
-            throw new CliError("Nothing to change: pass --enable, --disable or name=value pairs.");
-          await withContext(async (ctx) => {
-            if (toolName.startsWith("mcp__")) await importMcpTools(ctx, true);
-            // The CLI runs on the server with the data directory's permissions: its operator is an admin.
-            const descriptor = await ctx.settings.update(
-              opts.user,
-              toolName,
-              { ...(enabled === undefined ? {} : { enabled }), ...(assignments.length ? { parameters } : {}) },
-              // What the operator sets for a non-admin is locked against that user; for an admin it is not.
-              { admin: true, lock: !ctx.admins.isAdmin(opts.user), actor: `cli:${osUser()}` },
-            );
-            print({
-              name: descriptor.name,
-              enabled: descriptor.enabled,
-              parameters: descriptor.parameters,
-              lockedKeys: descriptor.lockedKeys,
-            });
-          });
-        },
-      );
-
-    settings
-      .command("unlock")
-      .description(
-        "Remove admin locks from a user's settings of a tool (all locks, or the named keys; values stay, the user may change them again).",
-      )
-      .argument("<tool>")
-      .argument("[keys...]", 'keys to unlock ("enabled" or parameter names); none: every lock')
-      .requiredOption("-u, --user <name>", "whose locks to remove", parseUserId)
-      .action(async (toolName: string, keys: string[], opts: { user: string }) =>
-        withContext(async (ctx) => {
-          if (toolName.startsWith("mcp__")) await importMcpTools(ctx, true);
-          const { descriptor, unlocked } = await ctx.settings.unlock(opts.user, toolName, keys, {
-            actor: `cli:${osUser()}`,
-          });
-          print({ name: descriptor.name, unlocked, lockedKeys: descriptor.lockedKeys });
-        }),
-      );
-  }
-
-  // The other commands' modules load only when their command is defined (chat's pulls in the provider table).
-  if (wanted("token")) (await import("./commands/token.js")).registerTokenCommand(program);
-  if (wanted("audit")) (await import("./commands/audit.js")).registerAuditCommand(program);
-  if (wanted("approvals")) (await import("./commands/audit.js")).registerApprovalsCommand(program);
-  if (wanted("chat")) (await import("./commands/chat.js")).registerChatCommand(program);
-  if (wanted("chats")) (await import("./commands/chats.js")).registerChatsCommand(program);
-  if (wanted("doctor")) (await import("./commands/doctor.js")).registerDoctorCommand(program);
-  if (wanted("agents")) (await import("./commands/agents.js")).registerAgentsCommand(program);
-  if (wanted("mcp-servers")) (await import("./commands/mcp-servers.js")).registerMcpServersCommand(program);
-
-  if (wanted("mcp")) {
-    program
-      .command("mcp")
-      .description("Serve the user's enabled tools over MCP on stdio (for desktop assistants, IDEs, agent frameworks).")
-      .option("-u, --user <name>", "user whose tool settings apply", parseUserId, "local")
-      .option("--cwd <dir>", "working directory bound for path-taking tools (default: the current directory)")
-      .option("--poll-ms <ms>", "how often to re-check the tool list for changes made elsewhere (ms)", "2000")
-      .action(async (opts: { user: string; cwd?: string; pollMs: string }) => {
-        const pollMs = Number(opts.pollMs);
-        if (!Number.isInteger(pollMs) || pollMs < 100)
-          throw new CliError("--poll-ms must be an integer of at least 100.");
-        const { serveMcpStdio } = await import("../mcp/server/stdio.js");
-        const ctx = await createAppContext();
-        // Imported tools join as their servers connect; the connection does not wait for them (list_changed follows).
-        await importMcpTools(ctx, false);
-        const served = serveMcpStdio({
-          runtime: ctx.runtime,
-          approvals: ctx.approvals,
-          userId: opts.user,
-          workingDirectory: asUsageError(() => ctx.binder.bind(opts.cwd ?? process.cwd(), operator(opts.user))),
-          bindingHint: "The directory was chosen when the server was started (toolhost mcp --cwd DIR).",
-          pollMs,
-          onClose: () => void ctx.close(),
-        });
-        // SIGTERM or Ctrl-C: cancel running tool calls, wait for their audit lines, close the database, exit 0.
-        onStopSignals(() => {
-          void served
-            .close()
-            .catch(() => {})
-            .then(() => ctx.close())
-            .then(
-              () => process.exit(0),
-              () => process.exit(1),
-            );
-        });
-      });
-  }
-
-  return program;
+  const program = await import("./program.js");
+  return program.buildProgram(only);
 }
 
 /** Runs the CLI with process.argv; maps errors to messages and exit codes (2 usage, 1 tool/other failures). */
 export async function main(argv = process.argv): Promise<void> {
   exitQuietlyOnClosedStdout();
-  const program = await buildProgram(commandNamedBy(argv.slice(2)));
   try {
+    const call = parseCallCommandLine(argv.slice(2));
+    if (call) {
+      await runCall(call.tool, call.json, call.options);
+      return;
+    }
+    const program = await buildProgram(commandNamedBy(argv.slice(2)));
     await program.parseAsync(argv);
   } catch (error) {
-    if (error instanceof CommanderError) {
-      // Commander has already printed its message (or the help text).
-      const ok = ["commander.helpDisplayed", "commander.help", "commander.version"].includes(error.code);
-      process.exitCode = ok ? 0 : 2;
-    } else if (error instanceof CliError) {
+    if (error instanceof CliError) {
       process.stderr.write(`error: ${error.message}\n`);
       process.exitCode = error.exitCode;
     } else if (error instanceof ToolError) {
       process.stderr.write(`error: ${error.code}: ${error.message}\n`);
       process.exitCode = 1;
+    } else if (await isCommanderError(error)) {
+      // Commander has already printed its message (or the help text).
+      const code = (error as { code: string }).code;
+      const ok = ["commander.helpDisplayed", "commander.help", "commander.version"].includes(code);
+      process.exitCode = ok ? 0 : 2;
     } else {
       process.stderr.write(`error: ${(error as Error)?.message ?? String(error)}\n`);
       process.exitCode = 1;
     }
   }
+}
+
+/** Whether `error` is commander's (a parse error, help or version shown); loads commander only for other errors. */
+async function isCommanderError(error: unknown): Promise<boolean> {
+  if (!(error instanceof Error)) return false;
+  const { CommanderError } = await import("commander");
+  return error instanceof CommanderError;
 }

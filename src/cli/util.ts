@@ -1,6 +1,5 @@
 /** Small helpers shared by CLI commands. */
 
-import { InvalidArgumentError } from "commander";
 import type { BindingCaller } from "../app/working-directory.js";
 import { ToolError } from "../core/errors.js";
 
@@ -46,6 +45,11 @@ export function asUsageError<T>(fn: () => T): T {
   }
 }
 
+/** Prints a value on stdout: a string as it is, anything else as indented JSON. */
+export function print(value: unknown): void {
+  process.stdout.write(`${typeof value === "string" ? value : JSON.stringify(value, null, 2)}\n`);
+}
+
 /** Renders rows as an aligned text table. */
 export function table(rows: string[][]): string {
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length))) ?? [];
@@ -62,12 +66,9 @@ export function table(rows: string[][]): string {
 /** User ids: 1–128 letters, digits, or `. _ @ -` (the same rule everywhere a user is named). */
 export const USER_ID_PATTERN = /^[A-Za-z0-9._@-]{1,128}$/;
 
-/** Commander argument parser for `--user`: throws InvalidArgumentError (exit 2) for a malformed user id. */
-export function parseUserId(value: string): string {
-  if (!USER_ID_PATTERN.test(value) || /^\.+$/.test(value)) {
-    throw new InvalidArgumentError("use 1–128 letters, digits, or . _ @ - (not only dots)");
-  }
-  return value;
+/** Whether `value` is a valid user id ({@link USER_ID_PATTERN}, and not only dots). */
+export function isUserId(value: string): boolean {
+  return USER_ID_PATTERN.test(value) && !/^\.+$/.test(value);
 }
 
 /**

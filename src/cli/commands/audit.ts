@@ -5,7 +5,8 @@
  */
 import type { Command } from "commander";
 import { withContext } from "../app-context.js";
-import { CliError, parseUserId, table } from "../util.js";
+import { parseUserId } from "../options.js";
+import { CliError, table } from "../util.js";
 
 const print = (value: unknown): void => {
   process.stdout.write(`${typeof value === "string" ? value : JSON.stringify(value, null, 2)}\n`);

@@ -14,7 +14,8 @@ import { ToolError } from "../../core/errors.js";
 import { describeProviderVariables, PROVIDER_NAMES, PROVIDER_TABLE, providerEntry } from "../../providers/table.js";
 import type { ProviderName } from "../../providers/types.js";
 import { createAppContext } from "../app-context.js";
-import { CliError, onStopSignals, operator, parseUserId, SIGNAL_EXIT_CODE, type StopSignal } from "../util.js";
+import { parseUserId } from "../options.js";
+import { CliError, onStopSignals, operator, SIGNAL_EXIT_CODE, type StopSignal } from "../util.js";
 
 /** Options of the chat command as commander parses them. */
 interface ChatOptions {

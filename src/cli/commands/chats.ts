@@ -4,7 +4,8 @@
  */
 import type { Command } from "commander";
 import { withContext } from "../app-context.js";
-import { CliError, parseUserId, table } from "../util.js";
+import { parseUserId } from "../options.js";
+import { CliError, table } from "../util.js";
 
 /** Registers `chats` and its subcommands on the program. */
 export function registerChatsCommand(program: Command): void {

@@ -4,7 +4,8 @@
  */
 import type { Command } from "commander";
 import { withContext } from "../app-context.js";
-import { CliError, parseUserId, table } from "../util.js";
+import { parseUserId } from "../options.js";
+import { CliError, table } from "../util.js";
 
 /**
  * Maps a failed token lookup to exit code 1 with its message (it names what to do next). Async so the storage
