@@ -1,6 +1,8 @@
 /** glob: Bun.Glob's pattern language, dotfiles, caps, re-anchoring, symlink cycles, policy. */
 import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import fc from "fast-check";
+import picomatch from "picomatch";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { compileGlob } from "../../src/tools/builtin/glob.js";
 import { fsRuntime, tempDir } from "./helpers.js";
@@ -121,6 +123,26 @@ describe("glob", () => {
     expect((await glob({ pattern: "*.ts", cwd: "src" }, { absolute: true })).matches).toEqual([join(proj, "src/a.ts")]);
     const unbound = await glob({ pattern: "*.ts", cwd: join(proj, "src") }, { allowedPaths: [proj] }, null);
     expect(unbound.matches).toEqual([join(proj, "src/a.ts")]);
+  });
+  it("decides a last name of text and * in linear time, exactly as the matcher does", () => {
+    // The backtracking matcher takes milliseconds per long name on such a pattern; the name filter answers first.
+    const slow = compileGlob("**/*a*a*a", { dot: false });
+    expect(slow.nameFilter?.(`${"a".repeat(250)}b`)).toBe(false);
+    expect(slow.nameFilter?.(`b${"a".repeat(3)}`)).toBe(true);
+    const piece = fc.constantFrom("a", "b", "ab", ".", "*", "**");
+    // Directory entries are never "." or "..".
+    const name = fc.stringMatching(/^[ab.]{1,12}$/).filter((n) => n !== "." && n !== "..");
+    fc.assert(
+      fc.property(fc.array(piece, { minLength: 1, maxLength: 6 }), fc.array(name), fc.boolean(), (pieces, ns, dot) => {
+        const last = pieces.join("");
+        if (last.startsWith("**") || last === "." || last === "..") return;
+        const filter = compileGlob(`**/${last}`, { dot }).nameFilter;
+        expect(filter).toBeDefined();
+        const exact = picomatch(last, { dot, noextglob: true });
+        for (const n of ns) expect(filter!(n), `${last} ${n}`).toBe(exact(n));
+      }),
+      { numRuns: 300, seed: 16 },
+    );
   });
   it("compileGlob prunes directories the pattern cannot reach", () => {
     const g = compileGlob("src/*.{ts,tsx}", { dot: false });

@@ -63,25 +63,46 @@ export interface CompiledGlob {
   mayContain(rel: string): boolean;
   /**
    * A cheap necessary condition on an entry's name (its last path segment) for `matches`, when the pattern's last
-   * segment is a literal name or `*` followed by a literal suffix (`package.json`, `*.ts`); the walk then skips the
-   * full matcher for every other name. Absent otherwise.
+   * segment is literal text and `*` only (`package.json`, `*.ts`, `*a*b*c`): decided in linear time, where the
+   * backtracking matcher can take milliseconds on one long name; the walk then skips the full matcher for every
+   * other name. Absent otherwise.
    */
   nameFilter?: (name: string) => boolean;
 }
 
-/** Characters that make a glob segment more than a literal name (picomatch's syntax, conservatively). */
-const GLOB_SYNTAX = /[*?[\]{}()!+@\\|^$,]/;
-
 /** A path with a segment starting with "." (`.git`, `a/.cache/b`). */
 const HIDDEN_SEGMENT = /(?:^|\/)\./;
 
-/** CompiledGlob.nameFilter for a pattern's last segment, or undefined when it is not that simple. */
-function nameFilterOf(last: string): ((name: string) => boolean) | undefined {
-  if (last === "" || last === "**") return undefined;
-  if (!GLOB_SYNTAX.test(last)) return (name) => name === last;
-  const suffix = last.slice(1);
-  if (last.startsWith("*") && suffix !== "" && !GLOB_SYNTAX.test(suffix)) return (name) => name.endsWith(suffix);
-  return undefined;
+/** Glob syntax other than `*`. */
+const SYNTAX_BUT_STAR = /[?[\]{}()!+@\\|^$,]/;
+
+/**
+ * CompiledGlob.nameFilter for a pattern's last segment (literal text and `*` only), or undefined when it is not
+ * that simple. A `*` matches any run of characters within the name, so the literal pieces are placed leftmost in
+ * order (the first as a prefix, the last as a suffix): linear in the name, and exact. With dotfiles off, a leading
+ * `*` does not match a leading ".".
+ */
+function nameFilterOf(last: string, dot: boolean): ((name: string) => boolean) | undefined {
+  if (last === "" || last === "**" || SYNTAX_BUT_STAR.test(last)) return undefined;
+  if (!last.includes("*")) return (name) => name === last;
+  const pieces = last.split(/\*+/);
+  const first = pieces[0]!;
+  const final = pieces[pieces.length - 1]!;
+  const middle = pieces.slice(1, -1).filter((piece) => piece !== "");
+  const fixed = first.length + final.length;
+  const hideDot = !dot && first === "";
+  return (name) => {
+    if (name.length < fixed || !name.startsWith(first) || !name.endsWith(final)) return false;
+    if (hideDot && name.startsWith(".")) return false;
+    let at = first.length;
+    const end = name.length - final.length;
+    for (const piece of middle) {
+      const found = name.indexOf(piece, at);
+      if (found < 0 || found + piece.length > end) return false;
+      at = found + piece.length;
+    }
+    return true;
+  };
 }
 
 function hasSlashInBraces(pattern: string): boolean {
@@ -130,7 +151,7 @@ export function compileGlob(pattern: string, options: { dot: boolean }): Compile
   const scan = picomatch.scan(clean);
   const base = scan.isGlob ? scan.base : segments.slice(0, -1).join("/");
   const literalDotAfterGlobstar = globstarAt >= 0 && segments.slice(globstarAt + 1).some((s) => s.startsWith("."));
-  const nameFilter = nameFilterOf(segments[segments.length - 1]!);
+  const nameFilter = nameFilterOf(segments[segments.length - 1]!, options.dot);
   if (globstarAt === 0) {
     // `**/…`: any directory may hold a match, except hidden ones (at any depth) while dotfiles are off.
     const any = options.dot || literalDotAfterGlobstar;
