@@ -7,6 +7,7 @@
  */
 import type { Command } from "commander";
 import { ToolError } from "../core/errors.js";
+import { VERSION } from "../version.js";
 import { parseCallCommandLine, runCall } from "./commands/call.js";
 import { CliError, type CommandName, commandNamedBy, exitQuietlyOnClosedStdout } from "./util.js";
 
@@ -24,12 +25,18 @@ export async function buildProgram(only?: CommandName | ""): Promise<Command> {
 export async function main(argv = process.argv): Promise<void> {
   exitQuietlyOnClosedStdout();
   try {
-    const call = parseCallCommandLine(argv.slice(2));
+    const args = argv.slice(2);
+    // `--version` alone prints the version as commander would, without loading it.
+    if (args.length === 1 && (args[0] === "--version" || args[0] === "-V")) {
+      process.stdout.write(`${VERSION}\n`);
+      return;
+    }
+    const call = parseCallCommandLine(args);
     if (call) {
       await runCall(call.tool, call.json, call.options);
       return;
     }
-    const program = await buildProgram(commandNamedBy(argv.slice(2)));
+    const program = await buildProgram(commandNamedBy(args));
     await program.parseAsync(argv);
   } catch (error) {
     if (error instanceof CliError) {
@@ -38,10 +45,9 @@ export async function main(argv = process.argv): Promise<void> {
     } else if (error instanceof ToolError) {
       process.stderr.write(`error: ${error.code}: ${error.message}\n`);
       process.exitCode = 1;
-    } else if (await isCommanderError(error)) {
+    } else if (isCommanderError(error)) {
       // Commander has already printed its message (or the help text).
-      const code = (error as { code: string }).code;
-      const ok = ["commander.helpDisplayed", "commander.help", "commander.version"].includes(code);
+      const ok = ["commander.helpDisplayed", "commander.help", "commander.version"].includes(error.code);
       process.exitCode = ok ? 0 : 2;
     } else {
       process.stderr.write(`error: ${(error as Error)?.message ?? String(error)}\n`);
@@ -50,9 +56,13 @@ export async function main(argv = process.argv): Promise<void> {
   }
 }
 
-/** Whether `error` is commander's (a parse error, help or version shown); loads commander only for other errors. */
-async function isCommanderError(error: unknown): Promise<boolean> {
-  if (!(error instanceof Error)) return false;
-  const { CommanderError } = await import("commander");
-  return error instanceof CommanderError;
+/**
+ * Whether `error` is commander's (a parse error, help or version shown): its CommanderError carries a `commander.*`
+ * code (and an exit code). Checked by shape, so that main() need not load commander for a command line it did not parse.
+ */
+function isCommanderError(error: unknown): error is Error & { code: string; exitCode: number } {
+  const { code, exitCode } = (error ?? {}) as { code?: unknown; exitCode?: unknown };
+  return (
+    error instanceof Error && typeof code === "string" && code.startsWith("commander.") && typeof exitCode === "number"
+  );
 }

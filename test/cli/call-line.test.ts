@@ -1,11 +1,12 @@
 /**
  * `toolhost call` reads its usual command lines without commander (a process per call then loads only what the call
- * needs). What that reader accepts must mean exactly what commander makes of it, and everything else must be left
+ * needs), and `--version` alone is answered without it too. What that reader accepts must mean exactly what commander makes of it, and everything else must be left
  * to commander, which reports errors and prints help as before. In-process: no CLI is started.
  */
 import { describe, expect, it } from "vitest";
 import { type CallOptions, parseCallCommandLine } from "../../src/cli/commands/call.js";
 import { buildProgram } from "../../src/cli/program.js";
+import { runCliInProcess } from "../helpers/cli.js";
 
 /** What commander passes to `call`'s action for `args`, with the action replaced by a recorder. */
 async function commanderReads(args: string[]): Promise<{ tool: string; json: string; options: CallOptions }> {
@@ -67,4 +68,19 @@ describe("toolhost call without commander", () => {
       expect(parseCallCommandLine(args)).toBeUndefined();
     });
   }
+});
+
+describe("toolhost --version without commander", () => {
+  it("prints what commander prints for it, and exits 0", async () => {
+    const program = await buildProgram("");
+    let printed = "";
+    program.configureOutput({ writeOut: (text) => (printed += text) });
+    await expect(program.parseAsync(["node", "toolhost", "--version"])).rejects.toMatchObject({
+      code: "commander.version",
+    });
+    for (const flag of ["--version", "-V"]) {
+      const run = await runCliInProcess([flag]);
+      expect(run).toMatchObject({ code: 0, stdout: printed, stderr: "" });
+    }
+  });
 });
