@@ -24,15 +24,20 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-/** Pids of live `sleep <duration>` processes (Linux /proc). */
+/**
+ * Pids of live `sleep <duration>` processes (Linux /proc). One read per process (its stat line: name and state);
+ * the command line only of live processes named sleep — the tests poll this while the process under test starts.
+ */
 function processesWith(duration: string): number[] {
   const pids: number[] = [];
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "latin1");
+      // "<pid> (<name>) <state> …"
+      if (!stat.includes("(sleep) ") || stat.includes("(sleep) Z")) continue;
       const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
-      const state = /^State:\s+(\S)/m.exec(readFileSync(`/proc/${entry}/status`, "utf8"))?.[1];
-      if (argv[0]?.endsWith("sleep") && argv[1] === duration && state !== "Z") pids.push(Number(entry));
+      if (argv[0]?.endsWith("sleep") && argv[1] === duration) pids.push(Number(entry));
     } catch {
       // The process ended while we looked.
     }
@@ -40,13 +45,13 @@ function processesWith(duration: string): number[] {
   return pids;
 }
 
-/** Polls `check` until it holds (every 25 ms, at most 60 s); throws naming `what` and the process's output otherwise. */
+/** Polls `check` until it holds (every 50 ms, at most 60 s); throws naming `what` and the process's output otherwise. */
 async function until(what: string, check: () => boolean, p: CliProcess): Promise<void> {
   const deadline = Date.now() + 60_000;
   while (!check()) {
     if (Date.now() > deadline || p.child.exitCode !== null)
       throw new Error(`gave up waiting for ${what}.\nstdout: ${p.stdout()}\nstderr: ${p.stderr()}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
+    await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
 

@@ -51,11 +51,17 @@ export function runCli(
  * Runs `toolhost ...args` inside the test's process: the same `main(argv)` the executable runs (src/cli/main.ts),
  * with its output captured and its exit code read from `process.exitCode`. For parsers, help, usage errors and
  * command rules, where a fresh Node process proves nothing more and costs 0.1–0.5 s of CPU. `env` is set for the
- * run and put back afterwards. Not for commands that read stdin, serve, or end the process (`serve`, `mcp`), nor
- * for two runs at once (output is captured process-wide).
+ * run and put back afterwards, and so is the working directory when `options.cwd` is given. Not for commands that
+ * read stdin, serve, or end the process (`serve`, `mcp`), nor for two runs at once (output and the working
+ * directory are process-wide).
  */
-export async function runCliInProcess(args: string[], env: Record<string, string> = {}): Promise<CliRun> {
+export async function runCliInProcess(
+  args: string[],
+  env: Record<string, string> = {},
+  options: { cwd?: string } = {},
+): Promise<CliRun> {
   const { main } = await import("../../src/cli/main.js");
+  const savedCwd = process.cwd();
   const savedEnv = { ...process.env };
   const savedExitCode = process.exitCode;
   const stdoutListeners = process.stdout.listeners("error");
@@ -76,8 +82,10 @@ export async function runCliInProcess(args: string[], env: Record<string, string
   process.stdout.write = capture((t) => (stdout += t)) as typeof process.stdout.write;
   process.stderr.write = capture((t) => (stderr += t)) as typeof process.stderr.write;
   try {
+    if (options.cwd) process.chdir(options.cwd);
     await main(["node", "toolhost", ...args]);
   } finally {
+    if (process.cwd() !== savedCwd) process.chdir(savedCwd);
     process.stdout.write = writeOut;
     process.stderr.write = writeErr;
     for (const listener of process.stdout.listeners("error"))
