@@ -2,6 +2,8 @@
  * Approvals in the terminal, through the built CLI and the OpenAI SDK against the fake provider: without a terminal
  * an ask is denied (the model is told, the file is not written) unless --yes; `toolhost call` asks the same way;
  * `toolhost audit` shows the calls, the decisions and the settings change, filtered by user, tool and time.
+ * `toolhost chat` runs as a process (no terminal: stdin and stderr are pipes); `settings`, `call` and `audit` run
+ * the same main(argv) in this process, whose stdin and stderr are not terminals either.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -9,6 +11,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { assertBuilt, cleanEnv, runCli } from "../e2e/chat-process.js";
 import { type FakeProvider, type FakeTurn, startFakeProvider } from "../fakes/provider-server.js";
+import { runCliInProcess } from "../helpers/cli.js";
 
 vi.setConfig({ testTimeout: 60_000 });
 
@@ -17,20 +20,23 @@ let fake: FakeProvider;
 const script: FakeTurn[] = [];
 let env: NodeJS.ProcessEnv;
 
+/** `toolhost …args` through main(argv) in this process, with the test's environment. */
+const runInProcess = (args: string[]) => {
+  expect(process.stdin.isTTY && process.stderr.isTTY).toBeFalsy();
+  return runCliInProcess(args, env as Record<string, string>);
+};
+
 beforeAll(async () => {
   assertBuilt();
   work = mkdtempSync(join(tmpdir(), "toolhost-approvals-cli-"));
   fake = await startFakeProvider("openai", script);
   env = cleanEnv({ TOOLHOST_DATA_DIR: join(work, "data"), OPENAI_API_KEY: "test-key", OPENAI_BASE_URL: fake.baseURL });
-  const set = await runCli(
-    [
-      "settings",
-      "set",
-      "write_file",
-      `approvalRules=[{"decision":"ask","match":"notes/**","mustMatch":["notes/a.md"]}]`,
-    ],
-    env,
-  );
+  const set = await runInProcess([
+    "settings",
+    "set",
+    "write_file",
+    `approvalRules=[{"decision":"ask","match":"notes/**","mustMatch":["notes/a.md"]}]`,
+  ]);
   expect(set.code, set.stderr).toBe(0);
 });
 
@@ -86,11 +92,11 @@ describe("toolhost call", () => {
   it("asks the same way: denied without a terminal, allowed with --yes", async () => {
     const dir = mkdtempSync(join(work, "call-"));
     const args = JSON.stringify({ path: "notes/x.md", content: "x", createDirectories: true });
-    const denied = await runCli(["call", "write_file", args, "--cwd", dir], env);
+    const denied = await runInProcess(["call", "write_file", args, "--cwd", dir]);
     expect(denied.code).toBe(1);
     expect(denied.stderr).toContain("denied_by_policy");
     expect(existsSync(join(dir, "notes/x.md"))).toBe(false);
-    const allowed = await runCli(["call", "write_file", args, "--cwd", dir, "--yes"], env);
+    const allowed = await runInProcess(["call", "write_file", args, "--cwd", dir, "--yes"]);
     expect(allowed.code, allowed.stderr).toBe(0);
     expect(readFileSync(join(dir, "notes/x.md"), "utf8")).toBe("x");
   });
@@ -98,7 +104,7 @@ describe("toolhost call", () => {
 
 describe("toolhost audit", () => {
   it("shows calls with their approval decisions and the settings change, filtered", async () => {
-    const all = await runCli(["audit", "--tool", "write_file", "--since", "1h", "--json", "--limit", "100"], env);
+    const all = await runInProcess(["audit", "--tool", "write_file", "--since", "1h", "--json", "--limit", "100"]);
     expect(all.code, all.stderr).toBe(0);
     const entries = JSON.parse(all.stdout).entries as any[];
     const calls = entries.filter((e) => e.kind === "tool_call");
@@ -109,11 +115,11 @@ describe("toolhost audit", () => {
     const change = entries.find((e) => e.kind === "settings_change");
     expect(change).toMatchObject({ userId: "local", tool: "write_file" });
     expect(change.actor).toMatch(/^cli:/);
-    const none = await runCli(["audit", "--tool", "write_file", "--until", "2000-01-01T00:00:00Z", "--json"], env);
+    const none = await runInProcess(["audit", "--tool", "write_file", "--until", "2000-01-01T00:00:00Z", "--json"]);
     expect(JSON.parse(none.stdout).entries).toEqual([]);
-    const other = await runCli(["audit", "--user", "someone-else", "--json"], env);
+    const other = await runInProcess(["audit", "--user", "someone-else", "--json"]);
     expect(JSON.parse(other.stdout).entries).toEqual([]);
-    const table = await runCli(["audit", "--kind", "settings_change"], env);
+    const table = await runInProcess(["audit", "--kind", "settings_change"]);
     expect(table.stdout).toContain("settings_change");
   });
 });

@@ -11,7 +11,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestServer, type TestServer, tempDir } from "../helpers/server.js";
+import { startTestServer, type TestServer } from "../helpers/server.js";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const available = existsSync(CHROMIUM);
@@ -32,27 +32,29 @@ const FLAGS = [
   "--disable-sync",
 ];
 
+// One browser for the file; each describe has a context of its own (its own storage, like a separate profile).
+let browser: Browser | undefined;
+async function newContext(): Promise<BrowserContext> {
+  browser ??= await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
+  return browser.newContext({ viewport: { width: 1100, height: 800 } });
+}
+afterAll(async () => {
+  await browser?.close();
+});
+
 describe.skipIf(!available)("settings page (Chromium)", () => {
   let server: TestServer;
   let context: BrowserContext;
-  let browser: Browser | undefined;
   let anaToken: string;
 
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     server = await startTestServer();
     anaToken = (await server.ctx.tokens.create("ana", "browser test")).token;
-    context = await chromium.launchPersistentContext(tempDir("toolhost-chromium-"), {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: FLAGS,
-      viewport: { width: 1100, height: 800 },
-    });
-    browser = context.browser() ?? undefined;
+    context = await newContext();
   }, 60_000);
   afterAll(async () => {
     await context?.close();
-    await browser?.close();
     await server?.stop();
   });
 
@@ -197,12 +199,7 @@ describe.skipIf(!available)("settings page: an admin removes a lock set for anot
     server = await startTestServer();
     // An admin sets ana's denied paths: that is a lock on ana's account.
     await server.ctx.settings.update("ana", "read_file", { parameters: { deniedPaths: ["/srv/x"] } }, { admin: true });
-    context = await chromium.launchPersistentContext(tempDir("toolhost-chromium-"), {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: FLAGS,
-      viewport: { width: 1100, height: 800 },
-    });
+    context = await newContext();
   }, 60_000);
   afterAll(async () => {
     await context?.close();

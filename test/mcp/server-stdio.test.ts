@@ -10,7 +10,9 @@ import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { describe, expect, it } from "vitest";
 import { checkJsonRpcLine, tidyOutgoing } from "../../src/mcp/server/stdio.js";
-import { BIN, runCli } from "../helpers/cli.js";
+// `toolhost mcp` runs as a process (stdio is the subject); the settings changes made "by another process" run
+// main(argv) in this test's process, which is not the server's.
+import { BIN, runCliInProcess as runCli } from "../helpers/cli.js";
 import { tempDir } from "../helpers/server.js";
 
 function env(dataDir: string): Record<string, string> {
