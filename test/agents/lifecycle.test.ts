@@ -16,7 +16,8 @@ import { metricsRegistry } from "../../src/core/metrics.js";
 import { defaultRegistry, registerTool } from "../../src/core/registry.js";
 import type { ProviderAdapter } from "../../src/providers/types.js";
 import { createServerApp } from "../../src/server/app.js";
-import { runCli } from "../helpers/cli.js";
+// `toolhost agents …` runs main(argv) in this process (command rules; the bin as a process is tested in test/cli/).
+import { runCliInProcess as runCli } from "../helpers/cli.js";
 import { recordingLogger } from "../helpers/runtime.js";
 import { tempDir } from "../helpers/server.js";
 import { calls, hang, lastResult, type ModelCall, type TurnEvents, taskModel, text } from "./fake-model.js";

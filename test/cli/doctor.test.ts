@@ -1,8 +1,11 @@
-/** `toolhost doctor` as a user runs it: one line per check, keys never printed, exit code says healthy or not. */
+/**
+ * `toolhost doctor` as a user runs it: one line per check, keys never printed, exit code says healthy or not. The
+ * first report comes from the bin as a process; the other runs go through the same main(argv) in this process.
+ */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { runCli } from "../helpers/cli.js";
+import { runCli, runCliInProcess } from "../helpers/cli.js";
 import { tempDir } from "../helpers/server.js";
 
 interface Report {
@@ -44,7 +47,7 @@ describe("toolhost doctor", () => {
     expect(byId(report, "admins")?.detail).toContain("local");
     expect(byId(report, "mcp")).toMatchObject({ status: "ok", detail: "none configured" });
 
-    const text = await runCli(["doctor", "--no-mcp"], env);
+    const text = await runCliInProcess(["doctor", "--no-mcp"], env);
     expect(text.code).toBe(0);
     expect(text.stdout).toMatch(/^ok {3}data directory +\//m);
     expect(text.stdout).toMatch(/Healthy\.$/m);
@@ -53,7 +56,7 @@ describe("toolhost doctor", () => {
   it("a data directory that is a file fails the check and the exit code; a broken MCP server is a warning", async () => {
     const file = join(tempDir(), "not-a-dir");
     writeFileSync(file, "x");
-    const bad = await runCli(["doctor", "--json", "--no-mcp"], { TOOLHOST_DATA_DIR: file });
+    const bad = await runCliInProcess(["doctor", "--json", "--no-mcp"], { TOOLHOST_DATA_DIR: file });
     expect(bad.code).toBe(1);
     const report = JSON.parse(bad.stdout) as Report;
     expect(report.healthy).toBe(false);
@@ -62,7 +65,7 @@ describe("toolhost doctor", () => {
       detail: expect.stringContaining("not a directory"),
     });
     expect(byId(report, "database")?.status).toBe("fail");
-    const noSandbox = await runCli(["doctor", "--json", "--no-mcp"], {
+    const noSandbox = await runCliInProcess(["doctor", "--json", "--no-mcp"], {
       TOOLHOST_DATA_DIR: join(tempDir(), "d"),
       TOOLHOST_BWRAP: "/definitely/not/bwrap",
     });
@@ -70,7 +73,7 @@ describe("toolhost doctor", () => {
 
     const config = join(tempDir(), "config.json");
     writeFileSync(config, JSON.stringify({ mcpServers: { broken: { command: "/definitely/not/a/server" } } }));
-    const withMcp = await runCli(["doctor", "--json"], {
+    const withMcp = await runCliInProcess(["doctor", "--json"], {
       TOOLHOST_DATA_DIR: join(tempDir(), "d"),
       TOOLHOST_CONFIG: config,
     });
