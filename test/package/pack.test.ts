@@ -5,14 +5,15 @@
  * and that the LICENSE ships.
  *
  * The project's node_modules starts with hard links to this checkout's copies of the production dependencies only
- * (the lockfile's non-dev entries; a dev dependency the package needed at run time would be missing, as for a
- * user): npm installs the tarball into that tree and checks it against the lockfile, instead of unpacking ~280
- * packages from its cache again (most of this file's time before). The native SQLite binding is copied from this
- * checkout (install scripts are skipped: compiling it again would take minutes and proves nothing about our
- * packaging).
+ * (the lockfile's entries that are neither dev nor devOptional; a dev dependency the package needed at run time
+ * would be missing, as for a user), with their bin links: npm installs the tarball into that tree and checks it
+ * against the lockfile, instead of unpacking ~280 packages from its cache again (most of this file's time before;
+ * without the bin links npm also re-extracted the 8 dependencies that have bins). The native SQLite binding is
+ * copied from this checkout (install scripts are skipped: compiling it again would take minutes and proves nothing
+ * about our packaging).
  */
 import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -37,15 +38,17 @@ describe("npm pack, installed into an empty project", () => {
     project = join(work, "app");
     mkdirSync(project);
     const lock = JSON.parse(readFileSync(join(repo, "package-lock.json"), "utf8")) as {
-      packages: Record<string, { dev?: boolean; link?: boolean }>;
+      packages: Record<string, { dev?: boolean; devOptional?: boolean; link?: boolean; bin?: Record<string, string> }>;
     };
+    // Only in our development tree (dev, or optional for dev only): not part of a user's install.
+    const devOnly = (entry: { dev?: boolean; devOptional?: boolean; link?: boolean }) =>
+      entry.dev || entry.devOptional || entry.link;
     const manifest = JSON.parse(readFileSync(join(repo, "package.json"), "utf8"));
     const spec = `file:../${tarball}`;
     const packages: Record<string, unknown> = {
       "": { name: "app", version: "1.0.0", dependencies: { toolhost: spec } },
     };
-    for (const [key, entry] of Object.entries(lock.packages))
-      if (key && !entry.dev && !entry.link) packages[key] = entry;
+    for (const [key, entry] of Object.entries(lock.packages)) if (key && !devOnly(entry)) packages[key] = entry;
     packages["node_modules/toolhost"] = {
       version: manifest.version,
       resolved: spec,
@@ -68,13 +71,19 @@ describe("npm pack, installed into an empty project", () => {
       join(project, "package-lock.json"),
       JSON.stringify({ name: "app", version: "1.0.0", lockfileVersion: 3, requires: true, packages }),
     );
-    // Seed node_modules with the production dependencies (top-level folders; nested ones come with their parent).
+    // Seed node_modules with the production dependencies (top-level folders; nested ones come with their parent)
+    // and the bin links npm makes for the top-level ones.
     const byFolder = new Map<string, string[]>();
+    const bins = join(project, "node_modules/.bin");
+    mkdirSync(bins, { recursive: true });
     for (const [key, entry] of Object.entries(lock.packages)) {
-      if (!key || entry.dev || entry.link || key.split("node_modules/").length !== 2) continue;
+      if (!key || devOnly(entry) || key.split("node_modules/").length !== 2) continue;
       if (!existsSync(join(repo, key))) continue; // an optional dependency for another platform
       const folder = join(project, dirname(key));
       byFolder.set(folder, [...(byFolder.get(folder) ?? []), join(repo, key)]);
+      for (const [name, target] of Object.entries(entry.bin ?? {}))
+        if (!existsSync(join(bins, name)))
+          symlinkSync(join("..", key.slice("node_modules/".length), target), join(bins, name));
     }
     for (const [folder, sources] of byFolder) {
       mkdirSync(folder, { recursive: true });
