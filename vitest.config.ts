@@ -25,7 +25,7 @@ const NOT_UNIT = [
   "test/cli/**",
   "test/**/*e2e*.test.ts",
   "test/**/*cli*.test.ts",
-  "test/storage/settings-concurrency.test.ts",
+  "test/storage/settings-concurrency-*.test.ts",
   "test/storage/migrations.test.ts",
   "test/mcp/server-stdio.test.ts",
 ];

@@ -8,7 +8,7 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
 
 /** Longest first (wall time in a full run on two cores). */
 const HEAVY = [
-  /test\/storage\/settings-concurrency\.test\.ts$/,
+  /test\/storage\/settings-concurrency-[^/]*\.test\.ts$/,
   /test\/fs\/argument-fuzz-[^/]*\.test\.ts$/,
   /test\/package\/pack\.test\.ts$/,
   /test\/storage\/migrations\.test\.ts$/,

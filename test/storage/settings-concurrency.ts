@@ -1,120 +1,130 @@
 /**
- * Settings writes under concurrency, through the real HTTP server, on SQLite and on PostgreSQL: no acknowledged
- * write is lost (one server, and two server processes on one database), an admin's narrowing survives a user's PUT
- * storm, and If-Match/ETag behave as documented.
+ * Settings writes under concurrency, through the real HTTP server, on one dialect (settings-concurrency-sqlite and
+ * settings-concurrency-postgres.test.ts run it, in parallel workers): no acknowledged write is lost (one server, and
+ * two server processes on one database), an admin's narrowing survives a user's PUT storm, and If-Match/ETag
+ * behave as documented.
  */
 import { Agent, request } from "undici";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createAppContext } from "../../src/app/context.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { type ChildServer, freshStore, HAVE_POSTGRES, startChildServer, type TestStore } from "../helpers/stores.js";
 
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  await Promise.all(cleanups.splice(0).map((c) => c()));
-});
-
-async function serverOn(store: TestStore): Promise<TestServer> {
-  const s = await startTestServer({
-    dataDir: store.dataDir,
-    ...(store.databaseUrl ? { databaseUrl: store.databaseUrl } : {}),
-  });
-  cleanups.push(() => s.stop());
-  return s;
-}
-
-async function childOn(store: TestStore): Promise<ChildServer> {
-  const c = await startChildServer(store);
-  cleanups.push(() => c.stop());
-  return c;
-}
-
-/** One write of one key of grep for one user, with the value expected back. */
-interface Write {
-  user: string;
-  key: string;
-  value: unknown;
-}
-
-/** 7 keys of grep per user, each with a value unique to the user. */
-function writesFor(user: string, i: number): Write[] {
-  return [
-    { user, key: "enabled", value: i % 2 === 0 },
-    { user, key: "maxResults", value: 1 + (i % 500) },
-    { user, key: "maxMatchesPerFile", value: 1 + ((i * 7) % 100) },
-    { user, key: "maxFileSizeBytes", value: 1024 + i },
-    { user, key: "includeDotfiles", value: true },
-    { user, key: "respectGitignore", value: false },
-    { user, key: "deniedPaths", value: [`/secret/${user}`] },
-  ];
-}
-
-// All requests are sent at once; they share at most 64 connections per server (more only overflow the listen
-// backlog of a loaded machine with connection resets, which says nothing about the server).
-const dispatcher = new Agent({ connections: 64, pipelining: 1 });
-afterAll(() => dispatcher.close());
-
 /**
- * One PUT of one key; resolves with the status once the answer's body has been read. undici's `request` rather
- * than `fetch`: the same HTTP/1.1 on the wire, without the WHATWG stream layer that was a third of this file's CPU.
+ * Declares the settings-writes tests for `dialect` (call it at a test file's top level). Everything a run holds
+ * (the HTTP client pool, the servers to stop) is made per call: with vitest's isolate: false this module is shared
+ * by the files a worker runs.
  */
-async function put(base: string, token: string, w: Write): Promise<number> {
-  const body = w.key === "enabled" ? { enabled: w.value } : { parameters: { [w.key]: w.value } };
-  const res = await request(`${base}/api/settings/tools/grep`, {
-    dispatcher,
-    method: "PUT",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  await res.body.dump();
-  return res.statusCode;
-}
+export function describeSettingsWrites(dialect: "sqlite" | "postgres"): void {
+  const cleanups: (() => Promise<unknown>)[] = [];
 
-async function storm(store: TestStore, bases: string[], s: TestServer, other?: ChildServer) {
-  const users = Array.from({ length: 143 }, (_, i) => `user${i}`);
-  const tokens = new Map<string, string>();
-  for (const u of users) tokens.set(u, (await s.ctx.tokens.create(u)).token);
-  const writes = users.flatMap((u, i) => writesFor(u, i));
-  expect(writes.length).toBeGreaterThanOrEqual(1000);
-  // Shuffle so the keys of one user interleave with everyone else's.
-  for (let i = writes.length - 1; i > 0; i--) {
-    const j = Math.floor(Math.random() * (i + 1));
-    [writes[i], writes[j]] = [writes[j]!, writes[i]!];
+  async function serverOn(store: TestStore): Promise<TestServer> {
+    const s = await startTestServer({
+      dataDir: store.dataDir,
+      ...(store.databaseUrl ? { databaseUrl: store.databaseUrl } : {}),
+    });
+    cleanups.push(() => s.stop());
+    return s;
   }
-  // A request that fails without an answer is recorded with its cause (not thrown at once), so that the failure
-  // says which server it was and, for the child process, whether it was still running and what it printed.
-  const statuses = await Promise.all(
-    writes.map(async (w, i) => {
-      const base = bases[i % bases.length]!;
-      try {
-        return await put(base, tokens.get(w.user)!, w);
-      } catch (error) {
-        const e = error as { code?: string; message?: string; cause?: { code?: string; message?: string } };
-        const why = e.cause?.code ?? e.cause?.message ?? e.code ?? e.message ?? String(error);
-        return `${base === other?.url ? "child" : "in-process"} server: ${why}`;
-      }
-    }),
-  );
-  const acknowledged = writes.filter((_, i) => statuses[i] === 200);
-  const failed = statuses.filter((code) => code !== 200);
-  const child = other
-    ? `; child server: exit ${other.child.exitCode ?? other.child.signalCode ?? "none (running)"}, output ${JSON.stringify(other.output().slice(-2000))}`
-    : "";
-  expect(failed, `${failed.length} of ${writes.length} not acknowledged${child}`).toEqual([]);
-  const lost: Write[] = [];
-  for (const u of users) {
-    const d = await s.ctx.settings.get(u, "grep");
-    for (const w of acknowledged.filter((x) => x.user === u)) {
-      const actual = w.key === "enabled" ? d.enabled : d.parameters[w.key];
-      if (JSON.stringify(actual) !== JSON.stringify(w.value)) lost.push(w);
+
+  async function childOn(store: TestStore): Promise<ChildServer> {
+    const c = await startChildServer(store);
+    cleanups.push(() => c.stop());
+    return c;
+  }
+
+  /** One write of one key of grep for one user, with the value expected back. */
+  interface Write {
+    user: string;
+    key: string;
+    value: unknown;
+  }
+
+  /** 7 keys of grep per user, each with a value unique to the user. */
+  function writesFor(user: string, i: number): Write[] {
+    return [
+      { user, key: "enabled", value: i % 2 === 0 },
+      { user, key: "maxResults", value: 1 + (i % 500) },
+      { user, key: "maxMatchesPerFile", value: 1 + ((i * 7) % 100) },
+      { user, key: "maxFileSizeBytes", value: 1024 + i },
+      { user, key: "includeDotfiles", value: true },
+      { user, key: "respectGitignore", value: false },
+      { user, key: "deniedPaths", value: [`/secret/${user}`] },
+    ];
+  }
+
+  // All requests are sent at once; they share at most 64 connections per server (more only overflow the listen
+  // backlog of a loaded machine with connection resets, which says nothing about the server).
+  let dispatcher: Agent;
+
+  /**
+   * One PUT of one key; resolves with the status once the answer's body has been read. undici's `request` rather
+   * than `fetch`: the same HTTP/1.1 on the wire, without the WHATWG stream layer that was a third of this file's CPU.
+   */
+  async function put(base: string, token: string, w: Write): Promise<number> {
+    const body = w.key === "enabled" ? { enabled: w.value } : { parameters: { [w.key]: w.value } };
+    const res = await request(`${base}/api/settings/tools/grep`, {
+      dispatcher,
+      method: "PUT",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    await res.body.dump();
+    return res.statusCode;
+  }
+
+  async function storm(store: TestStore, bases: string[], s: TestServer, other?: ChildServer) {
+    const users = Array.from({ length: 143 }, (_, i) => `user${i}`);
+    const tokens = new Map<string, string>();
+    for (const u of users) tokens.set(u, (await s.ctx.tokens.create(u)).token);
+    const writes = users.flatMap((u, i) => writesFor(u, i));
+    expect(writes.length).toBeGreaterThanOrEqual(1000);
+    // Shuffle so the keys of one user interleave with everyone else's.
+    for (let i = writes.length - 1; i > 0; i--) {
+      const j = Math.floor(Math.random() * (i + 1));
+      [writes[i], writes[j]] = [writes[j]!, writes[i]!];
     }
-    expect(d.version).toBe(7);
+    // A request that fails without an answer is recorded with its cause (not thrown at once), so that the failure
+    // says which server it was and, for the child process, whether it was still running and what it printed.
+    const statuses = await Promise.all(
+      writes.map(async (w, i) => {
+        const base = bases[i % bases.length]!;
+        try {
+          return await put(base, tokens.get(w.user)!, w);
+        } catch (error) {
+          const e = error as { code?: string; message?: string; cause?: { code?: string; message?: string } };
+          const why = e.cause?.code ?? e.cause?.message ?? e.code ?? e.message ?? String(error);
+          return `${base === other?.url ? "child" : "in-process"} server: ${why}`;
+        }
+      }),
+    );
+    const acknowledged = writes.filter((_, i) => statuses[i] === 200);
+    const failed = statuses.filter((code) => code !== 200);
+    const child = other
+      ? `; child server: exit ${other.child.exitCode ?? other.child.signalCode ?? "none (running)"}, output ${JSON.stringify(other.output().slice(-2000))}`
+      : "";
+    expect(failed, `${failed.length} of ${writes.length} not acknowledged${child}`).toEqual([]);
+    const lost: Write[] = [];
+    for (const u of users) {
+      const d = await s.ctx.settings.get(u, "grep");
+      for (const w of acknowledged.filter((x) => x.user === u)) {
+        const actual = w.key === "enabled" ? d.enabled : d.parameters[w.key];
+        if (JSON.stringify(actual) !== JSON.stringify(w.value)) lost.push(w);
+      }
+      expect(d.version).toBe(7);
+    }
+    expect({ dialect: store.dialect, lost: lost.length }).toEqual({ dialect: store.dialect, lost: 0 });
   }
-  expect({ dialect: store.dialect, lost: lost.length }).toEqual({ dialect: store.dialect, lost: 0 });
-}
 
-for (const dialect of ["sqlite", "postgres"] as const) {
   describe.skipIf(dialect === "postgres" && !HAVE_POSTGRES)(`settings writes on ${dialect}`, () => {
+    beforeAll(() => {
+      dispatcher = new Agent({ connections: 64, pipelining: 1 });
+    });
+    afterEach(async () => {
+      await Promise.all(cleanups.splice(0).map((c) => c()));
+    });
+    afterAll(() => dispatcher.close());
+
     it("1000 concurrent PUTs across users and keys through one server: no acknowledged write lost", async () => {
       const store = await freshStore(dialect);
       const s = await serverOn(store);

@@ -1,0 +1,4 @@
+/** Settings writes under concurrency on SQLite (see settings-concurrency.ts). */
+import { describeSettingsWrites } from "./settings-concurrency.js";
+
+describeSettingsWrites("sqlite");
