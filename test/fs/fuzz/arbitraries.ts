@@ -164,6 +164,8 @@ export const plausibleGlob: Gen<string> = oneof<string>(
   pick("sub/**/*.md", "**/*", "?.txt", "[ab]*", "!(a)*", "link-dir/*", "loop-a/*", "secret/*", "a.txt"),
   (r) => arrayOf(oneof(segment, pick("*", "**", "?", "*.ts", "{a,b}")), 1, 3)(r).join("/"),
 );
+/** Lengths over the 16,384 characters of a glob pattern: just over mostly, sometimes up to 70,000. */
+const overGlobLimit = over(16_384, 70_000);
 /** A glob pattern with a defect every glob argument refuses. */
 export const defectiveGlob: Gen<string> = oneof<string>(
   (r) => insertAt(plausibleGlob(r), "\0", nat(r)),
@@ -182,7 +184,7 @@ export const defectiveGlob: Gen<string> = oneof<string>(
   (r) => `${longName(r)}${pick("", "/*", "/**/x")(r)}`,
   (r) => {
     const u = pick("*", "a", "{a,b}", "?")(r);
-    return u.repeat(Math.ceil(r.nextInt(16_385, 70_000) / u.length));
+    return u.repeat(Math.ceil(overGlobLimit(r) / u.length));
   },
 );
 
@@ -200,6 +202,8 @@ export const plausibleRegex: Gen<string> = oneof<string>(
   pick("alpha", "^#", "b$", "\\d+", "(?<=a)l", "(a)\\1", "[^]", "\\p{L}", "a|b", "x*", "^", "", ".", "\\bbeta"),
   filter(cleanText, compiles),
 );
+/** Lengths over the 32,768 characters of a regex: just over mostly, sometimes up to 60,000. */
+const overRegexLimit = over(32_768, 60_000);
 /** A pattern the RegExp engine refuses: a syntax error, or too large to compile. */
 export const defectiveRegex: Gen<string> = weighted<string>(
   [20, pick("(", "[", "*a", "a**", "\\", "(?<", "a{2,1}", "(?<n>a)(?<n>b)", "+", "[z-a]")],
@@ -208,7 +212,7 @@ export const defectiveRegex: Gen<string> = weighted<string>(
     1,
     (r) => {
       const u = pick("a", "ab", "x?")(r);
-      return u.repeat(Math.ceil(r.nextInt(40_000, 60_000) / u.length));
+      return u.repeat(Math.ceil(overRegexLimit(r) / u.length));
     },
   ],
 );
