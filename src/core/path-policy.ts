@@ -199,6 +199,17 @@ export const MAX_PATH_BYTES = 4095;
 export const MAX_NAME_BYTES = 255;
 
 /**
+ * A RegisteredTool.validateArguments for tools whose arguments `names` are paths: each one present is checked with
+ * {@link checkPathArgument}, so a path no file can have is refused before the call runs (its time budget, its
+ * context), as an argument the schema refuses is.
+ */
+export function pathArgumentsCheck(...names: string[]): (args: Record<string, unknown>) => void {
+  return (args) => {
+    for (const name of names) if (args[name] !== undefined) checkPathArgument(args[name], name);
+  };
+}
+
+/**
  * Checks the text of a path argument before anything touches the filesystem: a non-empty string, no NUL byte,
  * well-formed Unicode (no lone UTF-16 surrogate, which no file name can hold), at most MAX_PATH_BYTES bytes, and no
  * name (component between "/") longer than MAX_NAME_BYTES bytes. Throws ToolArgumentError (validation_failed) with

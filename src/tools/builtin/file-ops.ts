@@ -14,7 +14,12 @@
  */
 import { lstat, opendir } from "node:fs/promises";
 import { join } from "node:path";
-import { effectivePathPolicy, isExcludedEntry, PATH_POLICY_DESCRIPTORS } from "../../core/path-policy.js";
+import {
+  effectivePathPolicy,
+  isExcludedEntry,
+  PATH_POLICY_DESCRIPTORS,
+  pathArgumentsCheck,
+} from "../../core/path-policy.js";
 import { registerTool } from "../../core/registry.js";
 import { defineTool } from "../../core/settings-declaration.js";
 import { decodeText } from "../../core/text-probe.js";
@@ -60,6 +65,7 @@ export const fileReadTool: RegisteredTool = defineTool({
   settings: settings("File read", "tool::file_read: reads a text file (same rules as read_file).", {
     readOnlyHint: true,
   }),
+  validateArguments: pathArgumentsCheck("path"),
   async execute(args, context) {
     const { path, maxBytes } = args as { path: string; maxBytes?: number };
     const { bytes, real } = await readFileForChat(path, context, "text");
@@ -86,6 +92,7 @@ export const fileWriteTool: RegisteredTool = defineTool({
     destructiveHint: true,
     idempotentHint: true,
   }),
+  validateArguments: pathArgumentsCheck("path"),
   async execute(args, context) {
     const { path, content } = args as { path: string; content: string };
     const result = await writeFileForChat({ path, content, createDirectories: true }, context);
@@ -131,6 +138,7 @@ export const fileListTool: RegisteredTool = defineTool({
   settings: settings("File list", "tool::file_list: lists a directory with metadata (same rules as list_directory).", {
     readOnlyHint: true,
   }),
+  validateArguments: pathArgumentsCheck("path"),
   async execute(args, context: ToolContext) {
     const { path, recursive } = args as { path: string; recursive?: boolean };
     const { real, absolute, entries } = await readDirectoryEntries(path, context);

@@ -13,6 +13,7 @@ import {
   effectivePathPolicy,
   isPathInside,
   PATH_POLICY_DESCRIPTORS,
+  pathArgumentsCheck,
   resolveAndValidatePath,
   toResultPath,
 } from "../../core/path-policy.js";
@@ -116,6 +117,7 @@ export const listDirectoryTool: RegisteredTool = defineTool({
     },
     required: ["path", "entries", "truncated", "totalEntries"],
   },
+  validateArguments: pathArgumentsCheck("path"),
   async execute(args, context): Promise<ListDirectoryResult> {
     const { path } = args as { path: string };
     const { absolute, entries } = await readDirectoryEntries(path, context);

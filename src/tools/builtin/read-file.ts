@@ -13,7 +13,12 @@
  * Result: { content, path, size, sha256, totalLines, startLine, endLine, truncated } plus `view` when not text.
  */
 import { clip, ToolArgumentError } from "../../core/errors.js";
-import { PATH_POLICY_DESCRIPTORS, resolveAndValidatePath, toResultPath } from "../../core/path-policy.js";
+import {
+  PATH_POLICY_DESCRIPTORS,
+  pathArgumentsCheck,
+  resolveAndValidatePath,
+  toResultPath,
+} from "../../core/path-policy.js";
 import { registerTool } from "../../core/registry.js";
 import { defineTool } from "../../core/settings-declaration.js";
 import { decodeText, isBinaryHead, splitLines } from "../../core/text-probe.js";
@@ -219,6 +224,7 @@ export const readFileTool: RegisteredTool = defineTool({
     canDisable: true,
     parameterDescriptors: [...PATH_POLICY_DESCRIPTORS],
   },
+  validateArguments: pathArgumentsCheck("path"),
   execute: (args, context) => readFile(args as Parameters<typeof readFile>[0], context),
 });
 

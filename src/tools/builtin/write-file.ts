@@ -15,7 +15,12 @@
  * Result: { path, size (bytes written), sha256, created }.
  */
 import { clip, ToolArgumentError } from "../../core/errors.js";
-import { PATH_POLICY_DESCRIPTORS, resolveAndValidatePath, toResultPath } from "../../core/path-policy.js";
+import {
+  PATH_POLICY_DESCRIPTORS,
+  pathArgumentsCheck,
+  resolveAndValidatePath,
+  toResultPath,
+} from "../../core/path-policy.js";
 import { registerTool } from "../../core/registry.js";
 import { defineTool } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolContext } from "../../core/types.js";
@@ -118,6 +123,7 @@ export const writeFileTool: RegisteredTool = defineTool({
     canDisable: true,
     parameterDescriptors: [...PATH_POLICY_DESCRIPTORS],
   },
+  validateArguments: pathArgumentsCheck("path"),
   async execute(args, context) {
     const {
       absolute: _a,
