@@ -485,7 +485,7 @@ if (process.env.BENCH_WRITE !== "0" && ONLY.size === ALL_GROUPS.split(",").lengt
     "- Ratio = case / reference in the same group. For times (ms, µs) lower is better; for throughput (req/s) it is the share of the reference's throughput, higher is better.",
     "- Tools are called as a host calls them: `ToolRuntime.executeTool` with a settings store and the default protected paths (Toolhost's own installation), on a hard-linked copy of `node_modules` outside the installation.",
     `- grep: pattern \`${PATTERN}\`, maxResults 5000, maxMatchesPerFile 20, default rules (skip dotfiles, .gitignore, .git, files over 1 MB, binary). Reference: ripgrep with the flags the tool passes, text output to a pipe.`,
-    "- glob: `**/package.json`, maxResults 5000 (a full walk), dotfiles off, symlinks not followed. Reference: fdir + picomatch.",
+    "- glob: `**/package.json`, maxResults 5000 (a full walk), dotfiles off, symlinks not followed. Reference: fdir + picomatch (fdir's async crawl, picomatch on each file's relative path, dot directories not entered); the run checks that the tool, the reference and tinyglobby return the same set of paths.",
     "- grep and glob notes give the CPU time (this process's threads plus children such as ripgrep, mean per run) relative to the reference: on a busy machine the wall-clock ratio is noisy, the CPU ratio much less.",
     "- grep and glob run with the result cap at its ceiling (maxResultBytes 1 MiB, maxResultLines 100,000), so the whole result is returned inline and the numbers compare whole searches.",
     "- cli: CPU time (user + sys) of the whole child process, from bash's `times`. Reference: `node -e 0`.",

@@ -115,7 +115,7 @@ describe("walk", () => {
         visit: (e) => (e.rel === "d002/f" ? "stop" : undefined),
       });
       expect(stopped).toMatchObject({ stopped: true, directories: 4 });
-      expect(stopped.reads).toBeLessThan(300);
+      expect(stopped.reads).toBeLessThan(100);
     } finally {
       wide.cleanup();
     }

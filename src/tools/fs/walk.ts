@@ -82,7 +82,7 @@ const byName = (a: Dirent, b: Dirent) => (a.name < b.name ? -1 : a.name > b.name
  */
 const IN_FLIGHT = 64;
 /** Directory reads a walk may have ahead of its visits (in flight or arrived) before it has visited any directory. */
-const READ_AHEAD_MIN = 256;
+const READ_AHEAD_MIN = 64;
 /** Reads ahead added per directory visited (the budget grows with the walk, so an early stop wastes few reads). */
 const READ_AHEAD_PER_VISIT = 4;
 /** Most directory reads ahead of their visit (bounds the listings held in memory). */
