@@ -19,6 +19,7 @@ import picomatch from "picomatch";
 import { quote, ToolArgumentError } from "../../core/errors.js";
 import {
   PATH_POLICY_DESCRIPTORS,
+  pathArgumentsCheck,
   pathSystemError,
   policyRefusal,
   resolveAndValidatePath,
@@ -319,6 +320,7 @@ export const globTool: RegisteredTool = defineTool({
     canDisable: true,
     parameterDescriptors: [...PATH_POLICY_DESCRIPTORS, MAX_RESULTS, INCLUDE_DOTFILES, ABSOLUTE],
   },
+  validateArguments: pathArgumentsCheck("cwd"),
   execute: (args, context) => runGlob(args as { pattern: string; cwd?: string }, context),
 });
 

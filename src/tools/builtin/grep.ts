@@ -32,6 +32,7 @@ import { quote, ToolArgumentError } from "../../core/errors.js";
 import {
   hasExclusionsWithin,
   PATH_POLICY_DESCRIPTORS,
+  pathArgumentsCheck,
   pathSystemError,
   resolveAndValidatePath,
   resultPathMapper,
@@ -300,6 +301,7 @@ export const grepTool: RegisteredTool = defineTool({
     canDisable: true,
     parameterDescriptors: [...PATH_POLICY_DESCRIPTORS, ...Object.values(D)],
   },
+  validateArguments: pathArgumentsCheck("path"),
   execute: (args, context) =>
     runGrep(args as { pattern: string; path: string; glob?: string; caseInsensitive?: boolean }, context),
 });
