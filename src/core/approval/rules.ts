@@ -11,11 +11,23 @@
  *   through symlinks.
  * - host rules are host names (`example.com`) or subdomain patterns (`*.example.com`).
  */
+import { createRequire } from "node:module";
 import { homedir } from "node:os";
 import { basename, isAbsolute, join, resolve } from "node:path";
-import picomatch from "picomatch";
+import type picomatchModule from "picomatch";
 import type { ApprovalDecision, ApprovalSubject } from "../types.js";
 import { parseShellCommand, type ShellWord, shellParserReady } from "./shell-parse.js";
+
+let picomatchLoaded: typeof picomatchModule | undefined;
+
+/**
+ * picomatch, loaded when a path rule is first checked or matched: most calls meet no path rule, and loading it costs
+ * a short process (`toolhost call`) several milliseconds.
+ */
+function picomatch(): typeof picomatchModule {
+  picomatchLoaded ??= createRequire(import.meta.url)("picomatch") as typeof picomatchModule;
+  return picomatchLoaded;
+}
 
 /** One argument rule of a tool's `approvalRules` setting. */
 export interface ApprovalRule {
@@ -64,7 +76,7 @@ export function invalidPattern(subject: ApprovalSubject, pattern: string): strin
       return undefined;
     case "path":
       try {
-        picomatch.makeRe(pattern);
+        picomatch().makeRe(pattern);
       } catch (error) {
         return `not a valid glob: ${(error as Error).message}`;
       }
@@ -147,7 +159,7 @@ export function expandAgainst(pattern: string, base: string): string {
  */
 export function matchPathRule(pattern: string, absolutePath: string, base: string): boolean {
   const full = expandAgainst(pattern.trim(), base).replace(/\/+$/, "") || "/";
-  const matcher = picomatch([full, `${full === "/" ? "" : full}/**`], { dot: true });
+  const matcher = picomatch()([full, `${full === "/" ? "" : full}/**`], { dot: true });
   return matcher(absolutePath);
 }
 
