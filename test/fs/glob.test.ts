@@ -153,5 +153,12 @@ describe("glob", () => {
     const h = compileGlob("a/**/b/*.ts", { dot: false });
     expect(h.mayContain("a/x/y")).toBe(true);
     expect(h.mayContain("a/.git")).toBe(false);
+    expect(h.mayContainName).toBeUndefined();
+    // A globstar first: a directory's own name decides, as mayContain on its whole path does.
+    const any = compileGlob("**/*.ts", { dot: false });
+    for (const rel of ["src", "src/.cache", ".git", "a/b/c"]) {
+      expect(any.mayContainName?.(rel.split("/").pop()!)).toBe(any.mayContain(rel));
+    }
+    expect(compileGlob("**/*.ts", { dot: true }).mayContainName?.(".git")).toBe(true);
   });
 });

@@ -63,6 +63,12 @@ export interface CompiledGlob {
   /** Whether a directory at `rel` (relative to the base) could contain a match. */
   mayContain(rel: string): boolean;
   /**
+   * For patterns that start with a globstar, where a directory whose parent may contain a match may too unless its
+   * own name rules it out (hidden, with dotfiles off): that test on the name, cheaper than mayContain on the whole
+   * path. Absent otherwise.
+   */
+  mayContainName?: (name: string) => boolean;
+  /**
    * A cheap necessary condition on an entry's name (its last path segment) for `matches`, when the pattern's last
    * segment is literal text and `*` only (`package.json`, `*.ts`, `*a*b*c`): decided in linear time, where the
    * backtracking matcher can take milliseconds on one long name; the walk then skips the full matcher for every
@@ -156,7 +162,13 @@ export function compileGlob(pattern: string, options: { dot: boolean }): Compile
   if (globstarAt === 0) {
     // `**/…`: any directory may hold a match, except hidden ones (at any depth) while dotfiles are off.
     const any = options.dot || literalDotAfterGlobstar;
-    return { matches, base, mayContain: (rel) => any || !HIDDEN_SEGMENT.test(rel), nameFilter };
+    return {
+      matches,
+      base,
+      mayContain: (rel) => any || !HIDDEN_SEGMENT.test(rel),
+      mayContainName: (name) => any || !name.startsWith("."),
+      nameFilter,
+    };
   }
   const mayContain = (rel: string): boolean => {
     const parts = rel.split("/");
@@ -262,13 +274,16 @@ export async function runGlob(args: { pattern: string; cwd?: string }, context: 
     if (glob.matches(startRel)) report(startRel);
   }
   const { nameFilter } = glob;
+  // Below the directory itself, the name test stands for mayContain (every directory the walk enters passed it).
+  const byName = startRel === "" ? glob.mayContainName : undefined;
+  const mayEnter = (rel: string, name: string) => (byName ? byName(name) : glob.mayContain(rel));
   await walk({
     root: startRel ? join(baseReal, startRel) : baseReal,
     signal: context.signal,
     keep: nameFilter ? (dirent) => dirent.isDirectory() || nameFilter(dirent.name) : undefined,
-    descend: (rel) => {
+    descend: (rel, name) => {
       const full = startRel ? `${startRel}/${rel}` : rel;
-      return !excluded(full) && glob.mayContain(full);
+      return !excluded(full) && mayEnter(full, name);
     },
     visit(entry) {
       const isDirectory = entry.dirent.isDirectory();
@@ -283,7 +298,7 @@ export async function runGlob(args: { pattern: string; cwd?: string }, context: 
         }
         report(rel);
       }
-      if (isDirectory && !glob.mayContain(rel)) return "skip";
+      if (isDirectory && !mayEnter(rel, entry.name)) return "skip";
       return undefined;
     },
   });
