@@ -364,13 +364,13 @@ if (ONLY.has("glob")) {
   ]);
   const tg = await time(() => tinyglobby(pattern, { cwd: TREE, dot: false, followSymbolicLinks: false }));
   const fnd = await time(() => spawnSync("find", [TREE, "-name", "package.json", "-not", "-path", "*/.*"]));
+  if (!g.last.ok) throw new Error(JSON.stringify(g.last.error));
   // Same pattern semantics: the reference, tinyglobby and the tool return the same set of paths.
-  const same = (xs) => JSON.stringify([...xs].sort()) === JSON.stringify([...(g.last.result?.matches ?? [])].sort());
+  const same = (xs) => JSON.stringify([...xs].sort()) === JSON.stringify([...g.last.result.matches].sort());
   if (!same(ref.last) || !same(tg.last)) throw new Error("glob: the tool and its references disagree on the matches");
   row("glob", "fdir + picomatch (reference)", ref, ref, { note: `${ref.last.length} matches` });
   row("glob", "tinyglobby", tg, ref, { note: `${tg.last.length} matches` });
   row("glob", "find -name", fnd, ref);
-  if (!g.last.ok) throw new Error(JSON.stringify(g.last.error));
   row("glob", "glob tool via executeTool", g, ref, {
     note: `${g.last.result.matches.length} matches, truncated ${g.last.result.truncated}; ${cpuNote(g, ref)}`,
     target: "≤ 1.2x",
