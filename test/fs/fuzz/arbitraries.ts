@@ -411,6 +411,18 @@ function asSent(args: Gen<Args>): Gen<unknown> {
 
 /** Arguments with at least one defect (see the module comment); also raw texts that are not a JSON object. */
 export function defective(tool: FileTool): fc.Arbitrary<unknown> {
+  return arbitrary(defectiveGen(tool));
+}
+
+/**
+ * Batches of `size` defective arguments (each drawn as {@link defective} draws one): a property over batches checks
+ * as many arguments with a fraction of fast-check's per-run work; a failing batch shrinks to the one argument.
+ */
+export function defectiveBatch(tool: FileTool, size: number): fc.Arbitrary<unknown[]> {
+  return arbitrary(arrayOf(defectiveGen(tool), size, size));
+}
+
+function defectiveGen(tool: FileTool): Gen<unknown> {
   const plausible = plausibleArgs(tool);
   const fixes = arrayOf(defects(tool), 1, 2);
   const broken: Gen<Args> = (r) => {
@@ -418,11 +430,9 @@ export function defective(tool: FileTool): fc.Arbitrary<unknown> {
     for (const fix of fixes(r)) out = fix(out);
     return out;
   };
-  return arbitrary(
-    weighted<unknown>(
-      [30, asSent(broken)],
-      [1, pick("[1]", '"path"', "42", "{", '{"path": }', "true", "{'path': 'a'}")],
-    ),
+  return weighted<unknown>(
+    [30, asSent(broken)],
+    [1, pick("[1]", '"path"', "42", "{", '{"path": }', "true", "{'path': 'a'}")],
   );
 }
 

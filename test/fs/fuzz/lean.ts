@@ -175,6 +175,10 @@ export function* shrinkValue(value: unknown): Generator<unknown> {
     return;
   }
   if (Array.isArray(value)) {
+    if (value.length > 2) {
+      yield value.slice(0, value.length >> 1);
+      yield value.slice(value.length >> 1);
+    }
     for (let i = 0; i < value.length; i++) yield [...value.slice(0, i), ...value.slice(i + 1)];
     for (let i = 0; i < value.length; i++) {
       for (const smaller of shrinkValue(value[i])) {

@@ -4,7 +4,8 @@
  * policy on, Toolhost's data directory and installation protected), on a small real tree with symbolic links
  * inside, out, dangling and looping.
  *
- * - Defective arguments (arbitraries.ts `defective`): 100,000 per file tool by default (TOOLHOST_FUZZ_RUNS): every
+ * - Defective arguments (arbitraries.ts `defective`, drawn in batches of 50 per property run, each argument
+ *   generated on its own): 100,000 per file tool by default (TOOLHOST_FUZZ_RUNS): every
  *   one is `validation_failed`, with a message under 700 characters that quotes at most ~100 characters of any
  *   argument and names no server path.
  * - Free arguments (`free`: real names, links, denied and protected paths, hostile text), which really execute:
@@ -20,10 +21,12 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, it } from "vitest";
 import type { ToolCallOutcome } from "../../../src/core/runtime.js";
-import { defective, free } from "./arbitraries.js";
+import { defectiveBatch, free } from "./arbitraries.js";
 import { createFuzzWorld, envCount, type FileTool, type FuzzWorld } from "./tree.js";
 
 const RUNS = envCount("TOOLHOST_FUZZ_RUNS", 100_000);
+/** Defective arguments checked per property run (RUNS / BATCH runs; a failing batch shrinks to one argument). */
+const BATCH = 50;
 const EXEC_RUNS = envCount("TOOLHOST_FUZZ_EXEC_RUNS", 300);
 const GREP_EXEC_RUNS = envCount("TOOLHOST_FUZZ_EXEC_RUNS", 100);
 const seedSetting = process.env.TOOLHOST_FUZZ_SEED;
@@ -120,17 +123,20 @@ export function describeArgumentFuzz(tools: readonly FileTool[]): void {
 }
 
 function declareProperties(tool: FileTool): void {
+  const batch = Math.min(BATCH, RUNS);
   it(`${tool}: ${RUNS} defective arguments are all validation_failed with a short message`, async () => {
     await fc.assert(
-      fc.asyncProperty(defective(tool), async (args) => {
-        const outcome = await run(tool, args);
-        // Plain checks in the hot loop (expect() costs more than the call under test); they throw with the outcome.
-        if (outcome.ok || outcome.error.code !== "validation_failed")
-          throw new Error(`not refused: ${summary(outcome)}`);
-        const problem = messageProblem(outcome, args);
-        if (problem) throw new Error(`${problem}: ${summary(outcome)}`);
+      fc.asyncProperty(defectiveBatch(tool, batch), async (batchOfArgs) => {
+        for (const args of batchOfArgs) {
+          const outcome = await run(tool, args);
+          // Plain checks in the hot loop (expect() costs more than the call under test); they throw with the outcome.
+          if (outcome.ok || outcome.error.code !== "validation_failed")
+            throw new Error(`not refused: ${summary(outcome)}`);
+          const problem = messageProblem(outcome, args);
+          if (problem) throw new Error(`${problem}: ${summary(outcome)}`);
+        }
       }),
-      { numRuns: RUNS, seed: SEED, endOnFailure: true },
+      { numRuns: Math.ceil(RUNS / batch), seed: SEED, endOnFailure: true },
     );
   }, 600_000);
 
