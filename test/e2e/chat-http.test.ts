@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { ProviderName } from "../../src/providers/types.js";
 import { type FakeProvider, type FakeRequest, type FakeTurn, startFakeProvider } from "../fakes/provider-server.js";
-import { assertBuilt, type CliProcess, cleanEnv, runCli, startCli } from "./chat-process.js";
+import { runCliInProcess } from "../helpers/cli.js";
+import { assertBuilt, type CliProcess, cleanEnv, startCli } from "./chat-process.js";
 import { makeProject, SECRET_FILE, SECRET_LINE, scenarioScript } from "./chat-scenario.js";
 
 const KEY_ENV: Record<ProviderName, [string, string]> = {
@@ -264,7 +265,8 @@ describe("chat API rules", () => {
     expect((await server.api("/api/chats", { method: "POST", body: "{}", token: "th_wrong" })).status).toBe(401);
 
     const { chat } = await createChat(server, "anthropic");
-    const bob = await runCli(["token", "create", "--user", "bob"], server.env);
+    // Another process (this test's, through main(argv)) makes bob's token on the server's database.
+    const bob = await runCliInProcess(["token", "create", "--user", "bob"], server.env as Record<string, string>);
     expect(bob.code, bob.stderr).toBe(0);
     const bobToken = bob.stdout.trim();
     expect((await server.api(`/api/chats/${chat.id}`, { token: bobToken })).status).toBe(404);
