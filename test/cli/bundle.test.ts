@@ -6,7 +6,7 @@
  */
 import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli } from "../helpers/cli.js";
+import { runCli, runCliInProcess } from "../helpers/cli.js";
 import { tempDir } from "../helpers/server.js";
 
 describe("bundled CLI: lazily loaded dependencies", () => {
@@ -26,7 +26,8 @@ describe("bundled CLI: lazily loaded dependencies", () => {
   afterAll(() => server?.close());
 
   it("web_fetch (undici) fetches an allowed loopback page", async () => {
-    const set = await runCli(["settings", "set", "web_fetch", 'allowedHosts=["127.0.0.1"]'], env);
+    // The setting is made in this process (main(argv)); the call that loads undici runs the bundled bin.
+    const set = await runCliInProcess(["settings", "set", "web_fetch", 'allowedHosts=["127.0.0.1"]'], env);
     expect(set.code, set.stderr).toBe(0);
     const run = await runCli(["call", "web_fetch", JSON.stringify({ url: `http://127.0.0.1:${port}/` })], env);
     expect(run.code, run.stderr).toBe(0);
