@@ -5,25 +5,14 @@
 import { describe, expect, it } from "vitest";
 import { ToolRegistryStore } from "../../src/core/registry.js";
 import { ToolRuntime } from "../../src/core/runtime.js";
+import { defineTool } from "../../src/core/settings-declaration.js";
 import { MemoryAuditSink, MemoryToolSettingsStore } from "../../src/core/stores.js";
 import type { RegisteredTool, ToolContext } from "../../src/core/types.js";
 import { recordingLogger } from "../helpers/runtime.js";
 
-function tool(name: string, execute: (args: unknown, ctx: ToolContext) => Promise<unknown>): RegisteredTool {
-  return {
-    definition: { name, description: name, parameters: { type: "object", properties: {} } },
-    settings: {
-      title: name,
-      description: name,
-      category: "interaction",
-      enabledByDefault: true,
-      canDisable: true,
-      defaultParameters: {},
-      parameterDescriptors: [],
-    },
-    execute,
-  };
-}
+/** A tool of no arguments running `execute`, with the default settings metadata. */
+const tool = (name: string, execute: (args: unknown, ctx: ToolContext) => Promise<unknown>): RegisteredTool =>
+  defineTool({ definition: { name, description: name, parameters: { type: "object", properties: {} } }, execute });
 
 describe("ToolRuntime.shutdown", () => {
   it("cancels running calls, waits for their audit lines, and refuses new calls", async () => {

@@ -3,21 +3,10 @@ import { describe, expect, it } from "vitest";
 import "../../src/tools/index.js";
 import { getTool } from "../../src/core/registry.js";
 import { isStrictCompatible, toStrictSchema } from "../../src/providers/strict-schema.js";
-
-const names = [
-  "read_file",
-  "write_file",
-  "list_directory",
-  "glob",
-  "grep",
-  "apply_patch",
-  "file_read",
-  "file_write",
-  "file_list",
-];
+import { FILE_TOOLS } from "./fuzz/tree.js";
 
 describe("filesystem tool schemas", () => {
-  it.each(names)("%s: type object, simple property types, no oneOf/anyOf/$ref, strict-derivable", (name) => {
+  it.each(FILE_TOOLS)("%s: type object, simple property types, no oneOf/anyOf/$ref, strict-derivable", (name) => {
     const tool = getTool(name);
     expect(tool).toBeDefined();
     const schema = tool!.definition.parameters;
@@ -30,6 +19,6 @@ describe("filesystem tool schemas", () => {
   });
   it("the function-id file tools are off by default; the other built-ins are on", () => {
     for (const n of ["file_read", "file_write", "file_list"]) expect(getTool(n)!.settings.enabledByDefault).toBe(false);
-    for (const n of names.slice(0, 6)) expect(getTool(n)!.settings.enabledByDefault).toBe(true);
+    for (const n of FILE_TOOLS.slice(0, 6)) expect(getTool(n)!.settings.enabledByDefault).toBe(true);
   });
 });
