@@ -1,9 +1,10 @@
 /**
  * Per-file CPU accounting, on when TOOLHOST_TEST_CPU_LOG names a file (vitest.config.ts adds this setup file
- * then): after each test file, appends one line `<cpu s> <of it, child processes s> <wall s> <file>`. CPU is the
+ * then): after each test file, appends one line `<cpu s> <of it, child processes s> <wall s> <file> <start, ms since the epoch> <worker pid>`. CPU is the
  * worker's user + system time plus that of the child processes it waited for (the CLI, servers, npm, Chromium),
  * from /proc/self/stat (Linux), counted from this file's start, i.e. including the test file's import. A busy
- * machine inflates wall time far more than CPU time, so compare CPU. Sort with `sort -rn <file> | head`.
+ * machine inflates wall time far more than CPU time, so compare CPU. The start and the pid give the run's timeline:
+ * which files ran side by side on the two workers. Sort with `sort -rn <file> | head`.
  */
 import { appendFileSync, readFileSync } from "node:fs";
 import { afterAll, expect } from "vitest";
@@ -18,6 +19,7 @@ function cpuSeconds(): [number, number] {
 
 const [ownStart, childrenStart] = cpuSeconds();
 const wallStart = performance.now();
+const epochStart = Date.now();
 
 afterAll(() => {
   const [own, children] = cpuSeconds();
@@ -26,6 +28,6 @@ afterAll(() => {
   const file = expect.getState().testPath ?? "?";
   appendFileSync(
     process.env.TOOLHOST_TEST_CPU_LOG!,
-    `${spent.toFixed(2)} ${(children - childrenStart).toFixed(2)} ${wall.toFixed(2)} ${file}\n`,
+    `${spent.toFixed(2)} ${(children - childrenStart).toFixed(2)} ${wall.toFixed(2)} ${file} ${epochStart} ${process.pid}\n`,
   );
 });
