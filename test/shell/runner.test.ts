@@ -1,7 +1,8 @@
 /**
  * runShellCommand against real processes: nothing survives a timeout or an abort, caps hold against endless
  * output, stdin is closed, background jobs do not hold the call open, and termination says what happened.
- * Each scenario runs several times concurrently ("over repeated runs").
+ * Each scenario runs several times concurrently ("over repeated runs"), and the scenarios run concurrently with
+ * each other (each has its own pid files; most wait out a 1 s budget), except the last check of the process table.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -53,7 +54,7 @@ async function repeated(
   );
 }
 
-describe("no process survives a timeout", () => {
+describe.concurrent("no process survives a timeout", () => {
   it("kills a background job and the foreground command (`sleep 100 &`)", async () => {
     const runs = await repeated((p) => bash(`sleep 100 & echo $! >> ${p}; echo $$ >> ${p}; sleep 100`), 2);
     for (const { result, pids } of runs) {
@@ -140,7 +141,7 @@ describe("no process survives a timeout", () => {
   });
 });
 
-describe("completion", () => {
+describe.concurrent("completion", () => {
   it("completes when the shell exits although a background job holds the pipes, and reaps that job", async () => {
     // A 5 s budget: had the call waited for the job's pipes, it would end as timed_out.
     const runs = await repeated((p) => bash(`sleep 30 & echo $! >> ${p}; echo started`, { timeoutMs: 5000 }), 1);
@@ -192,7 +193,7 @@ describe("completion", () => {
   });
 });
 
-describe("abort", () => {
+describe.concurrent("abort", () => {
   it("a parent abort kills everything and is reported as aborted, never as a timeout", async () => {
     const runs = await repeated(async (p) => {
       const controller = new AbortController();
@@ -231,7 +232,7 @@ describe("abort", () => {
   });
 });
 
-describe.skipIf(!findInterpreter("zsh"))("zsh", () => {
+describe.skipIf(!findInterpreter("zsh"))("zsh", { concurrent: true }, () => {
   it("runs zsh -c and kills its background jobs at the timeout", async () => {
     const p = pidFile();
     const result = await runShellCommand({
@@ -247,6 +248,7 @@ describe.skipIf(!findInterpreter("zsh"))("zsh", () => {
   });
 });
 
+// Not concurrent: runs after every call above has ended.
 describe("the whole process table", () => {
   it("holds no live process carrying the tag of any call made above", () => {
     const tags = readFileSync(join(dir, "tags"), "utf8").split("\n").filter(Boolean);

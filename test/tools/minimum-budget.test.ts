@@ -1,0 +1,106 @@
+/**
+ * The smallest time budget a user can give (timeoutSeconds = 5, the bottom of the 5–600 range every tool with a
+ * budget declares), end to end through a ToolRuntime: bash, web_fetch and generate_image each end a call that
+ * would never finish with a `timeout` after those 5 s, cancelling what they started.
+ *
+ * Each check waits the full 5 s of real time, so they run concurrently (they share nothing but this file's
+ * temporary directory): the file costs one 5 s wait, not three. How each tool stops at its budget is tested with
+ * short budgets where its own unit takes one: test/shell/runner.test.ts (runShellCommand's timeoutMs),
+ * test/core/runtime.test.ts (the runtime's budget and backstop), test/image/generate-image.test.ts (an abort
+ * whose reason is the budget's timeout); the cancel paths beside them in test/shell/tools.test.ts and
+ * test/web/fetch.test.ts.
+ */
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ToolRegistryStore } from "../../src/core/registry.js";
+import { ToolRuntime } from "../../src/core/runtime.js";
+import { MemoryAuditSink, MemoryToolSettingsStore } from "../../src/core/stores.js";
+import { generateImageTool } from "../../src/tools/builtin/generate-image.js";
+import { webFetchTool } from "../../src/tools/builtin/web-fetch.js";
+import { buildShellTool, findInterpreter } from "../../src/tools/shell/shell-tool.js";
+import { recordingLogger } from "../helpers/runtime.js";
+import { type FakeServer, startFakeOpenAI } from "../image/fakes.js";
+import { readPids, survivors, tempDir } from "../shell/helpers.js";
+import { startServer, type TestServer } from "../web/servers.js";
+// The provider table registers the credential reader generate_image falls back to (as the library entry does).
+import "../../src/providers/table.js";
+
+const USER = "u1";
+let root: string;
+let cleanup: () => void;
+let runtime: ToolRuntime;
+let store: MemoryToolSettingsStore;
+let web: TestServer;
+let image: FakeServer;
+let hanging = 0;
+
+beforeAll(async () => {
+  ({ dir: root, cleanup } = tempDir("toolhost-budget-"));
+  mkdirSync(join(root, "project"));
+  const registry = new ToolRegistryStore();
+  registry.register(buildShellTool("bash", findInterpreter("bash") as string));
+  registry.register(webFetchTool);
+  registry.register(generateImageTool);
+  store = new MemoryToolSettingsStore();
+  runtime = new ToolRuntime({
+    registry,
+    store,
+    audit: new MemoryAuditSink(),
+    logger: recordingLogger(),
+    dataDir: join(root, "data"),
+  });
+  // A page that never answers, and an image API that never answers.
+  web = await startServer(() => {
+    hanging++;
+  });
+  image = await startFakeOpenAI(() => "hang");
+});
+
+afterAll(async () => {
+  await runtime.shutdown({ graceMs: 2_000 });
+  await Promise.all([web.close(), image.close()]);
+  cleanup();
+});
+
+const budget = (parameters: Record<string, unknown> = {}) => ({ ...parameters, timeoutSeconds: 5 });
+
+describe.concurrent("timeoutSeconds = 5 (the minimum) ends a call that never finishes", () => {
+  it("bash: kills the process group and says the command did not finish within 5s", async () => {
+    await store.save(USER, "bash", { enabled: true, parameters: budget({ sandbox: "off" }) });
+    const p = join(root, "bash-timeout-pids");
+    const outcome = await runtime.executeTool(
+      "bash",
+      { command: `sleep 100 & echo $! >> ${p}; sleep 100` },
+      { userId: USER, chatId: "c1", workingDirectory: join(root, "project") },
+    );
+    expect(outcome).toMatchObject({ ok: false, error: { code: "timeout" } });
+    expect((outcome as { error: { message: string } }).error.message).toMatch(/did not finish within 5s/);
+    expect(readPids(p)).toHaveLength(1);
+    expect(survivors(readPids(p))).toEqual([]);
+  }, 15_000);
+
+  it("web_fetch: a page that never answers ends as a timeout", async () => {
+    await store.save(USER, "web_fetch", { enabled: null, parameters: budget({ allowedHosts: ["127.0.0.1"] }) });
+    const outcome = await runtime.executeTool("web_fetch", { url: `${web.origin}/hang` }, { userId: USER });
+    expect(hanging).toBe(1);
+    expect(outcome.ok).toBe(false);
+    if (!outcome.ok) expect(outcome.error.code).toBe("timeout");
+  }, 15_000);
+
+  it("generate_image: cancels the provider's requests on the wire and reports 0 of 2 made", async () => {
+    await store.save(USER, "generate_image", { enabled: null, parameters: budget() });
+    const outcome = await runtime.executeTool(
+      "generate_image",
+      { prompt: "slow", count: 2 },
+      { userId: USER, services: { imageGeneration: { openai: { apiKey: "k", baseUrl: image.baseUrl } } } },
+    );
+    expect(outcome.ok).toBe(false);
+    if (!outcome.ok) {
+      expect(outcome.error.code).toBe("timeout");
+      expect(outcome.error.message).toMatch(/Generated 0 of 2 images/);
+    }
+    await image.waitForCancelled(2);
+    expect(image.requests).toHaveLength(2);
+  }, 15_000);
+});
