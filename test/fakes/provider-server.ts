@@ -74,8 +74,11 @@ export async function startFakeProvider(
     stallResolve = resolve;
   });
 
-  const sendError = (res: ServerResponse, status: number, message: string) => {
-    res.writeHead(status, { "content-type": "application/json" });
+  const sendError = (res: ServerResponse, status: number, message: string, retryAfterMs?: number) => {
+    res.writeHead(status, {
+      "content-type": "application/json",
+      ...(retryAfterMs === undefined ? {} : { "retry-after-ms": String(retryAfterMs) }),
+    });
     res.end(JSON.stringify(protocol.errorBody(status, message)));
   };
 
@@ -142,7 +145,7 @@ export async function startFakeProvider(
     if (options.model === undefined) ctx.model = body.model ?? ctx.model;
     switch (action.kind) {
       case "error":
-        sendError(res, action.status, action.message);
+        sendError(res, action.status, action.message, action.retryAfterMs);
         return;
       case "raw":
         res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8" });

@@ -33,8 +33,11 @@ export type FakeTurnAction =
   | { kind: "break"; text?: string }
   /** Stream `text` (default "Thinking") then keep the response open until the client goes away (abort tests). */
   | { kind: "stall"; text?: string }
-  /** Answer with an HTTP error in the provider's error shape. */
-  | { kind: "error"; status: number; message: string }
+  /**
+   * Answer with an HTTP error in the provider's error shape; `retryAfterMs` adds the `retry-after-ms` header with
+   * which APIs tell a client when to retry (every SDK here honours it instead of its own backoff).
+   */
+  | { kind: "error"; status: number; message: string; retryAfterMs?: number }
   /** Write this exact body (a recorded stream fixture) as an SSE response. */
   | { kind: "raw"; body: string };
 

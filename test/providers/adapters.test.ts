@@ -493,8 +493,9 @@ describe("openai-chat with OpenAI-compatible servers", () => {
 
 describe.each(PROVIDERS)("%s retries", (name) => {
   it("retries a failed request when maxRetries is set, and not by default", async () => {
+    // The server says when to retry (10 ms), as APIs do; the SDK's own backoff would wait about half a second.
     const fake = await startFakeProvider(name, [
-      { kind: "error", status: 503, message: "overloaded" },
+      { kind: "error", status: 503, message: "overloaded", retryAfterMs: 10 },
       { kind: "text", text: "second time lucky" },
     ]);
     fakes.push(fake);
