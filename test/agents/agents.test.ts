@@ -558,7 +558,9 @@ describe("message order", () => {
   });
 });
 
-describe("runs cut short are never reported completed", () => {
+// The blocks from here on run concurrently (each test has users and chats of its own; none counts the instance's
+// agents): the timeout test waits out a child's real second of wall time.
+describe.concurrent("runs cut short are never reported completed", () => {
   it("max_turns: after the turn limit, one grace turn without tools produces the answer", async () => {
     await setSettings("turns", "agent_spawn", { maxTurns: 2 });
     let graceTools: string[] | undefined;
@@ -635,7 +637,7 @@ describe("runs cut short are never reported completed", () => {
   });
 });
 
-describe("agent_send wakes an idle agent, and its answer comes back to the sender", () => {
+describe.concurrent("agent_send wakes an idle agent, and its answer comes back to the sender", () => {
   it("delivers a follow-up to a finished child, runs a turn for it, and queues the reply to the parent", async () => {
     let rootInbox: string[] = [];
     let helperSaw: string[] = [];
@@ -685,7 +687,7 @@ describe("agent_send wakes an idle agent, and its answer comes back to the sende
   });
 });
 
-describe("approvals", () => {
+describe.concurrent("approvals", () => {
   it("a child's call goes through the chat's approval gate; the ask reaches the chat's surface tagged with its path", async () => {
     await ctx.settings.update("gated", "bash", { enabled: true }, { admin: true });
     const asks: ApprovalRequestView[] = [];
@@ -731,7 +733,7 @@ describe("approvals", () => {
   });
 });
 
-describe("cancellation follows the tree", () => {
+describe.concurrent("cancellation follows the tree", () => {
   it("a chat cancel kills a grandchild's running sleep process within 2 s", async () => {
     await ctx.settings.update("cancel", "bash", { enabled: true }, { admin: true });
     // A unique duration marks the grandchild's process; it is found by its command line in /proc (host pids,

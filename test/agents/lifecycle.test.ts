@@ -127,7 +127,9 @@ const childSecondTurn = (model: { requests: unknown[] }) => () =>
     (r) => r.messages[0]?.content === "work" && r.messages.filter((m) => m.role === "assistant").length === 1,
   );
 
-describe("restart", () => {
+// The next three blocks run concurrently: each opens its own context (own database) for its own users, and the
+// parent's time limit waits out a real second.
+describe.concurrent("restart", () => {
   it("an instance that opens the database after another stopped marks its running agents interrupted, partial result kept", async () => {
     const first = await open("restart", { instanceId: "first" });
     const model = partialThenHang("crash me");
@@ -167,7 +169,7 @@ describe("restart", () => {
   });
 });
 
-describe("a parent's time limit", () => {
+describe.concurrent("a parent's time limit", () => {
   it("cancels the parent's running sub-agents; the parent still answers in its grace turn", async () => {
     const ctx = await open("parent-timeout");
     const model = taskModel(({ task, turn, request }) => {
@@ -199,7 +201,7 @@ describe("a parent's time limit", () => {
   });
 });
 
-describe("users never reach each other's agents", () => {
+describe.concurrent("users never reach each other's agents", () => {
   it("user B cannot see, message, wait for or cancel user A's agents (service and HTTP)", async () => {
     const ctx = await open("tenancy");
     const aliceModel = partialThenHang("alice's work");
