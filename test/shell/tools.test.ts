@@ -330,7 +330,8 @@ describe.concurrent("timeouts and aborts through the runtime", () => {
   });
 });
 
-describe("audit log in the database", () => {
+// Runs concurrently with the timeout and abort tests above (its own database and runtime).
+describe.concurrent("audit log in the database", () => {
   it("records argv, cwd, exit and termination in audit_log, listed newest first per user", async () => {
     const database = await openDatabase({ dataDir: join(root, "db") });
     try {
