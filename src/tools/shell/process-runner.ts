@@ -89,10 +89,18 @@ function closed(stream: Readable | null): Promise<void> {
   });
 }
 
+/**
+ * Waits until `promise` settles, at most `ms` of wall time — and in any case past one poll of the event loop after
+ * that time. The event loop runs every due timer before it polls again: when other work held it (e.g. many calls
+ * ending at once, each scanning /proc), the time can run out before the loop has read what the child already wrote
+ * into its pipes, and a finished command's output would be lost. The extra turn reads it.
+ */
 async function waitAtMost(promise: Promise<unknown>, ms: number): Promise<void> {
   const controller = new AbortController();
   await Promise.race([promise, sleep(ms, undefined, { signal: controller.signal }).catch(() => {})]);
   controller.abort();
+  // setImmediate callbacks run right after the poll phase.
+  await new Promise((resolve) => setImmediate(resolve));
 }
 
 /**

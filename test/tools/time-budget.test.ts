@@ -1,14 +1,14 @@
 /**
- * The smallest time budget a user can give (timeoutSeconds = 5, the bottom of the 5–600 range every tool with a
- * budget declares), end to end through a ToolRuntime: bash, web_fetch and generate_image each end a call that
- * would never finish with a `timeout` after those 5 s, cancelling what they started.
+ * Time budgets running out, end to end through a ToolRuntime. The smallest budget a user can give
+ * (timeoutSeconds = 5, the bottom of the 5–600 range every tool with a budget declares): bash, web_fetch and
+ * generate_image each end a call that would never finish with a `timeout` after those 5 s, cancelling what they
+ * started. And shell_exec's own `timeout` argument (ms), which kills every process of the call.
  *
- * Each check waits the full 5 s of real time, so they run concurrently (they share nothing but this file's
- * temporary directory): the file costs one 5 s wait, not three. How each tool stops at its budget is tested with
- * short budgets where its own unit takes one: test/shell/runner.test.ts (runShellCommand's timeoutMs),
- * test/core/runtime.test.ts (the runtime's budget and backstop), test/image/generate-image.test.ts (an abort
- * whose reason is the budget's timeout); the cancel paths beside them in test/shell/tools.test.ts and
- * test/web/fetch.test.ts.
+ * These checks wait out real time, so they run concurrently (each has its own tool, settings and pid files): the
+ * file costs one 5 s wait, not three. How each tool stops at its budget is tested with short budgets where its own
+ * unit takes one: test/shell/runner.test.ts (runShellCommand's timeoutMs), test/core/runtime.test.ts (the runtime's
+ * budget and backstop), test/image/generate-image.test.ts (an abort whose reason is the budget's timeout); the
+ * cancel paths beside them in test/shell/tools.test.ts and test/web/fetch.test.ts.
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -18,6 +18,7 @@ import { ToolRuntime } from "../../src/core/runtime.js";
 import { MemoryAuditSink, MemoryToolSettingsStore } from "../../src/core/stores.js";
 import { generateImageTool } from "../../src/tools/builtin/generate-image.js";
 import { webFetchTool } from "../../src/tools/builtin/web-fetch.js";
+import { shellExecTool } from "../../src/tools/shell/shell-exec.js";
 import { buildShellTool, findInterpreter } from "../../src/tools/shell/shell-tool.js";
 import { recordingLogger } from "../helpers/runtime.js";
 import { type FakeServer, startFakeOpenAI } from "../image/fakes.js";
@@ -31,6 +32,7 @@ let root: string;
 let cleanup: () => void;
 let runtime: ToolRuntime;
 let store: MemoryToolSettingsStore;
+let audit: MemoryAuditSink;
 let web: TestServer;
 let image: FakeServer;
 let hanging = 0;
@@ -42,11 +44,13 @@ beforeAll(async () => {
   registry.register(buildShellTool("bash", findInterpreter("bash") as string));
   registry.register(webFetchTool);
   registry.register(generateImageTool);
+  registry.register(shellExecTool);
   store = new MemoryToolSettingsStore();
+  audit = new MemoryAuditSink();
   runtime = new ToolRuntime({
     registry,
     store,
-    audit: new MemoryAuditSink(),
+    audit,
     logger: recordingLogger(),
     dataDir: join(root, "data"),
   });
@@ -65,6 +69,8 @@ afterAll(async () => {
 
 const budget = (parameters: Record<string, unknown> = {}) => ({ ...parameters, timeoutSeconds: 5 });
 
+const shellCall = { userId: USER, chatId: "c1", workingDirectory: "" };
+
 describe.concurrent("timeoutSeconds = 5 (the minimum) ends a call that never finishes", () => {
   it("bash: kills the process group and says the command did not finish within 5s", async () => {
     await store.save(USER, "bash", { enabled: true, parameters: budget({ sandbox: "off" }) });
@@ -72,7 +78,7 @@ describe.concurrent("timeoutSeconds = 5 (the minimum) ends a call that never fin
     const outcome = await runtime.executeTool(
       "bash",
       { command: `sleep 100 & echo $! >> ${p}; sleep 100` },
-      { userId: USER, chatId: "c1", workingDirectory: join(root, "project") },
+      { ...shellCall, workingDirectory: join(root, "project") },
     );
     expect(outcome).toMatchObject({ ok: false, error: { code: "timeout" } });
     expect((outcome as { error: { message: string } }).error.message).toMatch(/did not finish within 5s/);
@@ -103,4 +109,38 @@ describe.concurrent("timeoutSeconds = 5 (the minimum) ends a call that never fin
     await image.waitForCancelled(2);
     expect(image.requests).toHaveLength(2);
   }, 15_000);
+});
+
+describe.concurrent("shell_exec's timeout argument", () => {
+  it("kills every process at the timeout (ms) and surfaces a timeout error with the output so far", async () => {
+    // Unsandboxed: the pids are read from a file outside the working directory (sandbox.test.ts checks the same
+    // inside the sandbox).
+    await store.save(USER, "shell_exec", {
+      enabled: true,
+      parameters: { allowlistPreset: "custom", allowedCommands: ["bash"], sandbox: "off" },
+    });
+    const p = join(root, "exec-timeout-pids");
+    const outcome = await runtime.executeTool(
+      "shell_exec",
+      {
+        argv: [
+          "bash",
+          "-c",
+          `sleep 100 & echo $! >> ${p}; setsid sleep 101 & echo $! >> ${p}; echo partial; sleep 100`,
+        ],
+        timeout: 1000,
+      },
+      { ...shellCall, workingDirectory: join(root, "project") },
+    );
+    expect(outcome).toMatchObject({ ok: false, error: { code: "timeout", details: { termination: "timed_out" } } });
+    expect((outcome as unknown as { error: { details: { stdoutTail: string } } }).error.details.stdoutTail).toBe(
+      "partial\n",
+    );
+    expect(survivors(readPids(p))).toEqual([]);
+    expect(readPids(p)).toHaveLength(2);
+    expect(audit.entries.filter((e) => e.tool === "shell_exec").at(-1)).toMatchObject({
+      termination: "timed_out",
+      exitCode: null,
+    });
+  });
 });
