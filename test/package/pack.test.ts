@@ -1,19 +1,31 @@
 /**
- * The published package works for someone who installs it: `npm pack`, install the tarball into an empty project
- * with npm (offline, through a lockfile derived from ours, so nothing leaves the machine), then run the `toolhost`
- * bin and import the library. Also checks that the README's relative links resolve inside the installed package
- * and that the LICENSE ships.
+ * The published package works for someone who installs it: npm packs this checkout and installs the package into an
+ * empty project (one `npm install --install-links` of the checkout's folder: npm packs a `file:` folder with the same
+ * file list `npm pack` and `npm publish` use, and installs the result as a copy; offline, through a lockfile derived
+ * from ours, so nothing leaves the machine), then the test runs the `toolhost` bin and imports the library. Also
+ * checks that only the published files arrived, that the README's relative links resolve inside the installed
+ * package and that the LICENSE ships.
  *
  * The project's node_modules starts with hard links to this checkout's copies of the production dependencies only
  * (the lockfile's entries that are neither dev nor devOptional; a dev dependency the package needed at run time
- * would be missing, as for a user), with their bin links: npm installs the tarball into that tree and checks it
+ * would be missing, as for a user), with their bin links: npm installs the package into that tree and checks it
  * against the lockfile, instead of unpacking ~280 packages from its cache again (most of this file's time before;
  * without the bin links npm also re-extracted the 8 dependencies that have bins). The native SQLite binding is
  * copied from this checkout (install scripts are skipped: compiling it again would take minutes and proves nothing
- * about our packaging).
+ * about our packaging). A separate `npm pack` plus `npm install <tarball>` cost about a second of CPU more for the
+ * same check.
  */
 import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -34,7 +46,6 @@ describe("npm pack, installed into an empty project", () => {
 
   beforeAll(() => {
     const work = tempDir("toolhost-pack-");
-    const tarball = npm(["pack", "--pack-destination", work, "--silent"], repo).trim().split("\n").pop()!;
     project = join(work, "app");
     mkdirSync(project);
     const lock = JSON.parse(readFileSync(join(repo, "package-lock.json"), "utf8")) as {
@@ -44,7 +55,8 @@ describe("npm pack, installed into an empty project", () => {
     const devOnly = (entry: { dev?: boolean; devOptional?: boolean; link?: boolean }) =>
       entry.dev || entry.devOptional || entry.link;
     const manifest = JSON.parse(readFileSync(join(repo, "package.json"), "utf8"));
-    const spec = `file:../${tarball}`;
+    // The checkout's folder; with --install-links npm packs it and installs the package, not a symlink to it.
+    const spec = `file:${repo.replace(/\/$/, "")}`;
     const packages: Record<string, unknown> = {
       "": { name: "app", version: "1.0.0", dependencies: { toolhost: spec } },
     };
@@ -89,7 +101,7 @@ describe("npm pack, installed into an empty project", () => {
       mkdirSync(folder, { recursive: true });
       execFileSync("cp", ["-al", ...sources, `${folder}/`]);
     }
-    npm(["install", "--offline", "--ignore-scripts", "--no-audit", "--no-fund"], project);
+    npm(["install", "--install-links", "--offline", "--ignore-scripts", "--no-audit", "--no-fund"], project);
     // Unless npm kept the seeded copy (then the binding is linked already).
     const binding = join(project, "node_modules/better-sqlite3/build");
     if (!existsSync(join(binding, "Release/better_sqlite3.node")))
@@ -97,7 +109,17 @@ describe("npm pack, installed into an empty project", () => {
     installed = join(project, "node_modules/toolhost");
   }, 300_000);
 
-  it("ships the LICENSE, and the README's relative links resolve inside the package", () => {
+  it("installs a copy holding only the published files; ships the LICENSE; the README's relative links resolve", () => {
+    // A copy, not a link to the checkout: what a user installing from the registry gets.
+    expect(lstatSync(installed).isSymbolicLink()).toBe(false);
+    expect(readdirSync(installed).sort()).toEqual([
+      "BENCHMARKS.md",
+      "LICENSE",
+      "README.md",
+      "dist",
+      "docs",
+      "package.json",
+    ]);
     expect(readFileSync(join(installed, "LICENSE"), "utf8")).toMatch(/^MIT License/);
     const readme = readFileSync(join(installed, "README.md"), "utf8");
     const links = [...readme.matchAll(/\]\(((?!https?:)[^)#]+)/g)].map((m) => m[1]!);
