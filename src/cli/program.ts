@@ -137,7 +137,7 @@ export async function buildProgram(only?: CommandName | ""): Promise<Command> {
       .option("-u, --user <name>", "user id", parseUserId, "local")
       .action(async (toolName: string, opts: { user: string }) =>
         withContext(async (ctx) => {
-          if (toolName.startsWith("mcp__")) await importMcpTools(ctx, true);
+          if (toolName.startsWith("mcp__")) await importMcpTools(ctx, true, toolName);
           print(await ctx.settings.get(opts.user, toolName));
         }),
       );
@@ -161,7 +161,7 @@ export async function buildProgram(only?: CommandName | ""): Promise<Command> {
           if (enabled === undefined && assignments.length === 0)
             throw new CliError("Nothing to change: pass --enable, --disable or name=value pairs.");
           await withContext(async (ctx) => {
-            if (toolName.startsWith("mcp__")) await importMcpTools(ctx, true);
+            if (toolName.startsWith("mcp__")) await importMcpTools(ctx, true, toolName);
             // The CLI runs on the server with the data directory's permissions: its operator is an admin.
             const descriptor = await ctx.settings.update(
               opts.user,
@@ -190,7 +190,7 @@ export async function buildProgram(only?: CommandName | ""): Promise<Command> {
       .requiredOption("-u, --user <name>", "whose locks to remove", parseUserId)
       .action(async (toolName: string, keys: string[], opts: { user: string }) =>
         withContext(async (ctx) => {
-          if (toolName.startsWith("mcp__")) await importMcpTools(ctx, true);
+          if (toolName.startsWith("mcp__")) await importMcpTools(ctx, true, toolName);
           const { descriptor, unlocked } = await ctx.settings.unlock(opts.user, toolName, keys, {
             actor: `cli:${osUser()}`,
           });

@@ -2,7 +2,7 @@
  * `toolhost mcp-servers` through the CLI program (main(argv) in this process) with real MCP server processes: a
  * stored server and a config-file server, their status, tools and removal.
  */
-import { writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -17,17 +17,49 @@ describe("toolhost mcp-servers", () => {
     const dataDir = tempDir();
     const configDir = tempDir();
     const config = join(configDir, "config.json");
+    const starts = join(configDir, "starts.log");
     writeFileSync(
       config,
-      JSON.stringify({ mcpServers: { filed: { command: process.execPath, args: [FIXTURE], trusted: true } } }),
+      JSON.stringify({
+        mcpServers: {
+          filed: {
+            command: process.execPath,
+            args: [FIXTURE],
+            trusted: true,
+            env: { FIXTURE_START_LOG: starts, FIXTURE_LABEL: "filed" },
+          },
+        },
+      }),
     );
     const env = { TOOLHOST_DATA_DIR: dataDir, TOOLHOST_CONFIG: config };
+    /** The servers started since the last look, in order. */
+    const started = () => {
+      const lines = existsSync(starts) ? readFileSync(starts, "utf8").split("\n").filter(Boolean) : [];
+      rmSync(starts, { force: true });
+      return lines.sort();
+    };
 
-    const added = await runCli(["mcp-servers", "add", "stored", "--", process.execPath, FIXTURE], env);
+    const added = await runCli(
+      [
+        "mcp-servers",
+        "add",
+        "stored",
+        "--env",
+        `FIXTURE_START_LOG=${starts}`,
+        "--env",
+        "FIXTURE_LABEL=stored",
+        "--",
+        process.execPath,
+        FIXTURE,
+      ],
+      env,
+    );
     expect(added.stderr).toBe("");
     expect(added.code).toBe(0);
     expect(added.stdout).toContain("Added stored: connected");
     expect(added.stdout).toContain("mcp__stored__echo");
+    // `add` checks the server it adds; the others are not started for it.
+    expect(started()).toEqual(["stored"]);
 
     const list = await runCli(["mcp-servers", "list", "--json"], env);
     const servers = JSON.parse(list.stdout).servers as { name: string; source: string; trusted: boolean }[];
@@ -45,6 +77,7 @@ describe("toolhost mcp-servers", () => {
       ["filed", "connected"],
       ["stored", "connected"],
     ]);
+    expect(started()).toEqual(["filed", "stored"]);
 
     expect((await runCli(["settings", "set", "mcp__filed__echo", "--enable"], env)).code).toBe(0);
     const called = await runCli(["call", "mcp__filed__echo", '{"text":"from the cli"}'], env);
@@ -52,6 +85,8 @@ describe("toolhost mcp-servers", () => {
     expect(JSON.parse(called.stdout)).toMatchObject({ source: "mcp:filed", text: "echo: from the cli" });
     const settings = JSON.parse((await runCli(["settings", "get", "mcp__filed__echo"], env)).stdout);
     expect(settings.external).toMatchObject({ server: "filed", trusted: true });
+    // A command about one imported tool starts only the server its name names.
+    expect(started()).toEqual(["filed", "filed", "filed"]);
 
     const refused = await runCli(["mcp-servers", "remove", "filed"], env);
     expect(refused.code).toBe(1);

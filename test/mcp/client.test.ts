@@ -10,7 +10,7 @@ import { runGatedCall } from "../../src/app/approvals/one-off.js";
 import type { ChatTurnEvent } from "../../src/app/chat-service.js";
 import { ChatService } from "../../src/app/chat-service.js";
 import { minimalEnvironment } from "../../src/mcp/client/manager.js";
-import { importedToolName } from "../../src/mcp/client/naming.js";
+import { importedToolName, serverMayOwnTool } from "../../src/mcp/client/naming.js";
 import { compileOriginalSchema, ImportedSchemaError, normalizeImportedSchema } from "../../src/mcp/client/schema.js";
 import { startTestServer, type TestServer, tempDir } from "../helpers/server.js";
 import { scriptedAdapter, textTurn, toolTurn } from "../loop/scripted-adapter.js";
@@ -26,6 +26,26 @@ describe("imported tool names", () => {
     expect(long).toBe(importedToolName("s".repeat(50), "t".repeat(50)));
     expect(long).not.toBe(importedToolName("s".repeat(50), `${"t".repeat(49)}u`));
     expect(long).toMatch(/^mcp__s+__t+_[0-9a-f]{8}$/);
+  });
+
+  it("name the servers that may own them (a command about one tool starts only those)", () => {
+    expect(serverMayOwnTool("files", "mcp__files__read")).toBe(true);
+    expect(serverMayOwnTool("my server", importedToolName("my server", "get.thing"))).toBe(true);
+    expect(serverMayOwnTool("file", "mcp__files__read")).toBe(false);
+    expect(serverMayOwnTool("files2", "mcp__files__read")).toBe(false);
+    // Ambiguous names keep every candidate: "a__b" + "c" and "a" + "b__c" are both mcp__a__b__c.
+    expect(serverMayOwnTool("a", "mcp__a__b__c")).toBe(true);
+    expect(serverMayOwnTool("a__b", "mcp__a__b__c")).toBe(true);
+    // Cut names keep at least the server's first 8 characters.
+    for (const [server, tool] of [
+      ["s".repeat(50), "t".repeat(50)],
+      ["short", "t".repeat(80)],
+      ["a-long-server-name-indeed", "x".repeat(60)],
+    ] as const) {
+      const name = importedToolName(server, tool);
+      expect(serverMayOwnTool(server, name), name).toBe(true);
+      expect(serverMayOwnTool(`z${server}`, name), name).toBe(false);
+    }
   });
 });
 

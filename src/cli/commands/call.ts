@@ -93,7 +93,7 @@ export async function runCall(toolName: string, json: string, opts: CallOptions)
   parseArgumentsOption(json);
   // A built-in runs with the core context and its own module only; other names get the full context.
   return withToolCallContext(toolName, async (ctx, app) => {
-    if (app && toolName.startsWith("mcp__")) await importMcpTools(app, true);
+    if (app && toolName.startsWith("mcp__")) await importMcpTools(app, true, toolName);
     // The same binder as chats and the HTTP route; a call in a chat uses the chat's directory.
     const caller = operator(opts.user);
     const chat = opts.chat ? await ctx.chats.get(opts.user, opts.chat) : undefined;

@@ -144,7 +144,8 @@ export function registerMcpServersCommand(program: Command): void {
         if (opts.callTimeoutMs !== undefined) config.callTimeoutMs = Number(opts.callTimeoutMs);
         await withServers(async (_ctx, service) => {
           await service.add(name, config);
-          await service.manager.start();
+          // Checks the new server only: the others are not started for it.
+          await service.manager.start({ only: (server) => server === name });
           await service.manager.settled();
           const status = service.get(name);
           print(`Added ${name}: ${status.state}${status.lastError ? ` — ${status.lastError}` : ""}`);

@@ -17,6 +17,7 @@ import { McpClientManager, type McpServerStatus } from "./manager.js";
 
 export type { McpServerConfig, NamedMcpServerConfig } from "./config.js";
 export { McpClientManager, type McpServerStatus } from "./manager.js";
+export { serverMayOwnTool } from "./naming.js";
 
 /** Loads the configured servers: the config file's `mcpServers`, then the database's (a name in both: the file wins). */
 export async function loadAllServers(

@@ -336,13 +336,25 @@ export class McpClientManager {
   }
 
   #started = false;
+  /** Which servers this manager connects (all when undefined); see start(). */
+  #only: ((server: string) => boolean) | undefined;
 
-  /** Loads the configuration and connects every enabled server in the background; returns at once. */
-  async start(): Promise<void> {
+  /**
+   * Loads the configuration and connects every enabled server in the background; returns at once. With `only`, just
+   * the servers it accepts (by name) connect, now and on later reloads; the others are listed, never connected
+   * (their state stays `connecting`, not attempted) — for a command that needs one server's tools.
+   */
+  async start(options: { only?: (server: string) => boolean } = {}): Promise<void> {
     this.#started = true;
+    this.#only = options.only;
     await this.reload();
     // Servers loaded before the start (e.g. by an add) connect now.
-    for (const connection of this.#servers.values()) if (!connection.attempted) void connection.connect();
+    for (const connection of this.#servers.values())
+      if (!connection.attempted && this.#wanted(connection.named.name)) void connection.connect();
+  }
+
+  #wanted(server: string): boolean {
+    return this.#only === undefined || this.#only(server);
   }
 
   /**
@@ -372,7 +384,7 @@ export class McpClientManager {
       if (this.#servers.has(named.name)) continue;
       const connection = new ServerConnection(named, this);
       this.#servers.set(named.name, connection);
-      if (this.#started) void connection.connect();
+      if (this.#started && this.#wanted(named.name)) void connection.connect();
     }
   }
 

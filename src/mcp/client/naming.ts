@@ -32,3 +32,14 @@ export function importedToolName(server: string, tool: string): string {
   const toolRoom = room - serverRoom;
   return `mcp__${s.slice(0, serverRoom)}__${t.slice(0, toolRoom)}${suffix}`;
 }
+
+/**
+ * Whether the registry name `toolName` can be a tool of server `server`: the name starts with the server's part as
+ * {@link importedToolName} writes it (the whole sanitized name then `__`, or, in a name shortened to the limit, at
+ * least its first 8 characters). Conservative: two servers whose names share a prefix may both qualify.
+ */
+export function serverMayOwnTool(server: string, toolName: string): boolean {
+  const s = sanitizeNamePart(server);
+  if (toolName.startsWith(`mcp__${s}__`)) return true;
+  return toolName.length === MAX_TOOL_NAME_LENGTH && toolName.startsWith(`mcp__${s.slice(0, 8)}`);
+}
