@@ -14,6 +14,7 @@ import { ToolError } from "../../core/errors.js";
 import { describeProviderVariables, PROVIDER_NAMES, PROVIDER_TABLE, providerEntry } from "../../providers/table.js";
 import type { ProviderName } from "../../providers/types.js";
 import { createAppContext } from "../app-context.js";
+import { importMcpTools } from "../mcp-tools.js";
 import { parseUserId } from "../options.js";
 import { CliError, onStopSignals, operator, SIGNAL_EXIT_CODE, type StopSignal } from "../util.js";
 
@@ -345,10 +346,7 @@ export function registerChatCommand(program: Command): void {
       const { cliResponder } = await import("../approval-prompt.js");
       const ctx = await createAppContext();
       // External MCP servers connect in the background; the turn does not wait for them.
-      const { createMcpClientManager } = await import("../../mcp/client/index.js");
-      const mcpClients = createMcpClientManager(ctx);
-      ctx.onClose(() => mcpClients.close());
-      void mcpClients.start();
+      await importMcpTools(ctx, false);
       const renderer = opts.json ? undefined : new ChatRenderer(process.stdout, process.stderr);
       const controller = new AbortController();
       let stoppedBy: StopSignal | undefined;

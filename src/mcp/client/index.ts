@@ -6,43 +6,14 @@
 import type { AppContext } from "../../app/context.js";
 import { AccessDeniedError, NotFoundError, ToolArgumentError } from "../../core/errors.js";
 import { McpServerExistsError, McpServerRepository } from "../../storage/mcp-server-repository.js";
-import {
-  configFilePath,
-  loadConfigFileServers,
-  type NamedMcpServerConfig,
-  parseMcpServerConfig,
-  parseServerName,
-} from "./config.js";
+import { configFilePath, loadConfigFileServers, parseMcpServerConfig, parseServerName } from "./config.js";
 import { McpClientManager, type McpServerStatus } from "./manager.js";
+import { loadAllServers } from "./servers.js";
 
 export type { McpServerConfig, NamedMcpServerConfig } from "./config.js";
 export { McpClientManager, type McpServerStatus } from "./manager.js";
 export { serverMayOwnTool } from "./naming.js";
-
-/** Loads the configured servers: the config file's `mcpServers`, then the database's (a name in both: the file wins). */
-export async function loadAllServers(
-  repository: McpServerRepository,
-  env: NodeJS.ProcessEnv = process.env,
-): Promise<{ servers: NamedMcpServerConfig[]; errors: { name: string; message: string }[] }> {
-  const file = loadConfigFileServers(env);
-  const servers = [...file.servers];
-  const errors = [...file.errors];
-  for (const stored of await repository.list()) {
-    if (servers.some((s) => s.name === stored.name)) {
-      errors.push({
-        name: `${stored.name} (database)`,
-        message: `A server named "${stored.name}" is also in the config file, which wins; remove one of them.`,
-      });
-      continue;
-    }
-    try {
-      servers.push({ name: stored.name, config: parseMcpServerConfig(stored.name, stored.config), source: "database" });
-    } catch (error) {
-      errors.push({ name: stored.name, message: (error as Error).message });
-    }
-  }
-  return { servers, errors };
-}
+export { loadAllServers } from "./servers.js";
 
 /** A manager for the context's registry whose servers come from the config file and the database. Not started. */
 export function createMcpClientManager(ctx: AppContext, env: NodeJS.ProcessEnv = process.env): McpClientManager {
