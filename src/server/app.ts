@@ -102,19 +102,26 @@ export function createServerApp(ctx: AppContext, options: ServerAppOptions = {})
 
   const auth = bearerAuth(ctx.tokens);
   const maxBodyBytes = Number(process.env.TOOLHOST_MAX_BODY_BYTES) || 16 * 1024 * 1024;
-  const limit = bodyLimit({
-    maxSize: maxBodyBytes,
-    onError: (c) =>
-      c.json(
-        {
-          error: {
-            code: "payload_too_large",
-            message: `Request body exceeds ${maxBodyBytes} bytes (TOOLHOST_MAX_BODY_BYTES).`,
-          },
+  const tooLarge = (c: Context) =>
+    c.json(
+      {
+        error: {
+          code: "payload_too_large",
+          message: `Request body exceeds ${maxBodyBytes} bytes (TOOLHOST_MAX_BODY_BYTES).`,
         },
-        413,
-      ),
-  });
+      },
+      413,
+    );
+  const counting = bodyLimit({ maxSize: maxBodyBytes, onError: tooLarge });
+  // A body that declares its length (and is not chunked) is judged on the Content-Length header alone, as Hono's
+  // bodyLimit judges it too, but without touching `c.req.raw.body`: that would make the Node adapter build a web
+  // Request and a web stream of the body, and lose its direct read of the body (`c.req.text()`), which together
+  // cost more than the rest of a settings PUT. A chunked body goes through bodyLimit's counting reader.
+  const limit = async (c: Context, next: Next): Promise<Response | void> => {
+    const declared = c.req.header("content-length");
+    if (declared === undefined || c.req.header("transfer-encoding") !== undefined) return counting(c, next);
+    return Number.parseInt(declared, 10) > maxBodyBytes ? tooLarge(c) : next();
+  };
   app.use("/api/*", async (c, next) => {
     if (c.req.path === "/api/health" || c.req.path === "/api/openapi.json") return next();
     return auth(c, next);

@@ -10,7 +10,12 @@ import { type Generated, Kysely, PostgresDialect, type SqliteDatabase, SqliteDia
 import { resolveDataDir } from "../core/data-dir.js";
 import { MigrationError, migrateToLatest, SchemaDamageError } from "./migrate.js";
 import { migrations } from "./migrations.js";
-import { SQLITE_BUSY_TIMEOUT_MS } from "./transaction.js";
+import {
+  registerSqliteTransactions,
+  SQLITE_BEGIN_WAIT_MS,
+  SQLITE_BUSY_TIMEOUT_MS,
+  type SqliteTransactions,
+} from "./transaction.js";
 
 /** Row of `user_tool_settings`: one user's saved settings for one tool. `enabled` is 0/1, or null when unset. */
 export interface UserToolSettingsTable {
@@ -307,6 +312,29 @@ function withStatementCache(sqlite: Database.Database): SqliteDatabase {
   } as SqliteDatabase;
 }
 
+/** The prepared statements of inTransaction's direct control of `sqlite` (see SqliteTransactions). */
+function sqliteTransactionControl(sqlite: Database.Database): SqliteTransactions {
+  const shortWait = sqlite.prepare(`PRAGMA busy_timeout = ${SQLITE_BEGIN_WAIT_MS}`);
+  const usualWait = sqlite.prepare(`PRAGMA busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
+  const begin = sqlite.prepare("BEGIN IMMEDIATE");
+  const commit = sqlite.prepare("COMMIT");
+  const rollback = sqlite.prepare("ROLLBACK");
+  return {
+    beginImmediate() {
+      shortWait.get();
+      try {
+        begin.run();
+      } finally {
+        usualWait.get();
+      }
+    },
+    commit: () => void commit.run(),
+    rollback() {
+      if (sqlite.inTransaction) rollback.run();
+    },
+  };
+}
+
 let addonPath: string | null | undefined;
 
 /**
@@ -366,6 +394,7 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<T
     sqlite.pragma("journal_mode = WAL");
     sqlite.pragma("foreign_keys = ON");
     const db = new Kysely<DatabaseSchema>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+    registerSqliteTransactions(db, sqliteTransactionControl(sqlite));
     database = { db, dialect: "sqlite", location: file, files: sqliteFiles(file), close: () => db.destroy() };
   }
   try {

@@ -86,6 +86,33 @@ export const SQLITE_BEGIN_WAIT_MS = 5;
 
 const active = new WeakMap<object, TransactionContext>();
 
+/**
+ * Direct control of one SQLite connection's transactions, bypassing Kysely's query pipeline: openDatabase registers
+ * one for each SQLite Kysely instance it creates ({@link registerSqliteTransactions}). Through Kysely, a transaction's
+ * own statements (the busy-timeout switch, `BEGIN IMMEDIATE`, the switch back, `COMMIT`) were four query executions,
+ * about a fifth of the CPU of a settings write; these are prepared once and run directly. {@link inTransaction}
+ * calls them only while it holds the Kysely instance's single connection, so nothing else runs on it meanwhile.
+ */
+export interface SqliteTransactions {
+  /**
+   * `BEGIN IMMEDIATE` with the busy timeout lowered to {@link SQLITE_BEGIN_WAIT_MS} for it (restored to
+   * {@link SQLITE_BUSY_TIMEOUT_MS} afterwards, also when it fails). Throws the database's error (`SQLITE_BUSY`
+   * while another connection holds the write lock).
+   */
+  beginImmediate(): void;
+  /** `COMMIT`. Throws the database's error (the transaction then may still be open: roll it back). */
+  commit(): void;
+  /** `ROLLBACK` when a transaction is open (SQLite may have ended it already, e.g. after an error). */
+  rollback(): void;
+}
+
+const sqliteTransactions = new WeakMap<object, SqliteTransactions>();
+
+/** Registers the direct transaction control of a SQLite Kysely instance (openDatabase does, for each it opens). */
+export function registerSqliteTransactions(db: Kysely<any>, control: SqliteTransactions): void {
+  sqliteTransactions.set(db, control);
+}
+
 /** The dialect of a Kysely instance (from its adapter). Throws for a dialect Toolhost does not support. */
 export function dialectOf(db: Kysely<any>): Dialect {
   const adapter = db.getExecutor().adapter;
@@ -121,6 +148,7 @@ export async function inTransaction<DB, T>(
   const joined = active.get(db);
   if (joined) return work(db, joined);
   const dialect = dialectOf(db);
+  const native = dialect === "sqlite" ? sqliteTransactions.get(db) : undefined;
   const maxAttempts = Math.max(1, options.maxAttempts ?? 8);
   const deadline = Date.now() + (options.busyTimeoutMs ?? 10_000);
   let lastError: unknown;
@@ -135,7 +163,9 @@ export async function inTransaction<DB, T>(
     let began = false;
     try {
       return await db.connection().execute(async (conn) => {
-        if (dialect === "sqlite") {
+        if (native) {
+          native.beginImmediate();
+        } else if (dialect === "sqlite") {
           await sql.raw(`PRAGMA busy_timeout = ${SQLITE_BEGIN_WAIT_MS}`).execute(conn);
           try {
             await sql.raw("BEGIN IMMEDIATE").execute(conn);
@@ -149,15 +179,16 @@ export async function inTransaction<DB, T>(
         active.set(conn, tx);
         try {
           const result = await work(conn, tx);
-          await sql.raw("COMMIT").execute(conn);
+          if (native) native.commit();
+          else await sql.raw("COMMIT").execute(conn);
           return result;
         } catch (error) {
-          await sql
-            .raw("ROLLBACK")
-            .execute(conn)
-            .catch(() => {
-              // SQLite may have rolled back already (e.g. after SQLITE_BUSY on COMMIT); nothing left to undo.
-            });
+          try {
+            if (native) native.rollback();
+            else await sql.raw("ROLLBACK").execute(conn);
+          } catch {
+            // SQLite may have rolled back already (e.g. after SQLITE_BUSY on COMMIT); nothing left to undo.
+          }
           throw error;
         } finally {
           active.delete(conn);

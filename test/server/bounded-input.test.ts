@@ -3,6 +3,7 @@
  * That /api/health stays responsive while maximal hostile bodies arrive is measured in health-latency.test.ts
  * (which runs alone, after the rest of the suite).
  */
+import { request } from "node:http";
 import { connect } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import {
@@ -145,6 +146,48 @@ describe("HTTP bodies", () => {
     expect(stalled.heads[0]).toMatch(/^HTTP\/1\.1 413 /);
     expect(stalled.heads[0]).toMatch(/^connection: close$/im);
     expect(stalled.closed).toBe(true);
+  });
+
+  it("the server-wide body cap (TOOLHOST_MAX_BODY_BYTES) refuses a body over it, declared or chunked; a chunked body within it is read", async () => {
+    // Read when the server's app is built: set for this server only.
+    process.env.TOOLHOST_MAX_BODY_BYTES = "2000";
+    try {
+      server = await startTestServer();
+    } finally {
+      delete process.env.TOOLHOST_MAX_BODY_BYTES;
+    }
+    /** PUTs `chunks` with node's HTTP client: chunked transfer encoding unless `length` is declared. */
+    const send = (chunks: string[], length?: number) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = request(
+          `${server!.server.url}/api/settings/tools/grep`,
+          {
+            method: "PUT",
+            headers: {
+              authorization: `Bearer ${server!.token}`,
+              "content-type": "application/json",
+              ...(length === undefined ? {} : { "content-length": String(length) }),
+            },
+          },
+          (res) => {
+            let body = "";
+            res.setEncoding("utf8").on("data", (d: string) => (body += d));
+            res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+          },
+        );
+        req.on("error", reject);
+        for (const chunk of chunks) req.write(chunk);
+        req.end();
+      });
+    const big = `{"parameters":{"deniedPaths":["/${"x".repeat(3000)}"]}}`;
+    for (const sent of [await send([big], big.length), await send([big.slice(0, 1500), big.slice(1500)])]) {
+      expect(sent.status).toBe(413);
+      expect(sent.body).toMatch(/exceeds 2000 bytes \(TOOLHOST_MAX_BODY_BYTES\)/);
+    }
+    const small = JSON.stringify({ parameters: { deniedPaths: ["/chunked"] } });
+    const read = await send([small.slice(0, 10), small.slice(10)]);
+    expect(read.status).toBe(200);
+    expect((await server.ctx.settings.get("local", "grep")).parameters.deniedPaths).toEqual(["/chunked"]);
   });
 
   it("keeps an idle connection longer than clients do (65 s), so a loaded server never resets one a request came on", async () => {

@@ -4,35 +4,18 @@
  * two server processes on one database), an admin's narrowing survives a user's PUT storm, and If-Match/ETag
  * behave as documented.
  */
-import { Agent, request } from "undici";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAppContext } from "../../src/app/context.js";
+import { RawHttpError, RawHttpPool } from "../helpers/raw-http.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { type ChildServer, freshStore, HAVE_POSTGRES, startChildServer, type TestStore } from "../helpers/stores.js";
 
 /**
  * Declares the settings-writes tests for `dialect` (call it at a test file's top level). Everything a run holds
- * (the HTTP client pool, the servers to stop) is made per call: with vitest's isolate: false this module is shared
- * by the files a worker runs.
+ * (the servers, the client pools) is made per call: with vitest's isolate: false this module is shared by the files
+ * a worker runs.
  */
 export function describeSettingsWrites(dialect: "sqlite" | "postgres"): void {
-  const cleanups: (() => Promise<unknown>)[] = [];
-
-  async function serverOn(store: TestStore): Promise<TestServer> {
-    const s = await startTestServer({
-      dataDir: store.dataDir,
-      ...(store.databaseUrl ? { databaseUrl: store.databaseUrl } : {}),
-    });
-    cleanups.push(() => s.stop());
-    return s;
-  }
-
-  async function childOn(store: TestStore): Promise<ChildServer> {
-    const c = await startChildServer(store);
-    cleanups.push(() => c.stop());
-    return c;
-  }
-
   /** One write of one key of grep for one user, with the value expected back. */
   interface Write {
     user: string;
@@ -53,28 +36,40 @@ export function describeSettingsWrites(dialect: "sqlite" | "postgres"): void {
     ];
   }
 
-  // All requests are sent at once; they share at most 64 connections per server (more only overflow the listen
-  // backlog of a loaded machine with connection resets, which says nothing about the server).
-  let dispatcher: Agent;
+  // One database for the whole file, with two servers on it started once: this process's (`s`) and a
+  // `toolhost serve` child process (`other`). Each test writes as users of its own, so the tests do not see each
+  // other's rows.
+  let store: TestStore;
+  let s: TestServer;
+  let other: ChildServer;
+  // The storms' HTTP client: plain keep-alive HTTP/1.1 connections, at most 64 per server, one request in flight on
+  // each (more connections only overflow the listen backlog of a loaded machine with connection resets, which says
+  // nothing about the server). A general client (undici, fetch) spent as much CPU per request as the server.
+  const pools = new Map<string, RawHttpPool>();
+  const poolOf = (base: string) => {
+    let pool = pools.get(base);
+    if (!pool) {
+      pool = new RawHttpPool(base, 64);
+      pools.set(base, pool);
+    }
+    return pool;
+  };
 
-  /**
-   * One PUT of one key; resolves with the status once the answer's body has been read. undici's `request` rather
-   * than `fetch`: the same HTTP/1.1 on the wire, without the WHATWG stream layer that was a third of this file's CPU.
-   */
+  /** One PUT of one key; resolves with the status once the whole answer has been read. */
   async function put(base: string, token: string, w: Write): Promise<number> {
     const body = w.key === "enabled" ? { enabled: w.value } : { parameters: { [w.key]: w.value } };
-    const res = await request(`${base}/api/settings/tools/grep`, {
-      dispatcher,
-      method: "PUT",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body: JSON.stringify(body),
-    });
-    await res.body.dump();
-    return res.statusCode;
+    const res = await poolOf(base).request(
+      "PUT",
+      "/api/settings/tools/grep",
+      { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      JSON.stringify(body),
+    );
+    return res.status;
   }
 
-  async function storm(store: TestStore, bases: string[], s: TestServer, other?: ChildServer) {
-    const users = Array.from({ length: 143 }, (_, i) => `user${i}`);
+  /** 143 users (prefixed `prefix`) × 7 keys, all PUT at once, spread over `bases`; checks that none was lost. */
+  async function storm(prefix: string, bases: string[]) {
+    const users = Array.from({ length: 143 }, (_, i) => `${prefix}${i}`);
     const tokens = new Map<string, string>();
     for (const u of users) tokens.set(u, (await s.ctx.tokens.create(u)).token);
     const writes = users.flatMap((u, i) => writesFor(u, i));
@@ -92,15 +87,14 @@ export function describeSettingsWrites(dialect: "sqlite" | "postgres"): void {
         try {
           return await put(base, tokens.get(w.user)!, w);
         } catch (error) {
-          const e = error as { code?: string; message?: string; cause?: { code?: string; message?: string } };
-          const why = e.cause?.code ?? e.cause?.message ?? e.code ?? e.message ?? String(error);
-          return `${base === other?.url ? "child" : "in-process"} server: ${why}`;
+          const why = error instanceof RawHttpError ? error.code : String(error);
+          return `${base === other.url ? "child" : "in-process"} server: ${why}`;
         }
       }),
     );
     const acknowledged = writes.filter((_, i) => statuses[i] === 200);
     const failed = statuses.filter((code) => code !== 200);
-    const child = other
+    const child = bases.includes(other.url)
       ? `; child server: exit ${other.child.exitCode ?? other.child.signalCode ?? "none (running)"}, output ${JSON.stringify(other.output().slice(-2000))}`
       : "";
     expect(failed, `${failed.length} of ${writes.length} not acknowledged${child}`).toEqual([]);
@@ -117,37 +111,34 @@ export function describeSettingsWrites(dialect: "sqlite" | "postgres"): void {
   }
 
   describe.skipIf(dialect === "postgres" && !HAVE_POSTGRES)(`settings writes on ${dialect}`, () => {
-    beforeAll(() => {
-      dispatcher = new Agent({ connections: 64, pipelining: 1 });
-    });
-    afterEach(async () => {
-      await Promise.all(cleanups.splice(0).map((c) => c()));
-    });
-    afterAll(() => dispatcher.close());
+    beforeAll(async () => {
+      store = await freshStore(dialect);
+      // Both start at once on the fresh database (concurrent first starts are safe: see migrations.test.ts).
+      [s, other] = await Promise.all([
+        startTestServer({ dataDir: store.dataDir, ...(store.databaseUrl ? { databaseUrl: store.databaseUrl } : {}) }),
+        startChildServer(store),
+      ]);
+    }, 120_000);
+    afterAll(async () => {
+      await Promise.all([...pools.values()].map((p) => p.close()));
+      pools.clear();
+      await Promise.all([s?.stop(), other?.stop()]);
+    }, 60_000);
 
     it("1000 concurrent PUTs across users and keys through one server: no acknowledged write lost", async () => {
-      const store = await freshStore(dialect);
-      const s = await serverOn(store);
-      await storm(store, [s.server.url], s);
+      await storm("one-", [s.server.url]);
     }, 180_000);
 
     it("the same across two server processes on one database: no acknowledged write lost", async () => {
-      const store = await freshStore(dialect);
-      const s = await serverOn(store);
-      const other = await childOn(store);
-      await storm(store, [s.server.url, other.url], s, other);
+      await storm("two-", [s.server.url, other.url]);
     }, 180_000);
 
     it("a user's PUT storm during 8 admin narrowings loses no narrowing", async () => {
-      const store = await freshStore(dialect);
-      const s = await serverOn(store);
-      const other = await childOn(store);
       // The admin writes through a context of its own (its own connection), as the CLI does.
       const admin = await createAppContext({
         dataDir: store.dataDir,
         ...(store.databaseUrl ? { databaseUrl: store.databaseUrl } : {}),
       });
-      cleanups.push(() => admin.close());
       const alice = (await s.ctx.tokens.create("alice")).token;
       let stop = false;
       const statuses = new Map<number, number>();
@@ -178,30 +169,35 @@ export function describeSettingsWrites(dialect: "sqlite" | "postgres"): void {
           onLanded();
         }
       })();
-      const narrowings: string[][] = [];
-      for (let k = 1; k <= 8; k++) {
-        const deniedPaths = Array.from({ length: k }, (_, j) => `/secret${j}`);
-        await admin.settings.update("alice", "grep", { parameters: { deniedPaths } }, { admin: true });
-        narrowings.push(deniedPaths);
-        await nextBatch();
-        const seen = await s.ctx.settings.get("alice", "grep");
-        expect(seen.parameters.deniedPaths).toEqual(deniedPaths);
-        expect(seen.lockedKeys).toContain("deniedPaths");
+      try {
+        const narrowings: string[][] = [];
+        for (let k = 1; k <= 8; k++) {
+          const deniedPaths = Array.from({ length: k }, (_, j) => `/secret${j}`);
+          await admin.settings.update("alice", "grep", { parameters: { deniedPaths } }, { admin: true });
+          narrowings.push(deniedPaths);
+          await nextBatch();
+          const seen = await s.ctx.settings.get("alice", "grep");
+          expect(seen.parameters.deniedPaths).toEqual(deniedPaths);
+          expect(seen.lockedKeys).toContain("deniedPaths");
+        }
+        stop = true;
+        await userStorm;
+        const final = await s.ctx.settings.get("alice", "grep");
+        expect(final.parameters.deniedPaths).toEqual(narrowings.at(-1));
+        expect(final.lockedKeys).toContain("deniedPaths");
+        expect([...statuses.keys()]).toEqual([200]);
+        expect(statuses.get(200)).toBeGreaterThanOrEqual(8 * 8);
+        // And the user cannot lift it.
+        expect(await put(s.server.url, alice, { user: "alice", key: "deniedPaths", value: [] })).toBe(403);
+      } finally {
+        stop = true;
+        await userStorm.catch(() => {});
+        await admin.close();
       }
-      stop = true;
-      await userStorm;
-      const final = await s.ctx.settings.get("alice", "grep");
-      expect(final.parameters.deniedPaths).toEqual(narrowings.at(-1));
-      expect(final.lockedKeys).toContain("deniedPaths");
-      expect([...statuses.keys()]).toEqual([200]);
-      expect(statuses.get(200)).toBeGreaterThanOrEqual(8 * 8);
-      // And the user cannot lift it.
-      expect(await put(s.server.url, alice, { user: "alice", key: "deniedPaths", value: [] })).toBe(403);
     }, 180_000);
 
     it("ETag is the stored version; If-Match applies only to that version (412 otherwise)", async () => {
-      const store = await freshStore(dialect);
-      const s = await serverOn(store);
+      // As the first-start token's user ("local"), whose grep settings no other test writes.
       const first = await s.api("/api/settings/tools/grep");
       expect(first.headers.get("etag")).toBe('"0"');
       const a = await s.api("/api/settings/tools/grep", {
@@ -213,7 +209,7 @@ export function describeSettingsWrites(dialect: "sqlite" | "postgres"): void {
       expect(a.headers.get("etag")).toBe('"1"');
       expect(((await a.json()) as { version: number }).version).toBe(1);
       // A PUT that changes nothing writes nothing: same ETag, no audit line (with If-Match or without).
-      const changes = async () => (await s.ctx.audit.list({ kind: "settings_change" })).length;
+      const changes = async () => (await s.ctx.audit.list({ kind: "settings_change", userId: "local" })).length;
       const audited = await changes();
       for (const headers of [{ "if-match": '"1"' }, {}] as Record<string, string>[]) {
         const same = await s.api("/api/settings/tools/grep", {
