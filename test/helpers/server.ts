@@ -1,15 +1,10 @@
 /** Test helpers: a real Toolhost server on a loopback port over a real SQLite file in a temp data directory. */
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { type AppContext, type AppContextOptions, createAppContext } from "../../src/app/context.js";
 import { type RunningServer, startServer } from "../../src/server/serve.js";
 import { recordingLogger } from "./runtime.js";
+import { tempDir } from "./temp.js";
 
-/** A fresh temp directory. */
-export function tempDir(prefix = "toolhost-"): string {
-  return mkdtempSync(join(tmpdir(), prefix));
-}
+export { tempDir } from "./temp.js";
 
 /** A started server with its first-start token and a fetch helper that sends it. */
 export interface TestServer {

@@ -5,7 +5,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { BIN } from "./cli.js";
 import { findPgBin, freshPostgresDatabase } from "./postgres.js";
-import { tempDir } from "./server.js";
+import { tempDir } from "./temp.js";
 
 /** Where a test's state lives: a SQLite data directory, or a PostgreSQL URL (the data dir is still used for files). */
 export interface TestStore {
