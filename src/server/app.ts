@@ -2,7 +2,7 @@
  * The HTTP service: Hono routes over the application services. Layers: routes → services (src/app) → registry, settings
  * policy, repositories.
  */
-import { type Context, Hono, type Next } from "hono";
+import { type Context, Hono, type MiddlewareHandler, type Next } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { secureHeaders } from "hono/secure-headers";
 import type { AppContext } from "../app/context.js";
@@ -117,10 +117,11 @@ export function createServerApp(ctx: AppContext, options: ServerAppOptions = {})
   // bodyLimit judges it too, but without touching `c.req.raw.body`: that would make the Node adapter build a web
   // Request and a web stream of the body, and lose its direct read of the body (`c.req.text()`), which together
   // cost more than the rest of a settings PUT. A chunked body goes through bodyLimit's counting reader.
-  const limit = async (c: Context, next: Next): Promise<Response | void> => {
+  const limit: MiddlewareHandler<AuthEnv> = async (c, next) => {
     const declared = c.req.header("content-length");
     if (declared === undefined || c.req.header("transfer-encoding") !== undefined) return counting(c, next);
-    return Number.parseInt(declared, 10) > maxBodyBytes ? tooLarge(c) : next();
+    if (Number.parseInt(declared, 10) > maxBodyBytes) return tooLarge(c);
+    await next();
   };
   app.use("/api/*", async (c, next) => {
     if (c.req.path === "/api/health" || c.req.path === "/api/openapi.json") return next();
