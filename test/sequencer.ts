@@ -13,6 +13,8 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
  */
 const HEAVY = [
   /test\/storage\/settings-concurrency-[^/]*\.test\.ts$/,
+  // Waits out the 5 s minimum time budget: early, beside the storms' second server processes, not in the tail.
+  /test\/tools\/time-budget\.test\.ts$/,
   /test\/fs\/argument-fuzz-[^/]*\.test\.ts$/,
   /test\/package\/pack\.test\.ts$/,
   /test\/mcp\/server-stdio\.test\.ts$/,
