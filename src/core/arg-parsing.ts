@@ -235,6 +235,20 @@ export function parseToolArguments(
   raw: unknown,
   decoding?: ArgumentDecoding,
 ): Record<string, unknown> {
+  const parsed = checkToolArguments(schema, raw, decoding);
+  if (parsed instanceof ToolArgumentError) throw parsed;
+  return parsed;
+}
+
+/**
+ * {@link parseToolArguments} without the throw: returns the parsed arguments, or the ToolArgumentError it would
+ * throw. The runtime refuses bad arguments through this form (a thrown error costs more than the check itself).
+ */
+export function checkToolArguments(
+  schema: JsonSchema,
+  raw: unknown,
+  decoding?: ArgumentDecoding,
+): Record<string, unknown> | ToolArgumentError {
   let value = raw;
   if (typeof raw === "string") {
     const text = raw.trim();
@@ -244,7 +258,7 @@ export function parseToolArguments(
     if (violation) {
       const message = `Arguments: ${violation.message}`;
       if (untrimmed) decoding.decoded = { notRecorded: message };
-      throw new ToolArgumentError(message, { rule: violation.limit });
+      return new ToolArgumentError(message, { rule: violation.limit });
     }
     if (text === "") value = {};
     else {
@@ -252,7 +266,7 @@ export function parseToolArguments(
         value = JSON.parse(text);
       } catch (error) {
         if (untrimmed) decoding.decoded = raw;
-        throw new ToolArgumentError(
+        return new ToolArgumentError(
           `Arguments are not valid JSON (${(error as Error).message}); send a JSON object matching the tool's schema.`,
           { rule: "json" },
         );
@@ -262,22 +276,29 @@ export function parseToolArguments(
   }
   if (value === undefined || value === null) value = {};
   if (typeof value !== "object" || Array.isArray(value)) {
-    throw new ToolArgumentError(`Arguments must be a JSON object, got ${describeValue(value)}.`, { rule: "type" });
+    return new ToolArgumentError(`Arguments must be a JSON object, got ${describeValue(value)}.`, { rule: "type" });
   }
   if (typeof raw !== "string") {
     // A library caller's value: check the limits and that it is JSON data (no functions, symbols, BigInt, cycles).
     const problem = checkValueLimits(value, TOOL_ARGUMENT_LIMITS);
     if (problem) {
       if (decoding) decoding.decoded = { notRecorded: problem };
-      throw new ToolArgumentError(problem, { rule: "json" });
+      return new ToolArgumentError(problem, { rule: "json" });
     }
     if (decoding) decoding.decoded = raw;
   }
-  const args = stripNulls(schema, value) as Record<string, unknown>;
+  let args: Record<string, unknown>;
+  try {
+    args = stripNulls(schema, value) as Record<string, unknown>;
+  } catch (error) {
+    // Only past MAX_ARGUMENT_DEPTH, which the limits above already refuse.
+    if (error instanceof ToolArgumentError) return error;
+    throw error;
+  }
   const validate = validatorFor(schema);
   if (!validate(args)) {
     const first = validate.errors?.[0];
-    throw first
+    return first
       ? toArgumentError(first, args, schema)
       : new ToolArgumentError("Arguments do not match the tool's schema.");
   }

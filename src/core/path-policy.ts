@@ -200,12 +200,19 @@ export const MAX_NAME_BYTES = 255;
 
 /**
  * A RegisteredTool.validateArguments for tools whose arguments `names` are paths: each one present is checked with
- * {@link checkPathArgument}, so a path no file can have is refused before the call runs (its time budget, its
- * context), as an argument the schema refuses is.
+ * {@link pathArgumentProblem}, so a path no file can have is refused before the call runs (its time budget, its
+ * context), as an argument the schema refuses is. Returns the first refusal (not thrown), or undefined.
  */
-export function pathArgumentsCheck(...names: string[]): (args: Record<string, unknown>) => void {
+export function pathArgumentsCheck(
+  ...names: string[]
+): (args: Record<string, unknown>) => ToolArgumentError | undefined {
   return (args) => {
-    for (const name of names) if (args[name] !== undefined) checkPathArgument(args[name], name);
+    for (const name of names) {
+      if (args[name] === undefined) continue;
+      const problem = pathArgumentProblem(args[name], name);
+      if (problem) return problem;
+    }
+    return undefined;
   };
 }
 
@@ -217,27 +224,33 @@ export function pathArgumentsCheck(...names: string[]): (args: Record<string, un
  * characters of the argument.
  */
 export function checkPathArgument(input: unknown, argument = "path"): asserts input is string {
+  const problem = pathArgumentProblem(input, argument);
+  if (problem) throw problem;
+}
+
+/** {@link checkPathArgument} without the throw: the ToolArgumentError it would throw, or undefined. */
+export function pathArgumentProblem(input: unknown, argument = "path"): ToolArgumentError | undefined {
   if (typeof input !== "string" || input.trim() === "") {
-    throw new ToolArgumentError(`Invalid argument "${argument}": must be a non-empty path.`, {
+    return new ToolArgumentError(`Invalid argument "${argument}": must be a non-empty path.`, {
       argument,
       rule: "non_empty",
     });
   }
   if (input.includes("\0")) {
-    throw new ToolArgumentError(`Invalid argument "${argument}": a path must not contain a NUL byte.`, {
+    return new ToolArgumentError(`Invalid argument "${argument}": a path must not contain a NUL byte.`, {
       argument,
       rule: "nul_byte",
     });
   }
   if (LONE_SURROGATE.test(input)) {
-    throw new ToolArgumentError(
+    return new ToolArgumentError(
       `Invalid argument "${argument}": it contains a lone UTF-16 surrogate (half of a character), which no file name can hold; send the path as valid Unicode text.`,
       { argument, rule: "invalid_unicode" },
     );
   }
   const bytes = Buffer.byteLength(input, "utf8");
   if (bytes > MAX_PATH_BYTES) {
-    throw new ToolArgumentError(
+    return new ToolArgumentError(
       `Invalid argument "${argument}": it is ${bytes} bytes long; a path is at most ${MAX_PATH_BYTES} bytes (UTF-8). Send a shorter path.`,
       { argument, rule: "path_too_long", bytes, max: MAX_PATH_BYTES },
     );
@@ -246,13 +259,14 @@ export function checkPathArgument(input: unknown, argument = "path"): asserts in
     for (const name of input.split(sep === "\\" ? /[\\/]/ : "/")) {
       const length = Buffer.byteLength(name, "utf8");
       if (length > MAX_NAME_BYTES) {
-        throw new ToolArgumentError(
+        return new ToolArgumentError(
           `Invalid argument "${argument}": the name "${clip(name, 60)}" is ${length} bytes long; a file or directory name is at most ${MAX_NAME_BYTES} bytes (UTF-8). Send a path whose names are shorter.`,
           { argument, rule: "name_too_long", bytes: length, max: MAX_NAME_BYTES },
         );
       }
     }
   }
+  return undefined;
 }
 
 /**

@@ -6,7 +6,7 @@
  * `getEnabledToolRuntime` use a process-wide default runtime (in-memory storage unless configured).
  */
 import { isAbsolute, resolve } from "node:path";
-import { type ArgumentDecoding, parseToolArguments } from "./arg-parsing.js";
+import { type ArgumentDecoding, checkToolArguments } from "./arg-parsing.js";
 import { resolveDataDir } from "./data-dir.js";
 import {
   AccessDeniedError,
@@ -338,8 +338,15 @@ export class ToolRuntime {
     const name = tool.definition.name;
     let outcome: ToolCallOutcome;
     try {
-      const result = await this.#run(tool, args, call, state);
-      outcome = { ok: true, result, durationMs: Math.round(performance.now() - started) };
+      const saved = await this.store.get(call.userId, name);
+      const checked = this.#check(tool, saved, args, call, state);
+      if (checked.refusal) {
+        // Refused before it runs (disabled, bad arguments): no budget, context or signal is made, nothing thrown.
+        outcome = { ok: false, error: checked.refusal.toJSON(), durationMs: Math.round(performance.now() - started) };
+      } else {
+        const result = await this.#run(tool, checked.settings, checked.args, call, state);
+        outcome = { ok: true, result, durationMs: Math.round(performance.now() - started) };
+      }
     } catch (thrown) {
       const error = toToolError(thrown);
       if (!(thrown instanceof ToolError)) {
@@ -423,21 +430,49 @@ export class ToolRuntime {
     tool: RegisteredTool,
     rawArgs: unknown,
     call: ToolCallContext,
-    state?: CallState,
   ): Promise<{ settings: EffectiveToolSettings; args: Record<string, unknown> }> {
+    const saved = await this.store.get(call.userId, tool.definition.name);
+    const checked = this.#check(tool, saved, rawArgs, call);
+    if (checked.refusal) throw checked.refusal;
+    return checked;
+  }
+
+  /**
+   * The checks of a call before it runs, given the user's saved row: the tool is enabled for the user, the
+   * arguments parse against its schema and pass the tool's own validateArguments. A refusal is returned, not thrown
+   * (bad arguments are ordinary traffic, and a throw costs more than the checks); anything else the tool's
+   * validateArguments throws propagates.
+   */
+  #check(
+    tool: RegisteredTool,
+    saved: VersionedToolSettings | undefined,
+    rawArgs: unknown,
+    call: ToolCallContext,
+    state?: CallState,
+  ): { refusal?: undefined; settings: EffectiveToolSettings; args: Record<string, unknown> } | { refusal: ToolError } {
     const name = tool.definition.name;
-    const saved = await this.store.get(call.userId, name);
     const settings = this.#settingsFor(tool, saved);
     const explicitlySaved = typeof saved?.enabled === "boolean";
     if (!settings.enabled && !(call.allowDefaultDisabled && !explicitlySaved)) {
-      throw new AccessDeniedError(
-        `Tool "${name}" is disabled for this user. Enable it in the tool settings (PUT /api/settings/tools/${name} or \`toolhost settings set ${name} --enable\`).`,
-        { tool: name, rule: "disabled" },
-      );
+      return {
+        refusal: new AccessDeniedError(
+          `Tool "${name}" is disabled for this user. Enable it in the tool settings (PUT /api/settings/tools/${name} or \`toolhost settings set ${name} --enable\`).`,
+          { tool: name, rule: "disabled" },
+        ),
+      };
     }
     const definition = getToolDefinition(tool, settings);
-    const args = parseToolArguments(definition.parameters, rawArgs, state);
-    tool.validateArguments?.(args);
+    const args = checkToolArguments(definition.parameters, rawArgs, state);
+    if (args instanceof ToolError) return { refusal: args };
+    if (tool.validateArguments) {
+      try {
+        const refusal = tool.validateArguments(args, settings);
+        if (refusal) return { refusal };
+      } catch (error) {
+        if (error instanceof ToolError) return { refusal: error };
+        throw error;
+      }
+    }
     return { settings, args };
   }
 
@@ -503,9 +538,15 @@ export class ToolRuntime {
     return context;
   }
 
-  async #run(tool: RegisteredTool, rawArgs: unknown, call: ToolCallContext, state: CallState): Promise<unknown> {
+  /** Runs a checked call (see #check) within its budget, cancellation and output cap. */
+  async #run(
+    tool: RegisteredTool,
+    settings: EffectiveToolSettings,
+    args: Record<string, unknown>,
+    call: ToolCallContext,
+    state: CallState,
+  ): Promise<unknown> {
     const name = tool.definition.name;
-    const { settings, args } = await this.#prepare(tool, rawArgs, call, state);
 
     const budgetMs = this.#budgetMs(tool, args, settings);
     const parent = call.signal;

@@ -2,7 +2,9 @@
  * apply_patch (tool::apply_patch): applies a unified diff or a
  * `*** Begin Patch` envelope to one or more files, all or nothing.
  *
- * The implementation is src/tools/fs/apply-patch-engine.ts, loaded on the first call.
+ * The implementation is src/tools/fs/apply-patch-engine.ts, loaded on the first call; the patch's text is parsed and
+ * its paths' text checked (src/tools/fs/patch-parse.ts) before the call runs, so a malformed patch is refused as
+ * any bad argument is.
  *
  * - Formats and the tolerant pre-pass: see ../fs/patch-parse.ts. With `path` given, header-less hunks apply to it.
  * - Each hunk is located by its context and removed lines: first at the line its header names (shifted by what
@@ -25,6 +27,7 @@ import { PATH_POLICY_DESCRIPTORS } from "../../core/path-policy.js";
 import { registerTool } from "../../core/registry.js";
 import { defineTool, lazyExecute } from "../../core/settings-declaration.js";
 import type { RegisteredTool } from "../../core/types.js";
+import { patchArgumentsRefusal } from "../fs/patch-parse.js";
 
 export type { ApplyPatchResult } from "../fs/apply-patch-engine.js";
 
@@ -56,7 +59,9 @@ export const applyPatchTool: RegisteredTool = defineTool({
     canDisable: true,
     parameterDescriptors: [...PATH_POLICY_DESCRIPTORS],
   },
-  // The patch engine loads on the first call: registration is metadata only.
+  // The patch's text (syntax, the paths it names) is checked before the call runs; the engine, which touches the
+  // files, loads on the first call.
+  validateArguments: (args) => patchArgumentsRefusal(args as { patch: string; path?: string }),
   execute: lazyExecute(() =>
     import("../fs/apply-patch-engine.js").then(
       ({ applyPatch }) =>

@@ -30,7 +30,7 @@ import { registerTool } from "../../core/registry.js";
 import { booleanSetting, defineTool, integerSetting } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
 import { lstatOrUndefined } from "../fs/common.js";
-import { checkGlobPattern, compilePattern } from "../fs/pattern-args.js";
+import { compilePattern, globPatternProblem } from "../fs/pattern-args.js";
 import { walk } from "../fs/walk.js";
 
 const MAX_RESULTS: ToolParameterDescriptor = {
@@ -123,25 +123,36 @@ function hasSlashInBraces(pattern: string): boolean {
 }
 
 /**
- * Compiles a Bun.Glob-style pattern. Throws ToolArgumentError for an empty pattern, an absolute one or one that
- * climbs out with `..` (pass such a directory as cwd instead), and for the text checkGlobPattern refuses (too long,
- * NUL, lone surrogate, trailing "/", empty or over-long names).
+ * The checks of a glob pattern's text that come before compiling it, as a returned refusal (undefined when it
+ * passes): not empty, relative and not climbing with "..", and what checkGlobPattern refuses.
  */
-export function compileGlob(pattern: string, options: { dot: boolean }): CompiledGlob {
+export function globPatternRefusal(pattern: string): ToolArgumentError | undefined {
   if (pattern.trim() === "")
-    throw new ToolArgumentError('Invalid argument "pattern": must not be empty.', {
+    return new ToolArgumentError('Invalid argument "pattern": must not be empty.', {
       argument: "pattern",
       rule: "non_empty",
     });
   const negated = pattern.startsWith("!") && !pattern.startsWith("!(");
   const body = negated ? pattern.slice(1) : pattern;
   if (body.startsWith("/") || /(^|\/)\.\.(\/|$)/.test(body)) {
-    throw new ToolArgumentError(
+    return new ToolArgumentError(
       `Invalid argument "pattern": ${quote(pattern)} is absolute or climbs with "..". Pass the directory as "cwd" and a relative pattern.`,
       { argument: "pattern", rule: "relative_pattern" },
     );
   }
-  checkGlobPattern(pattern, "pattern");
+  return globPatternProblem(pattern, "pattern");
+}
+
+/**
+ * Compiles a Bun.Glob-style pattern. Throws ToolArgumentError for an empty pattern, an absolute one or one that
+ * climbs out with `..` (pass such a directory as cwd instead), and for the text checkGlobPattern refuses (too long,
+ * NUL, lone surrogate, trailing "/", empty or over-long names).
+ */
+export function compileGlob(pattern: string, options: { dot: boolean }): CompiledGlob {
+  const refusal = globPatternRefusal(pattern);
+  if (refusal) throw refusal;
+  const negated = pattern.startsWith("!") && !pattern.startsWith("!(");
+  const body = negated ? pattern.slice(1) : pattern;
   const clean = body.replace(/^(\.\/)+/, "");
   const full = compilePattern(clean, { dot: options.dot }, "pattern");
   if (negated) {
@@ -208,6 +219,8 @@ export function compileGlobCached(pattern: string, options: { dot: boolean }): C
   compiledCache.set(key, compiled);
   return compiled;
 }
+
+const checkCwd = pathArgumentsCheck("cwd");
 
 /** Result of glob. */
 export interface GlobResult {
@@ -335,7 +348,8 @@ export const globTool: RegisteredTool = defineTool({
     canDisable: true,
     parameterDescriptors: [...PATH_POLICY_DESCRIPTORS, MAX_RESULTS, INCLUDE_DOTFILES, ABSOLUTE],
   },
-  validateArguments: pathArgumentsCheck("cwd"),
+  // The cwd's text, then the pattern's (compiling it, which depends on a setting, is left to the call).
+  validateArguments: (args) => checkCwd(args) ?? globPatternRefusal(args.pattern as string),
   execute: (args, context) => runGlob(args as { pattern: string; cwd?: string }, context),
 });
 

@@ -44,7 +44,7 @@ import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../..
 import type { EngineOutcome, GrepPlan, GrepResult } from "../fs/grep/common.js";
 import { searchWithJs } from "../fs/grep/js-engine.js";
 import { RipgrepUnusable, ripgrepPath, searchWithRipgrep } from "../fs/grep/ripgrep-engine.js";
-import { checkGlobPattern, compilePattern } from "../fs/pattern-args.js";
+import { checkGlobPattern, compilePattern, globPatternProblem } from "../fs/pattern-args.js";
 import { compileRegexOffThread } from "../fs/regex-compile-check.js";
 import { translateJsRegex } from "../fs/regex-translate.js";
 
@@ -145,6 +145,37 @@ const D = {
     default: "auto",
   },
 } satisfies Record<string, ToolParameterDescriptor>;
+
+/**
+ * The checks of grep's arguments that need no filesystem and no worker, as a returned refusal (undefined when they
+ * pass): the pattern's length, and that it compiles (patterns of at most MAIN_THREAD_COMPILE_CHARS; a longer one is
+ * compiled off the event loop when the call runs), then the text of the `glob` filter.
+ */
+export function grepArgumentsRefusal(args: {
+  pattern: string;
+  glob?: string;
+  caseInsensitive?: boolean;
+}): ToolArgumentError | undefined {
+  const { pattern } = args;
+  if (pattern.length > MAX_REGEX_CHARS) {
+    return new GrepPatternError(pattern, `longer than ${MAX_REGEX_CHARS} characters`, "regex_too_large");
+  }
+  // Only the engine's reason is used from its SyntaxError: no stack trace is captured for it.
+  const stackTraceLimit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    const regex = new RegExp(pattern, args.caseInsensitive === true ? "i" : "");
+    if (pattern.length <= MAIN_THREAD_COMPILE_CHARS) regex.test("");
+  } catch (error) {
+    return new GrepPatternError(pattern, regexReason(error));
+  } finally {
+    Error.stackTraceLimit = stackTraceLimit;
+  }
+  if (args.glob !== undefined && args.glob.trim() !== "") return globPatternProblem(args.glob, "glob");
+  return undefined;
+}
+
+const checkPath = pathArgumentsCheck("path");
 
 /** Compiles the pattern (GrepPatternError when invalid) and resolves the path under the policy. */
 export async function planGrep(
@@ -301,7 +332,9 @@ export const grepTool: RegisteredTool = defineTool({
     canDisable: true,
     parameterDescriptors: [...PATH_POLICY_DESCRIPTORS, ...Object.values(D)],
   },
-  validateArguments: pathArgumentsCheck("path"),
+  // The path's text, then the pattern's and the glob's (planGrep checks them again for its direct callers).
+  validateArguments: (args) =>
+    checkPath(args) ?? grepArgumentsRefusal(args as { pattern: string; glob?: string; caseInsensitive?: boolean }),
   execute: (args, context) =>
     runGrep(args as { pattern: string; path: string; glob?: string; caseInsensitive?: boolean }, context),
 });

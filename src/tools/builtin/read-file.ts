@@ -108,18 +108,26 @@ function cutLine(line: string): { text: string; cut: boolean } {
   };
 }
 
+/** The refusal of startLine or maxLines with a byte view, or undefined. */
+function viewProblem(args: { startLine?: number; maxLines?: number; view?: ReadView }): ToolArgumentError | undefined {
+  const view = args.view ?? "text";
+  if (view === "text" || (args.startLine === undefined && args.maxLines === undefined)) return undefined;
+  return new ToolArgumentError(
+    `startLine and maxLines apply to view "text" only; the ${view} view always returns the whole file. Drop them, or use view "text".`,
+    { argument: args.startLine !== undefined ? "startLine" : "maxLines", rule: "view" },
+  );
+}
+
+const checkPath = pathArgumentsCheck("path");
+
 /** Executes read_file on parsed arguments. */
 export async function readFile(
   args: { path: string; startLine?: number; maxLines?: number; view?: ReadView },
   context: ToolContext,
 ): Promise<ReadFileResult> {
   const view = args.view ?? "text";
-  if (view !== "text" && (args.startLine !== undefined || args.maxLines !== undefined)) {
-    throw new ToolArgumentError(
-      `startLine and maxLines apply to view "text" only; the ${view} view always returns the whole file. Drop them, or use view "text".`,
-      { argument: args.startLine !== undefined ? "startLine" : "maxLines", rule: "view" },
-    );
-  }
+  const refusal = viewProblem(args);
+  if (refusal) throw refusal;
   const { bytes, sha256, absolute } = await readFileForChat(args.path, context, view);
   const path = toResultPath(absolute, context);
   if (view !== "text") {
@@ -224,7 +232,7 @@ export const readFileTool: RegisteredTool = defineTool({
     canDisable: true,
     parameterDescriptors: [...PATH_POLICY_DESCRIPTORS],
   },
-  validateArguments: pathArgumentsCheck("path"),
+  validateArguments: (args) => checkPath(args) ?? viewProblem(args),
   execute: (args, context) => readFile(args as Parameters<typeof readFile>[0], context),
 });
 

@@ -3,7 +3,7 @@
  * module on the tool's first call). See that file for the behaviour.
  */
 import { rm } from "node:fs/promises";
-import { clip, NotFoundError, shorten, ToolArgumentError, ToolError, ToolExecutionError } from "../../core/errors.js";
+import { clip, NotFoundError, shorten, ToolArgumentError, ToolExecutionError } from "../../core/errors.js";
 import { resolveAndValidatePath, toResultPath } from "../../core/path-policy.js";
 import type { ToolContext } from "../../core/types.js";
 import {
@@ -16,7 +16,7 @@ import {
   sha256,
   withPathLocks,
 } from "./common.js";
-import { type FileOp, type Hunk, parsePatch } from "./patch-parse.js";
+import { checkedPatchOps, emptyPatch, type FileOp, type Hunk, nothingWritten, parsePatch } from "./patch-parse.js";
 
 /** Lines of a hunk (and of the file) a mismatch report shows at most. */
 const MISMATCH_LINES_SHOWN = 40;
@@ -380,10 +380,10 @@ export async function applyPatch(
   args: { patch: string; path?: string },
   context: ToolContext,
 ): Promise<ApplyPatchResult> {
-  if (args.patch.trim() === "") throw new ToolArgumentError('"patch" is empty.', { argument: "patch" });
+  if (args.patch.trim() === "") throw emptyPatch();
   let ops: FileOp[] | undefined;
   try {
-    ops = parsePatch(args.patch, args.path);
+    ops = checkedPatchOps(args) ?? parsePatch(args.patch, args.path);
     const resolved = await resolveTargets(ops, context);
     const reals = resolved.flatMap(({ target, dest }) => (dest ? [target.real, dest.real] : [target.real]));
     // Freshness checks and writes of every target under this process's path locks (sorted: no deadlock).
@@ -391,20 +391,6 @@ export async function applyPatch(
   } catch (error) {
     throw nothingWritten(error, ops);
   }
-}
-
-/**
- * Adds to a refusal that the patch changed nothing (it is all or nothing: every failure happens before the first
- * write), naming the files it would have added, so a model does not assume a partial success.
- */
-function nothingWritten(error: unknown, ops: FileOp[] | undefined): unknown {
-  if (!(error instanceof ToolError) || error.code === "aborted" || error.code === "timeout") return error;
-  const added = (ops ?? []).filter((op) => op.kind === "add").map((op) => `"${clip(op.path)}"`);
-  const note = ` Nothing was written: the patch is all or nothing, so no file was changed, moved or deleted${
-    added.length > 0 ? `, and ${added.join(", ")} ${added.length === 1 ? "was" : "were"} not created` : ""
-  }. Fix the problem and send the whole patch again.`;
-  error.message = `${error.message.replace(/\s+$/, "")}${note}`;
-  return error;
 }
 
 /** Plans (freshness, hunks) and then writes; the caller holds the path locks of every target. */

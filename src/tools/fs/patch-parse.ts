@@ -11,7 +11,8 @@
  * surrounding spaces or tabs, and a patch wrapped in a shell heredoc (`apply_patch <<'EOF'` … `EOF`), as models
  * trained on a shell-invoked tool send it, is unwrapped first.
  */
-import { clip, quote, ToolArgumentError } from "../../core/errors.js";
+import { clip, quote, ToolArgumentError, ToolError } from "../../core/errors.js";
+import { pathArgumentProblem } from "../../core/path-policy.js";
 
 /** One hunk: the lines it expects (context and removals) and what replaces them. */
 export interface Hunk {
@@ -323,5 +324,59 @@ function parseUnified(lines: string[], defaultPath?: string): FileOp[] {
   flush();
   if (ops.length === 0)
     fail('no hunks found; send a unified diff ("@@ -l,n +l,n @@" hunks) or a "*** Begin Patch" envelope.');
+  return ops;
+}
+
+/** The refusal of an empty patch. */
+export function emptyPatch(): ToolArgumentError {
+  return new ToolArgumentError('"patch" is empty.', { argument: "patch" });
+}
+
+/**
+ * Adds to a refusal that the patch changed nothing (it is all or nothing: every failure happens before the first
+ * write), naming the files it would have added, so a model does not assume a partial success.
+ */
+export function nothingWritten(error: unknown, ops: FileOp[] | undefined): unknown {
+  if (!(error instanceof ToolError) || error.code === "aborted" || error.code === "timeout") return error;
+  const added = (ops ?? []).filter((op) => op.kind === "add").map((op) => `"${clip(op.path)}"`);
+  const note = ` Nothing was written: the patch is all or nothing, so no file was changed, moved or deleted${
+    added.length > 0 ? `, and ${added.join(", ")} ${added.length === 1 ? "was" : "were"} not created` : ""
+  }. Fix the problem and send the whole patch again.`;
+  error.message = `${error.message.replace(/\s+$/, "")}${note}`;
+  return error;
+}
+
+/** The operations patchArgumentsRefusal parsed, by the arguments object it checked (used once by the call). */
+const checkedOps = new WeakMap<object, FileOp[]>();
+
+/**
+ * apply_patch's checks that need no filesystem, as a returned refusal (undefined when they pass): the patch is not
+ * empty, parses, and every path it names (targets and move destinations) is a text a path can have (see
+ * pathArgumentProblem). Refusals carry the same "nothing was written" note as those of the call itself. The parsed
+ * operations are kept for the call with these arguments ({@link checkedPatchOps}).
+ */
+export function patchArgumentsRefusal(args: { patch: string; path?: string }): ToolError | undefined {
+  if (args.patch.trim() === "") return emptyPatch();
+  let ops: FileOp[];
+  try {
+    ops = parsePatch(args.patch, args.path);
+  } catch (error) {
+    if (error instanceof ToolError) return nothingWritten(error, undefined) as ToolError;
+    throw error;
+  }
+  for (const op of ops) {
+    const problem =
+      pathArgumentProblem(op.path, "patch") ??
+      (op.kind === "update" && op.moveTo !== undefined ? pathArgumentProblem(op.moveTo, "patch") : undefined);
+    if (problem) return nothingWritten(problem, ops) as ToolError;
+  }
+  checkedOps.set(args, ops);
+  return undefined;
+}
+
+/** The operations {@link patchArgumentsRefusal} parsed from `args` (once: a second call parses again), if any. */
+export function checkedPatchOps(args: object): FileOp[] | undefined {
+  const ops = checkedOps.get(args);
+  checkedOps.delete(args);
   return ops;
 }

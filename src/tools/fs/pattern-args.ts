@@ -27,19 +27,24 @@ const EXTGLOB = /(^|[^\\])[+*?@!]\(/;
  * | empty_negation | trailing_slash | extglob | empty_name | too_many_wildcards | name_too_long.
  */
 export function checkGlobPattern(pattern: string, argument: string): void {
-  const fail = (why: string, rule: string, extra: Record<string, unknown> = {}): never => {
-    throw new ToolArgumentError(`Invalid argument "${argument}": ${why}`, { argument, rule, ...extra });
-  };
+  const problem = globPatternProblem(pattern, argument);
+  if (problem) throw problem;
+}
+
+/** {@link checkGlobPattern} without the throw: the ToolArgumentError it would throw, or undefined. */
+export function globPatternProblem(pattern: string, argument: string): ToolArgumentError | undefined {
+  const fail = (why: string, rule: string, extra: Record<string, unknown> = {}): ToolArgumentError =>
+    new ToolArgumentError(`Invalid argument "${argument}": ${why}`, { argument, rule, ...extra });
   if (pattern.length > MAX_GLOB_PATTERN_CHARS) {
-    fail(
+    return fail(
       `the pattern is ${pattern.length} characters long; a glob pattern is at most ${MAX_GLOB_PATTERN_CHARS} characters. Send a shorter pattern (or several calls).`,
       "pattern_too_long",
       { length: pattern.length, max: MAX_GLOB_PATTERN_CHARS },
     );
   }
-  if (pattern.includes("\0")) fail("a glob pattern must not contain a NUL byte.", "nul_byte");
+  if (pattern.includes("\0")) return fail("a glob pattern must not contain a NUL byte.", "nul_byte");
   if (LONE_SURROGATE.test(pattern)) {
-    fail(
+    return fail(
       "it contains a lone UTF-16 surrogate (half of a character), which no file name can hold; send the pattern as valid Unicode text.",
       "invalid_unicode",
     );
@@ -47,19 +52,19 @@ export function checkGlobPattern(pattern: string, argument: string): void {
   const negated = pattern.startsWith("!") && !pattern.startsWith("!(");
   const body = negated ? pattern.slice(1) : pattern;
   if (negated && body.trim() === "") {
-    fail(
+    return fail(
       'nothing follows the leading "!"; send "!<pattern>" (e.g. "!*.test.ts") to exclude what a pattern matches.',
       "empty_negation",
     );
   }
   if (body.endsWith("/")) {
-    fail(
+    return fail(
       `${quote(pattern)} ends with "/"; patterns match paths without a trailing slash. Send "${clip(body.replace(/\/+$/, ""), 60)}" for the directory itself, or "${clip(body.replace(/\/+$/, ""), 60)}/**" for everything under it.`,
       "trailing_slash",
     );
   }
   if (EXTGLOB.test(pattern)) {
-    fail(
+    return fail(
       `${quote(pattern)} uses an extended glob group such as +(…), *(…), ?(…), @(…) or !(…), which this tool does not support (such groups can take exponential time to match). Use {a,b} alternatives, and write a literal parenthesis as [(].`,
       "extglob",
     );
@@ -68,7 +73,7 @@ export function checkGlobPattern(pattern: string, argument: string): void {
   for (const name of names) {
     const wildcards = name === "**" ? 0 : (name.match(/\*+/g) ?? []).length;
     if (wildcards > MAX_STARS_PER_NAME) {
-      fail(
+      return fail(
         `the name ${quote(name, 60)} in the pattern has ${wildcards} "*" wildcards; at most ${MAX_STARS_PER_NAME} per name are accepted (more can take exponential time to match a long name). Use fewer wildcards, or "**" for any depth.`,
         "too_many_wildcards",
         { wildcards, max: MAX_STARS_PER_NAME },
@@ -76,18 +81,19 @@ export function checkGlobPattern(pattern: string, argument: string): void {
     }
   }
   if (names.slice(0, -1).some((name) => name === "")) {
-    fail(`${quote(pattern)} has an empty name between two "/"; write a single "/" between names.`, "empty_name");
+    return fail(`${quote(pattern)} has an empty name between two "/"; write a single "/" between names.`, "empty_name");
   }
   for (const name of names) {
     const bytes = Buffer.byteLength(name, "utf8");
     if (bytes > MAX_NAME_BYTES && !picomatch.scan(name).isGlob) {
-      fail(
+      return fail(
         `the name "${clip(name, 60)}" in the pattern is ${bytes} bytes long; a file or directory name is at most ${MAX_NAME_BYTES} bytes, so it can match nothing. Send a shorter name or a wildcard.`,
         "name_too_long",
         { bytes, max: MAX_NAME_BYTES },
       );
     }
   }
+  return undefined;
 }
 
 /**

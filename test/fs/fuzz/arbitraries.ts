@@ -188,13 +188,29 @@ export const defectiveGlob: Gen<string> = oneof<string>(
   },
 );
 
+/** compiles()'s answers for short sources (a third of the drawn texts repeat: "", "a", "x*" …). */
+const compileAnswers = new Map<string, boolean>();
+
+/** Whether `source` compiles as a RegExp (its SyntaxError made without a stack trace: only the answer is used). */
 function compiles(source: string): boolean {
+  const known = compileAnswers.get(source);
+  if (known !== undefined) return known;
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  let answer: boolean;
   try {
     new RegExp(source);
-    return true;
+    answer = true;
   } catch {
-    return false;
+    answer = false;
+  } finally {
+    Error.stackTraceLimit = limit;
   }
+  if (source.length <= 4) {
+    if (compileAnswers.size >= 100_000) compileAnswers.clear();
+    compileAnswers.set(source, answer);
+  }
+  return answer;
 }
 
 /** Plausible JavaScript regular expressions (valid ones, and some that ripgrep cannot express). */
