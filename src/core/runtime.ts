@@ -38,6 +38,7 @@ import {
 import { tracerProviderRegistered, withToolSpan } from "./tracing.js";
 import type {
   AuditEntry,
+  AuditEvent,
   AuditSink,
   EffectiveToolSettings,
   FreshnessLedger,
@@ -149,7 +150,11 @@ export class ToolRuntime {
    * (context.processCwdFallback). Everyone by default; the HTTP service limits it to admins.
    */
   processCwdFallback: (userId: string) => boolean = () => true;
-  /** Calls in flight, and audit lines still waiting for a cancelled call to stop: what shutdown waits for. */
+  /** executeTool calls in flight (until their audit line is recorded): what shutdown waits for, with #pending. */
+  #calls = 0;
+  /** Resolved when #calls drops to 0 (made when a shutdown waits). */
+  #idle: { promise: Promise<void>; resolve: () => void } | undefined;
+  /** Audit lines still waiting for a cancelled call to stop: what shutdown waits for, with #calls. */
   readonly #pending = new Set<Promise<unknown>>();
   /** Aborted by {@link shutdown}: every running call is cancelled, and a new one ends as `aborted` at once. */
   readonly #closing = new AbortController();
@@ -218,7 +223,7 @@ export class ToolRuntime {
    * `args` is the raw model output: a JSON string or a decoded object.
    */
   executeTool(name: string, args: unknown, call: ToolCallContext): Promise<ToolCallOutcome> {
-    return this.#track(this.#execute(name, args, call));
+    return this.#execute(name, args, call);
   }
 
   /** Whether {@link shutdown} has begun (new calls end as `aborted`). */
@@ -245,7 +250,7 @@ export class ToolRuntime {
     this.#graceOver();
     await this.#settle(2_000);
     this.logger.warn(
-      { running: this.#pending.size },
+      { running: this.#calls + this.#pending.size },
       "tool calls were still running when the shutdown grace ended; their audit lines were recorded as cancelled",
     );
     return false;
@@ -253,21 +258,34 @@ export class ToolRuntime {
 
   /** Waits until nothing is pending (work added meanwhile included), at most `ms`; true when idle in time. */
   async #settle(ms: number): Promise<boolean> {
-    if (this.#pending.size === 0) return true;
+    if (this.#calls === 0 && this.#pending.size === 0) return true;
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<false>((resolve) => {
       timer = setTimeout(() => resolve(false), ms);
       timer.unref?.();
     });
     try {
-      while (this.#pending.size > 0) {
-        const idle = Promise.allSettled([...this.#pending]).then(() => true as const);
+      while (this.#calls > 0 || this.#pending.size > 0) {
+        const idle = Promise.allSettled([...this.#pending, this.#callsDone()]).then(() => true as const);
         if (!(await Promise.race([idle, expired]))) return false;
       }
       return true;
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** Resolves once no executeTool call is in flight (at once when none is). */
+  #callsDone(): Promise<void> {
+    if (this.#calls === 0) return Promise.resolve();
+    if (!this.#idle) {
+      let resolve = noop;
+      const promise = new Promise<void>((r) => {
+        resolve = r;
+      });
+      this.#idle = { promise, resolve };
+    }
+    return this.#idle.promise;
   }
 
   /** Keeps `work` in the pending set until it settles. */
@@ -281,52 +299,100 @@ export class ToolRuntime {
   }
 
   async #execute(name: string, args: unknown, call: ToolCallContext): Promise<ToolCallOutcome> {
-    const started = performance.now();
-    const tool = this.registry.get(name);
-    if (!tool) {
-      const error = new NotFoundError(`Unknown tool "${name}". Call one of the tools you were given.`, { tool: name });
-      const outcome: ToolCallOutcome = {
-        ok: false,
-        error: error.toJSON(),
-        durationMs: Math.round(performance.now() - started),
-      };
-      await this.auditCall(name, args, call, outcome);
-      return outcome;
-    }
-    const state: CallState = { toolEntries: [] };
-    // Without a tracer provider the span would not record: the call runs without the span wrapper (the hot path).
-    const outcome = tracerProviderRegistered()
-      ? await withToolSpan(
+    // Counted from here until the outcome and its audit line are settled: what shutdown waits for.
+    this.#calls++;
+    try {
+      const started = performance.now();
+      const tool = this.registry.get(name);
+      if (!tool) {
+        const error = new NotFoundError(`Unknown tool "${name}". Call one of the tools you were given.`, {
+          tool: name,
+        });
+        const outcome: ToolCallOutcome = {
+          ok: false,
+          error: error.toJSON(),
+          durationMs: Math.round(performance.now() - started),
+        };
+        await this.auditCall(name, args, call, outcome);
+        return outcome;
+      }
+      const state: CallState = { toolEntries: [] };
+      // Without a tracer provider the span would not record: the call runs without the span wrapper, and the steps
+      // of #measured run here, one async frame fewer (the hot path).
+      let outcome: ToolCallOutcome;
+      if (tracerProviderRegistered()) {
+        outcome = await withToolSpan(
           { tool: name, callId: call.toolCallId, args },
           () => this.#measured(tool, args, call, state, started),
           spanOutcome,
-        )
-      : await this.#measured(tool, args, call, state, started);
-    // A tool cancelled or timed out may still be stopping (a shell kills its process group) and record its own
-    // entry afterwards: the call's audit line waits for it (without delaying the outcome), at most a minute.
-    const stopping = state.promise;
-    if (
-      !outcome.ok &&
-      stopping &&
-      !state.done &&
-      (outcome.error.code === "aborted" || outcome.error.code === "timeout")
-    ) {
-      // A shutdown waits for this line (the runtime tracks it) and ends the wait when its grace is over.
-      const cap = new Promise<void>((resolve) => setTimeout(resolve, 60_000).unref?.());
-      void this.#track(
-        Promise.race([stopping.then(noop, noop), cap, this.#graceOverPromise]).then(() =>
-          this.auditCall(name, args, call, outcome, state.toolEntries, state),
-        ),
-      );
-    } else {
-      await this.auditCall(name, args, call, outcome, state.toolEntries, state);
+        );
+      } else {
+        try {
+          const saved = await this.store.get(call.userId, name);
+          const checked = this.#check(tool, saved, args, call, state);
+          outcome = checked.refusal
+            ? // Refused before it runs (disabled, bad arguments): no budget, context or signal is made.
+              { ok: false, error: checked.refusal.toJSON(), durationMs: Math.round(performance.now() - started) }
+            : {
+                ok: true,
+                result: await this.#run(tool, checked.settings, checked.args, call, state),
+                durationMs: Math.round(performance.now() - started),
+              };
+        } catch (thrown) {
+          outcome = this.#failed(name, thrown, started);
+        }
+        recordToolExecution(name, performance.now() - started, !outcome.ok);
+      }
+      // A tool cancelled or timed out may still be stopping (a shell kills its process group) and record its own
+      // entry afterwards: the call's audit line waits for it (without delaying the outcome), at most a minute.
+      const stopping = state.promise;
+      if (
+        !outcome.ok &&
+        stopping &&
+        !state.done &&
+        (outcome.error.code === "aborted" || outcome.error.code === "timeout")
+      ) {
+        // A shutdown waits for this line (the runtime tracks it) and ends the wait when its grace is over.
+        const cap = new Promise<void>((resolve) => setTimeout(resolve, 60_000).unref?.());
+        void this.#track(
+          Promise.race([stopping.then(noop, noop), cap, this.#graceOverPromise]).then(() =>
+            this.auditCall(name, args, call, outcome, state.toolEntries, state),
+          ),
+        );
+      } else if (state.toolEntries.length === 0 && this.audit.recordEvent) {
+        // The common case (no entry of the tool's own to fold in), awaited directly on the sink.
+        try {
+          await this.audit.recordEvent(this.#callEvent(name, args, call, outcome, undefined, state));
+        } catch (error) {
+          this.#auditFailed(name, error);
+        }
+      } else {
+        await this.auditCall(name, args, call, outcome, state.toolEntries, state);
+      }
+      return outcome;
+    } finally {
+      if (--this.#calls === 0 && this.#idle) {
+        this.#idle.resolve();
+        this.#idle = undefined;
+      }
     }
-    return outcome;
+  }
+
+  /** The outcome of a call that threw `thrown` (an unclassified error is logged, and becomes execution_failed). */
+  #failed(name: string, thrown: unknown, started: number): ToolCallOutcome {
+    const error = toToolError(thrown);
+    if (!(thrown instanceof ToolError)) {
+      this.logger.warn(
+        { tool: name, err: (thrown as Error)?.stack ?? String(thrown) },
+        "tool threw an unclassified error",
+      );
+    }
+    return { ok: false, error: error.toJSON(), durationMs: Math.round(performance.now() - started) };
   }
 
   /**
    * Runs the call and records it in the execution metrics (duration from `started`, failed or not). Never throws:
-   * a failure is the outcome's classified error.
+   * a failure is the outcome's classified error. (#execute runs the same steps itself when no span is recorded.)
    */
   async #measured(
     tool: RegisteredTool,
@@ -348,14 +414,7 @@ export class ToolRuntime {
         outcome = { ok: true, result, durationMs: Math.round(performance.now() - started) };
       }
     } catch (thrown) {
-      const error = toToolError(thrown);
-      if (!(thrown instanceof ToolError)) {
-        this.logger.warn(
-          { tool: name, err: (thrown as Error)?.stack ?? String(thrown) },
-          "tool threw an unclassified error",
-        );
-      }
-      outcome = { ok: false, error: error.toJSON(), durationMs: Math.round(performance.now() - started) };
+      outcome = this.#failed(name, thrown, started);
     }
     recordToolExecution(name, performance.now() - started, !outcome.ok);
     return outcome;
@@ -381,27 +440,42 @@ export class ToolRuntime {
         return;
       }
       for (let i = 0; i < toolEntries.length - 1; i++) await this.audit.record(toolEntries[i]!);
-      const toolEntry = toolEntries.at(-1);
-      const denied =
-        !outcome.ok && (outcome.error.code === "denied_by_user" || outcome.error.code === "denied_by_policy");
-      await this.audit.recordEvent({
-        kind: "tool_call",
-        userId: call.userId,
-        chatId: call.chatId ?? null,
-        tool: name,
-        // A bounded, redacted copy: the audit line says what was asked without storing megabytes.
-        arguments: redactBounded(state && "decoded" in state ? state.decoded : decodeArguments(args)),
-        cwd: toolEntry?.cwd ?? (call.workingDirectory ? resolveDirectory(call.workingDirectory) : null),
-        outcome: outcome.ok ? "ok" : denied ? "denied" : "error",
-        errorCode: outcome.ok ? null : outcome.error.code,
-        durationMs: outcome.durationMs,
-        approval: call.approval?.decision ?? null,
-        approvedBy: call.approval?.decidedBy ?? null,
-        ...(toolEntry ? { toolEntry } : {}),
-      });
+      await this.audit.recordEvent(this.#callEvent(name, args, call, outcome, toolEntries.at(-1), state));
     } catch (error) {
-      this.logger.error({ tool: name, err: String(error) }, "recording the tool call in the audit log failed");
+      this.#auditFailed(name, error);
     }
+  }
+
+  /** The audit event of one call (see {@link auditCall}); `toolEntry` is the tool's own last entry, folded in. */
+  #callEvent(
+    name: string,
+    args: unknown,
+    call: ToolCallContext,
+    outcome: ToolCallOutcome,
+    toolEntry: AuditEntry | undefined,
+    state: CallState | undefined,
+  ): AuditEvent {
+    const denied =
+      !outcome.ok && (outcome.error.code === "denied_by_user" || outcome.error.code === "denied_by_policy");
+    return {
+      kind: "tool_call",
+      userId: call.userId,
+      chatId: call.chatId ?? null,
+      tool: name,
+      // A bounded, redacted copy: the audit line says what was asked without storing megabytes.
+      arguments: redactBounded(state && "decoded" in state ? state.decoded : decodeArguments(args)),
+      cwd: toolEntry?.cwd ?? (call.workingDirectory ? resolveDirectory(call.workingDirectory) : null),
+      outcome: outcome.ok ? "ok" : denied ? "denied" : "error",
+      errorCode: outcome.ok ? null : outcome.error.code,
+      durationMs: outcome.durationMs,
+      approval: call.approval?.decision ?? null,
+      approvedBy: call.approval?.decidedBy ?? null,
+      ...(toolEntry ? { toolEntry } : {}),
+    };
+  }
+
+  #auditFailed(name: string, error: unknown): void {
+    this.logger.error({ tool: name, err: String(error) }, "recording the tool call in the audit log failed");
   }
 
   /**

@@ -94,6 +94,7 @@ const worldPaths = [
   `${ROOT}/data`,
   `${ROOT}/proj/../data/toolhost.db`,
 ];
+const worldPath = pick(...worldPaths);
 /** Plausible paths: tree names, `..`, `~`, absolute system paths, or a few segments of mixed text. */
 export const plausiblePath: Gen<string> = weighted<string>(
   [4, treeName],
@@ -102,7 +103,7 @@ export const plausiblePath: Gen<string> = weighted<string>(
   // Names of exactly 255 bytes are fine (the limit is not off by one).
   [1, pick("n".repeat(255), `sub/${"é".repeat(127)}x`, `new-${"€".repeat(83)}xy`)],
   // The tree itself, the denied directory, the outside directory and Toolhost's data directory.
-  [1, (r) => inWorld(pick(...worldPaths)(r))],
+  [1, (r) => inWorld(worldPath(r))],
 );
 
 /** A character of a given UTF-8 width (1 to 4 bytes). */
@@ -158,32 +159,40 @@ const notAnInteger = oneof<unknown>(
   bool,
 );
 
+const globSegments = arrayOf(oneof(segment, pick("*", "**", "?", "*.ts", "{a,b}")), 1, 3);
 /** Plausible glob patterns. */
 export const plausibleGlob: Gen<string> = oneof<string>(
   pick("*", "**", "**/*.ts", "sub/*", "*.{ts,md}", "!*.ts", "{a,b}", "[", "*.{ts", "{a,{b,c}}", ".hidden/*"),
   pick("sub/**/*.md", "**/*", "?.txt", "[ab]*", "!(a)*", "link-dir/*", "loop-a/*", "secret/*", "a.txt"),
-  (r) => arrayOf(oneof(segment, pick("*", "**", "?", "*.ts", "{a,b}")), 1, 3)(r).join("/"),
+  (r) => globSegments(r).join("/"),
 );
 /** Lengths over the 16,384 characters of a glob pattern: just over mostly, sometimes up to 70,000. */
 const overGlobLimit = over(16_384, 70_000);
+const globSurrogate = pick("\uD800", "\uDC00");
+const slashTail = pick("/", "//", "/./");
+const emptyNameHead = pick("a", "*", "sub");
+const emptyNameMiddle = pick("//", "/*//");
+const starUnit = pick("a", "?", "[ab]", "x.");
+const longNameGlobTail = pick("", "/*", "/**/x");
+const longGlobUnit = pick("*", "a", "{a,b}", "?");
 /** A glob pattern with a defect every glob argument refuses. */
 export const defectiveGlob: Gen<string> = oneof<string>(
   (r) => insertAt(plausibleGlob(r), "\0", nat(r)),
   (r) => {
     const g = plausibleGlob(r);
-    return insertAt(g, pick("\uD800", "\uDC00")(r), nat(r));
+    return insertAt(g, globSurrogate(r), nat(r));
   },
-  (r) => `${plausibleGlob(r).replace(/^!$/, "x")}${pick("/", "//", "/./")(r)}`,
-  (r) => `${pick("a", "*", "sub")(r)}${pick("//", "/*//")(r)}b`,
+  (r) => `${plausibleGlob(r).replace(/^!$/, "x")}${slashTail(r)}`,
+  (r) => `${emptyNameHead(r)}${emptyNameMiddle(r)}b`,
   pick("!", "! ", "!  "),
   pick("+(a|aa)c", "*(a)", "sub/?(x)y", "@(a|b)", "!(a)*", "x!(y)"),
   (r) => {
     const k = r.nextInt(4, 12);
-    return `${`*${pick("a", "?", "[ab]", "x.")(r)}`.repeat(k)}b`;
+    return `${`*${starUnit(r)}`.repeat(k)}b`;
   },
-  (r) => `${longName(r)}${pick("", "/*", "/**/x")(r)}`,
+  (r) => `${longName(r)}${longNameGlobTail(r)}`,
   (r) => {
-    const u = pick("*", "a", "{a,b}", "?")(r);
+    const u = longGlobUnit(r);
     return u.repeat(Math.ceil(overGlobLimit(r) / u.length));
   },
 );
@@ -220,14 +229,16 @@ export const plausibleRegex: Gen<string> = oneof<string>(
 );
 /** Lengths over the 32,768 characters of a regex: just over mostly, sometimes up to 60,000. */
 const overRegexLimit = over(32_768, 60_000);
+const regexBreaker = pick("(", "[", ")", "?*", "\\");
+const longRegexUnit = pick("a", "ab", "x?");
 /** A pattern the RegExp engine refuses: a syntax error, or too large to compile. */
 export const defectiveRegex: Gen<string> = weighted<string>(
   [20, pick("(", "[", "*a", "a**", "\\", "(?<", "a{2,1}", "(?<n>a)(?<n>b)", "+", "[z-a]")],
-  [20, (r) => `${plausibleRegex(r)}${pick("(", "[", ")", "?*", "\\")(r)}`],
+  [20, (r) => `${plausibleRegex(r)}${regexBreaker(r)}`],
   [
     1,
     (r) => {
-      const u = pick("a", "ab", "x?")(r);
+      const u = longRegexUnit(r);
       return u.repeat(Math.ceil(overRegexLimit(r) / u.length));
     },
   ],
@@ -273,33 +284,39 @@ function plausibleArgs(tool: FileTool): Gen<Args> {
 }
 
 const patchOp = pick("Add File", "Update File", "Delete File");
+const envelopeLineMark = pick("+", "-", " ", "@@ ");
+const envelopeLines = arrayOf((q) => `${envelopeLineMark(q)}${cleanText(q)}`, 0, 4);
+const diffLineMark = pick("+", "-", " ");
+const diffLines = arrayOf((q) => `${diffLineMark(q)}${cleanText(q)}`, 1, 4);
 /** Patches: envelopes and unified diffs over the tree's files and hostile paths, mostly malformed somewhere. */
 export const plausiblePatch: Gen<string> = oneof<string>(
   (r) => {
     const op = patchOp(r);
     const path = plausiblePath(r);
-    const lines = arrayOf((q) => `${pick("+", "-", " ", "@@ ")(q)}${cleanText(q)}`, 0, 4)(r);
+    const lines = envelopeLines(r);
     return `*** Begin Patch\n*** ${op}: ${path}\n${lines.join("\n")}${bool(r) ? "\n*** End Patch" : ""}`;
   },
   (r) => {
     const path = plausiblePath(r);
-    const lines = arrayOf((q) => `${pick("+", "-", " ")(q)}${cleanText(q)}`, 1, 4)(r);
+    const lines = diffLines(r);
     return `--- a/${path}\n+++ b/${path}\n@@ -1,2 +1,2 @@\n${lines.join("\n")}\n`;
   },
   pick("@@ -1 +1 @@\n-alpha\n+ALPHA\n", "*** Begin Patch\n*** End Patch", "garbage", "@@\n-beta\n+gamma"),
   text,
 );
 
+const envelopePath = filter(defectivePath, (p) => p.trim() !== "" && !p.includes("\n"));
+const diffPath = filter(defectivePath, (p) => p.trim() !== "" && !/[\n\t]/.test(p));
 /** Patches whose only defect is a path argument text: every one must be refused as validation_failed. */
 const defectivePatch: Gen<string> = oneof<string>(
   pick("", " ", "\n\t"),
   (r) => {
     const op = patchOp(r);
-    const path = filter(defectivePath, (p) => p.trim() !== "" && !p.includes("\n"))(r);
+    const path = envelopePath(r);
     return `*** Begin Patch\n*** ${op}: ${path}\n${op === "Delete File" ? "" : "+x\n"}*** End Patch`;
   },
   (r) => {
-    const path = filter(defectivePath, (p) => p.trim() !== "" && !/[\n\t]/.test(p))(r);
+    const path = diffPath(r);
     return `--- /dev/null\n+++ b/${path}\n@@ -0,0 +1 @@\n+x\n`;
   },
   pick("*** Begin Patch\n*** Add File: a\n+x", "no hunks here", "*** Begin Patch\nstray\n*** End Patch"),
@@ -330,6 +347,9 @@ const REQUIRED: Record<FileTool, string[]> = {
 };
 
 type Fix = (args: Args) => Args;
+
+const byteView = pick("hex", "base64");
+const windowKey = pick("startLine", "maxLines");
 
 /** One defect to apply to a tool's plausible arguments. */
 function defects(tool: FileTool): Gen<Fix> {
@@ -366,8 +386,8 @@ function defects(tool: FileTool): Gen<Fix> {
         set("maxLines", oneof<unknown>(int(-0x80000000, 0), int(5001, 0x7fffffff), pick(1e300), notAnInteger)),
         set("view", oneof<unknown>(pick("TEXT", "", "utf8", "raw"), notAString)),
         (r) => {
-          const view = pick("hex", "base64")(r);
-          const key = pick("startLine", "maxLines")(r);
+          const view = byteView(r);
+          const key = windowKey(r);
           return (args) => ({ ...args, view, [key]: 1 });
         },
       );

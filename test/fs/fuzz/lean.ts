@@ -26,30 +26,27 @@ export interface Rand {
  * in a range is taken by scaling the output (the bias, under 2^-32 relative, is nothing to a fuzzer).
  */
 export class FastRandom implements Rand {
-  #a: number;
-  #b: number;
-  #c: number;
-  #d: number;
+  // Plain fields (not #private: a transform to an older target turns those into WeakMap lookups).
+  a: number;
+  b: number;
+  c: number;
+  d: number;
   constructor(a: number, b: number, c: number, d: number) {
-    this.#a = a | 0;
-    this.#b = b | 0;
-    this.#c = c | 0;
-    this.#d = d | 0;
+    this.a = a | 0;
+    this.b = b | 0;
+    this.c = c | 0;
+    this.d = d | 0;
     // Mix the seed in, as the generator's authors recommend.
     for (let i = 0; i < 12; i++) this.next();
   }
   /** The next 32-bit output, unsigned. */
   next(): number {
-    const a = this.#a;
-    const b = this.#b;
-    const c = this.#c;
-    const d = this.#d;
+    const { a, b, c, d } = this;
     const t = (((a + b) | 0) + d) | 0;
-    this.#d = (d + 1) | 0;
-    this.#a = b ^ (b >>> 9);
-    this.#b = (c + (c << 3)) | 0;
-    this.#c = ((c << 21) | (c >>> 11)) + t;
-    this.#c |= 0;
+    this.d = (d + 1) | 0;
+    this.a = b ^ (b >>> 9);
+    this.b = (c + (c << 3)) | 0;
+    this.c = (((c << 21) | (c >>> 11)) + t) | 0;
     return t >>> 0;
   }
   nextInt(min: number, max: number): number {
@@ -86,11 +83,14 @@ export function oneof<T>(...gens: readonly Gen<T>[]): Gen<T> {
 
 /** One of the generators, by weight. */
 export function weighted<T>(...choices: readonly (readonly [number, Gen<T>])[]): Gen<T> {
-  const total = choices.reduce((sum, [w]) => sum + w, 0);
+  const weights = choices.map(([w]) => w);
+  const gens = choices.map(([, gen]) => gen);
+  const total = weights.reduce((sum, w) => sum + w, 0);
   return (r) => {
     let x = r.nextInt(0, total - 1);
-    for (const [w, gen] of choices) {
-      if (x < w) return gen(r);
+    for (let i = 0; i < gens.length; i++) {
+      const w = weights[i] as number;
+      if (x < w) return (gens[i] as Gen<T>)(r);
       x -= w;
     }
     throw new Error("unreachable");
@@ -155,12 +155,16 @@ export const finiteDouble: Gen<number> = weighted(
 
 /** An object whose optional keys are each present half of the time. */
 export function record(required: Record<string, Gen<unknown>>, optional: Record<string, Gen<unknown>> = {}) {
-  const requiredEntries = Object.entries(required);
-  const optionalEntries = Object.entries(optional);
+  const requiredKeys = Object.keys(required);
+  const requiredGens = Object.values(required);
+  const optionalKeys = Object.keys(optional);
+  const optionalGens = Object.values(optional);
   return (r: Rand): Record<string, unknown> => {
     const out: Record<string, unknown> = {};
-    for (const [key, gen] of requiredEntries) out[key] = gen(r);
-    for (const [key, gen] of optionalEntries) if (r.nextInt(0, 1) === 1) out[key] = gen(r);
+    for (let i = 0; i < requiredKeys.length; i++) out[requiredKeys[i] as string] = (requiredGens[i] as Gen<unknown>)(r);
+    for (let i = 0; i < optionalKeys.length; i++) {
+      if (r.nextInt(0, 1) === 1) out[optionalKeys[i] as string] = (optionalGens[i] as Gen<unknown>)(r);
+    }
     return out;
   };
 }

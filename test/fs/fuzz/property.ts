@@ -42,14 +42,14 @@ const SEMANTIC_RULES = new Set(["read_before_write", "stale_read", "hunk_mismatc
 
 let world: FuzzWorld;
 
-/** Every string in a value (keys included), for the quoting checks. */
+/** Every string in a value (keys included), for the quoting checks, appended to `out`. */
 function stringsOf(value: unknown, out: string[] = []): string[] {
   if (typeof value === "string") out.push(value);
   else if (Array.isArray(value)) for (const v of value) stringsOf(v, out);
   else if (value && typeof value === "object") {
-    for (const [k, v] of Object.entries(value)) {
+    for (const k of Object.keys(value)) {
       out.push(k);
-      stringsOf(v, out);
+      stringsOf((value as Record<string, unknown>)[k], out);
     }
   }
   return out;
@@ -59,7 +59,8 @@ function stringsOf(value: unknown, out: string[] = []): string[] {
  * The message rules every refusal obeys; returns a description of the first broken one, or null. What the caller
  * sees is the message and every string (keys included) of the details, each checked as it is. The strings of the
  * arguments are gathered only when a check needs them: a quote of over 100 characters needs a shown string of at
- * least 101, a server path must appear in one, and a length refusal is checked against them.
+ * least 101 and a sent one of over 120 (JSON text of at most 120 characters holds none), a server path must appear
+ * in one, and a length refusal is checked against them.
  */
 function messageProblem(outcome: ToolCallOutcome, args: unknown): string | null {
   if (outcome.ok) return null;
@@ -72,8 +73,18 @@ function messageProblem(outcome: ToolCallOutcome, args: unknown): string | null 
     sentStrings ??= stringsOf(typeof args === "string" ? safeParse(args) : args);
     return sentStrings;
   };
-  const quotes = (piece: string) => shown.some((text) => text.includes(piece));
-  if (shown.some((text) => text.length >= 101)) {
+  const quotes = (piece: string) => {
+    for (const text of shown) if (text.includes(piece)) return true;
+    return false;
+  };
+  let longShown = false;
+  for (const text of shown) {
+    if (text.length >= 101) {
+      longShown = true;
+      break;
+    }
+  }
+  if (longShown && (typeof args !== "string" || args.length > 120)) {
     for (const s of sent()) {
       if (s.length > 120 && (quotes(s.slice(0, 101)) || quotes(s.slice(-101)))) {
         return "quotes more than ~100 characters of an argument";

@@ -124,14 +124,17 @@ export async function createFuzzWorld(): Promise<FuzzWorld> {
   for (const tool of FILE_TOOLS) {
     await store.save("u1", tool, { enabled: true, parameters: { deniedPaths: [join(proj, "secret")] } });
   }
+  // One call context per tool, made once (a host passes the same chat's context to every call).
+  const contexts = new Map(
+    FILE_TOOLS.map((tool) => [tool, { userId: "u1", chatId: `fuzz-${tool}`, workingDirectory: proj }] as const),
+  );
   return {
     root,
     serverPaths: [root, process.cwd()],
     proj,
     dataDir,
     runtime,
-    call: (tool, args) =>
-      runtime.executeTool(tool, args, { userId: "u1", chatId: `fuzz-${tool}`, workingDirectory: proj }),
+    call: (tool, args) => runtime.executeTool(tool, args, contexts.get(tool)!),
     cleanup: () => rmSync(root, { recursive: true, force: true }),
   };
 }
