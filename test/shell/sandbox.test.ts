@@ -104,7 +104,9 @@ afterEach(() => {
   resetSandboxProbe();
 });
 
-describe(`bwrap sandbox${skipReason}`, () => {
+// The bwrap tests run concurrently: each has its own runtime, its own subdirectory or marker, and none changes what
+// another one reads (they mostly wait on processes starting in new namespaces).
+describe.concurrent(`bwrap sandbox${skipReason}`, () => {
   it.skipIf(!probe.available)("writing outside the working directory fails; inside works", async () => {
     const { call } = setup();
     // Outside /tmp (which is private inside the sandbox), so the write meets the read-only root.
@@ -275,37 +277,31 @@ for fam in (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6):
     expect(Number(result.stdout.split("\n")[1])).toBeLessThan(10);
   });
 
-  // This test and the next run concurrently (distinct markers, nothing written): the next waits out a 1 s budget.
-  it.skipIf(!probe.available)(
-    "setsid children die with the sandbox when only bwrap is killed",
-    { concurrent: true },
-    async () => {
-      const marker = `987.${process.pid}`;
-      const args = bwrapArguments({
-        cwd: wd,
-        writableRoots: [wd],
-        network: false,
-        hiddenPaths: [],
-        readOnlyPaths: [],
-        seccompFd: 3,
-      });
-      const child = spawn(
-        probe.available ? probe.bwrap : "bwrap",
-        [...args, "--", BASH, "-c", `setsid sleep ${marker} & sleep 1000`],
-        {
-          stdio: ["ignore", "ignore", "ignore", "pipe"],
-        },
-      );
-      (child.stdio[3] as NodeJS.WritableStream).end(buildSeccompFilter());
-      expect(await waitUntil(() => processesWith(`sleep ${marker}`).length === 1, 5000)).toBe(true);
-      process.kill(child.pid as number, "SIGKILL"); // not the group, not the tree: only bwrap itself
-      expect(await waitUntil(() => processesWith(`sleep ${marker}`).length === 0, 5000)).toBe(true);
-    },
-  );
+  it.skipIf(!probe.available)("setsid children die with the sandbox when only bwrap is killed", async () => {
+    const marker = `987.${process.pid}`;
+    const args = bwrapArguments({
+      cwd: wd,
+      writableRoots: [wd],
+      network: false,
+      hiddenPaths: [],
+      readOnlyPaths: [],
+      seccompFd: 3,
+    });
+    const child = spawn(
+      probe.available ? probe.bwrap : "bwrap",
+      [...args, "--", BASH, "-c", `setsid sleep ${marker} & sleep 1000`],
+      {
+        stdio: ["ignore", "ignore", "ignore", "pipe"],
+      },
+    );
+    (child.stdio[3] as NodeJS.WritableStream).end(buildSeccompFilter());
+    expect(await waitUntil(() => processesWith(`sleep ${marker}`).length === 1, 5000)).toBe(true);
+    process.kill(child.pid as number, "SIGKILL"); // not the group, not the tree: only bwrap itself
+    expect(await waitUntil(() => processesWith(`sleep ${marker}`).length === 0, 5000)).toBe(true);
+  });
 
   it.skipIf(!probe.available)(
     "a timeout kills every process of a sandboxed call; the audit says sandboxed",
-    { concurrent: true },
     async () => {
       const marker = `988.${process.pid}`;
       const { runtime, store, audit } = setup();
