@@ -8,7 +8,6 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, posix } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { Worker } from "node:worker_threads";
 import { describe, expect, it } from "vitest";
 import { importSpecifiers, readSourceTree } from "../helpers/layers.js";
 
@@ -26,26 +25,6 @@ const sourceModules: Record<Entry, () => Promise<Record<string, unknown>>> = {
   "toolhost/server": () => import("../../src/server/index.js"),
   "toolhost/mcp": () => import("../../src/mcp/index.js"),
 };
-
-/**
- * The sorted export names of built modules as Node itself loads them, the way a consumer of the package gets them:
- * in one worker thread, outside the test runner's module transform (which would re-transform every built file).
- */
-function builtExportNames(urls: string[]): Promise<string[][]> {
-  const worker = new Worker(
-    `const { parentPort, workerData } = require("node:worker_threads");
-     Promise.all(workerData.map((url) => import(url))).then((modules) =>
-       parentPort.postMessage(modules.map((m) => Object.keys(m).sort())));`,
-    { eval: true, workerData: urls },
-  );
-  return new Promise<string[][]>((resolve, reject) => {
-    worker.once("message", resolve);
-    worker.once("error", reject);
-    worker.once("exit", (code) =>
-      reject(new Error(`the worker importing ${urls.join(", ")} exited with code ${code}`)),
-    );
-  }).finally(() => worker.terminate());
-}
 
 function render(names: Record<Entry, string[]>): string {
   return `${(Object.keys(ENTRIES) as Entry[]).map((entry) => [`[${entry}]`, ...names[entry]].join("\n")).join("\n\n")}\n`;
@@ -89,14 +68,13 @@ describe("public API", () => {
     const manifest = JSON.parse(readFileSync(`${root}package.json`, "utf8")) as {
       exports: Record<string, { types: string; default: string }>;
     };
-    const entries = Object.keys(ENTRIES) as Entry[];
-    const resolved = entries.map((entry) => require.resolve(entry));
-    const built = await builtExportNames(resolved.map((path) => pathToFileURL(path).href));
-    for (const [i, entry] of entries.entries()) {
+    for (const entry of Object.keys(ENTRIES) as Entry[]) {
+      const resolved = require.resolve(entry);
       const subpath = entry === "toolhost" ? "." : `./${entry.slice("toolhost/".length)}`;
-      expect(resolved[i]).toBe(`${root}${manifest.exports[subpath]!.default.slice(2)}`);
+      expect(resolved).toBe(`${root}${manifest.exports[subpath]!.default.slice(2)}`);
       expect(readFileSync(`${root}${manifest.exports[subpath]!.types.slice(2)}`, "utf8")).toMatch(/export/);
-      expect(built[i], entry).toEqual(Object.keys(await sourceModules[entry]()).sort());
+      const built = (await import(pathToFileURL(resolved).href)) as Record<string, unknown>;
+      expect(Object.keys(built).sort(), entry).toEqual(Object.keys(await sourceModules[entry]()).sort());
     }
     expect(() => require.resolve("toolhost/dist/core/registry.js")).toThrow(/not defined by "exports"/);
   });
