@@ -2,12 +2,14 @@
  * Embedding Toolhost from the built package, the way a user's own server does: the context from "toolhost", the
  * HTTP app from "toolhost/server" mounted in a host app and behind a plain node:http listener, and the MCP
  * endpoint from "toolhost/mcp" on a route of the host's own, each answering real requests on loopback. The
- * entries are resolved by the package's name through its exports map.
+ * entries are resolved by the package's name through its exports map, with their types, and export exactly the
+ * names of test/api/public-api.txt (which test/api/exports.test.ts holds equal to the source entries').
  */
+import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { serve } from "@hono/node-server";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { Hono } from "hono";
@@ -42,6 +44,36 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const close of closers.splice(0).reverse()) await close();
   await ctx?.close();
+});
+
+describe("the built package's entries", () => {
+  it("resolve through the exports map, with types, to the names of the public API list", () => {
+    // Resolved by the package's own name (a package may import itself through its "exports"), from dist/.
+    const root = fileURLToPath(new URL("../../", import.meta.url));
+    const manifest = JSON.parse(readFileSync(`${root}package.json`, "utf8")) as {
+      exports: Record<string, { types: string; default: string }>;
+    };
+    const listed: Record<string, string[]> = {};
+    let current: string[] = [];
+    for (const line of readFileSync(new URL("./public-api.txt", import.meta.url), "utf8").split("\n")) {
+      const header = /^\[(.+)\]$/.exec(line);
+      if (header) listed[header[1]!] = current = [];
+      else if (line.trim()) current.push(line.trim());
+    }
+    const loaded: Record<string, Record<string, unknown>> = {
+      toolhost: lib,
+      "toolhost/server": server,
+      "toolhost/mcp": mcp,
+    };
+    for (const [entry, module] of Object.entries(loaded)) {
+      const subpath = entry === "toolhost" ? "." : `./${entry.slice("toolhost/".length)}`;
+      expect(require.resolve(entry)).toBe(`${root}${manifest.exports[subpath]!.default.slice(2)}`);
+      expect(readFileSync(`${root}${manifest.exports[subpath]!.types.slice(2)}`, "utf8")).toMatch(/export/);
+      expect(listed[entry], entry).toBeDefined();
+      expect(Object.keys(module).sort(), entry).toEqual(listed[entry]);
+    }
+    expect(() => require.resolve("toolhost/dist/core/registry.js")).toThrow(/not defined by "exports"/);
+  });
 });
 
 describe("embedding the built package", () => {
