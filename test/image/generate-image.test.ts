@@ -270,7 +270,7 @@ describe("generate_image time budget", () => {
   });
 
   // The runtime's timeoutSeconds budget (5 s, the minimum) cancelling a slow provider end to end is checked in
-  // test/tools/time-budget.test.ts, concurrently with the other tools' budget checks.
+  // test/tools/time-budget.test.ts, with the other tools' budget checks.
 
   it("the budget cancels outstanding Gemini requests on the wire too", async () => {
     const fake = await track(startFakeGemini(() => "hang"));

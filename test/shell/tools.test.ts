@@ -295,7 +295,7 @@ describe.concurrent("timeouts and aborts through the runtime", () => {
   });
 
   // shell_exec's timeout argument and bash's timeoutSeconds at its minimum (5 s) killing the group with the timeout
-  // message are checked in test/tools/time-budget.test.ts, concurrently with the other tools' budget checks.
+  // message are checked in test/tools/time-budget.test.ts, with the other tools' budget checks.
 
   it("bash returns non-zero exits as results with termination and truncation flags", async () => {
     const { enable, call } = setup({ bash: { maxOutputBytes: 1024 } });

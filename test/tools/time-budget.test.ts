@@ -1,18 +1,20 @@
 /**
  * Time budgets running out, end to end through a ToolRuntime. The smallest budget a user can give
  * (timeoutSeconds = 5, the bottom of the 5–600 range every tool with a budget declares): bash, web_fetch and
- * generate_image each end a call that would never finish with a `timeout` after those 5 s, cancelling what they
- * started. And shell_exec's own `timeout` argument (ms), which kills every process of the call.
+ * generate_image each end a call that would never finish with a `timeout` at those 5 s — not before — cancelling
+ * what they started. And shell_exec's own `timeout` argument (ms), which kills every process of the call.
  *
- * These checks wait out real time, so they run concurrently (each has its own tool, settings and pid files): the
- * file costs one 5 s wait, not three. How each tool stops at its budget is tested with short budgets where its own
- * unit takes one: test/shell/runner.test.ts (runShellCommand's timeoutMs), test/core/runtime.test.ts (the runtime's
- * budget and backstop), test/image/generate-image.test.ts (an abort whose reason is the budget's timeout); the
- * cancel paths beside them in test/shell/tools.test.ts and test/web/fetch.test.ts.
+ * The budgets run on a fake clock for setTimeout (see atTheBudget): real processes, sockets and requests, without
+ * waiting 5 s of real time per check. The same mechanisms in real time, with short budgets where a unit takes one:
+ * test/shell/runner.test.ts (runShellCommand's timeoutMs, killing whole process trees), test/shell/sandbox.test.ts
+ * (shell_exec's timeout inside the sandbox), test/core/runtime.test.ts (the runtime's budget and backstop),
+ * test/image/generate-image.test.ts (an abort whose reason is the budget's timeout); the cancel paths beside them in
+ * test/shell/tools.test.ts and test/web/fetch.test.ts.
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ToolRegistryStore } from "../../src/core/registry.js";
 import { ToolRuntime } from "../../src/core/runtime.js";
 import { MemoryAuditSink, MemoryToolSettingsStore } from "../../src/core/stores.js";
@@ -71,35 +73,79 @@ const budget = (parameters: Record<string, unknown> = {}) => ({ ...parameters, t
 
 const shellCall = { userId: USER, chatId: "c1", workingDirectory: "" };
 
-describe.concurrent("timeoutSeconds = 5 (the minimum) ends a call that never finishes", () => {
+/**
+ * Runs a call that never finishes against its budget (`budgetMs`) on a fake clock for setTimeout — which arms every
+ * budget here: the runtime's, the shell runner's, generate_image's — so the test need not wait it out in real time.
+ * Waits, in real time, until `running()` says the call is under way; moves the clock to 1 ms before the budget, where
+ * the call must still run (given real time to end); then to the budget, and returns the outcome. Everything after
+ * the budget (killing processes, cancelling requests) runs in real time; the clock stays there, so a longer budget
+ * would never end the call (the test times out).
+ */
+async function atTheBudget<T>(budgetMs: number, start: () => Promise<T>, running: () => boolean): Promise<T> {
+  vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+  try {
+    let settled = false;
+    const call = start().finally(() => {
+      settled = true;
+    });
+    const deadline = Date.now() + 10_000;
+    while (!running()) {
+      if (Date.now() > deadline) throw new Error("the call did not get under way within 10 s");
+      await sleep(10);
+    }
+    await vi.advanceTimersByTimeAsync(budgetMs - 1);
+    await sleep(100);
+    expect(settled, "the call ended before its budget").toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    return await call;
+  } finally {
+    vi.useRealTimers();
+  }
+}
+
+// One at a time: they share the fake clock.
+describe("timeoutSeconds = 5 (the minimum) ends a call that never finishes", () => {
   it("bash: kills the process group and says the command did not finish within 5s", async () => {
     await store.save(USER, "bash", { enabled: true, parameters: budget({ sandbox: "off" }) });
     const p = join(root, "bash-timeout-pids");
-    const outcome = await runtime.executeTool(
-      "bash",
-      { command: `sleep 100 & echo $! >> ${p}; sleep 100` },
-      { ...shellCall, workingDirectory: join(root, "project") },
+    const outcome = await atTheBudget(
+      5_000,
+      () =>
+        runtime.executeTool(
+          "bash",
+          { command: `sleep 100 & echo $! >> ${p}; sleep 100` },
+          { ...shellCall, workingDirectory: join(root, "project") },
+        ),
+      () => readPids(p).length === 1,
     );
     expect(outcome).toMatchObject({ ok: false, error: { code: "timeout" } });
     expect((outcome as { error: { message: string } }).error.message).toMatch(/did not finish within 5s/);
     expect(readPids(p)).toHaveLength(1);
     expect(survivors(readPids(p))).toEqual([]);
-  }, 15_000);
+  });
 
   it("web_fetch: a page that never answers ends as a timeout", async () => {
     await store.save(USER, "web_fetch", { enabled: null, parameters: budget({ allowedHosts: ["127.0.0.1"] }) });
-    const outcome = await runtime.executeTool("web_fetch", { url: `${web.origin}/hang` }, { userId: USER });
-    expect(hanging).toBe(1);
+    const outcome = await atTheBudget(
+      5_000,
+      () => runtime.executeTool("web_fetch", { url: `${web.origin}/hang` }, { userId: USER }),
+      () => hanging === 1,
+    );
     expect(outcome.ok).toBe(false);
     if (!outcome.ok) expect(outcome.error.code).toBe("timeout");
-  }, 15_000);
+  });
 
   it("generate_image: cancels the provider's requests on the wire and reports 0 of 2 made", async () => {
     await store.save(USER, "generate_image", { enabled: null, parameters: budget() });
-    const outcome = await runtime.executeTool(
-      "generate_image",
-      { prompt: "slow", count: 2 },
-      { userId: USER, services: { imageGeneration: { openai: { apiKey: "k", baseUrl: image.baseUrl } } } },
+    const outcome = await atTheBudget(
+      5_000,
+      () =>
+        runtime.executeTool(
+          "generate_image",
+          { prompt: "slow", count: 2 },
+          { userId: USER, services: { imageGeneration: { openai: { apiKey: "k", baseUrl: image.baseUrl } } } },
+        ),
+      () => image.requests.length === 2,
     );
     expect(outcome.ok).toBe(false);
     if (!outcome.ok) {
@@ -108,10 +154,10 @@ describe.concurrent("timeoutSeconds = 5 (the minimum) ends a call that never fin
     }
     await image.waitForCancelled(2);
     expect(image.requests).toHaveLength(2);
-  }, 15_000);
+  });
 });
 
-describe.concurrent("shell_exec's timeout argument", () => {
+describe("shell_exec's timeout argument", () => {
   it("kills every process at the timeout (ms) and surfaces a timeout error with the output so far", async () => {
     // Unsandboxed: the pids are read from a file outside the working directory (sandbox.test.ts checks the same
     // inside the sandbox).
@@ -120,17 +166,22 @@ describe.concurrent("shell_exec's timeout argument", () => {
       parameters: { allowlistPreset: "custom", allowedCommands: ["bash"], sandbox: "off" },
     });
     const p = join(root, "exec-timeout-pids");
-    const outcome = await runtime.executeTool(
-      "shell_exec",
-      {
-        argv: [
-          "bash",
-          "-c",
-          `sleep 100 & echo $! >> ${p}; setsid sleep 101 & echo $! >> ${p}; echo partial; sleep 100`,
-        ],
-        timeout: 1000,
-      },
-      { ...shellCall, workingDirectory: join(root, "project") },
+    const outcome = await atTheBudget(
+      1_000,
+      () =>
+        runtime.executeTool(
+          "shell_exec",
+          {
+            argv: [
+              "bash",
+              "-c",
+              `sleep 100 & echo $! >> ${p}; echo partial; setsid sleep 101 & echo $! >> ${p}; sleep 100`,
+            ],
+            timeout: 1000,
+          },
+          { ...shellCall, workingDirectory: join(root, "project") },
+        ),
+      () => readPids(p).length === 2,
     );
     expect(outcome).toMatchObject({ ok: false, error: { code: "timeout", details: { termination: "timed_out" } } });
     expect((outcome as unknown as { error: { details: { stdoutTail: string } } }).error.details.stdoutTail).toBe(

@@ -237,7 +237,7 @@ describe("web_fetch limits", () => {
   });
 
   // The time budget ending a hanging fetch (timeoutSeconds = 5, the minimum) is checked in
-  // test/tools/time-budget.test.ts, concurrently with the other tools' budget checks.
+  // test/tools/time-budget.test.ts, with the other tools' budget checks.
   it("ends a hanging fetch on cancel (aborted)", async () => {
     const { call } = webRuntime();
     const controller = new AbortController();
