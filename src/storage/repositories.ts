@@ -8,6 +8,7 @@ import type { Kysely } from "kysely";
 import { BrandedError, errorBrand } from "../core/errors.js";
 import type { ToolSettingsStore, ToolSettingsWrite, VersionedToolSettings } from "../core/stores.js";
 import type { AuditEntry, AuditEvent, AuditSink, FreshnessLedger } from "../core/types.js";
+import { runCompiledOnce } from "./compiled-once.js";
 import type { ChatMessagesTable, ChatsTable, DatabaseSchema } from "./database.js";
 import { inTransaction } from "./transaction.js";
 
@@ -81,42 +82,43 @@ export class SqlToolSettingsStore implements ToolSettingsStore {
     toolName: string,
     change: (current: VersionedToolSettings | undefined) => ToolSettingsWrite,
   ): Promise<VersionedToolSettings> {
+    // The statements of every settings write are compiled once (see compiled-once.ts); each runs with the
+    // parameters its builder below names, in order.
     return inTransaction(this.db, async (trx, tx) => {
-      const existing = await tx
-        .forUpdate(
-          trx
-            .selectFrom("user_tool_settings")
-            .selectAll()
-            .where("user_id", "=", userId)
-            .where("tool_name", "=", toolName),
-        )
-        .executeTakeFirst();
+      const lockRow = async () =>
+        (
+          await runCompiledOnce(trx, "user_tool_settings.select_for_update", [userId, toolName], () =>
+            tx.forUpdate(
+              trx
+                .selectFrom("user_tool_settings")
+                .selectAll()
+                .where("user_id", "=", userId)
+                .where("tool_name", "=", toolName),
+            ),
+          )
+        ).rows[0];
+      const existing = await lockRow();
       let current = existing;
       if (!current) {
         // Create the row first so that two first writers (other processes) queue on its lock instead of racing
         // two INSERTs; a concurrent creator makes DO NOTHING wait for it, and the FOR UPDATE below sees its row.
-        await trx
-          .insertInto("user_tool_settings")
-          .values({
-            user_id: userId,
-            tool_name: toolName,
-            enabled: null,
-            parameters: "{}",
-            locked: "[]",
-            updated_at: now(),
-            version: 0,
-          })
-          .onConflict((oc) => oc.columns(["user_id", "tool_name"]).doNothing())
-          .execute();
-        current = await tx
-          .forUpdate(
-            trx
-              .selectFrom("user_tool_settings")
-              .selectAll()
-              .where("user_id", "=", userId)
-              .where("tool_name", "=", toolName),
-          )
-          .executeTakeFirstOrThrow();
+        const empty = {
+          user_id: userId,
+          tool_name: toolName,
+          enabled: null,
+          parameters: "{}",
+          locked: "[]",
+          updated_at: now(),
+          version: 0,
+        };
+        await runCompiledOnce(trx, "user_tool_settings.insert_empty", Object.values(empty), () =>
+          trx
+            .insertInto("user_tool_settings")
+            .values(empty)
+            .onConflict((oc) => oc.columns(["user_id", "tool_name"]).doNothing()),
+        );
+        current = await lockRow();
+        if (!current) throw new Error(`The settings row of ${userId}/${toolName} vanished inside its transaction.`);
       }
       const before = toSaved(current);
       const next = change(existing || before.version > 0 ? before : undefined);
@@ -127,12 +129,13 @@ export class SqlToolSettingsStore implements ToolSettingsStore {
         updated_at: now(),
         version: before.version + 1,
       };
-      await trx
-        .updateTable("user_tool_settings")
-        .set(written)
-        .where("user_id", "=", userId)
-        .where("tool_name", "=", toolName)
-        .execute();
+      await runCompiledOnce(trx, "user_tool_settings.update", [...Object.values(written), userId, toolName], () =>
+        trx
+          .updateTable("user_tool_settings")
+          .set(written)
+          .where("user_id", "=", userId)
+          .where("tool_name", "=", toolName),
+      );
       return toSaved(written);
     });
   }
@@ -242,23 +245,24 @@ export class SqlAuditLog implements AuditSink {
   async recordEvent(event: AuditEvent): Promise<void> {
     const base = { id: randomUUID(), created_at: now() };
     if (event.kind === "settings_change") {
-      await this.db
-        .insertInto("audit_log")
-        .values({
-          ...base,
-          kind: "settings_change",
-          user_id: event.userId,
-          actor: event.actor,
-          chat_id: null,
-          tool: event.tool,
-          command: "null",
-          cwd: null,
-          exit_code: null,
-          termination: "settings_change",
-          duration_ms: 0,
-          details: JSON.stringify({ old: event.old, new: event.new }),
-        })
-        .execute();
+      const row = {
+        ...base,
+        kind: "settings_change",
+        user_id: event.userId,
+        actor: event.actor,
+        chat_id: null,
+        tool: event.tool,
+        command: "null",
+        cwd: null,
+        exit_code: null,
+        termination: "settings_change",
+        duration_ms: 0,
+        details: JSON.stringify({ old: event.old, new: event.new }),
+      };
+      // Every settings write ends here: the statement is compiled once (the columns are the row's keys, in order).
+      await runCompiledOnce(this.db, "audit_log.insert_settings_change", Object.values(row), () =>
+        this.db.insertInto("audit_log").values(row),
+      );
       return;
     }
     const t = event.toolEntry;
