@@ -172,7 +172,7 @@ export function createServerApp(ctx: AppContext, options: ServerAppOptions = {})
   app.get("/.well-known/oauth-protected-resource/mcp", metadata);
   // DNS-rebinding protection first: a page that re-pointed its name at this server gets nothing, not even a 401.
   const hostPolicy = options.mcpHosts ?? mcpHostPolicy(options.host ?? "127.0.0.1");
-  app.use("/mcp", async (c, next) => mcpHostRejection(c.req.raw, hostPolicy) ?? next());
+  app.use("/mcp", async (c, next) => (await mcpHostRejection(c.req.raw, hostPolicy)) ?? next());
   app.use("/mcp", bearerAuth(ctx.tokens, { resourceMetadataUrl: metadataUrl }), limit);
   app.all("/mcp", (c) => {
     const userId = c.get("userId");

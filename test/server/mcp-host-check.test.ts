@@ -3,8 +3,9 @@
  * name, and browser requests only from a loopback origin; the environment widens or turns off either check.
  */
 import { request } from "node:http";
+import { localhostAllowedHostnames, localhostAllowedOrigins } from "@modelcontextprotocol/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isLoopbackHost, mcpHostPolicy } from "../../src/mcp/server/host-check.js";
+import { isLoopbackHost, LOOPBACK_HOSTNAMES, mcpHostPolicy } from "../../src/mcp/server/host-check.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 
 let server: TestServer;
@@ -70,6 +71,9 @@ describe("/mcp Host and Origin check", () => {
     expect(mcpHostPolicy("127.0.0.2", {}).allowedHosts).toEqual(["localhost", "127.0.0.1", "[::1]", "127.0.0.2"]);
     expect(mcpHostPolicy("::1", {}).allowedOrigins).toContain("[::1]");
     expect(mcpHostPolicy("0.0.0.0", {})).toEqual({ allowedHosts: null, allowedOrigins: null });
+    // The default loopback names are the SDK's own lists (kept as a constant so the service starts without the SDK).
+    expect(LOOPBACK_HOSTNAMES).toEqual(localhostAllowedHostnames());
+    expect(LOOPBACK_HOSTNAMES).toEqual(localhostAllowedOrigins());
     expect(
       mcpHostPolicy("0.0.0.0", {
         TOOLHOST_MCP_ALLOWED_HOSTS: "tools.example, LOCALHOST",

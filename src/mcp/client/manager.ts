@@ -15,9 +15,8 @@
  * goes to a bounded buffer.
  */
 import { createHash } from "node:crypto";
-import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
-import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
-import * as z from "zod/v4";
+import type { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import type { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import type { ToolRegistryStore } from "../../core/registry.js";
 import type { Logger } from "../../core/types.js";
 import { VERSION } from "../../version.js";
@@ -28,9 +27,8 @@ import {
   type McpServerSource,
   type NamedMcpServerConfig,
 } from "./config.js";
-import { buildImportedTool, type RemoteTool } from "./imported-tool.js";
+import type { RemoteTool } from "./imported-tool.js";
 import { importedToolName } from "./naming.js";
-import { ImportedSchemaError } from "./schema.js";
 
 /** Connection state of one server. */
 export type McpServerState = "connecting" | "connected" | "failed" | "disabled";
@@ -66,10 +64,38 @@ export interface McpServerStatus {
   connectedAt: string | null;
 }
 
-/** A tools/list result, checked only for its outline (each tool is checked on its own in applyTools). */
-const LENIENT_TOOL_LIST = z
-  .object({ tools: z.array(z.record(z.string(), z.unknown())), nextCursor: z.string().optional() })
-  .passthrough();
+/**
+ * What a connection needs beyond this module: the MCP client SDK, zod, and the imported-tool builder (with ajv for
+ * the servers' schemas). Loaded on the first connection, so a process with no external server configured (or one
+ * that never connects) does not load them; the loaded copy is kept for the synchronous applyTools.
+ */
+async function loadClientSdk() {
+  const [sdk, stdio, z, importedTool, schema] = await Promise.all([
+    import("@modelcontextprotocol/client"),
+    import("@modelcontextprotocol/client/stdio"),
+    import("zod/v4"),
+    import("./imported-tool.js"),
+    import("./schema.js"),
+  ]);
+  return {
+    Client: sdk.Client,
+    StreamableHTTPClientTransport: sdk.StreamableHTTPClientTransport,
+    StdioClientTransport: stdio.StdioClientTransport,
+    /** A tools/list result, checked only for its outline (each tool is checked on its own in applyTools). */
+    lenientToolList: z
+      .object({ tools: z.array(z.record(z.string(), z.unknown())), nextCursor: z.string().optional() })
+      .passthrough(),
+    buildImportedTool: importedTool.buildImportedTool,
+    ImportedSchemaError: schema.ImportedSchemaError,
+  };
+}
+type ClientSdk = Awaited<ReturnType<typeof loadClientSdk>>;
+let clientSdkLoading: Promise<ClientSdk> | undefined;
+let clientSdk: ClientSdk | undefined;
+function clientSdkReady(): Promise<ClientSdk> {
+  clientSdkLoading ??= loadClientSdk().then((loaded) => (clientSdk = loaded));
+  return clientSdkLoading;
+}
 
 /** Most tools/list pages read from one server (a server paging forever must not hang the import). */
 const MAX_LIST_PAGES = 100;
@@ -193,6 +219,7 @@ class ServerConnection {
   async #connect(): Promise<void> {
     this.state = "connecting";
     const c = this.config;
+    const { Client, StdioClientTransport, StreamableHTTPClientTransport } = await clientSdkReady();
     const client = new Client({ name: "toolhost", version: VERSION });
     let transport: StdioClientTransport | StreamableHTTPClientTransport;
     if (c.command) {
@@ -285,7 +312,7 @@ class ServerConnection {
       // Toolhost skips just that tool (applyTools).
       const page = await client.request(
         { method: "tools/list", ...(cursor ? { params: { cursor } } : {}) },
-        LENIENT_TOOL_LIST,
+        (await clientSdkReady()).lenientToolList,
       );
       remote.push(...(page.tools as unknown as RemoteTool[]));
       cursor = page.nextCursor;
@@ -471,6 +498,9 @@ export class McpClientManager {
    * tool, is skipped with a warning in the server's status; the others still load.
    */
   applyTools(connection: ServerConnection, remote: RemoteTool[]): void {
+    // Loaded by the connection that listed these tools.
+    if (!clientSdk) throw new Error("applyTools before the MCP client was loaded (tools come from a connection)");
+    const { buildImportedTool, ImportedSchemaError } = clientSdk;
     const server = connection.named.name;
     const warnings: string[] = [];
     const next = new Map<string, ImportedToolStatus>();
@@ -496,7 +526,7 @@ export class McpClientManager {
         next.set(name, previous);
         continue;
       }
-      let registered: ReturnType<typeof buildImportedTool>;
+      let registered: ReturnType<ClientSdk["buildImportedTool"]>;
       try {
         registered = buildImportedTool({
           manager: this,

@@ -8,12 +8,13 @@
  * names to accept. `TOOLHOST_MCP_ALLOWED_HOSTS` and `TOOLHOST_MCP_ALLOWED_ORIGINS` (comma-separated hostnames
  * without ports, IPv6 in brackets; `*` turns the check off) replace the defaults.
  */
-import {
-  localhostAllowedHostnames,
-  localhostAllowedOrigins,
-  validateHostHeader,
-  validateOriginHeader,
-} from "@modelcontextprotocol/server";
+
+/**
+ * The loopback names allowed by default: the list the MCP SDK's `localhostAllowedHostnames()` and
+ * `localhostAllowedOrigins()` give (test/server/mcp-host-check.test.ts pins that), kept here so that building the
+ * service does not load the SDK, which loads on the first `/mcp` request.
+ */
+export const LOOPBACK_HOSTNAMES: readonly string[] = ["localhost", "127.0.0.1", "[::1]"];
 
 /** Which `Host` and `Origin` hostnames `/mcp` accepts; null: that header is not checked. */
 export interface McpHostPolicy {
@@ -49,16 +50,19 @@ export function mcpHostPolicy(bindHost: string, env: NodeJS.ProcessEnv = process
   const origins = parseList(env.TOOLHOST_MCP_ALLOWED_ORIGINS);
   const withOwn = (names: string[]) => (names.includes(own) ? names : [...names, own]);
   return {
-    allowedHosts: hosts !== undefined ? hosts : loopback ? withOwn(localhostAllowedHostnames()) : null,
-    allowedOrigins: origins !== undefined ? origins : loopback ? withOwn(localhostAllowedOrigins()) : null,
+    allowedHosts: hosts !== undefined ? hosts : loopback ? withOwn([...LOOPBACK_HOSTNAMES]) : null,
+    allowedOrigins: origins !== undefined ? origins : loopback ? withOwn([...LOOPBACK_HOSTNAMES]) : null,
   };
 }
 
 /**
- * Checks a request's `Host` and `Origin` against the policy. Returns undefined when it may proceed, else a 403
- * response in the JSON-RPC error shape MCP clients read, saying which name was refused and how to allow it.
+ * Checks a request's `Host` and `Origin` against the policy (with the MCP SDK's validators, loaded on first use).
+ * Resolves to undefined when it may proceed, else to a 403 response in the JSON-RPC error shape MCP clients read,
+ * saying which name was refused and how to allow it.
  */
-export function mcpHostRejection(request: Request, policy: McpHostPolicy): Response | undefined {
+export async function mcpHostRejection(request: Request, policy: McpHostPolicy): Promise<Response | undefined> {
+  if (!policy.allowedHosts && !policy.allowedOrigins) return undefined;
+  const { validateHostHeader, validateOriginHeader } = await import("@modelcontextprotocol/server");
   let message: string | undefined;
   if (policy.allowedHosts) {
     const host = validateHostHeader(request.headers.get("host"), [...policy.allowedHosts]);

@@ -12,11 +12,27 @@
  */
 
 import { createHash } from "node:crypto";
-import { createMcpHandler, type McpHttpHandler } from "@modelcontextprotocol/server";
+import type { McpHttpHandler } from "@modelcontextprotocol/server";
 import type { ApprovalService } from "../../app/approvals/service.js";
 import type { ToolRuntime } from "../../core/runtime.js";
 import type { Logger } from "../../core/types.js";
-import { createMcpServer } from "./tool-server.js";
+
+let serverSdk:
+  | Promise<{
+      createMcpHandler: typeof import("@modelcontextprotocol/server").createMcpHandler;
+      createMcpServer: typeof import("./tool-server.js").createMcpServer;
+    }>
+  | undefined;
+/**
+ * The MCP server SDK and Toolhost's tool server, loaded on the first `/mcp` request: an HTTP service nobody reaches
+ * over MCP never loads them.
+ */
+function loadServerSdk() {
+  serverSdk ??= Promise.all([import("@modelcontextprotocol/server"), import("./tool-server.js")]).then(
+    ([sdk, toolServer]) => ({ createMcpHandler: sdk.createMcpHandler, createMcpServer: toolServer.createMcpServer }),
+  );
+  return serverSdk;
+}
 
 /** The request header through which an HTTP client binds a working directory to its connection. */
 export const WORKING_DIRECTORY_HEADER = "Toolhost-Working-Directory";
@@ -42,7 +58,7 @@ const BINDING_HINT = `Bind a working directory by sending the ${WORKING_DIRECTOR
 export class McpHttpEndpoint {
   readonly #runtime: ToolRuntime;
   readonly #logger: Logger | undefined;
-  readonly #handlers = new Map<string, McpHttpHandler>();
+  readonly #handlers = new Map<string, Promise<McpHttpHandler>>();
   readonly #inFlight = new Map<string, AbortController>();
   readonly #unsubscribe: () => void;
 
@@ -52,9 +68,14 @@ export class McpHttpEndpoint {
     this.#runtime = runtime;
     this.#approvals = approvals;
     this.#logger = logger;
+    const notify = (handler: Promise<McpHttpHandler> | undefined) =>
+      void handler?.then(
+        (h) => h.notify.toolsChanged(),
+        () => {},
+      );
     this.#unsubscribe = runtime.registry.changes.subscribe((userId) => {
-      if (userId === null) for (const handler of this.#handlers.values()) handler.notify.toolsChanged();
-      else this.#handlers.get(userId)?.notify.toolsChanged();
+      if (userId === null) for (const handler of this.#handlers.values()) notify(handler);
+      else notify(this.#handlers.get(userId));
     });
   }
 
@@ -64,13 +85,14 @@ export class McpHttpEndpoint {
   }
 
   /** Serves one HTTP request for an authenticated caller. */
-  handle(request: Request, caller: McpHttpCaller): Promise<Response> {
+  async handle(request: Request, caller: McpHttpCaller): Promise<Response> {
     const extra: CallerExtra = {
       userId: caller.userId,
       tokenKey: createHash("sha256").update(caller.token).digest("hex").slice(0, 24),
       workingDirectory: caller.workingDirectory,
     };
-    return this.#handlerFor(caller.userId).fetch(request, {
+    const handler = await this.#handlerFor(caller.userId);
+    return handler.fetch(request, {
       authInfo: { token: extra.tokenKey, clientId: caller.userId, scopes: [], extra },
     });
   }
@@ -79,7 +101,7 @@ export class McpHttpEndpoint {
   async close(): Promise<void> {
     this.#unsubscribe();
     for (const controller of this.#inFlight.values()) controller.abort();
-    await Promise.allSettled([...this.#handlers.values()].map((h) => h.close()));
+    await Promise.allSettled([...this.#handlers.values()].map(async (h) => (await h).close()));
     this.#handlers.clear();
   }
 
@@ -87,10 +109,22 @@ export class McpHttpEndpoint {
     return JSON.stringify([extra.userId, extra.tokenKey, requestId]);
   }
 
-  #handlerFor(userId: string): McpHttpHandler {
+  #handlerFor(userId: string): Promise<McpHttpHandler> {
     let handler = this.#handlers.get(userId);
-    if (handler) return handler;
-    handler = createMcpHandler(
+    if (!handler) {
+      handler = this.#createHandler(userId);
+      this.#handlers.set(userId, handler);
+      // A failed load is not kept: the next request tries again.
+      handler.catch(() => {
+        if (this.#handlers.get(userId) === handler) this.#handlers.delete(userId);
+      });
+    }
+    return handler;
+  }
+
+  async #createHandler(userId: string): Promise<McpHttpHandler> {
+    const { createMcpHandler, createMcpServer } = await loadServerSdk();
+    return createMcpHandler(
       ({ era, authInfo }) => {
         const extra = authInfo?.extra as CallerExtra | undefined;
         if (!extra || extra.userId !== userId) throw new Error("MCP request without an authenticated caller");
@@ -122,8 +156,6 @@ export class McpHttpEndpoint {
         onerror: (error) => this.#logger?.debug({ err: error.message }, "mcp http"),
       },
     );
-    this.#handlers.set(userId, handler);
-    return handler;
   }
 }
 
