@@ -3,13 +3,14 @@
  * registry generation and the saved rows' versions), the token check (cleared by revoke/rotate in this process,
  * bounded by TOKEN_CACHE_MS elsewhere) and the prepared-statement cache of SQLite connections.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ToolSettingsService } from "../../src/app/tool-settings-service.js";
 import { ToolRegistryStore } from "../../src/core/registry.js";
 import { createLogger } from "../../src/core/stores.js";
 import { openDatabase, type ToolhostDatabase } from "../../src/storage/database.js";
 import { SqlToolSettingsStore, TokenRepository } from "../../src/storage/repositories.js";
-import { tempDir } from "../helpers/server.js";
+import { TOKEN_CACHE_MS } from "../../src/storage/token-repository.js";
+import { tempDir } from "../helpers/temp.js";
 
 const logger = createLogger("silent");
 
@@ -93,8 +94,15 @@ describe("hot-path caches", () => {
     const issued = await server.create("bob", null);
     expect(await server.authenticate(issued.token)).toBe("bob");
     await cli.revoke(issued.id);
-    await new Promise((r) => setTimeout(r, 1_050));
-    expect(await server.authenticate(issued.token)).toBeUndefined();
+    // Still cached just before the bound (the other repository's revoke is not seen here)…
+    expect(await server.authenticate(issued.token)).toBe("bob");
+    // …and checked again once TOKEN_CACHE_MS have passed: the clock is moved, not waited for.
+    vi.useFakeTimers({ toFake: ["Date"], now: Date.now() + TOKEN_CACHE_MS + 1 });
+    try {
+      expect(await server.authenticate(issued.token)).toBeUndefined();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("reused prepared statements see schema changes and concurrent iteration", async () => {
