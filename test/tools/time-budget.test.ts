@@ -38,6 +38,7 @@ let audit: MemoryAuditSink;
 let web: TestServer;
 let image: FakeServer;
 let hanging = 0;
+let hangingClosed = 0;
 
 beforeAll(async () => {
   ({ dir: root, cleanup } = tempDir("toolhost-budget-"));
@@ -57,8 +58,9 @@ beforeAll(async () => {
     dataDir: join(root, "data"),
   });
   // A page that never answers, and an image API that never answers.
-  web = await startServer(() => {
+  web = await startServer((_req, res) => {
     hanging++;
+    res.on("close", () => hangingClosed++);
   });
   image = await startFakeOpenAI(() => "hang");
 });
@@ -77,7 +79,8 @@ const shellCall = { userId: USER, chatId: "c1", workingDirectory: "" };
  * Runs a call that never finishes against its budget (`budgetMs`) on a fake clock for setTimeout — which arms every
  * budget here: the runtime's, the shell runner's, generate_image's — so the test need not wait it out in real time.
  * Waits, in real time, until `running()` says the call is under way; moves the clock to 1 ms before the budget, where
- * the call must still run (given real time to end); then to the budget, and returns the outcome. Everything after
+ * the call must still run — not settled, and `running()` still true (its processes alive, its requests not cancelled)
+ * after a moment of real time — then to the budget, and returns the outcome. Everything after
  * the budget (killing processes, cancelling requests) runs in real time; the clock stays there, so a longer budget
  * would never end the call (the test times out).
  */
@@ -94,8 +97,8 @@ async function atTheBudget<T>(budgetMs: number, start: () => Promise<T>, running
       await sleep(10);
     }
     await vi.advanceTimersByTimeAsync(budgetMs - 1);
-    await sleep(100);
-    expect(settled, "the call ended before its budget").toBe(false);
+    await sleep(50);
+    expect(settled || !running(), "the call was ended before its budget").toBe(false);
     await vi.advanceTimersByTimeAsync(1);
     return await call;
   } finally {
@@ -116,7 +119,7 @@ describe("timeoutSeconds = 5 (the minimum) ends a call that never finishes", () 
           { command: `sleep 100 & echo $! >> ${p}; sleep 100` },
           { ...shellCall, workingDirectory: join(root, "project") },
         ),
-      () => readPids(p).length === 1,
+      () => readPids(p).length === 1 && survivors(readPids(p)).length === 1,
     );
     expect(outcome).toMatchObject({ ok: false, error: { code: "timeout" } });
     expect((outcome as { error: { message: string } }).error.message).toMatch(/did not finish within 5s/);
@@ -129,10 +132,12 @@ describe("timeoutSeconds = 5 (the minimum) ends a call that never finishes", () 
     const outcome = await atTheBudget(
       5_000,
       () => runtime.executeTool("web_fetch", { url: `${web.origin}/hang` }, { userId: USER }),
-      () => hanging === 1,
+      () => hanging === 1 && hangingClosed === 0,
     );
     expect(outcome.ok).toBe(false);
     if (!outcome.ok) expect(outcome.error.code).toBe("timeout");
+    // The request is cancelled on the wire.
+    await vi.waitFor(() => expect(hangingClosed).toBe(1));
   });
 
   it("generate_image: cancels the provider's requests on the wire and reports 0 of 2 made", async () => {
@@ -145,7 +150,7 @@ describe("timeoutSeconds = 5 (the minimum) ends a call that never finishes", () 
           { prompt: "slow", count: 2 },
           { userId: USER, services: { imageGeneration: { openai: { apiKey: "k", baseUrl: image.baseUrl } } } },
         ),
-      () => image.requests.length === 2,
+      () => image.requests.length === 2 && image.cancelled === 0,
     );
     expect(outcome.ok).toBe(false);
     if (!outcome.ok) {
@@ -181,7 +186,7 @@ describe("shell_exec's timeout argument", () => {
           },
           { ...shellCall, workingDirectory: join(root, "project") },
         ),
-      () => readPids(p).length === 2,
+      () => readPids(p).length === 2 && survivors(readPids(p)).length === 2,
     );
     expect(outcome).toMatchObject({ ok: false, error: { code: "timeout", details: { termination: "timed_out" } } });
     expect((outcome as unknown as { error: { details: { stdoutTail: string } } }).error.details.stdoutTail).toBe(
