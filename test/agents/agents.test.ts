@@ -5,7 +5,8 @@
  */
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { AgentStreamEvent } from "../../src/app/agent-service.js";
 import type { ApprovalRequestView } from "../../src/app/approvals/service.js";
 import { ChatService, type ChatTurnEvent } from "../../src/app/chat-service.js";
@@ -558,8 +559,61 @@ describe("message order", () => {
   });
 });
 
+// On a fake clock for setTimeout, which arms the agents' time limits: the test need not wait out the child's second
+// of real time. Not concurrent with other tests (they would share the clock).
+describe("runs cut short at their wall time are never reported completed", () => {
+  it("timeout: a child that outlives its wall time answers in a grace turn and is marked timeout", async () => {
+    await setSettings("slow", "agent_spawn", { timeSeconds: 1 });
+    const model = taskModel(({ task, turn, request }) => {
+      if (task === "go") {
+        if (turn === 0)
+          return calls([{ id: "s", name: "agent_spawn", args: { template: "general", message: "slow" } }]);
+        const r = lastResult(request.messages, "agent_spawn")?.value as AgentSpawnResult;
+        return text(`${r.status}: ${r.response}`);
+      }
+      if (task === "slow") {
+        const last = request.messages.at(-1);
+        if (last?.role === "user" && last.content.startsWith("[Toolhost]")) return text("partial answer after timeout");
+        return hang(request.signal);
+      }
+      return undefined;
+    });
+    const { service, chat } = await newChat(model, "slow");
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    let events: ChatTurnEvent[];
+    try {
+      const turn = runTurn(service, "slow", chat.id, "go");
+      // The child waits in its first turn: its limit is armed (on the fake clock, which stands still).
+      const deadline = Date.now() + 10_000;
+      const asked = () =>
+        model.requests.some((r) => {
+          const first = r.messages.find((m) => m.role === "user");
+          return first?.role === "user" && first.content === "slow";
+        });
+      while (!asked()) {
+        if (Date.now() > deadline) throw new Error("the child did not get under way within 10 s");
+        await sleep(10);
+      }
+      await vi.advanceTimersByTimeAsync(999);
+      await sleep(50);
+      const early = await ctx.agents.list("slow", { chatId: chat.id });
+      expect(
+        early.map((a) => a.status),
+        "stopped before its time limit",
+      ).toEqual(["running"]);
+      await vi.advanceTimersByTimeAsync(1);
+      events = await turn;
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(finalText(events)).toBe("timeout: partial answer after timeout");
+    const [agent] = await ctx.agents.list("slow", { chatId: chat.id });
+    expect(agent?.status).toBe("timeout");
+  });
+});
+
 // The blocks from here on run concurrently (each test has users and chats of its own; none counts the instance's
-// agents): the timeout test waits out a child's real second of wall time.
+// agents).
 describe.concurrent("runs cut short are never reported completed", () => {
   it("max_turns: after the turn limit, one grace turn without tools produces the answer", async () => {
     await setSettings("turns", "agent_spawn", { maxTurns: 2 });
@@ -589,29 +643,6 @@ describe.concurrent("runs cut short are never reported completed", () => {
     expect(agent?.status).toBe("max_turns");
     expect(agent?.note).toContain("turn limit (2 model turns)");
     expect(agent?.usage.turns).toBe(3);
-  });
-
-  it("timeout: a child that outlives its wall time answers in a grace turn and is marked timeout", async () => {
-    await setSettings("slow", "agent_spawn", { timeSeconds: 1 });
-    const model = taskModel(({ task, turn, request }) => {
-      if (task === "go") {
-        if (turn === 0)
-          return calls([{ id: "s", name: "agent_spawn", args: { template: "general", message: "slow" } }]);
-        const r = lastResult(request.messages, "agent_spawn")?.value as AgentSpawnResult;
-        return text(`${r.status}: ${r.response}`);
-      }
-      if (task === "slow") {
-        const last = request.messages.at(-1);
-        if (last?.role === "user" && last.content.startsWith("[Toolhost]")) return text("partial answer after timeout");
-        return hang(request.signal);
-      }
-      return undefined;
-    });
-    const { service, chat } = await newChat(model, "slow");
-    const events = await runTurn(service, "slow", chat.id, "go");
-    expect(finalText(events)).toBe("timeout: partial answer after timeout");
-    const [agent] = await ctx.agents.list("slow", { chatId: chat.id });
-    expect(agent?.status).toBe("timeout");
   });
 
   it("budget_exhausted: agents stop when the tree's tokens reach its budget, keeping what they produced", async () => {

@@ -7,7 +7,8 @@
  */
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { GENERAL_TEMPLATE, loadAgentTemplates } from "../../src/agents/templates.js";
 import { ChatService, type ChatTurnEvent } from "../../src/app/chat-service.js";
 import { type AppContext, createAppContext } from "../../src/app/context.js";
@@ -127,8 +128,7 @@ const childSecondTurn = (model: { requests: unknown[] }) => () =>
     (r) => r.messages[0]?.content === "work" && r.messages.filter((m) => m.role === "assistant").length === 1,
   );
 
-// The next three blocks run concurrently: each opens its own context (own database) for its own users, and the
-// parent's time limit waits out a real second.
+// The next two blocks run concurrently: each test opens its own context (own database) for its own users.
 describe.concurrent("restart", () => {
   it("an instance that opens the database after another stopped marks its running agents interrupted, partial result kept", async () => {
     const first = await open("restart", { instanceId: "first" });
@@ -166,38 +166,6 @@ describe.concurrent("restart", () => {
     });
     controller.abort();
     await run.done;
-  });
-});
-
-describe.concurrent("a parent's time limit", () => {
-  it("cancels the parent's running sub-agents; the parent still answers in its grace turn", async () => {
-    const ctx = await open("parent-timeout");
-    const model = taskModel(({ task, turn, request }) => {
-      if (task === "go") {
-        if (turn === 0) return calls([{ id: "s", name: "agent_spawn", args: { template: "hasty", message: "A" } }]);
-        const r = lastResult(request.messages, "agent_spawn")?.value as AgentSpawnResult;
-        return text(`${r.status}: ${r.response}`);
-      }
-      if (task === "A") {
-        const last = request.messages.at(-1);
-        if (last?.role === "user" && last.content.startsWith("[Toolhost]")) return text("A ran out of time");
-        if (turn === 0) {
-          return calls([{ id: "b", name: "agent_spawn", args: { template: "general", message: "B", wait: false } }]);
-        }
-        return hang(request.signal);
-      }
-      if (task === "B") return hang(request.signal);
-      return undefined;
-    });
-    const run = await start(ctx, model, "dave", "go");
-    const events = await run.done;
-    const done = events.at(-1);
-    expect(done?.type === "done" && done.messages.at(-1)).toMatchObject({ content: "timeout: A ran out of time" });
-    const agents = await ctx.agents.list("dave", { chatId: run.chat.id });
-    const a = agents.find((x) => x.task === "A");
-    const b = agents.find((x) => x.task === "B");
-    expect(a?.status).toBe("timeout");
-    expect(b).toMatchObject({ status: "cancelled", depth: 2, parentId: a?.id });
   });
 });
 
@@ -263,6 +231,65 @@ describe.concurrent("users never reach each other's agents", () => {
     aliceStop.abort();
     bobStop.abort();
     await Promise.all([alice.done, bob.done]);
+  });
+});
+
+// On a fake clock for setTimeout, which arms the agents' time limits: the test need not wait out the template's
+// second of real time. Not concurrent with other tests (they would share the clock).
+describe("a parent's time limit", () => {
+  it("cancels the parent's running sub-agents; the parent still answers in its grace turn", async () => {
+    const ctx = await open("parent-timeout");
+    let events: ChatTurnEvent[] = [];
+    let chatId = "";
+    const model = taskModel(({ task, turn, request }) => {
+      if (task === "go") {
+        if (turn === 0) return calls([{ id: "s", name: "agent_spawn", args: { template: "hasty", message: "A" } }]);
+        const r = lastResult(request.messages, "agent_spawn")?.value as AgentSpawnResult;
+        return text(`${r.status}: ${r.response}`);
+      }
+      if (task === "A") {
+        const last = request.messages.at(-1);
+        if (last?.role === "user" && last.content.startsWith("[Toolhost]")) return text("A ran out of time");
+        if (turn === 0) {
+          return calls([{ id: "b", name: "agent_spawn", args: { template: "general", message: "B", wait: false } }]);
+        }
+        return hang(request.signal);
+      }
+      if (task === "B") return hang(request.signal);
+      return undefined;
+    });
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      const run = await start(ctx, model, "dave", "go");
+      // A waits in its second turn, B runs: A's limit is armed (on the fake clock, which stands still).
+      const asked = (task: string) =>
+        (model.requests as { messages: { content?: string }[] }[]).filter((r) => r.messages[0]?.content === task)
+          .length;
+      const deadline = Date.now() + 10_000;
+      while (asked("A") < 2 || asked("B") < 1) {
+        if (Date.now() > deadline) throw new Error("A and B did not get under way within 10 s");
+        await sleep(10);
+      }
+      await vi.advanceTimersByTimeAsync(999);
+      await sleep(50);
+      const early = await ctx.agents.list("dave", { chatId: run.chat.id });
+      expect(
+        early.map((x) => x.status),
+        "stopped before the time limit",
+      ).toEqual(["running", "running"]);
+      await vi.advanceTimersByTimeAsync(1);
+      events = await run.done;
+      chatId = run.chat.id;
+    } finally {
+      vi.useRealTimers();
+    }
+    const done = events.at(-1);
+    expect(done?.type === "done" && done.messages.at(-1)).toMatchObject({ content: "timeout: A ran out of time" });
+    const agents = await ctx.agents.list("dave", { chatId });
+    const a = agents.find((x) => x.task === "A");
+    const b = agents.find((x) => x.task === "B");
+    expect(a?.status).toBe("timeout");
+    expect(b).toMatchObject({ status: "cancelled", depth: 2, parentId: a?.id });
   });
 });
 
