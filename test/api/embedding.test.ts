@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import { serve } from "@hono/node-server";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { Hono } from "hono";
@@ -18,7 +18,9 @@ import { recordingLogger } from "../helpers/runtime.js";
 import { tempDir } from "../helpers/server.js";
 
 const require = createRequire(new URL("../../package.json", import.meta.url));
-const load = async (entry: string) => (await import(pathToFileURL(require.resolve(entry)).href)) as Record<string, any>;
+// Loaded by Node itself (require of an ES module), as a consumer's process loads the package — not through the test
+// runner's transform, which would first rewrite every built file.
+const load = async (entry: string) => require(entry) as Record<string, any>;
 
 let lib: Record<string, any>;
 let server: Record<string, any>;
