@@ -1,9 +1,10 @@
 /**
  * The chat HTTP API end to end: the built server (`toolhost serve --port 0`) in its own process with SQLite in a
  * temporary data directory, the real SDKs of all four providers against the fake provider servers, SSE read by a
- * plain fetch client, as an API user would.
+ * plain fetch client, as an API user would. One server reaches all four: the two OpenAI flavours through their own
+ * entries of the config file (they would share OPENAI_BASE_URL), the others through the environment.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -115,10 +116,11 @@ let project: string;
 /** Mutable scripts: the fakes read the next turn at request time, so each test appends the turns it needs. */
 const scripts: Record<ProviderName, FakeTurn[]> = { openai: [], "openai-chat": [], gemini: [], anthropic: [] };
 const fakes = {} as Record<ProviderName, FakeProvider>;
-/** Server `main` talks to the openai, gemini and anthropic fakes; `chat` to the openai-chat fake (both read OPENAI_BASE_URL). */
+/**
+ * The server talks to all four fakes: gemini and anthropic through their environment variables, openai and
+ * openai-chat (which would share OPENAI_BASE_URL) through their own entries of the config file.
+ */
 let main: Server;
-let chatServer: Server;
-const serverFor = (provider: ProviderName) => (provider === "openai-chat" ? chatServer : main);
 
 beforeAll(async () => {
   assertBuilt();
@@ -130,23 +132,31 @@ beforeAll(async () => {
   for (const provider of Object.keys(scripts) as ProviderName[]) {
     fakes[provider] = await startFakeProvider(provider, scripts[provider]);
   }
-  const envFor = (providers: ProviderName[], name: string) => {
-    const extra: Record<string, string> = { TOOLHOST_DATA_DIR: join(work, name), TOOLHOST_CHAT_ROOTS: roots };
-    for (const provider of providers) {
-      const [key, url] = KEY_ENV[provider];
-      extra[key] = "test-key";
-      extra[url] = fakes[provider].baseURL;
-    }
-    return cleanEnv(extra);
+  const config = join(work, "config.json");
+  writeFileSync(
+    config,
+    JSON.stringify({
+      providers: {
+        openai: { apiKey: "test-key", baseURL: fakes.openai.baseURL },
+        "openai-chat": { apiKey: "test-key", baseURL: fakes["openai-chat"].baseURL },
+      },
+    }),
+  );
+  const extra: Record<string, string> = {
+    TOOLHOST_DATA_DIR: join(work, "data-main"),
+    TOOLHOST_CHAT_ROOTS: roots,
+    TOOLHOST_CONFIG: config,
   };
-  [main, chatServer] = await Promise.all([
-    startServer(envFor(["openai", "gemini", "anthropic"], "data-main")),
-    startServer(envFor(["openai-chat"], "data-chat")),
-  ]);
+  for (const provider of ["gemini", "anthropic"] as const) {
+    const [key, url] = KEY_ENV[provider];
+    extra[key] = "test-key";
+    extra[url] = fakes[provider].baseURL;
+  }
+  main = await startServer(cleanEnv(extra));
 });
 
 afterAll(async () => {
-  await Promise.all([main?.stop(), chatServer?.stop()]);
+  await main?.stop();
   await Promise.all(Object.values(fakes).map((fake) => fake.close()));
   rmSync(work, { recursive: true, force: true });
 });
@@ -170,7 +180,7 @@ async function send(server: Server, chatId: string, content: string, signal?: Ab
 describe.each(["openai", "openai-chat", "gemini", "anthropic"] as const)("chat API with %s", (provider) => {
   it("streams the scenario as SSE and stores the whole turn", async () => {
     scripts[provider].push(...scenarioScript(provider, project));
-    const server = serverFor(provider);
+    const server = main;
     const { response, chat } = await createChat(server, provider, { title: "e2e" });
     expect(response.status).toBe(201);
     expect(chat).toMatchObject({ provider, model: "fake-model", workingDirectory: project, title: "e2e" });
@@ -227,7 +237,7 @@ describe.each(["openai", "openai-chat", "gemini", "anthropic"] as const)("parall
         return { kind: "text", text: "One worked, one I must fix." };
       },
     );
-    const server = serverFor(provider);
+    const server = main;
     const { chat } = await createChat(server, provider);
     const events = await readSse(await send(server, chat.id, "Do two things at once."));
     const results = events.filter((e) => e.event === "tool_result").map((e) => e.data);
