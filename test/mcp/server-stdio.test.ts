@@ -48,6 +48,8 @@ describe("MCP over stdio: malformed requests", () => {
   it("answers each malformed line with the right JSON-RPC error and every request with an id", async () => {
     const dataDir = tempDir();
     const work = tempDir("toolhost-mcp-stdio-");
+    // For the call at the end: a tool the policy asks about, called by a client that cannot be asked.
+    expect((await runCli(["settings", "set", "get_current_datetime", "approval=ask"], env(dataDir))).code).toBe(0);
     const server = rawServer(dataDir, work);
     try {
       // A client pinned to a revision newer than the server knows gets the newest the server supports.
@@ -91,6 +93,15 @@ describe("MCP over stdio: malformed requests", () => {
       expect(list.id).toBe(9);
       const readFile = list.result.tools.find((t: { name: string }) => t.name === "read_file");
       expect(readFile.annotations.readOnlyHint).toBe(true);
+      // This client declared no elicitation capability: an ask cannot reach its user, so the call is denied, with a
+      // message naming the setting (the asking client is in "approval asks through elicitation" below).
+      server.send(
+        '{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"get_current_datetime","arguments":{}}}',
+      );
+      const refused = await server.next();
+      expect(refused.id).toBe(10);
+      expect(refused.result.isError).toBe(true);
+      expect(JSON.stringify(refused.result.content)).toContain("cannot be asked");
     } finally {
       server.child.kill();
     }
@@ -156,10 +167,10 @@ describe("MCP over stdio with the SDK client", () => {
 });
 
 describe("MCP over stdio: approval asks through elicitation", () => {
-  async function connect(dataDir: string, work: string, elicitation: boolean) {
+  async function connect(dataDir: string, work: string) {
     const client = new Client(
-      { name: elicitation ? "asking-client" : "plain-client", version: "1.0.0" },
-      elicitation ? { capabilities: { elicitation: { form: {} } } } : {},
+      { name: "asking-client", version: "1.0.0" },
+      { capabilities: { elicitation: { form: {} } } },
     );
     await client.connect(
       new StdioClientTransport({
@@ -172,12 +183,12 @@ describe("MCP over stdio: approval asks through elicitation", () => {
     return client;
   }
 
-  it("asks the client's user with a form, runs on allow and refuses on deny; without elicitation it denies naming the setting", async () => {
+  it("asks the client's user with a form, runs on allow and refuses on deny", async () => {
     const dataDir = tempDir();
     const work = tempDir("toolhost-mcp-elicit-");
     expect((await runCli(["settings", "set", "get_current_datetime", "approval=ask"], env(dataDir))).code).toBe(0);
 
-    const asking = await connect(dataDir, work, true);
+    const asking = await connect(dataDir, work);
     try {
       const forms: { message: string; choices: unknown }[] = [];
       let answer = "allow_once";
@@ -207,14 +218,6 @@ describe("MCP over stdio: approval asks through elicitation", () => {
     } finally {
       await asking.close();
     }
-
-    const plain = await connect(dataDir, work, false);
-    try {
-      const refused = await plain.callTool({ name: "get_current_datetime", arguments: {} });
-      expect(refused.isError).toBe(true);
-      expect(JSON.stringify(refused.content)).toContain("cannot be asked");
-    } finally {
-      await plain.close();
-    }
+    // A client without elicitation is denied instead: see the malformed-requests test, whose raw client declares none.
   });
 });
