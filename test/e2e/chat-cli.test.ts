@@ -60,36 +60,56 @@ function inProcessEnv(extra: Record<string, string | undefined>): Record<string,
 const runInProcess = (args: string[], env: Record<string, string | undefined>, cwd?: string) =>
   runCliInProcess(args, inProcessEnv(env), cwd ? { cwd } : {});
 
+/** util-linux script(1), which runs a command on a real pseudo-terminal (the gemini case runs there when it exists). */
+const SCRIPT = "/usr/bin/script";
+
 describe.concurrent.each(["openai", "openai-chat", "gemini", "anthropic"] as const)(
   "toolhost chat --provider %s",
   (provider) => {
-    it("lists the directory, reads the file it found, and answers from it", async () => {
+    // One provider's run is on a terminal: the same scenario, plus the spinner a terminal gets (a process less than
+    // a separate terminal test).
+    const onTerminal = provider === "gemini" && existsSync(SCRIPT);
+    it(`lists the directory, reads the file it found, and answers from it${onTerminal ? " (on a terminal: with a spinner per running tool)" : ""}`, async () => {
       const fake = await startFakeProvider(provider, scenarioScript(provider, project));
       try {
         const dataDir = join(work, `data-${provider}`);
-        const { code, stdout, stderr } = await runCli(
-          [
-            "chat",
-            "Find the launch code in this project.",
-            "--provider",
-            provider,
-            "--model",
-            "fake-model",
-            "--cwd",
-            project,
-          ],
-          envFor(provider, fake.baseURL, dataDir),
-        );
-        expect(fake.failures).toEqual([]);
-        expect(code, stderr).toBe(0);
-        expect(stdout).toContain("Let me look at the directory.");
-        expect(stdout).toContain(SECRET_LINE);
-        expect(stdout).toContain(SECRET_FILE);
-        // Tool lines (not a TTY: plain lines) with name, short arguments, outcome and duration.
-        expect(stderr).toMatch(/→ list_directory path="\."/);
-        expect(stderr).toMatch(/✓ list_directory path="\." · ok · \d+(\.\d+)? m?s/);
-        expect(stderr).toMatch(/✓ grep pattern="launchCode" path="src" · ok · /);
-        expect(stderr).toContain(`✓ read_file path="${SECRET_FILE}" · ok · `);
+        const args = [
+          "chat",
+          "Find the launch code in this project.",
+          "--provider",
+          provider,
+          "--model",
+          "fake-model",
+          "--cwd",
+          project,
+        ];
+        const env = envFor(provider, fake.baseURL, dataDir);
+        if (onTerminal) {
+          const command = [process.execPath, CLI, ...args].map((a) => JSON.stringify(a)).join(" ");
+          // On the terminal, stdout and stderr are the one screen script(1) prints.
+          const { code, stdout } = await runProgram(SCRIPT, ["-qec", command, "/dev/null"], { ...env, TERM: "xterm" });
+          expect(fake.failures).toEqual([]);
+          expect(code, stdout).toBe(0);
+          expect(stdout).toContain("Let me look at the directory.");
+          expect(stdout).toContain(SECRET_LINE);
+          expect(stdout).toContain(SECRET_FILE);
+          expect(stdout).toContain('\x1b[2K⠋ list_directory path="."');
+          expect(stdout).toMatch(/\x1b\[2K✓ list_directory path="\." · ok · /);
+          expect(stdout).toMatch(/✓ grep pattern="launchCode" path="src" · ok · /);
+          expect(stdout).toContain(`✓ read_file path="${SECRET_FILE}" · ok · `);
+        } else {
+          const { code, stdout, stderr } = await runCli(args, env);
+          expect(fake.failures).toEqual([]);
+          expect(code, stderr).toBe(0);
+          expect(stdout).toContain("Let me look at the directory.");
+          expect(stdout).toContain(SECRET_LINE);
+          expect(stdout).toContain(SECRET_FILE);
+          // Tool lines (not a TTY: plain lines) with name, short arguments, outcome and duration.
+          expect(stderr).toMatch(/→ list_directory path="\."/);
+          expect(stderr).toMatch(/✓ list_directory path="\." · ok · \d+(\.\d+)? m?s/);
+          expect(stderr).toMatch(/✓ grep pattern="launchCode" path="src" · ok · /);
+          expect(stderr).toContain(`✓ read_file path="${SECRET_FILE}" · ok · `);
+        }
         expect(fake.requests).toHaveLength(4);
         expect(fake.requests[0]!.model).toBe("fake-model");
       } finally {
@@ -100,25 +120,6 @@ describe.concurrent.each(["openai", "openai-chat", "gemini", "anthropic"] as con
 );
 
 describe.concurrent("toolhost chat (the process)", () => {
-  it.skipIf(!existsSync("/usr/bin/script"))("shows a spinner per running tool on a terminal", async () => {
-    const fake = await startFakeProvider("gemini", scenarioScript("gemini", project));
-    try {
-      const command = `${JSON.stringify(process.execPath)} ${JSON.stringify(CLI)} chat "Find the launch code." --provider gemini --cwd ${JSON.stringify(project)}`;
-      // util-linux script(1) runs the CLI on a real pseudo-terminal.
-      const { code, stdout } = await runProgram("/usr/bin/script", ["-qec", command, "/dev/null"], {
-        ...envFor("gemini", fake.baseURL, join(work, "data-tty")),
-        TERM: "xterm",
-      });
-      expect(code).toBe(0);
-      expect(stdout).toContain('\x1b[2K⠋ list_directory path="."');
-      expect(stdout).toMatch(/\x1b\[2K✓ list_directory path="\." · ok · /);
-      expect(stdout).toContain(SECRET_LINE);
-      expect(fake.failures).toEqual([]);
-    } finally {
-      await fake.close();
-    }
-  });
-
   it("cancels the turn on Ctrl-C: the provider request is closed and the process exits 130", async () => {
     const fake = await startFakeProvider("anthropic", [{ kind: "stall", text: "Thinking about it" }]);
     try {
