@@ -6,7 +6,8 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ToolAbortedError, ToolTimeoutError } from "../../src/core/errors.js";
 import { listProcesses, PROCESS_TAG_VARIABLE } from "../../src/tools/shell/process-tree.js";
 import { findInterpreter, runShellCommand, type ShellCommandResult } from "../../src/tools/shell/shell-tool.js";
@@ -26,7 +27,15 @@ function pidFile(): string {
   return join(dir, `pids-${++counter}`);
 }
 
-function bash(command: string, options: { timeoutMs?: number; maxOutputBytes?: number; signal?: AbortSignal } = {}) {
+function bash(
+  command: string,
+  options: {
+    timeoutMs?: number;
+    maxOutputBytes?: number;
+    signal?: AbortSignal;
+    onOutput?: (stream: "stdout" | "stderr", chunk: Buffer) => void;
+  } = {},
+) {
   return runShellCommand({
     shell: "bash",
     // Every call records its process tag, so the last test can look for any survivor in the whole process table.
@@ -35,6 +44,7 @@ function bash(command: string, options: { timeoutMs?: number; maxOutputBytes?: n
     timeoutMs: options.timeoutMs ?? 1000,
     maxOutputBytes: options.maxOutputBytes ?? 4096,
     signal: options.signal,
+    onOutput: options.onOutput,
   });
 }
 
@@ -226,18 +236,35 @@ describe.skipIf(!findInterpreter("zsh"))("zsh", { concurrent: true }, () => {
   });
 });
 
-// Not concurrent: `yes` keeps both cores busy for its whole second, which would slow the scenarios above past
-// their budgets.
+// Not concurrent: on a fake clock for setTimeout (the runner's budget timer), so the floods run until each stream
+// carried a megabyte — not for a whole second of both cores — and then meet their budget.
 describe("no process survives a timeout of a flood", () => {
   it("kills `yes` flooding both streams, and the caps hold", async () => {
     const cap = 2048;
-    const runs = await Promise.all(
-      [1, 2].map(async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    let runs: { result: ShellCommandResult; pids: number[] }[];
+    try {
+      const started = [1, 2].map(() => {
         const p = pidFile();
-        const result = await bash(`yes & echo $! >> ${p}; yes >&2 & echo $! >> ${p}; wait`, { maxOutputBytes: cap });
-        return { result, pids: readPids(p) };
-      }),
-    );
+        const seen = { stdout: 0, stderr: 0 };
+        const result = bash(`yes & echo $! >> ${p}; yes >&2 & echo $! >> ${p}; wait`, {
+          maxOutputBytes: cap,
+          onOutput: (stream, chunk) => {
+            seen[stream] += chunk.length;
+          },
+        });
+        return { p, seen, result };
+      });
+      const deadline = Date.now() + 10_000;
+      while (started.some(({ seen }) => seen.stdout < 1_000_000 || seen.stderr < 1_000_000)) {
+        if (Date.now() > deadline) throw new Error("the floods did not reach a megabyte per stream within 10 s");
+        await sleep(10);
+      }
+      await vi.advanceTimersByTimeAsync(1000);
+      runs = await Promise.all(started.map(async ({ p, result }) => ({ result: await result, pids: readPids(p) })));
+    } finally {
+      vi.useRealTimers();
+    }
     for (const { result, pids } of runs) {
       expect(pids).toHaveLength(2);
       expect(result.termination).toBe("timed_out");
