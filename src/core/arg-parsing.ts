@@ -13,7 +13,7 @@
  */
 import { createRequire } from "node:module";
 import type { Ajv, Options as AjvOptions, ErrorObject, ValidateFunction } from "ajv";
-import { clip, ToolArgumentError } from "./errors.js";
+import { argumentRefusal, clip, ToolArgumentError, ToolRefusal } from "./errors.js";
 import { PRECOMPILED_ARGUMENT_VALIDATORS } from "./generated/argument-validators.js";
 import { checkValueLimits, scanJsonText, TOOL_ARGUMENT_LIMITS } from "./json-limits.js";
 import {
@@ -132,8 +132,12 @@ export function stripNulls(schema: JsonSchema | undefined, value: unknown, depth
   }
   if (value === null || typeof value !== "object") return value;
   const out: Record<string, unknown> = {};
-  for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
-    const propSchema = schema?.properties?.[key];
+  const properties = schema?.properties;
+  const keys = Object.keys(value);
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i] as string;
+    const v = (value as Record<string, unknown>)[key];
+    const propSchema = properties?.[key];
     if (v === null && !admitsNull(propSchema)) continue;
     const stripped = stripNulls(propSchema, v, depth + 1);
     // defineProperty keeps a "__proto__" key an ordinary (and then rejected) argument instead of a prototype; every
@@ -187,11 +191,11 @@ function valueAt(root: unknown, instancePath: string): unknown {
   return node;
 }
 
-function toArgumentError(error: ErrorObject, args: unknown, schema: JsonSchema): ToolArgumentError {
+function toArgumentError(error: ErrorObject, args: unknown, schema: JsonSchema): ToolRefusal {
   const params = error.params as Record<string, unknown>;
   if (error.keyword === "required") {
     const key = keyName(error.instancePath, String(params.missingProperty));
-    return new ToolArgumentError(`Missing required argument "${key}".`, { argument: key, rule: "required" });
+    return argumentRefusal(`Missing required argument "${key}".`, { argument: key, rule: "required" });
   }
   if (error.keyword === "additionalProperties") {
     const key = keyName(error.instancePath, String(params.additionalProperty));
@@ -199,7 +203,7 @@ function toArgumentError(error: ErrorObject, args: unknown, schema: JsonSchema):
       (error.instancePath === "" ? schema.properties : (error.parentSchema as JsonSchema | undefined)?.properties) ??
         {},
     );
-    return new ToolArgumentError(
+    return argumentRefusal(
       `Unknown argument "${key}"${known.length ? `; expected one of: ${known.join(", ")}` : ""}.`,
       { argument: key, rule: "unknown argument" },
     );
@@ -209,7 +213,7 @@ function toArgumentError(error: ErrorObject, args: unknown, schema: JsonSchema):
   let rule = error.message ?? error.keyword;
   if (error.keyword === "enum")
     rule = `must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(", ")}`;
-  return new ToolArgumentError(`Invalid argument "${key}": ${rule}, got ${describeValue(value)}.`, {
+  return argumentRefusal(`Invalid argument "${key}": ${rule}, got ${describeValue(value)}.`, {
     argument: key,
     rule: error.keyword,
   });
@@ -236,19 +240,20 @@ export function parseToolArguments(
   decoding?: ArgumentDecoding,
 ): Record<string, unknown> {
   const parsed = checkToolArguments(schema, raw, decoding);
-  if (parsed instanceof ToolArgumentError) throw parsed;
+  if (parsed instanceof ToolRefusal) throw parsed.toError();
   return parsed;
 }
 
 /**
- * {@link parseToolArguments} without the throw: returns the parsed arguments, or the ToolArgumentError it would
- * throw. The runtime refuses bad arguments through this form (a thrown error costs more than the check itself).
+ * {@link parseToolArguments} without the throw: returns the parsed arguments, or the refusal it would throw (as data,
+ * a ToolRefusal). The runtime refuses bad arguments through this form (an Error, let alone a throw, costs more than
+ * the checks themselves).
  */
 export function checkToolArguments(
   schema: JsonSchema,
   raw: unknown,
   decoding?: ArgumentDecoding,
-): Record<string, unknown> | ToolArgumentError {
+): Record<string, unknown> | ToolRefusal {
   let value = raw;
   if (typeof raw === "string") {
     const text = raw.trim();
@@ -258,7 +263,7 @@ export function checkToolArguments(
     if (violation) {
       const message = `Arguments: ${violation.message}`;
       if (untrimmed) decoding.decoded = { notRecorded: message };
-      return new ToolArgumentError(message, { rule: violation.limit });
+      return argumentRefusal(message, { rule: violation.limit });
     }
     if (text === "") value = {};
     else {
@@ -266,7 +271,7 @@ export function checkToolArguments(
         value = JSON.parse(text);
       } catch (error) {
         if (untrimmed) decoding.decoded = raw;
-        return new ToolArgumentError(
+        return argumentRefusal(
           `Arguments are not valid JSON (${(error as Error).message}); send a JSON object matching the tool's schema.`,
           { rule: "json" },
         );
@@ -276,14 +281,14 @@ export function checkToolArguments(
   }
   if (value === undefined || value === null) value = {};
   if (typeof value !== "object" || Array.isArray(value)) {
-    return new ToolArgumentError(`Arguments must be a JSON object, got ${describeValue(value)}.`, { rule: "type" });
+    return argumentRefusal(`Arguments must be a JSON object, got ${describeValue(value)}.`, { rule: "type" });
   }
   if (typeof raw !== "string") {
     // A library caller's value: check the limits and that it is JSON data (no functions, symbols, BigInt, cycles).
     const problem = checkValueLimits(value, TOOL_ARGUMENT_LIMITS);
     if (problem) {
       if (decoding) decoding.decoded = { notRecorded: problem };
-      return new ToolArgumentError(problem, { rule: "json" });
+      return argumentRefusal(problem, { rule: "json" });
     }
     if (decoding) decoding.decoded = raw;
   }
@@ -292,15 +297,13 @@ export function checkToolArguments(
     args = stripNulls(schema, value) as Record<string, unknown>;
   } catch (error) {
     // Only past MAX_ARGUMENT_DEPTH, which the limits above already refuse.
-    if (error instanceof ToolArgumentError) return error;
+    if (error instanceof ToolArgumentError) return argumentRefusal(error.message, error.details);
     throw error;
   }
   const validate = validatorFor(schema);
   if (!validate(args)) {
     const first = validate.errors?.[0];
-    return first
-      ? toArgumentError(first, args, schema)
-      : new ToolArgumentError("Arguments do not match the tool's schema.");
+    return first ? toArgumentError(first, args, schema) : argumentRefusal("Arguments do not match the tool's schema.");
   }
   return args;
 }

@@ -132,6 +132,50 @@ export class ToolArgumentError extends ToolError {
   }
 }
 
+/**
+ * A refusal as plain data: the code, message and details of the ToolError a check would throw, made without
+ * constructing an Error (which costs more than most argument checks, and bad arguments are ordinary traffic). The
+ * runtime turns it into the call's outcome as it is (toJSON); {@link ToolRefusal.toError} makes the error to throw.
+ */
+export class ToolRefusal {
+  code: ToolErrorCode;
+  /** Mutable, as an Error's message is (a caller may add what to do next). */
+  message: string;
+  details?: Record<string, unknown>;
+
+  constructor(code: ToolErrorCode, message: string, details?: Record<string, unknown>) {
+    this.code = code;
+    this.message = message;
+    if (details !== undefined) this.details = details;
+  }
+
+  /** The JSON shape sent to models and API clients (the same as the ToolError's). */
+  toJSON(): SerializedToolError {
+    return this.details === undefined
+      ? { code: this.code, message: this.message }
+      : { code: this.code, message: this.message, details: this.details };
+  }
+
+  /** The classified error with this code, message and details (ToolArgumentError for validation_failed). */
+  toError(): ToolError {
+    switch (this.code) {
+      case "validation_failed":
+        return new ToolArgumentError(this.message, this.details);
+      case "access_denied":
+        return new AccessDeniedError(this.message, this.details);
+      case "not_found":
+        return new NotFoundError(this.message, this.details);
+      default:
+        return new ToolError(this.code, this.message, this.details);
+    }
+  }
+}
+
+/** A `validation_failed` {@link ToolRefusal} (what a ToolArgumentError with this message and details serializes to). */
+export function argumentRefusal(message: string, details?: Record<string, unknown>): ToolRefusal {
+  return new ToolRefusal("validation_failed", message, details);
+}
+
 /** A tool setting value is invalid: unknown name, wrong type, out of range, disallowed (code `invalid_settings`). */
 export class ToolParameterError extends ToolError {
   static override readonly brand: symbol = errorBrand("ToolParameterError");

@@ -19,12 +19,14 @@ import { homedir } from "node:os";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import {
   AccessDeniedError,
+  argumentRefusal,
   clip,
   messageWithoutPaths,
   NotFoundError,
   ToolArgumentError,
   ToolError,
   ToolExecutionError,
+  type ToolRefusal,
 } from "./errors.js";
 import { booleanSetting, defaultParametersOf, stringListSetting } from "./settings-declaration.js";
 import type { ToolContext, ToolParameterDescriptor } from "./types.js";
@@ -235,9 +237,7 @@ export const MAX_NAME_BYTES = 255;
  * {@link pathArgumentProblem}, so a path no file can have is refused before the call runs (its time budget, its
  * context), as an argument the schema refuses is. Returns the first refusal (not thrown), or undefined.
  */
-export function pathArgumentsCheck(
-  ...names: string[]
-): (args: Record<string, unknown>) => ToolArgumentError | undefined {
+export function pathArgumentsCheck(...names: string[]): (args: Record<string, unknown>) => ToolRefusal | undefined {
   return (args) => {
     for (const name of names) {
       if (args[name] === undefined) continue;
@@ -257,32 +257,32 @@ export function pathArgumentsCheck(
  */
 export function checkPathArgument(input: unknown, argument = "path"): asserts input is string {
   const problem = pathArgumentProblem(input, argument);
-  if (problem) throw problem;
+  if (problem) throw problem.toError();
 }
 
-/** {@link checkPathArgument} without the throw: the ToolArgumentError it would throw, or undefined. */
-export function pathArgumentProblem(input: unknown, argument = "path"): ToolArgumentError | undefined {
+/** {@link checkPathArgument} without the throw: the refusal it would throw (as data), or undefined. */
+export function pathArgumentProblem(input: unknown, argument = "path"): ToolRefusal | undefined {
   if (typeof input !== "string" || input.trim() === "") {
-    return new ToolArgumentError(`Invalid argument "${argument}": must be a non-empty path.`, {
+    return argumentRefusal(`Invalid argument "${argument}": must be a non-empty path.`, {
       argument,
       rule: "non_empty",
     });
   }
   if (input.includes("\0")) {
-    return new ToolArgumentError(`Invalid argument "${argument}": a path must not contain a NUL byte.`, {
+    return argumentRefusal(`Invalid argument "${argument}": a path must not contain a NUL byte.`, {
       argument,
       rule: "nul_byte",
     });
   }
   if (LONE_SURROGATE.test(input)) {
-    return new ToolArgumentError(
+    return argumentRefusal(
       `Invalid argument "${argument}": it contains a lone UTF-16 surrogate (half of a character), which no file name can hold; send the path as valid Unicode text.`,
       { argument, rule: "invalid_unicode" },
     );
   }
   const bytes = Buffer.byteLength(input, "utf8");
   if (bytes > MAX_PATH_BYTES) {
-    return new ToolArgumentError(
+    return argumentRefusal(
       `Invalid argument "${argument}": it is ${bytes} bytes long; a path is at most ${MAX_PATH_BYTES} bytes (UTF-8). Send a shorter path.`,
       { argument, rule: "path_too_long", bytes, max: MAX_PATH_BYTES },
     );
@@ -291,7 +291,7 @@ export function pathArgumentProblem(input: unknown, argument = "path"): ToolArgu
     for (const name of input.split(sep === "\\" ? /[\\/]/ : "/")) {
       const length = Buffer.byteLength(name, "utf8");
       if (length > MAX_NAME_BYTES) {
-        return new ToolArgumentError(
+        return argumentRefusal(
           `Invalid argument "${argument}": the name "${clip(name, 60)}" is ${length} bytes long; a file or directory name is at most ${MAX_NAME_BYTES} bytes (UTF-8). Send a path whose names are shorter.`,
           { argument, rule: "name_too_long", bytes: length, max: MAX_NAME_BYTES },
         );

@@ -122,51 +122,53 @@ export const AUDIT_ARGUMENT_BOUNDS: RedactionBounds = {
  * still recognized and redacted whole.
  */
 export function redactBounded(value: unknown, bounds: RedactionBounds = AUDIT_ARGUMENT_BOUNDS): unknown {
-  let budget = bounds.maxTotal;
-  const walk = (v: unknown, depth: number): unknown => {
-    if (depth > 32) return "[…]";
-    if (typeof v === "string") {
-      if (budget <= 0) return "[…]";
-      const keep = Math.min(bounds.maxString, budget);
-      if (v.length <= keep) {
-        budget -= v.length;
-        return redactText(v);
-      }
-      budget -= keep;
-      return `${redactText(v.slice(0, keep + 256)).slice(0, keep)}… [${v.length - keep} more characters]`;
+  return boundedCopy(value, 0, { bounds, budget: bounds.maxTotal });
+}
+
+/** The walk of {@link redactBounded}: `state.budget` is what is left of bounds.maxTotal. */
+function boundedCopy(v: unknown, depth: number, state: { bounds: RedactionBounds; budget: number }): unknown {
+  if (depth > 32) return "[…]";
+  const { bounds } = state;
+  if (typeof v === "string") {
+    if (state.budget <= 0) return "[…]";
+    const keep = Math.min(bounds.maxString, state.budget);
+    if (v.length <= keep) {
+      state.budget -= v.length;
+      return redactText(v);
     }
-    if (Array.isArray(v)) {
-      const out: unknown[] = [];
-      for (let i = 0; i < v.length; i++) {
-        if (i >= bounds.maxItems || budget <= 0) {
-          out.push(`[${v.length - i} more items]`);
-          break;
-        }
-        out.push(walk(v[i], depth + 1));
+    state.budget -= keep;
+    return `${redactText(v.slice(0, keep + 256)).slice(0, keep)}… [${v.length - keep} more characters]`;
+  }
+  if (Array.isArray(v)) {
+    const out: unknown[] = [];
+    for (let i = 0; i < v.length; i++) {
+      if (i >= bounds.maxItems || state.budget <= 0) {
+        out.push(`[${v.length - i} more items]`);
+        break;
       }
-      return out;
+      out.push(boundedCopy(v[i], depth + 1, state));
     }
-    if (v !== null && typeof v === "object") {
-      const out: Record<string, unknown> = {};
-      const keys = Object.keys(v);
-      for (let i = 0; i < keys.length; i++) {
-        if (i >= bounds.maxKeys || budget <= 0) {
-          out["…"] = `${keys.length - i} more keys`;
-          break;
-        }
-        const key = keys[i]!;
-        const item = (v as Record<string, unknown>)[key];
-        budget -= Math.min(key.length, 256);
-        out[key.length > 256 ? `${key.slice(0, 256)}…` : key] =
-          isSecretKey(key) && ((typeof item === "string" && item !== "") || (typeof item === "object" && item !== null))
-            ? REDACTED
-            : walk(item, depth + 1);
+    return out;
+  }
+  if (v !== null && typeof v === "object") {
+    const out: Record<string, unknown> = {};
+    const keys = Object.keys(v);
+    for (let i = 0; i < keys.length; i++) {
+      if (i >= bounds.maxKeys || state.budget <= 0) {
+        out["…"] = `${keys.length - i} more keys`;
+        break;
       }
-      return out;
+      const key = keys[i]!;
+      const item = (v as Record<string, unknown>)[key];
+      state.budget -= Math.min(key.length, 256);
+      out[key.length > 256 ? `${key.slice(0, 256)}…` : key] =
+        isSecretKey(key) && ((typeof item === "string" && item !== "") || (typeof item === "object" && item !== null))
+          ? REDACTED
+          : boundedCopy(item, depth + 1, state);
     }
-    return v;
-  };
-  return walk(value, 0);
+    return out;
+  }
+  return v;
 }
 
 /**

@@ -15,6 +15,7 @@ import {
   ToolAbortedError,
   ToolError,
   ToolExecutionError,
+  ToolRefusal,
   ToolTimeoutError,
   toToolError,
 } from "./errors.js";
@@ -507,7 +508,7 @@ export class ToolRuntime {
   ): Promise<{ settings: EffectiveToolSettings; args: Record<string, unknown> }> {
     const saved = await this.store.get(call.userId, tool.definition.name);
     const checked = this.#check(tool, saved, rawArgs, call);
-    if (checked.refusal) throw checked.refusal;
+    if (checked.refusal) throw checked.refusal instanceof ToolRefusal ? checked.refusal.toError() : checked.refusal;
     return checked;
   }
 
@@ -523,7 +524,9 @@ export class ToolRuntime {
     rawArgs: unknown,
     call: ToolCallContext,
     state?: CallState,
-  ): { refusal?: undefined; settings: EffectiveToolSettings; args: Record<string, unknown> } | { refusal: ToolError } {
+  ):
+    | { refusal?: undefined; settings: EffectiveToolSettings; args: Record<string, unknown> }
+    | { refusal: ToolError | ToolRefusal } {
     const name = tool.definition.name;
     const settings = this.#settingsFor(tool, saved);
     const explicitlySaved = typeof saved?.enabled === "boolean";
@@ -537,7 +540,7 @@ export class ToolRuntime {
     }
     const definition = getToolDefinition(tool, settings);
     const args = checkToolArguments(definition.parameters, rawArgs, state);
-    if (args instanceof ToolError) return { refusal: args };
+    if (args instanceof ToolRefusal) return { refusal: args };
     if (tool.validateArguments) {
       try {
         const refusal = tool.validateArguments(args, settings);

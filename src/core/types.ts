@@ -1,4 +1,4 @@
-import type { ToolError } from "./errors.js";
+import type { ToolError, ToolRefusal } from "./errors.js";
 
 /**
  * Core types of the tool runtime: ToolDefinition, RegisteredTool, ToolSettingsMetadata, the parameter descriptors,
@@ -349,14 +349,17 @@ export interface RegisteredTool {
   outputCapStyle?: "head" | "head_tail";
   /**
    * Argument checks beyond the schema that need neither the network nor the filesystem (e.g. web_fetch: the URL is
-   * absolute, http(s), without credentials). Returns (cheapest: bad arguments are ordinary traffic) or throws the
-   * classified ToolError the call would end with; returns undefined when the arguments pass. `settings` are the
+   * absolute, http(s), without credentials). Returns (cheapest: bad arguments are ordinary traffic; a ToolRefusal
+   * costs least) or throws the classified ToolError the call would end with; returns undefined when they pass. `settings` are the
    * call's effective settings (for checks that depend on them). The runtime runs it after the schema check, both
    * before a call runs and when the approval gate inspects a call, so an argument the tool would refuse anyway is
    * refused before anyone is asked about it (and no approval is stored), and before the call gets a time budget,
    * a context or a signal.
    */
-  validateArguments?: (args: Record<string, unknown>, settings: EffectiveToolSettings) => ToolError | undefined | void;
+  validateArguments?: (
+    args: Record<string, unknown>,
+    settings: EffectiveToolSettings,
+  ) => ToolError | ToolRefusal | undefined | void;
   /**
    * The tool's own say in the approval decision for one call, consulted by the approval gate before the call runs
    * together with the user's approval settings (the strictest wins). E.g. a shell tool whose sandbox is

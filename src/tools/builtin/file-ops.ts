@@ -14,12 +14,7 @@
  */
 import { lstat, opendir } from "node:fs/promises";
 import { join } from "node:path";
-import {
-  effectivePathPolicy,
-  isExcludedEntry,
-  PATH_POLICY_DESCRIPTORS,
-  pathArgumentsCheck,
-} from "../../core/path-policy.js";
+import { isExcludedEntry, PATH_POLICY_DESCRIPTORS, pathArgumentsCheck } from "../../core/path-policy.js";
 import { registerTool } from "../../core/registry.js";
 import { defineTool } from "../../core/settings-declaration.js";
 import { decodeText } from "../../core/text-probe.js";
@@ -141,7 +136,7 @@ export const fileListTool: RegisteredTool = defineTool({
   validateArguments: pathArgumentsCheck("path"),
   async execute(args, context: ToolContext) {
     const { path, recursive } = args as { path: string; recursive?: boolean };
-    const { real, absolute, entries } = await readDirectoryEntries(path, context);
+    const { real, absolute, entries, policy } = await readDirectoryEntries(path, context);
     const out: ListedEntry[] = [];
     let truncated = false;
     for (const e of entries) {
@@ -152,7 +147,6 @@ export const fileListTool: RegisteredTool = defineTool({
       out.push(await describeEntry(join(real, e.name), e.name, typeOf(e)));
     }
     if (recursive) {
-      const policy = await effectivePathPolicy(context);
       const queue = entries.filter((e) => e.isDirectory()).map((e) => e.name);
       while (queue.length > 0 && !truncated) {
         if (context.signal.aborted) throw context.signal.reason;

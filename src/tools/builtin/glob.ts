@@ -16,7 +16,7 @@
  */
 import { join } from "node:path";
 import picomatch from "picomatch";
-import { quote, ToolArgumentError } from "../../core/errors.js";
+import { argumentRefusal, quote, type ToolRefusal } from "../../core/errors.js";
 import {
   PATH_POLICY_DESCRIPTORS,
   pathArgumentsCheck,
@@ -126,16 +126,16 @@ function hasSlashInBraces(pattern: string): boolean {
  * The checks of a glob pattern's text that come before compiling it, as a returned refusal (undefined when it
  * passes): not empty, relative and not climbing with "..", and what checkGlobPattern refuses.
  */
-export function globPatternRefusal(pattern: string): ToolArgumentError | undefined {
+export function globPatternRefusal(pattern: string): ToolRefusal | undefined {
   if (pattern.trim() === "")
-    return new ToolArgumentError('Invalid argument "pattern": must not be empty.', {
+    return argumentRefusal('Invalid argument "pattern": must not be empty.', {
       argument: "pattern",
       rule: "non_empty",
     });
   const negated = pattern.startsWith("!") && !pattern.startsWith("!(");
   const body = negated ? pattern.slice(1) : pattern;
   if (body.startsWith("/") || /(^|\/)\.\.(\/|$)/.test(body)) {
-    return new ToolArgumentError(
+    return argumentRefusal(
       `Invalid argument "pattern": ${quote(pattern)} is absolute or climbs with "..". Pass the directory as "cwd" and a relative pattern.`,
       { argument: "pattern", rule: "relative_pattern" },
     );
@@ -150,7 +150,7 @@ export function globPatternRefusal(pattern: string): ToolArgumentError | undefin
  */
 export function compileGlob(pattern: string, options: { dot: boolean }): CompiledGlob {
   const refusal = globPatternRefusal(pattern);
-  if (refusal) throw refusal;
+  if (refusal) throw refusal.toError();
   const negated = pattern.startsWith("!") && !pattern.startsWith("!(");
   const body = negated ? pattern.slice(1) : pattern;
   const clean = body.replace(/^(\.\/)+/, "");

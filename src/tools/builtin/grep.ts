@@ -28,7 +28,7 @@
  *
  * The engines live in tools/fs/grep/ (common.ts, js-engine.ts, ripgrep-engine.ts); this file holds the tool.
  */
-import { quote, ToolArgumentError } from "../../core/errors.js";
+import { argumentRefusal, quote, ToolArgumentError, type ToolRefusal } from "../../core/errors.js";
 import {
   hasExclusionsWithin,
   PATH_POLICY_DESCRIPTORS,
@@ -75,17 +75,23 @@ export type GrepPatternRule = "invalid_regex" | "regex_too_large" | "regex_too_c
  */
 export class GrepPatternError extends ToolArgumentError {
   constructor(pattern: string, reason: string, rule?: GrepPatternRule) {
-    const kind: GrepPatternRule = rule ?? (/too large/i.test(reason) ? "regex_too_large" : "invalid_regex");
-    const start = `the regular expression (${pattern.length} characters, starting ${quote(pattern, 60)})`;
-    super(
-      kind === "regex_too_large"
-        ? `Invalid argument "pattern": ${start} is too large for the engine to compile. Send a shorter pattern, or search for a distinctive part of it.`
-        : kind === "regex_too_costly"
-          ? `Invalid argument "pattern": ${start} takes too long to compile (over ${COMPILE_DEADLINE_MS / 1000} s). Send a shorter pattern with fewer alternatives inside repeated groups, or search for a distinctive part of it.`
-          : `Invalid regular expression ${quote(pattern)}: ${reason}. grep takes a JavaScript regular expression; escape special characters such as ( [ { . * + ? with a backslash to match them literally.`,
-      { argument: "pattern", rule: kind },
-    );
+    const { message, details } = grepPatternRefusal(pattern, reason, rule);
+    super(message, details);
   }
+}
+
+/** What a GrepPatternError says, as data (see ToolRefusal). */
+function grepPatternRefusal(pattern: string, reason: string, rule?: GrepPatternRule): ToolRefusal {
+  const kind: GrepPatternRule = rule ?? (/too large/i.test(reason) ? "regex_too_large" : "invalid_regex");
+  const start = `the regular expression (${pattern.length} characters, starting ${quote(pattern, 60)})`;
+  return argumentRefusal(
+    kind === "regex_too_large"
+      ? `Invalid argument "pattern": ${start} is too large for the engine to compile. Send a shorter pattern, or search for a distinctive part of it.`
+      : kind === "regex_too_costly"
+        ? `Invalid argument "pattern": ${start} takes too long to compile (over ${COMPILE_DEADLINE_MS / 1000} s). Send a shorter pattern with fewer alternatives inside repeated groups, or search for a distinctive part of it.`
+        : `Invalid regular expression ${quote(pattern)}: ${reason}. grep takes a JavaScript regular expression; escape special characters such as ( [ { . * + ? with a backslash to match them literally.`,
+    { argument: "pattern", rule: kind },
+  );
 }
 
 /**
@@ -155,10 +161,10 @@ export function grepArgumentsRefusal(args: {
   pattern: string;
   glob?: string;
   caseInsensitive?: boolean;
-}): ToolArgumentError | undefined {
+}): ToolRefusal | undefined {
   const { pattern } = args;
   if (pattern.length > MAX_REGEX_CHARS) {
-    return new GrepPatternError(pattern, `longer than ${MAX_REGEX_CHARS} characters`, "regex_too_large");
+    return grepPatternRefusal(pattern, `longer than ${MAX_REGEX_CHARS} characters`, "regex_too_large");
   }
   // Only the engine's reason is used from its SyntaxError: no stack trace is captured for it.
   const stackTraceLimit = Error.stackTraceLimit;
@@ -167,7 +173,7 @@ export function grepArgumentsRefusal(args: {
     const regex = new RegExp(pattern, args.caseInsensitive === true ? "i" : "");
     if (pattern.length <= MAIN_THREAD_COMPILE_CHARS) regex.test("");
   } catch (error) {
-    return new GrepPatternError(pattern, regexReason(error));
+    return grepPatternRefusal(pattern, regexReason(error));
   } finally {
     Error.stackTraceLimit = stackTraceLimit;
   }

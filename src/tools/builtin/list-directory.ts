@@ -10,7 +10,6 @@ import type { Dirent } from "node:fs";
 import { opendir } from "node:fs/promises";
 import { join } from "node:path";
 import {
-  effectivePathPolicy,
   isPathInside,
   PATH_POLICY_DESCRIPTORS,
   pathArgumentsCheck,
@@ -51,12 +50,15 @@ export interface ListDirectoryResult {
 }
 
 /**
- * Reads a directory's entries (sorted, denied ones removed). Shared by list_directory and file_list.
+ * Reads a directory's entries (sorted, denied ones removed), with the call's path policy. Shared by list_directory
+ * and file_list.
  * Throws what resolveAndValidatePath throws (access_denied, not_found, validation_failed for a file).
  */
 export async function readDirectoryEntries(input: string, context: ToolContext) {
-  const { absolute, real } = await resolveAndValidatePath(input, context, { mustExist: true, kind: "directory" });
-  const policy = await effectivePathPolicy(context);
+  const { absolute, real, policy } = await resolveAndValidatePath(input, context, {
+    mustExist: true,
+    kind: "directory",
+  });
   const entries: Dirent[] = [];
   const dir = await opendir(real, { bufferSize: 256 });
   for await (const entry of dir) {
@@ -72,7 +74,7 @@ export async function readDirectoryEntries(input: string, context: ToolContext) 
     });
   const kept = entries.filter((e) => !denied(e.name));
   kept.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  return { absolute, real, entries: kept };
+  return { absolute, real, entries: kept, policy };
 }
 
 export const listDirectoryTool: RegisteredTool = defineTool({

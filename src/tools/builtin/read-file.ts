@@ -12,7 +12,7 @@
  *
  * Result: { content, path, size, sha256, totalLines, startLine, endLine, truncated } plus `view` when not text.
  */
-import { clip, ToolArgumentError } from "../../core/errors.js";
+import { argumentRefusal, clip, ToolArgumentError, type ToolRefusal } from "../../core/errors.js";
 import {
   PATH_POLICY_DESCRIPTORS,
   pathArgumentsCheck,
@@ -109,10 +109,10 @@ function cutLine(line: string): { text: string; cut: boolean } {
 }
 
 /** The refusal of startLine or maxLines with a byte view, or undefined. */
-function viewProblem(args: { startLine?: number; maxLines?: number; view?: ReadView }): ToolArgumentError | undefined {
+function viewProblem(args: { startLine?: number; maxLines?: number; view?: ReadView }): ToolRefusal | undefined {
   const view = args.view ?? "text";
   if (view === "text" || (args.startLine === undefined && args.maxLines === undefined)) return undefined;
-  return new ToolArgumentError(
+  return argumentRefusal(
     `startLine and maxLines apply to view "text" only; the ${view} view always returns the whole file. Drop them, or use view "text".`,
     { argument: args.startLine !== undefined ? "startLine" : "maxLines", rule: "view" },
   );
@@ -127,7 +127,7 @@ export async function readFile(
 ): Promise<ReadFileResult> {
   const view = args.view ?? "text";
   const refusal = viewProblem(args);
-  if (refusal) throw refusal;
+  if (refusal) throw refusal.toError();
   const { bytes, sha256, absolute } = await readFileForChat(args.path, context, view);
   const path = toResultPath(absolute, context);
   if (view !== "text") {

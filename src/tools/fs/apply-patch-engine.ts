@@ -380,7 +380,7 @@ export async function applyPatch(
   args: { patch: string; path?: string },
   context: ToolContext,
 ): Promise<ApplyPatchResult> {
-  if (args.patch.trim() === "") throw emptyPatch();
+  if (args.patch.trim() === "") throw emptyPatch().toError();
   let ops: FileOp[] | undefined;
   try {
     ops = checkedPatchOps(args) ?? parsePatch(args.patch, args.path);

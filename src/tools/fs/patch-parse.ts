@@ -11,7 +11,7 @@
  * surrounding spaces or tabs, and a patch wrapped in a shell heredoc (`apply_patch <<'EOF'` … `EOF`), as models
  * trained on a shell-invoked tool send it, is unwrapped first.
  */
-import { clip, quote, ToolArgumentError, ToolError } from "../../core/errors.js";
+import { argumentRefusal, clip, quote, ToolArgumentError, ToolError, ToolRefusal } from "../../core/errors.js";
 import { pathArgumentProblem } from "../../core/path-policy.js";
 
 /** One hunk: the lines it expects (context and removals) and what replaces them. */
@@ -328,16 +328,21 @@ function parseUnified(lines: string[], defaultPath?: string): FileOp[] {
 }
 
 /** The refusal of an empty patch. */
-export function emptyPatch(): ToolArgumentError {
-  return new ToolArgumentError('"patch" is empty.', { argument: "patch" });
+export function emptyPatch(): ToolRefusal {
+  return argumentRefusal('"patch" is empty.', { argument: "patch" });
 }
 
 /**
  * Adds to a refusal that the patch changed nothing (it is all or nothing: every failure happens before the first
  * write), naming the files it would have added, so a model does not assume a partial success.
  */
-export function nothingWritten(error: unknown, ops: FileOp[] | undefined): unknown {
-  if (!(error instanceof ToolError) || error.code === "aborted" || error.code === "timeout") return error;
+export function nothingWritten<E>(error: E, ops: FileOp[] | undefined): E {
+  if (
+    !(error instanceof ToolError || error instanceof ToolRefusal) ||
+    error.code === "aborted" ||
+    error.code === "timeout"
+  )
+    return error;
   const added = (ops ?? []).filter((op) => op.kind === "add").map((op) => `"${clip(op.path)}"`);
   const note = ` Nothing was written: the patch is all or nothing, so no file was changed, moved or deleted${
     added.length > 0 ? `, and ${added.join(", ")} ${added.length === 1 ? "was" : "were"} not created` : ""
@@ -355,20 +360,20 @@ const checkedOps = new WeakMap<object, FileOp[]>();
  * pathArgumentProblem). Refusals carry the same "nothing was written" note as those of the call itself. The parsed
  * operations are kept for the call with these arguments ({@link checkedPatchOps}).
  */
-export function patchArgumentsRefusal(args: { patch: string; path?: string }): ToolError | undefined {
+export function patchArgumentsRefusal(args: { patch: string; path?: string }): ToolError | ToolRefusal | undefined {
   if (args.patch.trim() === "") return emptyPatch();
   let ops: FileOp[];
   try {
     ops = parsePatch(args.patch, args.path);
   } catch (error) {
-    if (error instanceof ToolError) return nothingWritten(error, undefined) as ToolError;
+    if (error instanceof ToolError) return nothingWritten(error, undefined);
     throw error;
   }
   for (const op of ops) {
     const problem =
       pathArgumentProblem(op.path, "patch") ??
       (op.kind === "update" && op.moveTo !== undefined ? pathArgumentProblem(op.moveTo, "patch") : undefined);
-    if (problem) return nothingWritten(problem, ops) as ToolError;
+    if (problem) return nothingWritten(problem, ops);
   }
   checkedOps.set(args, ops);
   return undefined;

@@ -4,7 +4,7 @@
  * what to send, never an engine's exception.
  */
 import picomatch from "picomatch";
-import { clip, quote, ToolArgumentError } from "../../core/errors.js";
+import { argumentRefusal, clip, quote, ToolArgumentError, type ToolRefusal } from "../../core/errors.js";
 import { LONE_SURROGATE, MAX_NAME_BYTES } from "../../core/path-policy.js";
 
 /** Longest glob pattern accepted, in UTF-16 code units (the matcher's own ceiling is 64 KiB). */
@@ -28,13 +28,13 @@ const EXTGLOB = /(^|[^\\])[+*?@!]\(/;
  */
 export function checkGlobPattern(pattern: string, argument: string): void {
   const problem = globPatternProblem(pattern, argument);
-  if (problem) throw problem;
+  if (problem) throw problem.toError();
 }
 
-/** {@link checkGlobPattern} without the throw: the ToolArgumentError it would throw, or undefined. */
-export function globPatternProblem(pattern: string, argument: string): ToolArgumentError | undefined {
-  const fail = (why: string, rule: string, extra: Record<string, unknown> = {}): ToolArgumentError =>
-    new ToolArgumentError(`Invalid argument "${argument}": ${why}`, { argument, rule, ...extra });
+/** {@link checkGlobPattern} without the throw: the refusal it would throw (as data), or undefined. */
+export function globPatternProblem(pattern: string, argument: string): ToolRefusal | undefined {
+  const fail = (why: string, rule: string, extra: Record<string, unknown> = {}): ToolRefusal =>
+    argumentRefusal(`Invalid argument "${argument}": ${why}`, { argument, rule, ...extra });
   if (pattern.length > MAX_GLOB_PATTERN_CHARS) {
     return fail(
       `the pattern is ${pattern.length} characters long; a glob pattern is at most ${MAX_GLOB_PATTERN_CHARS} characters. Send a shorter pattern (or several calls).`,

@@ -346,6 +346,7 @@ const REQUIRED: Record<FileTool, string[]> = {
   apply_patch: ["patch"],
 };
 
+/** A defect applied to freshly drawn arguments (it may change them in place). */
 type Fix = (args: Args) => Args;
 
 const byteView = pick("hex", "base64");
@@ -357,7 +358,10 @@ function defects(tool: FileTool): Gen<Fix> {
     (key: string, value: Gen<unknown>): Gen<Fix> =>
     (r) => {
       const v = value(r);
-      return (args) => ({ ...args, [key]: v });
+      return (args) => {
+        args[key] = v;
+        return args;
+      };
     };
   const options: Gen<Fix>[] = [];
   for (const key of PATH_KEYS[tool]) options.push(set(key, defectivePath), set(key, notAString));
@@ -373,11 +377,7 @@ function defects(tool: FileTool): Gen<Fix> {
   options.push((r) => {
     const key = unknownKey(r);
     const value = unknownValue(r);
-    return (args) => {
-      const out = { ...args };
-      Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
-      return out;
-    };
+    return (args) => Object.defineProperty(args, key, { value, enumerable: true, writable: true, configurable: true });
   });
   switch (tool) {
     case "read_file":
@@ -388,7 +388,11 @@ function defects(tool: FileTool): Gen<Fix> {
         (r) => {
           const view = byteView(r);
           const key = windowKey(r);
-          return (args) => ({ ...args, view, [key]: 1 });
+          return (args) => {
+            args.view = view;
+            args[key] = 1;
+            return args;
+          };
         },
       );
       break;

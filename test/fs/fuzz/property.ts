@@ -93,8 +93,17 @@ function messageProblem(outcome: ToolCallOutcome, args: unknown): string | null 
   }
   if (details?.rule === "path_too_long" || details?.rule === "name_too_long") {
     // The refusal must be earned: some argument has a name over 255 bytes or a path over 4,095 (also under `proj`).
-    const long = (s: string) =>
-      Buffer.byteLength(s) + world.proj.length + 1 > 4095 || s.split("/").some((name) => Buffer.byteLength(name) > 255);
+    const long = (s: string) => {
+      if (Buffer.byteLength(s) + world.proj.length + 1 > 4095) return true;
+      // Each name between "/" (one of at most 85 units holds at most 255 bytes: only longer ones are measured).
+      for (let start = 0; ; ) {
+        const slash = s.indexOf("/", start);
+        const end = slash === -1 ? s.length : slash;
+        if (end - start > 85 && Buffer.byteLength(s.slice(start, end)) > 255) return true;
+        if (slash === -1) return false;
+        start = slash + 1;
+      }
+    };
     // UTF-8 takes at most 3 bytes per UTF-16 unit: a string of at most 85 units holds no name over 255 bytes, nor
     // (with the working directory in front) a path over 4,095.
     if (!sent().some((s) => s.length > 85 && (long(s) || (s.includes("\n") && s.split("\n").some(long)))))
@@ -112,11 +121,6 @@ function safeParse(text: string): unknown {
   } catch {
     return text;
   }
-}
-
-async function run(tool: FileTool, args: unknown): Promise<ToolCallOutcome> {
-  // executeTool never throws for a tool failure: a rejection here fails the property with the arguments.
-  return world.call(tool, args);
 }
 
 const summary = (outcome: ToolCallOutcome) =>
@@ -139,7 +143,8 @@ function declareProperties(tool: FileTool): void {
     await fc.assert(
       fc.asyncProperty(defectiveBatch(tool, batch), async (batchOfArgs) => {
         for (const args of batchOfArgs) {
-          const outcome = await run(tool, args);
+          // executeTool never throws for a tool failure: a rejection here fails the property with the arguments.
+          const outcome = await world.call(tool, args);
           // Plain checks in the hot loop (expect() costs more than the call under test); they throw with the outcome.
           if (outcome.ok || outcome.error.code !== "validation_failed")
             throw new Error(`not refused: ${summary(outcome)}`);
@@ -155,7 +160,7 @@ function declareProperties(tool: FileTool): void {
   it(`${tool}: ${execRuns} executed arguments end classified, never as an argument-handling execution_failed`, async () => {
     await fc.assert(
       fc.asyncProperty(free(tool), async (args) => {
-        const outcome = await run(tool, args);
+        const outcome = await world.call(tool, args);
         if (!outcome.ok) {
           const { code, details } = outcome.error;
           const fine =
