@@ -54,6 +54,7 @@ export { Tool, type ToolDef, type ToolParam, ToolRegistry, ToolResult } from "./
 // Errors: each class carries a stable `code` and a `Symbol.for` brand (instanceof works across package copies).
 export {
   AccessDeniedError,
+  argumentRefusal,
   BrandedError,
   DeniedByPolicyError,
   DeniedByUserError,
@@ -67,6 +68,7 @@ export {
   type ToolErrorCode,
   ToolExecutionError,
   ToolParameterError,
+  ToolRefusal,
   ToolSettingsError,
   ToolTimeoutError,
   toToolError,
