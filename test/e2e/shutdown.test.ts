@@ -45,6 +45,44 @@ function processesWith(duration: string): number[] {
   return pids;
 }
 
+/**
+ * Pids of live `sleep <duration>` processes among the descendants of `root` (through /proc/<pid>/task/<tid>/children):
+ * what the tests poll while the process under test starts, ~0.2 ms a look where a scan of every process on a busy
+ * machine costs ~15 ms. Whether any such process outlives the process under test is checked with a full scan
+ * ({@link processesWith}): an orphan is no descendant any more.
+ */
+function descendantsWith(root: number, duration: string): number[] {
+  const found: number[] = [];
+  const queue = [root];
+  while (queue.length > 0) {
+    const pid = queue.pop()!;
+    let tasks: string[] = [];
+    try {
+      tasks = readdirSync(`/proc/${pid}/task`);
+    } catch {
+      continue; // ended while we looked
+    }
+    for (const task of tasks) {
+      let children: string[] = [];
+      try {
+        children = readFileSync(`/proc/${pid}/task/${task}/children`, "latin1").split(" ").filter(Boolean);
+      } catch {
+        continue;
+      }
+      for (const child of children) {
+        queue.push(Number(child));
+        try {
+          const argv = readFileSync(`/proc/${child}/cmdline`, "utf8").split("\0");
+          if (argv[0]?.endsWith("sleep") && argv[1] === duration) found.push(Number(child));
+        } catch {
+          // ended while we looked
+        }
+      }
+    }
+  }
+  return found;
+}
+
 /** Polls `check` until it holds (every 50 ms, at most 60 s); throws naming `what` and the process's output otherwise. */
 async function until(what: string, check: () => boolean, p: CliProcess): Promise<void> {
   const deadline = Date.now() + 60_000;
@@ -98,7 +136,7 @@ describe.runIf(existsSync("/proc/self/cmdline")).concurrent("shutdown while bash
         ["chat", "Wait a while.", "--provider", "openai", "--model", "fake-model", "--cwd", work],
         cleanEnv({ TOOLHOST_DATA_DIR: dataDir, OPENAI_API_KEY: "test-key", OPENAI_BASE_URL: fake.baseURL }),
       );
-      await until("the sleep to start", () => processesWith(marker).length > 0, p);
+      await until("the sleep to start", () => descendantsWith(p.child.pid!, marker).length > 0, p);
       p.child.kill("SIGINT");
       expect(await p.exited, p.stderr()).toBe(130);
       expect(p.stderr()).not.toMatch(/destroyed/);
@@ -116,7 +154,7 @@ describe.runIf(existsSync("/proc/self/cmdline")).concurrent("shutdown while bash
       ["call", "bash", JSON.stringify({ command }), "--cwd", work],
       cleanEnv({ TOOLHOST_DATA_DIR: dataDir }),
     );
-    await until("the sleep to start", () => processesWith(marker).length > 0, p);
+    await until("the sleep to start", () => descendantsWith(p.child.pid!, marker).length > 0, p);
     p.child.kill("SIGTERM");
     expect(await p.exited, p.stderr()).toBe(143);
     expect(p.stdout()).toMatch(/"code": "aborted"/);
@@ -146,7 +184,7 @@ describe.runIf(existsSync("/proc/self/cmdline")).concurrent("shutdown while bash
     send({ jsonrpc: "2.0", method: "notifications/initialized" });
     send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "bash", arguments: { command } } });
     const p = { child, stdout: () => out, stderr: () => err } as unknown as CliProcess;
-    await until("the sleep to start", () => processesWith(marker).length > 0, p);
+    await until("the sleep to start", () => descendantsWith(p.child.pid!, marker).length > 0, p);
     child.kill("SIGTERM");
     expect(await exited, err).toBe(0);
     expect(processesWith(marker)).toEqual([]);
@@ -198,7 +236,7 @@ describe.runIf(existsSync("/proc/self/cmdline")).concurrent("shutdown while bash
         async (res) => ({ status: res.status, body: (await res.json()) as { ok: boolean; error?: { code: string } } }),
         (error: Error) => ({ status: 0, body: { ok: false, error: { code: error.message } } }),
       );
-      await until("the sleep to start", () => processesWith(marker).length > 0, p);
+      await until("the sleep to start", () => descendantsWith(p.child.pid!, marker).length > 0, p);
       p.child.kill("SIGTERM");
       expect(await p.exited, p.stderr()).toBe(0);
       // Both clients got their answers before the connections closed: the turn and the call were cancelled.
