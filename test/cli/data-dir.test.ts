@@ -1,13 +1,15 @@
 /**
  * One data directory wherever a command runs: TOOLHOST_DATA_DIR, else $XDG_DATA_HOME/toolhost, else
- * ~/.local/share/toolhost. The CLI processes run with a temporary HOME so the real one is never touched.
+ * ~/.local/share/toolhost. The CLI runs with a temporary HOME so the real one is never touched.
  */
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { chooseDataDir } from "../../src/core/data-dir.js";
 import { startCli } from "../e2e/chat-process.js";
-import { runCli } from "../helpers/cli.js";
+// The commands run through main(argv) in this process (with their own working directory and environment); serve,
+// whose start line is checked, runs as a process.
+import { runCliInProcess as runCli } from "../helpers/cli.js";
 import { tempDir } from "../helpers/server.js";
 
 describe("chooseDataDir", () => {
