@@ -2,8 +2,9 @@
  * Approvals in the terminal, through the built CLI and the OpenAI SDK against the fake provider: without a terminal
  * an ask is denied (the model is told, the file is not written) unless --yes; `toolhost call` asks the same way;
  * `toolhost audit` shows the calls, the decisions and the settings change, filtered by user, tool and time.
- * `toolhost chat` runs as a process (no terminal: stdin and stderr are pipes); `settings`, `call` and `audit` run
- * the same main(argv) in this process, whose stdin and stderr are not terminals either.
+ * `toolhost chat` runs as a process (no terminal: stdin and stderr are pipes) for the denial; `chat --yes`,
+ * `settings`, `call` and `audit` run the same main(argv) in this process, whose stdin and stderr are not terminals
+ * either.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -81,8 +82,9 @@ describe("toolhost chat without a terminal", () => {
     expect(told).toContain("--yes");
     expect(denied.stdout).toContain("Tool said:");
 
+    // --yes is a rule of the command: the same main(argv) in this process (no terminal either).
     writeThenAnswer("eggs\n");
-    const allowed = await runCli(chatArgs(dir, ["--yes"]), env);
+    const allowed = await runInProcess(chatArgs(dir, ["--yes"]));
     expect(allowed.code, allowed.stderr).toBe(0);
     expect(readFileSync(join(dir, "notes/todo.md"), "utf8")).toBe("eggs\n");
   });
