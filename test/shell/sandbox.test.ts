@@ -99,10 +99,6 @@ beforeAll(() => {
   writeFileSync(join(wd, ".env"), "SECRET=1\n");
 });
 afterAll(() => cleanup());
-afterEach(() => {
-  delete process.env.TOOLHOST_BWRAP;
-  resetSandboxProbe();
-});
 
 // The bwrap tests run concurrently: each has its own runtime, its own subdirectory or marker, and none changes what
 // another one reads (they mostly wait on processes starting in new namespaces).
@@ -346,6 +342,13 @@ for fam in (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6):
 });
 
 describe("when the sandbox is unavailable", () => {
+  // These tests point TOOLHOST_BWRAP elsewhere; the probe's cached answer is forgotten after each of them (never
+  // while the concurrent bwrap tests above run: a probe answered again mid-call would change what they test).
+  afterEach(() => {
+    delete process.env.TOOLHOST_BWRAP;
+    resetSandboxProbe();
+  });
+
   it("required fails closed with the reason; preferred asks for approval and says why", async () => {
     process.env.TOOLHOST_BWRAP = join(root, "no-such-bwrap");
     resetSandboxProbe();
