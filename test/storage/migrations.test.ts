@@ -229,11 +229,15 @@ describe("migrations", { concurrent: true }, () => {
           return { store, child, exited, opening };
         };
         // How long a first start takes here once Node is up, so that the kills land across all of it (loading the
-        // code, creating the file, WAL, migrating); Node's own start, which writes nothing, is not aimed at.
-        const probe = await firstStart();
-        const began = await probe.opening;
-        expect(await probe.exited).toBe("exit 0");
-        const duration = performance.now() - began;
+        // code, creating the file, WAL, migrating); Node's own start, which writes nothing, is not aimed at. The
+        // shorter of two runs, so that one slowed down by the machine does not send most kills after the end.
+        const probe = async () => {
+          const run = await firstStart();
+          const began = await run.opening;
+          expect(await run.exited).toBe("exit 0");
+          return performance.now() - began;
+        };
+        const duration = Math.min(await probe(), await probe());
         const kills: { at: number; exited: string }[] = [];
         const one = async () => {
           const { store, child, exited, opening } = await firstStart();
