@@ -59,7 +59,8 @@ const MAYBE_SECRET =
 
 /** Redacts secrets inside one string (see the module comment). */
 export function redactText(text: string): string {
-  if (!MAYBE_SECRET.test(text)) return text;
+  // Every pattern needs at least three characters ("th_", "sk-", "://" are the shortest).
+  if (text.length < 3 || !MAYBE_SECRET.test(text)) return text;
   let out = text;
   out = out.replace(
     SECRET_PATTERNS[0]!,

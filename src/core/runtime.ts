@@ -458,7 +458,7 @@ export class ToolRuntime {
   ): AuditEvent {
     const denied =
       !outcome.ok && (outcome.error.code === "denied_by_user" || outcome.error.code === "denied_by_policy");
-    return {
+    const event: AuditEvent & { toolEntry?: AuditEntry } = {
       kind: "tool_call",
       userId: call.userId,
       chatId: call.chatId ?? null,
@@ -471,8 +471,10 @@ export class ToolRuntime {
       durationMs: outcome.durationMs,
       approval: call.approval?.decision ?? null,
       approvedBy: call.approval?.decidedBy ?? null,
-      ...(toolEntry ? { toolEntry } : {}),
     };
+    // Present only when the tool recorded one (set, not spread from an empty object on every call).
+    if (toolEntry) event.toolEntry = toolEntry;
+    return event;
   }
 
   #auditFailed(name: string, error: unknown): void {

@@ -5,7 +5,7 @@
  */
 import picomatch from "picomatch";
 import { argumentRefusal, clip, quote, ToolArgumentError, type ToolRefusal } from "../../core/errors.js";
-import { LONE_SURROGATE, MAX_NAME_BYTES } from "../../core/path-policy.js";
+import { hasLoneSurrogate, MAX_NAME_BYTES } from "../../core/path-policy.js";
 
 /** Longest glob pattern accepted, in UTF-16 code units (the matcher's own ceiling is 64 KiB). */
 export const MAX_GLOB_PATTERN_CHARS = 16 * 1024;
@@ -43,7 +43,7 @@ export function globPatternProblem(pattern: string, argument: string): ToolRefus
     );
   }
   if (pattern.includes("\0")) return fail("a glob pattern must not contain a NUL byte.", "nul_byte");
-  if (LONE_SURROGATE.test(pattern)) {
+  if (hasLoneSurrogate(pattern)) {
     return fail(
       "it contains a lone UTF-16 surrogate (half of a character), which no file name can hold; send the pattern as valid Unicode text.",
       "invalid_unicode",
