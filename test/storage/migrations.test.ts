@@ -84,6 +84,77 @@ await database.close();
 // Every test works on a store of its own, and most of their time is waiting (on PostgreSQL, on child processes):
 // they run concurrently.
 describe("migrations", { concurrent: true }, () => {
+  describe("SIGKILL during a first start", () => {
+    it("never leaves a data directory that fails to start (20 kills at random points)", async () => {
+      const { script, remove } = await bundleFirstStart();
+      try {
+        /** Starts a first start on a fresh data directory; `opening` resolves once the process has started. */
+        const firstStart = async () => {
+          const store = await freshStore("sqlite");
+          const child = spawn(process.execPath, [script, store.dataDir], {
+            env: { ...process.env, ...NO_EXTRA_CA },
+            stdio: ["ignore", "pipe", "inherit"],
+          });
+          const exited = new Promise<string>((resolve) =>
+            child.once("exit", (code, signal) => resolve(signal ?? `exit ${code}`)),
+          );
+          const opening = new Promise<number>((resolve) => child.stdout.once("data", () => resolve(performance.now())));
+          return { store, child, exited, opening };
+        };
+        // How long a first start takes here once Node is up, so that the kills land across all of it (loading the
+        // code, creating the file, WAL, migrating); Node's own start, which writes nothing, is not aimed at. The
+        // shorter of two runs, so that one slowed down by the machine does not send most kills after the end.
+        const probe = async () => {
+          const run = await firstStart();
+          const began = await run.opening;
+          expect(await run.exited).toBe("exit 0");
+          return performance.now() - began;
+        };
+        const duration = Math.min(await probe(), await probe());
+        /** One first start, killed at a random point of it; resolves once the process is gone. */
+        const killed = async () => {
+          const { store, child, exited, opening } = await firstStart();
+          await opening;
+          const at = Math.random() * duration;
+          const timer = setTimeout(() => child.kill("SIGKILL"), at);
+          const how = await exited;
+          clearTimeout(timer);
+          return { store, at: Math.round(at), exited: how };
+        };
+        // Ten at a time, the kills overlapping; this process does nothing else meanwhile, so that its timers fire
+        // when they are due.
+        const kills = [
+          ...(await Promise.all(Array.from({ length: 10 }, killed))),
+          ...(await Promise.all(Array.from({ length: 10 }, killed))),
+        ];
+        // Then the next start of each directory, in this process: the same start a command makes (open the data
+        // directory, migrate, list the tools), without paying for a fresh Node process each time.
+        for (const { store, at } of kills) {
+          const logger = recordingLogger();
+          const after = await createAppContext({ dataDir: store.dataDir, databaseUrl: "", logger })
+            .then(async (ctx) => {
+              try {
+                return (await ctx.settings.list("local")).length > 0 ? "listed" : "no tools";
+              } finally {
+                await ctx.close();
+              }
+            })
+            .catch((error: Error) => error.message);
+          const errors = logger.lines.filter((l) => l.level === "error");
+          expect({ at, after, errors }).toEqual({ at, after: "listed", errors: [] });
+        }
+        expect(kills).toHaveLength(20);
+        // Most kills must have hit a running start (not one that had already finished).
+        expect(
+          kills.filter((k) => k.exited === "SIGKILL").length,
+          JSON.stringify({ duration, kills: kills.map(({ at, exited }) => ({ at, exited })) }),
+        ).toBeGreaterThanOrEqual(10);
+      } finally {
+        remove();
+      }
+    }, 120_000);
+  });
+
   for (const dialect of ["sqlite", "postgres"] as const) {
     describe.skipIf(dialect === "postgres" && !HAVE_POSTGRES)(`migrations on ${dialect}`, () => {
       it("completes a half-applied schema (bookkeeping rows deleted, a table dropped) on the next start", async () => {
@@ -210,70 +281,6 @@ describe("migrations", { concurrent: true }, () => {
       }
     });
   }
-
-  describe("SIGKILL during a first start", () => {
-    it("never leaves a data directory that fails to start (20 kills at random points)", async () => {
-      const { script, remove } = await bundleFirstStart();
-      try {
-        /** Starts a first start on a fresh data directory; `opening` resolves once the process has started. */
-        const firstStart = async () => {
-          const store = await freshStore("sqlite");
-          const child = spawn(process.execPath, [script, store.dataDir], {
-            env: { ...process.env, ...NO_EXTRA_CA },
-            stdio: ["ignore", "pipe", "inherit"],
-          });
-          const exited = new Promise<string>((resolve) =>
-            child.once("exit", (code, signal) => resolve(signal ?? `exit ${code}`)),
-          );
-          const opening = new Promise<number>((resolve) => child.stdout.once("data", () => resolve(performance.now())));
-          return { store, child, exited, opening };
-        };
-        // How long a first start takes here once Node is up, so that the kills land across all of it (loading the
-        // code, creating the file, WAL, migrating); Node's own start, which writes nothing, is not aimed at. The
-        // shorter of two runs, so that one slowed down by the machine does not send most kills after the end.
-        const probe = async () => {
-          const run = await firstStart();
-          const began = await run.opening;
-          expect(await run.exited).toBe("exit 0");
-          return performance.now() - began;
-        };
-        const duration = Math.min(await probe(), await probe());
-        const kills: { at: number; exited: string }[] = [];
-        const one = async () => {
-          const { store, child, exited, opening } = await firstStart();
-          await opening;
-          const at = Math.random() * duration;
-          const timer = setTimeout(() => child.kill("SIGKILL"), at);
-          kills.push({ at: Math.round(at), exited: await exited });
-          clearTimeout(timer);
-          // The next start, in this process: the same start a command makes (open the data directory, migrate, list
-          // the tools), without paying for a fresh Node process each time.
-          const logger = recordingLogger();
-          const after = await createAppContext({ dataDir: store.dataDir, databaseUrl: "", logger })
-            .then(async (ctx) => {
-              try {
-                return (await ctx.settings.list("local")).length > 0 ? "listed" : "no tools";
-              } finally {
-                await ctx.close();
-              }
-            })
-            .catch((error: Error) => error.message);
-          const errors = logger.lines.filter((l) => l.level === "error");
-          expect({ at, after, errors }).toEqual({ at, after: "listed", errors: [] });
-        };
-        // Ten at a time: the kills overlap.
-        for (let batch = 0; batch < 2; batch++) await Promise.all(Array.from({ length: 10 }, () => one()));
-        expect(kills).toHaveLength(20);
-        // Most kills must have hit a running start (not one that had already finished).
-        expect(
-          kills.filter((k) => k.exited === "SIGKILL").length,
-          JSON.stringify({ duration, kills }),
-        ).toBeGreaterThanOrEqual(10);
-      } finally {
-        remove();
-      }
-    }, 120_000);
-  });
 
   describe("bookkeeping of earlier versions", () => {
     it("keeps the history recorded by Kysely's migrator and runs a migration that landed out of order", async () => {
