@@ -7,36 +7,32 @@
 import { BaseSequencer, type TestSpecification } from "vitest/node";
 
 /**
- * Longest first: wall time in a full run on two cores, whether it is CPU (the property tests, the storms, npm) or
- * waiting on processes, servers and budgets (the e2e, MCP, shell and sandbox files). A file that waits still holds
- * its worker, so it must not be among the last ones either.
+ * Longest first: wall time in a full run on two cores (quiet machine, `TOOLHOST_TEST_CPU_LOG`), whether it is CPU
+ * (the property tests, the storms, npm) or waiting on processes and servers (Chromium, the e2e, MCP, shell and
+ * sandbox files). A file that waits still holds its worker, so it must not be among the last ones either. Every file
+ * here took over a second; re-measure when a file's cost changes much.
  */
 const HEAVY = [
+  /test\/browser\/[^/]*\.test\.ts$/,
   /test\/storage\/settings-concurrency-[^/]*\.test\.ts$/,
-  // Waits out the 5 s minimum time budget: early, beside the storms' second server processes, not in the tail.
-  /test\/tools\/time-budget\.test\.ts$/,
-  /test\/fs\/argument-fuzz-[^/]*\.test\.ts$/,
   /test\/package\/pack\.test\.ts$/,
+  /test\/fs\/argument-fuzz-[^/]*\.test\.ts$/,
   /test\/mcp\/server-stdio\.test\.ts$/,
-  /test\/e2e\/shutdown\.test\.ts$/,
+  /test\/fs\/grep\.test\.ts$/,
+  /test\/shell\/runner\.test\.ts$/,
+  /test\/fs\/argument-edges\.test\.ts$/,
+  /test\/approvals\/approvals-http\.test\.ts$/,
+  /test\/e2e\/[^/]*\.test\.ts$/,
+  /test\/web\/fetch\.test\.ts$/,
   /test\/mcp\/server-http\.test\.ts$/,
   /test\/storage\/migrations\.test\.ts$/,
-  /test\/browser\/[^/]*\.test\.ts$/,
   /test\/shell\/sandbox-approval\.test\.ts$/,
-  /test\/e2e\/[^/]*\.test\.ts$/,
-  /test\/cli\/data-dir\.test\.ts$/,
-  /test\/agents\/agents-e2e\.test\.ts$/,
-  /test\/approvals\/approvals-http\.test\.ts$/,
   /test\/shell\/sandbox\.test\.ts$/,
-  /test\/web\/fetch\.test\.ts$/,
-  /test\/providers\/adapters\.test\.ts$/,
-  /test\/image\/generate-image\.test\.ts$/,
-  /test\/shell\/(runner|tools)\.test\.ts$/,
-  /test\/cli\/(cli|bundle)\.test\.ts$/,
   /test\/mcp\/client-cli\.test\.ts$/,
-  /test\/approvals\/approvals-cli\.test\.ts$/,
-  /test\/fs\/grep\.test\.ts$/,
-  /test\/api\/exports\.test\.ts$/,
+  /test\/agents\/agents-e2e\.test\.ts$/,
+  /test\/server\/bounded-input\.test\.ts$/,
+  /test\/mcp\/client\.test\.ts$/,
+  /test\/tools\/time-budget\.test\.ts$/,
 ];
 
 export class HeavyFirstSequencer extends BaseSequencer {
