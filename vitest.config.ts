@@ -10,7 +10,7 @@ const scratch = mkdtempSync(join(tmpdir(), "toolhost-vitest-"));
 
 /**
  * Files that measure latency under load they create themselves: they run after everything else, one at a time,
- * so the other workers' CPU does not decide their outcome (two cores are shared by three workers).
+ * so the other worker's CPU (and its child processes') does not decide their outcome.
  */
 const SOLO = ["test/server/health-latency.test.ts"];
 
