@@ -1,4 +1,4 @@
-import { mkdtempSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { configDefaults, defineConfig } from "vitest/config";
@@ -7,6 +7,10 @@ import { HeavyFirstSequencer } from "./test/sequencer.js";
 // Tests never write into the real per-user data directory: every worker (and every process it spawns, which
 // inherits the environment) defaults to throwaway directories. Tests that need their own set TOOLHOST_DATA_DIR.
 const scratch = mkdtempSync(join(tmpdir(), "toolhost-vitest-"));
+mkdirSync(join(scratch, "tmp"));
+// …and leave nothing behind: every temporary directory of the run (the tests' own, npm's, Chromium's, the
+// processes' they start) is made under scratch/tmp (TMPDIR below), and scratch is removed when vitest exits.
+process.once("exit", () => rmSync(scratch, { recursive: true, force: true }));
 
 /**
  * Files that measure latency under load they create themselves: they run after everything else, one at a time,
@@ -52,6 +56,7 @@ const shared = {
   ],
   env: {
     TOOLHOST_DATA_DIR: join(scratch, "data"),
+    TMPDIR: join(scratch, "tmp"),
     XDG_DATA_HOME: join(scratch, "xdg-data"),
     // Nor read the real config file (provider keys, mcpServers).
     XDG_CONFIG_HOME: join(scratch, "xdg-config"),
