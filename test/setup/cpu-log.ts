@@ -1,8 +1,9 @@
 /**
  * Per-file CPU accounting, on when TOOLHOST_TEST_CPU_LOG names a file (vitest.config.ts adds this setup file
- * then): after each test file, appends one line `<cpu s> <of it, child processes s> <wall s> <file> <start, ms since the epoch> <worker pid>`. CPU is the
- * worker's user + system time plus that of the child processes it waited for (the CLI, servers, npm, Chromium),
- * from /proc/self/stat (Linux), counted from this file's start, i.e. including the test file's import. A busy
+ * then): after each test file, appends one line
+ * `<cpu s> <of it, child processes s> <wall s> <file> <start, ms since the epoch> <worker pid>`. CPU is the worker's
+ * user + system time plus that of the child processes it waited for (the CLI, servers, npm, Chromium), from
+ * /proc/self/stat (Linux), counted from this file's start, i.e. including the test file's import. A busy
  * machine inflates wall time far more than CPU time, so compare CPU. The start and the pid give the run's timeline:
  * which files ran side by side on the two workers. Sort with `sort -rn <file> | head`.
  *

@@ -5,15 +5,15 @@
  * `process.env`), the working directory, and the tools of the shared default registry (a file that registers a
  * tool of its own through `registerTool` leaves no trace).
  */
-import v8 from "node:v8";
 import { afterAll } from "vitest";
+import { raiseWasmTieringBudget } from "../../src/cli/v8-flags.js";
 import { defaultRegistry } from "../../src/core/registry.js";
 // The built-in tools register themselves on import: load them first, so they are part of what stays.
 import "../../src/tools/index.js";
 
-// As the toolhost executable does (src/cli/bin.ts): the shell parser's WebAssembly lexer is not recompiled by V8's
-// optimizing compiler after the first line a worker parses (~1 s of CPU per worker, on background threads).
-v8.setFlagsFromString("--wasm-tiering-budget=1000000000");
+// As the toolhost executable does: the shell parser's WebAssembly lexer is not recompiled by V8's optimizing
+// compiler after the first line a worker parses (~1 s of CPU per worker, on background threads).
+raiseWasmTieringBudget();
 
 const env = { ...process.env };
 const cwd = process.cwd();
