@@ -510,7 +510,9 @@ export class ToolRuntime {
   ): Promise<{ settings: EffectiveToolSettings; args: Record<string, unknown> }> {
     const saved = await this.store.get(call.userId, tool.definition.name);
     const checked = this.#check(tool, saved, rawArgs, call);
-    if (checked.refusal) throw checked.refusal instanceof ToolRefusal ? checked.refusal.toError() : checked.refusal;
+    // A refusal is made into its error by what it is (an Error already, or a refusal's data): a tool built against
+    // another copy of this package returns a ToolRefusal of that copy, which `instanceof ToolRefusal` would miss.
+    if (checked.refusal) throw checked.refusal instanceof Error ? checked.refusal : checked.refusal.toError();
     return checked;
   }
 

@@ -5,11 +5,7 @@
 import type { Command } from "commander";
 import { withContext } from "../app-context.js";
 import { parseUserId } from "../options.js";
-import { CliError, table } from "../util.js";
-
-const print = (value: unknown): void => {
-  process.stdout.write(`${typeof value === "string" ? value : JSON.stringify(value, null, 2)}\n`);
-};
+import { CliError, print, table } from "../util.js";
 
 /** Registers `toolhost agents`. Exit codes: 0 success, 1 unknown agent or failure, 2 usage error. */
 export function registerAgentsCommand(program: Command): void {

@@ -6,11 +6,7 @@
 import type { Command } from "commander";
 import { withContext } from "../app-context.js";
 import { parseUserId } from "../options.js";
-import { CliError, table } from "../util.js";
-
-const print = (value: unknown): void => {
-  process.stdout.write(`${typeof value === "string" ? value : JSON.stringify(value, null, 2)}\n`);
-};
+import { CliError, print, table } from "../util.js";
 
 /** Parses a time option: ISO-8601, or a duration back from now such as 15m, 2h, 7d. */
 export function parseTimeOption(value: string, name: string): string {

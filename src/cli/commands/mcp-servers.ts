@@ -7,7 +7,7 @@
 import type { Command } from "commander";
 import type { AppContext } from "../../app/context.js";
 import { createAppContext } from "../app-context.js";
-import { CliError, table } from "../util.js";
+import { CliError, print, table } from "../util.js";
 
 async function withServers<T>(
   fn: (ctx: AppContext, service: import("../../mcp/client/index.js").McpServersService) => Promise<T>,
@@ -22,10 +22,6 @@ async function withServers<T>(
     await ctx.close();
   }
 }
-
-const print = (value: unknown): void => {
-  process.stdout.write(`${typeof value === "string" ? value : JSON.stringify(value, null, 2)}\n`);
-};
 
 function parsePairs(pairs: string[], what: string): Record<string, string> | undefined {
   if (pairs.length === 0) return undefined;

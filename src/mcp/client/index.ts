@@ -12,7 +12,6 @@ import { loadAllServers } from "./servers.js";
 
 export type { McpServerConfig, NamedMcpServerConfig } from "./config.js";
 export { McpClientManager, type McpServerStatus } from "./manager.js";
-export { serverMayOwnTool } from "./naming.js";
 export { loadAllServers } from "./servers.js";
 
 /** A manager for the context's registry whose servers come from the config file and the database. Not started. */

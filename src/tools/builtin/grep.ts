@@ -44,7 +44,7 @@ import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../..
 import type { EngineOutcome, GrepPlan, GrepResult } from "../fs/grep/common.js";
 import { searchWithJs } from "../fs/grep/js-engine.js";
 import { RipgrepUnusable, ripgrepPath, searchWithRipgrep } from "../fs/grep/ripgrep-engine.js";
-import { checkGlobPattern, compilePattern, globPatternProblem } from "../fs/pattern-args.js";
+import { compilePattern, globPatternProblem } from "../fs/pattern-args.js";
 import { compileRegexOffThread } from "../fs/regex-compile-check.js";
 import { translateJsRegex } from "../fs/regex-translate.js";
 
@@ -190,25 +190,16 @@ export async function planGrep(
 ): Promise<GrepPlan> {
   const ignoreCase = args.caseInsensitive === true;
   const flags = ignoreCase ? "i" : "";
-  if (args.pattern.length > MAX_REGEX_CHARS) {
-    throw new GrepPatternError(args.pattern, `longer than ${MAX_REGEX_CHARS} characters`, "regex_too_large");
-  }
-  let regex: RegExp;
-  try {
-    // Parsing is linear; V8 compiles on first use. Run a short pattern once here, so a pattern the engine cannot
-    // compile is refused now, as a bad argument, instead of failing inside a search.
-    regex = new RegExp(args.pattern, flags);
-    if (args.pattern.length <= MAIN_THREAD_COMPILE_CHARS) regex.test("");
-  } catch (error) {
-    throw new GrepPatternError(args.pattern, regexReason(error));
-  }
+  // The same checks as argument validation (the runtime ran them already; a direct caller gets them here).
+  const refusal = grepArgumentsRefusal(args);
+  if (refusal) throw refusal.toError();
+  const regex = new RegExp(args.pattern, flags);
   if (args.pattern.length > MAIN_THREAD_COMPILE_CHARS) {
     const check = await compileRegexOffThread(args.pattern, flags, COMPILE_DEADLINE_MS, context.signal);
     if (check.kind === "timeout") throw new GrepPatternError(args.pattern, "too costly", "regex_too_costly");
     if (check.kind === "error") throw new GrepPatternError(args.pattern, regexReason(check.message));
   }
   if (args.glob !== undefined && args.glob.trim() !== "") {
-    checkGlobPattern(args.glob, "glob");
     const negated = args.glob.startsWith("!");
     compilePattern((negated ? args.glob.slice(1) : args.glob).replace(/^\.\//, ""), { dot: true }, "glob");
   }
