@@ -39,4 +39,13 @@ describe("layering (arrows point down only)", () => {
     ].join("\n");
     expect(importSpecifiers(source)).toEqual(["./side.js", "./a.js", "../b.js", "./d.js", "./e.js"]);
   });
+
+  it("one transaction path: only storage/transaction.ts opens a transaction (every other module calls inTransaction)", () => {
+    const files = readSourceTree(fileURLToPath(new URL("../src", import.meta.url)));
+    const opens = /\.transaction\(\s*\)/;
+    const offenders = [...files].filter(([file, source]) => file !== "storage/transaction.ts" && opens.test(source));
+    expect(offenders.map(([file]) => file)).toEqual([]);
+    // the check can fail: the shape it looks for is what Kysely's own transaction builder call looks like
+    expect(opens.test("return this.db.transaction().execute(async (trx) => {")).toBe(true);
+  });
 });

@@ -538,10 +538,16 @@ export class ChatRepository {
     return rows.map(toMessage);
   }
 
-  /** Appends messages atomically (one transaction) after the chat's last one; returns them as stored. */
+  /**
+   * Appends messages atomically after the chat's last one; returns them as stored. One transaction through
+   * `inTransaction` (SQLite `BEGIN IMMEDIATE`, PostgreSQL retried on serialization failures), so two concurrent
+   * appends to one chat serialize instead of colliding on `seq`.
+   */
   async append(chatId: string, messages: { role: string; content: unknown }[]): Promise<ChatMessage[]> {
     if (messages.length === 0) return [];
-    return this.db.transaction().execute(async (trx) => {
+    return inTransaction(this.db, async (trx, tx) => {
+      // The chat's row lock orders concurrent appends on PostgreSQL (SQLite's BEGIN IMMEDIATE already does).
+      await tx.forUpdate(trx.selectFrom("chats").select("id").where("id", "=", chatId)).execute();
       const last = await trx
         .selectFrom("chat_messages")
         .select((eb) => eb.fn.max<number>("seq").as("seq"))

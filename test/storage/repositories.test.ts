@@ -112,6 +112,27 @@ function repositoryContract(name: string, open: () => Opener) {
       ]);
     });
 
+    it("serializes concurrent appends to one chat: every message stored once, in one gapless order", async () => {
+      const chats = new ChatRepository(database.db);
+      const chat = await chats.create({ userId: "ana", workingDirectory: "/tmp", provider: "openai", model: "m" });
+      const writers = 20;
+      await Promise.all(
+        Array.from({ length: writers }, (_, i) =>
+          chats.append(chat.id, [
+            { role: "user", content: { text: `q${i}` } },
+            { role: "assistant", content: { text: `a${i}` } },
+          ]),
+        ),
+      );
+      const messages = await chats.messages(chat.id);
+      expect(messages.map((m) => m.seq)).toEqual(Array.from({ length: writers * 2 }, (_, i) => i + 1));
+      // Each append's two messages stay adjacent: no interleaving between transactions.
+      for (let i = 0; i < messages.length; i += 2) {
+        const q = (messages[i]?.content as { text: string }).text;
+        expect((messages[i + 1]?.content as { text: string }).text).toBe(q.replace("q", "a"));
+      }
+    });
+
     it("records and lists audit entries newest first", async () => {
       const audit = new SqlAuditLog(database.db);
       await audit.record({
