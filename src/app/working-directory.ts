@@ -89,11 +89,6 @@ export class WorkingDirectoryBinder {
     this.#roots = roots && roots.length > 0 ? [...roots] : null;
   }
 
-  /** A binder over TOOLHOST_CHAT_ROOTS of `env` (read now). */
-  static fromEnv(env: NodeJS.ProcessEnv = process.env): WorkingDirectoryBinder {
-    return new WorkingDirectoryBinder(parseChatRoots(env.TOOLHOST_CHAT_ROOTS));
-  }
-
   /** Whether chat roots are configured. */
   get hasRoots(): boolean {
     return this.#roots !== null;

@@ -307,4 +307,34 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable("user_tool_settings").dropColumn("version").execute();
     },
   },
+  "0015_allowlist_preset_default": {
+    // shell_exec's default allowlist preset was stored as "seed"; it is named "default" now. Stored values are
+    // rewritten (settings and admin locks keep their meaning); anything else in the JSON is left as it was.
+    async up(db: Kysely<any>) {
+      const rows = await db
+        .selectFrom("user_tool_settings")
+        .select(["user_id", "tool_name", "parameters"])
+        .where("tool_name", "=", "shell_exec")
+        .where("parameters", "like", '%"seed"%')
+        .execute();
+      for (const row of rows) {
+        let parameters: unknown;
+        try {
+          parameters = JSON.parse(String(row.parameters));
+        } catch {
+          continue; // corrupt JSON reads as defaults anyway
+        }
+        if (!parameters || typeof parameters !== "object" || Array.isArray(parameters)) continue;
+        const values = parameters as Record<string, unknown>;
+        if (values.allowlistPreset !== "seed") continue;
+        values.allowlistPreset = "default";
+        await db
+          .updateTable("user_tool_settings")
+          .set({ parameters: JSON.stringify(values) })
+          .where("user_id", "=", row.user_id)
+          .where("tool_name", "=", row.tool_name)
+          .execute();
+      }
+    },
+  },
 };

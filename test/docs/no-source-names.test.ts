@@ -20,6 +20,10 @@ const PATTERNS = [
   /\bissue #?\d+\b/i,
   /\(issue: /,
   /\bDESIGN\.md\b/,
+  // a specification's own wording the reader does not have: its placeholder names, or a function id followed by
+  // a quotation of its text ("tool::shell_exec": "Execution logged …")
+  /\bWORKSPACE_ROOT\b/,
+  /"tool::[a-z_]+":\s*"/,
 ];
 
 function files(dir: string): string[] {
@@ -56,6 +60,8 @@ describe("no source-document names in the project", () => {
       " * protocol-faithful fakes (issue 3, tests)",
       " * Approvals (issue: the ask round-trip)",
       " * The HTTP service (DESIGN.md, surfaces)",
+      ' * cwd: relative to the chat working directory ("relative to WORKSPACE_ROOT")',
+      ' * Security audit ("tool::shell_exec": "Execution logged to security audit")',
     ]) {
       expect(
         PATTERNS.some((p) => p.test(sample)),

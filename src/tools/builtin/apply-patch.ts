@@ -1,5 +1,5 @@
 /**
- * apply_patch (tool::apply_patch): applies a unified diff or a
+ * apply_patch (also `trigger("tool::apply_patch", …)`): applies a unified diff or a
  * `*** Begin Patch` envelope to one or more files, all or nothing.
  *
  * The implementation is src/tools/fs/apply-patch-engine.ts, loaded on the first call; the patch's text is parsed and

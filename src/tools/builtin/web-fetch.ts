@@ -1,5 +1,5 @@
 /**
- * web_fetch ("tool::web_fetch"): SSRF-protected HTTP GET with HTML-to-text conversion.
+ * web_fetch (also `trigger("tool::web_fetch", …)`): SSRF-protected HTTP GET with HTML-to-text conversion.
  *
  * Arguments: `url` (required, http or https), `maxSize` (bytes of body read, default 500000, at most 5000000).
  * Result: `{ url, status, contentType, content, truncated }`: `url` is the final URL after redirects, `content`

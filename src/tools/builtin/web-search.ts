@@ -1,5 +1,5 @@
 /**
- * web_search ("tool::web_search"): multi-provider web search (Tavily, Brave,
+ * web_search (also `trigger("tool::web_search", …)`): multi-provider web search (Tavily, Brave,
  * DuckDuckGo).
  *
  * Arguments: `query` (required), `provider` ("tavily" | "brave" | "duckduckgo"), `maxResults` (1–20, default 5).

@@ -1,5 +1,5 @@
 /**
- * write_file (tool::file_write is the same implementation): creates or
+ * write_file (`trigger("tool::file_write", …)` runs the same implementation): creates or
  * overwrites a file with UTF-8 text.
  *
  * - Overwriting an existing file requires that this chat read it (read_file, any view) and that its sha256 still

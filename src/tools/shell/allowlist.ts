@@ -3,7 +3,7 @@
  * element of the argv names one.
  *
  * - argv[0] must be a bare name (no `/` or `\`): `/bin/sh`, `./git` and `../bin/git` are refused.
- * - The name must be on the effective allowlist: SHELL_COMMAND_ALLOWLIST (preset "seed", the default),
+ * - The name must be on the effective allowlist: SHELL_COMMAND_ALLOWLIST (preset "default"),
  *   STRICT_SHELL_COMMAND_ALLOWLIST (preset "strict"), or the `allowedCommands` setting (preset "custom").
  * - The name is looked up on the absolute entries of PATH only, skipping any directory inside an untrusted root
  *   (the call's cwd and the chat working directory, where a model can write), and must resolve to an executable
@@ -16,7 +16,7 @@ import { isPathInside } from "../../core/path-policy.js";
 import { stringListSetting, stringSetting } from "../../core/settings-declaration.js";
 import type { ToolParameterDescriptor } from "../../core/types.js";
 
-/** The default allowlist (preset "seed"). Several entries run arbitrary code: see docs/shell.md. */
+/** The default allowlist (preset "default"). Several entries run arbitrary code: see docs/shell.md. */
 export const SHELL_COMMAND_ALLOWLIST: readonly string[] = [
   "git",
   "node",
@@ -86,8 +86,8 @@ export const STRICT_SHELL_COMMAND_ALLOWLIST: readonly string[] = [
 ];
 
 /** Names of the allowlist presets (setting `allowlistPreset`). */
-export const ALLOWLIST_PRESETS = ["seed", "strict", "custom"] as const;
-/** An allowlist preset: the default list ("seed"), the strict list, or the `allowedCommands` setting. */
+export const ALLOWLIST_PRESETS = ["default", "strict", "custom"] as const;
+/** An allowlist preset: the default list ("default"), the strict list, or the `allowedCommands` setting. */
 export type AllowlistPreset = (typeof ALLOWLIST_PRESETS)[number];
 
 /** allowlistPreset: which command list shell_exec uses (admin only). */
@@ -95,9 +95,9 @@ export const ALLOWLIST_PRESET_DESCRIPTOR: ToolParameterDescriptor = {
   name: "allowlistPreset",
   type: "string",
   description:
-    'Which commands may run: "seed" (the documented list, which includes interpreters such as python3, node, env, awk, make, git that run arbitrary code), "strict" (file viewing and copying tools only), or "custom" (the allowedCommands setting).',
+    'Which commands may run: "default" (the documented list, which includes interpreters such as python3, node, env, awk, make, git that run arbitrary code), "strict" (file viewing and copying tools only), or "custom" (the allowedCommands setting).',
   allowedValues: ALLOWLIST_PRESETS,
-  default: "seed",
+  default: "default",
   adminOnly: true,
 };
 

@@ -1,6 +1,5 @@
 /**
- * Security audit of shell executions ("tool::shell_exec": "Execution logged to security
- * audit"). Every bash / zsh / powershell / shell_exec call is recorded, refusals included (termination
+ * Security audit of shell executions: every bash / zsh / powershell / shell_exec call is recorded, refusals included (termination
  * `refused`), through the runtime's AuditSink (the `audit_log` table in the server and CLI).
  */
 import { resolveAndValidatePath } from "../../core/path-policy.js";

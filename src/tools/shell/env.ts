@@ -1,6 +1,6 @@
 /**
- * The environment a shell child receives ("tool::shell_exec": "Environment variables
- * filtered through TAINT_ENV_ALLOWLIST"). Applied to bash / zsh / powershell too.
+ * The environment a shell child receives: the server's variables filtered through TAINT_ENV_ALLOWLIST, for
+ * shell_exec and for bash / zsh / powershell alike.
  *
  * Only the variables named in TAINT_ENV_ALLOWLIST pass, by exact name (case-insensitively on Windows), so a
  * secret in the server's environment (OPENAI_API_KEY, GITHUB_TOKEN, DATABASE_URL, AWS_SECRET_ACCESS_KEY, …) never

@@ -1,6 +1,6 @@
 /**
- * The one process runner behind bash / zsh / powershell ("bash / zsh / powershell":
- * runShellCommand) and shell_exec ("tool::shell_exec").
+ * The one process runner behind the shell tools (bash / zsh / powershell, through runShellCommand) and
+ * shell_exec.
  *
  * - The child runs in its own session and process group (POSIX), stdin is /dev/null (a command that reads input
  *   gets end-of-file at once instead of hanging), stdout and stderr are captured under UTF-8 byte caps.

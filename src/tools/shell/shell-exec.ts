@@ -1,11 +1,11 @@
 /**
- * shell_exec ("tool::shell_exec"): runs one allowlisted executable with an argv array.
+ * shell_exec (also `trigger("tool::shell_exec", …)`): runs one allowlisted executable with an argv array.
  * No shell interpretation: arguments reach the program verbatim, so `;`, `|`, `$(…)`, backticks, globs and
  * redirections are inert text.
  *
- * - argv[0] must be a bare name on the effective allowlist (settings `allowlistPreset` seed | strict | custom and
+ * - argv[0] must be a bare name on the effective allowlist (settings `allowlistPreset` default | strict | custom and
  *   `allowedCommands`), resolved to a real executable outside the working directory (see allowlist.ts).
- * - cwd: relative to the chat working directory ("relative to WORKSPACE_ROOT"), contained by the path policy.
+ * - cwd: relative to the chat working directory, contained by the path policy.
  * - Environment filtered through TAINT_ENV_ALLOWLIST (env.ts).
  * - timeout in milliseconds (default 120000); stdout capped at 100 KB, stderr at 50 KB (head + tail kept).
  * - Result {stdout, stderr, exitCode} plus signal, termination, truncated and durationMs. A timeout is a
