@@ -176,21 +176,25 @@ export function argumentRefusal(message: string, details?: Record<string, unknow
   return new ToolRefusal("validation_failed", message, details);
 }
 
-/** A tool setting value is invalid: unknown name, wrong type, out of range, disallowed (code `invalid_settings`). */
-export class ToolParameterError extends ToolError {
-  static override readonly brand: symbol = errorBrand("ToolParameterError");
-  constructor(message: string, details?: Record<string, unknown>) {
-    super("invalid_settings", message, details);
-  }
-}
-
-/** A settings update is refused as a whole, e.g. disabling a tool whose canDisable is false (`invalid_settings`). */
+/**
+ * Settings are invalid (code `invalid_settings`): a value with an unknown name, of the wrong type, out of range or
+ * disallowed (`details.parameter` names it), or an update refused as a whole, e.g. disabling a tool whose
+ * `canDisable` is false. One class under two names: {@link ToolParameterError} is this class.
+ */
 export class ToolSettingsError extends ToolError {
   static override readonly brand: symbol = errorBrand("ToolSettingsError");
   constructor(message: string, details?: Record<string, unknown>) {
     super("invalid_settings", message, details);
   }
 }
+
+/**
+ * The name the settings policy's parameter checks use for {@link ToolSettingsError}: the same class
+ * (`ToolParameterError === ToolSettingsError`), so `instanceof` either name catches every `invalid_settings` error.
+ */
+export const ToolParameterError = ToolSettingsError;
+/** The type of {@link ToolParameterError} (the same as {@link ToolSettingsError}). */
+export type ToolParameterError = ToolSettingsError;
 
 /** Path policy, SSRF guard or allowlist refused the operation (code `access_denied`). */
 export class AccessDeniedError extends ToolError {

@@ -16,6 +16,7 @@ import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { recordingLogger } from "../helpers/runtime.js";
 import { tempDir } from "../helpers/server.js";
+import { ENTRIES, type Entry } from "./entries.js";
 
 const require = createRequire(new URL("../../package.json", import.meta.url));
 // Loaded by Node itself (require of an ES module), as a consumer's process loads the package — not through the test
@@ -25,6 +26,7 @@ const load = async (entry: string) => require(entry) as Record<string, any>;
 let lib: Record<string, any>;
 let server: Record<string, any>;
 let mcp: Record<string, any>;
+let others: Record<string, Record<string, any>>;
 let ctx: any;
 let token: string;
 const closers: (() => Promise<void> | void)[] = [];
@@ -39,6 +41,10 @@ function listen(handler: Parameters<typeof createServer>[1]): Promise<string> {
 
 beforeAll(async () => {
   [lib, server, mcp] = await Promise.all([load("toolhost"), load("toolhost/server"), load("toolhost/mcp")]);
+  const rest = (Object.keys(ENTRIES) as Entry[]).filter(
+    (e) => !["toolhost", "toolhost/server", "toolhost/mcp"].includes(e),
+  );
+  others = Object.fromEntries(await Promise.all(rest.map(async (e) => [e, await load(e)] as const)));
   ctx = await lib.createAppContext({ dataDir: tempDir("toolhost-embed-"), logger: recordingLogger(), adminUsers: [] });
   token = (await ctx.tokens.create("alice")).token;
 });
@@ -66,7 +72,9 @@ describe("the built package's entries", () => {
       toolhost: lib,
       "toolhost/server": server,
       "toolhost/mcp": mcp,
+      ...others,
     };
+    expect(Object.keys(loaded).sort()).toEqual(Object.keys(ENTRIES).sort());
     for (const [entry, module] of Object.entries(loaded)) {
       const subpath = entry === "toolhost" ? "." : `./${entry.slice("toolhost/".length)}`;
       expect(require.resolve(entry)).toBe(`${root}${manifest.exports[subpath]!.default.slice(2)}`);

@@ -1,7 +1,7 @@
 /**
- * The public API is a decision: the runtime names of "toolhost", "toolhost/server" and "toolhost/mcp" are compared
- * with the checked-in list in test/api/public-api.txt. To change the surface, change the entry file
- * (src/index.ts, src/server/index.ts, src/mcp/index.ts) and the list together — `UPDATE_PUBLIC_API=1 npx vitest
+ * The public API is a decision: the runtime names of every entry (test/api/entries.ts) are compared with the
+ * checked-in list in test/api/public-api.txt, and the root stays small. To change the surface, change the entry
+ * file and the list together — `UPDATE_PUBLIC_API=1 npx vitest
  * run test/api/exports.test.ts` rewrites the list — and say why in the commit (CONTRIBUTING.md, "Public API").
  */
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
@@ -9,22 +9,10 @@ import { join, posix } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { importSpecifiers, readSourceTree } from "../helpers/layers.js";
+import { ENTRIES, type Entry, ROOT_RUNTIME_NAMES_MAX, sourceModules } from "./entries.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const LIST = fileURLToPath(new URL("./public-api.txt", import.meta.url));
-const ENTRIES = {
-  toolhost: "src/index.ts",
-  "toolhost/server": "src/server/index.ts",
-  "toolhost/mcp": "src/mcp/index.ts",
-} as const;
-type Entry = keyof typeof ENTRIES;
-
-const sourceModules: Record<Entry, () => Promise<Record<string, unknown>>> = {
-  toolhost: () => import("../../src/index.js"),
-  "toolhost/server": () => import("../../src/server/index.js"),
-  "toolhost/mcp": () => import("../../src/mcp/index.js"),
-};
-
 function render(names: Record<Entry, string[]>): string {
   return `${(Object.keys(ENTRIES) as Entry[]).map((entry) => [`[${entry}]`, ...names[entry]].join("\n")).join("\n\n")}\n`;
 }
@@ -58,6 +46,24 @@ describe("public API", () => {
         actual[entry],
         `${entry}: exports differ from test/api/public-api.txt (a deliberate change? see the header)`,
       ).toEqual(expected[entry]);
+    }
+  });
+
+  it(`the root entry exports at most ${ROOT_RUNTIME_NAMES_MAX} runtime names (the rest live on subpaths)`, async () => {
+    expect(Object.keys(await sourceModules.toolhost()).length).toBeLessThanOrEqual(ROOT_RUNTIME_NAMES_MAX);
+  });
+
+  it("package.json's exports map has exactly the entries, each pointing at its built file", async () => {
+    const manifest = JSON.parse(readFileSync(`${root}package.json`, "utf8")) as {
+      exports: Record<string, { types: string; default: string } | string>;
+    };
+    const subpaths = Object.keys(manifest.exports).filter((key) => key !== "./package.json");
+    expect(subpaths.sort()).toEqual(
+      (Object.keys(ENTRIES) as Entry[]).map((e) => (e === "toolhost" ? "." : `./${e.slice(9)}`)).sort(),
+    );
+    for (const entry of Object.keys(ENTRIES) as Entry[]) {
+      const target = manifest.exports[entry === "toolhost" ? "." : `./${entry.slice(9)}`] as { default: string };
+      expect(target.default, entry).toBe(`./${ENTRIES[entry].replace(/^src\//, "dist/").replace(/\.ts$/, ".js")}`);
     }
   });
 

@@ -6,10 +6,8 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_CHAT_MODELS } from "../../src/app/chat-service.js";
-import * as library from "../../src/index.js";
-import * as mcpEntry from "../../src/mcp/index.js";
-import * as serverEntry from "../../src/server/index.js";
 import { assertNoSsrf } from "../../src/tools/web/ssrf.js";
+import { ENTRIES, type Entry, sourceModules } from "../api/entries.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const docs = [
@@ -21,12 +19,11 @@ const docs = [
 const text = (file: string) => readFileSync(`${root}${file}`, "utf8");
 
 describe("docs match the code", () => {
-  it('every name the docs import from "toolhost" (or its subpaths) is exported by that entry', () => {
-    const entries: Record<string, { runtime: Record<string, unknown>; file: string }> = {
-      "": { runtime: library, file: "src/index.ts" },
-      "/server": { runtime: serverEntry, file: "src/server/index.ts" },
-      "/mcp": { runtime: mcpEntry, file: "src/mcp/index.ts" },
-    };
+  it('every name the docs import from "toolhost" (or its subpaths) is exported by that entry', async () => {
+    const entries: Record<string, { runtime: Record<string, unknown>; file: string }> = {};
+    for (const entry of Object.keys(ENTRIES) as Entry[]) {
+      entries[entry.slice("toolhost".length)] = { runtime: await sourceModules[entry](), file: ENTRIES[entry] };
+    }
     const missing: string[] = [];
     let imports = 0;
     for (const file of docs) {
@@ -109,8 +106,9 @@ describe("docs match the code", () => {
     ).resolves.toBeTruthy();
   });
 
-  it("docs/providers-mapping.md: registerTool refuses a dotted name", () => {
-    const registry = new library.ToolRegistryStore();
+  it("docs/providers-mapping.md: registerTool refuses a dotted name", async () => {
+    const { ToolRegistryStore } = (await sourceModules.toolhost()) as typeof import("../../src/index.js");
+    const registry = new ToolRegistryStore();
     expect(() =>
       registry.register({
         definition: { name: "files.read", description: "x", parameters: { type: "object", properties: {} } },

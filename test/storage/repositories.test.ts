@@ -128,8 +128,8 @@ function repositoryContract(name: string, open: () => Opener) {
       expect(messages.map((m) => m.seq)).toEqual(Array.from({ length: writers * 2 }, (_, i) => i + 1));
       // Each append's two messages stay adjacent: no interleaving between transactions.
       for (let i = 0; i < messages.length; i += 2) {
-        const q = (messages[i]?.content as { text: string }).text;
-        expect((messages[i + 1]?.content as { text: string }).text).toBe(q.replace("q", "a"));
+        const q = (messages[i]!.content as { text: string }).text;
+        expect((messages[i + 1]!.content as { text: string }).text).toBe(q.replace("q", "a"));
       }
     });
 
