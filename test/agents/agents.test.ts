@@ -23,6 +23,7 @@ import type { ProviderAdapter } from "../../src/providers/types.js";
 import { AgentRepository } from "../../src/storage/agent-repository.js";
 import { recordingLogger } from "../helpers/runtime.js";
 import { tempDir } from "../helpers/server.js";
+import { until } from "../helpers/until.js";
 import { calls, hang, lastResult, type ModelCall, type TurnEvents, taskModel, text } from "./fake-model.js";
 
 let root: string;
@@ -126,14 +127,6 @@ function deferred() {
     resolve = r;
   });
   return { promise, resolve };
-}
-
-async function until(check: () => boolean | Promise<boolean>, what: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 /** Opens a turn whose root captures its AgentToolService and then waits (model hangs) until the signal aborts. */

@@ -21,6 +21,7 @@ import { createServerApp } from "../../src/server/app.js";
 import { runCliInProcess as runCli } from "../helpers/cli.js";
 import { recordingLogger } from "../helpers/runtime.js";
 import { tempDir } from "../helpers/server.js";
+import { until } from "../helpers/until.js";
 import { calls, hang, lastResult, type ModelCall, type TurnEvents, taskModel, text } from "./fake-model.js";
 
 let root: string;
@@ -96,14 +97,6 @@ async function start(ctx: AppContext, model: ProviderAdapter, userId: string, co
     return events;
   })();
   return { chat, events, done };
-}
-
-async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 /** A model where the root spawns one background child that reports progress, then hangs; the root hangs too. */

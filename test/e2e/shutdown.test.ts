@@ -12,6 +12,7 @@ import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createAppContext } from "../../src/app/context.js";
 import { startFakeProvider } from "../fakes/provider-server.js";
+import { until } from "../helpers/until.js";
 import { assertBuilt, CLI, type CliProcess, cleanEnv, startCli } from "./chat-process.js";
 
 // Real processes on a machine that may be busy: generous bounds (the tests wait only as long as they must).
@@ -84,13 +85,16 @@ function descendantsWith(root: number, duration: string): number[] {
 }
 
 /** Polls `check` until it holds (every 50 ms, at most 60 s); throws naming `what` and the process's output otherwise. */
-async function until(what: string, check: () => boolean, p: CliProcess): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while (!check()) {
-    if (Date.now() > deadline || p.child.exitCode !== null)
-      throw new Error(`gave up waiting for ${what}.\nstdout: ${p.stdout()}\nstderr: ${p.stderr()}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+/** Waits on a server process: gives up at once (with its output) when the process exits first. */
+function watching(p: CliProcess) {
+  return {
+    timeoutMs: 60_000,
+    intervalMs: 50,
+    giveUp: () =>
+      p.child.exitCode === null
+        ? undefined
+        : `the process exited (${p.child.exitCode}).\nstdout: ${p.stdout()}\nstderr: ${p.stderr()}`,
+  };
 }
 
 /** A unique `sleep` command, so the test can find exactly its own process. */
@@ -136,7 +140,7 @@ describe.runIf(existsSync("/proc/self/cmdline")).concurrent("shutdown while bash
         ["chat", "Wait a while.", "--provider", "openai", "--model", "fake-model", "--cwd", work],
         cleanEnv({ TOOLHOST_DATA_DIR: dataDir, OPENAI_API_KEY: "test-key", OPENAI_BASE_URL: fake.baseURL }),
       );
-      await until("the sleep to start", () => descendantsWith(p.child.pid!, marker).length > 0, p);
+      await until(() => descendantsWith(p.child.pid!, marker).length > 0, "the sleep to start", watching(p));
       p.child.kill("SIGINT");
       expect(await p.exited, p.stderr()).toBe(130);
       expect(p.stderr()).not.toMatch(/destroyed/);
@@ -154,7 +158,7 @@ describe.runIf(existsSync("/proc/self/cmdline")).concurrent("shutdown while bash
       ["call", "bash", JSON.stringify({ command }), "--cwd", work],
       cleanEnv({ TOOLHOST_DATA_DIR: dataDir }),
     );
-    await until("the sleep to start", () => descendantsWith(p.child.pid!, marker).length > 0, p);
+    await until(() => descendantsWith(p.child.pid!, marker).length > 0, "the sleep to start", watching(p));
     p.child.kill("SIGTERM");
     expect(await p.exited, p.stderr()).toBe(143);
     expect(p.stdout()).toMatch(/"code": "aborted"/);
@@ -184,7 +188,7 @@ describe.runIf(existsSync("/proc/self/cmdline")).concurrent("shutdown while bash
     send({ jsonrpc: "2.0", method: "notifications/initialized" });
     send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "bash", arguments: { command } } });
     const p = { child, stdout: () => out, stderr: () => err } as unknown as CliProcess;
-    await until("the sleep to start", () => descendantsWith(p.child.pid!, marker).length > 0, p);
+    await until(() => descendantsWith(p.child.pid!, marker).length > 0, "the sleep to start", watching(p));
     child.kill("SIGTERM");
     expect(await exited, err).toBe(0);
     expect(processesWith(marker)).toEqual([]);
@@ -226,7 +230,7 @@ describe.runIf(existsSync("/proc/self/cmdline")).concurrent("shutdown while bash
         }
       })();
       expect(stream.status).toBe(200);
-      await until("the model to stream", () => sse.includes("event: text_delta"), p);
+      await until(() => sse.includes("event: text_delta"), "the model to stream", watching(p));
       // …and a tool call running bash.
       const call = fetch(`${url}/api/tools/bash/execute`, {
         method: "POST",
@@ -236,7 +240,7 @@ describe.runIf(existsSync("/proc/self/cmdline")).concurrent("shutdown while bash
         async (res) => ({ status: res.status, body: (await res.json()) as { ok: boolean; error?: { code: string } } }),
         (error: Error) => ({ status: 0, body: { ok: false, error: { code: error.message } } }),
       );
-      await until("the sleep to start", () => descendantsWith(p.child.pid!, marker).length > 0, p);
+      await until(() => descendantsWith(p.child.pid!, marker).length > 0, "the sleep to start", watching(p));
       p.child.kill("SIGTERM");
       expect(await p.exited, p.stderr()).toBe(0);
       // Both clients got their answers before the connections closed: the turn and the call were cancelled.

@@ -3,6 +3,7 @@ import "../../src/tools/index.js";
 import { ToolRuntime } from "../../src/core/runtime.js";
 import { MemoryAuditSink, MemoryFreshnessLedger, MemoryToolSettingsStore } from "../../src/core/stores.js";
 import type { Logger } from "../../src/core/types.js";
+import { tempDir } from "./temp.js";
 
 /** A logger that records what it was given, so tests can assert on warnings. */
 export function recordingLogger(): Logger & { lines: { level: string; obj: unknown; msg?: string }[] } {
@@ -11,8 +12,11 @@ export function recordingLogger(): Logger & { lines: { level: string; obj: unkno
   return { lines, debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
 }
 
-/** A runtime with in-memory settings, ledger and audit sink. */
-export function memoryRuntime(dataDir = "/tmp/toolhost-test-data") {
+/**
+ * A runtime with in-memory settings, ledger and audit sink; its data directory (spill files) is a fresh temporary
+ * directory of its own unless `dataDir` is given, so no two tests share one.
+ */
+export function memoryRuntime(dataDir = tempDir("toolhost-runtime-")) {
   const store = new MemoryToolSettingsStore();
   const ledger = new MemoryFreshnessLedger();
   const audit = new MemoryAuditSink();

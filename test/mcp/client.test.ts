@@ -13,6 +13,7 @@ import { minimalEnvironment } from "../../src/mcp/client/manager.js";
 import { importedToolName, serverMayOwnTool } from "../../src/mcp/client/naming.js";
 import { compileOriginalSchema, ImportedSchemaError, normalizeImportedSchema } from "../../src/mcp/client/schema.js";
 import { startTestServer, type TestServer, tempDir } from "../helpers/server.js";
+import { until } from "../helpers/until.js";
 import { scriptedAdapter, textTurn, toolTurn } from "../loop/scripted-adapter.js";
 
 const FIXTURE = fileURLToPath(new URL("../fixtures/mcp/fixture-server.mjs", import.meta.url));
@@ -110,16 +111,6 @@ describe("imported schemas", () => {
   });
 });
 
-async function until<T>(get: () => Promise<T>, ok: (v: T) => boolean, what: string, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await get();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 async function collect(events: AsyncIterable<ChatTurnEvent>): Promise<ChatTurnEvent[]> {
   const out: ChatTurnEvent[] = [];
   for await (const e of events) out.push(e);
@@ -149,11 +140,10 @@ describe("importing an external MCP server's tools", () => {
       json: { name: "fixture", command: process.execPath, args: [FIXTURE], env: { FIXTURE_FLAG: "1" } },
     });
     expect(added.status).toBe(201);
-    const connected = await until(
-      () => status(s, "fixture"),
-      (st) => st.state === "connected",
-      "the fixture to connect",
-    );
+    const connected = await until(() => status(s, "fixture"), "the fixture to connect", {
+      accept: (st) => st.state === "connected",
+      timeoutMs: 15_000,
+    });
     expect(connected.serverInfo).toEqual({ name: "fixture", version: "1.2.3" });
     expect(connected.stderrTail).toContain("fixture server started");
     expect(connected.tools.map((t: { name: string }) => t.name)).toEqual(
@@ -237,8 +227,11 @@ describe("importing an external MCP server's tools", () => {
     await s.ctx.runtime.executeTool("mcp__fixture__mutate", "{}", { userId: "local", allowDefaultDisabled: true });
     const changed = (await until(
       async () => (await s.api("/api/settings/tools/mcp__fixture__echo")).json(),
-      (d: any) => d.definition.parameters.properties.loud !== undefined,
       "the changed schema",
+      {
+        accept: (d: any) => d.definition.parameters.properties.loud !== undefined,
+        timeoutMs: 15_000,
+      },
     )) as any;
     expect(changed.external.contentHash).not.toBe(firstHash);
     expect(changed.enabled).toBe(true);
@@ -252,11 +245,7 @@ describe("importing an external MCP server's tools", () => {
     // A chat's abort cancels a running call.
     const controller = new AbortController();
     const slow = s.ctx.runtime.executeTool("mcp__fixture__slow", "{}", { userId: "local", signal: controller.signal });
-    await until(
-      () => status(s, "fixture"),
-      () => true,
-      "status",
-    );
+    await until(() => status(s, "fixture"), "status", { accept: () => true });
     setTimeout(() => controller.abort(), 100);
     expect(await slow).toMatchObject({ ok: false, error: { code: "aborted" } });
 
@@ -274,11 +263,10 @@ describe("importing an external MCP server's tools", () => {
     const crashEvents = await collect((await crashChats.prepareTurn("local", chat.id, "crash it")).run());
     expect(crashEvents.find((e) => e.type === "tool_result")).toMatchObject({ ok: false });
     expect(crashEvents.at(-1)).toMatchObject({ type: "done", reason: "text" });
-    const failed = await until(
-      () => status(s, "fixture"),
-      (st) => st.state === "failed",
-      "the crash to show",
-    );
+    const failed = await until(() => status(s, "fixture"), "the crash to show", {
+      accept: (st) => st.state === "failed",
+      timeoutMs: 15_000,
+    });
     expect(failed.lastError).toMatch(/exited|closed/);
     expect(failed.stderrTail).toContain("crashing now");
 
@@ -298,11 +286,10 @@ describe("importing an external MCP server's tools", () => {
       method: "POST",
       json: { name: "pinned", command: process.execPath, args: [FIXTURE] },
     });
-    await until(
-      () => status(s, "pinned"),
-      (st) => st.state === "connected",
-      "the fixture to connect",
-    );
+    await until(() => status(s, "pinned"), "the fixture to connect", {
+      accept: (st) => st.state === "connected",
+      timeoutMs: 15_000,
+    });
     await s.api("/api/settings/tools/mcp__pinned__echo", { method: "PUT", json: { enabled: true } });
     const asked: string[] = [];
     const responder = {
@@ -328,11 +315,10 @@ describe("importing an external MCP server's tools", () => {
     expect(asked).toHaveLength(1);
 
     await s.ctx.runtime.executeTool("mcp__pinned__mutate", "{}", { userId: "local", allowDefaultDisabled: true });
-    await until(
-      async () => (await s.api("/api/settings/tools/mcp__pinned__echo")).json(),
-      (d: any) => d.definition.parameters.properties.loud !== undefined,
-      "the changed schema",
-    );
+    await until(async () => (await s.api("/api/settings/tools/mcp__pinned__echo")).json(), "the changed schema", {
+      accept: (d: any) => d.definition.parameters.properties.loud !== undefined,
+      timeoutMs: 15_000,
+    });
     expect(await call()).toMatchObject({ ok: true });
     expect(asked).toHaveLength(2);
     expect(asked[1]).toContain("changed");
@@ -346,11 +332,10 @@ describe("importing an external MCP server's tools", () => {
     });
     expect(added.status).toBe(201);
     const s = server;
-    const failed = await until(
-      () => status(s, "broken"),
-      (st) => st.state === "failed",
-      "the broken server to fail",
-    );
+    const failed = await until(() => status(s, "broken"), "the broken server to fail", {
+      accept: (st) => st.state === "failed",
+      timeoutMs: 15_000,
+    });
     expect(failed.lastError).toBeTruthy();
     const bad = await server.api("/api/admin/mcp-servers", { method: "POST", json: { name: "x", url: "ftp://a" } });
     expect(bad.status).toBe(400);

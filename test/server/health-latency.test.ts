@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { SETTINGS_BODY_LIMITS, TOOL_ARGUMENT_LIMITS } from "../../src/core/json-limits.js";
 import { freshStore, startChildServer } from "../helpers/stores.js";
 import { tempDir } from "../helpers/temp.js";
+import { until } from "../helpers/until.js";
 
 const dispatcher = new Agent({ connections: 16 });
 afterAll(() => dispatcher.close());
@@ -81,14 +82,6 @@ server.listen(0, "127.0.0.1", () => parentPort.postMessage(server.address().port
 `;
 
 /** Polls until `check` holds (every 10 ms, at most 10 s). */
-async function until(check: () => boolean): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error("gave up waiting");
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 describe("HTTP bodies under load", () => {
   it("keeps /api/health p99 under 100 ms while maximal hostile bodies arrive", async (context) => {
     // The server in a process of its own, the attackers in a worker thread: the measuring client's event loop only
@@ -125,7 +118,7 @@ describe("HTTP bodies under load", () => {
       throw error;
     });
     try {
-      await until(() => /th_[A-Za-z0-9_-]+/.test(child.output()));
+      await until(() => /th_[A-Za-z0-9_-]+/.test(child.output()), "the server's first token");
       const token = /th_[A-Za-z0-9_-]+/.exec(child.output())![0];
       attackers.postMessage({ url: child.url, token });
       await ready;
