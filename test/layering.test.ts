@@ -48,4 +48,13 @@ describe("layering (arrows point down only)", () => {
     // the check can fail: the shape it looks for is what Kysely's own transaction builder call looks like
     expect(opens.test("return this.db.transaction().execute(async (trx) => {")).toBe(true);
   });
+
+  it("one configuration reader: only core/config.ts reads TOOLHOST_* variables (everything else receives the config)", () => {
+    const files = readSourceTree(fileURLToPath(new URL("../src", import.meta.url)));
+    const reads = /\benv(?:\.|\[\s*["'`])TOOLHOST_[A-Z0-9_]+/;
+    const offenders = [...files].filter(([file, source]) => file !== "core/config.ts" && reads.test(source));
+    expect(offenders.map(([file]) => file)).toEqual([]);
+    for (const sample of ["process.env.TOOLHOST_DATA_DIR", 'env["TOOLHOST_CHAT_ROOTS"]', "this.#env.TOOLHOST_X"])
+      expect(reads.test(sample), sample).toBe(true);
+  });
 });

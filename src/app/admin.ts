@@ -2,6 +2,7 @@
  * Who is an admin: the users named in TOOLHOST_ADMIN_USERS (comma-separated; default "local", the user the server
  * creates on first start). Read once when the application context is created; every surface asks the context.
  */
+import { readConfig } from "../core/config.js";
 
 /** The admin rule of one application context. */
 export interface AdminRule {
@@ -11,18 +12,8 @@ export interface AdminRule {
   readonly users: ReadonlySet<string>;
 }
 
-/** Parses a TOOLHOST_ADMIN_USERS value (comma-separated, blanks ignored); undefined means the default "local". */
-export function parseAdminUsers(value: string | undefined): Set<string> {
-  return new Set(
-    (value ?? "local")
-      .split(",")
-      .map((s) => s.trim())
-      .filter(Boolean),
-  );
-}
-
-/** An AdminRule over a fixed set of user ids (default: TOOLHOST_ADMIN_USERS of `env`, read now). */
-export function adminRule(users: Iterable<string> = parseAdminUsers(process.env.TOOLHOST_ADMIN_USERS)): AdminRule {
+/** An AdminRule over a fixed set of user ids (default: the configured admin users, TOOLHOST_ADMIN_USERS). */
+export function adminRule(users: Iterable<string> = readConfig().adminUsers): AdminRule {
   const set = new Set(users);
   return { users: set, isAdmin: (userId) => set.has(userId) };
 }

@@ -4,6 +4,7 @@
  * user message and the loop's complete new messages in one transaction, so history stays consistent when a stream
  * breaks or the caller cancels.
  */
+import { readConfig } from "../core/config.js";
 import { BrandedError, errorBrand, NotFoundError, ToolArgumentError } from "../core/errors.js";
 import type { ToolRuntime } from "../core/runtime.js";
 import type { Logger } from "../core/types.js";
@@ -17,7 +18,7 @@ import type { AgentService, AgentStreamEvent, AgentTurn } from "./agent-service.
 import { ApprovalGate } from "./approvals/gate.js";
 import type { ApprovalResponder, ApprovalService } from "./approvals/service.js";
 import { ChatTurnKeeper, type SuspendedTurnState } from "./approvals/turns.js";
-import { type BindingCaller, parseChatRoots, WorkingDirectoryBinder } from "./working-directory.js";
+import { type BindingCaller, WorkingDirectoryBinder } from "./working-directory.js";
 
 /** The providers a chat can use (every provider of the table). */
 export const CHAT_PROVIDERS: readonly ProviderName[] = PROVIDER_NAMES;
@@ -126,8 +127,6 @@ export interface PreparedTurn {
   cancel(): void;
 }
 
-export { parseChatRoots };
-
 /** The system prompt of a chat turn: announces the bound working directory, or that none is bound. */
 export function chatSystemPrompt(workingDirectory: string | null): string {
   const where = workingDirectory
@@ -161,14 +160,11 @@ export class ChatService {
     this.#runtime = options.runtime;
     this.#logger = options.logger;
     this.#env = options.env ?? process.env;
+    const config = readConfig(this.#env);
     this.#binder =
       options.binder ??
-      new WorkingDirectoryBinder(
-        options.chatRoots === undefined ? parseChatRoots(this.#env.TOOLHOST_CHAT_ROOTS) : options.chatRoots,
-      );
-    const fromEnv = Number(this.#env.TOOLHOST_CHAT_MAX_ITERATIONS);
-    this.#maxIterations =
-      options.maxIterations ?? (Number.isInteger(fromEnv) && fromEnv > 0 ? fromEnv : DEFAULT_MAX_ITERATIONS);
+      new WorkingDirectoryBinder(options.chatRoots === undefined ? config.chatRoots : options.chatRoots);
+    this.#maxIterations = options.maxIterations ?? config.chatMaxIterations ?? DEFAULT_MAX_ITERATIONS;
     this.#adapterFactory = options.adapterFactory ?? defaultAdapterFactory;
     this.#approvals = options.approvals;
     this.#agents = options.agents;

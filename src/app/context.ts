@@ -9,6 +9,7 @@ import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { AgentTemplateCatalog, loadAgentTemplates, summarizeTemplate } from "../agents/templates.js";
 import { setAgentTemplateCatalog } from "../core/agents.js";
+import { readConfig } from "../core/config.js";
 import { defaultRegistry, type ToolRegistryStore } from "../core/registry.js";
 import { providerConfigPath } from "../providers/index.js";
 import { tableCredentialSource } from "../providers/table.js";
@@ -32,8 +33,6 @@ export interface AppContextOptions extends Omit<CoreContextOptions, "services"> 
   agentTemplates?: AgentTemplateCatalog;
   /** Options of the agent service (heartbeat, staleness, grace turn), mainly for tests. */
   agentOptions?: { heartbeatMs?: number; staleAfterMs?: number; graceTurnMs?: number; instanceId?: string };
-  /** Environment for the template sources (default process.env). */
-  env?: NodeJS.ProcessEnv;
 }
 
 /**
@@ -61,9 +60,7 @@ export function agentTemplateCatalogFromEnv(
         throw new Error(`The config file ${file} is not valid JSON: ${(error as Error).message}`);
       }
     }
-    const directory = env.TOOLHOST_AGENT_TEMPLATES_DIR
-      ? resolve(env.TOOLHOST_AGENT_TEMPLATES_DIR)
-      : join(dirname(file), "agents");
+    const directory = readConfig(env).agentTemplatesDir ?? join(dirname(file), "agents");
     return loadAgentTemplates(
       { config: { file, agents }, directory },
       { providers: CHAT_PROVIDERS, tools: new Set(registry.list().map((t) => t.definition.name)) },

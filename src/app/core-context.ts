@@ -5,7 +5,9 @@
  * the server, chats and MCP. A one-off tool call (`toolhost call`) opens just this part with the one tool it runs,
  * so a short process does not load and wire what it never uses.
  */
+
 import { setMaxListeners } from "node:events";
+import { readConfig, type ToolhostConfig } from "../core/config.js";
 import { chooseDataDir, type DataDirSource } from "../core/data-dir.js";
 import { defaultRegistry, type ToolRegistryStore } from "../core/registry.js";
 import { configureDefaultRuntime, installationPaths, SHUTDOWN_GRACE_MS, ToolRuntime } from "../core/runtime.js";
@@ -20,14 +22,16 @@ import {
   SqlToolSettingsStore,
   TokenRepository,
 } from "../storage/repositories.js";
-import { type AdminRule, adminRule, parseAdminUsers } from "./admin.js";
+import { type AdminRule, adminRule } from "./admin.js";
 import { ApprovalService } from "./approvals/service.js";
 import { SqlImageStore } from "./sql-image-store.js";
 import { ToolSettingsService } from "./tool-settings-service.js";
-import { parseChatRoots, WorkingDirectoryBinder } from "./working-directory.js";
+import { WorkingDirectoryBinder } from "./working-directory.js";
 
 /** The shared part of the application context, wired to one database (see {@link openCoreContext}). */
 export interface CoreContext {
+  /** The configuration read from the environment when the context was created (core/config.ts). */
+  config: ToolhostConfig;
   /** The data directory (absolute): SQLite file, images, spilled outputs. */
   dataDir: string;
   /** Why it is that directory: an option, TOOLHOST_DATA_DIR, XDG_DATA_HOME, or the home default. */
@@ -71,6 +75,8 @@ export interface CoreContext {
  * TOOLHOST_DATABASE_URL; TOOLHOST_ADMIN_USERS; TOOLHOST_CHAT_ROOTS).
  */
 export interface CoreContextOptions {
+  /** The environment the configuration is read from (default process.env); see core/config.ts. */
+  env?: NodeJS.ProcessEnv;
   dataDir?: string;
   databaseUrl?: string;
   logger?: Logger;
@@ -104,9 +110,11 @@ export interface CoreWiring {
  * Close it with `context.close()`.
  */
 export async function openCoreContext(options: CoreContextOptions = {}): Promise<CoreWiring> {
-  const { path: dataDir, source: dataDirSource } = chooseDataDir(options.dataDir);
-  const logger = options.logger ?? createLogger();
-  const database = await openDatabase({ dataDir, url: options.databaseUrl });
+  const env = options.env ?? process.env;
+  const config = readConfig(env);
+  const { path: dataDir, source: dataDirSource } = chooseDataDir(options.dataDir, env);
+  const logger = options.logger ?? createLogger(config.logLevel);
+  const database = await openDatabase({ dataDir, url: options.databaseUrl ?? config.databaseUrl });
   const store = new SqlToolSettingsStore(database.db);
   const audit = new SqlAuditLog(database.db);
   const registry = options.registry ?? defaultRegistry;
@@ -130,6 +138,8 @@ export async function openCoreContext(options: CoreContextOptions = {}): Promise
     settings,
     dataDir,
     logger,
+    timeoutMs: config.approvalTimeoutMs,
+    staleMs: config.approvalStaleMs,
   });
   const shutdown = new AbortController();
   setMaxListeners(0, shutdown.signal);
@@ -154,6 +164,7 @@ export async function openCoreContext(options: CoreContextOptions = {}): Promise
     await database.close();
   };
   const context: CoreContext = {
+    config,
     dataDir,
     dataDirSource,
     database,
@@ -164,10 +175,8 @@ export async function openCoreContext(options: CoreContextOptions = {}): Promise
     chats: new ChatRepository(database.db),
     audit,
     logger,
-    admins: adminRule(options.adminUsers ?? parseAdminUsers(process.env.TOOLHOST_ADMIN_USERS)),
-    binder: new WorkingDirectoryBinder(
-      options.chatRoots === undefined ? parseChatRoots(process.env.TOOLHOST_CHAT_ROOTS) : options.chatRoots,
-    ),
+    admins: adminRule(options.adminUsers ?? config.adminUsers),
+    binder: new WorkingDirectoryBinder(options.chatRoots === undefined ? config.chatRoots : options.chatRoots),
     onClose: (hook) => {
       closeHooks.push(hook);
     },

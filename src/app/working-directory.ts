@@ -38,17 +38,6 @@ export interface BoundChat {
   workingDirectory: string | null;
 }
 
-/** Parses TOOLHOST_CHAT_ROOTS: colon-separated, each resolved to an absolute path; empty entries ignored. */
-export function parseChatRoots(value: string | undefined): string[] | null {
-  if (!value) return null;
-  const roots = value
-    .split(":")
-    .map((r) => r.trim())
-    .filter((r) => r !== "")
-    .map((r) => resolve(r));
-  return roots.length > 0 ? roots : null;
-}
-
 function realOrSelf(path: string): string {
   try {
     return realpathSync(path);

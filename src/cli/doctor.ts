@@ -8,9 +8,9 @@
 import { execFileSync } from "node:child_process";
 import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { parseAdminUsers } from "../app/admin.js";
-import { CHAT_PROVIDERS, parseChatRoots } from "../app/chat-service.js";
+import { CHAT_PROVIDERS } from "../app/chat-service.js";
 import type { AppContext } from "../app/context.js";
+import { ConfigError, readConfig, type ToolhostConfig } from "../core/config.js";
 import { loadProviderFileConfig, providerConfigPath } from "../core/credentials.js";
 import { chooseDataDir, type DataDirChoice } from "../core/data-dir.js";
 import { providerCredentials, providerEntry } from "../providers/table.js";
@@ -196,8 +196,8 @@ async function sandboxCheck(env: NodeJS.ProcessEnv): Promise<DoctorCheck> {
   }
 }
 
-function chatRootsCheck(env: NodeJS.ProcessEnv): DoctorCheck {
-  const roots = parseChatRoots(env.TOOLHOST_CHAT_ROOTS);
+function chatRootsCheck(config: ToolhostConfig): DoctorCheck {
+  const roots = config.chatRoots;
   if (!roots || roots.length === 0)
     return check("chat-roots", "chat roots", "ok", "unset: over HTTP only admins may bind a working directory");
   const missing = roots.filter((r) => !r.includes("{user}") && !existsSync(r));
@@ -215,6 +215,23 @@ function chatRootsCheck(env: NodeJS.ProcessEnv): DoctorCheck {
 export async function runDoctor(inputs: DoctorInputs): Promise<DoctorReport> {
   const env = inputs.env ?? process.env;
   const checks: DoctorCheck[] = [];
+  // A malformed TOOLHOST_* variable is reported (and every other check still runs, on the defaults).
+  let config: ToolhostConfig | undefined;
+  const malformed: string[] = [];
+  for (let readable = { ...env }; !config; ) {
+    try {
+      config = readConfig(readable);
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      malformed.push(error.message);
+      readable = { ...readable, [error.variable]: "" };
+    }
+  }
+  checks.push(
+    malformed.length
+      ? check("config", "configuration", "fail", malformed.join(" "))
+      : check("config", "configuration", "ok", "every TOOLHOST_* variable that is set is well-formed"),
+  );
   const choice = chooseDataDir(undefined, env);
   const existed = existsSync(choice.path);
   const fresh = !existsSync(join(choice.path, "toolhost.db"));
@@ -244,8 +261,8 @@ export async function runDoctor(inputs: DoctorInputs): Promise<DoctorReport> {
   checks.push(ripgrepCheck());
   checks.push(...shellChecks(env));
   checks.push(await sandboxCheck(env));
-  checks.push(chatRootsCheck(env));
-  const admins = [...parseAdminUsers(env.TOOLHOST_ADMIN_USERS)];
+  checks.push(chatRootsCheck(config));
+  const admins = [...config.adminUsers];
   if (ctx) {
     const tokens = await ctx.tokens.list().catch(() => []);
     const withToken = admins.filter((a) => tokens.some((t) => t.userId === a));

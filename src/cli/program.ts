@@ -55,17 +55,18 @@ export async function buildProgram(only?: CommandName | ""): Promise<Command> {
     program
       .command("serve")
       .description("Start the HTTP service (binds 127.0.0.1; prints a token on first start).")
-      .addOption(
-        new Option("-p, --port <port>", "port (0 picks a free one)").default(process.env.TOOLHOST_PORT ?? "8787"),
-      )
-      .addOption(new Option("-H, --host <host>", "interface to bind").default(process.env.TOOLHOST_HOST ?? "127.0.0.1"))
-      .action(async (opts: { port: string; host: string }) => {
+      .addOption(new Option("-p, --port <port>", "port (0 picks a free one; default $TOOLHOST_PORT, else 8787)"))
+      .addOption(new Option("-H, --host <host>", "interface to bind (default $TOOLHOST_HOST, else 127.0.0.1)"))
+      .action(async (opts: { port?: string; host?: string }) => {
+        const { readConfig } = await import("../core/config.js");
+        const config = readConfig();
+        opts.port ??= config.port;
         const port = Number(opts.port);
         if (!Number.isInteger(port) || port < 0 || port > 65535)
           throw new CliError(`--port must be 0–65535, got "${opts.port}".`);
         const { startServer } = await import("../server/serve.js");
         const ctx = await createAppContext();
-        const server = await startServer(ctx, { port, host: opts.host });
+        const server = await startServer(ctx, { port, host: opts.host ?? config.host });
         // SIGTERM or Ctrl-C: stop accepting, cancel running chats and tools, wait (bounded) for their audit lines and
         // stored steps, close the database, exit 0. A second signal exits at once.
         onStopSignals(() => {

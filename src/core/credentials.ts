@@ -6,9 +6,11 @@
  * not import providers/, receive a {@link ProviderCredentialSource} through `context.services.providerCredentials`
  * (or the process-wide default the table registers).
  */
+
 import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
+import { readConfig } from "./config.js";
 import { errorBrand, ToolExecutionError } from "./errors.js";
 
 /** Where one provider's credentials are read from. */
@@ -70,7 +72,8 @@ export interface ProviderFileConfig {
  * `~/.config/toolhost/config.json`.
  */
 export function providerConfigPath(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.TOOLHOST_CONFIG) return resolve(env.TOOLHOST_CONFIG);
+  const configured = readConfig(env).configFile;
+  if (configured) return configured;
   return join(env.XDG_CONFIG_HOME || join(homedir(), ".config"), "toolhost", "config.json");
 }
 

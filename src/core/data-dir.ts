@@ -4,8 +4,10 @@
  * directory (`$XDG_DATA_HOME/toolhost`, or `~/.local/share/toolhost` when XDG_DATA_HOME is unset or not absolute,
  * as the XDG Base Directory specification says).
  */
+
 import { homedir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
+import { readConfig } from "./config.js";
 
 /** Where the data directory came from: an explicit option, `TOOLHOST_DATA_DIR`, `XDG_DATA_HOME`, or the home default. */
 export type DataDirSource = "option" | "TOOLHOST_DATA_DIR" | "XDG_DATA_HOME" | "home";
@@ -23,8 +25,8 @@ export interface DataDirChoice {
  */
 export function chooseDataDir(explicit?: string, env: NodeJS.ProcessEnv = process.env): DataDirChoice {
   if (explicit) return { path: resolve(explicit), source: "option" };
-  const configured = env.TOOLHOST_DATA_DIR?.trim();
-  if (configured) return { path: resolve(configured), source: "TOOLHOST_DATA_DIR" };
+  const configured = readConfig(env).dataDir;
+  if (configured) return { path: configured, source: "TOOLHOST_DATA_DIR" };
   const xdg = env.XDG_DATA_HOME?.trim();
   if (xdg && isAbsolute(xdg)) return { path: join(xdg, "toolhost"), source: "XDG_DATA_HOME" };
   return { path: join(env.HOME?.trim() || homedir(), ".local", "share", "toolhost"), source: "home" };

@@ -10,10 +10,12 @@
  * oldest files removed first; `cleanup()` runs at start and every `intervalMs` (default 1 hour). One spill file
  * holds at most `maxFileBytes` (default 64 MiB); a longer stream is recorded up to there and marked incomplete.
  */
+
 import { createHash, randomBytes } from "node:crypto";
 import { closeSync, mkdirSync, openSync, writeSync } from "node:fs";
 import { readdir, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { readConfig } from "./config.js";
 
 /** Options of a SpillArea (every one has a default). */
 export interface SpillAreaOptions {
@@ -29,13 +31,6 @@ export interface SpillAreaOptions {
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const MIB = 1024 * 1024;
-
-function positiveFromEnv(name: string, scale: number): number | undefined {
-  const raw = process.env[name];
-  if (!raw) return undefined;
-  const n = Number(raw);
-  return Number.isFinite(n) && n > 0 ? n * scale : undefined;
-}
 
 function key(prefix: string, id: string): string {
   return `${prefix}${createHash("sha256").update(id, "utf8").digest("hex").slice(0, 32)}`;
@@ -77,8 +72,9 @@ export class SpillArea {
   /** `dataDir` is the instance's data directory; spills live in `<dataDir>/spill`. */
   constructor(dataDir: string, options: SpillAreaOptions = {}) {
     this.root = join(dataDir, "spill");
-    this.ttlMs = options.ttlMs ?? positiveFromEnv("TOOLHOST_SPILL_TTL_DAYS", DAY_MS) ?? 7 * DAY_MS;
-    this.quotaBytes = options.quotaBytes ?? positiveFromEnv("TOOLHOST_SPILL_QUOTA_MB", MIB) ?? 256 * MIB;
+    const config = options.ttlMs === undefined || options.quotaBytes === undefined ? readConfig() : undefined;
+    this.ttlMs = options.ttlMs ?? config?.spillTtlMs ?? 7 * DAY_MS;
+    this.quotaBytes = options.quotaBytes ?? config?.spillQuotaBytes ?? 256 * MIB;
     this.maxFileBytes = Math.min(options.maxFileBytes ?? 64 * MIB, this.quotaBytes);
     this.intervalMs = options.intervalMs ?? 60 * 60 * 1000;
   }

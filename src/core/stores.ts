@@ -2,8 +2,10 @@
  * Storage interfaces the core depends on, with in-memory implementations for library use and tests.
  * The server and CLI plug in the database-backed ones (src/storage/).
  */
+
 import { createRequire } from "node:module";
 import type { pino as Pino } from "pino";
+import { readConfig } from "./config.js";
 import type { AuditEntry, AuditEvent, AuditSink, FreshnessLedger, Logger, SavedToolSettings } from "./types.js";
 
 /** A saved settings row with its version: 0 before the first write, +1 on every committed write. */
@@ -166,7 +168,7 @@ const LOG_LEVELS: Record<string, number> = {
  * the level is written, so a process that logs nothing — most CLI commands — never loads it. Throws Error for an
  * unknown level.
  */
-export function createLogger(level = process.env.TOOLHOST_LOG_LEVEL ?? "warn"): Logger {
+export function createLogger(level = readConfig().logLevel): Logger {
   const threshold = LOG_LEVELS[level];
   if (threshold === undefined) {
     throw new Error(

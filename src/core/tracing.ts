@@ -15,10 +15,12 @@
  * (`gen_ai.tool.call.arguments` / `gen_ai.tool.call.result`) only when `TOOLHOST_OTEL_CAPTURE_CONTENT=true` (or
  * {@link setTraceContentCapture}), since they can hold file contents and secrets.
  */
+
 import { createRequire } from "node:module";
 import type * as OtelApi from "@opentelemetry/api";
 import type { Attributes, Span, Tracer } from "@opentelemetry/api";
 import { VERSION } from "../version.js";
+import { readConfig } from "./config.js";
 
 /** The instrumentation scope every Toolhost span is created under. */
 export const TRACER_NAME = "toolhost";
@@ -70,7 +72,7 @@ export function tracerProviderRegistered(): boolean {
 
 /** Whether tool arguments and results go on spans (default: TOOLHOST_OTEL_CAPTURE_CONTENT is "true" or "1"). */
 export function traceContentCapture(): boolean {
-  captureContent ??= /^(1|true)$/i.test(process.env.TOOLHOST_OTEL_CAPTURE_CONTENT ?? "");
+  captureContent ??= readConfig().traceContent;
   return captureContent;
 }
 

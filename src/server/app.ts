@@ -101,7 +101,7 @@ export function createServerApp(ctx: AppContext, options: ServerAppOptions = {})
   app.get("/api/openapi.json", (c) => c.json(openApi));
 
   const auth = bearerAuth(ctx.tokens);
-  const maxBodyBytes = Number(process.env.TOOLHOST_MAX_BODY_BYTES) || 16 * 1024 * 1024;
+  const maxBodyBytes = ctx.config.maxBodyBytes;
   const tooLarge = (c: Context) =>
     c.json(
       {

@@ -5,6 +5,7 @@
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { Compile } from "typebox/compile";
+import { readConfig } from "../core/config.js";
 import { BrandedError, errorBrand, ToolError, type ToolErrorCode } from "../core/errors.js";
 import { DEFAULT_BODY_LIMITS, type JsonLimits, type JsonLimitViolation, scanJsonText } from "../core/json-limits.js";
 
@@ -117,14 +118,15 @@ function allowedValuesAt(schema: object, instancePath: string): unknown[] | unde
  * building the response, so it runs where a mismatch is worth finding (the test suite sets
  * TOOLHOST_VALIDATE_RESPONSES=1, and so may a developer), not on every production request.
  */
-const VALIDATE_RESPONSES = process.env.TOOLHOST_VALIDATE_RESPONSES === "1";
+let validate: boolean | undefined;
+const VALIDATE_RESPONSES = () => (validate ??= readConfig().validateResponses);
 
 /**
  * Sends a JSON response. With TOOLHOST_VALIDATE_RESPONSES=1 it is first checked against its schema (a mismatch is
  * a server bug: 500 with the path that does not match).
  */
 export function sendJson(c: Context, schema: object, body: unknown, status: ContentfulStatusCode = 200) {
-  const check = VALIDATE_RESPONSES ? checker(schema) : undefined;
+  const check = VALIDATE_RESPONSES() ? checker(schema) : undefined;
   if (check && !check.Check(body)) {
     const first = [...check.Errors(body)][0];
     throw new Error(`Response does not match its schema at ${first?.instancePath ?? "/"}: ${first?.message}`);
@@ -137,7 +139,7 @@ export function sendJson(c: Context, schema: object, body: unknown, status: Cont
  * {@link sendJson} when TOOLHOST_VALIDATE_RESPONSES=1.
  */
 export function sendJsonText(c: Context, schema: object, text: string, status: ContentfulStatusCode = 200) {
-  if (VALIDATE_RESPONSES) {
+  if (VALIDATE_RESPONSES()) {
     const body: unknown = JSON.parse(text);
     const check = checker(schema);
     if (!check.Check(body)) {

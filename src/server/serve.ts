@@ -57,7 +57,7 @@ export async function startServer(ctx: AppContext, options: StartServerOptions =
   const host = options.host ?? "127.0.0.1";
   const print = options.print ?? ((line: string) => process.stdout.write(`${line}\n`));
   const app = createServerApp(ctx, { host });
-  if (!isLoopbackHost(host) && !process.env.TOOLHOST_MCP_ALLOWED_HOSTS) {
+  if (!isLoopbackHost(host) && ctx.config.mcpAllowedHosts === undefined) {
     ctx.logger.warn(
       { host },
       "bound to a non-loopback address: /mcp accepts any Host header; set TOOLHOST_MCP_ALLOWED_HOSTS to the names clients use (DNS-rebinding protection)",

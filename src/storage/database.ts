@@ -2,11 +2,13 @@
  * Database access: one Kysely schema and one set of migrations for both dialects. Embedded SQLite (a file under the
  * data directory) is the default; a `postgres://` URL selects PostgreSQL (for several instances sharing one database).
  */
+
 import { chmodSync, existsSync, mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { type Generated, Kysely, PostgresDialect, type SqliteDatabase, SqliteDialect } from "kysely";
+import { readConfig } from "../core/config.js";
 import { resolveDataDir } from "../core/data-dir.js";
 import { MigrationError, migrateToLatest, SchemaDamageError } from "./migrate.js";
 import { migrations } from "./migrations.js";
@@ -361,7 +363,7 @@ function sqliteAddonPath(): string | null {
  * fails, naming it.
  */
 export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<ToolhostDatabase> {
-  const url = options.url ?? process.env.TOOLHOST_DATABASE_URL;
+  const url = options.url ?? readConfig().databaseUrl;
   let database: ToolhostDatabase;
   if (url && /^[a-z][a-z0-9+.-]*:\/\//i.test(url) && !/^postgres(ql)?:\/\//i.test(url)) {
     throw new Error(

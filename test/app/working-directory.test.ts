@@ -1,8 +1,9 @@
 import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { adminRule, parseAdminUsers } from "../../src/app/admin.js";
+import { adminRule } from "../../src/app/admin.js";
 import { WorkingDirectoryBinder } from "../../src/app/working-directory.js";
+import { parseAdminUsers } from "../../src/core/config.js";
 import { startTestServer, type TestServer, tempDir } from "../helpers/server.js";
 
 const root = realpathSync(tempDir("toolhost-binder-"));

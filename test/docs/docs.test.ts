@@ -6,6 +6,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_CHAT_MODELS } from "../../src/app/chat-service.js";
+import { CONFIG_VARIABLES } from "../../src/core/config.js";
 import { assertNoSsrf } from "../../src/tools/web/ssrf.js";
 import { ENTRIES, type Entry, sourceModules } from "../api/entries.js";
 
@@ -104,6 +105,17 @@ describe("docs match the code", () => {
     await expect(
       assertNoSsrf("http://intranet.test/", { allowedHosts: ["10.0.0.0/8"], resolver: async () => ["10.1.2.3"] }),
     ).resolves.toBeTruthy();
+  });
+
+  it("the README's configuration table names exactly the variables the configuration reader reads", () => {
+    const readme = text("README.md");
+    const section = readme.slice(
+      readme.indexOf("## Configuration"),
+      readme.indexOf("\n## ", readme.indexOf("## Configuration") + 5),
+    );
+    const table = section.split("\n").filter((line) => line.startsWith("| `TOOLHOST_"));
+    const documented = new Set(table.flatMap((line) => line.split(" | ")[0]!.match(/TOOLHOST_[A-Z0-9_]+/g) ?? []));
+    expect([...documented].sort()).toEqual([...new Set(Object.values(CONFIG_VARIABLES))].sort());
   });
 
   it("docs/providers-mapping.md: registerTool refuses a dotted name", async () => {

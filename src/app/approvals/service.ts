@@ -9,12 +9,14 @@
  * working directory and the chat (none for a call outside a chat), so an approval can neither be forged nor replayed
  * for other arguments, in another directory or in another chat.
  */
+
 import { createHash, createHmac, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { userInfo } from "node:os";
 import { join, resolve } from "node:path";
 import { APPROVAL_RULES_SETTING, APPROVAL_SETTING } from "../../core/approval/policy.js";
 import type { ApprovalRule } from "../../core/approval/rules.js";
+import { readConfig } from "../../core/config.js";
 import { AccessDeniedError, BrandedError, errorBrand, NotFoundError, ToolSettingsError } from "../../core/errors.js";
 import type { Logger } from "../../core/types.js";
 import type {
@@ -177,16 +179,13 @@ export class ApprovalService {
   readonly #resuming = new Set<string>();
 
   constructor(options: ApprovalServiceOptions) {
-    const env = options.env ?? process.env;
+    const config = readConfig(options.env ?? process.env);
     this.repository = options.repository;
     this.#settings = options.settings;
     this.#logger = options.logger;
     this.#keyFile = join(options.dataDir, "approval.key");
-    const seconds = Number(env.TOOLHOST_APPROVAL_TIMEOUT_SECONDS);
-    this.timeoutMs =
-      options.timeoutMs ?? (Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : DEFAULT_APPROVAL_TIMEOUT_MS);
-    const stale = Number(env.TOOLHOST_APPROVAL_STALE_MS);
-    this.staleMs = options.staleMs ?? (Number.isFinite(stale) && stale >= 0 ? stale : 15_000);
+    this.timeoutMs = options.timeoutMs ?? config.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
+    this.staleMs = options.staleMs ?? config.approvalStaleMs ?? 15_000;
     this.pollMs = options.pollMs ?? 2_000;
   }
 

@@ -258,23 +258,23 @@ async function resolveChat(
         ? parseProvider(opts.provider)
         : existing.provider
           ? undefined
-          : parseProvider(process.env.TOOLHOST_CHAT_PROVIDER ?? "openai");
+          : parseProvider(ctx.config.chatProvider ?? "openai");
       const providerChanges = provider !== undefined && provider !== existing.provider;
       const model =
         opts.model ??
         (providerChanges || !existing.model
-          ? defaultModel(provider ?? parseProvider(existing.provider ?? "openai"))
+          ? defaultModel(ctx, provider ?? parseProvider(existing.provider ?? "openai"))
           : undefined);
       if (provider || model) await service.updateChat(opts.user, opts.chat, { provider, model });
       return { id: existing.id, created: false };
     }
     if (await ctx.chats.exists(opts.chat)) throw new CliError(`Chat ${opts.chat} belongs to another user.`);
   }
-  const provider = parseProvider(opts.provider ?? process.env.TOOLHOST_CHAT_PROVIDER ?? "openai");
+  const provider = parseProvider(opts.provider ?? ctx.config.chatProvider ?? "openai");
   const chat = await service.createChat(opts.user, {
     id: opts.chat,
     provider,
-    model: opts.model ?? defaultModel(provider),
+    model: opts.model ?? defaultModel(ctx, provider),
     workingDirectory: opts.cwd ?? process.cwd(),
   });
   return { id: chat.id, created: true };
@@ -288,8 +288,8 @@ async function discardIfEmpty(ctx: AppContext, userId: string, chatId: string): 
   }
 }
 
-function defaultModel(provider: ProviderName): string {
-  return process.env.TOOLHOST_CHAT_MODEL || providerEntry(provider).defaultModel;
+function defaultModel(ctx: AppContext, provider: ProviderName): string {
+  return ctx.config.chatModel ?? providerEntry(provider).defaultModel;
 }
 
 async function readStdin(): Promise<string> {

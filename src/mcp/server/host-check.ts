@@ -8,6 +8,7 @@
  * names to accept. `TOOLHOST_MCP_ALLOWED_HOSTS` and `TOOLHOST_MCP_ALLOWED_ORIGINS` (comma-separated hostnames
  * without ports, IPv6 in brackets; `*` turns the check off) replace the defaults.
  */
+import { readConfig } from "../../core/config.js";
 
 /**
  * The loopback names allowed by default: the list the MCP SDK's `localhostAllowedHostnames()` and
@@ -28,14 +29,10 @@ export function isLoopbackHost(host: string): boolean {
   return bare === "localhost" || bare === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(bare);
 }
 
-/** A comma-separated list from the environment: undefined when unset or empty, null for `*` (no check). */
-function parseList(value: string | undefined): string[] | null | undefined {
-  const items = (value ?? "")
-    .split(",")
-    .map((s) => s.trim().toLowerCase())
-    .filter(Boolean);
-  if (items.length === 0) return undefined;
-  return items.includes("*") ? null : items;
+/** A configured list of names: `*` among them means any name (no check). */
+function anyName(items: readonly string[] | undefined): string[] | null | undefined {
+  if (items === undefined) return undefined;
+  return items.includes("*") ? null : [...items];
 }
 
 /**
@@ -46,8 +43,9 @@ function parseList(value: string | undefined): string[] | null | undefined {
 export function mcpHostPolicy(bindHost: string, env: NodeJS.ProcessEnv = process.env): McpHostPolicy {
   const loopback = isLoopbackHost(bindHost);
   const own = bindHost.includes(":") && !bindHost.startsWith("[") ? `[${bindHost}]` : bindHost.toLowerCase();
-  const hosts = parseList(env.TOOLHOST_MCP_ALLOWED_HOSTS);
-  const origins = parseList(env.TOOLHOST_MCP_ALLOWED_ORIGINS);
+  const config = readConfig(env);
+  const hosts = anyName(config.mcpAllowedHosts);
+  const origins = anyName(config.mcpAllowedOrigins);
   const withOwn = (names: string[]) => (names.includes(own) ? names : [...names, own]);
   return {
     allowedHosts: hosts !== undefined ? hosts : loopback ? withOwn([...LOOPBACK_HOSTNAMES]) : null,

@@ -11,6 +11,7 @@ import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
+import { readConfig } from "../../../core/config.js";
 import type { RegexWorker } from "../regex-worker.js";
 import {
   cutLineBytes,
@@ -31,7 +32,7 @@ let rgPathCache: string | null | undefined;
 /** The ripgrep binary: $TOOLHOST_RG_PATH, else @vscode/ripgrep's, else null. */
 export function ripgrepPath(): string | null {
   if (rgPathCache !== undefined) return rgPathCache;
-  const fromEnv = process.env.TOOLHOST_RG_PATH;
+  const fromEnv = readConfig().ripgrepPath;
   if (fromEnv) {
     rgPathCache = existsSync(fromEnv) ? fromEnv : null;
     return rgPathCache;

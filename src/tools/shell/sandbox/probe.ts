@@ -5,8 +5,10 @@
  *
  * The result is cached per bwrap path for the life of the process (`resetSandboxProbe()` forgets it).
  */
+
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { readConfig } from "../../../core/config.js";
 import { findExecutable } from "../allowlist.js";
 import { buildSeccompFilter, seccompSupported } from "./seccomp.js";
 
@@ -28,7 +30,7 @@ export type SandboxProbe =
 
 /** The bwrap binary used: `$TOOLHOST_BWRAP` when set (an absolute path; "off" disables the sandbox), else PATH. */
 export function locateBwrap(env: NodeJS.ProcessEnv = process.env): string | null | "off" {
-  const configured = env.TOOLHOST_BWRAP?.trim();
+  const configured = readConfig(env).bwrap;
   if (configured === "off") return "off";
   if (configured) return configured;
   return findExecutable("bwrap", env.PATH) ?? null;
