@@ -181,6 +181,14 @@ export function integerSetting(parameters: Readonly<Record<string, unknown>>, d:
   return clampToRange(isNumber(value) ? Math.trunc(value) : fallback, d);
 }
 
+/** {@link integerSetting} of each descriptor, by name: a tool's integer settings read in one call. */
+export function integerSettings(
+  parameters: Readonly<Record<string, unknown>>,
+  descriptors: readonly ToolParameterDescriptor[],
+): Record<string, number> {
+  return Object.fromEntries(descriptors.map((d) => [d.name, integerSetting(parameters, d)]));
+}
+
 /** Like {@link integerSetting} for a `number` setting (not truncated). */
 export function numberSetting(parameters: Readonly<Record<string, unknown>>, d: ToolParameterDescriptor): number {
   const fallback = requireDefault(d, isNumber);

@@ -11,16 +11,13 @@ import type { AgentStreamEvent } from "../../src/app/agent-service.js";
 import type { ApprovalRequestView } from "../../src/app/approvals/service.js";
 import { ChatService, type ChatTurnEvent } from "../../src/app/chat-service.js";
 import { type AppContext, createAppContext } from "../../src/app/context.js";
-import {
-  type AgentSpawnResult,
-  type AgentToolService,
-  sendLimitsFrom,
-  spawnLimitsFrom,
-} from "../../src/core/agents.js";
+import type { AgentSpawnResult, AgentToolService } from "../../src/core/agents.js";
 import { defaultRegistry, registerTool } from "../../src/core/registry.js";
 import type { LoopEvent } from "../../src/loop/events.js";
 import type { ProviderAdapter } from "../../src/providers/types.js";
 import { AgentRepository } from "../../src/storage/agent-repository.js";
+import { sendLimitsFrom } from "../../src/tools/builtin/agent-send.js";
+import { spawnLimitsFrom } from "../../src/tools/builtin/agent-spawn.js";
 import { recordingLogger } from "../helpers/runtime.js";
 import { tempDir } from "../helpers/server.js";
 import { until } from "../helpers/until.js";

@@ -12,11 +12,12 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { GENERAL_TEMPLATE, loadAgentTemplates } from "../../src/agents/templates.js";
 import { ChatService, type ChatTurnEvent } from "../../src/app/chat-service.js";
 import { type AppContext, createAppContext } from "../../src/app/context.js";
-import { type AgentSpawnResult, type AgentToolService, sendLimitsFrom } from "../../src/core/agents.js";
+import type { AgentSpawnResult, AgentToolService } from "../../src/core/agents.js";
 import { metricsRegistry } from "../../src/core/metrics.js";
 import { defaultRegistry, registerTool } from "../../src/core/registry.js";
 import type { ProviderAdapter } from "../../src/providers/types.js";
 import { createServerApp } from "../../src/server/app.js";
+import { sendLimitsFrom } from "../../src/tools/builtin/agent-send.js";
 // `toolhost agents …` runs main(argv) in this process (command rules; the bin as a process is tested in test/cli/).
 import { runCliInProcess as runCli } from "../helpers/cli.js";
 import { recordingLogger } from "../helpers/runtime.js";

@@ -1,15 +1,57 @@
 /**
- * agent_send (the "Agent Communication" part of the sub-agent spec): queues a message from the calling agent to
- * another agent of its tree, with spam prevention (MESSAGE_MAX_BYTES, MESSAGE_QUEUE_MAX, AGENT_PAIR_RATE_LIMIT).
+ * agent_send: queues a message from the calling agent to another agent of its tree, with spam prevention (a
+ * message size cap, a cap on unread messages, a rate limit per ordered pair of agents).
  * Returns `{sent, targetAgentId}` plus the message id, the target's queue depth and how it is delivered: at the
  * start of the target's next model turn, or — for an idle target — in a turn started for it, whose answer is
  * queued back to the sender.
  */
-import { AGENT_SEND_SETTING_DESCRIPTORS, agentServiceFrom, sendLimitsFrom } from "../../core/agents.js";
+import {
+  AGENT_PAIR_RATE_LIMIT,
+  type AgentSendLimits,
+  agentServiceFrom,
+  MESSAGE_MAX_BYTES,
+  MESSAGE_QUEUE_MAX,
+} from "../../core/agents.js";
 import { AccessDeniedError, LimitExceededError, ToolArgumentError } from "../../core/errors.js";
 import { registerTool } from "../../core/registry.js";
-import { defineTool } from "../../core/settings-declaration.js";
-import type { RegisteredTool } from "../../core/types.js";
+import { defineTool, integerSettings } from "../../core/settings-declaration.js";
+import type { RegisteredTool, ToolParameterDescriptor } from "../../core/types.js";
+
+/** Settings of agent_send: the messaging limits (each default is also its ceiling). */
+const SEND_SETTINGS: ToolParameterDescriptor[] = [
+  {
+    name: "messageMaxBytes",
+    type: "integer",
+    description: "Largest message (UTF-8).",
+    min: 1,
+    max: MESSAGE_MAX_BYTES,
+    default: MESSAGE_MAX_BYTES,
+    unit: "bytes",
+  },
+  {
+    name: "queueMax",
+    type: "integer",
+    description: "Unread messages one agent may hold.",
+    min: 1,
+    max: MESSAGE_QUEUE_MAX,
+    default: MESSAGE_QUEUE_MAX,
+    unit: "messages",
+  },
+  {
+    name: "pairRatePerMinute",
+    type: "integer",
+    description: "Messages a minute from one agent to another (sliding window).",
+    min: 1,
+    max: AGENT_PAIR_RATE_LIMIT,
+    default: AGENT_PAIR_RATE_LIMIT,
+    unit: "messages/minute",
+  },
+];
+
+/** Send limits from agent_send's settings, each clamped to its descriptor's range. */
+export function sendLimitsFrom(parameters: Readonly<Record<string, unknown>>): AgentSendLimits {
+  return integerSettings(parameters, SEND_SETTINGS) as unknown as AgentSendLimits;
+}
 
 export const agentSendTool: RegisteredTool = defineTool({
   definition: {
@@ -33,7 +75,7 @@ export const agentSendTool: RegisteredTool = defineTool({
     category: "system",
     enabledByDefault: true,
     canDisable: true,
-    parameterDescriptors: AGENT_SEND_SETTING_DESCRIPTORS,
+    parameterDescriptors: SEND_SETTINGS,
   },
   async execute(args, context) {
     const { agentId, targetAgentId, message } = args as { agentId: string; targetAgentId: string; message: string };

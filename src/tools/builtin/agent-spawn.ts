@@ -1,5 +1,5 @@
 /**
- * agent_spawn (the "Agent Communication" part of the sub-agent spec): starts a sub-agent from a template; it runs
+ * agent_spawn: starts a sub-agent from a template; it runs
  * its own tool loop on the given message and answers. Returns `{agentId, response, depth}` plus `status`, `usage`
  * and `template`; with `wait: false` it returns at once with status `running` (collect it with agent_wait).
  *
@@ -8,16 +8,95 @@
  */
 import {
   AGENT_GRACE_TURN_MS,
-  AGENT_SPAWN_SETTING_DESCRIPTORS,
+  type AgentSpawnLimits,
   agentServiceFrom,
+  DEFAULT_AGENT_MAX_TURNS,
+  DEFAULT_AGENT_TIME_SECONDS,
+  DEFAULT_MAX_CONCURRENT_AGENTS,
+  DEFAULT_MAX_SUB_AGENTS,
+  DEFAULT_MAX_TREE_AGENTS,
+  DEFAULT_TREE_TOKEN_BUDGET,
   listAgentTemplates,
+  MAX_AGENT_DEPTH,
   MESSAGE_MAX_BYTES,
-  spawnLimitsFrom,
 } from "../../core/agents.js";
 import { AccessDeniedError, LimitExceededError, ToolArgumentError } from "../../core/errors.js";
 import { registerTool } from "../../core/registry.js";
-import { defineTool } from "../../core/settings-declaration.js";
-import type { RegisteredTool, ToolDefinition } from "../../core/types.js";
+import { defineTool, integerSettings } from "../../core/settings-declaration.js";
+import type { RegisteredTool, ToolDefinition, ToolParameterDescriptor } from "../../core/types.js";
+
+/** Settings of agent_spawn: the spawn limits (each default is also its ceiling; a user or admin may lower it). */
+const SPAWN_SETTINGS: ToolParameterDescriptor[] = [
+  {
+    name: "maxDepth",
+    type: "integer",
+    description: "Deepest sub-agent (the chat is depth 0).",
+    min: 1,
+    max: MAX_AGENT_DEPTH,
+    default: MAX_AGENT_DEPTH,
+    unit: "levels",
+  },
+  {
+    name: "maxSubAgents",
+    type: "integer",
+    description: "Sub-agents one agent may spawn in total.",
+    min: 1,
+    max: DEFAULT_MAX_SUB_AGENTS,
+    default: DEFAULT_MAX_SUB_AGENTS,
+    unit: "agents",
+  },
+  {
+    name: "maxTreeAgents",
+    type: "integer",
+    description: "Sub-agents one chat turn may spawn in total, at every depth.",
+    min: 1,
+    max: DEFAULT_MAX_TREE_AGENTS,
+    default: DEFAULT_MAX_TREE_AGENTS,
+    unit: "agents",
+  },
+  {
+    name: "maxConcurrent",
+    type: "integer",
+    description: "Sub-agents of one chat turn running at once.",
+    min: 1,
+    max: DEFAULT_MAX_CONCURRENT_AGENTS,
+    default: DEFAULT_MAX_CONCURRENT_AGENTS,
+    unit: "agents",
+  },
+  {
+    name: "maxTurns",
+    type: "integer",
+    description: "Model turns per run of a sub-agent (then one grace turn to answer).",
+    min: 1,
+    max: DEFAULT_AGENT_MAX_TURNS,
+    default: DEFAULT_AGENT_MAX_TURNS,
+    unit: "turns",
+  },
+  {
+    name: "timeSeconds",
+    type: "integer",
+    description: "Wall time per run of a sub-agent (then one grace turn to answer).",
+    min: 1,
+    max: DEFAULT_AGENT_TIME_SECONDS,
+    default: DEFAULT_AGENT_TIME_SECONDS,
+    unit: "seconds",
+  },
+  {
+    name: "tokenBudget",
+    type: "integer",
+    description:
+      "Tokens (input + output) all agents of one chat turn may use; then sub-agents stop with budget_exhausted.",
+    min: 1,
+    max: DEFAULT_TREE_TOKEN_BUDGET,
+    default: DEFAULT_TREE_TOKEN_BUDGET,
+    unit: "tokens",
+  },
+];
+
+/** Spawn limits from agent_spawn's settings, each clamped to its descriptor's range. */
+export function spawnLimitsFrom(parameters: Readonly<Record<string, unknown>>): AgentSpawnLimits {
+  return integerSettings(parameters, SPAWN_SETTINGS) as unknown as AgentSpawnLimits;
+}
 
 const BASE_DESCRIPTION =
   "Spawn a sub-agent from a template to work on a self-contained task with its own tools and context; it answers with a report (response). Use it to split independent work (several agents with wait=false, then agent_wait) or to keep noisy exploration out of your context. A sub-agent sees only the message you give it, so include everything it needs. Returns agentId, response, depth, status (completed, max_turns, timeout, budget_exhausted, cancelled, error; running when wait=false) and usage.";
@@ -63,7 +142,7 @@ export const agentSpawnTool: RegisteredTool = defineTool({
     category: "system",
     enabledByDefault: true,
     canDisable: true,
-    parameterDescriptors: AGENT_SPAWN_SETTING_DESCRIPTORS,
+    parameterDescriptors: SPAWN_SETTINGS,
   },
   managesOwnTimeout: true,
   // A waiting spawn lasts at most the child's wall time plus its grace turn; the host enforces both.

@@ -3,15 +3,23 @@
  * returns their statuses, answers and usage; `timedOut` is true when some were still running at the deadline.
  * Bounded: `timeoutMs` defaults to 30 s and may be at most 1 hour (and at least the `minTimeoutMs` setting).
  */
-import {
-  AGENT_WAIT_SETTING_DESCRIPTORS,
-  agentServiceFrom,
-  DEFAULT_AGENT_WAIT_MS,
-  MAX_AGENT_WAIT_MS,
-} from "../../core/agents.js";
+import { agentServiceFrom, DEFAULT_AGENT_WAIT_MS, MAX_AGENT_WAIT_MS } from "../../core/agents.js";
 import { registerTool } from "../../core/registry.js";
 import { defineTool } from "../../core/settings-declaration.js";
-import type { RegisteredTool } from "../../core/types.js";
+import type { RegisteredTool, ToolParameterDescriptor } from "../../core/types.js";
+
+/** Settings of agent_wait. */
+const WAIT_SETTINGS: ToolParameterDescriptor[] = [
+  {
+    name: "minTimeoutMs",
+    type: "integer",
+    description: "Shortest wait a model may ask for (shorter requests wait this long).",
+    min: 0,
+    max: DEFAULT_AGENT_WAIT_MS,
+    default: 1000,
+    unit: "milliseconds",
+  },
+];
 
 export const agentWaitTool: RegisteredTool = defineTool({
   definition: {
@@ -43,7 +51,7 @@ export const agentWaitTool: RegisteredTool = defineTool({
     category: "system",
     enabledByDefault: true,
     canDisable: true,
-    parameterDescriptors: AGENT_WAIT_SETTING_DESCRIPTORS,
+    parameterDescriptors: WAIT_SETTINGS,
   },
   managesOwnTimeout: true,
   timeoutMs: (args) => Number(args.timeoutMs ?? DEFAULT_AGENT_WAIT_MS) + 5_000,
