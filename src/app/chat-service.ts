@@ -4,6 +4,8 @@
  * user message and the loop's complete new messages in one transaction, so history stays consistent when a stream
  * breaks or the caller cancels.
  */
+
+import type { AgentService, AgentStreamEvent, AgentTurn } from "../agents/service.js";
 import { readConfig } from "../core/config.js";
 import { BrandedError, errorBrand, NotFoundError, ToolArgumentError } from "../core/errors.js";
 import type { ToolRuntime } from "../core/runtime.js";
@@ -14,7 +16,6 @@ import { createProviderAdapter, PROVIDER_NAMES, PROVIDER_TABLE, providerCredenti
 import type { ConversationMessage, ProviderAdapter, ProviderName } from "../providers/types.js";
 import type { ApprovalTurnRecord } from "../storage/approvals.js";
 import type { Chat, ChatRepository } from "../storage/repositories.js";
-import type { AgentService, AgentStreamEvent, AgentTurn } from "./agent-service.js";
 import { ApprovalGate } from "./approvals/gate.js";
 import type { ApprovalResponder, ApprovalService } from "./approvals/service.js";
 import { ChatTurnKeeper, type SuspendedTurnState } from "./approvals/turns.js";

@@ -7,6 +7,7 @@
 import "../tools/index.js";
 import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
+import { AgentService } from "../agents/service.js";
 import { AgentTemplateCatalog, loadAgentTemplates, summarizeTemplate } from "../agents/templates.js";
 import { setAgentTemplateCatalog } from "../core/agents.js";
 import { readConfig } from "../core/config.js";
@@ -14,7 +15,6 @@ import { defaultRegistry, type ToolRegistryStore } from "../core/registry.js";
 import { providerConfigPath } from "../providers/index.js";
 import { tableCredentialSource } from "../providers/table.js";
 import { AgentRepository } from "../storage/agent-repository.js";
-import { AgentService } from "./agent-service.js";
 import { CHAT_PROVIDERS } from "./chat-service.js";
 import { type CoreContext, type CoreContextOptions, openCoreContext } from "./core-context.js";
 

@@ -4,6 +4,8 @@
  * definitions a user's settings yield), in-memory stores for tests and embedding, the logger, the metrics registry
  * and the tracing switch.
  */
+
+export type { AgentService } from "../agents/service.js";
 export { type AgentTemplate, AgentTemplateCatalog, loadAgentTemplates } from "../agents/templates.js";
 export { metricsRegistry } from "../core/metrics.js";
 export {
@@ -17,7 +19,6 @@ export { createLogger, MemoryAuditSink, MemoryFreshnessLedger, MemoryToolSetting
 // Tracing: spans go to the host's OpenTelemetry SDK; tool arguments and results only when capture is on.
 export { setTraceContentCapture } from "../core/tracing.js";
 export type { AdminRule } from "./admin.js";
-export type { AgentService } from "./agent-service.js";
 export type {
   ApprovalAnswer,
   ApprovalRequestView,

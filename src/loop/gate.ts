@@ -44,3 +44,11 @@ export interface ToolCallGate {
   /** Told each result of a step as it arrives (a gate that persisted the step keeps it current). */
   onResult?(index: number, result: ConversationToolResult, step: GateStep): void | Promise<void>;
 }
+
+/**
+ * A gate that also makes the gate of a sub-agent's loop: the same policy, surface and turn, its asks tagged with
+ * `agentPath` (the root chat's id first, then each agent) so the root chat's surface shows whose call it is.
+ */
+export interface AgentAwareGate extends ToolCallGate {
+  child(agentPath: string[], overrides?: { services?: Record<string, unknown>; turn?: undefined }): AgentAwareGate;
+}

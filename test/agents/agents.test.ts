@@ -7,7 +7,7 @@ import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "nod
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import type { AgentStreamEvent } from "../../src/app/agent-service.js";
+import type { AgentStreamEvent } from "../../src/agents/service.js";
 import type { ApprovalRequestView } from "../../src/app/approvals/service.js";
 import { ChatService, type ChatTurnEvent } from "../../src/app/chat-service.js";
 import { type AppContext, createAppContext } from "../../src/app/context.js";

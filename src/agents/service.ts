@@ -10,8 +10,6 @@
  */
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { agentSpawnsTotal, agentsActive } from "../agents/metrics.js";
-import type { AgentTemplate, AgentTemplateCatalog } from "../agents/templates.js";
 import {
   AGENT_GRACE_TURN_MS,
   AGENT_TOOL_NAMES,
@@ -32,11 +30,13 @@ import type { ToolRuntime } from "../core/runtime.js";
 import { withAgentSpan } from "../core/tracing.js";
 import type { Logger, ToolDefinition } from "../core/types.js";
 import type { LoopEvent } from "../loop/events.js";
+import type { AgentAwareGate } from "../loop/gate.js";
 import { runToolLoop } from "../loop/run-tool-loop.js";
 import { providerEntry } from "../providers/table.js";
 import type { ConversationMessage, ProviderAdapter, ProviderName } from "../providers/types.js";
 import type { AgentRecord, AgentRepository } from "../storage/agent-repository.js";
-import type { ApprovalGate } from "./approvals/gate.js";
+import { agentSpawnsTotal, agentsActive } from "./metrics.js";
+import type { AgentTemplate, AgentTemplateCatalog } from "./templates.js";
 
 /** How an agent appears on events: its id, depth, path of ids from the root, and template. */
 export interface AgentTag {
@@ -123,7 +123,7 @@ export interface OpenTurnOptions {
    * The chat turn's approval gate: every sub-agent's calls go through it too, their asks shown on the chat's
    * surface tagged with the agent path.
    */
-  gate?: ApprovalGate;
+  gate?: AgentAwareGate;
 }
 
 /** A chat turn's tree, as the chat service drives it. */
@@ -173,7 +173,7 @@ export interface AgentTree {
   workingDirectory: string | null;
   emit: (event: AgentStreamEvent) => void;
   systemPrompt: (template: AgentTemplate, agent: AgentRecord) => string;
-  gate?: ApprovalGate;
+  gate?: AgentAwareGate;
   /** The limits the latest spawn used (waking an idle agent by mail reuses them). */
   limits?: AgentSpawnLimits;
   sendLimits?: AgentSendLimits;
