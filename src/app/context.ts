@@ -85,7 +85,7 @@ export async function createAppContext(options: AppContextOptions = {}): Promise
     const templates = options.agentTemplates ?? agentTemplateCatalogFromEnv(registry, options.env);
     const templateError = templates.error;
     if (templateError) core.logger.error({ err: templateError.message }, "agent templates failed to load");
-    setAgentTemplateCatalog(() => templates.list().map(summarizeTemplate));
+    core.onClose(setAgentTemplateCatalog(() => templates.list().map(summarizeTemplate)));
     const agents = new AgentService({
       repository: new AgentRepository(core.database.db),
       runtime: core.runtime,

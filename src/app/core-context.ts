@@ -10,7 +10,13 @@ import { setMaxListeners } from "node:events";
 import { readConfig, type ToolhostConfig } from "../core/config.js";
 import { chooseDataDir, type DataDirSource } from "../core/data-dir.js";
 import { defaultRegistry, type ToolRegistryStore } from "../core/registry.js";
-import { configureDefaultRuntime, installationPaths, SHUTDOWN_GRACE_MS, ToolRuntime } from "../core/runtime.js";
+import {
+  configureDefaultRuntime,
+  installationPaths,
+  releaseDefaultRuntime,
+  SHUTDOWN_GRACE_MS,
+  ToolRuntime,
+} from "../core/runtime.js";
 import { createLogger } from "../core/stores.js";
 import type { Logger } from "../core/types.js";
 import { ApprovalRepository } from "../storage/approvals.js";
@@ -162,6 +168,8 @@ export async function openCoreContext(options: CoreContextOptions = {}): Promise
     // Calls that started meanwhile (a turn's last step) have been refused; their audit lines are written now.
     await runtime.shutdown({ graceMs: 2_000 });
     await database.close();
+    // What the context set process-wide goes back: executeTool and trigger no longer reach a closed database.
+    releaseDefaultRuntime(runtime);
   };
   const context: CoreContext = {
     config,

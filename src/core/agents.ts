@@ -160,9 +160,15 @@ export interface AgentToolService {
 
 let templateCatalog: () => AgentTemplateSummary[] = () => [];
 
-/** Sets where agent_spawn's description finds the template list (the application does at start). */
-export function setAgentTemplateCatalog(list: () => AgentTemplateSummary[]): void {
+/**
+ * Sets where agent_spawn's description finds the template list (the application does at start); returns the
+ * function that puts back the empty list (while this one is still set), which the application calls on close.
+ */
+export function setAgentTemplateCatalog(list: () => AgentTemplateSummary[]): () => void {
   templateCatalog = list;
+  return () => {
+    if (templateCatalog === list) templateCatalog = () => [];
+  };
 }
 
 /** The templates agent_spawn offers; an empty list before the application configured one. */

@@ -979,6 +979,14 @@ export function configureDefaultRuntime(runtime: ToolRuntime): void {
   defaultRuntime = runtime;
 }
 
+/**
+ * Puts back the process-wide runtime `runtime` replaced: when `runtime` is still the default, the next
+ * executeTool/trigger gets a fresh in-memory one. A closing application context calls this for its own runtime.
+ */
+export function releaseDefaultRuntime(runtime: ToolRuntime): void {
+  if (defaultRuntime === runtime) defaultRuntime = undefined;
+}
+
 /** executeTool on the default runtime. See ToolRuntime.executeTool. */
 export function executeTool(name: string, args: unknown, call: ToolCallContext): Promise<ToolCallOutcome> {
   return getDefaultRuntime().executeTool(name, args, call);
