@@ -36,6 +36,32 @@ export interface ServerAppOptions {
   host?: string;
   /** Which Host and Origin hostnames `/mcp` accepts; default from `host` and the environment ({@link mcpHostPolicy}). */
   mcpHosts?: McpHostPolicy;
+  /**
+   * The URL clients reach the service at (e.g. `https://tools.example.com`), default TOOLHOST_PUBLIC_URL: the
+   * OAuth protected-resource metadata and the `WWW-Authenticate` hint of `/mcp` name it instead of the request's
+   * Host. Unset: they use the request's origin, and only for a Host that `/mcp` accepts.
+   */
+  publicUrl?: string;
+}
+
+/**
+ * The configured public URL without a trailing slash, or undefined when none is configured. Throws (at start) for a
+ * value that is not an absolute http(s) URL without query or fragment.
+ */
+export function parsePublicUrl(value: string | undefined): string | undefined {
+  if (value === undefined || value.trim() === "") return undefined;
+  let url: URL;
+  try {
+    url = new URL(value.trim());
+  } catch {
+    throw new Error(`TOOLHOST_PUBLIC_URL must be an absolute URL such as https://tools.example.com, not "${value}".`);
+  }
+  if ((url.protocol !== "http:" && url.protocol !== "https:") || url.search || url.hash || url.username) {
+    throw new Error(
+      `TOOLHOST_PUBLIC_URL must be an http(s) URL without credentials, query or fragment, not "${value}".`,
+    );
+  }
+  return `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
 }
 
 /**
@@ -165,13 +191,20 @@ export function createServerApp(ctx: AppContext, options: ServerAppOptions = {})
   // settings. A client binds a working directory per connection through a header, checked exactly like a chat's.
   const mcp = new McpHttpEndpoint(ctx.runtime, ctx.logger, ctx.approvals);
   ctx.onClose(() => mcp.close());
-  const metadataUrl = (requestUrl: string) => `${new URL(requestUrl).origin}/.well-known/oauth-protected-resource/mcp`;
-  const metadata = (c: { req: { url: string }; json: (body: object) => Response }) =>
-    c.json(protectedResourceMetadata(new URL(c.req.url).origin));
+  // URLs handed to clients never come from an unchecked Host header: the configured public URL, else the request's
+  // origin once the Host check of /mcp accepted it (a forged Host gets that check's 403, not a URL naming it).
+  const publicUrl = parsePublicUrl(options.publicUrl ?? process.env.TOOLHOST_PUBLIC_URL);
+  const origin = (requestUrl: string) => publicUrl ?? new URL(requestUrl).origin;
+  const metadataUrl = (requestUrl: string) => `${origin(requestUrl)}/.well-known/oauth-protected-resource/mcp`;
+  const hostPolicy = options.mcpHosts ?? mcpHostPolicy(options.host ?? "127.0.0.1");
+  const metadata = async (c: Context) =>
+    (publicUrl
+      ? undefined
+      : await mcpHostRejection(c.req.raw, { allowedHosts: hostPolicy.allowedHosts, allowedOrigins: null })) ??
+    c.json(protectedResourceMetadata(origin(c.req.url)));
   app.get("/.well-known/oauth-protected-resource", metadata);
   app.get("/.well-known/oauth-protected-resource/mcp", metadata);
   // DNS-rebinding protection first: a page that re-pointed its name at this server gets nothing, not even a 401.
-  const hostPolicy = options.mcpHosts ?? mcpHostPolicy(options.host ?? "127.0.0.1");
   app.use("/mcp", async (c, next) => (await mcpHostRejection(c.req.raw, hostPolicy)) ?? next());
   app.use("/mcp", bearerAuth(ctx.tokens, { resourceMetadataUrl: metadataUrl }), limit);
   app.all("/mcp", (c) => {
