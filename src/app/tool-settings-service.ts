@@ -303,7 +303,7 @@ export class ToolSettingsService {
           expected !== undefined &&
           (typeof expected === "number" ? expected !== current : !expected.includes(current))
         ) {
-          throw new SettingsVersionConflictError(toolName, options.ifMatch, saved?.version ?? 0);
+          throw new SettingsVersionConflictError(toolName, expected, current);
         }
         old = {
           enabled: typeof saved?.enabled === "boolean" ? saved.enabled : null,
