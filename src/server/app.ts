@@ -25,7 +25,7 @@ import { mcpServerRoutes } from "./routes/mcp-servers.js";
 import { settingsRoutes } from "./routes/settings.js";
 import { toolRoutes } from "./routes/tools.js";
 import { SETTINGS_PAGE_HTML } from "./settings-page.js";
-import { finishUnreadBody } from "./unread-body.js";
+import { bodyDeadline, bodyTimeoutMs, finishUnreadBody } from "./unread-body.js";
 
 /** Options of {@link createServerApp}. */
 export interface ServerAppOptions {
@@ -42,6 +42,8 @@ export interface ServerAppOptions {
    * Host. Unset: they use the request's origin, and only for a Host that `/mcp` accepts.
    */
   publicUrl?: string;
+  /** How long a request body may take to arrive after its headers, in ms (default TOOLHOST_BODY_TIMEOUT_SECONDS, 30 s). */
+  bodyTimeoutMs?: number;
 }
 
 /**
@@ -76,6 +78,7 @@ export function createServerApp(ctx: AppContext, options: ServerAppOptions = {})
   ctx.runtime.processCwdFallback = (userId) => ctx.admins.isAdmin(userId);
 
   app.use("*", accessLog(ctx.logger));
+  app.use("*", bodyDeadline(options.bodyTimeoutMs ?? bodyTimeoutMs(process.env.TOOLHOST_BODY_TIMEOUT_SECONDS)));
   app.use("*", finishUnreadBody);
   app.onError((error, c) => {
     const response = errorResponse(c, error);
