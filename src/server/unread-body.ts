@@ -94,7 +94,10 @@ export function bodyDeadline(ms: number) {
     incoming.once("close", arrived);
     const handled = next().then(() => "handled" as const);
     try {
-      if ((await Promise.race([handled, expired])) === "handled" || incoming.complete) return await handled;
+      if ((await Promise.race([handled, expired])) === "handled" || incoming.complete) {
+        await handled;
+        return;
+      }
     } finally {
       clearTimeout(timer);
       incoming.off("end", arrived);
