@@ -210,12 +210,28 @@ export function createServerApp(ctx: AppContext, options: ServerAppOptions = {})
   // DNS-rebinding protection first: a page that re-pointed its name at this server gets nothing, not even a 401.
   app.use("/mcp", async (c, next) => (await mcpHostRejection(c.req.raw, hostPolicy)) ?? next());
   app.use("/mcp", bearerAuth(ctx.tokens, { resourceMetadataUrl: metadataUrl }), limit);
-  app.all("/mcp", (c) => {
+  app.all("/mcp", async (c) => {
     const userId = c.get("userId");
     const requested = c.req.header(WORKING_DIRECTORY_HEADER);
-    const workingDirectory = requested
-      ? ctx.binder.bind(requested, { userId, admin: ctx.admins.isAdmin(userId) })
-      : null;
+    let workingDirectory: string | null = null;
+    try {
+      if (requested) workingDirectory = ctx.binder.bind(requested, { userId, admin: ctx.admins.isAdmin(userId) });
+    } catch (error) {
+      if (!(error instanceof ToolError)) throw error;
+      // An MCP client reads JSON-RPC errors, not the REST error shape: name the header, like the Host check does.
+      return c.json(
+        {
+          jsonrpc: "2.0",
+          error: {
+            code: -32000,
+            message: `${WORKING_DIRECTORY_HEADER} refused (${error.code}): ${error.message}`,
+            data: { header: WORKING_DIRECTORY_HEADER, code: error.code },
+          },
+          id: null,
+        },
+        error.code === "access_denied" ? 403 : 400,
+      );
+    }
     return mcp.handle(c.req.raw, { userId, token: c.get("token"), workingDirectory });
   });
   return app;
