@@ -7,6 +7,7 @@
 import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ToolDefinition } from "../../src/core/types.js";
+import type { ChatCompletionUsageNumbers } from "../../src/providers/adapters/openai-chat.js";
 import {
   type ConversationMessage,
   createProviderAdapter,
@@ -536,7 +537,7 @@ describe("openai-chat usage: reasoning inside or beside completion_tokens, decid
     const events = await collect(
       adapter.stream({ model: "local", messages: [{ role: "user", content: "go" }], tools: TOOLS }),
     );
-    const reasoning = numbers.completion_tokens_details?.reasoning_tokens;
+    const reasoning = (numbers as ChatCompletionUsageNumbers).completion_tokens_details?.reasoning_tokens;
     expect(ofType(events, "usage")).toEqual([
       {
         type: "usage",
