@@ -232,6 +232,59 @@ describe("another user's resource answers exactly like a missing one", () => {
   });
 });
 
+/** Every (method, path) of the OpenAPI document. */
+function allRoutes(): { method: string; path: string }[] {
+  const doc = buildOpenApiDocument("test", { ...chatOpenApiPaths, ...approvalOpenApiPaths, ...agentOpenApiPaths }) as {
+    paths: Record<string, Record<string, unknown>>;
+  };
+  return Object.entries(doc.paths).flatMap(([path, ops]) =>
+    Object.keys(ops).map((method) => ({ method: method.toUpperCase(), path })),
+  );
+}
+
+const PUBLIC = new Set(["/api/health", "/api/openapi.json"]);
+
+describe("closed routes answer alike, whatever they would have found", () => {
+  /** The path with its parameters filled: a real id of alice's where there is one, a made-up one otherwise. */
+  const fill = (path: string, real: boolean) =>
+    path
+      .replace("{id}", real ? (owned[path.split("/")[2] ?? ""]?.[0]?.id ?? "tok") : randomUUID())
+      .replace("{user}", real ? "alice" : "nobody")
+      .replace("{toolName}", real ? "read_file" : "no_such_tool")
+      .replace("{name}", real ? "srv" : "no-such-server");
+
+  it.concurrent.each(allRoutes().filter((r) => !PUBLIC.has(r.path)))(
+    "$method $path: 401 without a token",
+    async ({ method, path }) => {
+      const answers = await Promise.all(
+        [true, false].map(async (real) => {
+          const res = await server.api(fill(path, real), { method, token: null });
+          return { status: res.status, code: ((await res.json()) as { error: { code: string } }).error.code };
+        }),
+      );
+      expect(answers).toEqual([
+        { status: 401, code: "unauthorized" },
+        { status: 401, code: "unauthorized" },
+      ]);
+    },
+  );
+
+  it.concurrent.each(allRoutes().filter((r) => r.path.startsWith("/api/admin/") || r.path === "/metrics"))(
+    "$method $path: 403 for a non-admin",
+    async ({ method, path }) => {
+      const answers = await Promise.all(
+        [true, false].map(async (real) => {
+          const res = await server.api(fill(path, real), { method, token: mallory });
+          const { error } = (await res.json()) as { error: { code: string; message: string } };
+          return { status: res.status, code: error.code, message: error.message };
+        }),
+      );
+      expect(answers[0]).toMatchObject({ status: 403, code: "access_denied" });
+      expect(answers[1]).toEqual(answers[0]);
+    },
+  );
+});
+
 describe("malformed queries and user ids", () => {
   it.concurrent.each([
     ["GET", "/api/chats?limit=abc"],
