@@ -218,6 +218,22 @@ describe("another user's resource answers exactly like a missing one", () => {
     }
   });
 
+  it("ids in bodies too: the tool-execute route with alice's approval or chat answers like with a missing one", async () => {
+    const execute = async (extra: Record<string, string>) => {
+      const res = await server.api("/api/tools/read_file/execute", {
+        method: "POST",
+        token: mallory,
+        json: { arguments: { path: "/etc/hostname" }, ...extra },
+      });
+      const body = JSON.stringify(await res.json());
+      return { status: res.status, body: Object.values(extra).reduce((t, id) => t.split(id).join("<id>"), body) };
+    };
+    for (const { id } of owned.approvals ?? [])
+      expect(await execute({ approvalId: id })).toEqual(await execute({ approvalId: randomUUID() }));
+    for (const { id } of owned.chats ?? [])
+      expect(await execute({ chatId: id })).toEqual(await execute({ chatId: randomUUID() }));
+  });
+
   it("the fixtures are real: alice reaches her resources", async () => {
     for (const [kind, resources] of Object.entries(owned)) {
       const readable = kind === "agents" ? resources.filter((r) => r.label !== "root agent") : resources;
