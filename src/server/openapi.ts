@@ -201,7 +201,10 @@ export function buildOpenApiDocument(
             { name: "user", in: "query", schema: { type: "string" } },
             { name: "limit", in: "query", schema: { type: "integer", minimum: 1, maximum: 1000 } },
           ],
-          responses: { 200: { description: "Entries", content: json(AuditListResponse) }, 400: error("Invalid limit") },
+          responses: {
+            200: { description: "Entries", content: json(AuditListResponse) },
+            400: error("Invalid query: limit, kind, since, until or user"),
+          },
         },
       },
       "/api/admin/users/{user}/settings/tools": {
