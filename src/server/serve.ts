@@ -76,7 +76,7 @@ export async function startServer(ctx: AppContext, options: StartServerOptions =
   if (!isLoopbackHost(host) && !process.env.TOOLHOST_MCP_ALLOWED_HOSTS) {
     ctx.logger.warn(
       { host },
-      "bound to a non-loopback address: /mcp accepts any Host header; set TOOLHOST_MCP_ALLOWED_HOSTS to the names clients use (DNS-rebinding protection)",
+      "bound to a non-loopback address: /mcp accepts any Host header; set TOOLHOST_MCP_ALLOWED_HOSTS to the names clients use (DNS-rebinding protection), and TOOLHOST_PUBLIC_URL to the URL they reach the service at",
     );
   }
   const headersTimeout = headersTimeoutMs(process.env.TOOLHOST_HEADERS_TIMEOUT_SECONDS);
