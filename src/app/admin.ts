@@ -4,6 +4,17 @@
  */
 import { readConfig } from "../core/config.js";
 
+/** User ids: 1–128 letters, digits, or `. _ @ -` (the same rule everywhere a user is named: CLI, admin routes). */
+export const USER_ID_PATTERN = /^[A-Za-z0-9._@-]{1,128}$/;
+
+/** Whether `value` is a valid user id ({@link USER_ID_PATTERN}, and not only dots). */
+export function isUserId(value: string): boolean {
+  return USER_ID_PATTERN.test(value) && !/^\.+$/.test(value);
+}
+
+/** What a malformed user id is told, wherever it is named (CLI `--user`, the admin routes' `:user` and `?user=`). */
+export const USER_ID_RULE = "use 1–128 letters, digits, or . _ @ - (not only dots)";
+
 /** The admin rule of one application context. */
 export interface AdminRule {
   /** Whether `userId` is an admin. */

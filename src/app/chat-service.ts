@@ -207,7 +207,9 @@ export class ChatService {
    * while a turn of it runs in this process (cancel the turn first).
    */
   async deleteChat(userId: string, chatId: string): Promise<boolean> {
-    if (this.#running.has(chatId)) {
+    // Ownership before state: another user's running chat answers like a missing one (false, a 404), never
+    // chat_busy, which would tell them the id exists.
+    if (this.#running.has(chatId) && (await this.#chats.get(userId, chatId))) {
       throw new ChatBusyError(
         `Chat ${chatId} is running a turn; cancel it (or wait for it to finish) before deleting.`,
       );

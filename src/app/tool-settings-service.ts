@@ -141,8 +141,11 @@ function unavailable(tool: RegisteredTool, services: Record<string, unknown>): {
 export interface UpdateToolSettingsOptions {
   /** The caller is an admin: may change adminOnly values and locked keys; what they set is locked for the user. */
   admin: boolean;
-  /** Apply only if the stored version (the ETag) is still this one; else SettingsVersionConflictError. */
-  ifMatch?: number;
+  /**
+   * Apply only if the stored version (the ETag) is still this one (or one of these; an empty list never matches);
+   * else SettingsVersionConflictError.
+   */
+  ifMatch?: number | readonly number[];
   /** Who makes the change, for the audit (default: the user whose settings change). */
   actor?: string;
   /**
@@ -166,12 +169,16 @@ export class SettingsVersionConflictError extends BrandedError {
   static override readonly brand: symbol = errorBrand("SettingsVersionConflictError");
   constructor(
     readonly tool: string,
-    readonly expected: number,
+    readonly expected: number | readonly number[],
     readonly actual: number,
   ) {
-    super(
-      `The settings of "${tool}" changed since version ${expected} (now ${actual}); GET them again and retry with If-Match: "${actual}".`,
-    );
+    const since =
+      typeof expected === "number" || expected.length === 1
+        ? `changed since version ${expected}`
+        : expected.length === 0
+          ? "are not at a version If-Match names"
+          : `are at none of the versions ${expected.join(", ")}`;
+    super(`The settings of "${tool}" ${since} (now ${actual}); GET them again and retry with If-Match: "${actual}".`);
   }
 }
 
@@ -290,8 +297,13 @@ export class ToolSettingsService {
     const written = await this.store
       .modify(userId, toolName, (saved) => {
         oldVersion = saved?.version ?? 0;
-        if (options.ifMatch !== undefined && options.ifMatch !== (saved?.version ?? 0)) {
-          throw new SettingsVersionConflictError(toolName, options.ifMatch, saved?.version ?? 0);
+        const expected = options.ifMatch;
+        const current = saved?.version ?? 0;
+        if (
+          expected !== undefined &&
+          (typeof expected === "number" ? expected !== current : !expected.includes(current))
+        ) {
+          throw new SettingsVersionConflictError(toolName, expected, current);
         }
         old = {
           enabled: typeof saved?.enabled === "boolean" ? saved.enabled : null,

@@ -63,13 +63,8 @@ export function table(rows: string[][]): string {
     .join("\n");
 }
 
-/** User ids: 1–128 letters, digits, or `. _ @ -` (the same rule everywhere a user is named). */
-export const USER_ID_PATTERN = /^[A-Za-z0-9._@-]{1,128}$/;
-
-/** Whether `value` is a valid user id ({@link USER_ID_PATTERN}, and not only dots). */
-export function isUserId(value: string): boolean {
-  return USER_ID_PATTERN.test(value) && !/^\.+$/.test(value);
-}
+/** User ids: the one rule, owned by app/admin.ts (the CLI's options and the admin routes both check it). */
+export { isUserId, USER_ID_PATTERN } from "../app/admin.js";
 
 /**
  * Checks the `call` arguments text: a JSON object (or empty). Throws CliError (exit 2, a usage error) for

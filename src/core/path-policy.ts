@@ -550,6 +550,11 @@ export async function resolveAndValidatePath(
   // which may lie anywhere, asynchronously.
   const policy = await effectivePathPolicy(context);
   const { real, exists } = await realpathLoose(absolute, input, 0, argument).catch((error: unknown) => {
+    // A path that cannot be resolved (a link loop, a name too long, no permission on the way) is first judged
+    // where it is written: outside the allowed directories it answers access_denied like every other outside path,
+    // so its failure says nothing about what lies there.
+    const outside = policyRefusal(policy, absolute, absolute);
+    if (outside) throw accessDenied(input, outside, argument);
     throw pathSystemError(error, input, argument);
   });
   const ownSpill = options.purpose === "read" && isOwnSpillPath(context, absolute, real);

@@ -25,7 +25,7 @@ import { mcpServerRoutes } from "./routes/mcp-servers.js";
 import { settingsRoutes } from "./routes/settings.js";
 import { toolRoutes } from "./routes/tools.js";
 import { SETTINGS_PAGE_HTML } from "./settings-page.js";
-import { finishUnreadBody } from "./unread-body.js";
+import { bodyDeadline, bodyTimeoutMs, finishUnreadBody } from "./unread-body.js";
 
 /** Options of {@link createServerApp}. */
 export interface ServerAppOptions {
@@ -36,6 +36,34 @@ export interface ServerAppOptions {
   host?: string;
   /** Which Host and Origin hostnames `/mcp` accepts; default from `host` and the environment ({@link mcpHostPolicy}). */
   mcpHosts?: McpHostPolicy;
+  /**
+   * The URL clients reach the service at (e.g. `https://tools.example.com`), default TOOLHOST_PUBLIC_URL: the
+   * OAuth protected-resource metadata and the `WWW-Authenticate` hint of `/mcp` name it instead of the request's
+   * Host. Unset: they use the request's origin, and only for a Host that `/mcp` accepts.
+   */
+  publicUrl?: string;
+  /** How long a request body may take to arrive after its headers, in ms (default TOOLHOST_BODY_TIMEOUT_SECONDS, 30 s). */
+  bodyTimeoutMs?: number;
+}
+
+/**
+ * The configured public URL without a trailing slash, or undefined when none is configured. Throws (at start) for a
+ * value that is not an absolute http(s) URL without query or fragment.
+ */
+export function parsePublicUrl(value: string | undefined): string | undefined {
+  if (value === undefined || value.trim() === "") return undefined;
+  let url: URL;
+  try {
+    url = new URL(value.trim());
+  } catch {
+    throw new Error(`TOOLHOST_PUBLIC_URL must be an absolute URL such as https://tools.example.com, not "${value}".`);
+  }
+  if ((url.protocol !== "http:" && url.protocol !== "https:") || url.search || url.hash || url.username) {
+    throw new Error(
+      `TOOLHOST_PUBLIC_URL must be an http(s) URL without credentials, query or fragment, not "${value}".`,
+    );
+  }
+  return `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
 }
 
 /**
@@ -50,6 +78,7 @@ export function createServerApp(ctx: AppContext, options: ServerAppOptions = {})
   ctx.runtime.processCwdFallback = (userId) => ctx.admins.isAdmin(userId);
 
   app.use("*", accessLog(ctx.logger));
+  app.use("*", bodyDeadline(options.bodyTimeoutMs ?? bodyTimeoutMs(process.env.TOOLHOST_BODY_TIMEOUT_SECONDS)));
   app.use("*", finishUnreadBody);
   app.onError((error, c) => {
     const response = errorResponse(c, error);
@@ -165,21 +194,44 @@ export function createServerApp(ctx: AppContext, options: ServerAppOptions = {})
   // settings. A client binds a working directory per connection through a header, checked exactly like a chat's.
   const mcp = new McpHttpEndpoint(ctx.runtime, ctx.logger, ctx.approvals);
   ctx.onClose(() => mcp.close());
-  const metadataUrl = (requestUrl: string) => `${new URL(requestUrl).origin}/.well-known/oauth-protected-resource/mcp`;
-  const metadata = (c: { req: { url: string }; json: (body: object) => Response }) =>
-    c.json(protectedResourceMetadata(new URL(c.req.url).origin));
+  // URLs handed to clients never come from an unchecked Host header: the configured public URL, else the request's
+  // origin once the Host check of /mcp accepted it (a forged Host gets that check's 403, not a URL naming it).
+  const publicUrl = parsePublicUrl(options.publicUrl ?? process.env.TOOLHOST_PUBLIC_URL);
+  const origin = (requestUrl: string) => publicUrl ?? new URL(requestUrl).origin;
+  const metadataUrl = (requestUrl: string) => `${origin(requestUrl)}/.well-known/oauth-protected-resource/mcp`;
+  const hostPolicy = options.mcpHosts ?? mcpHostPolicy(options.host ?? "127.0.0.1");
+  const metadata = async (c: Context) =>
+    (publicUrl
+      ? undefined
+      : await mcpHostRejection(c.req.raw, { allowedHosts: hostPolicy.allowedHosts, allowedOrigins: null })) ??
+    c.json(protectedResourceMetadata(origin(c.req.url)));
   app.get("/.well-known/oauth-protected-resource", metadata);
   app.get("/.well-known/oauth-protected-resource/mcp", metadata);
   // DNS-rebinding protection first: a page that re-pointed its name at this server gets nothing, not even a 401.
-  const hostPolicy = options.mcpHosts ?? mcpHostPolicy(options.host ?? "127.0.0.1");
   app.use("/mcp", async (c, next) => (await mcpHostRejection(c.req.raw, hostPolicy)) ?? next());
   app.use("/mcp", bearerAuth(ctx.tokens, { resourceMetadataUrl: metadataUrl }), limit);
-  app.all("/mcp", (c) => {
+  app.all("/mcp", async (c) => {
     const userId = c.get("userId");
     const requested = c.req.header(WORKING_DIRECTORY_HEADER);
-    const workingDirectory = requested
-      ? ctx.binder.bind(requested, { userId, admin: ctx.admins.isAdmin(userId) })
-      : null;
+    let workingDirectory: string | null = null;
+    try {
+      if (requested) workingDirectory = ctx.binder.bind(requested, { userId, admin: ctx.admins.isAdmin(userId) });
+    } catch (error) {
+      if (!(error instanceof ToolError)) throw error;
+      // An MCP client reads JSON-RPC errors, not the REST error shape: name the header, like the Host check does.
+      return c.json(
+        {
+          jsonrpc: "2.0",
+          error: {
+            code: -32000,
+            message: `${WORKING_DIRECTORY_HEADER} refused (${error.code}): ${error.message}`,
+            data: { header: WORKING_DIRECTORY_HEADER, code: error.code },
+          },
+          id: null,
+        },
+        error.code === "access_denied" ? 403 : 400,
+      );
+    }
     return mcp.handle(c.req.raw, { userId, token: c.get("token"), workingDirectory });
   });
   return app;

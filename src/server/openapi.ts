@@ -155,7 +155,7 @@ export function buildOpenApiDocument(
               in: "header",
               required: false,
               description:
-                'Apply only if the stored settings still have this version (the ETag of a GET or PUT, e.g. "3"); 412 otherwise. Without it, each key is last-write-wins.',
+                'Apply only if the stored settings still have this version (the ETag of a GET or PUT, e.g. "3"; a list applies when one of them is current); 412 otherwise (weak tags never match). Without it, each key is last-write-wins.',
               schema: { type: "string" },
             },
           ],
@@ -201,7 +201,10 @@ export function buildOpenApiDocument(
             { name: "user", in: "query", schema: { type: "string" } },
             { name: "limit", in: "query", schema: { type: "integer", minimum: 1, maximum: 1000 } },
           ],
-          responses: { 200: { description: "Entries", content: json(AuditListResponse) }, 400: error("Invalid limit") },
+          responses: {
+            200: { description: "Entries", content: json(AuditListResponse) },
+            400: error("Invalid query: limit, kind, since, until or user"),
+          },
         },
       },
       "/api/admin/users/{user}/settings/tools": {

@@ -44,6 +44,22 @@ export interface RunningServer {
  */
 export const KEEP_ALIVE_TIMEOUT_MS = 65_000;
 
+/** How long a request's headers may take to arrive once its first byte did, by default: 20 s. */
+export const DEFAULT_HEADERS_TIMEOUT_MS = 20_000;
+
+/**
+ * The headers deadline of TOOLHOST_HEADERS_TIMEOUT_SECONDS (seconds, fractions allowed), else
+ * {@link DEFAULT_HEADERS_TIMEOUT_MS}. Throws (at start) for a value that is not a positive number.
+ */
+export function headersTimeoutMs(value: string | undefined): number {
+  if (value === undefined || value.trim() === "") return DEFAULT_HEADERS_TIMEOUT_MS;
+  const seconds = Number(value);
+  if (!Number.isFinite(seconds) || seconds <= 0) {
+    throw new Error(`TOOLHOST_HEADERS_TIMEOUT_SECONDS must be a positive number of seconds, not "${value}".`);
+  }
+  return Math.ceil(seconds * 1000);
+}
+
 /** Options of startServer. `port` 0 picks a free port. */
 export interface StartServerOptions {
   port?: number;
@@ -60,11 +76,21 @@ export async function startServer(ctx: AppContext, options: StartServerOptions =
   if (!isLoopbackHost(host) && ctx.config.mcpAllowedHosts === undefined) {
     ctx.logger.warn(
       { host },
-      "bound to a non-loopback address: /mcp accepts any Host header; set TOOLHOST_MCP_ALLOWED_HOSTS to the names clients use (DNS-rebinding protection)",
+      "bound to a non-loopback address: /mcp accepts any Host header; set TOOLHOST_MCP_ALLOWED_HOSTS to the names clients use (DNS-rebinding protection), and TOOLHOST_PUBLIC_URL to the URL they reach the service at",
     );
   }
+  const headersTimeout = headersTimeoutMs(process.env.TOOLHOST_HEADERS_TIMEOUT_SECONDS);
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, port: options.port ?? 8787, hostname: host }, () => resolve(s));
+    const s = serve(
+      {
+        fetch: app.fetch,
+        port: options.port ?? 8787,
+        hostname: host,
+        // Node checks headersTimeout only this often (30 s by default, which would stretch a 20 s deadline to 50 s).
+        serverOptions: { connectionsCheckingInterval: Math.min(1_000, Math.max(50, headersTimeout / 4)) },
+      },
+      () => resolve(s),
+    );
     s.once("error", reject);
   });
   const http = server as unknown as {
@@ -76,7 +102,9 @@ export async function startServer(ctx: AppContext, options: StartServerOptions =
   // Node's 5 s default let a busy server reset a kept-alive connection on which the client had already sent its next
   // request (the idle timer fires before the server reads it when the event loop lags): that request is lost.
   http.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
-  http.headersTimeout = KEEP_ALIVE_TIMEOUT_MS + 1_000;
+  // A request's headers must arrive within this of its first byte (an idle kept-alive connection is not a request:
+  // the keep-alive timeout governs it); its body has a deadline of its own (bodyDeadline in ./unread-body.ts).
+  http.headersTimeout = headersTimeout;
   const port = (server.address() as AddressInfo).port;
   // Expire unanswered approvals and resume turns whose process stopped while they waited.
   const stopSweeper = ctx.approvals.startSweeper();

@@ -54,3 +54,67 @@ async function discardRest(body: ReadableStream<Uint8Array> | null): Promise<boo
     reader.cancel().catch(() => {});
   }
 }
+
+/** How long a request's body may take to arrive, from its headers to its last byte, by default: 30 s. */
+export const DEFAULT_BODY_TIMEOUT_MS = 30_000;
+
+/**
+ * The body deadline of TOOLHOST_BODY_TIMEOUT_SECONDS (seconds, fractions allowed), else
+ * {@link DEFAULT_BODY_TIMEOUT_MS}. Throws (at start) for a value that is not a positive number.
+ */
+export function bodyTimeoutMs(value: string | undefined): number {
+  if (value === undefined || value.trim() === "") return DEFAULT_BODY_TIMEOUT_MS;
+  const seconds = Number(value);
+  if (!Number.isFinite(seconds) || seconds <= 0) {
+    throw new Error(`TOOLHOST_BODY_TIMEOUT_SECONDS must be a positive number of seconds, not "${value}".`);
+  }
+  return Math.ceil(seconds * 1000);
+}
+
+/**
+ * Hono middleware: a request whose body has not fully arrived `ms` after its headers is answered 408
+ * `request_timeout` with `Connection: close`, and the connection ends, whatever the route was doing with it (a
+ * slow client holds nothing longer than that). Node's own `requestTimeout` cannot do this: it is checked only every
+ * `connectionsCheckingInterval` (30 s) and is lifted to `headersTimeout` when that is larger, so the deadline has its
+ * own timer here. The route's own answer, if it comes later, goes nowhere. Runs under Node only (it needs `incoming`).
+ */
+export function bodyDeadline(ms: number) {
+  return async (c: Context, next: Next): Promise<void> => {
+    const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+    const declared = incoming?.headers["content-length"];
+    const hasBody =
+      (declared !== undefined && declared !== "0") || incoming?.headers["transfer-encoding"] !== undefined;
+    if (!incoming || incoming.complete || !hasBody) return next();
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<"expired">((resolve) => {
+      timer = setTimeout(() => resolve("expired"), ms);
+    });
+    const arrived = () => clearTimeout(timer);
+    incoming.once("end", arrived);
+    incoming.once("close", arrived);
+    const handled = next().then(() => "handled" as const);
+    try {
+      if ((await Promise.race([handled, expired])) === "handled" || incoming.complete) {
+        await handled;
+        return;
+      }
+    } finally {
+      clearTimeout(timer);
+      incoming.off("end", arrived);
+      incoming.off("close", arrived);
+    }
+    // The route still waits for the body: its eventual answer or failure is dropped.
+    handled.catch(() => {});
+    const seconds = ms / 1000;
+    c.res = c.json(
+      {
+        error: {
+          code: "request_timeout",
+          message: `The request body did not arrive within ${seconds} s of its headers (TOOLHOST_BODY_TIMEOUT_SECONDS); send it whole and promptly.`,
+        },
+      },
+      408,
+      { connection: "close" },
+    );
+  };
+}

@@ -83,6 +83,8 @@ describe("docs match the code", () => {
       "payload_too_large",
       "provider_not_configured",
       "chat_busy",
+      "request_timeout",
+      "precondition_failed",
     ]) {
       expect(readme).toContain(`\`${code}\``);
     }

@@ -128,6 +128,62 @@ describe("stacked @@ anchors", () => {
   });
 });
 
+describe("unified-diff hunk headers inside the envelope", () => {
+  it("are position hints: the hunk lands at the numbered place, even where its lines repeat", async () => {
+    put("m.py", PY);
+    await read("m.py");
+    // Lines 9–10 are Second.target; First.target (lines 2–3) has the same body and comes first.
+    await patch(
+      [
+        "*** Begin Patch",
+        "*** Update File: m.py",
+        "@@ -9,2 +9,2 @@",
+        "     def target(self):",
+        "-        return 1",
+        "+        return 42",
+        "*** End Patch",
+      ].join("\n"),
+    );
+    expect(get("m.py").split("\n")[2]).toBe("        return 1");
+    expect(get("m.py").split("\n")[9]).toBe("        return 42");
+  });
+
+  it("a wrong number still applies by context; a header with section text, stacked under an anchor, too", async () => {
+    put("a.txt", "one\ntwo\nthree\n");
+    await read("a.txt");
+    await patch(
+      ["*** Begin Patch", "*** Update File: a.txt", "@@ -40,3 +40,3 @@", " one", "-two", "+2", "*** End Patch"].join(
+        "\n",
+      ),
+    );
+    expect(get("a.txt")).toBe("one\n2\nthree\n");
+    put("m.py", PY);
+    await read("m.py");
+    await patch(
+      [
+        "*** Begin Patch",
+        "*** Update File: m.py",
+        "@@ class Second",
+        "@@ -1,2 +1,2 @@ def target(self):",
+        "-        return 1",
+        "+        return 7",
+        "*** End Patch",
+      ].join("\n"),
+    );
+    expect(get("m.py").split("\n")[9]).toBe("        return 7");
+    expect(parsePatch("*** Begin Patch\n*** Update File: a\n@@ -12,7 +12,8 @@\n-x\n+y\n*** End Patch")).toMatchObject([
+      { kind: "update", hunks: [{ oldStart: 12 }] },
+    ]);
+    expect(
+      (
+        parsePatch("*** Begin Patch\n*** Update File: a\n@@ -12,7 +12,8 @@\n-x\n+y\n*** End Patch")[0] as {
+          hunks: { anchors?: string[] }[];
+        }
+      ).hunks[0]?.anchors,
+    ).toBeUndefined();
+  });
+});
+
 describe("heredoc-wrapped patches", () => {
   it.each([
     ["apply_patch <<'EOF'", "EOF"],

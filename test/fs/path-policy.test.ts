@@ -142,6 +142,8 @@ describe("resolveAndValidatePath on real trees", () => {
     symlinkSync(join(proj, "src", "a.ts"), join(proj, "inner-link"));
     symlinkSync(join(proj, "loop-b"), join(proj, "loop-a"));
     symlinkSync(join(proj, "loop-a"), join(proj, "loop-b"));
+    symlinkSync(join(outside, "loop-d"), join(outside, "loop-c"));
+    symlinkSync(join(outside, "loop-c"), join(outside, "loop-d"));
   });
   afterAll(() => cleanup());
 
@@ -194,6 +196,16 @@ describe("resolveAndValidatePath on real trees", () => {
     const err = await resolveAndValidatePath("loop-a", ctx()).catch((e) => e);
     expect(err.code).toBe("validation_failed");
     expect(err.details.rule).toBe("symlink_loop");
+  });
+  it("a symlink loop outside the allowed directories answers exactly like any other outside path (no oracle)", async () => {
+    for (const [loop, plain] of [
+      [join(outside, "loop-c"), join(outside, "no-such-file")],
+      ["../proj-secrets/loop-c/x", "../proj-secrets/passwd"],
+    ] as const) {
+      const looping = await denied(loop, {}, "workingDirectory");
+      const other = await denied(plain, {}, "workingDirectory");
+      expect(looping.message.replace(loop, "<path>")).toBe(other.message.replace(plain, "<path>"));
+    }
   });
   it("allowedPaths replaces the working-directory root; restrictPaths false lifts it", async () => {
     await expect(

@@ -235,7 +235,9 @@ describe("cancelling a long shell call over HTTP", () => {
     expect(cancel.status).toBe(202);
     await eventually(() => !alive(pid), 2000, "the shell process to be gone");
     await expectAbortedAudit(s);
-    await call.then((r) => r.text()).catch(() => "");
+    // The cancelled request gets no response: its stream ends without one (clients log "unknown message ID").
+    const stream = await call.then((r) => r.text()).catch(() => "");
+    expect(stream).not.toMatch(/"id":41/);
   });
 
   it("another token's cancellation with the same request id does not touch the call", async () => {
@@ -302,5 +304,54 @@ describe("cancelling a long shell call over HTTP", () => {
     await call;
     await eventually(() => !alive(pid), 2000, "the shell process to be gone");
     await expectAbortedAudit(s);
+  });
+});
+
+describe("protocol edges over HTTP", () => {
+  it("a refused working-directory header, invalid params and tools that cannot work for the caller", async () => {
+    const { s, work } = await startWithWork();
+    const mallory = (await s.ctx.tokens.create("mallory")).token;
+    const post = (token: string, body: unknown, headers: Record<string, string> = {}) =>
+      s.api("/mcp", {
+        method: "POST",
+        token,
+        headers: { accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18", ...headers },
+        json: body,
+      });
+    /** The JSON-RPC message of an answer, whether sent as JSON or as one SSE event. */
+    const message = async (res: Response) => {
+      const text = await res.text();
+      return JSON.parse(text.startsWith("{") ? text : (/^data: (.*)$/m.exec(text)?.[1] ?? "null"));
+    };
+    // A non-admin binding a directory outside the chat roots (none configured): a JSON-RPC error naming the header.
+    const refused = await post(
+      mallory,
+      { jsonrpc: "2.0", id: 1, method: "tools/list" },
+      {
+        "Toolhost-Working-Directory": work,
+      },
+    );
+    expect(refused.status).toBe(403);
+    const error = await message(refused);
+    expect(error).toMatchObject({
+      jsonrpc: "2.0",
+      error: { code: -32000, data: { header: "Toolhost-Working-Directory" } },
+    });
+    expect(error.error.message).toMatch(/^Toolhost-Working-Directory refused \(access_denied\)/);
+    // Invalid params: -32602 on every method, in words, not raw validator output.
+    for (const [method, params] of [
+      ["tools/list", { cursor: 5 }],
+      ["tools/call", { name: 5 }],
+    ] as const) {
+      const reply = await message(await post(s.token, { jsonrpc: "2.0", id: 2, method, params }));
+      expect(reply.error.code, method).toBe(-32602);
+      expect(reply.error.message).toMatch(new RegExp(`^Invalid params for ${method}: params\\.`));
+      expect(reply.error.message).not.toContain('"expected"');
+    }
+    // The sub-agent tools need a chat turn's calling agent: not offered over MCP.
+    const list = await message(await post(s.token, { jsonrpc: "2.0", id: 3, method: "tools/list" }));
+    const names = (list.result.tools as { name: string }[]).map((t) => t.name);
+    expect(names).toContain("read_file");
+    expect(names.filter((n) => n.startsWith("agent_"))).toEqual([]);
   });
 });

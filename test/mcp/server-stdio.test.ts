@@ -80,6 +80,12 @@ describe("MCP over stdio: malformed requests", () => {
         ['{"jsonrpc":"2.0","id":6,"method":"tools/call"}', -32602, 6],
         ['{"jsonrpc":"2.0","id":7,"method":"no/such/method"}', -32601, 7],
         ['{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"no_such_tool","arguments":{}}}', -32602, 8],
+        // A `_meta` the SDK's schema refuses: its transport dropped the request without an answer.
+        ['{"jsonrpc":"2.0","id":21,"method":"tools/list","params":{"_meta":{"progressToken":{}}}}', -32602, 21],
+        ['{"jsonrpc":"2.0","id":22,"method":"ping","params":{"_meta":5}}', -32602, 22],
+        // Invalid params on a method other than tools/call: -32602 too (the SDK said -32603), readable.
+        ['{"jsonrpc":"2.0","id":23,"method":"tools/list","params":{"cursor":5}}', -32602, 23],
+        ['{"jsonrpc":"2.0","id":24,"method":"initialize","params":{"protocolVersion":5}}', -32602, 24],
       ];
       for (const [line, code, id] of cases) {
         server.send(line);
@@ -92,6 +98,8 @@ describe("MCP over stdio: malformed requests", () => {
       const list = await server.next();
       expect(list.id).toBe(9);
       const readFile = list.result.tools.find((t: { name: string }) => t.name === "read_file");
+      // The sub-agent tools need a chat turn's calling agent: never offered to an MCP client.
+      expect(list.result.tools.map((t: { name: string }) => t.name)).not.toContain("agent_spawn");
       expect(readFile.annotations.readOnlyHint).toBe(true);
       // This client declared no elicitation capability: an ask cannot reach its user, so the call is denied, with a
       // message naming the setting (the asking client is in "approval asks through elicitation" below).

@@ -7,6 +7,7 @@
 import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ToolDefinition } from "../../src/core/types.js";
+import type { ChatCompletionUsageNumbers } from "../../src/providers/adapters/openai-chat.js";
 import {
   type ConversationMessage,
   createProviderAdapter,
@@ -488,6 +489,63 @@ describe("openai-chat with OpenAI-compatible servers", () => {
     ]);
     expect(ofType(events, "usage")).toEqual([]);
     expect(events.at(-1)).toEqual({ type: "finish", reason: "tool_calls", providerReason: "stop" });
+  });
+});
+
+describe("openai-chat usage: reasoning inside or beside completion_tokens, decided from the response's numbers", () => {
+  it.each([
+    [
+      "OpenAI: reasoning inside completion_tokens",
+      {
+        prompt_tokens: 10,
+        completion_tokens: 50,
+        total_tokens: 60,
+        completion_tokens_details: { reasoning_tokens: 30 },
+      },
+      50,
+    ],
+    [
+      "a vendor counting reasoning beside completion_tokens",
+      {
+        prompt_tokens: 10,
+        completion_tokens: 20,
+        total_tokens: 60,
+        completion_tokens_details: { reasoning_tokens: 30 },
+      },
+      50,
+    ],
+    [
+      "no total, reasoning larger than completion_tokens",
+      { prompt_tokens: 10, completion_tokens: 20, completion_tokens_details: { reasoning_tokens: 30 } },
+      50,
+    ],
+    [
+      "no total, reasoning within completion_tokens",
+      { prompt_tokens: 10, completion_tokens: 50, completion_tokens_details: { reasoning_tokens: 30 } },
+      50,
+    ],
+    ["no reasoning reported", { prompt_tokens: 10, completion_tokens: 20, total_tokens: 30 }, 20],
+  ])("%s", async (_label, numbers, outputTokens) => {
+    const frame = (body: unknown) => `data: ${JSON.stringify(body)}\n\n`;
+    const base = { id: "c1", object: "chat.completion.chunk", created: 1, model: "local" };
+    const body =
+      frame({ ...base, choices: [{ index: 0, delta: { role: "assistant", content: "hi" }, finish_reason: null }] }) +
+      frame({ ...base, choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }) +
+      frame({ ...base, choices: [], usage: numbers }) +
+      "data: [DONE]\n\n";
+    const { adapter } = await setup("openai-chat", [{ kind: "raw", body }]);
+    const events = await collect(
+      adapter.stream({ model: "local", messages: [{ role: "user", content: "go" }], tools: TOOLS }),
+    );
+    const reasoning = (numbers as ChatCompletionUsageNumbers).completion_tokens_details?.reasoning_tokens;
+    expect(ofType(events, "usage")).toEqual([
+      {
+        type: "usage",
+        inputTokens: 10,
+        outputTokens,
+        ...(reasoning === undefined ? {} : { reasoningTokens: reasoning }),
+      },
+    ]);
   });
 });
 

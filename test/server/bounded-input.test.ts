@@ -13,6 +13,8 @@ import {
   TOOL_ARGUMENT_LIMITS,
 } from "../../src/core/json-limits.js";
 import { AUDIT_ARGUMENT_BOUNDS, redactBounded } from "../../src/core/redact.js";
+import { headersTimeoutMs } from "../../src/server/serve.js";
+import { bodyTimeoutMs } from "../../src/server/unread-body.js";
 import { memoryRuntime } from "../helpers/runtime.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 
@@ -152,6 +154,50 @@ describe("HTTP bodies", () => {
     expect(stalled.heads[0]).toMatch(/^HTTP\/1\.1 413 /);
     expect(stalled.heads[0]).toMatch(/^connection: close$/im);
     expect(stalled.closed).toBe(true);
+  });
+
+  it("a body that has not arrived within TOOLHOST_BODY_TIMEOUT_SECONDS ends the request: 408 request_timeout, connection closed", async () => {
+    // Read when the server's app is built: a short deadline for this server only (the default is 30 s).
+    process.env.TOOLHOST_BODY_TIMEOUT_SECONDS = "0.3";
+    process.env.TOOLHOST_HEADERS_TIMEOUT_SECONDS = "0.3";
+    server = await startTestServer();
+    const port = server.server.port;
+    const head = (method: string, path: string, framing: string) =>
+      `${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${server?.token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n${framing}\r\n\r\n`;
+    /** Sends a head and part of a body, then nothing more; resolves with what arrived once the server closed. */
+    const stall = (request: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect(port, "127.0.0.1");
+        let received = "";
+        socket.on("error", reject);
+        socket.on("data", (d) => {
+          received += d.toString("latin1");
+        });
+        socket.on("close", () => resolve(received));
+        socket.write(request);
+      });
+    const answers = await Promise.all([
+      // a declared length, half sent (readJsonBody waits on it);
+      stall(`${head("PUT", "/api/settings/tools/grep", "Content-Length: 100")}{"parameters":`),
+      // a chunked body whose last chunk never comes (the body limit's counting reader waits on it);
+      stall(`${head("POST", "/api/tools/glob/execute", "Transfer-Encoding: chunked")}5\r\n{"arg\r\n`),
+      // the MCP endpoint (the SDK's transport reads the body).
+      stall(`${head("POST", "/mcp", "Content-Length: 80")}{"jsonrpc":"2.0",`),
+    ]);
+    for (const answer of answers) {
+      expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+      expect(answer).toMatch(/^connection: close$/im);
+      expect(answer).toContain('"code":"request_timeout"');
+      expect(answer).toContain("TOOLHOST_BODY_TIMEOUT_SECONDS");
+    }
+    // Headers that never end: Node's own 408 once TOOLHOST_HEADERS_TIMEOUT_SECONDS pass (checked often enough).
+    expect(await stall(`GET /api/health HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nX-Slow: `)).toMatch(/^HTTP\/1\.1 408 /);
+    // A body that arrives in time is served as usual.
+    const ok = await server.api("/api/settings/tools/grep", { method: "PUT", json: { parameters: {} } });
+    expect(ok.status).toBe(200);
+    expect(() => bodyTimeoutMs("0")).toThrow(/TOOLHOST_BODY_TIMEOUT_SECONDS/);
+    expect(bodyTimeoutMs(undefined)).toBe(30_000);
+    expect(() => headersTimeoutMs("never")).toThrow(/TOOLHOST_HEADERS_TIMEOUT_SECONDS/);
   });
 
   it("the server-wide body cap (TOOLHOST_MAX_BODY_BYTES) refuses a body over it, declared or chunked; a chunked body within it is read", async () => {

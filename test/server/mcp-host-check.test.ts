@@ -6,6 +6,7 @@ import { request } from "node:http";
 import { localhostAllowedHostnames, localhostAllowedOrigins } from "@modelcontextprotocol/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isLoopbackHost, LOOPBACK_HOSTNAMES, mcpHostPolicy } from "../../src/mcp/server/host-check.js";
+import { createServerApp, parsePublicUrl } from "../../src/server/app.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 
 let server: TestServer;
@@ -15,15 +16,19 @@ beforeAll(async () => {
 afterAll(() => server.stop());
 
 /** POSTs an MCP initialize to /mcp with exactly these Host/Origin headers (node:http sends Host as given). */
-function post(headers: Record<string, string>): Promise<{ status: number; body: string }> {
+function post(
+  headers: Record<string, string>,
+  method = "POST",
+  path = "/mcp",
+): Promise<{ status: number; body: string }> {
   const url = new URL(`${server.server.url}/mcp`);
   return new Promise((resolve, reject) => {
     const req = request(
       {
         host: url.hostname,
         port: url.port,
-        path: "/mcp",
-        method: "POST",
+        path,
+        method,
         headers: {
           authorization: `Bearer ${server.token}`,
           "content-type": "application/json",
@@ -39,12 +44,14 @@ function post(headers: Record<string, string>): Promise<{ status: number; body: 
     );
     req.on("error", reject);
     req.end(
-      JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "initialize",
-        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
-      }),
+      method !== "POST"
+        ? undefined
+        : JSON.stringify({
+            jsonrpc: "2.0",
+            id: 1,
+            method: "initialize",
+            params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+          }),
     );
   });
 }
@@ -80,5 +87,38 @@ describe("/mcp Host and Origin check", () => {
         TOOLHOST_MCP_ALLOWED_ORIGINS: "*",
       }),
     ).toEqual({ allowedHosts: ["tools.example", "localhost"], allowedOrigins: null });
+  });
+});
+
+describe("URLs the server hands out never come from an unchecked Host header", () => {
+  it("the protected-resource metadata names an accepted Host's origin; a forged Host gets the /mcp check's 403", async () => {
+    const port = new URL(server.server.url).port;
+    for (const path of ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"]) {
+      const own = await post({ host: `localhost:${port}` }, "GET", path);
+      expect(own.status).toBe(200);
+      expect(JSON.parse(own.body).resource).toBe(`http://localhost:${port}/mcp`);
+      const forged = await post({ host: `attacker.example:${port}` }, "GET", path);
+      expect(forged.status).toBe(403);
+      expect(forged.body).toMatch(/TOOLHOST_MCP_ALLOWED_HOSTS/);
+      expect(forged.body).not.toMatch(/"resource"/);
+    }
+    // The 401 challenge of /mcp points at metadata on an accepted name only (the Host check runs first).
+    const unauthenticated = await post({ host: `attacker.example:${port}`, authorization: "Bearer nope" });
+    expect(unauthenticated.status).toBe(403);
+  });
+
+  it("with a configured public URL, the metadata and the 401 challenge name it whatever the Host", async () => {
+    const app = createServerApp(server.ctx, { publicUrl: "https://tools.example.com/" });
+    const metadata = await app.request("http://attacker.example/.well-known/oauth-protected-resource/mcp");
+    expect(metadata.status).toBe(200);
+    expect(((await metadata.json()) as { resource: string }).resource).toBe("https://tools.example.com/mcp");
+    const challenge = await app.request("http://localhost/mcp", { method: "POST", headers: { host: "localhost" } });
+    expect(challenge.status).toBe(401);
+    expect(challenge.headers.get("www-authenticate")).toContain(
+      'resource_metadata="https://tools.example.com/.well-known/oauth-protected-resource/mcp"',
+    );
+    expect(parsePublicUrl("https://example.com/prefix/")).toBe("https://example.com/prefix");
+    for (const bad of ["tools.example.com", "ftp://x", "https://x/?q=1", "https://u:p@x"])
+      expect(() => parsePublicUrl(bad), bad).toThrow(/TOOLHOST_PUBLIC_URL/);
   });
 });

@@ -59,7 +59,7 @@ export class McpHttpEndpoint {
   readonly #runtime: ToolRuntime;
   readonly #logger: Logger | undefined;
   readonly #handlers = new Map<string, Promise<McpHttpHandler>>();
-  readonly #inFlight = new Map<string, AbortController>();
+  readonly #inFlight = new Map<string, { controller: AbortController; cancel(reason?: Error): void }>();
   readonly #unsubscribe: () => void;
 
   readonly #approvals: ApprovalService | undefined;
@@ -100,7 +100,7 @@ export class McpHttpEndpoint {
   /** Aborts every running call and closes the handlers. */
   async close(): Promise<void> {
     this.#unsubscribe();
-    for (const controller of this.#inFlight.values()) controller.abort();
+    for (const { controller } of this.#inFlight.values()) controller.abort();
     await Promise.allSettled([...this.#handlers.values()].map(async (h) => (await h).close()));
     this.#handlers.clear();
   }
@@ -136,9 +136,19 @@ export class McpHttpEndpoint {
           bindingHint: BINDING_HINT,
           trackCall: (requestId, controller) => {
             const key = this.#key(extra, requestId);
-            this.#inFlight.set(key, controller);
+            const entry = {
+              controller,
+              // A cancelled request gets no response (the specification: the receiver should not answer one):
+              // closing this request's server instance aborts the SDK's own handling of it, so the result the
+              // aborted call still produces is dropped, and ends the request's response stream without an answer.
+              cancel: (reason?: Error) => {
+                controller.abort(reason);
+                void server.close().catch(() => {});
+              },
+            };
+            this.#inFlight.set(key, entry);
             return () => {
-              if (this.#inFlight.get(key) === controller) this.#inFlight.delete(key);
+              if (this.#inFlight.get(key) === entry) this.#inFlight.delete(key);
             };
           },
         });
@@ -147,7 +157,7 @@ export class McpHttpEndpoint {
           server.setNotificationHandler("notifications/cancelled", (notification) => {
             const key = this.#key(extra, notification.params.requestId);
             const reason = notification.params.reason;
-            this.#inFlight.get(key)?.abort(reason === undefined ? undefined : new Error(String(reason)));
+            this.#inFlight.get(key)?.cancel(reason === undefined ? undefined : new Error(String(reason)));
           });
         }
         return server;

@@ -6,13 +6,19 @@
  * - a line that is not JSON: `-32700` (parse error) with id null;
  * - JSON that is not a request, notification or response (a batch, a bare value, a missing or wrong `jsonrpc`,
  *   `method` or `id`): `-32600` (invalid request), with the request's id when it has a usable one;
- * - `params` that is not an object: `-32602` (invalid params).
+ * - `params` that is not an object, or a request's `params._meta` that fails the SDK's schema (which its transport
+ *   would drop silently): `-32602` (invalid params).
  *
  * Every request with an id thus gets a response. Invalid-params errors the SDK raises from its own validation are
  * reworded from raw validator output into one readable sentence (the details stay in `error.data.issues`).
  */
 import { PassThrough, type Readable, type Writable } from "node:stream";
-import type { JSONRPCMessage, Transport, TransportSendOptions } from "@modelcontextprotocol/server";
+import {
+  type JSONRPCMessage,
+  parseJSONRPCMessage,
+  type Transport,
+  type TransportSendOptions,
+} from "@modelcontextprotocol/server";
 import { StdioServerTransport, serveStdio } from "@modelcontextprotocol/server/stdio";
 import { createMcpServer, type McpSessionOptions, toolListFingerprint } from "./tool-server.js";
 
@@ -21,6 +27,16 @@ type JsonRpcErrorReply = { jsonrpc: "2.0"; id: string | number | null; error: { 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const usableId = (id: unknown): id is string | number =>
   typeof id === "string" || (typeof id === "number" && Number.isInteger(id));
+
+/** Whether the SDK's JSON-RPC message schema accepts a request carrying this `_meta`. */
+function sdkAcceptsMeta(method: string, meta: unknown): boolean {
+  try {
+    parseJSONRPCMessage({ jsonrpc: "2.0", id: 0, method, params: { _meta: meta } });
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /**
  * Checks one inbound line. Returns the error reply to send for a malformed message, or undefined when the line is
@@ -54,6 +70,16 @@ export function checkJsonRpcLine(line: string): JsonRpcErrorReply | undefined {
     }
     if ("params" in message && message.params !== undefined && !isRecord(message.params)) {
       return hasId ? reply(id, -32602, 'Invalid params: "params" must be an object.') : undefined;
+    }
+    // The SDK's transport drops a message whose `_meta` fails its schema without a word: a request would never be
+    // answered. Checked with the SDK's own message schema, so the rule is the SDK's.
+    const meta = isRecord(message.params) ? message.params._meta : undefined;
+    if (hasId && meta !== undefined && !sdkAcceptsMeta(message.method, meta)) {
+      return reply(
+        id,
+        -32602,
+        "Invalid params: params._meta does not match the MCP schema (an object; its progressToken, when present, a string or an integer; its io.modelcontextprotocol/related-task an object).",
+      );
     }
     return undefined;
   }

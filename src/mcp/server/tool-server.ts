@@ -10,6 +10,7 @@ import { createHash } from "node:crypto";
 import { type CallToolResult, ProtocolError, ProtocolErrorCode, Server, type Tool } from "@modelcontextprotocol/server";
 import { runGatedCall } from "../../app/approvals/one-off.js";
 import type { ApprovalResponder, ApprovalService } from "../../app/approvals/service.js";
+import { AGENT_TOOL_NAMES } from "../../core/agents.js";
 import type { ToolRuntime } from "../../core/runtime.js";
 import { deriveToolAnnotations } from "../../core/tool-annotations.js";
 import type { RegisteredTool, ToolDefinition } from "../../core/types.js";
@@ -98,11 +99,94 @@ export function toMcpTool(tool: RegisteredTool, definition: ToolDefinition): Too
   };
 }
 
+/**
+ * Tools that cannot work for an MCP caller, whatever its settings: the sub-agent tools need the calling agent of a
+ * chat turn (its lineage comes from the host, never the caller), which an MCP connection has not. Listing them
+ * would only offer calls that all answer `access_denied`.
+ */
+const NOT_FOR_MCP: ReadonlySet<string> = new Set(AGENT_TOOL_NAMES);
+
+/** The user's enabled tools an MCP client is offered: their registered tools and definitions, in order. */
+export async function mcpListedTools(
+  runtime: ToolRuntime,
+  userId: string,
+): Promise<{ tools: RegisteredTool[]; definitions: ToolDefinition[] }> {
+  const enabled = await runtime.getEnabledToolRuntime(userId);
+  const tools: RegisteredTool[] = [];
+  const definitions: ToolDefinition[] = [];
+  enabled.definitions.forEach((definition, i) => {
+    const tool = enabled.tools[i];
+    if (!tool || NOT_FOR_MCP.has(definition.name)) return;
+    tools.push(tool);
+    definitions.push(definition);
+  });
+  return { tools, definitions };
+}
+
 /** A stable digest of a user's enabled tool list (names, titles, descriptions, schemas) to notice changes. */
 export async function toolListFingerprint(runtime: ToolRuntime, userId: string): Promise<string> {
-  const { tools, definitions } = await runtime.getEnabledToolRuntime(userId);
+  const { tools, definitions } = await mcpListedTools(runtime, userId);
   const listed = definitions.map((d, i) => [d, tools[i]?.settings.title, tools[i]?.settings.annotations]);
   return createHash("sha256").update(JSON.stringify(listed)).digest("hex");
+}
+
+/** One schema issue as the SDK's validator reports it (zod). */
+type Issue = { path?: unknown[]; message?: string; code?: string; errors?: Issue[][] };
+
+/** The issues of raw validator output (a JSON list), or undefined when `text` is not that. */
+function validatorIssues(text: string): { head: string; issues: Issue[] } | undefined {
+  const match = /^([^[]*?):?\s*(\[[\s\S]*\])\s*$/.exec(text);
+  if (!match) return undefined;
+  try {
+    const issues: unknown = JSON.parse(match[2] as string);
+    if (!Array.isArray(issues) || !issues.every((i) => typeof i === "object" && i !== null && "message" in i))
+      return undefined;
+    return { head: (match[1] ?? "").trim(), issues: issues as Issue[] };
+  } catch {
+    return undefined;
+  }
+}
+
+/** One sentence per issue: where (`params.cursor`) and what is wrong; a union's first branch stands for it. */
+function describeIssues(issues: Issue[]): string {
+  return issues
+    .map((issue) => {
+      const inner = issue.code === "invalid_union" ? issue.errors?.[0]?.[0] : undefined;
+      const chosen = inner ?? issue;
+      const path = [...(issue.path ?? []), ...(inner?.path ?? [])].map(String);
+      return `${path.length > 0 ? path.join(".") : "params"}: ${chosen.message ?? "invalid"}`;
+    })
+    .join("; ");
+}
+
+/**
+ * The MCP SDK's Server, with one protocol rule made uniform: a request whose params fail the method's schema
+ * answers -32602 (invalid params) with a readable message on every method and transport (the SDK answers -32603
+ * with raw validator output outside tools/call). Everything else is the SDK's.
+ */
+class ToolhostMcpServer extends Server {
+  protected override _wrapHandler(
+    method: string,
+    handler: Parameters<Server["_wrapHandler"]>[1],
+  ): ReturnType<Server["_wrapHandler"]> {
+    const wrapped = super._wrapHandler(method, handler);
+    return async (request, ctx) => {
+      try {
+        return await wrapped(request, ctx);
+      } catch (error) {
+        const code = (error as { code?: unknown }).code;
+        const failed =
+          error instanceof Error && (code === undefined || code === ProtocolErrorCode.InvalidParams)
+            ? validatorIssues(error.message)
+            : undefined;
+        if (!failed) throw error;
+        throw new ProtocolError(
+          ProtocolErrorCode.InvalidParams,
+          `Invalid params for ${method}: ${describeIssues(failed.issues)}.`,
+        );
+      }
+    };
+  }
 }
 
 /**
@@ -112,13 +196,13 @@ export async function toolListFingerprint(runtime: ToolRuntime, userId: string):
  */
 export function createMcpServer(options: McpSessionOptions): Server {
   const { runtime, userId } = options;
-  const server = new Server(
+  const server = new ToolhostMcpServer(
     { name: "toolhost", title: "Toolhost", version: VERSION },
     { capabilities: { tools: { listChanged: true } }, instructions: serverInstructions(options) },
   );
 
   server.setRequestHandler("tools/list", async () => {
-    const { tools, definitions } = await runtime.getEnabledToolRuntime(userId);
+    const { tools, definitions } = await mcpListedTools(runtime, userId);
     return { tools: definitions.map((definition, i) => toMcpTool(tools[i] as RegisteredTool, definition)) };
   });
 

@@ -139,14 +139,7 @@ export class OpenAIChatAdapter implements ProviderAdapter {
     let usage: { inputTokens: number; outputTokens: number; reasoningTokens?: number } | undefined;
     try {
       for await (const chunk of stream) {
-        if (chunk.usage) {
-          const reasoning = chunk.usage.completion_tokens_details?.reasoning_tokens;
-          usage = {
-            inputTokens: chunk.usage.prompt_tokens ?? 0,
-            outputTokens: chunk.usage.completion_tokens ?? 0,
-            ...(typeof reasoning === "number" ? { reasoningTokens: reasoning } : {}),
-          };
-        }
+        if (chunk.usage) usage = chatCompletionUsage(chunk.usage);
         const choice = chunk.choices?.[0];
         if (!choice) continue;
         const delta = choice.delta ?? {};
@@ -214,4 +207,41 @@ export class OpenAIChatAdapter implements ProviderAdapter {
       ...(reasoningText ? { providerData: { reasoningContent: reasoningText } } : {}),
     };
   }
+}
+
+/** The usage numbers of a Chat Completions response (OpenAI's shape; compatible servers fill it their own way). */
+export interface ChatCompletionUsageNumbers {
+  prompt_tokens?: number | null;
+  completion_tokens?: number | null;
+  total_tokens?: number | null;
+  completion_tokens_details?: { reasoning_tokens?: number | null } | null;
+}
+
+/**
+ * Normalized usage of a Chat Completions response, so that `outputTokens` means every generated token, reasoning
+ * included, on every server. OpenAI counts reasoning inside `completion_tokens`; some compatible servers count it
+ * beside it. Which one a response did is decided from its own numbers: reasoning counts outside when
+ * `total_tokens` equals prompt + completion + reasoning (and not prompt + completion), or, without a total, when
+ * the reasoning alone exceeds `completion_tokens` (it cannot be a part of it); otherwise inside, as OpenAI
+ * documents. `reasoningTokens` is the reasoning count as reported, when reported.
+ */
+export function chatCompletionUsage(usage: ChatCompletionUsageNumbers): {
+  inputTokens: number;
+  outputTokens: number;
+  reasoningTokens?: number;
+} {
+  const input = usage.prompt_tokens ?? 0;
+  const completion = usage.completion_tokens ?? 0;
+  const reasoning = usage.completion_tokens_details?.reasoning_tokens;
+  const total = usage.total_tokens;
+  let outside = false;
+  if (typeof reasoning === "number" && reasoning > 0) {
+    if (typeof total === "number" && total !== input + completion) outside = total === input + completion + reasoning;
+    else if (typeof total !== "number") outside = reasoning > completion;
+  }
+  return {
+    inputTokens: input,
+    outputTokens: outside ? completion + (reasoning ?? 0) : completion,
+    ...(typeof reasoning === "number" ? { reasoningTokens: reasoning } : {}),
+  };
 }

@@ -3,6 +3,7 @@
  * context's rule (app/admin.ts, TOOLHOST_ADMIN_USERS read once).
  */
 import { Hono } from "hono";
+import { isUserId, USER_ID_RULE } from "../../app/admin.js";
 import type { AppContext } from "../../app/context.js";
 import { TokenLookupError } from "../../storage/token-repository.js";
 import { type AuthEnv, HttpError, readJsonBody, sendJson } from "../http.js";
@@ -42,12 +43,24 @@ function timeParam(value: string | undefined, name: string): string | undefined 
   return new Date(ms).toISOString();
 }
 
+/** A user id named in a path or query: the CLI's rule, HttpError 400 `bad_request` otherwise. */
+function userParam(value: string | undefined, where: string): string | undefined {
+  if (value === undefined || value === "") return undefined;
+  if (!isUserId(value)) throw new HttpError(400, "bad_request", `${where} is not a user id: ${USER_ID_RULE}.`);
+  return value;
+}
+
 /** GET /api/admin/audit?user=&tool=&kind=&since=&until=&limit= (admins only; 403 otherwise). */
 export function adminRoutes(ctx: AppContext): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
   app.use("*", async (c, next) => {
     if (!ctx.admins.isAdmin(c.get("userId")))
       throw new HttpError(403, "access_denied", "Admin only: set TOOLHOST_ADMIN_USERS to grant access.");
+    await next();
+  });
+  // Every route about one user names a valid user id, whatever it does with it.
+  app.use("/users/:user/*", async (c, next) => {
+    userParam(c.req.param("user"), "The :user of the path");
     await next();
   });
   app.get("/audit", async (c) => {
@@ -59,7 +72,7 @@ export function adminRoutes(ctx: AppContext): Hono<AuthEnv> {
     if (kind !== undefined && kind !== "tool_call" && kind !== "settings_change")
       throw new HttpError(400, "bad_request", "kind must be tool_call or settings_change.");
     const entries = await ctx.audit.list({
-      userId: c.req.query("user") || undefined,
+      userId: userParam(c.req.query("user"), "user"),
       tool: c.req.query("tool") || undefined,
       kind,
       since: timeParam(c.req.query("since"), "since"),
@@ -83,11 +96,11 @@ export function adminRoutes(ctx: AppContext): Hono<AuthEnv> {
     return sendJson(c, UnlockResponse, { unlocked, tool: descriptor });
   });
   app.get("/tokens", async (c) =>
-    sendJson(c, TokenListResponse, { tokens: await ctx.tokens.list(c.req.query("user") || undefined) }),
+    sendJson(c, TokenListResponse, { tokens: await ctx.tokens.list(userParam(c.req.query("user"), "user")) }),
   );
   app.post("/tokens", async (c) => {
     const body = await readJsonBody<{ userId: string; label?: string }>(c, CreateTokenBody);
-    if (/^\.+$/.test(body.userId)) throw new HttpError(400, "bad_request", "userId may not be only dots.");
+    userParam(body.userId, "userId");
     const label = body.label ?? null;
     const issued = await ctx.tokens.create(body.userId, label);
     return sendJson(c, IssuedTokenResponse, { id: issued.id, userId: body.userId, label, token: issued.token }, 201);

@@ -133,7 +133,7 @@ export function agentRoutes(ctx: AppContext): Hono<AuthEnv> {
     const limitText = c.req.query("limit");
     const limit = limitText === undefined ? undefined : Number(limitText);
     if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 1000)) {
-      throw new HttpError(400, "validation_failed", "limit must be an integer from 1 to 1000.");
+      throw new HttpError(400, "bad_request", "limit must be an integer from 1 to 1000.");
     }
     const agents = await ctx.agents.list(c.get("userId"), { chatId: c.req.query("chatId") || undefined, limit });
     return c.json({ agents: agents.map(agentView) });

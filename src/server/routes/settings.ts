@@ -17,33 +17,47 @@ export function etag(version: number): string {
   return `"${version}"`;
 }
 
+/** A parsed `If-Match` list: the settings versions its strong tags name, and whether it held a weak tag. */
+export interface IfMatchCondition {
+  /** Versions named by strong tags of this server's form (`"3"`); other strong tags name no version. */
+  versions: number[];
+  /** A weak tag (`W/"3"`) was listed: it never matches under If-Match's strong comparison (RFC 9110 §13.1.1). */
+  weak: boolean;
+}
+
+/** One list element of If-Match: an entity-tag (RFC 9110 §8.8.3), or an empty element, then a comma or the end. */
+const ENTITY_TAG_ELEMENT = /[ \t]*(?:(W\/)?"([\x21\x23-\x7e\x80-\xff]*)")?[ \t]*(?:,|$)/y;
+
 /**
- * The version an `If-Match` header names, or undefined when absent or `*` (no precondition). Throws HttpError 400
- * for anything but one strong ETag this server issued (a quoted non-negative integer).
+ * The condition an `If-Match` header states, or undefined when absent or `*` (no precondition). A list of
+ * entity-tags is accepted (RFC 9110 §13.1.1); the update applies when one strong tag names the stored version, so a
+ * valid strong tag this server never issued (`"x"`), a weak tag or an old version each answer 412. Throws HttpError
+ * 400 `bad_request` only for a header that is not an entity-tag list (e.g. `3`, `W/3`, `"3"junk`).
  */
-export function parseIfMatch(header: string | undefined): number | undefined {
+export function parseIfMatch(header: string | undefined): IfMatchCondition | undefined {
   if (header === undefined) return undefined;
   const value = header.trim();
   if (value === "*") return undefined;
-  const entries = value.split(",").map((e) => e.trim());
-  const strong: number[] = [];
-  for (const entry of entries) {
-    const match = /^"(\d{1,15})"$/.exec(entry);
-    if (match) strong.push(Number(match[1]));
-    // A weak ETag never matches under If-Match's strong comparison (RFC 9110 §13.1.1): it only cannot succeed.
-    else if (!/^W\/"[^"]*"$/.test(entry)) {
+  const condition: IfMatchCondition = { versions: [], weak: false };
+  let tags = 0;
+  ENTITY_TAG_ELEMENT.lastIndex = 0;
+  while (ENTITY_TAG_ELEMENT.lastIndex < value.length) {
+    const at = ENTITY_TAG_ELEMENT.lastIndex;
+    const match = ENTITY_TAG_ELEMENT.exec(value);
+    if (!match || match.index !== at || ENTITY_TAG_ELEMENT.lastIndex === at) {
       throw new HttpError(
         400,
         "bad_request",
-        'If-Match must hold ETags as returned by GET /api/settings/tools/:toolName, e.g. If-Match: "3".',
+        'If-Match must be "*" or a list of entity-tags as returned in ETag by GET /api/settings/tools/:toolName, e.g. If-Match: "3".',
       );
     }
+    if (match[2] === undefined) continue;
+    tags++;
+    if (match[1]) condition.weak = true;
+    else if (/^\d{1,15}$/.test(match[2])) condition.versions.push(Number(match[2]));
   }
-  if (strong.length > 1) {
-    throw new HttpError(400, "bad_request", 'If-Match may name one strong ETag here, e.g. If-Match: "3".');
-  }
-  // No strong ETag left: the precondition cannot hold, so the update answers 412 (version -1 never exists).
-  return strong[0] ?? -1;
+  if (tags === 0) throw new HttpError(400, "bad_request", 'If-Match holds no entity-tag; send e.g. If-Match: "3".');
+  return condition;
 }
 
 /** Routes for per-user tool settings; errors propagate to the app's error handler (404, 422, 400). */
@@ -64,14 +78,18 @@ export function settingsRoutes(settings: ToolSettingsService, admins: AdminRule)
         admin: admins.isAdmin(userId),
         // A user's own change is never a lock on themself, admin or not.
         lock: false,
-        ...(ifMatch === undefined ? {} : { ifMatch }),
+        ...(ifMatch === undefined ? {} : { ifMatch: ifMatch.versions }),
       });
       c.header("ETag", etag(descriptor.version));
       return sendJson(c, ToolSettingsDescriptorSchema, descriptor);
     } catch (error) {
       if (error instanceof SettingsVersionConflictError) {
         c.header("ETag", etag(error.actual));
-        throw new HttpError(412, "precondition_failed", error.message, {
+        const weakOnly = ifMatch?.weak === true && ifMatch.versions.length === 0;
+        const message = weakOnly
+          ? `If-Match held only weak entity-tags (W/"…"), which never match under If-Match's strong comparison (RFC 9110 §13.1.1); send the strong ETag of a GET, now If-Match: "${error.actual}".`
+          : error.message;
+        throw new HttpError(412, "precondition_failed", message, {
           tool: error.tool,
           expected: error.expected,
           actual: error.actual,

@@ -93,6 +93,18 @@ export function parsePatch(patch: string, defaultPath?: string): FileOp[] {
   return parseUnified(lines, defaultPath);
 }
 
+/**
+ * The 1-based line where a unified-diff hunk header (`@@ -l,n +l,n @@`, text after it allowed) says the old side
+ * starts (`-l,0`, an insertion, starts after line l); undefined for any other `@@` line.
+ */
+function unifiedHunkStart(line: string): number | undefined {
+  const m = /^@@+ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@+/.exec(line);
+  if (!m) return undefined;
+  const start = Number(m[1]);
+  const count = m[2] === undefined ? 1 : Number(m[2]);
+  return count === 0 ? start + 1 : Math.max(1, start);
+}
+
 function parseEnvelope(all: string[], beginAt: number): FileOp[] {
   let endAt = all.length - 1;
   while (endAt > beginAt && all[endAt]!.trim() === "") endAt--;
@@ -127,7 +139,11 @@ function parseEnvelope(all: string[], beginAt: number): FileOp[] {
           current = newHunk();
           hunks.push(current);
         }
-        if (anchor) current.anchors = [...(current.anchors ?? []), anchor];
+        // A unified-diff header (`@@ -12,7 +12,8 @@`, models write it here too) is a position hint, as in a
+        // unified diff: the hunk is looked for there first, then by its context. Never an anchor text to find.
+        const start = unifiedHunkStart(line);
+        if (start !== undefined) current.oldStart = start;
+        else if (anchor) current.anchors = [...(current.anchors ?? []), anchor];
         continue;
       }
       if (!current) {
@@ -283,13 +299,9 @@ function parseUnified(lines: string[], defaultPath?: string): FileOp[] {
       fail("binary patches are not supported; write the file with write_file instead.");
     }
     if (line.startsWith("@@")) {
-      const m = /^@@+ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@+/.exec(line);
       const hunk: Hunk = { lines: [], oldNoEol: false, newNoEol: false, atEof: false };
-      if (m) {
-        const start = Number(m[1]);
-        const count = m[2] === undefined ? 1 : Number(m[2]);
-        hunk.oldStart = count === 0 ? start + 1 : Math.max(1, start);
-      }
+      const start = unifiedHunkStart(line);
+      if (start !== undefined) hunk.oldStart = start;
       i++;
       while (i < lines.length) {
         const l = lines[i]!;
