@@ -35,6 +35,9 @@ export const CONFIG_VARIABLES = {
   host: "TOOLHOST_HOST",
   spillTtlMs: "TOOLHOST_SPILL_TTL_DAYS",
   spillQuotaBytes: "TOOLHOST_SPILL_QUOTA_MB",
+  bodyTimeoutMs: "TOOLHOST_BODY_TIMEOUT_SECONDS",
+  headersTimeoutMs: "TOOLHOST_HEADERS_TIMEOUT_SECONDS",
+  publicUrl: "TOOLHOST_PUBLIC_URL",
 } as const satisfies Record<keyof ToolhostConfig, `TOOLHOST_${string}`>;
 
 /** Toolhost's configuration as read from the environment. Units are in the field names or their docs. */
@@ -85,6 +88,15 @@ export interface ToolhostConfig {
   readonly spillTtlMs: number | undefined;
   /** TOOLHOST_SPILL_QUOTA_MB (positive MiB) in bytes; undefined: the spill area's default. */
   readonly spillQuotaBytes: number | undefined;
+  /** TOOLHOST_BODY_TIMEOUT_SECONDS in milliseconds: a request body not arrived by then is answered 408; default 30 s. */
+  readonly bodyTimeoutMs: number;
+  /** TOOLHOST_HEADERS_TIMEOUT_SECONDS in milliseconds: the longest wait for a request's headers; default 20 s. */
+  readonly headersTimeoutMs: number;
+  /**
+   * TOOLHOST_PUBLIC_URL, the server's public base URL (an http(s) origin and path, no trailing slash), used where it
+   * names itself (OAuth protected-resource metadata); undefined: derived from accepted Host headers only.
+   */
+  readonly publicUrl: string | undefined;
 }
 
 /** A `TOOLHOST_*` variable is set to a value it cannot take (code `invalid_config`); the message names it. */
@@ -103,6 +115,28 @@ const MIB = 1024 * 1024;
 
 /** The default server-wide request body cap (bytes). */
 export const DEFAULT_MAX_BODY_BYTES = 16 * MIB;
+/** How long a request body may take to arrive after its headers, by default (ms). */
+export const DEFAULT_BODY_TIMEOUT_MS = 30_000;
+/** How long a request's headers may take to arrive, by default (ms). */
+export const DEFAULT_HEADERS_TIMEOUT_MS = 20_000;
+
+/**
+ * Parses a public base URL: an absolute http(s) URL without credentials, query or fragment, returned as origin plus
+ * path without a trailing slash; undefined for an empty value. Throws {@link ConfigError} otherwise.
+ */
+export function parsePublicUrl(value: string | undefined): string | undefined {
+  if (value === undefined || value.trim() === "") return undefined;
+  const expected = "an absolute http(s) URL without credentials, query or fragment, such as https://tools.example.com";
+  let url: URL;
+  try {
+    url = new URL(value.trim());
+  } catch {
+    throw new ConfigError(CONFIG_VARIABLES.publicUrl, expected, value);
+  }
+  if ((url.protocol !== "http:" && url.protocol !== "https:") || url.search || url.hash || url.username)
+    throw new ConfigError(CONFIG_VARIABLES.publicUrl, expected, value);
+  return `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
+}
 
 /**
  * Parses an admin-users list (comma-separated, blanks ignored). Unset means the default "local"; set but empty means
@@ -176,6 +210,9 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): ToolhostConfig
   const timeoutSeconds = number(env, V.approvalTimeoutMs, { min: 0, exclusive: true, expected: "positive seconds" });
   const ttlDays = number(env, V.spillTtlMs, { min: 0, exclusive: true, expected: "a positive number of days" });
   const quotaMb = number(env, V.spillQuotaBytes, { min: 0, exclusive: true, expected: "a positive number of MiB" });
+  const seconds = { min: 0, exclusive: true, expected: "a positive number of seconds" };
+  const bodySeconds = number(env, V.bodyTimeoutMs, seconds);
+  const headerSeconds = number(env, V.headersTimeoutMs, seconds);
   return Object.freeze({
     dataDir: dataDir === undefined ? undefined : resolve(dataDir),
     databaseUrl: text(env, V.databaseUrl),
@@ -207,5 +244,8 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): ToolhostConfig
     host: text(env, V.host) ?? "127.0.0.1",
     spillTtlMs: ttlDays === undefined ? undefined : ttlDays * DAY_MS,
     spillQuotaBytes: quotaMb === undefined ? undefined : quotaMb * MIB,
+    bodyTimeoutMs: bodySeconds === undefined ? DEFAULT_BODY_TIMEOUT_MS : Math.ceil(bodySeconds * 1000),
+    headersTimeoutMs: headerSeconds === undefined ? DEFAULT_HEADERS_TIMEOUT_MS : Math.ceil(headerSeconds * 1000),
+    publicUrl: parsePublicUrl(env[V.publicUrl]),
   });
 }

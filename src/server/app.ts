@@ -2,10 +2,12 @@
  * The HTTP service: Hono routes over the application services. Layers: routes → services (src/app) → registry, settings
  * policy, repositories.
  */
+
 import { type Context, Hono, type MiddlewareHandler, type Next } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { secureHeaders } from "hono/secure-headers";
 import type { AppContext } from "../app/context.js";
+import { parsePublicUrl } from "../core/config.js";
 import { ToolError } from "../core/errors.js";
 import { metricsRegistry } from "../core/metrics.js";
 import { createMcpClientManager, McpServersService } from "../mcp/client/index.js";
@@ -25,7 +27,7 @@ import { mcpServerRoutes } from "./routes/mcp-servers.js";
 import { settingsRoutes } from "./routes/settings.js";
 import { toolRoutes } from "./routes/tools.js";
 import { SETTINGS_PAGE_HTML } from "./settings-page.js";
-import { bodyDeadline, bodyTimeoutMs, finishUnreadBody } from "./unread-body.js";
+import { bodyDeadline, finishUnreadBody } from "./unread-body.js";
 
 /** Options of {@link createServerApp}. */
 export interface ServerAppOptions {
@@ -47,26 +49,6 @@ export interface ServerAppOptions {
 }
 
 /**
- * The configured public URL without a trailing slash, or undefined when none is configured. Throws (at start) for a
- * value that is not an absolute http(s) URL without query or fragment.
- */
-export function parsePublicUrl(value: string | undefined): string | undefined {
-  if (value === undefined || value.trim() === "") return undefined;
-  let url: URL;
-  try {
-    url = new URL(value.trim());
-  } catch {
-    throw new Error(`TOOLHOST_PUBLIC_URL must be an absolute URL such as https://tools.example.com, not "${value}".`);
-  }
-  if ((url.protocol !== "http:" && url.protocol !== "https:") || url.search || url.hash || url.username) {
-    throw new Error(
-      `TOOLHOST_PUBLIC_URL must be an http(s) URL without credentials, query or fragment, not "${value}".`,
-    );
-  }
-  return `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
-}
-
-/**
  * Builds the Hono app for a context. Every /api route but health and the OpenAPI document needs a bearer token.
  * Once the context starts closing, requests other than health answer 503 `shutting_down`.
  */
@@ -78,7 +60,7 @@ export function createServerApp(ctx: AppContext, options: ServerAppOptions = {})
   ctx.runtime.processCwdFallback = (userId) => ctx.admins.isAdmin(userId);
 
   app.use("*", accessLog(ctx.logger));
-  app.use("*", bodyDeadline(options.bodyTimeoutMs ?? bodyTimeoutMs(process.env.TOOLHOST_BODY_TIMEOUT_SECONDS)));
+  app.use("*", bodyDeadline(options.bodyTimeoutMs ?? ctx.config.bodyTimeoutMs));
   app.use("*", finishUnreadBody);
   app.onError((error, c) => {
     const response = errorResponse(c, error);
@@ -196,7 +178,7 @@ export function createServerApp(ctx: AppContext, options: ServerAppOptions = {})
   ctx.onClose(() => mcp.close());
   // URLs handed to clients never come from an unchecked Host header: the configured public URL, else the request's
   // origin once the Host check of /mcp accepted it (a forged Host gets that check's 403, not a URL naming it).
-  const publicUrl = parsePublicUrl(options.publicUrl ?? process.env.TOOLHOST_PUBLIC_URL);
+  const publicUrl = options.publicUrl !== undefined ? parsePublicUrl(options.publicUrl) : ctx.config.publicUrl;
   const origin = (requestUrl: string) => publicUrl ?? new URL(requestUrl).origin;
   const metadataUrl = (requestUrl: string) => `${origin(requestUrl)}/.well-known/oauth-protected-resource/mcp`;
   const hostPolicy = options.mcpHosts ?? mcpHostPolicy(options.host ?? "127.0.0.1");

@@ -44,22 +44,6 @@ export interface RunningServer {
  */
 export const KEEP_ALIVE_TIMEOUT_MS = 65_000;
 
-/** How long a request's headers may take to arrive once its first byte did, by default: 20 s. */
-export const DEFAULT_HEADERS_TIMEOUT_MS = 20_000;
-
-/**
- * The headers deadline of TOOLHOST_HEADERS_TIMEOUT_SECONDS (seconds, fractions allowed), else
- * {@link DEFAULT_HEADERS_TIMEOUT_MS}. Throws (at start) for a value that is not a positive number.
- */
-export function headersTimeoutMs(value: string | undefined): number {
-  if (value === undefined || value.trim() === "") return DEFAULT_HEADERS_TIMEOUT_MS;
-  const seconds = Number(value);
-  if (!Number.isFinite(seconds) || seconds <= 0) {
-    throw new Error(`TOOLHOST_HEADERS_TIMEOUT_SECONDS must be a positive number of seconds, not "${value}".`);
-  }
-  return Math.ceil(seconds * 1000);
-}
-
 /** Options of startServer. `port` 0 picks a free port. */
 export interface StartServerOptions {
   port?: number;
@@ -79,7 +63,7 @@ export async function startServer(ctx: AppContext, options: StartServerOptions =
       "bound to a non-loopback address: /mcp accepts any Host header; set TOOLHOST_MCP_ALLOWED_HOSTS to the names clients use (DNS-rebinding protection), and TOOLHOST_PUBLIC_URL to the URL they reach the service at",
     );
   }
-  const headersTimeout = headersTimeoutMs(process.env.TOOLHOST_HEADERS_TIMEOUT_SECONDS);
+  const headersTimeout = ctx.config.headersTimeoutMs;
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const s = serve(
       {

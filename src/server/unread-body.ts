@@ -55,22 +55,6 @@ async function discardRest(body: ReadableStream<Uint8Array> | null): Promise<boo
   }
 }
 
-/** How long a request's body may take to arrive, from its headers to its last byte, by default: 30 s. */
-export const DEFAULT_BODY_TIMEOUT_MS = 30_000;
-
-/**
- * The body deadline of TOOLHOST_BODY_TIMEOUT_SECONDS (seconds, fractions allowed), else
- * {@link DEFAULT_BODY_TIMEOUT_MS}. Throws (at start) for a value that is not a positive number.
- */
-export function bodyTimeoutMs(value: string | undefined): number {
-  if (value === undefined || value.trim() === "") return DEFAULT_BODY_TIMEOUT_MS;
-  const seconds = Number(value);
-  if (!Number.isFinite(seconds) || seconds <= 0) {
-    throw new Error(`TOOLHOST_BODY_TIMEOUT_SECONDS must be a positive number of seconds, not "${value}".`);
-  }
-  return Math.ceil(seconds * 1000);
-}
-
 /**
  * Hono middleware: a request whose body has not fully arrived `ms` after its headers is answered 408
  * `request_timeout` with `Connection: close`, and the connection ends, whatever the route was doing with it (a

@@ -6,6 +6,7 @@
 import { request } from "node:http";
 import { connect } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { readConfig } from "../../src/core/config.js";
 import {
   checkValueLimits,
   SETTINGS_BODY_LIMITS,
@@ -13,8 +14,6 @@ import {
   TOOL_ARGUMENT_LIMITS,
 } from "../../src/core/json-limits.js";
 import { AUDIT_ARGUMENT_BOUNDS, redactBounded } from "../../src/core/redact.js";
-import { headersTimeoutMs } from "../../src/server/serve.js";
-import { bodyTimeoutMs } from "../../src/server/unread-body.js";
 import { memoryRuntime } from "../helpers/runtime.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 
@@ -195,9 +194,9 @@ describe("HTTP bodies", () => {
     // A body that arrives in time is served as usual.
     const ok = await server.api("/api/settings/tools/grep", { method: "PUT", json: { parameters: {} } });
     expect(ok.status).toBe(200);
-    expect(() => bodyTimeoutMs("0")).toThrow(/TOOLHOST_BODY_TIMEOUT_SECONDS/);
-    expect(bodyTimeoutMs(undefined)).toBe(30_000);
-    expect(() => headersTimeoutMs("never")).toThrow(/TOOLHOST_HEADERS_TIMEOUT_SECONDS/);
+    expect(() => readConfig({ TOOLHOST_BODY_TIMEOUT_SECONDS: "0" })).toThrow(/TOOLHOST_BODY_TIMEOUT_SECONDS/);
+    expect(readConfig({}).bodyTimeoutMs).toBe(30_000);
+    expect(() => readConfig({ TOOLHOST_HEADERS_TIMEOUT_SECONDS: "never" })).toThrow(/TOOLHOST_HEADERS_TIMEOUT_SECONDS/);
   });
 
   it("the server-wide body cap (TOOLHOST_MAX_BODY_BYTES) refuses a body over it, declared or chunked; a chunked body within it is read", async () => {

@@ -5,8 +5,9 @@
 import { request } from "node:http";
 import { localhostAllowedHostnames, localhostAllowedOrigins } from "@modelcontextprotocol/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parsePublicUrl } from "../../src/core/config.js";
 import { isLoopbackHost, LOOPBACK_HOSTNAMES, mcpHostPolicy } from "../../src/mcp/server/host-check.js";
-import { createServerApp, parsePublicUrl } from "../../src/server/app.js";
+import { createServerApp } from "../../src/server/app.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 
 let server: TestServer;
