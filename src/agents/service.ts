@@ -34,7 +34,8 @@ import type { AgentAwareGate } from "../loop/gate.js";
 import { runToolLoop } from "../loop/run-tool-loop.js";
 import { providerEntry } from "../providers/table.js";
 import type { ConversationMessage, ProviderAdapter, ProviderName } from "../providers/types.js";
-import type { AgentRecord, AgentRepository } from "../storage/agent-repository.js";
+import type { AgentRecord } from "../storage/agent-records.js";
+import type { AgentRepository } from "../storage/agent-repository.js";
 import { agentSpawnsTotal, agentsActive } from "./metrics.js";
 import type { AgentTemplate, AgentTemplateCatalog } from "./templates.js";
 

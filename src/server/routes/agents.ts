@@ -6,7 +6,7 @@ import { Hono } from "hono";
 import Type from "typebox";
 import { summarizeTemplate } from "../../agents/templates.js";
 import type { AppContext } from "../../app/context.js";
-import type { AgentRecord } from "../../storage/agent-repository.js";
+import type { AgentRecord } from "../../storage/agent-records.js";
 import { type AuthEnv, HttpError } from "../http.js";
 import { ErrorBody } from "../schemas.js";
 
