@@ -144,6 +144,7 @@ export const COMMAND_NAMES = [
   "doctor",
   "agents",
   "mcp-servers",
+  "data-sources",
   "mcp",
 ] as const;
 
