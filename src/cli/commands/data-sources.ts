@@ -68,7 +68,9 @@ export function registerDataSourcesCommand(program: Command): void {
         print(
           `Added ${added.name} (${added.dialect}, ${added.location}): ${result?.reachable ? `reachable, ${result.version}` : `unreachable — ${result?.error}`}`,
         );
-        print("Enable the tools for a user: toolhost settings set sql_query --enable (and sql_schema; -u USER for another user).");
+        print(
+          "Enable the tools for a user: toolhost settings set sql_query --enable (and sql_schema; -u USER for another user).",
+        );
         if (!result?.reachable) process.exitCode = 1;
       });
     });
