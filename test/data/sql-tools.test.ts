@@ -240,6 +240,15 @@ async function sqliteFixture(dir: string): Promise<Fixture> {
 const pgSkip = findPgBin() ? undefined : "PostgreSQL is not installed";
 const mariadbSkip = mariadbSkipReason();
 
+/** Resolves once `check` holds; fails after 5 s. */
+async function waitFor(check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error("condition not reached within 5 s");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 const cases: { name: string; skip: string | undefined; make: (dir: string) => Promise<Fixture> }[] = [
   { name: "PostgreSQL", skip: pgSkip, make: postgresFixture },
   { name: "MariaDB", skip: mariadbSkip, make: mysqlFixture },
@@ -411,8 +420,25 @@ for (const { name, skip, make } of cases) {
         }
         expect(left).toBe(0);
       }
-      // The source still answers afterwards.
-      expect(rows(await query("ro", "SELECT 2 AS two", {}, "short")).rows).toEqual([[2]]);
+      // The source still answers afterwards (SQLite: from a new worker process, the old one was killed).
+      expect(rows(await query("ro", "SELECT 2 AS two")).rows).toEqual([[2]]);
+    });
+
+    it("stops the statement on the server when the caller cancels", async () => {
+      const controller = new AbortController();
+      const sql = fixture.sleep.replace("marker_sleep", "marker_cancel");
+      const pending = runtime.executeTool(
+        "sql_query",
+        { source: "ro", sql },
+        { userId: "u1", signal: controller.signal },
+      );
+      if (fixture.running) await waitFor(async () => (await fixture.running?.("marker_cancel")) === 1);
+      controller.abort();
+      const outcome = await pending;
+      outputs.push(outcome);
+      expect(outcome.ok ? "ran" : outcome.error.code).toBe("aborted");
+      if (fixture.running) await waitFor(async () => (await fixture.running?.("marker_cancel")) === 0);
+      expect(rows(await query("ro", "SELECT 3 AS three")).rows).toEqual([[3]]);
     });
 
     it("names the source, never its URL or password, when it is unreachable", async () => {
