@@ -289,7 +289,7 @@ for (const { name, skip, make } of cases) {
 
     afterAll(async () => {
       // The password check covers everything the calls produced (results, errors, audit records, log lines).
-      const text = JSON.stringify([outputs, audit.entries, audit.events, logger.lines]);
+      const text = JSON.stringify([outputs, audit?.entries, audit?.events, logger?.lines]);
       for (const password of Object.values(PASSWORDS)) expect(text).not.toContain(password);
       await catalog?.close();
       await fixture?.close();

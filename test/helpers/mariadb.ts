@@ -138,8 +138,10 @@ export async function launchMariadb(): Promise<LaunchedMariadb> {
       try {
         const connection = await Promise.race([mysql.createConnection({ socketPath: socket, user: "root" }), exited]);
         try {
-          await connection.query(`CREATE USER 'toolhost'@'127.0.0.1' IDENTIFIED BY '${password}'`);
-          await connection.query("GRANT ALL PRIVILEGES ON *.* TO 'toolhost'@'127.0.0.1' WITH GRANT OPTION");
+          // One statement makes the account with its privileges: a test never sees it half made.
+          await connection.query(
+            `GRANT ALL PRIVILEGES ON *.* TO 'toolhost'@'127.0.0.1' IDENTIFIED BY '${password}' WITH GRANT OPTION`,
+          );
         } finally {
           await connection.end();
         }
@@ -182,7 +184,8 @@ export async function freshMariadbDatabase(): Promise<string> {
     } catch (error) {
       const code = (error as { code?: string }).code;
       // Still starting (global setup launched it in the background): refused, or the account is not made yet.
-      const starting = code === "ECONNREFUSED" || code === "ER_ACCESS_DENIED_ERROR";
+      const starting =
+        code === "ECONNREFUSED" || code === "ER_ACCESS_DENIED_ERROR" || code === "ER_DBACCESS_DENIED_ERROR";
       if (!starting || Date.now() > deadline) throw error;
       await new Promise((r) => setTimeout(r, 50));
     }
