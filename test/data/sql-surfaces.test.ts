@@ -21,28 +21,35 @@ import { startTestServer, type TestServer, tempDir } from "../helpers/server.js"
 
 const PASSWORD = `Sv-${Math.random().toString(36).slice(2, 10)}-pw`;
 
-/** A read-only account with PASSWORD on the suite's MariaDB (else PostgreSQL); its URL, or undefined without either. */
-async function serverSourceUrl(): Promise<string | undefined> {
+/**
+ * A read-only account with PASSWORD, with a table `t` of one row, on the suite's MariaDB and PostgreSQL (those
+ * installed): their URLs by source name.
+ */
+async function serverSources(): Promise<Record<string, string>> {
   const user = `surf_${Math.random().toString(36).slice(2, 8)}`;
+  const out: Record<string, string> = {};
   if (!mariadbSkipReason()) {
     const admin = await freshMariadbDatabase();
     const connection = await mysql.createConnection(admin);
     const database = new URL(admin).pathname.slice(1);
-    await connection.query(`CREATE TABLE t (id int)`);
+    await connection.query("CREATE TABLE t (id int)");
+    await connection.query("INSERT INTO t VALUES (1)");
     await connection.query(`CREATE USER '${user}'@'127.0.0.1' IDENTIFIED BY '${PASSWORD}'`);
     await connection.query(`GRANT SELECT ON \`${database}\`.* TO '${user}'@'127.0.0.1'`);
     await connection.end();
-    return admin.replace(/\/\/[^@]+@/, `//${user}:${PASSWORD}@`);
+    out.maria = admin.replace(/\/\/[^@]+@/, `//${user}:${PASSWORD}@`);
   }
   if (findPgBin()) {
     const admin = await freshPostgresDatabase();
     const client = new pg.Client({ connectionString: admin });
     await client.connect();
     await client.query(`CREATE ROLE ${user} LOGIN PASSWORD '${PASSWORD}'`);
+    await client.query("CREATE TABLE t (id int); INSERT INTO t VALUES (1)");
+    await client.query(`GRANT SELECT ON t TO ${user}`);
     await client.end();
-    return admin.replace("toolhost@", `${user}:${PASSWORD}@`);
+    out.pg = admin.replace("toolhost@", `${user}:${PASSWORD}@`);
   }
-  return undefined;
+  return out;
 }
 
 describe("SQL tools through the API, a chat, MCP and the CLI", () => {
@@ -52,7 +59,10 @@ describe("SQL tools through the API, a chat, MCP and the CLI", () => {
   let dir: string;
   let dbFile: string;
   let configFile: string;
+  let servers: Record<string, string> = {};
   let serverUrl: string | undefined;
+  /** Every source of the config file, each with a one-row table `t` (SQLite's is `items`, 100 rows). */
+  let every: string[];
   const seen: string[] = [];
 
   beforeAll(async () => {
@@ -63,11 +73,15 @@ describe("SQL tools through the API, a chat, MCP and the CLI", () => {
       "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT); WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 100) INSERT INTO items SELECT n, 'item ' || n FROM s;",
     );
     db.close();
+    servers = await serverSources();
+    serverUrl = servers.maria ?? servers.pg;
+    every = ["shop", ...Object.keys(servers)];
     configFile = join(dir, "config.json");
-    writeFileSync(
-      configFile,
-      JSON.stringify({ dataSources: { shop: { url: `sqlite:${dbFile}`, description: "The shop" } } }),
-    );
+    const dataSources: Record<string, { url: string; description?: string }> = {
+      shop: { url: `sqlite:${dbFile}`, description: "The shop" },
+    };
+    for (const [name, url] of Object.entries(servers)) dataSources[name] = { url };
+    writeFileSync(configFile, JSON.stringify({ dataSources }));
     fake = await startFakeProvider("openai", script);
     // The context reads the config file and provider credentials from the environment (restored after the file).
     Object.assign(process.env, {
@@ -75,7 +89,6 @@ describe("SQL tools through the API, a chat, MCP and the CLI", () => {
       OPENAI_API_KEY: "test-key",
       OPENAI_BASE_URL: fake.baseURL,
     });
-    serverUrl = await serverSourceUrl();
     server = await startTestServer({ dataDir: join(dir, "data") });
     for (const tool of ["sql_query", "sql_schema"]) {
       const enabled = await server.api(`/api/settings/tools/${tool}`, { method: "PUT", json: { enabled: true } });
@@ -119,21 +132,29 @@ describe("SQL tools through the API, a chat, MCP and the CLI", () => {
       sources: { name: string; origin: string; url: string }[];
     };
     expect(list.sources.map((s) => [s.name, s.origin])).toEqual([
-      ["shop", "config-file"],
+      ...every.map((name) => [name, "config-file"]),
       ["remote", "database"],
     ]);
+    expect(list.sources.find((s) => s.name === "remote")?.url).toContain(serverUrl ? ":***@" : "sqlite:");
     const tested = await server.api("/api/admin/data-sources/remote/test", { method: "POST" });
     const result = JSON.parse(await text(tested));
     expect(result).toMatchObject({ name: "remote", reachable: true, version: expect.any(String) });
 
-    const viaTool = await server.api("/api/tools/sql_query/execute", {
-      method: "POST",
-      json: { arguments: { source: "remote", sql: "SELECT 1 AS one" } },
-    });
-    expect(JSON.parse(await text(viaTool))).toMatchObject({ result: { rows: [[1]], truncated: false } });
+    for (const source of [...every, "remote"]) {
+      const viaTool = await server.api("/api/tools/sql_query/execute", {
+        method: "POST",
+        json: { arguments: { source, sql: "SELECT 1 AS one" } },
+      });
+      expect(JSON.parse(await text(viaTool)), source).toMatchObject({ result: { rows: [[1]], truncated: false } });
+      const schema = await server.api("/api/tools/sql_schema/execute", {
+        method: "POST",
+        json: { arguments: { source } },
+      });
+      expect(JSON.parse(await text(schema)), source).toMatchObject({ result: { source, tables: expect.any(Array) } });
+    }
     const write = await server.api("/api/tools/sql_query/execute", {
       method: "POST",
-      json: { arguments: { source: "remote", sql: "DROP TABLE t" } },
+      json: { arguments: { source: "remote", sql: serverUrl ? "DROP TABLE t" : "DROP TABLE items" } },
     });
     expect(await text(write)).toContain("access_denied");
 
@@ -150,12 +171,16 @@ describe("SQL tools through the API, a chat, MCP and the CLI", () => {
   });
 
   it("a chat's model queries a source with sql_query and sees the sources in the tool description", async () => {
+    const table = (source: string) => (source === "shop" ? "items" : "t");
     script.push(
       {
         kind: "tools",
-        calls: [{ name: "sql_query", arguments: { source: "shop", sql: "SELECT count(*) AS n FROM items" } }],
+        calls: every.map((source) => ({
+          name: "sql_query",
+          arguments: { source, sql: `SELECT count(*) AS n FROM ${table(source)}` },
+        })),
       },
-      (request) => ({ kind: "text", text: `Result: ${request.lastToolResults[0]?.content ?? "none"}` }),
+      (request) => ({ kind: "text", text: `Results: ${request.lastToolResults.map((r) => r.content).join(" | ")}` }),
     );
     const created = await server.api("/api/chats", {
       method: "POST",
@@ -170,8 +195,11 @@ describe("SQL tools through the API, a chat, MCP and the CLI", () => {
     const stream = new SseReader(response);
     await stream.until((e) => e.event === "done" || e.event === "error");
     expect(fake.failures).toEqual([]);
-    const toolResult = fake.requests.at(-1)?.lastToolResults[0]?.content ?? "";
-    expect(toolResult).toContain('"rows":[[100]]');
+    const results = fake.requests.at(-1)?.lastToolResults.map((r) => r.content) ?? [];
+    expect(results).toHaveLength(every.length);
+    expect(results[0]).toContain('"rows":[[100]]');
+    // MariaDB and PostgreSQL count as bigint: a string.
+    for (const result of results.slice(1)) expect(result).toContain('"rows":[["1"]]');
     const offered = fake.requests.at(-1)?.tools.find((t) => t.name === "sql_query");
     expect(offered?.description).toContain('"shop" (SQLite: The shop)');
   });
@@ -200,12 +228,16 @@ describe("SQL tools through the API, a chat, MCP and the CLI", () => {
         rows: [[1], [2], [3]],
         truncated: true,
       });
-      const refused = await client.callTool({
-        name: "sql_query",
-        arguments: { source: "shop", sql: "DELETE FROM items" },
-      });
-      expect(refused.isError).toBe(true);
-      expect(JSON.stringify(refused.content)).toContain("read-only");
+      for (const source of every) {
+        const one = await client.callTool({ name: "sql_query", arguments: { source, sql: "SELECT 1 AS one" } });
+        expect(one.isError, source).toBeFalsy();
+        const refused = await client.callTool({
+          name: "sql_query",
+          arguments: { source, sql: `DELETE FROM ${source === "shop" ? "items" : "t"}` },
+        });
+        expect(refused.isError, source).toBe(true);
+        expect(JSON.stringify(refused.content), source).toContain("read-only");
+      }
     } finally {
       await client.close();
     }
@@ -228,7 +260,7 @@ describe("SQL tools through the API, a chat, MCP and the CLI", () => {
     expect(added.stdout).toContain("Added remote");
     expect(added.stdout).toContain("reachable");
     const list = JSON.parse((await run(["data-sources", "list", "--json"])).stdout) as { sources: { name: string }[] };
-    expect(list.sources.map((s) => s.name)).toEqual(["shop", "remote"]);
+    expect(list.sources.map((s) => s.name)).toEqual([...every, "remote"]);
     const tested = await run(["data-sources", "test"]);
     expect(tested.code).toBe(0);
     expect(tested.stdout).toMatch(/shop \(sqlite, .*shop\.db\): reachable, 3\./);
@@ -243,11 +275,16 @@ describe("SQL tools through the API, a chat, MCP and the CLI", () => {
     expect(JSON.parse(called.stdout)).toMatchObject({ rows: [[100]] });
     const refused = await run(["call", "sql_query", JSON.stringify({ source: "nowhere", sql: "SELECT 1" })]);
     expect(refused.code).toBe(1);
-    expect(refused.stdout + refused.stderr).toContain('Available: "shop", "remote"');
+    const available = [...every, "remote"].map((n) => `"${n}"`).join(", ");
+    expect(refused.stdout + refused.stderr).toContain(`Available: ${available}.`);
+    for (const source of every) {
+      const one = await run(["call", "sql_query", JSON.stringify({ source, sql: "SELECT 1 AS one" })]);
+      expect(JSON.parse(one.stdout), source).toMatchObject({ rows: [[1]] });
+    }
 
     const doctor = await run(["doctor", "--json", "--no-mcp"]);
     const checks = (JSON.parse(doctor.stdout) as { checks: { id: string; status: string; detail: string }[] }).checks;
-    expect(checks.find((c) => c.id === "data.shop")).toMatchObject({ status: "ok" });
+    for (const source of every) expect(checks.find((c) => c.id === `data.${source}`)).toMatchObject({ status: "ok" });
     expect(checks.find((c) => c.id === "data.remote")?.detail).toMatch(/^reachable at /);
 
     expect((await run(["data-sources", "remove", "remote"])).code).toBe(0);
