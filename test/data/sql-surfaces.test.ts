@@ -164,6 +164,7 @@ describe("SQL tools through the API, a chat, MCP and the CLI", () => {
 
     const openapi = await text(await server.api("/api/openapi.json", { token: null }));
     expect(openapi).toContain("/api/admin/data-sources/{name}/test");
+    await text(await server.api("/api/settings/tools"));
     const audit = await text(await server.api("/api/admin/audit?limit=200"));
     for (const body of [...seen, audit, JSON.stringify((server.ctx.logger as { lines?: unknown }).lines ?? [])]) {
       expect(body).not.toContain(PASSWORD);

@@ -7,7 +7,7 @@
 import { registerTool } from "../../core/registry.js";
 import { defineTool, lazyExecute } from "../../core/settings-declaration.js";
 import type { EffectiveToolSettings, ToolDefinition } from "../../core/types.js";
-import { describeSources, SQL_MAX_ROWS, SQL_SETTINGS } from "../data/settings.js";
+import { describeSources, SQL_MAX_ROWS, SQL_QUERY_SETTINGS } from "../data/settings.js";
 
 const DESCRIPTION =
   "Runs ONE read-only SQL statement (SELECT, WITH, EXPLAIN, SHOW…) on a data source and returns {columns, rows, rowCount, truncated, durationMs}. Writes are refused by the database. Bind values with `params` instead of quoting them into the SQL: $1, $2… for PostgreSQL, ? for MySQL/MariaDB and SQLite. Values come back JSON-safe: big integers and decimals as strings, dates as ISO-8601 text, bytes as base64. Use sql_schema first to learn the tables.";
@@ -51,7 +51,7 @@ export const sqlQueryTool = defineTool({
     annotations: { readOnlyHint: true, destructiveHint: false, openWorldHint: false },
     enabledByDefault: false,
     canDisable: true,
-    parameterDescriptors: SQL_SETTINGS,
+    parameterDescriptors: SQL_QUERY_SETTINGS,
   },
   approval: { default: "allow" },
   execute: lazyExecute(() => import("../data/engine.js").then((m) => m.runSqlQuery)),

@@ -7,7 +7,7 @@
 import { registerTool } from "../../core/registry.js";
 import { defineTool, lazyExecute } from "../../core/settings-declaration.js";
 import type { EffectiveToolSettings, ToolDefinition } from "../../core/types.js";
-import { describeSources, SQL_SETTINGS } from "../data/settings.js";
+import { describeSources, SQL_SCHEMA_SETTINGS } from "../data/settings.js";
 
 const DESCRIPTION =
   "Lists the tables of a database the admin declared as a data source: columns (name, type, nullable) and row estimates; with `table`, also its indexes and foreign keys. Call it before writing SQL for sql_query.";
@@ -43,7 +43,7 @@ export const sqlSchemaTool = defineTool({
     annotations: { readOnlyHint: true, destructiveHint: false, openWorldHint: false },
     enabledByDefault: false,
     canDisable: true,
-    parameterDescriptors: SQL_SETTINGS,
+    parameterDescriptors: SQL_SCHEMA_SETTINGS,
   },
   approval: { default: "allow" },
   execute: lazyExecute(() => import("../data/engine.js").then((m) => m.runSqlSchema)),

@@ -40,8 +40,11 @@ export const SQL_ALLOWED_SOURCES: ToolParameterDescriptor = {
   adminOnly: true,
 };
 
-/** The SQL tools' own settings, in display order. */
-export const SQL_SETTINGS: ToolParameterDescriptor[] = [SQL_TIMEOUT_SECONDS, SQL_MAX_ROWS, SQL_ALLOWED_SOURCES];
+/** sql_query's own settings, in display order. */
+export const SQL_QUERY_SETTINGS: ToolParameterDescriptor[] = [SQL_TIMEOUT_SECONDS, SQL_MAX_ROWS, SQL_ALLOWED_SOURCES];
+
+/** sql_schema's own settings, in display order. */
+export const SQL_SCHEMA_SETTINGS: ToolParameterDescriptor[] = [SQL_TIMEOUT_SECONDS, SQL_ALLOWED_SOURCES];
 
 /** Whether the allowedSources setting `allowed` (empty: all) lets a user use the source `name`. */
 export function sourceAllowed(allowed: readonly string[], name: string): boolean {
