@@ -255,7 +255,13 @@ export class SqliteDriver implements DataDriver {
       request.signal,
       request.timeoutMs,
     );
-    return { ...result, rowCount: result.rows.length, durationMs: Math.round(performance.now() - started) };
+    return {
+      columns: result.columns,
+      rows: result.rows,
+      rowCount: result.rows.length,
+      truncated: result.truncated,
+      durationMs: Math.round(performance.now() - started),
+    };
   }
 
   schema(request: SchemaRequest): Promise<SchemaTable[]> {
