@@ -216,7 +216,10 @@ export class MysqlDriver implements DataDriver {
         const query = connection.query({ sql: request.sql, values: request.params, rowsAsArray: true });
         query.on("fields", (fields: mysql.FieldPacket[] | undefined) => {
           if (!fields) return;
-          columns = fields.map((f) => ({ name: f.name }));
+          columns = fields.map((f) => {
+            const type = (mysql.Types as unknown as Record<number, string | undefined>)[f.type ?? -1];
+            return type ? { name: f.name, type: type.toLowerCase() } : { name: f.name };
+          });
           dateColumns = fields.map((f) => DATETIME_TYPES.has(f.type ?? -1));
         });
         query.on("result", (row: unknown) => {
