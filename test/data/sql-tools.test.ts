@@ -177,6 +177,7 @@ async function mysqlFixture(): Promise<Fixture> {
       "SELECT 1 INTO OUTFILE '/tmp/toolhost-outfile-test'",
       "CREATE TEMPORARY TABLE intruder (a int)",
       "CREATE USER intruder",
+      "LOAD DATA LOCAL INFILE '/etc/hostname' INTO TABLE owners",
     ],
     close: () => admin.end(),
   };

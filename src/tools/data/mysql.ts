@@ -66,6 +66,8 @@ export class MysqlDriver implements DataDriver {
       idleTimeout: IDLE_CLOSE_MS,
       connectTimeout: CONNECT_TIMEOUT_MS,
       multipleStatements: false,
+      // The server may never ask this process for a local file (LOAD DATA LOCAL INFILE).
+      flags: ["-LOCAL_FILES"],
       supportBigNumbers: true,
       bigNumberStrings: true,
       dateStrings: true,
@@ -183,6 +185,8 @@ export class MysqlDriver implements DataDriver {
       case 1143: // ER_COLUMNACCESS_DENIED_ERROR
       case 1227: // ER_SPECIFIC_ACCESS_DENIED_ERROR
       case 1370: // ER_PROCACCESS_DENIED_ERROR
+      case 1148: // ER_NOT_ALLOWED_COMMAND (LOAD DATA LOCAL: local files are off)
+      case 4166: // MariaDB ER_LOAD_INFILE_CAPABILITY_DISABLED
         return readOnlyRefusal(this.source, message);
       case 1969: // MariaDB ER_STATEMENT_TIMEOUT
       case 3024: // MySQL ER_QUERY_TIMEOUT
