@@ -7,6 +7,7 @@
  */
 import { setMaxListeners } from "node:events";
 import { chooseDataDir, type DataDirSource } from "../core/data-dir.js";
+import { SpillArea } from "../core/output-spill.js";
 import { defaultRegistry, type ToolRegistryStore } from "../core/registry.js";
 import { configureDefaultRuntime, installationPaths, SHUTDOWN_GRACE_MS, ToolRuntime } from "../core/runtime.js";
 import { createLogger } from "../core/stores.js";
@@ -20,6 +21,8 @@ import {
   SqlToolSettingsStore,
   TokenRepository,
 } from "../storage/repositories.js";
+import { ServerSecretRepository } from "../storage/server-secrets.js";
+import { SqlSpillStore } from "../storage/spill-repository.js";
 import { type AdminRule, adminRule, parseAdminUsers } from "./admin.js";
 import { ApprovalService } from "./approvals/service.js";
 import { SqlImageStore } from "./sql-image-store.js";
@@ -100,7 +103,8 @@ export interface CoreWiring {
 /**
  * Opens the database (migrating it) and wires the runtime and the shared services. Process-wide effect: the
  * runtime becomes the default one (executeTool, trigger and getEnabledToolRuntime use it). Throws when the database
- * cannot open, MigrationError when a migration fails and SchemaDamageError when the schema was changed by hand.
+ * cannot open, MigrationError when a migration fails, SchemaDamageError when the schema was changed by hand and
+ * ApprovalKeyMismatchError when this data directory's approval key file disagrees with the database's key.
  * Close it with `context.close()`.
  */
 export async function openCoreContext(options: CoreContextOptions = {}): Promise<CoreWiring> {
@@ -119,7 +123,9 @@ export async function openCoreContext(options: CoreContextOptions = {}): Promise
     dataDir,
     // The database file is Toolhost's data even when TOOLHOST_DATABASE_URL puts it outside the data directory.
     protectedPaths: [dataDir, ...database.files, ...installationPaths()],
-    services: { ...options.services, imageStore: new SqlImageStore(database.db, dataDir) },
+    services: { ...options.services, imageStore: new SqlImageStore(database.db) },
+    // Spilled outputs live in the database, so every instance on it reads them.
+    spill: new SpillArea(dataDir, { store: new SqlSpillStore(database.db) }),
   });
   configureDefaultRuntime(runtime);
   const closeHooks: (() => Promise<void> | void)[] = [];
@@ -131,6 +137,13 @@ export async function openCoreContext(options: CoreContextOptions = {}): Promise
     dataDir,
     logger,
   });
+  try {
+    await approvals.loadSharedKey(new ServerSecretRepository(database.db));
+  } catch (error) {
+    await runtime.shutdown({ graceMs: 0 }).catch(() => {});
+    await database.close().catch(() => {});
+    throw error;
+  }
   const shutdown = new AbortController();
   setMaxListeners(0, shutdown.signal);
   const tracked = new Set<Promise<unknown>>();

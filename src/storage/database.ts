@@ -155,16 +155,46 @@ export interface ApprovalTurnsTable {
   updated_at: string;
 }
 
-/** Row of `images`: a generated image stored under the data directory, served to its owner. */
+/**
+ * Row of `images`: a generated image, served to its owner. Its bytes are in `data` (every instance on the database
+ * serves it); rows written before migration 0009 have `data` null and name a file under the data directory in `path`.
+ */
 export interface ImagesTable {
   id: string;
   user_id: string;
   chat_id: string | null;
-  /** Path relative to the data directory. */
+  /** Path relative to the data directory ("" when the bytes are in `data`). */
   path: string;
   mime_type: string;
   prompt: string;
   model: string | null;
+  created_at: string;
+  /** The image's bytes (null for an image stored as a file before migration 0009). */
+  data: Buffer | null;
+}
+
+/** Row of `spills`: the full output behind a cut tool result, named `spill:<id>`, read by its user's chat only. */
+export interface SpillsTable {
+  /** 24 lower-case hex digits. */
+  id: string;
+  user_id: string;
+  /** The chat whose call made it (null: a call outside a chat); only that chat reads it. */
+  chat_id: string | null;
+  tool: string;
+  field: string;
+  /** Bytes in `data`. */
+  size: number;
+  /** 1 when `data` is the whole output, 0 when it stopped at the size limit. */
+  complete: number;
+  data: Buffer;
+  /** ISO-8601; expiry counts from here. */
+  created_at: string;
+}
+
+/** Row of `server_secrets`: a secret every instance on the database shares (the approval key), hex. */
+export interface ServerSecretsTable {
+  name: string;
+  value: string;
   created_at: string;
 }
 
@@ -246,6 +276,8 @@ export interface DatabaseSchema {
   file_reads: FileReadsTable;
   audit_log: AuditLogTable;
   images: ImagesTable;
+  spills: SpillsTable;
+  server_secrets: ServerSecretsTable;
   approvals: ApprovalsTable;
   approval_turns: ApprovalTurnsTable;
   agents: AgentsTable;

@@ -84,7 +84,7 @@ describe("generate_image with OpenAI Images", () => {
       expect(image.url).toBe(`/api/images/${image.id}`);
       expect(image.path).toBe(join(data.dir, "images", "alice", `${image.id}.png`));
       expect(result.summary).toContain(image.url);
-      expect(readFileSync(image.path).equals(PNG_1x1)).toBe(true);
+      expect(readFileSync(image.path as string).equals(PNG_1x1)).toBe(true);
       expect(image.mimeType).toBe("image/png");
     }
     const indexes = [...result.images.map((i) => i.index), ...result.failures.map((f) => f.index)].sort();
@@ -195,7 +195,7 @@ describe("generate_image with Gemini image models", () => {
     }
     expect(result.provider).toBe("gemini");
     expect(result.images).toHaveLength(1);
-    expect(readFileSync(result.images[0]!.path).equals(PNG_1x1)).toBe(true);
+    expect(readFileSync(result.images[0]!.path as string).equals(PNG_1x1)).toBe(true);
     expect(result.failures[0]?.reason).toMatch(/IMAGE_SAFETY/);
     expect(events.map((e) => e.kind).sort()).toEqual(["image_failed", "image_generated"]);
   });
