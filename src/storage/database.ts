@@ -404,6 +404,10 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<T
     // pg is loaded only for PostgreSQL, so SQLite processes (the CLI, the default server) never parse it.
     const { default: pg } = await import("pg");
     const pool = new pg.Pool({ connectionString: url, max: 10 });
+    // An idle connection that the server ends (a PostgreSQL restart, a failover, an idle timeout) is reported on the
+    // pool; unhandled, that event would end the process. The pool drops the connection and opens a new one on the
+    // next query, so the instance reconnects on its own; queries running at that moment fail with their own error.
+    pool.on("error", () => {});
     const db = new Kysely<DatabaseSchema>({ dialect: new PostgresDialect({ pool }) });
     database = {
       db,
