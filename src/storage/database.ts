@@ -404,10 +404,15 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<T
     // pg is loaded only for PostgreSQL, so SQLite processes (the CLI, the default server) never parse it.
     const { default: pg } = await import("pg");
     const pool = new pg.Pool({ connectionString: url, max: 10 });
-    // An idle connection that the server ends (a PostgreSQL restart, a failover, an idle timeout) is reported on the
-    // pool; unhandled, that event would end the process. The pool drops the connection and opens a new one on the
-    // next query, so the instance reconnects on its own; queries running at that moment fail with their own error.
+    // A connection the server ends (a PostgreSQL restart, a failover, an idle timeout) emits "error": on the pool
+    // while it is idle, on the client itself while checked out (between the statements of a transaction, say).
+    // Unhandled, either event would end the process. Both are dropped here: the statement running at that moment
+    // fails with its own error, the pool discards the broken connection when it comes back (pg-pool checks
+    // `_queryable`) and opens a new one for the next query, so the instance reconnects on its own.
     pool.on("error", () => {});
+    pool.on("connect", (client) => {
+      client.on("error", () => {});
+    });
     const db = new Kysely<DatabaseSchema>({ dialect: new PostgresDialect({ pool }) });
     database = {
       db,
