@@ -126,7 +126,7 @@ describe("generate_image with OpenAI Images", () => {
     expect(existsSync(join(data.dir, "images", "alice"))).toBe(false);
   });
 
-  it("fails clearly, naming the variable and the config file, when no OpenAI key is configured", async () => {
+  it("fails clearly, naming the variable and the config-file entry (not the server's path), when no OpenAI key is configured", async () => {
     const { runtime } = imageRuntime(data.dir);
     const outcome = await runtime.executeTool("generate_image", { prompt: "x" }, { userId: "alice" });
     expect(outcome.ok).toBe(false);
@@ -134,9 +134,11 @@ describe("generate_image with OpenAI Images", () => {
       expect(outcome.error.code).toBe("execution_failed");
       // The same message a chat gives (one credential reader for every provider user).
       expect(outcome.error.message).toBe(
-        `No API key for provider openai: set OPENAI_API_KEY in the environment, or providers.openai.apiKey in ${process.env.TOOLHOST_CONFIG}.`,
+        "No API key for provider openai: set OPENAI_API_KEY in the environment, or providers.openai.apiKey in the config file (TOOLHOST_CONFIG).",
       );
       expect(outcome.error.details).toMatchObject({ variables: ["OPENAI_API_KEY"], rule: "missing_api_key" });
+      // Users and models learn nothing about the server's files.
+      expect(JSON.stringify(outcome.error)).not.toContain(process.env.TOOLHOST_CONFIG);
     }
   });
 
