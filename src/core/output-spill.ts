@@ -152,6 +152,7 @@ export class SpillArea {
   /** The shared store, or undefined: local files only. */
   readonly store: SpillStore | undefined;
   #timer: NodeJS.Timeout | undefined;
+  #first: NodeJS.Timeout | undefined;
 
   /** `dataDir` is the instance's data directory; local files live in `<dataDir>/spill`. */
   constructor(dataDir: string, options: SpillAreaOptions = {}) {
@@ -446,12 +447,18 @@ export class SpillArea {
   }
 
   /**
-   * Runs cleanup now and then every `intervalMs` (an unref'd timer). Idempotent, and shared: areas over the same
-   * directory in one process (several runtimes) run one periodic cleanup between them.
+   * Runs cleanup now (with a store: after a minute, so a short CLI process never writes to the database for it) and
+   * then every `intervalMs` (unref'd timers). Idempotent, and shared: areas over the same directory in one process
+   * (several runtimes) run one periodic cleanup between them.
    */
   start(): void {
     if (this.#timer || janitors.has(this.root)) return;
-    void this.cleanup();
+    if (this.store) {
+      this.#first = setTimeout(() => void this.cleanup(), Math.min(60_000, this.intervalMs));
+      this.#first.unref?.();
+    } else {
+      void this.cleanup();
+    }
     this.#timer = setInterval(() => void this.cleanup(), this.intervalMs);
     this.#timer.unref?.();
     janitors.set(this.root, this.#timer);
@@ -459,6 +466,8 @@ export class SpillArea {
 
   /** Stops the periodic cleanup this area started. */
   stop(): void {
+    clearTimeout(this.#first);
+    this.#first = undefined;
     if (!this.#timer) return;
     clearInterval(this.#timer);
     if (janitors.get(this.root) === this.#timer) janitors.delete(this.root);

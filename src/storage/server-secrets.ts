@@ -15,16 +15,21 @@ export class ServerSecretRepository {
    * database error.
    */
   async adopt(name: string, candidate: string): Promise<string> {
+    // Read first: every start but the first one writes nothing (on SQLite a write would take the database's lock).
+    const stored = await this.#read(name);
+    if (stored !== undefined) return stored;
     await this.db
       .insertInto("server_secrets")
       .values({ name, value: candidate, created_at: new Date().toISOString() })
       .onConflict((oc) => oc.column("name").doNothing())
       .execute();
-    const row = await this.db
-      .selectFrom("server_secrets")
-      .select("value")
-      .where("name", "=", name)
-      .executeTakeFirstOrThrow();
-    return row.value;
+    const value = await this.#read(name);
+    if (value === undefined) throw new Error(`The shared secret ${name} could not be stored.`);
+    return value;
+  }
+
+  async #read(name: string): Promise<string | undefined> {
+    const row = await this.db.selectFrom("server_secrets").select("value").where("name", "=", name).executeTakeFirst();
+    return row?.value;
   }
 }
