@@ -1,7 +1,8 @@
 /**
  * A PostgreSQL restart under load: two real `toolhost serve` processes on one database (a private cluster, since this
- * test restarts it) take a storm of settings PUTs while the server restarts. Neither process crashes or hangs, both
- * answer writes again on their own afterwards, and every write that was acknowledged is there: each row ends at the
+ * test restarts it) take a storm of settings PUTs while the server restarts. Neither process crashes or hangs, a
+ * request the outage hits is refused with 503 `database_unavailable`, both answer writes again on their own
+ * afterwards, and every write that was acknowledged is there: each row ends at the
  * last acknowledged value or at a later attempt (one that failed on the client's side may still have committed).
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -76,8 +77,8 @@ describe.skipIf(!findPgBin())("a PostgreSQL restart under a settings PUT storm",
             body: JSON.stringify({ parameters: { maxResultLines: value } }),
             signal: AbortSignal.timeout(HUNG_MS),
           });
-          await response.arrayBuffer();
-          outcome = String(response.status);
+          const body = (await response.json()) as { error?: { code: string } };
+          outcome = response.status === 200 ? "200" : `${response.status} ${body.error?.code}`;
         } catch (error) {
           outcome = (error as Error).name === "TimeoutError" ? "hung" : `network ${(error as Error).message}`;
         }
@@ -117,6 +118,8 @@ describe.skipIf(!findPgBin())("a PostgreSQL restart under a settings PUT storm",
     for (const server of servers) expect(server.process.child.exitCode).toBeNull();
     for (const w of writers) {
       expect(w.failures.get("hung") ?? 0, `${w.tool}: hung requests`).toBe(0);
+      // While the database was away, requests were refused with a clear code (never a 500, never a lost socket).
+      for (const outcome of w.failures.keys()) expect(outcome, w.tool).toBe("503 database_unavailable");
       const last = w.acked.at(-1)!;
       for (const server of servers) {
         const response = await fetch(`${server.url}/api/settings/tools/${w.tool}`, { headers });
