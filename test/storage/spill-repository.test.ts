@@ -5,10 +5,11 @@
  * lock makes a cleanup return 0 at once, without removing anything).
  */
 import { randomBytes } from "node:crypto";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SpillRecord } from "../../src/core/output-spill.js";
+import { SpillArea, type SpillRecord } from "../../src/core/output-spill.js";
 import { openDatabase, type ToolhostDatabase } from "../../src/storage/database.js";
 import { SqlSpillStore } from "../../src/storage/spill-repository.js";
 import { findPgBin, freshPostgresDatabase } from "../helpers/postgres.js";
@@ -124,6 +125,41 @@ describe("spills on SQLite", () => {
       expect(await store.get("v", "c", last.id)).toBeUndefined();
       expect(await store.cleanup(Date.now() + 2 * DAY, DAY)).toBe(3);
       expect(await total(database, "u")).toBe(0);
+    } finally {
+      await database.close();
+    }
+  });
+
+  it("a SpillArea over the store: streamed and written spills go to the database; reads are cached and rechecked", async () => {
+    const dir = tempDir("toolhost-spill-area-");
+    const database = await openDatabase({ url: join(dir, "t.db") });
+    try {
+      const area = new SpillArea(join(dir, "data"), { store: new SqlSpillStore(database.db) });
+      const stream = area.openStream("u", "c", "bash", "stdout", 100);
+      for (let i = 0; i < 50; i++) stream.write(Buffer.from(`line ${i}\n`));
+      const streamed = await stream.persist();
+      expect(streamed).toMatchObject({ path: expect.stringMatching(/^spill:[0-9a-f]{24}$/), complete: true });
+      const written = await area.writeFile("u", "c", "t", "f", "whole text");
+      // Nothing but the database holds them: the stream's local buffer is gone.
+      const chatDir = area.directoryFor("u", "c");
+      expect(existsSync(chatDir) ? readdirSync(chatDir) : []).toEqual([]);
+      expect(await total(database, "u")).toBe(stream.totalBytes + "whole text".length);
+
+      const file = (await area.open("u", "c", written.path)) as string;
+      expect(readFileSync(file, "utf8")).toBe("whole text");
+      expect(readFileSync((await area.open("u", "c", streamed.path)) as string, "utf8")).toContain("line 49\n");
+      for (const [user, chat, name] of [
+        ["v", "c", written.path],
+        ["u", "d", written.path],
+        ["u", null, written.path],
+        ["u", "c", "spill:nothex"],
+        ["u", "c", "spill:000000000000000000000000"],
+      ] as const) {
+        expect(await area.open(user, chat, name)).toBeUndefined();
+      }
+      // Removed from the database (quota, expiry, another instance): the cached copy is not served any more.
+      await database.db.deleteFrom("spills").execute();
+      expect(await area.open("u", "c", written.path)).toBeUndefined();
     } finally {
       await database.close();
     }
