@@ -53,7 +53,10 @@ export interface ApprovalRequestView {
   subjects: string[];
   rule: { decision: string; match: string } | null;
   reason: string;
-  /** Whether allow_always is possible (not when an ask rule asked: it would not override it). */
+  /**
+   * Whether allow_always is offered: only when the rule it stores would make the same call run without asking
+   * next time (not when an ask rule asked, the tool itself asks, an admin locked the setting, …).
+   */
   allowAlways: boolean;
   expiresAt: string;
   /** The resolved working directory the call would run in (null: the server's own). */
@@ -61,6 +64,23 @@ export interface ApprovalRequestView {
   agentPath?: string[];
   chatId: string | null;
   userId: string;
+}
+
+/**
+ * The reason a turn's signal is aborted with when its process stops waiting but its asks must stay pending: the
+ * SSE client left (unless it sent `onDisconnect: "cancel"`), or the server stops. The gate then leaves the ask
+ * pending, the turn is released (not stored as cancelled), and an answer given later resumes it.
+ */
+export class TurnSuspended extends Error {
+  override readonly name = "TurnSuspended";
+  constructor(readonly why: "client_disconnected" | "server_stopping") {
+    super(why === "server_stopping" ? "The server is stopping." : "The client disconnected.");
+  }
+}
+
+/** Whether a signal was aborted to suspend (not cancel) its turn. */
+export function isSuspension(signal: AbortSignal | undefined): boolean {
+  return signal?.aborted === true && signal.reason instanceof TurnSuspended;
 }
 
 /**
@@ -72,6 +92,13 @@ export interface ApprovalRequestView {
  * `signal` aborts when the call is cancelled or the ask was answered elsewhere; a surface stops asking then.
  */
 export interface ApprovalResponder {
+  /**
+   * Set when nobody can be asked on this surface (a CLI without a terminal, an MCP client without elicitation, a
+   * caller that does not wait): a sentence saying so and what could help there (e.g. "rerun with --yes"). The gate
+   * then stores no ask and refuses the call at once with `denied_by_policy`, naming the policy's reason — there is
+   * no approval id nobody could answer. `answer` is not called.
+   */
+  readonly unattended?: string;
   answer(request: ApprovalRequestView, signal: AbortSignal): Promise<ApprovalAnswer | undefined>;
 }
 
@@ -79,7 +106,8 @@ export interface ApprovalResponder {
  * Whether allow_always can apply to this ask: not when an explicit ask (or deny) rule asked, since an allow rule
  * never overrides a stricter matching rule.
  */
-export function allowsAlways(record: Pick<ApprovalRecord, "rule">): boolean {
+export function allowsAlways(record: Pick<ApprovalRecord, "rule" | "alwaysRefusal">): boolean {
+  if (record.alwaysRefusal) return false;
   const rule = record.rule as { decision?: string } | null;
   return !rule || rule.decision === "allow";
 }
@@ -288,6 +316,8 @@ export class ApprovalService {
     reason: string;
     agentPath?: string[];
     workingDirectory: string | null;
+    /** Why allow_always would not make this call run unasked next time (null or absent: it would). */
+    alwaysRefusal?: string | null;
   }): Promise<ApprovalRecord> {
     const id = randomUUID();
     const now = new Date();
@@ -305,6 +335,7 @@ export class ApprovalService {
       rule: input.rule ? { decision: input.rule.decision, match: input.rule.match } : null,
       reason: input.reason,
       candidates: input.candidates,
+      alwaysRefusal: input.alwaysRefusal ?? null,
       agentPath: input.agentPath && input.agentPath.length > 0 ? input.agentPath : null,
       workingDirectory,
       status: "pending",
@@ -326,6 +357,12 @@ export class ApprovalService {
     };
     await this.repository.create(record);
     return record;
+  }
+
+  /** The user's admin locks on a tool and its current values (what lockedApprovalFloor reads). */
+  async locks(userId: string, tool: string): Promise<{ lockedKeys: string[]; parameters: Record<string, unknown> }> {
+    const descriptor = await this.#settings.get(userId, tool);
+    return { lockedKeys: descriptor.lockedKeys, parameters: descriptor.parameters };
   }
 
   /** The view of an ask a surface shows. */
@@ -380,7 +417,13 @@ export class ApprovalService {
         current,
       );
     }
-    if (answer.decision === "allow_always" && !allowsAlways(current)) {
+    if (answer.decision === "allow_always" && !answer.admin && current.alwaysRefusal) {
+      throw new ToolSettingsError(
+        `"Allow always" cannot apply to this call: ${current.alwaysRefusal} Answer allow_once instead.`,
+        { approvalId, rule: "allow_always_ineffective" },
+      );
+    }
+    if (answer.decision === "allow_always" && !allowsAlways({ rule: current.rule })) {
       const rule = current.rule as { match: string };
       throw new ToolSettingsError(
         `This ask comes from the rule ask "${rule.match}", which an allow rule cannot override (the strictest matching rule wins). Answer allow_once, or change that rule in the tool's settings.`,
@@ -410,7 +453,7 @@ export class ApprovalService {
       );
     }
     this.#notify(result.record);
-    if (result.record.turnId && !this.#waiters.has(approvalId)) void this.#tryResume(result.record.turnId);
+    if (result.record.turnId && !this.#waiters.has(approvalId)) void this.wakeTurn(result.record.turnId);
     return result.record;
   }
 
@@ -433,6 +476,22 @@ export class ApprovalService {
   async #storeAlwaysRuleOnce(record: ApprovalRecord, decidedBy: string, admin: boolean): Promise<void> {
     const descriptor = await this.#settings.get(record.userId, record.tool);
     const hasRules = descriptor.parameterDescriptors.some((d) => d.name === APPROVAL_RULES_SETTING);
+    if (!admin) {
+      // An admin's lock binds what it implies: a locked ask/deny is a floor no allow rule of the user's may lift.
+      const target = !hasRules || record.candidates.length === 0 ? APPROVAL_SETTING : APPROVAL_RULES_SETTING;
+      const floor = lockedApprovalFloor(descriptor);
+      if (descriptor.lockedKeys.includes(target) || floor) {
+        const what = floor
+          ? `the approval setting of "${record.tool}" is locked at ${floor} by an admin, and a rule of yours cannot loosen it`
+          : `"${target}" of "${record.tool}" was set for you by an admin`;
+        throw new ToolSettingsError(`"Allow always" cannot be stored: ${what}. Answer allow_once instead.`, {
+          approvalId: record.id,
+          tool: record.tool,
+          parameters: [floor ? APPROVAL_SETTING : target],
+          rule: "admin_locked",
+        });
+      }
+    }
     // The user's own choice: never a lock against them, whoever they are.
     const actor = { admin, actor: decidedBy, lock: false, ifMatch: descriptor.version };
     if (!hasRules || record.candidates.length === 0) {
@@ -519,6 +578,8 @@ export class ApprovalService {
         }
       };
       const onAbort = async () => {
+        // A suspended turn leaves its ask pending: an answer given later resumes the turn.
+        if (isSuspension(signal)) return finish({ ...record, status: "pending" });
         try {
           await this.repository.cancel(record.id, new Date());
         } catch {
@@ -547,6 +608,16 @@ export class ApprovalService {
    */
   setResumer(resume: (turn: ApprovalTurnRecord) => void): void {
     this.#resumer = resume;
+  }
+
+  /**
+   * The seam by which "an answer wakes its turn": called when an approval of a suspended chat turn is answered
+   * (and by the sweep). Claims the turn when its owner released it (its client left, the server stopped) or stopped
+   * showing it is alive, and hands it to the resumer, which runs the approved calls once and continues the turn.
+   * A cross-instance signal bus routes an answer given on another instance here.
+   */
+  wakeTurn(turnId: string): Promise<void> {
+    return this.#tryResume(turnId);
   }
 
   async #tryResume(turnId: string): Promise<void> {
@@ -598,6 +669,19 @@ export class ApprovalService {
     timer.unref?.();
     return () => clearInterval(timer);
   }
+}
+
+/**
+ * The decision an admin locked for the user as a floor (`ask` or `deny` in the locked `approval` setting) when the
+ * user's own allow rules could loosen, else undefined.
+ */
+export function lockedApprovalFloor(descriptor: {
+  lockedKeys: string[];
+  parameters: Record<string, unknown>;
+}): "ask" | "deny" | undefined {
+  if (!descriptor.lockedKeys.includes(APPROVAL_SETTING)) return undefined;
+  const value = descriptor.parameters[APPROVAL_SETTING];
+  return value === "ask" || value === "deny" ? value : undefined;
 }
 
 /** Who the CLI acts as when it answers or changes settings: `cli:<os user>`. */

@@ -40,18 +40,11 @@ export interface McpSessionOptions {
   approvalResponder?: ApprovalResponder;
 }
 
-/** The responder of a connection that cannot ask anyone: deny, naming the rule and how to allow the call. */
+/** The responder of a connection that cannot ask anyone: the gate refuses at once, naming why the call asks. */
 export const MCP_DENY_RESPONDER: ApprovalResponder = {
-  async answer(request) {
-    const rule = request.rule
-      ? `the rule ${request.rule.decision} "${request.rule.match}"`
-      : `the approval setting of "${request.tool}"`;
-    return {
-      decision: "deny",
-      message: `This call needs approval (${rule}) and this MCP client cannot be asked. The user can allow it in Toolhost's settings for ${request.tool} (approval / approvalRules).`,
-      decidedBy: "policy: mcp client without elicitation",
-    };
-  },
+  unattended:
+    "This MCP client cannot be asked (it did not declare elicitation); a person can answer only in a client that supports it.",
+  answer: async () => undefined,
 };
 
 /**

@@ -202,18 +202,10 @@ export const chatOpenApiPaths: Record<string, unknown> = {
   },
 };
 
-/** The responder of a caller that asked not to wait: every ask is denied, naming the rule. */
+/** The responder of a caller that asked not to wait: every ask is refused at once, naming why it asks. */
 const HEADLESS_DENY: ApprovalResponder = {
-  async answer(request) {
-    const rule = request.rule
-      ? `the rule ${request.rule.decision} "${request.rule.match}"`
-      : `the approval setting of "${request.tool}"`;
-    return {
-      decision: "deny",
-      message: `This call needs approval (${rule}) and the caller asked not to wait for one (onAsk: deny).`,
-      decidedBy: "policy: caller does not wait",
-    };
-  },
+  unattended: "The caller asked not to wait for approvals (onAsk: deny).",
+  answer: async () => undefined,
 };
 
 /** Interval (ms) of SSE comment pings that keep idle connections (long tool runs) open through proxies. */
