@@ -99,6 +99,14 @@ function remedyFor(inspected: InspectedCall, verdict: ApprovalVerdict): string {
   }
 }
 
+/** What allow_always stores besides `approval: allow` for a tool imported from an MCP server: the version allowed. */
+function pinnedVersion(tool: InspectedCall["tool"]): Record<string, unknown> {
+  const hash = tool.settings.external?.contentHash;
+  return hash && tool.settings.parameterDescriptors.some((d) => d.name === "approvedContentHash")
+    ? { approvedContentHash: hash }
+    : {};
+}
+
 /** The ToolCallGate the application hands to runToolLoop (and to sub-agents' loops through {@link child}). */
 export class ApprovalGate implements ToolCallGate {
   readonly #o: ApprovalGateOptions;
@@ -283,6 +291,11 @@ export class ApprovalGate implements ToolCallGate {
     return this.#settle(answered, call, step);
   }
 
+  /** Whether this gate left an ask pending because its turn was suspended (the turn then waits to be resumed). */
+  get leftPending(): boolean {
+    return this.#leftPending.size > 0;
+  }
+
   /** The turn was suspended while the call's ask is pending: the ask stays, the call's result is not recorded. */
   #suspended(call: ConversationToolCall): GateVerdict {
     this.#leftPending.add(call.id);
@@ -300,7 +313,6 @@ export class ApprovalGate implements ToolCallGate {
    * admin locks are checked (a locked setting, or a locked ask/deny floor).
    */
   async #alwaysRefusal(inspected: InspectedCall, verdict: ApprovalVerdict & { hint?: ApprovalHint }) {
-    if (verdict.source === "hint") return `the tool itself asks (${verdict.reason}), whatever its settings say.`;
     if (verdict.rule && verdict.rule.decision !== "allow")
       return `the rule ${verdict.rule.decision} "${verdict.rule.match}" asks for it, and an allow rule cannot override a stricter rule.`;
     const { tool, args, settings, context } = inspected;
@@ -326,16 +338,13 @@ export class ApprovalGate implements ToolCallGate {
             ...verdict.candidates.map((match) => ({ decision: "allow" as const, match })),
           ],
         }
-      : { ...settings.parameters, [APPROVAL_SETTING]: "allow" };
-    const again = await evaluateApproval(
-      tool,
-      args,
-      { ...settings, parameters },
-      { baseDirectory: baseDirectory(context), ...(verdict.hint ? { hint: verdict.hint } : {}) },
-    );
-    return again.decision === "allow"
-      ? null
-      : `even with an allow rule stored, this call would still ${again.decision === "deny" ? "be denied" : "ask"}: ${again.reason}`;
+      : { ...settings.parameters, [APPROVAL_SETTING]: "allow", ...pinnedVersion(tool) };
+    // The tool's own say is asked again with the settings as they would be (a pinned version counts).
+    const next = { ...settings, parameters };
+    const again = await this.#evaluate({ ...inspected, settings: next, context: { ...context, settings: next } });
+    if (again.decision === "allow") return null;
+    if (again.source === "hint") return `the tool itself asks (${again.reason}), whatever its settings say.`;
+    return `even with an allow rule stored, this call would still ${again.decision === "deny" ? "be denied" : "ask"}: ${again.reason}`;
   }
 
   /**
