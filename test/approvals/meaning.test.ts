@@ -62,7 +62,7 @@ describe("toolhost call without a terminal", () => {
     expect(`${asked.stdout}${asked.stderr}`).not.toMatch(/approvalId|[0-9a-f]{8}-[0-9a-f]{4}-/);
 
     const rule = await runCli(
-      ["settings", "set", "bash", 'approval=allow', 'approvalRules=[{"decision":"ask","match":"git push"}]'],
+      ["settings", "set", "bash", "approval=allow", 'approvalRules=[{"decision":"ask","match":"git push"}]'],
       env,
     );
     expect(rule.code, rule.stderr).toBe(0);
@@ -134,9 +134,9 @@ describe("answers that stick, locks that bind (application services)", () => {
     await ctx.settings.update("bob", "bash", { parameters: { approvalRules: [{ decision: "deny", match: "rm" }] } });
     const id = approvalOf(await call("bob", "echo again"));
     expect(ctx.approvals.view((await ctx.approvals.repository.get(id))!).allowAlways).toBe(false);
-    await expect(
-      ctx.approvals.decide("bob", id, { decision: "allow_always", decidedBy: "bob" }),
-    ).rejects.toMatchObject({ code: "invalid_settings", message: expect.stringContaining("locked at ask") });
+    await expect(ctx.approvals.decide("bob", id, { decision: "allow_always", decidedBy: "bob" })).rejects.toMatchObject(
+      { code: "invalid_settings", message: expect.stringContaining("locked at ask") },
+    );
   });
 
   it("a locked quality locks the switch that would undo it", async () => {

@@ -224,16 +224,19 @@ const THE_RULE: [string, ApprovalDecision, keyof typeof RULE_SETS, boolean, Appr
 ];
 
 describe("the rule: approval allow runs, rules bind, narrow allow rules stay narrow", () => {
-  it.each(THE_RULE)("%j under %s with rules %s, sandbox %s → %s", async (command, setting, rules, sandbox, expected) => {
-    const verdict = await evaluateApproval(
-      bash,
-      { command },
-      { enabled: true, parameters: { approval: setting, approvalRules: RULE_SETS[rules] } },
-      { baseDirectory: "/tmp", ...(sandbox ? {} : { hint: NO_SANDBOX }) },
-    );
-    expect(verdict.decision).toBe(expected);
-    if (!sandbox && expected === "ask") expect(verdict.source).toBe("hint");
-  });
+  it.each(THE_RULE)(
+    "%j under %s with rules %s, sandbox %s → %s",
+    async (command, setting, rules, sandbox, expected) => {
+      const verdict = await evaluateApproval(
+        bash,
+        { command },
+        { enabled: true, parameters: { approval: setting, approvalRules: RULE_SETS[rules] } },
+        { baseDirectory: "/tmp", ...(sandbox ? {} : { hint: NO_SANDBOX }) },
+      );
+      expect(verdict.decision).toBe(expected);
+      if (!sandbox && expected === "ask") expect(verdict.source).toBe("hint");
+    },
+  );
 
   it("names why it asks: the redirection under a narrow rule, the rule a doubt hides from", async () => {
     const narrow = await evaluateApproval(

@@ -28,12 +28,7 @@ import type { ApprovalHint } from "../../core/types.js";
 import type { GateStep, GateVerdict, LoopStepSnapshot, ToolCallGate } from "../../loop/gate.js";
 import type { ConversationToolCall, ConversationToolResult } from "../../providers/types.js";
 import type { ApprovalRecord } from "../../storage/approvals.js";
-import {
-  type ApprovalResponder,
-  type ApprovalService,
-  isSuspension,
-  lockedApprovalFloor,
-} from "./service.js";
+import { type ApprovalResponder, type ApprovalService, isSuspension, lockedApprovalFloor } from "./service.js";
 
 /** Keeps a chat turn's loop state in the database while it waits for approvals (see ChatService). */
 export interface TurnKeeper {
@@ -315,7 +310,7 @@ export class ApprovalGate implements ToolCallGate {
   async #alwaysRefusal(inspected: InspectedCall, verdict: ApprovalVerdict & { hint?: ApprovalHint }) {
     if (verdict.rule && verdict.rule.decision !== "allow")
       return `the rule ${verdict.rule.decision} "${verdict.rule.match}" asks for it, and an allow rule cannot override a stricter rule.`;
-    const { tool, args, settings, context } = inspected;
+    const { tool, settings, context } = inspected;
     const hasRules = approvalProfile(tool).subject !== undefined;
     if (hasRules && verdict.candidates.length === 0)
       return "no part of this call can be stored as an allow rule (its command is computed at run time).";

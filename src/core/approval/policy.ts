@@ -316,7 +316,8 @@ async function matchSubjects(
         if (hit) tally.add(hit.decision, byRule(hit, "the PowerShell command"), hit);
         // Unparsed, so no rule allows it; the setting allow does, unless an ask or deny rule could be hidden in it.
         const guarded = rules.some((r) => r.decision !== "allow");
-        if (setting === "allow" && !guarded) tally.add("allow", fallback("the PowerShell command"), undefined, "setting");
+        if (setting === "allow" && !guarded)
+          tally.add("allow", fallback("the PowerShell command"), undefined, "setting");
         else
           tally.add(
             stricter(setting, "ask"),

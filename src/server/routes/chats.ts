@@ -57,7 +57,7 @@ export const SendMessageBody = Type.Object(
     onDisconnect: Type.Optional(
       Type.Union([Type.Literal("keep"), Type.Literal("cancel")], {
         description:
-          'When this stream\'s client disconnects: keep (default) leaves a pending approval pending — answering it later (POST /api/approvals/:id, toolhost approvals, the settings page) resumes and completes the turn, whose messages are then stored with the chat — or cancel the turn and its pending approvals at once. Either way a turn that waits for no approval is cancelled.',
+          "When this stream's client disconnects: keep (default) leaves a pending approval pending — answering it later (POST /api/approvals/:id, toolhost approvals, the settings page) resumes and completes the turn, whose messages are then stored with the chat — or cancel the turn and its pending approvals at once. Either way a turn that waits for no approval is cancelled.",
       }),
     ),
   },
