@@ -417,7 +417,7 @@ export class ApprovalService {
         current,
       );
     }
-    if (answer.decision === "allow_always" && !answer.admin && current.alwaysRefusal) {
+    if (answer.decision === "allow_always" && current.alwaysRefusal) {
       throw new ToolSettingsError(
         `"Allow always" cannot apply to this call: ${current.alwaysRefusal} Answer allow_once instead.`,
         { approvalId, rule: "allow_always_ineffective" },
