@@ -392,8 +392,9 @@ export class ApprovalService {
 
   /**
    * Answers an ask of `userId`. Throws NotFoundError for an unknown id or another user's ask, ApprovalConflictError
-   * when it is already decided or has expired, and (allow_always) the settings service's errors when the rule cannot
-   * be stored (e.g. AccessDeniedError: the rules were set by an admin). allow_always stores deduplicated allow rules
+   * when it is already decided or has expired, ToolSettingsError (422) for an allow_always that would not make the
+   * same call run unasked next time (the reason stored with the ask: an ask rule, the tool's own say, a doubt, an
+   * admin's lock or floor), and the settings service's errors when the rule cannot be stored. allow_always stores deduplicated allow rules
    * (or sets the tool's approval to allow when it has no argument rules) before the ask is marked decided.
    */
   async decide(userId: string, approvalId: string, answer: ApprovalAnswer): Promise<ApprovalRecord> {
