@@ -282,7 +282,14 @@ export class ApprovalGate implements ToolCallGate {
       surface.abort();
       step.signal?.removeEventListener("abort", onAbort);
     }
-    if (answered.status === "pending") return this.#suspended(call);
+    if (answered.status === "pending") {
+      // A sub-agent's step is not what the turn resumes from: its ask is cancelled with its run, as before.
+      if (this.#o.agentPath) {
+        await service.repository.cancel(record.id, new Date()).catch(() => {});
+        return this.#refuse(call, new ToolAbortedError(), "cancelled", "caller", step.signal);
+      }
+      return this.#suspended(call);
+    }
     return this.#settle(answered, call, step);
   }
 
