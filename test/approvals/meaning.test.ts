@@ -14,7 +14,7 @@ import { runGatedCall } from "../../src/app/approvals/one-off.js";
 import { type AppContext, createAppContext } from "../../src/app/context.js";
 import { assertBuilt, cleanEnv, runCli } from "../e2e/chat-process.js";
 
-vi.setConfig({ testTimeout: 60_000 });
+vi.setConfig({ testTimeout: 120_000 });
 
 let work: string;
 
@@ -24,25 +24,36 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
+/** Changes user `local`'s bash settings in a data directory (as `toolhost settings set` does, without a process). */
+async function setBash(dataDir: string, parameters: Record<string, unknown>): Promise<void> {
+  const ctx = await createAppContext({ dataDir });
+  try {
+    await ctx.settings.update("local", "bash", { enabled: true, parameters }, { admin: true, lock: false });
+  } finally {
+    await ctx.close();
+  }
+}
+
 describe("toolhost call without a terminal", () => {
   it("approval allow runs a redirection and a computed name; a deny rule still binds", async () => {
-    const env = cleanEnv({ TOOLHOST_DATA_DIR: join(work, "cli-allow") });
-    const set = await runCli(["settings", "set", "bash", "--enable", "approval=allow"], env);
-    expect(set.code, set.stderr).toBe(0);
+    const dataDir = join(work, "cli-allow");
+    const env = cleanEnv({ TOOLHOST_DATA_DIR: dataDir });
+    await setBash(dataDir, { approval: "allow" });
     const dir = mkdtempSync(join(work, "allow-"));
-    const redirect = await runCli(["call", "bash", '{"command":"echo x > notes.txt"}', "--cwd", dir], env);
+    const [redirect, computed, outside] = await Promise.all([
+      runCli(["call", "bash", '{"command":"echo x > notes.txt"}', "--cwd", dir], env),
+      runCli(["call", "bash", '{"command":"cmd=echo; $cmd y > computed.txt"}', "--cwd", dir], env),
+      // The sandbox still confines: a write outside the working directory fails.
+      runCli(["call", "bash", `{"command":"echo z > ${work}/outside.txt"}`, "--cwd", dir], env),
+    ]);
     expect(redirect.code, redirect.stderr).toBe(0);
     expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("x\n");
-    const computed = await runCli(["call", "bash", '{"command":"cmd=echo; $cmd y >> notes.txt"}', "--cwd", dir], env);
     expect(computed.code, computed.stderr).toBe(0);
-    expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("x\ny\n");
-    // The sandbox still confines: a write outside the working directory fails.
-    const outside = await runCli(["call", "bash", `{"command":"echo z > ${work}/outside.txt"}`, "--cwd", dir], env);
+    expect(readFileSync(join(dir, "computed.txt"), "utf8")).toBe("y\n");
     expect(existsSync(join(work, "outside.txt"))).toBe(false);
     expect(outside.stdout).not.toContain('"ok": true');
 
-    const rule = await runCli(["settings", "set", "bash", 'approvalRules=[{"decision":"deny","match":"rm"}]'], env);
-    expect(rule.code, rule.stderr).toBe(0);
+    await setBash(dataDir, { approvalRules: [{ decision: "deny", match: "rm" }] });
     const denied = await runCli(["call", "bash", '{"command":"sudo rm -f notes.txt"}', "--cwd", dir], env);
     expect(denied.code).toBe(1);
     expect(denied.stderr).toContain('deny "rm"');
@@ -50,8 +61,9 @@ describe("toolhost call without a terminal", () => {
   });
 
   it("an ask is refused naming its reason and what helps, with no approval id nobody could answer", async () => {
-    const env = cleanEnv({ TOOLHOST_DATA_DIR: join(work, "cli-ask") });
-    expect((await runCli(["settings", "set", "bash", "--enable"], env)).code).toBe(0);
+    const dataDir = join(work, "cli-ask");
+    const env = cleanEnv({ TOOLHOST_DATA_DIR: dataDir });
+    await setBash(dataDir, {});
     const dir = mkdtempSync(join(work, "ask-"));
     const asked = await runCli(["call", "bash", '{"command":"ls"}', "--cwd", dir], env);
     expect(asked.code).toBe(1);
@@ -61,11 +73,7 @@ describe("toolhost call without a terminal", () => {
     expect(asked.stderr).toContain('approval=allow for "bash"');
     expect(`${asked.stdout}${asked.stderr}`).not.toMatch(/approvalId|[0-9a-f]{8}-[0-9a-f]{4}-/);
 
-    const rule = await runCli(
-      ["settings", "set", "bash", "approval=allow", 'approvalRules=[{"decision":"ask","match":"git push"}]'],
-      env,
-    );
-    expect(rule.code, rule.stderr).toBe(0);
+    await setBash(dataDir, { approval: "allow", approvalRules: [{ decision: "ask", match: "git push" }] });
     const byRule = await runCli(["call", "bash", '{"command":"git push origin main"}', "--cwd", dir], env);
     expect(byRule.code).toBe(1);
     expect(byRule.stderr).toContain('The rule ask "git push"');

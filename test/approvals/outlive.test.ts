@@ -175,33 +175,36 @@ describe.runIf(existsSync("/proc/self/cmdline")).concurrent("asks that outlive t
     }
   });
 
-  it("SIGTERM keeps the ask pending; answered after the restart, the call runs once and the turn completes", async () => {
-    const dir = await dataDir("restart");
-    const file = "restart.txt";
-    const fake = await fakeModel(file);
-    const first = await serve(dir, fake);
-    const token = /th_[A-Za-z0-9_-]+/.exec(first.p.stdout())![0];
-    const turn = await askThenLeave(first, token);
-    first.p.child.kill("SIGTERM");
-    expect(await first.p.exited, first.p.stderr()).toBe(0);
-    const second = await serve(dir, fake);
-    try {
-      expect(await approvalStatus(second, turn.headers, turn.approvalId)).toEqual(["pending"]);
-      const answeredAt = Date.now();
-      const answered = await fetch(`${second.url}/api/approvals/${turn.approvalId}`, {
-        method: "POST",
-        headers: turn.headers,
-        body: JSON.stringify({ decision: "allow_once" }),
-      });
-      expect(answered.status).toBe(200);
-      const messages = await completed(second, turn.headers, turn.chatId);
-      // Measured, not asserted (timings are not asserted in tests): how long the resumed turn took after the answer.
-      process.stderr.write(`[outlive] turn completed ${Date.now() - answeredAt} ms after the answer\n`);
-      expect(messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
-      expect(readFileSync(join(work, file), "utf8")).toBe("line\n");
-    } finally {
-      second.p.child.kill("SIGTERM");
-      await second.p.exited;
-    }
-  });
+  for (const signal of ["SIGTERM", "SIGKILL"] as const) {
+    it(`${signal} keeps the ask pending; answered after the restart, the call runs once and the turn completes`, async () => {
+      const dir = await dataDir(`restart-${signal}`);
+      const file = `restart-${signal}.txt`;
+      const fake = await fakeModel(file);
+      const first = await serve(dir, fake);
+      const token = /th_[A-Za-z0-9_-]+/.exec(first.p.stdout())![0];
+      const turn = await askThenLeave(first, token);
+      first.p.child.kill(signal);
+      const code = await first.p.exited;
+      if (signal === "SIGTERM") expect(code, first.p.stderr()).toBe(0);
+      const second = await serve(dir, fake);
+      try {
+        expect(await approvalStatus(second, turn.headers, turn.approvalId)).toEqual(["pending"]);
+        const answeredAt = Date.now();
+        const answered = await fetch(`${second.url}/api/approvals/${turn.approvalId}`, {
+          method: "POST",
+          headers: turn.headers,
+          body: JSON.stringify({ decision: "allow_once" }),
+        });
+        expect(answered.status).toBe(200);
+        const messages = await completed(second, turn.headers, turn.chatId);
+        // Measured, not asserted (timings are not asserted in tests): how long the resumed turn took after the answer.
+        process.stderr.write(`[outlive] ${signal}: turn completed ${Date.now() - answeredAt} ms after the answer\n`);
+        expect(messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+        expect(readFileSync(join(work, file), "utf8")).toBe("line\n");
+      } finally {
+        second.p.child.kill("SIGTERM");
+        await second.p.exited;
+      }
+    });
+  }
 });

@@ -11,7 +11,7 @@
  */
 import { createHash, createHmac, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { userInfo } from "node:os";
+import { hostname, userInfo } from "node:os";
 import { join, resolve } from "node:path";
 import { APPROVAL_RULES_SETTING, APPROVAL_SETTING } from "../../core/approval/policy.js";
 import type { ApprovalRule } from "../../core/approval/rules.js";
@@ -190,8 +190,11 @@ type Waiter = (record: ApprovalRecord) => void;
 
 /** Approvals: asking, answering, waiting, expiring, verifying. */
 export class ApprovalService {
-  /** This process's id as the owner of the turns it runs. */
-  readonly instanceId = randomUUID();
+  /**
+   * This process's id as the owner of the turns it runs: `<host>/<pid>/<uuid>`, so a process on the same host can
+   * tell that an owner has died (its pid is gone) and resume its turn at once instead of after the stale timeout.
+   */
+  readonly instanceId = `${hostname()}/${process.pid}/${randomUUID()}`;
   readonly timeoutMs: number;
   readonly staleMs: number;
   readonly pollMs: number;
@@ -625,10 +628,13 @@ export class ApprovalService {
     if (!this.#resumer || this.#resuming.has(turnId)) return;
     try {
       const now = new Date();
+      // An owner on this host whose process is gone (a crash) needs no stale timeout.
+      const current = await this.repository.getTurn(turnId);
+      const gone = current !== undefined && ownerIsGone(current.owner);
       const turn = await this.repository.claimTurn(
         turnId,
         this.instanceId,
-        new Date(now.getTime() - this.staleMs),
+        gone ? new Date(now.getTime() + 1) : new Date(now.getTime() - this.staleMs),
         now,
       );
       if (!turn) return;
@@ -683,6 +689,19 @@ export function lockedApprovalFloor(descriptor: {
   if (!descriptor.lockedKeys.includes(APPROVAL_SETTING)) return undefined;
   const value = descriptor.parameters[APPROVAL_SETTING];
   return value === "ask" || value === "deny" ? value : undefined;
+}
+
+/** Whether a turn's owner (`<host>/<pid>/<uuid>`) is a process of this host that no longer runs. */
+function ownerIsGone(owner: string): boolean {
+  const [host, pid] = owner.split("/");
+  const number = Number(pid);
+  if (host !== hostname() || !Number.isInteger(number) || number <= 0 || number === process.pid) return false;
+  try {
+    process.kill(number, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "ESRCH";
+  }
 }
 
 /** Who the CLI acts as when it answers or changes settings: `cli:<os user>`. */
