@@ -1,0 +1,267 @@
+/**
+ * The part both framework adapters share: one user's Toolhost tools for one request, every call through the
+ * approval gate. The adapters map it onto their framework's shapes (ai-sdk.ts, openai-agents.ts).
+ *
+ * The seam to the approval gate (src/app/approvals/) is this file alone, and it uses four entry points:
+ * - `new ApprovalGate({ …, onAsk: "return" }).check(call, step)` to classify a new call: allow (nothing stored),
+ *   deny (the gate audits the refusal) or ask (the gate stores a pending approval bound to the call's id, its exact
+ *   arguments, the user, the working directory and the chat, audits it as pending, and returns its id);
+ * - `approvals.repository.findForCall(toolCallId, { chatId })` to find that approval again (in another request or
+ *   process), which keeps the decision for the same call stable;
+ * - `approvals.decide(userId, approvalId, answer)` to record the framework's approval response in Toolhost, with
+ *   who answered through which surface (`ai-sdk:<user>`, `openai-agents:<user>`);
+ * - `runGatedCall(name, args, { approvalId? })` to run a call: with the approval's id it is checked against its
+ *   binding and the current policy and used once; without one it goes through the gate as a new call.
+ * A framework's approval decides only asks Toolhost made: a call the policy denies never runs, whatever the
+ * framework was told, and a call the policy allows runs without a framework round trip.
+ */
+import { ApprovalGate } from "../app/approvals/gate.js";
+import { runGatedCall } from "../app/approvals/one-off.js";
+import type { ApprovalService } from "../app/approvals/service.js";
+import type { CoreContext } from "../app/core-context.js";
+import { withCallSurface } from "../core/call-surface.js";
+import { DeniedByPolicyError } from "../core/errors.js";
+import type { ToolCallOutcome, ToolRuntime } from "../core/runtime.js";
+import type { RegisteredTool, ToolDefinition, ToolProgressEvent } from "../core/types.js";
+import type { ApprovalRecord } from "../storage/approvals.js";
+
+/** Who the tools act for and where: the options both adapters' `toolhostTools` take. */
+export interface ToolhostToolsOptions {
+  /** The user whose settings, approvals, spill area and audit the calls use (e.g. from the request's session). */
+  userId: string;
+  /**
+   * The directory relative paths resolve against and file tools are confined to, or null for none. Checked like
+   * the CLI's `--cwd` (the host application is the operator): it must exist, and lie inside TOOLHOST_CHAT_ROOTS when
+   * those are configured. The bound directory is part of every approval's binding.
+   */
+  workingDirectory: string | null;
+  /**
+   * The chat the calls belong to: its freshness ledger (write_file needs a fresh read in the same chat) and the
+   * approvals' binding. Null or absent: one-off scope.
+   */
+  chatId?: string | null;
+}
+
+/** What an adapter needs of the application context (what `createAppContext()` returns has all of it). */
+export type AdapterContext = Pick<CoreContext, "runtime" | "approvals" | "binder" | "logger">;
+
+/** How the policy classified one call. */
+export type CallDecision =
+  | { decision: "allow" }
+  | { decision: "ask"; approvalId: string; reason: string }
+  | { decision: "deny"; outcome: ToolCallOutcome & { ok: false } };
+
+/** One framework's answer to an ask. */
+export interface FrameworkAnswer {
+  toolCallId: string;
+  approved: boolean;
+  /** The words the approver gave (a denial's reason reaches the model through the framework). */
+  reason?: string;
+}
+
+/** One enabled tool as the adapters list it. */
+export interface ListedTool {
+  tool: RegisteredTool;
+  definition: ToolDefinition;
+}
+
+const ENABLED_CACHE_MS = 1_000;
+
+/**
+ * One user's Toolhost tools for one request of a framework adapter. `surface` names the framework in the audit
+ * (`details.surface`) and in recorded approval answers (`<surface>:<userId>`).
+ */
+export class AdapterSession {
+  readonly runtime: ToolRuntime;
+  readonly approvals: ApprovalService;
+  readonly userId: string;
+  readonly chatId: string | null;
+  readonly workingDirectory: string | null;
+  readonly surface: string;
+  readonly #decisions = new Map<string, Promise<CallDecision>>();
+  #enabled: { at: number; names: Promise<Set<string>> } | undefined;
+
+  private constructor(ctx: AdapterContext, options: ToolhostToolsOptions, workingDirectory: string | null, surface: string) {
+    this.runtime = ctx.runtime;
+    this.approvals = ctx.approvals;
+    this.userId = options.userId;
+    this.chatId = options.chatId ?? null;
+    this.workingDirectory = workingDirectory;
+    this.surface = surface;
+  }
+
+  /**
+   * Opens a session. Throws AccessDeniedError / ToolArgumentError when the working directory cannot be bound (see
+   * {@link ToolhostToolsOptions.workingDirectory}), TypeError for an empty user id.
+   */
+  static open(ctx: AdapterContext, options: ToolhostToolsOptions, surface: string): AdapterSession {
+    if (typeof options?.userId !== "string" || options.userId === "") {
+      throw new TypeError("toolhostTools needs the user the tools act for: { userId, workingDirectory }.");
+    }
+    const workingDirectory = ctx.binder.bind(options.workingDirectory, {
+      userId: options.userId,
+      admin: true,
+      base: process.cwd(),
+    });
+    return new AdapterSession(ctx, options, workingDirectory, surface);
+  }
+
+  /** Who answered an ask through this surface, as recorded in Toolhost (`ai-sdk:alice`). */
+  get answeredBy(): string {
+    return `${this.surface}:${this.userId}`;
+  }
+
+  /** The user's enabled tools that can work on this host, with their definitions (the user's settings applied). */
+  async list(): Promise<ListedTool[]> {
+    const { tools, definitions } = await this.runtime.getEnabledToolRuntime(this.userId);
+    return definitions.map((definition, i) => ({ tool: tools[i] as RegisteredTool, definition }));
+  }
+
+  /** Whether `name` is enabled for the user now (read at most once a second). */
+  async isEnabled(name: string): Promise<boolean> {
+    const now = Date.now();
+    if (!this.#enabled || now - this.#enabled.at > ENABLED_CACHE_MS) {
+      this.#enabled = {
+        at: now,
+        names: this.list().then((listed) => new Set(listed.map((l) => l.definition.name))),
+      };
+    }
+    return (await this.#enabled.names).has(name);
+  }
+
+  #gate(): ApprovalGate {
+    return new ApprovalGate({
+      service: this.approvals,
+      runtime: this.runtime,
+      userId: this.userId,
+      chatId: this.chatId,
+      workingDirectory: this.workingDirectory,
+      onAsk: "return",
+    });
+  }
+
+  /** This user's approval of the call `toolCallId` of tool `name`, if Toolhost asked about it. */
+  async approvalFor(toolCallId: string, name?: string): Promise<ApprovalRecord | undefined> {
+    const record = await this.approvals.repository.findForCall(toolCallId, { chatId: this.chatId });
+    if (!record || record.userId !== this.userId || record.chatId !== this.chatId) return undefined;
+    if (name !== undefined && record.tool !== name) return undefined;
+    return record;
+  }
+
+  /**
+   * Classifies a call: `allow`, `ask` (a pending approval now exists in Toolhost) or `deny` (audited, with the
+   * outcome the model gets). The same call id always gets the same answer: an ask made earlier (in this process or
+   * another) is found again and stays an ask whatever its status, so a framework that re-evaluates its approval
+   * predicate when the answer comes back sees the same decision.
+   */
+  classify(name: string, args: unknown, toolCallId: string): Promise<CallDecision> {
+    const known = this.#decisions.get(toolCallId);
+    if (known) return known;
+    const decided = withCallSurface(this.surface, () => this.#classify(name, args, toolCallId));
+    this.#decisions.set(toolCallId, decided);
+    decided.catch(() => this.#decisions.delete(toolCallId));
+    return decided;
+  }
+
+  async #classify(name: string, args: unknown, toolCallId: string): Promise<CallDecision> {
+    const existing = await this.approvalFor(toolCallId, name);
+    if (existing) return { decision: "ask", approvalId: existing.id, reason: existing.reason };
+    const verdict = await this.#gate().check(
+      { id: toolCallId, name, arguments: args as string },
+      { emit: () => {}, snapshot: emptySnapshot },
+    );
+    if (verdict.run) return { decision: "allow" };
+    const details = verdict.outcome.error.details as { approvalId?: unknown } | undefined;
+    if (verdict.outcome.error.code === "denied_by_policy" && typeof details?.approvalId === "string") {
+      const record = await this.approvals.repository.get(details.approvalId);
+      return { decision: "ask", approvalId: details.approvalId, reason: record?.reason ?? "" };
+    }
+    return { decision: "deny", outcome: verdict.outcome as ToolCallOutcome & { ok: false } };
+  }
+
+  /**
+   * Records framework answers to Toolhost's asks (an approval response, a rejection): each pending ask of this user
+   * for one of the calls is decided `allow_once` or `deny` by `<surface>:<userId>`. Answers to calls Toolhost never
+   * asked about, or already decided, change nothing. Never throws (a failure is logged).
+   */
+  async recordAnswers(answers: readonly FrameworkAnswer[]): Promise<void> {
+    for (const answer of answers) {
+      try {
+        const record = await this.approvalFor(answer.toolCallId);
+        if (!record || record.status !== "pending") continue;
+        await this.approvals.decide(this.userId, record.id, {
+          decision: answer.approved ? "allow_once" : "deny",
+          ...(answer.reason ? { message: answer.reason } : {}),
+          decidedBy: this.answeredBy,
+        });
+      } catch (error) {
+        // Decided or expired meanwhile: the gate reads the final status when the call runs.
+        this.runtime.logger.debug?.(
+          { err: String(error), toolCallId: answer.toolCallId },
+          "recording a framework's approval answer failed",
+        );
+      }
+    }
+  }
+
+  /**
+   * Runs a call the framework decided to execute, through the approval gate. The framework executes a call only when
+   * its approval predicate said no approval was needed or its user approved the call, so: a call the policy denies
+   * returns its refusal (whatever the framework was told); a call Toolhost asks about runs only with its approval —
+   * recorded first as this surface's allow_once while still pending — checked against its binding and the current
+   * policy and used once (a second execution of the same call is refused); any other call goes through the gate as a
+   * new one. Never throws for a tool failure or refusal: it is the outcome.
+   */
+  run(
+    name: string,
+    args: unknown,
+    call: { toolCallId: string; signal?: AbortSignal; onProgress?: (event: ToolProgressEvent) => void },
+  ): Promise<ToolCallOutcome> {
+    return withCallSurface(this.surface, async () => {
+      const decided = await this.classify(name, args, call.toolCallId);
+      if (decided.decision === "deny") return decided.outcome;
+      const common = {
+        runtime: this.runtime,
+        approvals: this.approvals,
+        userId: this.userId,
+        chatId: this.chatId,
+        workingDirectory: this.workingDirectory,
+        ...(call.signal ? { signal: call.signal } : {}),
+        ...(call.onProgress ? { onProgress: call.onProgress } : {}),
+      };
+      if (decided.decision === "ask") {
+        const record = await this.approvals.repository.get(decided.approvalId);
+        if (record?.status === "pending") {
+          await this.recordAnswers([{ toolCallId: call.toolCallId, approved: true }]);
+        }
+        return runGatedCall(name, args, { ...common, approvalId: decided.approvalId });
+      }
+      const outcome = await runGatedCall(name, args, { ...common, onAsk: "return" });
+      return outcome.ok ? outcome : withoutPendingHint(outcome);
+    });
+  }
+}
+
+const emptySnapshot = () => ({
+  iterations: 0,
+  added: [],
+  assistant: { role: "assistant" as const, content: "" },
+  results: [],
+});
+
+/**
+ * A call that reached execution without the framework asking (the policy changed between the two): the gate's
+ * message tells an HTTP client how to answer the pending approval; through a framework the model is told to call
+ * again, so that the framework asks.
+ */
+function withoutPendingHint(outcome: ToolCallOutcome & { ok: false }): ToolCallOutcome {
+  const details = outcome.error.details as { approvalId?: unknown } | undefined;
+  if (outcome.error.code !== "denied_by_policy" || typeof details?.approvalId !== "string") return outcome;
+  return {
+    ...outcome,
+    error: new DeniedByPolicyError(
+      "This call needs approval, which was not asked for when it was made (the user's approval settings changed). It was not run; call the tool again to ask.",
+      { approvalId: details.approvalId },
+    ).toJSON(),
+  };
+}
