@@ -13,7 +13,9 @@ export const AI_SDK_SURFACE = "ai-sdk";
 /** `jsonSchema` of the `ai` package in use. */
 export type JsonSchemaFactory = (
   schema: JSONSchema7,
-  options: { validate: (value: unknown) => Promise<{ success: true; value: unknown } | { success: false; error: Error }> },
+  options: {
+    validate: (value: unknown) => Promise<{ success: true; value: unknown } | { success: false; error: Error }>;
+  },
 ) => Schema<unknown>;
 
 /**
@@ -62,7 +64,8 @@ export function approvalAnswersIn(messages: unknown): FrameworkAnswer[] {
     for (const part of content) {
       const p = part as Record<string, unknown> | null;
       if (p?.type === "tool-approval-request" && typeof p.approvalId === "string") {
-        const callId = typeof p.toolCallId === "string" ? p.toolCallId : (p.toolCall as { toolCallId?: unknown })?.toolCallId;
+        const callId =
+          typeof p.toolCallId === "string" ? p.toolCallId : (p.toolCall as { toolCallId?: unknown })?.toolCallId;
         if (typeof callId === "string") callOf.set(p.approvalId, callId);
       } else if (p?.type === "tool-approval-response" && typeof p.approvalId === "string") {
         responses.push({
@@ -115,21 +118,24 @@ export async function buildAiSdkTools(session: AdapterSession, jsonSchema: JsonS
   const tools: ToolSet = {};
   for (const { definition } of await session.list()) {
     const name = definition.name;
-    const inputSchema = jsonSchema({ ...(definition.parameters as JSONSchema7), type: "object" }, {
-      // Toolhost's own argument checks, so malformed input fails as validation_failed with Toolhost's message.
-      validate: async (value) => {
-        const inspected = await session.runtime.inspectCall(name, value, {
-          userId: session.userId,
-          chatId: session.chatId,
-          workingDirectory: session.workingDirectory,
-        });
-        if (!inspected.ok && inspected.error.code === "validation_failed") {
-          return { success: false, error: new ToolhostCallError(inspected.error.toJSON()) };
-        }
-        // Returned unchanged: the SDK compares an approved call's input with what validation returns.
-        return { success: true, value };
+    const inputSchema = jsonSchema(
+      { ...(definition.parameters as JSONSchema7), type: "object" },
+      {
+        // Toolhost's own argument checks, so malformed input fails as validation_failed with Toolhost's message.
+        validate: async (value) => {
+          const inspected = await session.runtime.inspectCall(name, value, {
+            userId: session.userId,
+            chatId: session.chatId,
+            workingDirectory: session.workingDirectory,
+          });
+          if (!inspected.ok && inspected.error.code === "validation_failed") {
+            return { success: false, error: new ToolhostCallError(inspected.error.toJSON()) };
+          }
+          // Returned unchanged: the SDK compares an approved call's input with what validation returns.
+          return { success: true, value };
+        },
       },
-    });
+    );
     const tool = {
       type: "function",
       description: definition.description,

@@ -4,8 +4,9 @@
  * SDK's approval requests), path policy, sandbox, time budget, result cap and audit under the user. See
  * docs/adapters.md.
  */
-import { jsonSchema } from "ai";
+
 import type { ToolSet } from "ai";
+import { jsonSchema } from "ai";
 import { approvalAnswersIn, type JsonSchemaFactory, openAiSdkTools, sessionOf } from "./ai-sdk-tools.js";
 import type { AdapterContext, ToolhostToolsOptions } from "./session.js";
 
@@ -65,7 +66,8 @@ export function toolhostToolApproval(tools: ToolSet): ToolhostToolApproval {
       await session.recordAnswers(approvalAnswersIn(options.messages));
       const decided = await session.classify(name, input, options.toolCallId);
       if (decided.decision === "allow") return "approved";
-      if (decided.decision === "ask") return { type: "user-approval", ...(decided.reason ? { reason: decided.reason } : {}) };
+      if (decided.decision === "ask")
+        return { type: "user-approval", ...(decided.reason ? { reason: decided.reason } : {}) };
       return { type: "denied", reason: decided.outcome.error.message };
     };
   }

@@ -3,7 +3,7 @@
  * `@openai/agents` the caller loaded. The public entry is ./openai-agents.ts.
  */
 import { randomUUID } from "node:crypto";
-import type { FunctionTool, RunContext, tool as agentsTool } from "@openai/agents";
+import type { tool as agentsTool, FunctionTool, RunContext } from "@openai/agents";
 import { serializeToolOutcome } from "../loop/serialize.js";
 import { toolDefsToResponsesAPI } from "../providers/tool-mapper.js";
 import type { AdapterSession, FrameworkAnswer } from "./session.js";
@@ -18,7 +18,10 @@ export type AgentsToolFactory = typeof agentsTool;
  * The rejections a run's context holds for calls of `names` (`state.reject(item)` puts them there; they travel
  * with the serialized RunState). A rejection of every call of a tool (`alwaysReject`) names no call and is skipped.
  */
-export function rejectionsIn(runContext: RunContext<unknown> | undefined, names: ReadonlySet<string>): FrameworkAnswer[] {
+export function rejectionsIn(
+  runContext: RunContext<unknown> | undefined,
+  names: ReadonlySet<string>,
+): FrameworkAnswer[] {
   let approvals: Record<string, { rejected?: unknown; messages?: Record<string, string> }> | undefined;
   try {
     approvals = (runContext?.toJSON() as { approvals?: typeof approvals } | undefined)?.approvals;
@@ -63,14 +66,20 @@ export async function buildAgentsTools(session: AdapterSession, tool: AgentsTool
       strict: mapped.strict === true,
       isEnabled: async ({ runContext }: { runContext: RunContext<unknown> }) => {
         await recordRejections(runContext);
-        return session.isEnabled(name);
+        // Read once per turn of the run (the SDK asks every tool at the start of each turn).
+        const step = (runContext?.usage as { requests?: number } | undefined)?.requests ?? 0;
+        return session.isEnabled(name, runContext ? { scope: runContext, step } : undefined);
       },
       needsApproval: async (runContext: RunContext<unknown>, input: unknown, callId?: string) => {
         await recordRejections(runContext);
         if (!callId) return true;
         return (await session.classify(name, input, callId)).decision === "ask";
       },
-      execute: async (input: unknown, _runContext?: RunContext<unknown>, details?: { toolCall?: { callId?: string }; signal?: AbortSignal }) => {
+      execute: async (
+        input: unknown,
+        _runContext?: RunContext<unknown>,
+        details?: { toolCall?: { callId?: string }; signal?: AbortSignal },
+      ) => {
         const outcome = await session.run(name, input, {
           toolCallId: details?.toolCall?.callId ?? `call_${randomUUID()}`,
           ...(details?.signal ? { signal: details.signal } : {}),

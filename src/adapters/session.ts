@@ -65,8 +65,6 @@ export interface ListedTool {
   definition: ToolDefinition;
 }
 
-const ENABLED_CACHE_MS = 1_000;
-
 /**
  * One user's Toolhost tools for one request of a framework adapter. `surface` names the framework in the audit
  * (`details.surface`) and in recorded approval answers (`<surface>:<userId>`).
@@ -79,9 +77,14 @@ export class AdapterSession {
   readonly workingDirectory: string | null;
   readonly surface: string;
   readonly #decisions = new Map<string, Promise<CallDecision>>();
-  #enabled: { at: number; names: Promise<Set<string>> } | undefined;
+  readonly #enabled = new WeakMap<object, { step: number; names: Promise<Set<string>> }>();
 
-  private constructor(ctx: AdapterContext, options: ToolhostToolsOptions, workingDirectory: string | null, surface: string) {
+  private constructor(
+    ctx: AdapterContext,
+    options: ToolhostToolsOptions,
+    workingDirectory: string | null,
+    surface: string,
+  ) {
     this.runtime = ctx.runtime;
     this.approvals = ctx.approvals;
     this.userId = options.userId;
@@ -117,16 +120,19 @@ export class AdapterSession {
     return definitions.map((definition, i) => ({ tool: tools[i] as RegisteredTool, definition }));
   }
 
-  /** Whether `name` is enabled for the user now (read at most once a second). */
-  async isEnabled(name: string): Promise<boolean> {
-    const now = Date.now();
-    if (!this.#enabled || now - this.#enabled.at > ENABLED_CACHE_MS) {
-      this.#enabled = {
-        at: now,
-        names: this.list().then((listed) => new Set(listed.map((l) => l.definition.name))),
-      };
+  /**
+   * Whether `name` is enabled for the user now. With `turn`, the settings are read once per turn of a run (`scope`
+   * is the run's context object, `step` counts its model requests) rather than once per tool.
+   */
+  async isEnabled(name: string, turn?: { scope: object; step: number }): Promise<boolean> {
+    const read = () => this.list().then((listed) => new Set(listed.map((l) => l.definition.name)));
+    if (!turn) return (await read()).has(name);
+    let cached = this.#enabled.get(turn.scope);
+    if (!cached || cached.step !== turn.step) {
+      cached = { step: turn.step, names: read() };
+      this.#enabled.set(turn.scope, cached);
     }
-    return (await this.#enabled.names).has(name);
+    return (await cached.names).has(name);
   }
 
   #gate(): ApprovalGate {

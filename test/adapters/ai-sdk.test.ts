@@ -6,8 +6,8 @@
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AI_SDK_SURFACE, type JsonSchemaFactory, openAiSdkTools } from "../../src/adapters/ai-sdk-tools.js";
 import { toolhostTools as publicToolhostTools, toolhostToolApproval } from "../../src/adapters/ai-sdk.js";
+import { AI_SDK_SURFACE, type JsonSchemaFactory, openAiSdkTools } from "../../src/adapters/ai-sdk-tools.js";
 import type { ToolhostToolsOptions } from "../../src/adapters/session.js";
 import type { AppContext } from "../../src/app/context.js";
 import { registerTool } from "../../src/core/registry.js";
@@ -90,7 +90,12 @@ function scripted(sdk: Sdk, turns: { id: string; tool: string; input: unknown }[
       const chunks: any[] = [{ type: "stream-start", warnings: [] }];
       for (const p of parts) {
         if (p.type === "tool-call") chunks.push(p);
-        else chunks.push({ type: "text-start", id: "t" }, { type: "text-delta", id: "t", delta: p.text }, { type: "text-end", id: "t" });
+        else
+          chunks.push(
+            { type: "text-start", id: "t" },
+            { type: "text-delta", id: "t", delta: p.text },
+            { type: "text-end", id: "t" },
+          );
       }
       const finish = parts[0]?.type === "tool-call" ? "tool-calls" : "stop";
       chunks.push({ type: "finish", finishReason: { unified: finish, raw: undefined }, usage });
@@ -227,7 +232,9 @@ function suite(sdk: () => Promise<Sdk>, version: 6 | 7) {
       ...first.response.messages,
       {
         role: "tool",
-        content: [{ type: "tool-approval-response", approvalId: request.approvalId, approved: false, reason: "not now" }],
+        content: [
+          { type: "tool-approval-response", approvalId: request.approvalId, approved: false, reason: "not now" },
+        ],
       },
     ];
     const { model, calls } = scripted(s, []);
