@@ -194,7 +194,7 @@ export class AdapterSession {
     for (const answer of answers) {
       try {
         const record = await this.approvalFor(answer.toolCallId);
-        if (!record || record.status !== "pending") continue;
+        if (record?.status !== "pending") continue;
         await this.approvals.decide(this.userId, record.id, {
           decision: answer.approved ? "allow_once" : "deny",
           ...(answer.reason ? { message: answer.reason } : {}),

@@ -71,7 +71,7 @@ const usage = {
  */
 function scripted(sdk: Sdk, turns: { id: string; tool: string; input: unknown }[][]) {
   const calls: any[] = [];
-  const content = () => {
+  const content = (): any[] => {
     const turn = turns[calls.length - 1];
     return turn
       ? turn.map((c) => ({ type: "tool-call", toolCallId: c.id, toolName: c.tool, input: JSON.stringify(c.input) }))
