@@ -25,6 +25,8 @@ const load = async (entry: string) => require(entry) as Record<string, any>;
 let lib: Record<string, any>;
 let server: Record<string, any>;
 let mcp: Record<string, any>;
+let aiSdk: Record<string, any>;
+let openaiAgents: Record<string, any>;
 let ctx: any;
 let token: string;
 const closers: (() => Promise<void> | void)[] = [];
@@ -38,7 +40,13 @@ function listen(handler: Parameters<typeof createServer>[1]): Promise<string> {
 }
 
 beforeAll(async () => {
-  [lib, server, mcp] = await Promise.all([load("toolhost"), load("toolhost/server"), load("toolhost/mcp")]);
+  [lib, server, mcp, aiSdk, openaiAgents] = await Promise.all([
+    load("toolhost"),
+    load("toolhost/server"),
+    load("toolhost/mcp"),
+    load("toolhost/ai-sdk"),
+    load("toolhost/openai-agents"),
+  ]);
   ctx = await lib.createAppContext({ dataDir: tempDir("toolhost-embed-"), logger: recordingLogger(), adminUsers: [] });
   token = (await ctx.tokens.create("alice")).token;
 });
@@ -66,6 +74,8 @@ describe("the built package's entries", () => {
       toolhost: lib,
       "toolhost/server": server,
       "toolhost/mcp": mcp,
+      "toolhost/ai-sdk": aiSdk,
+      "toolhost/openai-agents": openaiAgents,
     };
     for (const [entry, module] of Object.entries(loaded)) {
       const subpath = entry === "toolhost" ? "." : `./${entry.slice("toolhost/".length)}`;
@@ -123,5 +133,15 @@ describe("embedding the built package", () => {
     const result = await client.callTool({ name: "get_current_datetime", arguments: { timezone: "Asia/Kathmandu" } });
     expect(result.isError).toBeFalsy();
     expect(JSON.stringify(result.structuredContent ?? result.content)).toContain("+05:45");
+  });
+
+  it("toolhost/ai-sdk and toolhost/openai-agents: the built adapters give the user's enabled tools in each framework's shape", async () => {
+    const work = tempDir("toolhost-embed-work-");
+    const set = await aiSdk.toolhostTools(ctx, { userId: "alice", workingDirectory: work });
+    expect(typeof set.list_directory.execute).toBe("function");
+    expect(set.list_directory.inputSchema.jsonSchema).toMatchObject({ type: "object" });
+    const tools = await openaiAgents.toolhostTools(ctx, { userId: "alice", workingDirectory: work });
+    const listing = tools.find((t: { name: string }) => t.name === "list_directory");
+    expect(listing).toMatchObject({ type: "function", strict: true });
   });
 });

@@ -1,7 +1,8 @@
 /**
- * The public API is a decision: the runtime names of "toolhost", "toolhost/server" and "toolhost/mcp" are compared
- * with the checked-in list in test/api/public-api.txt. To change the surface, change the entry file
- * (src/index.ts, src/server/index.ts, src/mcp/index.ts) and the list together — `UPDATE_PUBLIC_API=1 npx vitest
+ * The public API is a decision: the runtime names of "toolhost", "toolhost/server", "toolhost/mcp",
+ * "toolhost/ai-sdk" and "toolhost/openai-agents" are compared with the checked-in list in test/api/public-api.txt.
+ * To change the surface, change the entry file (src/index.ts, src/server/index.ts, src/mcp/index.ts,
+ * src/adapters/ai-sdk.ts, src/adapters/openai-agents.ts) and the list together — `UPDATE_PUBLIC_API=1 npx vitest
  * run test/api/exports.test.ts` rewrites the list — and say why in the commit (CONTRIBUTING.md, "Public API").
  */
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
@@ -16,6 +17,8 @@ const ENTRIES = {
   toolhost: "src/index.ts",
   "toolhost/server": "src/server/index.ts",
   "toolhost/mcp": "src/mcp/index.ts",
+  "toolhost/ai-sdk": "src/adapters/ai-sdk.ts",
+  "toolhost/openai-agents": "src/adapters/openai-agents.ts",
 } as const;
 type Entry = keyof typeof ENTRIES;
 
@@ -23,6 +26,8 @@ const sourceModules: Record<Entry, () => Promise<Record<string, unknown>>> = {
   toolhost: () => import("../../src/index.js"),
   "toolhost/server": () => import("../../src/server/index.js"),
   "toolhost/mcp": () => import("../../src/mcp/index.js"),
+  "toolhost/ai-sdk": () => import("../../src/adapters/ai-sdk.js"),
+  "toolhost/openai-agents": () => import("../../src/adapters/openai-agents.js"),
 };
 
 function render(names: Record<Entry, string[]>): string {
@@ -84,7 +89,7 @@ describe("public API", () => {
     expect(undocumented).toEqual([]);
   });
 
-  it("\"toolhost\" reaches no HTTP, MCP or CLI module: those are the subpaths' (and the bin's) alone", () => {
+  it("\"toolhost\" reaches no HTTP, MCP, CLI or framework adapter module: those are the subpaths' (and the bin's) alone", () => {
     const files = readSourceTree(`${root}src`);
     const reached = new Set<string>();
     const visit = (file: string) => {
@@ -96,6 +101,8 @@ describe("public API", () => {
     };
     visit("index.ts");
     expect(reached.size).toBeGreaterThan(100);
-    expect([...reached].filter((file) => /^(server|mcp|cli)\//.test(file))).toEqual([]);
+    // Nor, through the adapters, the optional peer dependencies `ai` and `@openai/agents`: importing "toolhost"
+    // works without them installed.
+    expect([...reached].filter((file) => /^(server|mcp|cli|adapters)\//.test(file))).toEqual([]);
   });
 });
