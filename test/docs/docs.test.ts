@@ -5,6 +5,8 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import * as aiSdkEntry from "../../src/adapters/ai-sdk.js";
+import * as openaiAgentsEntry from "../../src/adapters/openai-agents.js";
 import { DEFAULT_CHAT_MODELS } from "../../src/app/chat-service.js";
 import * as library from "../../src/index.js";
 import * as mcpEntry from "../../src/mcp/index.js";
@@ -26,6 +28,8 @@ describe("docs match the code", () => {
       "": { runtime: library, file: "src/index.ts" },
       "/server": { runtime: serverEntry, file: "src/server/index.ts" },
       "/mcp": { runtime: mcpEntry, file: "src/mcp/index.ts" },
+      "/ai-sdk": { runtime: aiSdkEntry, file: "src/adapters/ai-sdk.ts" },
+      "/openai-agents": { runtime: openaiAgentsEntry, file: "src/adapters/openai-agents.ts" },
     };
     const missing: string[] = [];
     let imports = 0;
