@@ -5,7 +5,13 @@
 import type { JSONSchema7, Schema, Tool, ToolSet } from "ai";
 import type { SerializedToolError } from "../core/errors.js";
 import type { ToolProgressEvent } from "../core/types.js";
-import { type AdapterContext, AdapterSession, type FrameworkAnswer, type ToolhostToolsOptions } from "./session.js";
+import {
+  type AdapterContext,
+  AdapterSession,
+  type CallDecision,
+  type FrameworkAnswer,
+  type ToolhostToolsOptions,
+} from "./session.js";
 
 /** The surface name of the AI SDK adapter in the audit and in recorded approval answers. */
 export const AI_SDK_SURFACE = "ai-sdk";
@@ -113,6 +119,27 @@ class ProgressQueue {
   }
 }
 
+/**
+ * Classifies a call for the SDK's approval check (tool-level `needsApproval` or AI SDK 7's `toolApproval`), first
+ * recording the answers in `messages`. The SDK checks an answered call again before running it: an ask made only
+ * then (the call's arguments differ from the ones asked about) was never shown to whoever answered, so the call is
+ * marked to be refused when it executes.
+ */
+export async function classifyForAiSdk(
+  session: AdapterSession,
+  name: string,
+  input: unknown,
+  options: { toolCallId: string; messages?: unknown },
+): Promise<CallDecision> {
+  const answers = approvalAnswersIn(options.messages);
+  await session.recordAnswers(answers);
+  const decided = await session.classify(name, input, options.toolCallId);
+  if (decided.decision === "ask" && decided.fresh && answers.some((a) => a.toolCallId === options.toolCallId)) {
+    session.refuseApproval(options.toolCallId);
+  }
+  return decided;
+}
+
 /** Builds the ToolSet of a session's enabled tools (see ./ai-sdk.ts for the behaviour). */
 export async function buildAiSdkTools(session: AdapterSession, jsonSchema: JsonSchemaFactory): Promise<ToolSet> {
   const tools: ToolSet = {};
@@ -140,10 +167,8 @@ export async function buildAiSdkTools(session: AdapterSession, jsonSchema: JsonS
       type: "function",
       description: definition.description,
       inputSchema,
-      needsApproval: async (input: unknown, options: { toolCallId: string; messages?: unknown }) => {
-        await session.recordAnswers(approvalAnswersIn(options.messages));
-        return (await session.classify(name, input, options.toolCallId)).decision === "ask";
-      },
+      needsApproval: async (input: unknown, options: { toolCallId: string; messages?: unknown }) =>
+        (await classifyForAiSdk(session, name, input, options)).decision === "ask",
       execute: async function* (
         input: unknown,
         options: { toolCallId: string; abortSignal?: AbortSignal; messages?: unknown },

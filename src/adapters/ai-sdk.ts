@@ -7,7 +7,7 @@
 
 import type { ToolSet } from "ai";
 import { jsonSchema } from "ai";
-import { approvalAnswersIn, type JsonSchemaFactory, openAiSdkTools, sessionOf } from "./ai-sdk-tools.js";
+import { classifyForAiSdk, type JsonSchemaFactory, openAiSdkTools, sessionOf } from "./ai-sdk-tools.js";
 import type { AdapterContext, ToolhostToolsOptions } from "./session.js";
 
 export { ToolhostCallError, type ToolhostProgress } from "./ai-sdk-tools.js";
@@ -63,8 +63,7 @@ export function toolhostToolApproval(tools: ToolSet): ToolhostToolApproval {
   const approval: ToolhostToolApproval = {};
   for (const name of Object.keys(tools)) {
     approval[name] = async (input, options) => {
-      await session.recordAnswers(approvalAnswersIn(options.messages));
-      const decided = await session.classify(name, input, options.toolCallId);
+      const decided = await classifyForAiSdk(session, name, input, options);
       if (decided.decision === "allow") return "approved";
       if (decided.decision === "ask")
         return { type: "user-approval", ...(decided.reason ? { reason: decided.reason } : {}) };

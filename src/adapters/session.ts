@@ -17,7 +17,7 @@
  */
 import { ApprovalGate } from "../app/approvals/gate.js";
 import { runGatedCall } from "../app/approvals/one-off.js";
-import type { ApprovalService } from "../app/approvals/service.js";
+import { type ApprovalService, argumentsHash } from "../app/approvals/service.js";
 import type { CoreContext } from "../app/core-context.js";
 import { withCallSurface } from "../core/call-surface.js";
 import { DeniedByPolicyError } from "../core/errors.js";
@@ -48,7 +48,13 @@ export type AdapterContext = Pick<CoreContext, "runtime" | "approvals" | "binder
 /** How the policy classified one call. */
 export type CallDecision =
   | { decision: "allow" }
-  | { decision: "ask"; approvalId: string; reason: string }
+  | {
+      decision: "ask";
+      approvalId: string;
+      reason: string;
+      /** The ask was made by this classification (not found from an earlier one). */
+      fresh?: true;
+    }
   | { decision: "deny"; outcome: ToolCallOutcome & { ok: false } };
 
 /** One framework's answer to an ask. */
@@ -77,6 +83,10 @@ export class AdapterSession {
   readonly workingDirectory: string | null;
   readonly surface: string;
   readonly #decisions = new Map<string, Promise<CallDecision>>();
+  /** Calls whose framework approval is known not to be for the ask Toolhost has (see {@link refuseApproval}). */
+  readonly #unapprovable = new Set<string>();
+  /** Answers already recorded by this session (a conversation's messages carry them on every request). */
+  readonly #answered = new Set<string>();
   readonly #enabled = new WeakMap<object, { step: number; names: Promise<Set<string>> }>();
 
   private constructor(
@@ -146,11 +156,16 @@ export class AdapterSession {
     });
   }
 
-  /** This user's approval of the call `toolCallId` of tool `name`, if Toolhost asked about it. */
-  async approvalFor(toolCallId: string, name?: string): Promise<ApprovalRecord | undefined> {
+  /**
+   * This user's approval of the call `toolCallId` (in this chat; of tool `name` with exactly `args` when given), if
+   * Toolhost asked about it. Matching the arguments too keeps a provider that reuses call ids (`call_0` in every
+   * response) from meeting an old approval for a new call.
+   */
+  async approvalFor(toolCallId: string, name?: string, args?: unknown): Promise<ApprovalRecord | undefined> {
     const record = await this.approvals.repository.findForCall(toolCallId, { chatId: this.chatId });
     if (!record || record.userId !== this.userId || record.chatId !== this.chatId) return undefined;
     if (name !== undefined && record.tool !== name) return undefined;
+    if (args !== undefined && record.argsHash !== argumentsHash(args)) return undefined;
     return record;
   }
 
@@ -170,7 +185,7 @@ export class AdapterSession {
   }
 
   async #classify(name: string, args: unknown, toolCallId: string): Promise<CallDecision> {
-    const existing = await this.approvalFor(toolCallId, name);
+    const existing = await this.approvalFor(toolCallId, name, args);
     if (existing) return { decision: "ask", approvalId: existing.id, reason: existing.reason };
     const verdict = await this.#gate().check(
       { id: toolCallId, name, arguments: args as string },
@@ -180,9 +195,18 @@ export class AdapterSession {
     const details = verdict.outcome.error.details as { approvalId?: unknown } | undefined;
     if (verdict.outcome.error.code === "denied_by_policy" && typeof details?.approvalId === "string") {
       const record = await this.approvals.repository.get(details.approvalId);
-      return { decision: "ask", approvalId: details.approvalId, reason: record?.reason ?? "" };
+      return { decision: "ask", approvalId: details.approvalId, reason: record?.reason ?? "", fresh: true };
     }
     return { decision: "deny", outcome: verdict.outcome as ToolCallOutcome & { ok: false } };
+  }
+
+  /**
+   * Marks the call `toolCallId` as one whose framework approval does not cover Toolhost's ask: the framework says
+   * it was approved, but Toolhost's ask for exactly these arguments was made only now (the arguments were changed
+   * after the approval request went out). Executing it is then refused.
+   */
+  refuseApproval(toolCallId: string): void {
+    this.#unapprovable.add(toolCallId);
   }
 
   /**
@@ -192,9 +216,12 @@ export class AdapterSession {
    */
   async recordAnswers(answers: readonly FrameworkAnswer[]): Promise<void> {
     for (const answer of answers) {
+      if (this.#answered.has(answer.toolCallId)) continue;
       try {
         const record = await this.approvalFor(answer.toolCallId);
-        if (record?.status !== "pending") continue;
+        if (!record) continue;
+        this.#answered.add(answer.toolCallId);
+        if (record.status !== "pending") continue;
         await this.approvals.decide(this.userId, record.id, {
           decision: answer.approved ? "allow_once" : "deny",
           ...(answer.reason ? { message: answer.reason } : {}),
@@ -224,6 +251,8 @@ export class AdapterSession {
     call: { toolCallId: string; signal?: AbortSignal; onProgress?: (event: ToolProgressEvent) => void },
   ): Promise<ToolCallOutcome> {
     return withCallSurface(this.surface, async () => {
+      // Classified before execution (the framework's approval predicate ran in this session)?
+      const classifiedBefore = this.#decisions.has(call.toolCallId);
       const decided = await this.classify(name, args, call.toolCallId);
       if (decided.decision === "deny") return decided.outcome;
       const common = {
@@ -236,6 +265,29 @@ export class AdapterSession {
         ...(call.onProgress ? { onProgress: call.onProgress } : {}),
       };
       if (decided.decision === "ask") {
+        // An ask nobody was shown: made only now, at execution, or for arguments other than the approved ones.
+        if ((decided.fresh && !classifiedBefore) || this.#unapprovable.has(call.toolCallId)) {
+          const outcome: ToolCallOutcome = {
+            ok: false,
+            error: new DeniedByPolicyError(
+              "This call needs approval, and the approval given for it was not for these arguments (or was given without asking Toolhost). It was not run; call the tool again to ask.",
+              { approvalId: decided.approvalId },
+            ).toJSON(),
+            durationMs: 0,
+          };
+          await this.runtime.auditCall(
+            name,
+            args,
+            {
+              userId: this.userId,
+              chatId: this.chatId,
+              workingDirectory: this.workingDirectory,
+              approval: { decision: "deny", decidedBy: "policy" },
+            },
+            outcome,
+          );
+          return outcome;
+        }
         const record = await this.approvals.repository.get(decided.approvalId);
         if (record?.status === "pending") {
           await this.recordAnswers([{ toolCallId: call.toolCallId, approved: true }]);
