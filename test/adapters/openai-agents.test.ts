@@ -171,6 +171,33 @@ function suite(
     ]);
   });
 
+  it("an approved state whose call arguments were changed runs nothing; a policy deny never interrupts or runs", async () => {
+    const user = `tamper-${v}`;
+    const work = workDirectory();
+    await askBeforeWrites(ctx, user);
+    await ctx.settings.update(user, "apply_patch", { parameters: { approval: "deny" } });
+    const tools = await build(agents, { userId: user, workingDirectory: work });
+    const { model, requests } = scriptedModel(agents, [
+      [
+        { id: "t1", tool: "write_file", input: { path: "asked.txt", content: "asked\n" } },
+        { id: "t2", tool: "apply_patch", input: { patch: "*** Begin Patch\n*** Add File: p.txt\n+x\n*** End Patch" } },
+      ],
+    ]);
+    const first = await agents.run(agentWith(tools, model), "write it");
+    expect(first.interruptions.map((i: any) => i.rawItem.callId)).toEqual(["t1"]);
+    const tampered = first.state.toString().replaceAll("asked.txt", "other.txt");
+    const again = agentWith(await build(agents, { userId: user, workingDirectory: work }), model);
+    const state = await agents.RunState.fromString(again, tampered);
+    for (const item of state.getInterruptions()) state.approve(item);
+    await agents.run(again, state);
+    expect(existsSync(join(work, "other.txt"))).toBe(false);
+    expect(existsSync(join(work, "asked.txt"))).toBe(false);
+    expect(existsSync(join(work, "p.txt"))).toBe(false);
+    const outputs = outputsIn(requests.at(-1));
+    expect(JSON.parse(outputs.get("t1")!).error.code).toBe("denied_by_policy");
+    expect(JSON.parse(outputs.get("t2")!).error.code).toBe("denied_by_policy");
+  });
+
   it("a rejection runs nothing; Toolhost records the denial when the run resumes", async () => {
     const user = `reject-${v}`;
     const work = workDirectory();
