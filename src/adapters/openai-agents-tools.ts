@@ -40,6 +40,17 @@ export function rejectionsIn(
   return answers;
 }
 
+/** Whether the run's context holds an approval of the call `callId` of `toolName` (or of all its calls). */
+function approvedIn(runContext: RunContext<unknown> | undefined, toolName: string, callId: string): boolean {
+  try {
+    const approved = (runContext?.toJSON() as { approvals?: Record<string, { approved?: unknown }> } | undefined)
+      ?.approvals?.[toolName]?.approved;
+    return approved === true || (Array.isArray(approved) && approved.includes(callId));
+  } catch {
+    return false;
+  }
+}
+
 /** Builds the function tools of a session's enabled tools (see ./openai-agents.ts for the behaviour). */
 export async function buildAgentsTools(session: AdapterSession, tool: AgentsToolFactory): Promise<FunctionTool[]> {
   const listed = await session.list();
@@ -73,7 +84,13 @@ export async function buildAgentsTools(session: AdapterSession, tool: AgentsTool
       needsApproval: async (runContext: RunContext<unknown>, input: unknown, callId?: string) => {
         await recordRejections(runContext);
         if (!callId) return true;
-        return (await session.classify(name, input, callId)).decision === "ask";
+        const decided = await session.classify(name, input, callId);
+        // Asked again for a call the run already approved (newer SDK releases check on resume): an ask made only
+        // now, for these arguments, was never shown to whoever approved.
+        if (decided.decision === "ask" && decided.fresh && approvedIn(runContext, mapped.name, callId)) {
+          session.refuseApproval(callId);
+        }
+        return decided.decision === "ask";
       },
       execute: async (
         input: unknown,
