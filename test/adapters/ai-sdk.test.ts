@@ -364,7 +364,7 @@ function suite(sdk: () => Promise<Sdk>, version: 6 | 7) {
   });
 }
 
-describe("toolhost/ai-sdk with ai 6", () => {
+describe.concurrent("toolhost/ai-sdk with ai 6", () => {
   suite(async () => ({ ai: await import("ai"), test: await import("ai/test"), label: "ai 6" }), 6);
 
   it("the decision for one call is stable: needsApproval answers the same before and after it is answered", async () => {
@@ -385,59 +385,65 @@ describe("toolhost/ai-sdk with ai 6", () => {
   });
 });
 
-describe.skipIf(NODE_MAJOR < 22)("toolhost/ai-sdk with ai 7 (needs Node >= 22; skipped on older Node)", () => {
-  // The ToolSet is built with ai 7's own jsonSchema, as `toolhostTools` does where `ai` is version 7.
-  suite(async () => {
-    const [ai, test] = await Promise.all([import("ai7"), import("ai7/test")]);
-    return { ai, test, label: "ai 7" };
-  }, 7);
+(NODE_MAJOR < 22 ? describe.skip : describe.concurrent)(
+  "toolhost/ai-sdk with ai 7 (needs Node >= 22; skipped on older Node)",
+  () => {
+    // The ToolSet is built with ai 7's own jsonSchema, as `toolhostTools` does where `ai` is version 7.
+    suite(async () => {
+      const [ai, test] = await Promise.all([import("ai7"), import("ai7/test")]);
+      return { ai, test, label: "ai 7" };
+    }, 7);
 
-  it("call-level toolApproval maps allow / ask / deny; an approved ask runs once", async () => {
-    const ai: any = await import("ai7");
-    const test: any = await import("ai7/test");
-    const s = { ai, test, label: "ai 7" };
-    const user = "tool-approval-7";
-    const work = workDirectory();
-    await askBeforeWrites(ctx, user);
-    await ctx.settings.update(user, "read_file", { parameters: { approval: "deny" } });
-    const build = () => toolhostTools(s, { userId: user, workingDirectory: work });
-    const tools = await build();
-    const first = await ai.generateText({
-      model: scripted(s, [
-        [
-          { id: "t1", tool: "write_file", input: { path: "seven.txt", content: "7\n" } },
-          { id: "t2", tool: "read_file", input: { path: "notes.txt" } },
-          { id: "t3", tool: "list_directory", input: { path: "." } },
-        ],
-      ]).model,
-      tools,
-      toolApproval: toolhostToolApproval(tools),
-      prompt: "go",
+    it("call-level toolApproval maps allow / ask / deny; an approved ask runs once", async () => {
+      const ai: any = await import("ai7");
+      const test: any = await import("ai7/test");
+      const s = { ai, test, label: "ai 7" };
+      const user = "tool-approval-7";
+      const work = workDirectory();
+      await askBeforeWrites(ctx, user);
+      await ctx.settings.update(user, "read_file", { parameters: { approval: "deny" } });
+      const build = () => toolhostTools(s, { userId: user, workingDirectory: work });
+      const tools = await build();
+      const first = await ai.generateText({
+        model: scripted(s, [
+          [
+            { id: "t1", tool: "write_file", input: { path: "seven.txt", content: "7\n" } },
+            { id: "t2", tool: "read_file", input: { path: "notes.txt" } },
+            { id: "t3", tool: "list_directory", input: { path: "." } },
+          ],
+        ]).model,
+        tools,
+        toolApproval: toolhostToolApproval(tools),
+        prompt: "go",
+      });
+      const requests = first.content.filter((p: any) => p.type === "tool-approval-request");
+      const asked = requests.filter((r: any) => !r.isAutomatic);
+      expect(asked.map((r: any) => r.toolCall.toolCallId)).toEqual(["t1"]);
+      expect(JSON.stringify(first.content)).toContain("notes.txt"); // t3 allowed and run
+      expect(existsSync(join(work, "seven.txt"))).toBe(false);
+      const messages = [
+        { role: "user", content: "go" },
+        ...first.response.messages,
+        {
+          role: "tool",
+          content: [{ type: "tool-approval-response", approvalId: asked[0].approvalId, approved: true }],
+        },
+      ];
+      const again = await build();
+      await ai.generateText({
+        model: scripted(s, []).model,
+        tools: again,
+        toolApproval: toolhostToolApproval(again),
+        messages,
+      });
+      expect(readFileSync(join(work, "seven.txt"), "utf8")).toBe("7\n");
+      const audit = await auditOf(ctx, user);
+      expect(audit.filter((a) => a.tool === "read_file").map((a) => [a.outcome, a.errorCode])).toEqual([
+        ["denied", "denied_by_policy"],
+      ]);
+      expect(audit.filter((a) => a.tool === "write_file" && a.outcome === "ok").map((a) => a.approvedBy)).toEqual([
+        `ai-sdk:${user}`,
+      ]);
     });
-    const requests = first.content.filter((p: any) => p.type === "tool-approval-request");
-    const asked = requests.filter((r: any) => !r.isAutomatic);
-    expect(asked.map((r: any) => r.toolCall.toolCallId)).toEqual(["t1"]);
-    expect(JSON.stringify(first.content)).toContain("notes.txt"); // t3 allowed and run
-    expect(existsSync(join(work, "seven.txt"))).toBe(false);
-    const messages = [
-      { role: "user", content: "go" },
-      ...first.response.messages,
-      { role: "tool", content: [{ type: "tool-approval-response", approvalId: asked[0].approvalId, approved: true }] },
-    ];
-    const again = await build();
-    await ai.generateText({
-      model: scripted(s, []).model,
-      tools: again,
-      toolApproval: toolhostToolApproval(again),
-      messages,
-    });
-    expect(readFileSync(join(work, "seven.txt"), "utf8")).toBe("7\n");
-    const audit = await auditOf(ctx, user);
-    expect(audit.filter((a) => a.tool === "read_file").map((a) => [a.outcome, a.errorCode])).toEqual([
-      ["denied", "denied_by_policy"],
-    ]);
-    expect(audit.filter((a) => a.tool === "write_file" && a.outcome === "ok").map((a) => a.approvedBy)).toEqual([
-      `ai-sdk:${user}`,
-    ]);
-  });
-});
+  },
+);

@@ -245,7 +245,7 @@ function suite(
   });
 }
 
-describe("toolhost/openai-agents with @openai/agents 0.14", () => {
+describe.concurrent("toolhost/openai-agents with @openai/agents 0.14", () => {
   // The public entry (its tool() is the installed @openai/agents).
   suite(
     () => import("@openai/agents"),
@@ -254,7 +254,7 @@ describe("toolhost/openai-agents with @openai/agents 0.14", () => {
   );
 });
 
-describe.skipIf(NODE_MAJOR < 22)(
+(NODE_MAJOR < 22 ? describe.skip : describe.concurrent)(
   "toolhost/openai-agents with the current @openai/agents (needs Node >= 22; skipped on older Node)",
   () => {
     // Built with that release's own tool(), as toolhostTools does where @openai/agents is that release.
