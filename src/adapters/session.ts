@@ -6,7 +6,7 @@
  * - `new ApprovalGate({ …, onAsk: "return" }).check(call, step)` to classify a new call: allow (nothing stored),
  *   deny (the gate audits the refusal) or ask (the gate stores a pending approval bound to the call's id, its exact
  *   arguments, the user, the working directory and the chat, audits it as pending, and returns its id);
- * - `approvals.repository.findForCall(toolCallId, { chatId })` to find that approval again (in another request or
+ * - `approvals.repository.findForCall(toolCallId, { chatId, userId })` to find that approval again (in another request or
  *   process), which keeps the decision for the same call stable;
  * - `approvals.decide(userId, approvalId, answer)` to record the framework's approval response in Toolhost, with
  *   who answered through which surface (`ai-sdk:<user>`, `openai-agents:<user>`);
@@ -162,7 +162,10 @@ export class AdapterSession {
    * response) from meeting an old approval for a new call.
    */
   async approvalFor(toolCallId: string, name?: string, args?: unknown): Promise<ApprovalRecord | undefined> {
-    const record = await this.approvals.repository.findForCall(toolCallId, { chatId: this.chatId });
+    const record = await this.approvals.repository.findForCall(toolCallId, {
+      chatId: this.chatId,
+      userId: this.userId,
+    });
     if (!record || record.userId !== this.userId || record.chatId !== this.chatId) return undefined;
     if (name !== undefined && record.tool !== name) return undefined;
     if (args !== undefined && record.argsHash !== argumentsHash(args)) return undefined;

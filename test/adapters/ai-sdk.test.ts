@@ -218,6 +218,35 @@ function suite(sdk: () => Promise<Sdk>, version: 6 | 7) {
     ]);
   });
 
+  it("two users' calls with the same call id keep their own approvals", async () => {
+    const [alice, bob] = [`same-id-a-${version}`, `same-id-b-${version}`];
+    const work = workDirectory();
+    await Promise.all([askBeforeWrites(ctx, alice), askBeforeWrites(ctx, bob)]);
+    const ask = async (user: string) => {
+      const input = { path: `${user}.txt`, content: `${user}\n` };
+      const first = await s.ai.generateText({
+        model: scripted(s, [[{ id: "same", tool: "write_file", input }]]).model,
+        tools: await toolhostTools(s, { userId: user, workingDirectory: work }),
+        prompt: "write",
+      });
+      const request = first.content.find((p: any) => p.type === "tool-approval-request");
+      return [
+        { role: "user", content: "write" },
+        ...first.response.messages,
+        { role: "tool", content: [{ type: "tool-approval-response", approvalId: request.approvalId, approved: true }] },
+      ];
+    };
+    const aliceMessages = await ask(alice);
+    await ask(bob); // the newest ask for the call id "same" is Bob's
+    await s.ai.generateText({
+      model: scripted(s, []).model,
+      tools: await toolhostTools(s, { userId: alice, workingDirectory: work }),
+      messages: aliceMessages,
+    });
+    expect(readFileSync(join(work, `${alice}.txt`), "utf8")).toBe(`${alice}\n`);
+    expect(existsSync(join(work, `${bob}.txt`))).toBe(false);
+  });
+
   it("an approval for other arguments than the ones asked about runs nothing (the call's input changed after the ask)", async () => {
     const user = `tamper-${version}`;
     const work = workDirectory();
