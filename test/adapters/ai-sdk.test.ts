@@ -374,7 +374,11 @@ function suite(sdk: () => Promise<Sdk>, version: 6 | 7) {
     await eventually(() => !alive(pid), 2000, "the shell to be gone after the abort");
     await consumed;
     await eventually(
-      async () => (await auditOf(ctx, user)).some((a) => a.tool === "bash" && a.errorCode === "aborted"),
+      async () =>
+        (await auditOf(ctx, user)).some(
+          // The line is written once the shell stopped, after the call returned: it still names the framework.
+          (a) => a.tool === "bash" && a.errorCode === "aborted" && (a.details as any)?.surface === AI_SDK_SURFACE,
+        ),
       5000,
       "the aborted call's audit line",
     );

@@ -238,7 +238,12 @@ function suite(
     await eventually(() => !alive(pid), 2000, "the shell to be gone after the abort");
     await running;
     await eventually(
-      async () => (await auditOf(ctx, user)).some((a) => a.tool === "bash" && a.errorCode === "aborted"),
+      async () =>
+        (await auditOf(ctx, user)).some(
+          // The line is written once the shell stopped, after the call returned: it still names the framework.
+          (a) =>
+            a.tool === "bash" && a.errorCode === "aborted" && (a.details as any)?.surface === OPENAI_AGENTS_SURFACE,
+        ),
       5000,
       "the aborted call's audit line",
     );
