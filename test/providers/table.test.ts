@@ -51,7 +51,8 @@ describe("the provider table", () => {
       expect(thrown).toBeInstanceOf(MissingCredentialsError);
       const message = (thrown as Error).message;
       for (const variable of entry.credentials.apiKeyEnv) expect(message).toContain(variable);
-      expect(message).toContain(`providers.${entry.id}.apiKey in ${env.TOOLHOST_CONFIG}`);
+      expect(message).toContain(`providers.${entry.id}.apiKey in the config file (TOOLHOST_CONFIG)`);
+      expect(message).not.toContain(String(env.TOOLHOST_CONFIG));
       // The chat path reports exactly the same text.
       expect(() => defaultAdapterFactory(entry.id, env)).toThrow(message);
     }

@@ -23,7 +23,7 @@ const definition: ToolDefinition = {
       params: {
         type: "array",
         description: "Values bound to the statement's placeholders, in order.",
-        items: {},
+        items: { type: ["string", "number", "boolean", "null"] },
       },
       maxRows: {
         type: "integer",
