@@ -125,6 +125,20 @@ export const UpdateToolSettingsBodySchema = Type.Object(
   { additionalProperties: false },
 );
 
+/** Body of an admin's PUT of another user's settings: the user's own body plus whether to lock what is set. */
+export const AdminUpdateToolSettingsBodySchema = Type.Object(
+  {
+    ...UpdateToolSettingsBodySchema.properties,
+    lock: Type.Optional(
+      Type.Boolean({
+        description:
+          "Lock the keys set here for the user, so they cannot change them back (default true, as `toolhost settings set --user`); a reset (null) lifts a key's lock.",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 export const ExecuteToolBody = Type.Object(
   {
     arguments: Type.Optional(Type.Unknown({ description: "The tool's arguments: a JSON object (or a JSON string)." })),

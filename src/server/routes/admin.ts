@@ -4,9 +4,12 @@
  */
 import { Hono } from "hono";
 import type { AppContext } from "../../app/context.js";
+import { SettingsVersionConflictError, type UpdateToolSettingsBody } from "../../app/tool-settings-service.js";
+import { SETTINGS_BODY_LIMITS } from "../../core/json-limits.js";
 import { TokenLookupError } from "../../storage/token-repository.js";
 import { type AuthEnv, HttpError, readJsonBody, sendJson } from "../http.js";
 import {
+  AdminUpdateToolSettingsBodySchema,
   AuditListResponse,
   CreateTokenBody,
   IssuedTokenResponse,
@@ -16,6 +19,7 @@ import {
   ToolSettingsListResponse,
   UnlockResponse,
 } from "../schemas.js";
+import { etag, parseIfMatch } from "./settings.js";
 
 /** Maps a failed token lookup to 404 (none) or 409 (an id prefix matching several). */
 function lookupFailed(error: unknown): never {
@@ -75,6 +79,35 @@ export function adminRoutes(ctx: AppContext): Hono<AuthEnv> {
   app.get("/users/:user/settings/tools/:toolName", async (c) =>
     sendJson(c, ToolSettingsDescriptorSchema, await ctx.settings.get(c.req.param("user"), c.req.param("toolName"))),
   );
+  // Setting another user's values, with the user's own validation; what is set is locked for them unless lock: false.
+  app.put("/users/:user/settings/tools/:toolName", async (c) => {
+    const ifMatch = parseIfMatch(c.req.header("If-Match"));
+    const { lock, ...body } = await readJsonBody<UpdateToolSettingsBody & { lock?: boolean }>(
+      c,
+      AdminUpdateToolSettingsBodySchema,
+      SETTINGS_BODY_LIMITS,
+    );
+    try {
+      const descriptor = await ctx.settings.update(c.req.param("user"), c.req.param("toolName"), body, {
+        admin: true,
+        lock: lock ?? true,
+        actor: c.get("userId"),
+        ...(ifMatch === undefined ? {} : { ifMatch }),
+      });
+      c.header("ETag", etag(descriptor.version));
+      return sendJson(c, ToolSettingsDescriptorSchema, descriptor);
+    } catch (error) {
+      if (error instanceof SettingsVersionConflictError) {
+        c.header("ETag", etag(error.actual));
+        throw new HttpError(412, "precondition_failed", error.message, {
+          tool: error.tool,
+          expected: error.expected,
+          actual: error.actual,
+        });
+      }
+      throw error;
+    }
+  });
   app.delete("/users/:user/settings/tools/:toolName/locks", async (c) => {
     const keys = c.req.queries("key") ?? [];
     const { descriptor, unlocked } = await ctx.settings.unlock(c.req.param("user"), c.req.param("toolName"), keys, {
