@@ -40,6 +40,10 @@ export interface ApiTokensTable {
   label: string | null;
   created_at: string;
   last_used_at: string | null;
+  /** When the token stops working (ISO-8601 UTC); null: never. */
+  expires_at: string | null;
+  /** The token's first characters (`th_` and 6 more), shown in listings; null for tokens issued before. */
+  prefix: string | null;
 }
 
 /** Row of `chats`: a conversation bound to a working directory, a provider and a model. */

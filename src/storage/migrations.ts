@@ -296,6 +296,18 @@ export const migrations: Record<string, Migration> = {
       await db.schema.dropTable("approvals").ifExists().execute();
     },
   },
+  "0011_token_expiry_and_prefix": {
+    async up(db: Kysely<any>) {
+      // When a token stops working (ISO-8601 UTC; null: never), and its first characters, so a holder can tell
+      // which listed id is theirs (null for tokens issued before).
+      await db.schema.alterTable("api_tokens").addColumn("expires_at", "text").execute();
+      await db.schema.alterTable("api_tokens").addColumn("prefix", "text").execute();
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.alterTable("api_tokens").dropColumn("prefix").execute();
+      await db.schema.alterTable("api_tokens").dropColumn("expires_at").execute();
+    },
+  },
   "0003_settings_version": {
     async up(db: Kysely<any>) {
       await db.schema

@@ -6,7 +6,7 @@ import { Hono } from "hono";
 import type { AppContext } from "../../app/context.js";
 import { SettingsVersionConflictError, type UpdateToolSettingsBody } from "../../app/tool-settings-service.js";
 import { SETTINGS_BODY_LIMITS } from "../../core/json-limits.js";
-import { TokenLookupError } from "../../storage/token-repository.js";
+import { parseTokenLifetime, TokenLookupError } from "../../storage/token-repository.js";
 import { type AuthEnv, HttpError, readJsonBody, sendJson } from "../http.js";
 import {
   AdminUpdateToolSettingsBodySchema,
@@ -119,11 +119,23 @@ export function adminRoutes(ctx: AppContext): Hono<AuthEnv> {
     sendJson(c, TokenListResponse, { tokens: await ctx.tokens.list(c.req.query("user") || undefined) }),
   );
   app.post("/tokens", async (c) => {
-    const body = await readJsonBody<{ userId: string; label?: string }>(c, CreateTokenBody);
+    const body = await readJsonBody<{ userId: string; label?: string; expiresIn?: string }>(c, CreateTokenBody);
     if (/^\.+$/.test(body.userId)) throw new HttpError(400, "bad_request", "userId may not be only dots.");
     const label = body.label ?? null;
-    const issued = await ctx.tokens.create(body.userId, label);
-    return sendJson(c, IssuedTokenResponse, { id: issued.id, userId: body.userId, label, token: issued.token }, 201);
+    let expiresInMs: number | undefined;
+    try {
+      expiresInMs = body.expiresIn === undefined ? undefined : parseTokenLifetime(body.expiresIn);
+    } catch (error) {
+      throw new HttpError(400, "bad_request", (error as Error).message);
+    }
+    const issued = await ctx.tokens.create(body.userId, { label, expiresInMs });
+    const { expiresAt } = await ctx.tokens.find(issued.id);
+    return sendJson(
+      c,
+      IssuedTokenResponse,
+      { id: issued.id, userId: body.userId, label, expiresAt, token: issued.token },
+      201,
+    );
   });
   app.delete("/tokens/:id", async (c) => {
     const revoked = await ctx.tokens.revoke(c.req.param("id")).catch(lookupFailed);
@@ -131,8 +143,8 @@ export function adminRoutes(ctx: AppContext): Hono<AuthEnv> {
   });
   app.post("/tokens/:id/rotate", async (c) => {
     const rotated = await ctx.tokens.rotate(c.req.param("id")).catch(lookupFailed);
-    const { userId, label } = rotated.replaced;
-    return sendJson(c, IssuedTokenResponse, { id: rotated.id, userId, label, token: rotated.token });
+    const { userId, label, expiresAt } = rotated.replaced;
+    return sendJson(c, IssuedTokenResponse, { id: rotated.id, userId, label, expiresAt, token: rotated.token });
   });
   return app;
 }

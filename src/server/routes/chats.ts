@@ -323,6 +323,8 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
     // A server shutting down cancels the turn like a client that left, and waits until it has stored its steps.
     if (ctx.shutdownSignal.aborted) abort();
     ctx.shutdownSignal.addEventListener("abort", abort, { once: true });
+    // A token revoked (or expiring) while the turn streams stops it.
+    const unwatchToken = ctx.tokens.watch(c.get("token"), abort);
     let finished: () => void = () => {};
     void ctx.track(
       new Promise<void>((resolve) => {
@@ -351,6 +353,7 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
         clearInterval(ping);
         c.req.raw.signal?.removeEventListener("abort", abort);
         ctx.shutdownSignal.removeEventListener("abort", abort);
+        unwatchToken();
         finished();
       }
     });
