@@ -13,10 +13,13 @@
  *   against the server process's own directory.
  * - The real path is bound (symlinks resolved), and a bound directory later replaced by a link, or no longer
  *   within the roots, is refused before each turn and each tool call.
+ * - A user's own root (a `{user}` template) is created, mode 0700, by their first binding request when the
+ *   directory above the `{user}` part exists (the operator creates that one): a new user can start at once.
  */
-import { realpathSync, statSync } from "node:fs";
+import { existsSync, realpathSync, statSync } from "node:fs";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { AccessDeniedError, ToolArgumentError } from "../core/errors.js";
+import { makeDirectoriesSync } from "../core/make-directory.js";
 import { isPathWithinRoots } from "../core/path-policy.js";
 
 /** Who asks to bind a directory. */
@@ -113,6 +116,27 @@ export class WorkingDirectoryBinder {
   }
 
   /**
+   * Creates the user's templated roots (`{user}` replaced) that do not exist yet, mode 0700, when the directory
+   * above the first `{user}` part exists; leaves alone what it cannot create (the binding then reports it missing).
+   */
+  ensureUserRoots(userId: string): void {
+    if (!this.#roots || userId === "" || /^\.+$/.test(userId) || /[/\\\0]/.test(userId)) return;
+    for (const root of this.#roots) {
+      const at = root.indexOf("{user}");
+      if (at < 0) continue;
+      const target = resolve(root.replaceAll("{user}", userId));
+      if (existsSync(target)) continue;
+      const above = dirname(root.slice(0, at + "{user}".length));
+      if (above.includes("{user}") || !existsSync(above)) continue;
+      try {
+        makeDirectoriesSync(target, 0o700);
+      } catch {
+        // Not creatable (permissions, a file in the way): the binding reports the root missing.
+      }
+    }
+  }
+
+  /**
    * Validates a directory to bind and returns its real path, or null when none is given and none is required.
    * Throws AccessDeniedError (403) when roots are configured and the value lies outside them (the same answer
    * whatever exists there) or is missing, or when no roots are configured and the caller is not an admin;
@@ -120,6 +144,7 @@ export class WorkingDirectoryBinder {
    * roots, or for an admin without roots — a path that does not exist or is not a directory.
    */
   bind(input: string | null | undefined, caller: BindingCaller): string | null {
+    this.ensureUserRoots(caller.userId);
     const roots = this.rootsFor(caller.userId);
     if (input === undefined || input === null || input === "") {
       if (roots) {

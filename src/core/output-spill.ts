@@ -11,9 +11,10 @@
  * holds at most `maxFileBytes` (default 64 MiB); a longer stream is recorded up to there and marked incomplete.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { closeSync, mkdirSync, openSync, writeSync } from "node:fs";
+import { closeSync, openSync, writeSync } from "node:fs";
 import { readdir, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { makeDirectoriesSync } from "./make-directory.js";
 
 /** Options of a SpillArea (every one has a default). */
 export interface SpillAreaOptions {
@@ -105,7 +106,7 @@ export class SpillArea {
 
   #newPath(userId: string, chatId: string | null, tool: string, field: string): string {
     const dir = this.directoryFor(userId, chatId);
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    makeDirectoriesSync(dir, 0o700);
     const stamp = new Date().toISOString().replace(/[:.]/g, "-");
     return join(dir, `${stamp}-${safeName(tool)}-${safeName(field)}-${randomBytes(4).toString("hex")}.txt`);
   }

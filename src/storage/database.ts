@@ -2,12 +2,13 @@
  * Database access: one Kysely schema and one set of migrations for both dialects. Embedded SQLite (a file under the
  * data directory) is the default; a `postgres://` URL selects PostgreSQL (for several instances sharing one database).
  */
-import { chmodSync, existsSync, mkdirSync } from "node:fs";
+import { chmodSync, existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { type Generated, Kysely, PostgresDialect, type SqliteDatabase, SqliteDialect } from "kysely";
 import { resolveDataDir } from "../core/data-dir.js";
+import { makeDirectoriesSync } from "../core/make-directory.js";
 import { MigrationError, migrateToLatest, SchemaDamageError } from "./migrate.js";
 import { migrations } from "./migrations.js";
 import {
@@ -386,7 +387,7 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<T
     };
   } else {
     const file = url ? resolve(url.replace(/^sqlite:/, "")) : join(resolveDataDir(options.dataDir), "toolhost.db");
-    mkdirSync(resolve(file, ".."), { recursive: true, mode: 0o700 });
+    makeDirectoriesSync(resolve(file, ".."), 0o700);
     const created = !existsSync(file);
     const addon = sqliteAddonPath();
     const sqlite = new Database(file, addon ? { nativeBinding: addon } : {});

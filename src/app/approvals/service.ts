@@ -10,12 +10,13 @@
  * for other arguments, in another directory or in another chat.
  */
 import { createHash, createHmac, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { userInfo } from "node:os";
 import { join, resolve } from "node:path";
 import { APPROVAL_RULES_SETTING, APPROVAL_SETTING } from "../../core/approval/policy.js";
 import type { ApprovalRule } from "../../core/approval/rules.js";
 import { AccessDeniedError, BrandedError, errorBrand, NotFoundError, ToolSettingsError } from "../../core/errors.js";
+import { makeDirectoriesSync } from "../../core/make-directory.js";
 import type { Logger } from "../../core/types.js";
 import type {
   ApprovalAnswerDecision,
@@ -196,7 +197,7 @@ export class ApprovalService {
     try {
       this.#key = Buffer.from(readFileSync(this.#keyFile, "utf8").trim(), "hex");
     } catch {
-      mkdirSync(join(this.#keyFile, ".."), { recursive: true, mode: 0o700 });
+      makeDirectoriesSync(join(this.#keyFile, ".."), 0o700);
       try {
         writeFileSync(this.#keyFile, `${randomBytes(32).toString("hex")}\n`, { flag: "wx", mode: 0o600 });
       } catch (error) {
