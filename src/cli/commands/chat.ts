@@ -396,6 +396,7 @@ export function registerChatCommand(program: Command): void {
         if (!opts.json && kept) process.stderr.write(`(chat ${chatId}; continue with --chat ${chatId})\n`);
         process.exitCode = reason === "text" ? 0 : reason === "aborted" ? SIGNAL_EXIT_CODE[stoppedBy ?? "SIGINT"] : 1;
       } catch (error) {
+        if (error instanceof ChatConfigError) throw new CliError(error.message);
         if (error instanceof ToolError && error.code !== "execution_failed") throw new CliError(error.message);
         throw error;
       } finally {

@@ -146,6 +146,7 @@ export const chatOpenApiPaths: Record<string, unknown> = {
         201: { description: "The chat", content: json(ChatSchema) },
         400: error("Malformed body, unknown provider, or a workingDirectory that does not exist or is not a directory"),
         403: error("workingDirectory outside TOOLHOST_CHAT_ROOTS"),
+        503: error("The provider is not configured (code provider_not_configured; the message names the key to set)"),
       },
     },
   },
@@ -283,7 +284,14 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
       CreateChatBody,
     );
     const userId = c.get("userId");
-    const { userId: _u, ...chat } = await chats.createChat(userId, body, { admin: ctx.admins.isAdmin(userId) });
+    let created: Awaited<ReturnType<ChatService["createChat"]>>;
+    try {
+      created = await chats.createChat(userId, body, { admin: ctx.admins.isAdmin(userId) });
+    } catch (thrown) {
+      if (thrown instanceof ChatConfigError) throw new HttpError(503, thrown.code, thrown.message);
+      throw thrown;
+    }
+    const { userId: _u, ...chat } = created;
     return c.json(chat, 201);
   });
 
