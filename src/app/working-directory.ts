@@ -32,6 +32,13 @@ export interface BindingCaller {
    * operator (CLI, library). Absent for remote callers, whose relative values resolve against their first root.
    */
   base?: string;
+  /**
+   * How messages name the value (default `workingDirectory`, the HTTP field): the CLI says `--cwd`, or "the current
+   * directory" when it binds the shell's directory by itself.
+   */
+  argument?: string;
+  /** The command-line flag that chooses another directory (`--cwd`), named in refusals; absent over HTTP. */
+  flag?: string;
 }
 
 /** A chat's binding as the binder checks it. */
@@ -146,17 +153,18 @@ export class WorkingDirectoryBinder {
   bind(input: string | null | undefined, caller: BindingCaller): string | null {
     this.ensureUserRoots(caller.userId);
     const roots = this.rootsFor(caller.userId);
+    const name = caller.argument ?? "workingDirectory";
     if (input === undefined || input === null || input === "") {
       if (roots) {
         throw new AccessDeniedError(
-          `This server confines working directories to ${roots.join(", ")} (TOOLHOST_CHAT_ROOTS); pass a workingDirectory within one of them.`,
+          `This server confines working directories to ${roots.join(", ")} (TOOLHOST_CHAT_ROOTS); pass a ${name} within one of them.`,
           { rule: "chat_roots", argument: "workingDirectory" },
         );
       }
       return null;
     }
     if (input.includes("\0")) {
-      throw new ToolArgumentError("workingDirectory must not contain a NUL byte.", { argument: "workingDirectory" });
+      throw new ToolArgumentError(`${name} must not contain a NUL byte.`, { argument: "workingDirectory" });
     }
     if (!roots && !caller.admin) {
       throw new AccessDeniedError(
@@ -167,14 +175,14 @@ export class WorkingDirectoryBinder {
     const base = caller.base ?? roots?.[0];
     if (!isAbsolute(input) && base === undefined) {
       throw new ToolArgumentError(
-        `workingDirectory ${quoted(input)} is relative; pass an absolute path (this server has no chat root to resolve it against).`,
+        `${name} ${quoted(input)} is relative; pass an absolute path (this server has no chat root to resolve it against).`,
         { argument: "workingDirectory" },
       );
     }
     const absolute = isAbsolute(input) ? resolve(input) : resolve(base as string, input);
     const outside = () =>
       new AccessDeniedError(
-        `workingDirectory ${quoted(input)} is outside the directories you may bind (${(roots ?? []).join(", ")}; TOOLHOST_CHAT_ROOTS). Pass a directory within one of them.`,
+        `${name} ${quoted(input)} is outside the directories you may bind (${(roots ?? []).join(", ")}; TOOLHOST_CHAT_ROOTS). Pass a directory within one of them${caller.flag ? ` with ${caller.flag} DIR` : ""}.`,
         { rule: "chat_roots", argument: "workingDirectory" },
       );
     // Inside-the-roots is decided before anything about existence is said.
@@ -184,12 +192,12 @@ export class WorkingDirectoryBinder {
       isDirectory = statSync(absolute).isDirectory();
     } catch {
       throw new ToolArgumentError(
-        `workingDirectory ${quoted(input)} does not exist (no such directory). Create it or pass an existing directory.`,
+        `${name} ${quoted(input)} does not exist (no such directory). Create it or pass an existing directory.`,
         { argument: "workingDirectory" },
       );
     }
     if (!isDirectory) {
-      throw new ToolArgumentError(`workingDirectory ${quoted(input)} is not a directory.`, {
+      throw new ToolArgumentError(`${name} ${quoted(input)} is not a directory.`, {
         argument: "workingDirectory",
       });
     }

@@ -15,6 +15,7 @@ import {
   asUsageError,
   CliError,
   type CommandName,
+  errorText,
   onStopSignals,
   operator,
   parseAssignment,
@@ -41,6 +42,8 @@ export async function buildProgram(only?: CommandName | ""): Promise<Command> {
   const program = new Command();
   // Parse errors throw instead of exiting, so main() can give them the usage exit code (2).
   program.exitOverride();
+  // Commander's error lines quote the bad argument: escaped and cut like every other error line.
+  program.configureOutput({ writeErr: (text) => process.stderr.write(errorText(text)) });
   program
     .name("toolhost")
     .description("Tool-calling runtime for LLM apps: built-in tools, per-user settings, tool loop, HTTP API, MCP.")

@@ -212,13 +212,13 @@ describe.skipIf(!available)("settings page at phone width, 400 px (Chromium)", (
   const overflowing = (page: Page, selector: string) =>
     page.evaluate(
       ([sel, width]) =>
-        [...document.querySelectorAll(sel)]
-          .filter((e) => (e as HTMLElement).offsetParent !== null)
-          .filter((e) => {
+        [...(globalThis as any).document.querySelectorAll(sel)]
+          .filter((e: any) => e.offsetParent !== null)
+          .filter((e: any) => {
             const r = e.getBoundingClientRect();
             return r.right > width + 0.5 || r.width < 1;
           })
-          .map((e) => e.outerHTML.slice(0, 80)),
+          .map((e: any) => e.outerHTML.slice(0, 80)),
       [selector, 400] as const,
     );
 
@@ -250,9 +250,11 @@ describe.skipIf(!available)("settings page at phone width, 400 px (Chromium)", (
       const maxEntries = page.locator('details.tool[data-tool="list_directory"] .field[data-param="maxEntries"]');
       expect(await maxEntries.locator(".range").textContent()).toMatch(/^\d+–\d+/);
       await maxEntries.locator("input").fill("999999999");
-      expect(await maxEntries.locator("input").evaluate((i) => (i as HTMLInputElement).validity.rangeOverflow)).toBe(
-        true,
-      );
+      expect(
+        await maxEntries
+          .locator("input")
+          .evaluate((i) => (i as unknown as { validity: { rangeOverflow: boolean } }).validity.rangeOverflow),
+      ).toBe(true);
       await page.screenshot({ path: `${ARTIFACTS}9-narrow-open.png`, fullPage: true });
       await page.locator("#token").scrollIntoViewIfNeeded();
       await page.screenshot({ path: `${ARTIFACTS}10-narrow-top.png` });

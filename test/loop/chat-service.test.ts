@@ -33,7 +33,7 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-function service(adapter: ProviderAdapter | (() => never), extra: { chatRoots?: string[] | null } = {}) {
+function service(adapter: ProviderAdapter | (() => ProviderAdapter), extra: { chatRoots?: string[] | null } = {}) {
   return new ChatService({
     chats: ctx.chats,
     runtime: ctx.runtime,
