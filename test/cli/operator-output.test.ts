@@ -57,6 +57,25 @@ describe("the CLI commands", () => {
     expect(run.stdout.trim().split("\n")).toHaveLength(3);
   });
 
+  it("settings get prints the values compactly; --json the values, --full the descriptor", async () => {
+    expect((await runCli(["settings", "set", "grep", "maxResults=7", "--user", "eve"], env)).code).toBe(0);
+    const text = await runCli(["settings", "get", "grep", "--user", "eve"], env);
+    expect(text.stdout).toMatch(/^grep: enabled\n/);
+    expect(text.stdout).toMatch(/^ {2}maxResults = 7 {2}\(locked by an admin\)$/m);
+    expect(text.stdout).toMatch(/^ {2}restrictPaths = true {2}\(default\)$/m);
+    expect(text.stdout).not.toContain("parameterDescriptors");
+    const json = JSON.parse((await runCli(["settings", "get", "grep", "--user", "eve", "--json"], env)).stdout);
+    expect(json).toMatchObject({
+      name: "grep",
+      enabled: true,
+      lockedKeys: ["maxResults"],
+      parameters: { maxResults: 7 },
+    });
+    expect(json.parameterDescriptors).toBeUndefined();
+    const full = JSON.parse((await runCli(["settings", "get", "grep", "--full"], env)).stdout);
+    expect(full.parameterDescriptors.length).toBeGreaterThan(3);
+  });
+
   it("a long bad argument is cut in the error line", async () => {
     const run = await runCli(["settings", "set", "web_fetch", "z".repeat(20_000)], env);
     expect(run.code).toBe(2);
