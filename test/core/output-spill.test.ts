@@ -285,12 +285,12 @@ describe("spill area housekeeping", () => {
   it("a stream larger than the file limit is kept up to it and marked incomplete; small ones stay in memory", async () => {
     const area = new SpillArea(join(root, "streams"), { maxFileBytes: 1000 });
     const stream = area.openStream("u", "c", "bash", "stdout", 100);
-    for (let i = 0; i < 30; i++) stream.write(Buffer.from("a".repeat(99) + "\n"));
+    for (let i = 0; i < 30; i++) stream.write(Buffer.from(`${"a".repeat(99)}\n`));
     expect(stream.totalBytes).toBe(3000);
     expect(stream.totalLines).toBe(30);
     const saved = await stream.persist();
     expect(saved).toMatchObject({ complete: false, bytes: 1000 });
-    expect(readFileSync(saved.path, "utf8")).toBe(("a".repeat(99) + "\n").repeat(10));
+    expect(readFileSync(saved.path, "utf8")).toBe(`${"a".repeat(99)}\n`.repeat(10));
     const small = area.openStream("u", "c", "bash", "stderr", 100);
     small.write(Buffer.from("hi"));
     await small.discard();
