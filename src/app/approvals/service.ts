@@ -491,7 +491,7 @@ export class ApprovalService {
         settled = true;
         clearTimeout(expiry);
         clearInterval(poll);
-        signal?.removeEventListener("abort", onAbort);
+        signal?.removeEventListener("abort", abortListener);
         this.#waiters.get(record.id)?.delete(waiter);
         if (this.#waiters.get(record.id)?.size === 0) this.#waiters.delete(record.id);
         resolve(result);
@@ -527,12 +527,15 @@ export class ApprovalService {
         }
         finish({ ...record, status: "cancelled" });
       };
+      const abortListener = () => void onAbort();
       const delay = Math.max(0, Date.parse(record.expiresAt) - Date.now());
       const expiry = setTimeout(() => void onExpire(), Math.min(delay, 2_147_000_000));
       const poll = setInterval(() => void check(), this.pollMs);
       poll.unref?.();
       if (signal?.aborted) void onAbort();
-      else signal?.addEventListener("abort", () => void onAbort(), { once: true });
+      // The same function finish() removes: each wait leaves no listener behind on the turn's signal (a turn with
+      // many asks would otherwise pile them up).
+      else signal?.addEventListener("abort", abortListener, { once: true });
       void check();
     });
   }
