@@ -108,4 +108,25 @@ describe("GET /api/openapi.json", () => {
       "README.md's route table (| route | what it does |) must list the OpenAPI document's routes",
     ).toEqual({ "in the OpenAPI document, missing from the README route table": [], "in the README only": [] });
   });
+
+  it("describes every chat stream event with a schema of its own, the same events docs/chats.md lists", () => {
+    const union = doc.components.schemas.ChatStreamEvent as { anyOf?: { $ref: string }[]; oneOf?: { $ref: string }[] };
+    const refs = (union.anyOf ?? union.oneOf ?? []).map((r) => r.$ref.replace("#/components/schemas/", ""));
+    const types = refs.map((name) => {
+      const schema = doc.components.schemas[name] as { properties: { type: { const?: string; enum?: string[] } } };
+      return schema.properties.type.const ?? schema.properties.type.enum?.[0];
+    });
+    expect(new Set(types).size).toBe(types.length);
+    const docs = readFileSync(new URL("../../docs/chats.md", import.meta.url), "utf8").split("\n");
+    const start = docs.findIndex((line) => line.startsWith("| event | data |"));
+    const listed: string[] = [];
+    for (const row of docs.slice(start + 2)) {
+      const m = /^\| `([a-z_]+)` \|/.exec(row);
+      if (!m) break;
+      listed.push(m[1] as string);
+    }
+    expect([...types].sort()).toEqual([...listed].sort());
+    const stream = doc.paths["/api/chats/{id}/messages"]?.post?.responses["200"]?.content?.["text/event-stream"];
+    expect(stream?.schema).toEqual({ $ref: "#/components/schemas/ChatStreamEvent" });
+  });
 });

@@ -18,6 +18,7 @@ import type { AppContext } from "../../app/context.js";
 import { ChatCursorError, type ChatPage } from "../../storage/repositories.js";
 import { type AuthEnv, HttpError, readJsonBody, sendJson } from "../http.js";
 import { ErrorBody } from "../schemas.js";
+import { ChatStreamEventSchema } from "../stream-events.js";
 import { ApprovalListResponse, approvalView } from "./approvals.js";
 
 /** Body of POST /api/chats. */
@@ -191,8 +192,9 @@ export const chatOpenApiPaths: Record<string, unknown> = {
       requestBody: { required: true, content: json(SendMessageBody) },
       responses: {
         200: {
-          description: "text/event-stream of loop events",
-          content: { "text/event-stream": { schema: { type: "string" } } },
+          description:
+            "text/event-stream of the turn's events: each SSE event is named by its type, and its data is one ChatStreamEvent as JSON (one schema per event type).",
+          content: { "text/event-stream": { schema: ChatStreamEventSchema } },
         },
         400: error("Malformed body"),
         404: error("No such chat for this user"),
