@@ -8,6 +8,7 @@ import { mkdirSync, realpathSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { clip, errorText, printable, table } from "../../src/cli/util.js";
+import { AgentRepository } from "../../src/storage/agent-repository.js";
 import { runCliInProcess as runCli } from "../helpers/cli.js";
 import { startTestServer, type TestServer, tempDir } from "../helpers/server.js";
 
@@ -74,6 +75,38 @@ describe("the CLI commands", () => {
     expect(json.parameterDescriptors).toBeUndefined();
     const full = JSON.parse((await runCli(["settings", "get", "grep", "--full"], env)).stdout);
     expect(full.parameterDescriptors.length).toBeGreaterThan(3);
+  });
+
+  it("agents list escapes a hostile task; agents show accepts a unique id prefix", async () => {
+    const repo = new AgentRepository(server.ctx.database.db);
+    const root = await repo.createRoot({
+      userId: "local",
+      chatId: "plain",
+      provider: "openai",
+      model: "m",
+      task: "root",
+      instanceId: "test",
+    });
+    const limits = { maxDepth: 5, maxSubAgents: 20, maxTreeAgents: 50, maxConcurrent: 4, tokenBudget: 1_000_000 };
+    const child = await repo.reserveChild({
+      userId: "local",
+      parentId: root.id,
+      template: "general",
+      task: HOSTILE,
+      provider: null,
+      model: null,
+      maxTurns: 1,
+      timeMs: 1000,
+      instanceId: "test",
+      limits,
+    });
+    const listed = await runCli(["agents", "list"], env);
+    expect(listed.stdout).not.toMatch(RAW_CONTROL);
+    expect(listed.stdout.trim().split("\n")).toHaveLength(2);
+    const shown = await runCli(["agents", "show", child.id.slice(0, 8)], env);
+    expect(shown.code).toBe(0);
+    expect(JSON.parse(shown.stdout).id).toBe(child.id);
+    expect((await runCli(["agents", "show", "ffffffffff"], env)).code).toBe(1);
   });
 
   it("a long bad argument is cut in the error line", async () => {
