@@ -180,6 +180,7 @@ export class ChatService {
    * Creates a chat for the user, binding its directory through the binder as `caller` (default: an admin
    * operator whose relative paths resolve against the process working directory — the CLI and library case).
    * Throws ToolArgumentError for an unknown provider, an empty model, a bad directory or a taken `id`;
+   * ChatConfigError when the provider is not configured (no API key: the message names the variable);
    * AccessDeniedError for a directory the caller may not bind.
    */
   async createChat(
@@ -192,6 +193,12 @@ export class ChatService {
     if (!model)
       throw new ToolArgumentError("model must be a non-empty model id, e.g. gpt-5.4-mini.", { argument: "model" });
     const workingDirectory = this.#binder.bind(input.workingDirectory, { ...caller, userId });
+    // A provider without a key fails now, not at the chat's first message.
+    try {
+      this.#adapterFactory(provider, this.#env);
+    } catch (error) {
+      throw new ChatConfigError((error as Error).message ?? String(error));
+    }
     if (input.id !== undefined) {
       if (!/^[A-Za-z0-9._-]{1,128}$/.test(input.id)) {
         throw new ToolArgumentError("A chat id uses 1–128 letters, digits, '.', '_' or '-'.", { argument: "id" });

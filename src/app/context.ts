@@ -6,7 +6,7 @@
  */
 import "../tools/index.js";
 import { readFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join } from "node:path";
 import { AgentService } from "../agents/service.js";
 import { AgentTemplateCatalog, loadAgentTemplates, summarizeTemplate } from "../agents/templates.js";
 import { setAgentTemplateCatalog } from "../core/agents.js";

@@ -13,10 +13,13 @@
  *   against the server process's own directory.
  * - The real path is bound (symlinks resolved), and a bound directory later replaced by a link, or no longer
  *   within the roots, is refused before each turn and each tool call.
+ * - A user's own root (a `{user}` template) is created, mode 0700, by their first binding request when the
+ *   directory above the `{user}` part exists (the operator creates that one): a new user can start at once.
  */
-import { realpathSync, statSync } from "node:fs";
+import { existsSync, realpathSync, statSync } from "node:fs";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { AccessDeniedError, ToolArgumentError } from "../core/errors.js";
+import { makeDirectoriesSync } from "../core/make-directory.js";
 import { isPathWithinRoots } from "../core/path-policy.js";
 
 /** Who asks to bind a directory. */
@@ -29,6 +32,13 @@ export interface BindingCaller {
    * operator (CLI, library). Absent for remote callers, whose relative values resolve against their first root.
    */
   base?: string;
+  /**
+   * How messages name the value (default `workingDirectory`, the HTTP field): the CLI says `--cwd`, or "the current
+   * directory" when it binds the shell's directory by itself.
+   */
+  argument?: string;
+  /** The command-line flag that chooses another directory (`--cwd`), named in refusals; absent over HTTP. */
+  flag?: string;
 }
 
 /** A chat's binding as the binder checks it. */
@@ -97,6 +107,27 @@ export class WorkingDirectoryBinder {
   }
 
   /**
+   * Creates the user's templated roots (`{user}` replaced) that do not exist yet, mode 0700, when the directory
+   * above the first `{user}` part exists; leaves alone what it cannot create (the binding then reports it missing).
+   */
+  ensureUserRoots(userId: string): void {
+    if (!this.#roots || userId === "" || /^\.+$/.test(userId) || /[/\\\0]/.test(userId)) return;
+    for (const root of this.#roots) {
+      const at = root.indexOf("{user}");
+      if (at < 0) continue;
+      const target = resolve(root.replaceAll("{user}", userId));
+      if (existsSync(target)) continue;
+      const above = dirname(root.slice(0, at + "{user}".length));
+      if (above.includes("{user}") || !existsSync(above)) continue;
+      try {
+        makeDirectoriesSync(target, 0o700);
+      } catch {
+        // Not creatable (permissions, a file in the way): the binding reports the root missing.
+      }
+    }
+  }
+
+  /**
    * Validates a directory to bind and returns its real path, or null when none is given and none is required.
    * Throws AccessDeniedError (403) when roots are configured and the value lies outside them (the same answer
    * whatever exists there) or is missing, or when no roots are configured and the caller is not an admin;
@@ -104,18 +135,20 @@ export class WorkingDirectoryBinder {
    * roots, or for an admin without roots — a path that does not exist or is not a directory.
    */
   bind(input: string | null | undefined, caller: BindingCaller): string | null {
+    this.ensureUserRoots(caller.userId);
     const roots = this.rootsFor(caller.userId);
+    const name = caller.argument ?? "workingDirectory";
     if (input === undefined || input === null || input === "") {
       if (roots) {
         throw new AccessDeniedError(
-          `This server confines working directories to ${roots.join(", ")} (TOOLHOST_CHAT_ROOTS); pass a workingDirectory within one of them.`,
+          `This server confines working directories to ${roots.join(", ")} (TOOLHOST_CHAT_ROOTS); pass a ${name} within one of them.`,
           { rule: "chat_roots", argument: "workingDirectory" },
         );
       }
       return null;
     }
     if (input.includes("\0")) {
-      throw new ToolArgumentError("workingDirectory must not contain a NUL byte.", { argument: "workingDirectory" });
+      throw new ToolArgumentError(`${name} must not contain a NUL byte.`, { argument: "workingDirectory" });
     }
     if (!roots && !caller.admin) {
       throw new AccessDeniedError(
@@ -126,14 +159,14 @@ export class WorkingDirectoryBinder {
     const base = caller.base ?? roots?.[0];
     if (!isAbsolute(input) && base === undefined) {
       throw new ToolArgumentError(
-        `workingDirectory ${quoted(input)} is relative; pass an absolute path (this server has no chat root to resolve it against).`,
+        `${name} ${quoted(input)} is relative; pass an absolute path (this server has no chat root to resolve it against).`,
         { argument: "workingDirectory" },
       );
     }
     const absolute = isAbsolute(input) ? resolve(input) : resolve(base as string, input);
     const outside = () =>
       new AccessDeniedError(
-        `workingDirectory ${quoted(input)} is outside the directories you may bind (${(roots ?? []).join(", ")}; TOOLHOST_CHAT_ROOTS). Pass a directory within one of them.`,
+        `${name} ${quoted(input)} is outside the directories you may bind (${(roots ?? []).join(", ")}; TOOLHOST_CHAT_ROOTS). Pass a directory within one of them${caller.flag ? ` with ${caller.flag} DIR` : ""}.`,
         { rule: "chat_roots", argument: "workingDirectory" },
       );
     // Inside-the-roots is decided before anything about existence is said.
@@ -143,12 +176,12 @@ export class WorkingDirectoryBinder {
       isDirectory = statSync(absolute).isDirectory();
     } catch {
       throw new ToolArgumentError(
-        `workingDirectory ${quoted(input)} does not exist (no such directory). Create it or pass an existing directory.`,
+        `${name} ${quoted(input)} does not exist (no such directory). Create it or pass an existing directory.`,
         { argument: "workingDirectory" },
       );
     }
     if (!isDirectory) {
-      throw new ToolArgumentError(`workingDirectory ${quoted(input)} is not a directory.`, {
+      throw new ToolArgumentError(`${name} ${quoted(input)} is not a directory.`, {
         argument: "workingDirectory",
       });
     }

@@ -6,6 +6,7 @@
  */
 import type { ApprovalAnswer, ApprovalRequestView, ApprovalResponder } from "../app/approvals/service.js";
 import { cliActor } from "../app/approvals/service.js";
+import { printable } from "./util.js";
 
 /** Options of the terminal responder. */
 export interface CliResponderOptions {
@@ -54,7 +55,10 @@ async function prompt(
   try {
     const who =
       request.agentPath && request.agentPath.length > 1 ? ` (agent ${request.agentPath.slice(1).join(" › ")})` : "";
-    const what = request.subjects.length > 0 ? request.subjects.join("\n") : request.preview;
+    // The call's arguments came from a model: shown with their control characters escaped.
+    const what = printable(request.subjects.length > 0 ? request.subjects.join("\n") : request.preview, {
+      multiline: true,
+    });
     // Prompts go to stderr: stdout carries the model's answer.
     const output = process.stderr;
     const where = request.workingDirectory ? `\nin ${request.workingDirectory}` : "";

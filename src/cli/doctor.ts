@@ -7,7 +7,7 @@
 
 import { execFileSync } from "node:child_process";
 import { accessSync, constants, existsSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { CHAT_PROVIDERS } from "../app/chat-service.js";
 import type { AppContext } from "../app/context.js";
 import { ConfigError, readConfig, type ToolhostConfig } from "../core/config.js";
@@ -58,13 +58,20 @@ const check = (id: string, title: string, status: DoctorStatus, detail: string):
   detail,
 });
 
-function dataDirCheck(choice: DataDirChoice, createdNow: boolean): DoctorCheck {
+function dataDirCheck(choice: DataDirChoice, createdNow: boolean, openError?: Error): DoctorCheck {
   const from =
     choice.source === "home"
       ? "the default, ~/.local/share/toolhost"
       : choice.source === "XDG_DATA_HOME"
         ? "$XDG_DATA_HOME/toolhost"
         : choice.source;
+  if (!existsSync(choice.path) && openError)
+    return check(
+      "data-dir",
+      "data directory",
+      "fail",
+      `${choice.path} (from ${from}) cannot be created: ${openError.message}. Set TOOLHOST_DATA_DIR to a directory this user can create or write.`,
+    );
   if (!existsSync(choice.path))
     return check(
       "data-dir",
@@ -200,15 +207,20 @@ function chatRootsCheck(config: ToolhostConfig): DoctorCheck {
   const roots = config.chatRoots;
   if (!roots || roots.length === 0)
     return check("chat-roots", "chat roots", "ok", "unset: over HTTP only admins may bind a working directory");
-  const missing = roots.filter((r) => !r.includes("{user}") && !existsSync(r));
+  // A `{user}` root is created by the user's first request, below the directory above `{user}`, which must exist.
+  const required = roots.map((r) => (r.includes("{user}") ? dirname(r.slice(0, r.indexOf("{user}") + 6)) : r));
+  const missing = [...new Set(required.filter((r) => !r.includes("{user}") && !existsSync(r)))];
+  const perUser = roots.some((r) => r.includes("{user}"))
+    ? "; each user's {user} directory is created (mode 0700) by their first request"
+    : "";
   if (missing.length)
     return check(
       "chat-roots",
       "chat roots",
       "warn",
-      `${roots.join(":")} — missing: ${missing.join(", ")} (create them, or fix TOOLHOST_CHAT_ROOTS)`,
+      `${roots.join(":")} — missing: ${missing.join(", ")} (create them, or fix TOOLHOST_CHAT_ROOTS)${perUser}`,
     );
-  return check("chat-roots", "chat roots", "ok", roots.join(":"));
+  return check("chat-roots", "chat roots", "ok", `${roots.join(":")}${perUser}`);
 }
 
 /** Runs every check. Never throws: a check that cannot run is reported as failed with the reason. */
@@ -242,7 +254,7 @@ export async function runDoctor(inputs: DoctorInputs): Promise<DoctorReport> {
   } catch (error) {
     opened = error as Error;
   }
-  checks.push(dataDirCheck(choice, !existed && existsSync(choice.path)));
+  checks.push(dataDirCheck(choice, !existed && existsSync(choice.path), opened));
   try {
     if (!ctx) throw opened;
     const { applied, pending } = await migrationStatus(ctx.database.db);

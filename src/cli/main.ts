@@ -9,7 +9,7 @@ import type { Command } from "commander";
 import { ToolError } from "../core/errors.js";
 import { VERSION } from "../version.js";
 import { parseCallCommandLine, runCall } from "./commands/call.js";
-import { CliError, type CommandName, commandNamedBy, exitQuietlyOnClosedStdout } from "./util.js";
+import { CliError, type CommandName, commandNamedBy, errorText, exitQuietlyOnClosedStdout } from "./util.js";
 
 /**
  * Builds the commander program (./program.ts, loaded on first use); exported for tests and for commands contributed
@@ -40,17 +40,17 @@ export async function main(argv = process.argv): Promise<void> {
     await program.parseAsync(argv);
   } catch (error) {
     if (error instanceof CliError) {
-      process.stderr.write(`error: ${error.message}\n`);
+      process.stderr.write(`error: ${errorText(error.message)}\n`);
       process.exitCode = error.exitCode;
     } else if (error instanceof ToolError) {
-      process.stderr.write(`error: ${error.code}: ${error.message}\n`);
+      process.stderr.write(`error: ${error.code}: ${errorText(error.message)}\n`);
       process.exitCode = 1;
     } else if (isCommanderError(error)) {
       // Commander has already printed its message (or the help text).
       const ok = ["commander.helpDisplayed", "commander.help", "commander.version"].includes(error.code);
       process.exitCode = ok ? 0 : 2;
     } else {
-      process.stderr.write(`error: ${(error as Error)?.message ?? String(error)}\n`);
+      process.stderr.write(`error: ${errorText((error as Error)?.message ?? String(error))}\n`);
       process.exitCode = 1;
     }
   }

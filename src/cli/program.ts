@@ -15,6 +15,7 @@ import {
   asUsageError,
   CliError,
   type CommandName,
+  errorText,
   onStopSignals,
   operator,
   parseAssignment,
@@ -41,6 +42,8 @@ export async function buildProgram(only?: CommandName | ""): Promise<Command> {
   const program = new Command();
   // Parse errors throw instead of exiting, so main() can give them the usage exit code (2).
   program.exitOverride();
+  // Commander's error lines quote the bad argument: escaped and cut like every other error line.
+  program.configureOutput({ writeErr: (text) => process.stderr.write(errorText(text)) });
   program
     .name("toolhost")
     .description("Tool-calling runtime for LLM apps: built-in tools, per-user settings, tool loop, HTTP API, MCP.")
@@ -133,13 +136,32 @@ export async function buildProgram(only?: CommandName | ""): Promise<Command> {
     const settings = program.command("settings").description("Show or change a user's tool settings.");
     settings
       .command("get")
-      .description("Print a tool's effective settings as JSON.")
+      .description(
+        "Print a tool's effective settings: one line per value (marked when it is the default or locked); --json the same as JSON, --full the whole descriptor (descriptions, ranges, defaults, definition).",
+      )
       .argument("<tool>")
       .option("-u, --user <name>", "user id", parseUserId, "local")
-      .action(async (toolName: string, opts: { user: string }) =>
+      .option("--json", "print the values as JSON")
+      .option("--full", "print the full descriptor as JSON")
+      .action(async (toolName: string, opts: { user: string; json?: boolean; full?: boolean }) =>
         withContext(async (ctx) => {
           if (toolName.startsWith("mcp__")) await importMcpTools(ctx, true, toolName);
-          print(await ctx.settings.get(opts.user, toolName));
+          const d = await ctx.settings.get(opts.user, toolName);
+          if (opts.full) return print(d);
+          const { name, enabled, lockedKeys, version, parameters, external, unavailableReason } = d;
+          if (opts.json) return print({ name, enabled, lockedKeys, version, parameters, external, unavailableReason });
+          const marks = (key: string, isDefault: boolean) =>
+            [isDefault ? "default" : "", lockedKeys.includes(key) ? "locked by an admin" : ""].filter(Boolean);
+          const note = (list: string[]) => (list.length ? `  (${list.join(", ")})` : "");
+          const lines = [
+            `${name}: ${enabled ? "enabled" : "disabled"}${note(marks("enabled", false))}`,
+            ...(unavailableReason ? [`  not offered to models: ${unavailableReason}`] : []),
+            ...Object.entries(parameters).map(
+              ([key, value]) =>
+                `  ${key} = ${JSON.stringify(value)}${note(marks(key, JSON.stringify(value) === JSON.stringify(d.defaultParameters[key])))}`,
+            ),
+          ];
+          print(lines.join("\n"));
         }),
       );
     settings

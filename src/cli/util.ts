@@ -32,7 +32,7 @@ export function parseAssignment(pair: string): [string, unknown] {
  * `--cwd` values resolve against the shell's current directory.
  */
 export function operator(userId: string): BindingCaller {
-  return { userId, admin: true, base: process.cwd() };
+  return { userId, admin: true, base: process.cwd(), argument: "--cwd", flag: "--cwd" };
 }
 
 /** Runs `fn`, turning a classified tool error (e.g. a refused `--cwd`) into a usage error (exit 2). */
@@ -45,15 +45,58 @@ export function asUsageError<T>(fn: () => T): T {
   }
 }
 
-/** Prints a value on stdout: a string as it is, anything else as indented JSON. */
-export function print(value: unknown): void {
-  process.stdout.write(`${typeof value === "string" ? value : JSON.stringify(value, null, 2)}\n`);
+/**
+ * Characters a terminal acts on rather than shows: C0 controls (ESC starts sequences that retitle the terminal,
+ * move the cursor or rewrite what is on screen), DEL, C1 controls, and the Unicode bidirectional overrides and
+ * isolates that reorder what is shown.
+ */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+
+const NAMED_ESCAPES: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
+
+/**
+ * Text from users or models (chat titles, agent tasks, approval previews, error messages) made safe to print on a
+ * terminal: every control character is shown escaped (`\n`, `\r`, `\t`, `\x1b`, `\u202e`), so none can retitle
+ * the terminal, hide text or break a table row. `multiline` keeps newlines and tabs as they are (running text).
+ */
+export function printable(text: string, options: { multiline?: boolean } = {}): string {
+  return text.replace(CONTROL, (c) => {
+    if (options.multiline && (c === "\n" || c === "\t")) return c;
+    const named = NAMED_ESCAPES[c];
+    if (named) return named;
+    const code = c.charCodeAt(0);
+    return code <= 0xff ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`;
+  });
 }
 
-/** Renders rows as an aligned text table. */
+/**
+ * `text` on one line (runs of whitespace become one space) and at most `max` characters: a longer one is cut at
+ * the last word boundary that fits (mid-word only when a single word is longer than half of `max`) and ends
+ * with "…".
+ */
+export function clip(text: string, max: number): string {
+  const line = text.replace(/\s+/g, " ").trim();
+  if (line.length <= max) return line;
+  const cut = line.slice(0, max - 1);
+  const space = cut.lastIndexOf(" ");
+  return `${(space >= max / 2 ? cut.slice(0, space) : cut).trimEnd()}…`;
+}
+
+/** Prints a value on stdout: a string with its control characters escaped (see printable), anything else as JSON. */
+export function print(value: unknown): void {
+  process.stdout.write(
+    `${typeof value === "string" ? printable(value, { multiline: true }) : JSON.stringify(value, null, 2)}\n`,
+  );
+}
+
+/**
+ * Renders rows as an aligned text table. Every cell is printed on one line with its control characters escaped
+ * (see printable): a title holding a newline or an escape sequence cannot break the table or the terminal.
+ */
 export function table(rows: string[][]): string {
-  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length))) ?? [];
-  return rows
+  const safe = rows.map((r) => r.map((cell) => printable(cell)));
+  const widths = safe[0]?.map((_, i) => Math.max(...safe.map((r) => (r[i] ?? "").length))) ?? [];
+  return safe
     .map((r) =>
       r
         .map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
@@ -65,6 +108,21 @@ export function table(rows: string[][]): string {
 
 /** User ids: the one rule, owned by app/admin.ts (the CLI's options and the admin routes both check it). */
 export { isUserId, USER_ID_PATTERN } from "../app/admin.js";
+
+/** Longest run of non-space characters an error line shows whole (a longer argument is cut). */
+const LONGEST_WORD_IN_ERRORS = 100;
+
+/**
+ * An error message as the CLI prints it: control characters escaped (newlines kept), and any single run of
+ * non-space characters longer than 100 characters (a long bad argument quoted back) cut, saying how much was left
+ * out.
+ */
+export function errorText(message: string): string {
+  return printable(message, { multiline: true }).replace(
+    new RegExp(`\\S{${LONGEST_WORD_IN_ERRORS + 1},}`, "g"),
+    (word) => `${word.slice(0, LONGEST_WORD_IN_ERRORS)}…(${word.length - LONGEST_WORD_IN_ERRORS} more characters)`,
+  );
+}
 
 /**
  * Checks the `call` arguments text: a JSON object (or empty). Throws CliError (exit 2, a usage error) for

@@ -9,7 +9,7 @@
 
 import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { readConfig } from "./config.js";
 import { errorBrand, ToolExecutionError } from "./errors.js";
 

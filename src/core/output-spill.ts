@@ -23,10 +23,11 @@
  */
 
 import { createHash, randomBytes } from "node:crypto";
-import { closeSync, mkdirSync, openSync, writeSync } from "node:fs";
+import { closeSync, openSync, writeSync } from "node:fs";
 import { readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { readConfig } from "./config.js";
+import { makeDirectoriesSync } from "./make-directory.js";
 
 /** Options of a SpillArea (every one has a default). */
 export interface SpillAreaOptions {
@@ -183,7 +184,7 @@ export class SpillArea {
   /** A new id and its local file (the directory created). */
   #newFile(userId: string, chatId: string | null): { id: string; file: string } {
     const dir = this.directoryFor(userId, chatId);
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    makeDirectoriesSync(dir, 0o700);
     const id = newId();
     // With a store the local file is only the stream's buffer: a name no reader resolves.
     return { id, file: join(dir, this.store ? `.${id}.part` : `${id}.txt`) };
@@ -239,7 +240,7 @@ export class SpillArea {
     if (await isFile(file)) return (await this.store.has(userId, chatId, id)) ? file : undefined;
     const bytes = await this.store.get(userId, chatId, id);
     if (!bytes) return undefined;
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    makeDirectoriesSync(dir, 0o700);
     const temp = join(dir, `.${id}.${randomBytes(4).toString("hex")}.tmp`);
     await writeFile(temp, bytes, { mode: 0o600, flag: "wx" });
     await rename(temp, file);

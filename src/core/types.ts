@@ -366,7 +366,7 @@ export interface RegisteredTool {
   validateArguments?: (
     args: Record<string, unknown>,
     settings: EffectiveToolSettings,
-  ) => ToolError | ToolRefusal | undefined | void;
+  ) => ToolError | ToolRefusal | undefined;
   /**
    * The tool's own say in the approval decision for one call, consulted by the approval gate before the call runs
    * together with the user's approval settings (the strictest wins). E.g. a shell tool whose sandbox is

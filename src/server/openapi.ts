@@ -7,6 +7,7 @@
 import { ChatMessageSchema, ChatSchema } from "./routes/chats.js";
 import { AddMcpServerBody } from "./routes/mcp-servers.js";
 import {
+  AdminUpdateToolSettingsBodySchema,
   AuditListResponse,
   CreateTokenBody,
   ErrorBody,
@@ -226,6 +227,32 @@ export function buildOpenApiDocument(
           responses: {
             200: { description: "Tool", content: json(ToolSettingsDescriptorSchema) },
             404: error("Unknown tool"),
+          },
+        },
+        put: {
+          ...secured,
+          parameters: [
+            { name: "user", in: "path", required: true, schema: { type: "string" } },
+            toolName,
+            {
+              name: "If-Match",
+              in: "header",
+              required: false,
+              description:
+                'Apply only if the user\'s stored settings still have this version (an ETag, e.g. "3"); 412 otherwise.',
+              schema: { type: "string" },
+            },
+          ],
+          summary:
+            "Set a user's tool settings as an admin: the same body and validation as PUT /api/settings/tools/{toolName} (admin-only values allowed), plus lock (default true: the user cannot change what is set here back) (admins only).",
+          requestBody: { required: true, content: json(AdminUpdateToolSettingsBodySchema) },
+          responses: {
+            200: { description: "The user's new settings", content: json(ToolSettingsDescriptorSchema) },
+            400: error("Malformed body or If-Match"),
+            403: error("Not an admin"),
+            404: error("Unknown tool"),
+            412: error("If-Match named an older version: GET again and retry"),
+            422: error("Invalid parameters, or disabling a tool that cannot be disabled"),
           },
         },
       },

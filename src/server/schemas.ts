@@ -125,6 +125,20 @@ export const UpdateToolSettingsBodySchema = Type.Object(
   { additionalProperties: false },
 );
 
+/** Body of an admin's PUT of another user's settings: the user's own body plus whether to lock what is set. */
+export const AdminUpdateToolSettingsBodySchema = Type.Object(
+  {
+    ...UpdateToolSettingsBodySchema.properties,
+    lock: Type.Optional(
+      Type.Boolean({
+        description:
+          "Lock the keys set here for the user, so they cannot change them back (default true, as `toolhost settings set --user`); a reset (null) lifts a key's lock.",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 export const ExecuteToolBody = Type.Object(
   {
     arguments: Type.Optional(Type.Unknown({ description: "The tool's arguments: a JSON object (or a JSON string)." })),
@@ -201,6 +215,12 @@ export const TokenInfoSchema = Type.Object({
   lastUsedAt: Type.Union([Type.String(), Type.Null()], {
     description: "When a request last used it (ISO-8601 UTC, updated at most once a minute); null if never.",
   }),
+  expiresAt: Type.Union([Type.String(), Type.Null()], {
+    description: "When it stops working (ISO-8601 UTC); null: never.",
+  }),
+  prefix: Type.Union([Type.String(), Type.Null()], {
+    description: "The token's first characters (th_ and 6 more), to tell which id is yours; null for older tokens.",
+  }),
 });
 
 export const TokenListResponse = Type.Object({ tokens: Type.Array(TokenInfoSchema) });
@@ -209,6 +229,13 @@ export const CreateTokenBody = Type.Object(
   {
     userId: Type.String({ pattern: "^[A-Za-z0-9._@-]{1,128}$", description: "The user the token acts as." }),
     label: Type.Optional(Type.String({ maxLength: 200, description: "A note to remember the token by." })),
+    expiresIn: Type.Optional(
+      Type.String({
+        maxLength: 20,
+        description:
+          "Lifetime: a number and a unit, m, h, d or w (e.g. 30d; at most 10 years). Absent: the token never expires.",
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -217,5 +244,6 @@ export const IssuedTokenResponse = Type.Object({
   id: Type.String(),
   userId: Type.String(),
   label: Type.Union([Type.String(), Type.Null()]),
+  expiresAt: Type.Union([Type.String(), Type.Null()], { description: "When it stops working; null: never." }),
   token: Type.String({ description: "The bearer token; shown only in this response (only its hash is stored)." }),
 });

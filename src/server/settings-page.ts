@@ -8,8 +8,11 @@
  * field (a menu when it has allowed values), `integer`/`number` as a number field with its range and unit,
  * `string[]` as a list of text fields (add, remove), and `object[]` as a table with one row per entry whose cells
  * are rendered by the same rules from the descriptor's `fields`. Each setting shows its description, a reset to
- * its default, and the API's validation error next to it. Settings an admin locked, and admin-only settings for a
- * non-admin, are shown read-only with the reason.
+ * its default, and the API's validation error next to it; a number field shows its range beside it and is marked
+ * while its value lies outside. Settings an admin locked, and admin-only settings for a non-admin, are shown
+ * read-only with the reason. An admin can open another user's settings and change them (through
+ * PUT /api/admin/users/:user/settings/tools/:tool, locked for that user unless "Lock what I save" is off) and remove
+ * locks. Sign out forgets the token. The layout works down to phone width (about 400 px).
  */
 export const SETTINGS_PAGE_HTML = `<!doctype html>
 <html lang="en">
@@ -50,15 +53,33 @@ export const SETTINGS_PAGE_HTML = `<!doctype html>
   table.rows td { padding: .15rem .25rem .15rem 0; vertical-align: top; } table.rows td input[type=text] { width: 100%; }
   .actions { display: flex; gap: .6rem; align-items: center; margin-top: .5rem; }
   .unavailable { font-size: .85rem; margin: .3rem 0; }
+  .range { font-size: .78rem; color: var(--muted); margin-left: .4rem; white-space: nowrap; }
+  input:invalid { border-color: var(--err); outline-color: var(--err); }
+  .rows-editor { overflow-x: auto; }
+  #signout[hidden], #lock-label[hidden] { display: none; }
+  /* Phone width: one column, nothing wider than the screen. */
+  @media (max-width: 640px) {
+    body { margin: .6rem auto; padding: 0 .5rem; }
+    #login, #token, #filter, #viewas { width: 100%; } #token, #viewas-user { flex: 1; min-width: 0; }
+    #viewas { display: flex; flex-wrap: wrap; gap: .3rem; }
+    details.tool > summary { flex-wrap: wrap; gap: .3rem .5rem; padding: .35rem .5rem; }
+    .title { flex-basis: 100%; order: 5; white-space: normal; }
+    .body { padding: .2rem .5rem .6rem .6rem; }
+    .field { grid-template-columns: minmax(0, 1fr) auto; }
+    .field > label { grid-column: 1 / 2; } .field .reset { grid-column: 2; grid-row: 1; }
+    .field .control, .field .desc, .field .error { grid-column: 1 / 3; min-width: 0; }
+    .list .item input { min-width: 0; }
+    table.rows td input[type=text] { min-width: 6rem; }
+  }
 </style>
 </head>
 <body>
 <h1>Toolhost — tool settings</h1>
 <div id="bar">
   <form id="login"><input id="token" type="password" placeholder="API token th_…" autocomplete="off" aria-label="API token"> <button>Sign in</button></form>
-  <span id="whoami" class="muted"></span>
+  <span id="whoami" class="muted"></span> <button type="button" id="signout" hidden>Sign out</button>
   <input id="filter" type="search" placeholder="Filter tools and settings…" aria-label="Filter" hidden>
-  <form id="viewas" hidden><input id="viewas-user" type="text" placeholder="user id" aria-label="Another user" size="12"> <button>Show their locks</button> <button type="button" id="viewas-back" hidden>Back to my settings</button></form>
+  <form id="viewas" hidden><input id="viewas-user" type="text" placeholder="user id" aria-label="Another user" size="12"> <button>Open their settings</button> <label id="lock-label" hidden title="Lock what you save for this user, so they cannot change it back"><input type="checkbox" id="lock-changes" checked> Lock what I save</label> <button type="button" id="viewas-back" hidden>Back to my settings</button></form>
 </div>
 <p id="viewing" class="tag lock" hidden></p>
 <p id="status" class="muted">Paste an API token (printed on the server's first start, or <code>toolhost token create --user NAME</code>).</p>
@@ -70,7 +91,8 @@ const $$ = (s, root = document) => [...root.querySelectorAll(s)];
 const el = (tag, props = {}, ...children) => { const e = document.createElement(tag); for (const [k, v] of Object.entries(props)) { if (k === "class") e.className = v; else if (k === "text") e.textContent = v; else if (k in e) e[k] = v; else e.setAttribute(k, v); } e.append(...children); return e; };
 const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 let me = null; let tools = [];
-// An admin may view another user's settings to see and remove the locks admins set for them (read-only otherwise).
+// An admin may open another user's settings: change them (locked for that user unless "Lock what I save" is off)
+// and remove the locks admins set for them.
 let viewUser = null;
 const settingsPath = () => viewUser ? "/api/admin/users/" + encodeURIComponent(viewUser) + "/settings/tools" : "/api/settings/tools";
 const status = (text, cls = "muted") => { const s = $("#status"); s.textContent = text; s.className = cls; };
@@ -94,6 +116,14 @@ function scalarInput(d, value, disabled) {
     input = el("input", { type: "number", value: value ?? "" });
     if (d.min !== undefined) input.min = d.min; if (d.max !== undefined) input.max = d.max;
     input.step = d.type === "integer" ? "1" : "any";
+    // The range is shown beside the input, and a value outside it is marked before saving.
+    if (d.min !== undefined || d.max !== undefined) {
+      const range = (d.min ?? "…") + "–" + (d.max ?? "…") + (d.unit ? " " + d.unit : "");
+      input.title = "From " + (d.min ?? "any") + " to " + (d.max ?? "any") + (d.unit ? " " + d.unit : "");
+      input.disabled = disabled;
+      const read = () => input.value.trim() === "" ? null : Number(input.value);
+      return { node: el("span", { class: "number" }, input, el("span", { class: "range", text: range })), read, input };
+    }
   } else { input = el("input", { type: "text", value: value ?? "" }); }
   input.disabled = disabled;
   const read = () => d.type === "boolean" ? input.checked
@@ -158,7 +188,8 @@ function renderControl(d, value, disabled) {
 
 // ---- one tool ----
 function lockedReason(tool, d) {
-  if (viewUser) return (tool.lockedKeys || []).includes(d.name) ? "Locked for " + viewUser + " by an admin" : "Viewing " + viewUser + ": read-only";
+  // An admin editing another user's settings may change everything; locks are shown beside the value.
+  if (viewUser) return "";
   // Admins may change anything, their own locks included; locks bind the users they were set for.
   if ((tool.lockedKeys || []).includes(d.name) && !(me && me.admin)) return "Set for you by an admin";
   if (d.adminOnly && !(me && me.admin)) return "Only an admin can change this";
@@ -169,7 +200,8 @@ function renderField(tool, d, card) {
   const value = tool.parameters[d.name];
   const control = renderControl(d, value, !!reason);
   const id = "f-" + tool.name + "-" + d.name;
-  if (control.node.tagName === "INPUT" || control.node.tagName === "SELECT") control.node.id = id;
+  if (control.input) control.input.id = id;
+  else if (control.node.tagName === "INPUT" || control.node.tagName === "SELECT") control.node.id = id;
   const range = d.min !== undefined || d.max !== undefined
     ? (d.type === "string[]" || d.type === "object[]" ? " At most " + d.max + " entries." : " Range " + (d.min ?? "…") + "–" + (d.max ?? "…") + (d.unit ? " " + d.unit : "") + ".")
     : (d.unit ? " In " + d.unit + "." : "");
@@ -179,7 +211,7 @@ function renderField(tool, d, card) {
   const label = el("label", { htmlFor: id, text: d.name });
   const tags = el("span");
   if (reason) tags.append(" ", el("span", { class: "tag lock", text: reason }));
-  if (viewUser && (tool.lockedKeys || []).includes(d.name)) tags.append(" ", unlockButton(tool, d.name, card));
+  if (viewUser && (tool.lockedKeys || []).includes(d.name)) tags.append(" ", el("span", { class: "tag lock", text: "Locked for " + viewUser + " by an admin" }), " ", unlockButton(tool, d.name, card));
   const field = el("div", { class: "field", "data-param": d.name },
     label, el("div", { class: "control" }, control.node, tags), reset,
     el("div", { class: "desc", text: d.description + range }),
@@ -191,8 +223,8 @@ function renderField(tool, d, card) {
 function renderTool(tool) {
   const card = el("details", { class: "tool", "data-tool": tool.name });
   const enabled = el("input", { type: "checkbox", class: "enabled", checked: tool.enabled, title: "Enabled" });
-  const lockedEnabled = (tool.lockedKeys || []).includes("enabled") && (!(me && me.admin) || !!viewUser);
-  enabled.disabled = !!viewUser || !tool.canDisable && tool.enabled || lockedEnabled || (!tool.enabled && tool.enablingRequiresAdmin && !(me && me.admin));
+  const lockedEnabled = (tool.lockedKeys || []).includes("enabled") && !(me && me.admin);
+  enabled.disabled = !tool.canDisable && tool.enabled || lockedEnabled || (!tool.enabled && tool.enablingRequiresAdmin && !(me && me.admin));
   enabled.onclick = (ev) => ev.stopPropagation();
   enabled.onchange = () => save(tool, card, { enabled: enabled.checked }, enabled.checked ? "Enabled." : "Disabled.");
   const summary = el("summary", {}, enabled, el("span", { class: "name", text: tool.name }), el("span", { class: "title", text: tool.title }), el("span", { class: "tag", text: tool.category }));
@@ -216,7 +248,7 @@ function renderTool(tool) {
     if (!Object.keys(parameters).length) { message(card, "Nothing changed.", "muted"); return; }
     save(tool, card, { parameters }, "Saved.");
   };
-  if (tool.parameterDescriptors.length && !viewUser) body.append(el("div", { class: "actions" }, saveButton, el("span", { class: "msg", role: "status" })));
+  if (tool.parameterDescriptors.length) body.append(el("div", { class: "actions" }, saveButton, el("span", { class: "msg", role: "status" })));
   card.append(summary, body);
   card.searchText = [tool.name, tool.title, tool.description, ...tool.parameterDescriptors.map((d) => d.name + " " + d.description)].join(" ").toLowerCase();
   return card;
@@ -247,7 +279,12 @@ function message(card, text, cls, inSummary) {
 async function save(tool, card, body, done) {
   for (const e of $$(".field .error", card)) e.textContent = "";
   try {
-    const updated = await api("/api/settings/tools/" + encodeURIComponent(tool.name), { method: "PUT", body: JSON.stringify(body) });
+    // Another user's settings go through the admin route, locked for them unless "Lock what I save" is off.
+    const path = viewUser
+      ? "/api/admin/users/" + encodeURIComponent(viewUser) + "/settings/tools/" + encodeURIComponent(tool.name)
+      : "/api/settings/tools/" + encodeURIComponent(tool.name);
+    const sent = viewUser ? { ...body, lock: $("#lock-changes").checked } : body;
+    const updated = await api(path, { method: "PUT", body: JSON.stringify(sent) });
     const fresh = replaceTool(card, updated);
     message(fresh, done, "ok", "enabled" in body);
   } catch (e) {
@@ -275,14 +312,21 @@ async function load() {
     const root = $("#tools"); root.textContent = "";
     for (const tool of tools) root.append(renderTool(tool));
     $("#filter").hidden = false; $("#viewas").hidden = !me.admin; applyFilter();
-    $("#viewing").hidden = !viewUser; $("#viewas-back").hidden = !viewUser;
-    $("#viewing").textContent = viewUser ? "Viewing " + viewUser + "'s settings (read-only): Unlock removes a lock an admin set for them." : "";
+    $("#viewing").hidden = !viewUser; $("#viewas-back").hidden = !viewUser; $("#lock-label").hidden = !viewUser;
+    $("#viewing").textContent = viewUser ? "Viewing " + viewUser + "'s settings as an admin: what you save applies to " + viewUser + " (locked for them while “Lock what I save” is ticked)" + "; Unlock removes a lock an admin set for them." : "";
+    $("#signout").hidden = false;
   } catch (e) { status(e.message, "err"); if (!viewUser) $("#whoami").textContent = ""; }
 }
 $("#viewas").onsubmit = (ev) => { ev.preventDefault(); viewUser = $("#viewas-user").value.trim() || null; load(); };
 $("#viewas-back").onclick = () => { viewUser = null; $("#viewas-user").value = ""; load(); };
 $("#login").onsubmit = (ev) => { ev.preventDefault(); sessionStorage.setItem("toolhost-token", $("#token").value.trim()); $("#token").value = ""; load(); };
 $("#filter").oninput = applyFilter;
+$("#signout").onclick = () => {
+  sessionStorage.removeItem("toolhost-token"); me = null; tools = []; viewUser = null;
+  $("#tools").textContent = ""; $("#whoami").textContent = ""; $("#signout").hidden = true; $("#filter").hidden = true;
+  $("#viewas").hidden = true; $("#viewing").hidden = true; $("#lock-label").hidden = true;
+  status("Signed out. Paste an API token to sign in again.");
+};
 if (token()) load();
 </script>
 </body>

@@ -3,13 +3,14 @@
  * data directory) is the default; a `postgres://` URL selects PostgreSQL (for several instances sharing one database).
  */
 
-import { chmodSync, existsSync, mkdirSync } from "node:fs";
+import { chmodSync, existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { type Generated, Kysely, PostgresDialect, type SqliteDatabase, SqliteDialect } from "kysely";
 import { readConfig } from "../core/config.js";
 import { resolveDataDir } from "../core/data-dir.js";
+import { makeDirectoriesSync } from "../core/make-directory.js";
 import { MigrationError, migrateToLatest, SchemaDamageError } from "./migrate.js";
 import { migrations } from "./migrations.js";
 import {
@@ -42,6 +43,10 @@ export interface ApiTokensTable {
   label: string | null;
   created_at: string;
   last_used_at: string | null;
+  /** When the token stops working (ISO-8601 UTC); null: never. */
+  expires_at: string | null;
+  /** The token's first characters (`th_` and 6 more), shown in listings; null for tokens issued before. */
+  prefix: string | null;
 }
 
 /** Row of `chats`: a conversation bound to a working directory, a provider and a model. */
@@ -427,7 +432,7 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<T
     };
   } else {
     const file = url ? resolve(url.replace(/^sqlite:/, "")) : join(resolveDataDir(options.dataDir), "toolhost.db");
-    mkdirSync(resolve(file, ".."), { recursive: true, mode: 0o700 });
+    makeDirectoriesSync(resolve(file, ".."), 0o700);
     const created = !existsSync(file);
     const addon = sqliteAddonPath();
     const sqlite = new Database(file, addon ? { nativeBinding: addon } : {});

@@ -271,6 +271,18 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable("approvals").dropColumn("always_refusal").execute();
     },
   },
+  "0011_token_expiry_and_prefix": {
+    async up(db: Kysely<any>) {
+      // When a token stops working (ISO-8601 UTC; null: never), and its first characters, so a holder can tell
+      // which listed id is theirs (null for tokens issued before).
+      await db.schema.alterTable("api_tokens").addColumn("expires_at", "text").execute();
+      await db.schema.alterTable("api_tokens").addColumn("prefix", "text").execute();
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.alterTable("api_tokens").dropColumn("prefix").execute();
+      await db.schema.alterTable("api_tokens").dropColumn("expires_at").execute();
+    },
+  },
   "0006_approvals_and_audit": {
     async up(db: Kysely<any>) {
       await db.schema

@@ -1,4 +1,4 @@
-import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, realpathSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { adminRule } from "../../src/app/admin.js";
@@ -23,6 +23,17 @@ function refusal(fn: () => unknown): { code: string; message: string } {
 
 describe("the working-directory binder", () => {
   const binder = new WorkingDirectoryBinder([join(root, "{user}")]);
+
+  it("creates a new user's own root (mode 0700) on their first binding; never above an operator's missing directory", () => {
+    const fresh = binder.bind(".", { userId: "newcomer", admin: false });
+    expect(fresh).toBe(join(root, "newcomer"));
+    expect(statSync(join(root, "newcomer")).mode & 0o777).toBe(0o700);
+    const nested = new WorkingDirectoryBinder([join(root, "missing-base", "{user}")]);
+    expect(refusal(() => nested.bind(".", { userId: "newcomer", admin: false })).message).toMatch(/does not exist/);
+    expect(existsSync(join(root, "missing-base"))).toBe(false);
+    // A user id that is only dots names no root of its own, and creates nothing.
+    expect(() => binder.bind(".", { userId: "..", admin: false })).toThrow();
+  });
 
   it("gives one answer for everything outside the roots, whatever exists there", () => {
     const answers = ["/etc/ssh", "/etc/nonexistent", "/etc/passwd", join(root, "eve", "to-etc", "nope")].map((p) =>

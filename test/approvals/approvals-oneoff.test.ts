@@ -17,6 +17,7 @@ let work: string;
 beforeAll(async () => {
   work = tempDir("toolhost-approvals-oneoff-");
   mkdirSync(join(work, "notes"));
+  process.env.OPENAI_API_KEY = "sk-test-unused"; // a chat is created, never run
   server = await startTestServer();
   const rules = await server.api("/api/settings/tools/write_file", {
     method: "PUT",

@@ -95,7 +95,7 @@ function contract(name: string, open: () => Promise<ToolhostDatabase>) {
       expect(claims.filter(Boolean)).toHaveLength(1);
       await repo.updateTurnState(
         "t1",
-        (s: { step: { results: unknown[] } }) => ({ step: { results: ["done"] } }),
+        (_s: { step: { results: unknown[] } }) => ({ step: { results: ["done"] } }),
         new Date(),
       );
       expect((await repo.getTurn("t1"))?.state).toEqual({ step: { results: ["done"] } });

@@ -198,6 +198,79 @@ describe.skipIf(!available)("settings page (Chromium)", () => {
   });
 });
 
+describe.skipIf(!available)("settings page at phone width, 400 px (Chromium)", () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    server = await startTestServer();
+  }, 60_000);
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  /** Elements that stick out of the viewport on the right, or that have no width: none should. */
+  const overflowing = (page: Page, selector: string) =>
+    page.evaluate(
+      ([sel, width]) =>
+        [...(globalThis as any).document.querySelectorAll(sel)]
+          .filter((e: any) => e.offsetParent !== null)
+          .filter((e: any) => {
+            const r = e.getBoundingClientRect();
+            return r.right > width + 0.5 || r.width < 1;
+          })
+          .map((e: any) => e.outerHTML.slice(0, 80)),
+      [selector, 400] as const,
+    );
+
+  it("fits the screen: no cut-off buttons, list inputs visible, ranges shown, and a sign-out", async () => {
+    const page = await freshTab();
+    await page.setViewportSize({ width: 400, height: 800 });
+    try {
+      await page.goto(server.server.url);
+      await page.screenshot({ path: `${ARTIFACTS}8-narrow-signed-out.png`, fullPage: true });
+      expect(await overflowing(page, "button, input")).toEqual([]);
+      await page.fill("#token", server.token);
+      await page.click("#login button");
+      await page.locator("details.tool").first().waitFor();
+      expect(await page.isVisible("#signout")).toBe(true);
+      // Open the tools with lists, numbers and a table of rules.
+      for (const name of ["read_file", "list_directory", "shell_exec"]) {
+        await page.locator(`details.tool[data-tool="${name}"] summary`).click();
+      }
+      await page.locator('details.tool[data-tool="read_file"] .field[data-param="deniedPaths"] button.add').click();
+      expect(await page.evaluate("document.documentElement.scrollWidth")).toBeLessThanOrEqual(400);
+      expect(await overflowing(page, "button, input:not(.rows-editor input), select:not(.rows-editor select)")).toEqual(
+        [],
+      );
+      const entry = page
+        .locator('details.tool[data-tool="read_file"] .field[data-param="deniedPaths"] .item input')
+        .first();
+      expect((await entry.boundingBox())!.width).toBeGreaterThan(150);
+      // A number shows its range before saving, and a value outside it is marked at once.
+      const maxEntries = page.locator('details.tool[data-tool="list_directory"] .field[data-param="maxEntries"]');
+      expect(await maxEntries.locator(".range").textContent()).toMatch(/^\d+–\d+/);
+      await maxEntries.locator("input").fill("999999999");
+      expect(
+        await maxEntries
+          .locator("input")
+          .evaluate((i) => (i as unknown as { validity: { rangeOverflow: boolean } }).validity.rangeOverflow),
+      ).toBe(true);
+      await page.screenshot({ path: `${ARTIFACTS}9-narrow-open.png`, fullPage: true });
+      await page.locator("#token").scrollIntoViewIfNeeded();
+      await page.screenshot({ path: `${ARTIFACTS}10-narrow-top.png` });
+      await maxEntries.scrollIntoViewIfNeeded();
+      await page.screenshot({ path: `${ARTIFACTS}11-narrow-fields.png` });
+
+      await page.click("#signout");
+      expect(await page.locator("details.tool").count()).toBe(0);
+      expect(await page.evaluate("sessionStorage.getItem('toolhost-token')")).toBeNull();
+      expect(await page.textContent("#status")).toContain("Signed out");
+    } finally {
+      await page.setViewportSize({ width: 1100, height: 800 });
+    }
+  });
+});
+
 describe.skipIf(!available)("settings page: an admin removes a lock set for another user (Chromium)", () => {
   let server: TestServer;
   beforeAll(async () => {
@@ -209,7 +282,38 @@ describe.skipIf(!available)("settings page: an admin removes a lock set for anot
     await server?.stop();
   });
 
-  it("shows ana's locks read-only with an Unlock button; unlocking keeps the value and lifts the lock", async () => {
+  it("an admin changes ana's settings on the page: saved for ana through the admin route, locked unless unticked", async () => {
+    const page = await freshTab();
+    await page.goto(server.server.url);
+    await page.fill("#token", server.token);
+    await page.click("#login button");
+    await page.locator("details.tool").first().waitFor();
+    await page.fill("#viewas-user", "ana");
+    await page.click("#viewas button");
+    await expect.poll(() => page.locator("#viewing").textContent()).toContain("Viewing ana");
+    const card = page.locator('details.tool[data-tool="list_directory"]');
+    await card.locator("summary").click();
+    await card.locator('.field[data-param="maxEntries"] input').fill("12");
+    await card.locator("button.save").click();
+    await expect
+      .poll(async () => (await server.ctx.settings.get("ana", "list_directory")).parameters.maxEntries)
+      .toBe(12);
+    expect((await server.ctx.settings.get("ana", "list_directory")).lockedKeys).toEqual(["maxEntries"]);
+    // The admin's own settings are untouched.
+    expect((await server.ctx.settings.get("local", "list_directory")).parameters.maxEntries).not.toBe(12);
+    await page.locator("#lock-changes").uncheck();
+    const fresh = page.locator('details.tool[data-tool="list_directory"]');
+    await fresh.locator('.field[data-param="maxResultLines"] input').fill("3000");
+    await fresh.locator("button.save").click();
+    await expect
+      .poll(async () => (await server.ctx.settings.get("ana", "list_directory")).parameters.maxResultLines)
+      .toBe(3000);
+    expect((await server.ctx.settings.get("ana", "list_directory")).lockedKeys).toEqual(["maxEntries"]);
+    await page.click("#viewas-back");
+    await expect.poll(() => page.locator("#viewing").isHidden()).toBe(true);
+  });
+
+  it("shows ana's locks with an Unlock button; unlocking keeps the value and lifts the lock", async () => {
     const page = await freshTab();
     await page.goto(server.server.url);
     await page.fill("#token", server.token);
@@ -222,6 +326,8 @@ describe.skipIf(!available)("settings page: an admin removes a lock set for anot
     await card.locator("summary").click();
     const field = card.locator('.field[data-param="deniedPaths"]');
     expect(await field.textContent()).toContain("Locked for ana by an admin");
+    // The admin may change the value too (not read-only for them).
+    expect(await field.locator("button.add").isDisabled()).toBe(false);
     expect(await field.locator(".item input").first().inputValue()).toBe("/srv/x");
     await page.screenshot({ path: `${ARTIFACTS}7-admin-unlock.png`, fullPage: true });
     await field.locator("button.unlock").click();

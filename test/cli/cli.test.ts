@@ -41,7 +41,10 @@ describe("toolhost CLI: commands and parsers (in-process)", () => {
   ])("call with %s exits 1 with validation_failed", async (json, message) => {
     const run = await runCli(["call", "get_current_datetime", json], env);
     expect(run.code).toBe(1);
-    expect(JSON.parse(run.stdout).error.code).toBe("validation_failed");
+    // Reported once: one stderr line, nothing on stdout.
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toMatch(/^error: validation_failed: /);
+    expect(run.stderr.trim().split("\n")).toHaveLength(1);
     expect(run.stderr).toMatch(message);
   });
 

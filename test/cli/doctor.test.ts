@@ -58,6 +58,17 @@ describe("toolhost doctor", () => {
     expect(text.stdout).toMatch(/Healthy\.$/m);
   });
 
+  it("a data directory that cannot be created is reported at once, not waited on", async () => {
+    // Creating a directory under /proc fails with ENOENT forever: a recursive mkdir there never returned.
+    const run = await runCli(["doctor", "--json", "--no-mcp"], { TOOLHOST_DATA_DIR: "/proc/toolhost-none/data" });
+    expect(run.code).toBe(1);
+    const report = JSON.parse(run.stdout) as Report;
+    expect(byId(report, "data-dir")).toMatchObject({
+      status: "fail",
+      detail: expect.stringContaining("cannot be created"),
+    });
+  });
+
   it("a data directory that is a file fails the check and the exit code; a broken MCP server is a warning", async () => {
     const file = join(tempDir(), "not-a-dir");
     writeFileSync(file, "x");

@@ -33,7 +33,7 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-function service(adapter: ProviderAdapter | (() => never), extra: { chatRoots?: string[] | null } = {}) {
+function service(adapter: ProviderAdapter | (() => ProviderAdapter), extra: { chatRoots?: string[] | null } = {}) {
   return new ChatService({
     chats: ctx.chats,
     runtime: ctx.runtime,
@@ -212,13 +212,23 @@ describe("ChatService: turns", () => {
   });
 
   it("reports an unconfigured provider as ChatConfigError with the factory's message", async () => {
+    let configured = true;
     const s = service(() => {
+      if (configured) return scriptedAdapter([]);
       throw new Error("OPENAI_API_KEY is not set.");
     });
     const chat = await s.createChat("u1", { provider: "openai", model: "m", workingDirectory: project() });
+    // The key went away after the chat was created: the turn reports it.
+    configured = false;
     const error = await s.prepareTurn("u1", chat.id, "hi").catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ChatConfigError);
     expect((error as Error).message).toContain("OPENAI_API_KEY");
+    // Creating a chat with an unconfigured provider fails at once, and stores nothing.
+    const refused = await s
+      .createChat("u1", { id: "never-made", provider: "openai", model: "m", workingDirectory: project() })
+      .catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ChatConfigError);
+    expect(await s.getChat("u1", "never-made")).toBeUndefined();
   });
 
   it("cancels a running turn and keeps its completed steps", async () => {
@@ -240,7 +250,8 @@ describe("ChatService: turns", () => {
 
   it("names the missing API key variable with the real adapter factory", async () => {
     const s = new ChatService({ chats: ctx.chats, runtime: ctx.runtime, env: {}, chatRoots: null });
-    const chat = await s.createChat("u1", { provider: "anthropic", model: "m", workingDirectory: project() });
-    await expect(s.prepareTurn("u1", chat.id, "hi")).rejects.toThrow(/ANTHROPIC_API_KEY/);
+    await expect(
+      s.createChat("u1", { provider: "anthropic", model: "m", workingDirectory: project() }),
+    ).rejects.toThrow(/ANTHROPIC_API_KEY/);
   });
 });

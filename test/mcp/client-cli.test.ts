@@ -83,7 +83,7 @@ describe("toolhost mcp-servers", () => {
     const called = await runCli(["call", "mcp__filed__echo", '{"text":"from the cli"}'], env);
     expect(called.code).toBe(0);
     expect(JSON.parse(called.stdout)).toMatchObject({ source: "mcp:filed", text: "echo: from the cli" });
-    const settings = JSON.parse((await runCli(["settings", "get", "mcp__filed__echo"], env)).stdout);
+    const settings = JSON.parse((await runCli(["settings", "get", "mcp__filed__echo", "--json"], env)).stdout);
     expect(settings.external).toMatchObject({ server: "filed", trusted: true });
     // A command about one imported tool starts only the server its name names.
     expect(started()).toEqual(["filed", "filed", "filed"]);

@@ -243,6 +243,24 @@ describe("provider errors say what happened", () => {
     },
   );
 
+  it.each(["openai", "openai-chat", "gemini", "anthropic"] as ProviderName[])(
+    "%s: a server that accepts the connection and closes it is not called unreachable",
+    async (name) => {
+      // Reads the request's first bytes, then closes the connection without answering.
+      const server = createServer((socket) => socket.once("data", () => socket.destroy()));
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+      try {
+        const baseURL = `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`;
+        const adapter = createProviderAdapter(name, { apiKey: "k", baseURL });
+        const { error } = await run(adapter.stream(request()));
+        expect(error?.message).not.toMatch(/Could not reach/);
+        expect(error?.message).toContain(`${name} at ${baseURL} closed the connection`);
+      } finally {
+        await new Promise((resolve) => server.close(resolve));
+      }
+    },
+  );
+
   it("the loop's provider_error message has no doubled punctuation", async () => {
     const { adapter } = await setup("openai", [{ kind: "error", status: 400, message: "Bad history." }]);
     const { runtime } = memoryRuntime();

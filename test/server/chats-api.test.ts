@@ -34,6 +34,18 @@ describe("GET/PATCH/DELETE /api/chats", () => {
     expect((await server.api("/api/chats?cursor=garbage")).status).toBe(400);
   });
 
+  it("a chat with a provider that has no key fails at creation: 503 provider_not_configured naming the variable", async () => {
+    delete process.env.ANTHROPIC_API_KEY;
+    process.env.TOOLHOST_CONFIG = `${server.dataDir}/no-config.json`;
+    const res = await server.api("/api/chats", { method: "POST", json: { provider: "anthropic", model: "claude" } });
+    expect(res.status).toBe(503);
+    const body = (await res.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe("provider_not_configured");
+    expect(body.error.message).toContain("ANTHROPIC_API_KEY");
+    const listed = (await (await server.api("/api/chats")).json()) as { chats: { provider: string }[] };
+    expect(listed.chats.some((c) => c.provider === "anthropic")).toBe(false);
+  });
+
   it("renames and deletes a chat; another user's chat is a 404 and stays", async () => {
     const renamed = await server.api("/api/chats/c1", { method: "PATCH", json: { title: "Release notes" } });
     expect(renamed.status).toBe(200);

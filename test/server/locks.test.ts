@@ -60,6 +60,52 @@ describe("admin locks", () => {
     expect((await server.api("/api/admin/users/eve/settings/tools/nope/locks", { method: "DELETE" })).status).toBe(404);
   });
 
+  it("an admin sets and locks another user's settings over PUT /api/admin/users/:user/settings/tools/:tool", async () => {
+    server = await startTestServer();
+    const eve = await server.ctx.tokens.create("eve");
+    const path = "/api/admin/users/eve/settings/tools/grep";
+    // Eve may not widen grep herself (allowedPaths is admin only); the admin may, for her, and it is locked.
+    const hers = await server.api("/api/settings/tools/grep", {
+      method: "PUT",
+      token: eve.token,
+      json: { parameters: { allowedPaths: ["/srv/shared"] } },
+    });
+    expect(hers.status).toBe(403);
+    const set = await server.api(path, { method: "PUT", json: { parameters: { allowedPaths: ["/srv/shared"] } } });
+    expect(set.status).toBe(200);
+    expect(set.headers.get("etag")).toMatch(/^"\d+"$/);
+    expect(await set.json()).toMatchObject({
+      parameters: { allowedPaths: ["/srv/shared"] },
+      lockedKeys: ["allowedPaths"],
+    });
+    // lock: false sets without locking; the same validation as the user's own PUT (422 for a value out of range).
+    const unlocked = await server.api(path, { method: "PUT", json: { parameters: { maxResults: 7 }, lock: false } });
+    expect(await unlocked.json()).toMatchObject({ parameters: { maxResults: 7 }, lockedKeys: ["allowedPaths"] });
+    const bad = await server.api(path, { method: "PUT", json: { parameters: { maxResults: -1 } } });
+    expect(bad.status).toBe(422);
+    const extra = await server.api(path, { method: "PUT", json: { enabled: true, lokc: true } });
+    expect(extra.status).toBe(400);
+    // If-Match as on the user's own route: a stale version is 412.
+    const stale = await server.api(path, { method: "PUT", headers: { "If-Match": '"0"' }, json: { enabled: true } });
+    expect(stale.status).toBe(412);
+    // Eve sees the admin's values, cannot lift the lock, and cannot call the admin route.
+    const mine = await server.api("/api/settings/tools/grep", {
+      method: "PUT",
+      token: eve.token,
+      json: { parameters: { allowedPaths: [] } },
+    });
+    expect(mine.status).toBe(403);
+    expect((await server.api(path, { method: "PUT", token: eve.token, json: { enabled: false } })).status).toBe(403);
+    expect((await server.api("/api/admin/users/eve/settings/tools/nope", { method: "PUT", json: {} })).status).toBe(
+      404,
+    );
+    // Audited with the admin as the changer.
+    const audit = (await (await server.api("/api/admin/audit?user=eve&kind=settings_change")).json()) as {
+      entries: { actor: string }[];
+    };
+    expect(audit.entries[0]?.actor).toBe("local");
+  });
+
   it("the CLI locks what it sets for a non-admin, not for an admin, and `settings unlock` removes locks", async () => {
     server = await startTestServer();
     const env = { TOOLHOST_DATA_DIR: server.dataDir };

@@ -2,6 +2,7 @@
  * The OpenAPI document: valid by a maintained validator (@readme/openapi-parser), shared components instead of
  * repeated `$id`s, 401/403 documented, a response schema for every JSON answer, and every route of the app listed.
  */
+import { readFileSync } from "node:fs";
 import { compileErrors, validate } from "@readme/openapi-parser";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -76,5 +77,56 @@ describe("GET /api/openapi.json", () => {
       .map((r) => `${r.method} ${r.path.replace(/:([A-Za-z]+)(\{[^}]*\})?/g, "{$1}")}`)
       .filter((route) => !documented.has(route));
     expect([...new Set(undocumented)]).toEqual([]);
+  });
+
+  it("the README's route table lists exactly the document's routes", () => {
+    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8").split("\n");
+    const start = readme.findIndex((line) => /^\| route \| what it does \|/.test(line));
+    expect(start, "the README has a table headed | route | what it does |").toBeGreaterThan(0);
+    const listed = new Set<string>();
+    for (const row of readme.slice(start + 2)) {
+      if (!row.startsWith("|")) break;
+      const first = (row.split(/(?<!\\)\|/)[1] ?? "").replaceAll("`", "");
+      for (const m of first.matchAll(
+        /((?:(?:GET|POST|PUT|PATCH|DELETE)\/)*(?:GET|POST|PUT|PATCH|DELETE)) (\/[^\s?,]*)/g,
+      )) {
+        const path = (m[2] as string).replace(/:([A-Za-z]+)/g, "{$1}");
+        for (const method of (m[1] as string).split("/")) listed.add(`${method} ${path}`);
+      }
+    }
+    const documented = new Set(
+      Object.entries(doc.paths).flatMap(([path, item]) =>
+        Object.keys(item)
+          .filter((k) => ["get", "put", "post", "patch", "delete"].includes(k))
+          .map((method) => `${method.toUpperCase()} ${path}`),
+      ),
+    );
+    const missing = [...documented].filter((r) => !listed.has(r)).sort();
+    const extra = [...listed].filter((r) => !documented.has(r)).sort();
+    expect(
+      { "in the OpenAPI document, missing from the README route table": missing, "in the README only": extra },
+      "README.md's route table (| route | what it does |) must list the OpenAPI document's routes",
+    ).toEqual({ "in the OpenAPI document, missing from the README route table": [], "in the README only": [] });
+  });
+
+  it("describes every chat stream event with a schema of its own, the same events docs/chats.md lists", () => {
+    const union = doc.components.schemas.ChatStreamEvent as { anyOf?: { $ref: string }[]; oneOf?: { $ref: string }[] };
+    const refs = (union.anyOf ?? union.oneOf ?? []).map((r) => r.$ref.replace("#/components/schemas/", ""));
+    const types = refs.map((name) => {
+      const schema = doc.components.schemas[name] as { properties: { type: { const?: string; enum?: string[] } } };
+      return schema.properties.type.const ?? schema.properties.type.enum?.[0];
+    });
+    expect(new Set(types).size).toBe(types.length);
+    const docs = readFileSync(new URL("../../docs/chats.md", import.meta.url), "utf8").split("\n");
+    const start = docs.findIndex((line) => line.startsWith("| event | data |"));
+    const listed: string[] = [];
+    for (const row of docs.slice(start + 2)) {
+      const m = /^\| `([a-z_]+)` \|/.exec(row);
+      if (!m) break;
+      listed.push(m[1] as string);
+    }
+    expect([...types].sort()).toEqual([...listed].sort());
+    const stream = doc.paths["/api/chats/{id}/messages"]?.post?.responses["200"]?.content?.["text/event-stream"];
+    expect(stream?.schema).toEqual({ $ref: "#/components/schemas/ChatStreamEvent" });
   });
 });

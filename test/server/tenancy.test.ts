@@ -131,6 +131,7 @@ describe("chat roots hold against symlink swaps", () => {
     writeFileSync(join(root, "eve", "mine.txt"), "mine\n");
     symlinkSync(join(root, "eve"), join(root, "sw"));
     process.env.TOOLHOST_CHAT_ROOTS = root;
+    process.env.OPENAI_API_KEY = "sk-test-unused"; // chats are created, never run
     server = await startTestServer();
     const eve = await server.ctx.tokens.create("eve");
 
@@ -172,6 +173,7 @@ describe("chat roots hold against symlink swaps", () => {
     const root = realpathSync(tempDir("toolhost-user-roots-"));
     for (const user of ["eve", "bob"]) mkdirSync(join(root, user));
     process.env.TOOLHOST_CHAT_ROOTS = join(root, "{user}");
+    process.env.OPENAI_API_KEY = "sk-test-unused"; // chats are created, never run
     server = await startTestServer();
     const eve = await server.ctx.tokens.create("eve");
     const bind = (workingDirectory: string) =>

@@ -1,7 +1,8 @@
 /** API tokens over the admin API and the CLI: list, revoke, rotate, labels, last use; hashes only on disk. */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { type FakeProvider, type FakeTurn, startFakeProvider } from "../fakes/provider-server.js";
 // The commands run through main(argv) in this process (the bin as a process is covered in test/cli/).
 import { runCliInProcess as runCli } from "../helpers/cli.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
@@ -55,6 +56,70 @@ describe("API tokens", () => {
     expect(bad.status).toBe(400);
   });
 
+  it("a token with expiresIn expires; its check is never cached past the expiry", async () => {
+    const created = await server.api("/api/admin/tokens", { method: "POST", json: { userId: "eli", expiresIn: "2h" } });
+    expect(created.status).toBe(201);
+    const issued = (await created.json()) as { id: string; token: string; expiresAt: string };
+    const hours = (Date.parse(issued.expiresAt) - Date.now()) / 3_600_000;
+    expect(hours).toBeGreaterThan(1.9);
+    expect(hours).toBeLessThanOrEqual(2);
+    const bad = await server.api("/api/admin/tokens", { method: "POST", json: { userId: "eli", expiresIn: "soon" } });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { message: string } }).error.message).toMatch(/e\.g\. 30d/);
+    const listed = (await (await server.api("/api/admin/tokens?user=eli")).json()) as {
+      tokens: { prefix: string; expiresAt: string }[];
+    };
+    expect(listed.tokens[0]).toEqual(
+      expect.objectContaining({ prefix: issued.token.slice(0, 9), expiresAt: issued.expiresAt }),
+    );
+
+    // On a clock moved to 1 ms before the expiry the token works (and its check is cached); 1 ms after, refused.
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      const expiry = Date.parse(issued.expiresAt);
+      vi.setSystemTime(expiry - 1);
+      expect(await server.ctx.tokens.authenticate(issued.token)).toBe("eli");
+      vi.setSystemTime(expiry + 1);
+      expect(await server.ctx.tokens.authenticate(issued.token)).toBeUndefined();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("revoking a token stops a turn already streaming under it", async () => {
+    const script: FakeTurn[] = [{ kind: "stall", text: "thinking" }];
+    const fake: FakeProvider = await startFakeProvider("openai", script);
+    try {
+      process.env.OPENAI_API_KEY = "test-key";
+      process.env.OPENAI_BASE_URL = fake.baseURL;
+      const { id, token } = await server.ctx.tokens.create("rita");
+      const chat = await server.api("/api/chats", { method: "POST", token, json: { provider: "openai", model: "m" } });
+      expect(chat.status).toBe(201);
+      const chatId = ((await chat.json()) as { id: string }).id;
+      const res = await server.api(`/api/chats/${chatId}/messages`, { method: "POST", token, json: { content: "hi" } });
+      expect(res.status).toBe(200);
+      const reader = res.body!.getReader();
+      const decoder = new TextDecoder();
+      let text = "";
+      while (!text.includes("event: text_delta")) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        text += decoder.decode(value, { stream: true });
+      }
+      expect(text).toContain('"delta":"thi"');
+      expect((await server.api(`/api/admin/tokens/${id}`, { method: "DELETE" })).status).toBe(200);
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        text += decoder.decode(value, { stream: true });
+      }
+      expect(text).toMatch(/event: done\ndata: \{"type":"done","reason":"aborted"/);
+      await fake.stallClosed();
+    } finally {
+      await fake.close();
+    }
+  });
+
   it("the database file holds token hashes, never the tokens", async () => {
     const created = (await (
       await server.api("/api/admin/tokens", { method: "POST", json: { userId: "hash-check" } })
@@ -95,8 +160,23 @@ describe("toolhost token (CLI) and the second start", () => {
     expect(listed.stdout).not.toContain(bobToken);
     const bob = tokens[1]!;
     const table = await runCli(["token", "list", "--user", "bob"], env);
-    expect(table.stdout).toMatch(/ID\s+USER\s+LABEL\s+CREATED\s+LAST USED/);
+    expect(table.stdout).toMatch(/ID\s+TOKEN\s+USER\s+LABEL\s+CREATED\s+LAST USED\s+EXPIRES/);
     expect(table.stdout).toContain("never");
+    // The first characters of bob's token, so bob can tell which id is his.
+    expect(table.stdout).toContain(`${bobToken.slice(0, 9)}…`);
+    expect(table.stdout).not.toContain(bobToken.slice(0, 12));
+
+    const expiring = await runCli(["token", "create", "--user", "bob", "--expires-in", "30d"], env);
+    expect(expiring.code).toBe(0);
+    expect(expiring.stderr).toMatch(/expires at \d{4}-/);
+    const withExpiry = JSON.parse((await runCli(["token", "list", "--user", "bob", "--json"], env)).stdout).tokens;
+    const days = (Date.parse(withExpiry[1].expiresAt) - Date.now()) / 86_400_000;
+    expect(days).toBeGreaterThan(29.9);
+    expect(days).toBeLessThanOrEqual(30);
+    await runCli(["token", "revoke", withExpiry[1].id], env);
+    const badLifetime = await runCli(["token", "create", "--expires-in", "30 years"], env);
+    expect(badLifetime.code).toBe(2);
+    expect(badLifetime.stderr).toMatch(/--expires-in: .*e\.g\. 30d/);
 
     const rotated = await runCli(["token", "rotate", bob.id.slice(0, 8)], env);
     expect(rotated.code).toBe(0);

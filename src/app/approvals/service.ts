@@ -14,13 +14,14 @@
  */
 
 import { createHash, createHmac, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { hostname, userInfo } from "node:os";
 import { join, resolve } from "node:path";
 import { APPROVAL_RULES_SETTING, APPROVAL_SETTING } from "../../core/approval/policy.js";
 import type { ApprovalRule } from "../../core/approval/rules.js";
 import { readConfig } from "../../core/config.js";
 import { AccessDeniedError, BrandedError, errorBrand, NotFoundError, ToolSettingsError } from "../../core/errors.js";
+import { makeDirectoriesSync } from "../../core/make-directory.js";
 import type { Logger } from "../../core/types.js";
 import type {
   ApprovalAnswerDecision,
@@ -276,7 +277,7 @@ export class ApprovalService {
     try {
       this.#key = Buffer.from(readFileSync(this.#keyFile, "utf8").trim(), "hex");
     } catch {
-      mkdirSync(join(this.#keyFile, ".."), { recursive: true, mode: 0o700 });
+      makeDirectoriesSync(join(this.#keyFile, ".."), 0o700);
       try {
         writeFileSync(this.#keyFile, `${randomBytes(32).toString("hex")}\n`, { flag: "wx", mode: 0o600 });
       } catch (error) {
@@ -602,7 +603,7 @@ export class ApprovalService {
         settled = true;
         clearTimeout(expiry);
         clearInterval(poll);
-        signal?.removeEventListener("abort", onAbort);
+        signal?.removeEventListener("abort", abortListener);
         this.#waiters.get(record.id)?.delete(waiter);
         if (this.#waiters.get(record.id)?.size === 0) this.#waiters.delete(record.id);
         resolve(result);
@@ -640,12 +641,15 @@ export class ApprovalService {
         }
         finish({ ...record, status: "cancelled" });
       };
+      const abortListener = () => void onAbort();
       const delay = Math.max(0, Date.parse(record.expiresAt) - Date.now());
       const expiry = setTimeout(() => void onExpire(), Math.min(delay, 2_147_000_000));
       const poll = setInterval(() => void check(), this.pollMs);
       poll.unref?.();
       if (signal?.aborted) void onAbort();
-      else signal?.addEventListener("abort", () => void onAbort(), { once: true });
+      // The same function finish() removes: each wait leaves no listener behind on the turn's signal (a turn with
+      // many asks would otherwise pile them up).
+      else signal?.addEventListener("abort", abortListener, { once: true });
       void check();
     });
   }

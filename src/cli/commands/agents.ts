@@ -3,9 +3,10 @@
  * its status, usage, response and conversation, cancelling an agent with its descendants, and the templates.
  */
 import type { Command } from "commander";
+import type { AppContext } from "../../app/context.js";
 import { withContext } from "../app-context.js";
 import { parseUserId } from "../options.js";
-import { CliError, print, table } from "../util.js";
+import { CliError, clip, print, table } from "../util.js";
 
 /** Registers `toolhost agents`. Exit codes: 0 success, 1 unknown agent or failure, 2 usage error. */
 export function registerAgentsCommand(program: Command): void {
@@ -37,7 +38,7 @@ export function registerAgentsCommand(program: Command): void {
               String(a.usage.turns),
               String(a.usage.inputTokens + a.usage.outputTokens),
               a.chatId ?? "-",
-              a.task.replace(/\s+/g, " ").slice(0, 60),
+              clip(a.task, 60),
             ]),
           ]),
         );
@@ -47,11 +48,11 @@ export function registerAgentsCommand(program: Command): void {
   agents
     .command("show")
     .description("One agent: status, usage, response and its conversation, as JSON.")
-    .argument("<id>")
+    .argument("<id>", "agent id from `toolhost agents list` (or its first 6+ characters)")
     .option("-u, --user <name>", "user id", parseUserId, "local")
     .action(async (id: string, opts: { user: string }) =>
       withContext(async (ctx) => {
-        const agent = await ctx.agents.get(opts.user, id);
+        const agent = await ctx.agents.get(opts.user, await agentId(ctx, opts.user, id));
         if (agent?.kind !== "child") throw new CliError(`No agent "${id}" for user ${opts.user}.`, 1);
         const { userId: _u, ...view } = agent;
         print(view);
@@ -61,12 +62,13 @@ export function registerAgentsCommand(program: Command): void {
   agents
     .command("cancel")
     .description("Cancel an agent and all its descendants (their model streams and tool processes stop).")
-    .argument("<id>")
+    .argument("<id>", "agent id from `toolhost agents list` (or its first 6+ characters)")
     .option("-u, --user <name>", "user id", parseUserId, "local")
-    .action(async (id: string, opts: { user: string }) =>
+    .action(async (given: string, opts: { user: string }) =>
       withContext(async (ctx) => {
+        const id = await agentId(ctx, opts.user, given);
         const agent = await ctx.agents.get(opts.user, id);
-        if (agent?.kind !== "child") throw new CliError(`No agent "${id}" for user ${opts.user}.`, 1);
+        if (agent?.kind !== "child") throw new CliError(`No agent "${given}" for user ${opts.user}.`, 1);
         print(await ctx.agents.cancel(opts.user, id));
       }),
     );
@@ -89,10 +91,28 @@ export function registerAgentsCommand(program: Command): void {
               t.model ?? "(parent's)",
               t.tools ? t.tools.join(",") : "(parent's)",
               t.source,
-              t.description.replace(/\s+/g, " ").slice(0, 70),
+              clip(t.description, 70),
             ]),
           ]),
         );
       }),
     );
+}
+
+/** Agents a prefix is looked up among (the user's most recent). */
+const PREFIX_SEARCH_LIMIT = 1000;
+
+/**
+ * The id of the user's agent that `given` names: the id itself, or the one id among the user's agents that starts
+ * with it (at least 6 characters, as `toolhost token` accepts). Throws CliError (exit 1) for a prefix that
+ * matches several; an unknown id is returned as given (the caller reports it missing).
+ */
+async function agentId(ctx: AppContext, userId: string, given: string): Promise<string> {
+  if ((await ctx.agents.get(userId, given)) !== undefined || given.length < 6) return given;
+  const matches = (await ctx.agents.list(userId, { limit: PREFIX_SEARCH_LIMIT }))
+    .map((a) => a.id)
+    .filter((id) => id.startsWith(given));
+  if (matches.length > 1)
+    throw new CliError(`Agent id prefix "${given}" matches ${matches.length} agents; give more of the id.`, 1);
+  return matches[0] ?? given;
 }

@@ -6,7 +6,7 @@
 import type { Command } from "commander";
 import { withContext } from "../app-context.js";
 import { parseUserId } from "../options.js";
-import { CliError, print, table } from "../util.js";
+import { CliError, clip, print, table } from "../util.js";
 
 /** Parses a time option: ISO-8601, or a duration back from now such as 15m, 2h, 7d. */
 export function parseTimeOption(value: string, name: string): string {
@@ -20,10 +20,8 @@ export function parseTimeOption(value: string, name: string): string {
   return new Date(ms).toISOString();
 }
 
-const short = (value: unknown, max = 60): string => {
-  const text = typeof value === "string" ? value : JSON.stringify(value ?? null);
-  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
-};
+const short = (value: unknown, max = 60): string =>
+  clip(typeof value === "string" ? value : JSON.stringify(value ?? null), max);
 
 /** Registers `audit`. */
 export function registerAuditCommand(program: Command): void {

@@ -9,6 +9,7 @@ import { importMcpTools } from "../mcp-tools.js";
 import {
   asUsageError,
   CliError,
+  errorText,
   isUserId,
   onStopSignals,
   operator,
@@ -85,8 +86,9 @@ export function parseCallCommandLine(args: readonly string[]): CallCommandLine |
 /**
  * Runs `toolhost call`: checks the arguments text (a usage error, exit 2, when it is not a JSON object), opens the
  * context the tool needs (cli/app-context.ts withToolCallContext), binds the working directory (--cwd, or the
- * chat's), runs the call through the approval gate and prints the result, or the error with exit code 1 (130/143
- * when Ctrl-C or SIGTERM cancelled it). Throws CliError for usage errors.
+ * chat's; under chat roots the current directory when --cwd is absent), runs the call through the approval gate
+ * and prints the result as JSON on stdout, or the error once, as `error: <code>: <message>` on stderr, with exit
+ * code 1 (130/143 when Ctrl-C or SIGTERM cancelled it). Throws CliError for usage errors.
  */
 export async function runCall(toolName: string, json: string, opts: CallOptions): Promise<void> {
   // Arguments that are not a JSON object are a usage error (exit 2), before anything runs.
@@ -97,8 +99,14 @@ export async function runCall(toolName: string, json: string, opts: CallOptions)
     // The same binder as chats and the HTTP route; a call in a chat uses the chat's directory.
     const caller = operator(opts.user);
     const chat = opts.chat ? await ctx.chats.get(opts.user, opts.chat) : undefined;
+    // Under chat roots a call binds the current directory when --cwd is absent, as `toolhost chat` does.
+    const implicit = opts.cwd === undefined && !chat && ctx.binder.hasRoots;
     const workingDirectory = asUsageError(() =>
-      chat ? ctx.binder.forChat(chat, opts.cwd, caller) : ctx.binder.bind(opts.cwd, caller),
+      chat
+        ? ctx.binder.forChat(chat, opts.cwd, caller)
+        : implicit
+          ? ctx.binder.bind(process.cwd(), { ...caller, argument: "the current directory" })
+          : ctx.binder.bind(opts.cwd, caller),
     );
     if (opts.chat && !chat) {
       if (await ctx.chats.exists(opts.chat)) throw new CliError(`Chat ${opts.chat} belongs to another user.`);
@@ -134,8 +142,9 @@ export async function runCall(toolName: string, json: string, opts: CallOptions)
     });
     removeStopHandlers();
     if (outcome.ok) return print(outcome.result);
-    print({ error: outcome.error });
-    process.stderr.write(`error: ${outcome.error.code}: ${outcome.error.message}\n`);
+    // A failed call is reported once: one line on stderr, `error: <code>: <message>`, exit code 1; stdout stays
+    // empty, so what a script reads there is always a result.
+    process.stderr.write(`error: ${outcome.error.code}: ${errorText(outcome.error.message)}\n`);
     process.exitCode = stoppedBy && outcome.error.code === "aborted" ? SIGNAL_EXIT_CODE[stoppedBy] : 1;
   });
 }

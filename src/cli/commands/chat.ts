@@ -16,7 +16,7 @@ import type { ProviderName } from "../../providers/types.js";
 import { createAppContext } from "../app-context.js";
 import { importMcpTools } from "../mcp-tools.js";
 import { parseUserId } from "../options.js";
-import { CliError, onStopSignals, operator, SIGNAL_EXIT_CODE, type StopSignal } from "../util.js";
+import { CliError, clip, onStopSignals, operator, printable, SIGNAL_EXIT_CODE, type StopSignal } from "../util.js";
 
 /** Options of the chat command as commander parses them. */
 interface ChatOptions {
@@ -91,7 +91,7 @@ class ChatRenderer {
     const frame = SPINNER_FRAMES[this.#frame++ % SPINNER_FRAMES.length];
     const parts = [...this.#running.values()].map((r) => `${r.name} ${r.args}${r.note ? ` (${r.note})` : ""}`.trim());
     const columns = this.#err.columns && this.#err.columns >= 20 ? this.#err.columns : 100;
-    let line = `${frame} ${parts.join(" · ")}`;
+    let line = printable(`${frame} ${parts.join(" · ")}`);
     if (line.length > columns - 1) line = `${line.slice(0, Math.max(10, columns - 2))}…`;
     this.#err.write(`\r\x1b[2K${line}`);
     this.#spinnerShown = true;
@@ -129,7 +129,7 @@ class ChatRenderer {
   status(line: string): void {
     this.#breakLine();
     this.#clearSpinner();
-    this.#err.write(`${line}\n`);
+    this.#err.write(`${printable(line)}\n`);
     this.#drawSpinner();
   }
 
@@ -139,7 +139,7 @@ class ChatRenderer {
     const who = `[${event.agent.template} ${event.agent.id.slice(0, 8)}]`;
     switch (event.type) {
       case "agent_started":
-        this.status(`${indent}↳ ${who} started: ${event.task.replace(/\s+/g, " ").slice(0, 100)}`);
+        this.status(`${indent}↳ ${who} started: ${clip(event.task, 100)}`);
         return;
       case "agent_finished":
         this.status(
@@ -173,7 +173,7 @@ class ChatRenderer {
       case "text_delta":
         if (event.delta === "") return;
         this.#clearSpinner();
-        this.#out.write(event.delta);
+        this.#out.write(printable(event.delta, { multiline: true }));
         this.#midLine = !event.delta.endsWith("\n");
         return;
       case "tool_call_completed": {
@@ -396,6 +396,7 @@ export function registerChatCommand(program: Command): void {
         if (!opts.json && kept) process.stderr.write(`(chat ${chatId}; continue with --chat ${chatId})\n`);
         process.exitCode = reason === "text" ? 0 : reason === "aborted" ? SIGNAL_EXIT_CODE[stoppedBy ?? "SIGINT"] : 1;
       } catch (error) {
+        if (error instanceof ChatConfigError) throw new CliError(error.message);
         if (error instanceof ToolError && error.code !== "execution_failed") throw new CliError(error.message);
         throw error;
       } finally {

@@ -26,16 +26,30 @@ export function registerTokenCommand(program: Command): void {
     .description("Create a bearer token for a user and print it (shown only once; stored hashed).")
     .option("-u, --user <name>", "user id", parseUserId, "local")
     .option("--label <text>", "a note to remember the token by (e.g. the laptop or script using it)")
-    .action(async (opts: { user: string; label?: string }) =>
-      withContext(async (ctx) => {
-        const { token: plaintext } = await ctx.tokens.create(opts.user, opts.label ?? null);
-        process.stdout.write(`${plaintext}\n`);
-      }),
-    );
+    .option("--expires-in <time>", "lifetime: a number and m, h, d or w (e.g. 30d); default: never expires")
+    .action(async (opts: { user: string; label?: string; expiresIn?: string }) => {
+      const { parseTokenLifetime } = await import("../../storage/token-repository.js");
+      let expiresInMs: number | undefined;
+      try {
+        expiresInMs = opts.expiresIn === undefined ? undefined : parseTokenLifetime(opts.expiresIn);
+      } catch (error) {
+        throw new CliError(`--expires-in: ${(error as Error).message}`, 2);
+      }
+      await withContext(async (ctx) => {
+        const issued = await ctx.tokens.create(opts.user, { label: opts.label ?? null, expiresInMs });
+        if (expiresInMs !== undefined) {
+          const { expiresAt } = await ctx.tokens.find(issued.id);
+          process.stderr.write(`Token ${issued.id} of "${opts.user}" expires at ${expiresAt}.\n`);
+        }
+        process.stdout.write(`${issued.token}\n`);
+      });
+    });
 
   token
     .command("list")
-    .description("List tokens (ids, users, labels, created and last-used times; never the tokens themselves).")
+    .description(
+      "List tokens (ids, each token's first characters, users, labels, created, last-used and expiry times; never the tokens themselves).",
+    )
     .option("-u, --user <name>", "only this user's tokens", parseUserId)
     .option("--json", "print JSON")
     .action(async (opts: { user?: string; json?: boolean }) =>
@@ -48,10 +62,20 @@ export function registerTokenCommand(program: Command): void {
           );
           return;
         }
+        const nowIso = new Date().toISOString();
+        const expiry = (at: string | null) => (at === null ? "never" : at <= nowIso ? `expired ${at}` : at);
         process.stdout.write(
           `${table([
-            ["ID", "USER", "LABEL", "CREATED", "LAST USED"],
-            ...tokens.map((t) => [t.id, t.userId, t.label ?? "-", t.createdAt, t.lastUsedAt ?? "never"]),
+            ["ID", "TOKEN", "USER", "LABEL", "CREATED", "LAST USED", "EXPIRES"],
+            ...tokens.map((t) => [
+              t.id,
+              t.prefix ? `${t.prefix}…` : "-",
+              t.userId,
+              t.label ?? "-",
+              t.createdAt,
+              t.lastUsedAt ?? "never",
+              expiry(t.expiresAt),
+            ]),
           ])}\n`,
         );
       }),

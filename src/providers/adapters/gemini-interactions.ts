@@ -33,7 +33,6 @@ import type {
   ProviderRequest,
   ProviderStreamEvent,
 } from "../types.js";
-import { ProviderError } from "../types.js";
 import { argumentsObject, classifyProviderError, lazily, streamErrorEvent, truncatedStream } from "./shared.js";
 import { mapTools } from "./tools.js";
 

@@ -64,6 +64,15 @@ export function classifyProviderError(
   if (isConnectionError(err)) {
     const url = baseURL ?? DEFAULT_BASE_URLS[provider];
     const reason = connectionReason(err);
+    // Reached, then dropped: the server accepted the connection and closed it before answering.
+    if (closedAfterConnecting(err)) {
+      return new ProviderError(
+        provider,
+        `${provider} at ${url} closed the connection before answering${reason ? ` (${reason})` : ""}. The server was reached: check that the base URL points at a ${provider}-compatible API and the server's logs, then retry.`,
+        undefined,
+        { cause: err },
+      );
+    }
     return new ProviderError(
       provider,
       `Could not reach ${provider} at ${url}${reason ? ` (${reason})` : ""}. Check the base URL and that the server is running, then retry.`,
@@ -101,6 +110,19 @@ function isConnectionError(error: Error): boolean {
     code !== undefined &&
     /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|CERT_|UND_ERR_CONNECT)/.test(code)
   );
+}
+
+/**
+ * Whether a connection error happened after the connection was made: the peer reset or closed it (ECONNRESET,
+ * undici's UND_ERR_SOCKET "other side closed", "socket hang up"), as opposed to failing to connect at all.
+ */
+function closedAfterConnecting(error: Error): boolean {
+  const code = errnoOf(error);
+  if (code === "ECONNRESET" || code === "EPIPE" || code === "UND_ERR_SOCKET") return true;
+  if (code !== undefined) return false;
+  const cause = (error as { cause?: unknown }).cause;
+  const text = `${error.message} ${cause instanceof Error ? cause.message : ""}`;
+  return /socket hang up|other side closed|connection reset/i.test(text);
 }
 
 function errnoOf(error: unknown, depth = 0): string | undefined {

@@ -5,9 +5,12 @@
 import { Hono } from "hono";
 import { isUserId, USER_ID_RULE } from "../../app/admin.js";
 import type { AppContext } from "../../app/context.js";
-import { TokenLookupError } from "../../storage/token-repository.js";
+import type { UpdateToolSettingsBody } from "../../app/tool-settings-service.js";
+import { SETTINGS_BODY_LIMITS } from "../../core/json-limits.js";
+import { parseTokenLifetime, TokenLookupError } from "../../storage/token-repository.js";
 import { type AuthEnv, HttpError, readJsonBody, sendJson } from "../http.js";
 import {
+  AdminUpdateToolSettingsBodySchema,
   AuditListResponse,
   CreateTokenBody,
   IssuedTokenResponse,
@@ -17,6 +20,7 @@ import {
   ToolSettingsListResponse,
   UnlockResponse,
 } from "../schemas.js";
+import { etag, parseIfMatch, preconditionFailed } from "./settings.js";
 
 /** Maps a failed token lookup to 404 (none) or 409 (an id prefix matching several). */
 function lookupFailed(error: unknown): never {
@@ -88,6 +92,27 @@ export function adminRoutes(ctx: AppContext): Hono<AuthEnv> {
   app.get("/users/:user/settings/tools/:toolName", async (c) =>
     sendJson(c, ToolSettingsDescriptorSchema, await ctx.settings.get(c.req.param("user"), c.req.param("toolName"))),
   );
+  // Setting another user's values, with the user's own validation; what is set is locked for them unless lock: false.
+  app.put("/users/:user/settings/tools/:toolName", async (c) => {
+    const ifMatch = parseIfMatch(c.req.header("If-Match"));
+    const { lock, ...body } = await readJsonBody<UpdateToolSettingsBody & { lock?: boolean }>(
+      c,
+      AdminUpdateToolSettingsBodySchema,
+      SETTINGS_BODY_LIMITS,
+    );
+    try {
+      const descriptor = await ctx.settings.update(c.req.param("user"), c.req.param("toolName"), body, {
+        admin: true,
+        lock: lock ?? true,
+        actor: c.get("userId"),
+        ...(ifMatch === undefined ? {} : { ifMatch: ifMatch.versions }),
+      });
+      c.header("ETag", etag(descriptor.version));
+      return sendJson(c, ToolSettingsDescriptorSchema, descriptor);
+    } catch (error) {
+      throw preconditionFailed(c, error, ifMatch);
+    }
+  });
   app.delete("/users/:user/settings/tools/:toolName/locks", async (c) => {
     const keys = c.req.queries("key") ?? [];
     const { descriptor, unlocked } = await ctx.settings.unlock(c.req.param("user"), c.req.param("toolName"), keys, {
@@ -99,11 +124,23 @@ export function adminRoutes(ctx: AppContext): Hono<AuthEnv> {
     sendJson(c, TokenListResponse, { tokens: await ctx.tokens.list(userParam(c.req.query("user"), "user")) }),
   );
   app.post("/tokens", async (c) => {
-    const body = await readJsonBody<{ userId: string; label?: string }>(c, CreateTokenBody);
+    const body = await readJsonBody<{ userId: string; label?: string; expiresIn?: string }>(c, CreateTokenBody);
     userParam(body.userId, "userId");
     const label = body.label ?? null;
-    const issued = await ctx.tokens.create(body.userId, label);
-    return sendJson(c, IssuedTokenResponse, { id: issued.id, userId: body.userId, label, token: issued.token }, 201);
+    let expiresInMs: number | undefined;
+    try {
+      expiresInMs = body.expiresIn === undefined ? undefined : parseTokenLifetime(body.expiresIn);
+    } catch (error) {
+      throw new HttpError(400, "bad_request", (error as Error).message);
+    }
+    const issued = await ctx.tokens.create(body.userId, { label, expiresInMs });
+    const { expiresAt } = await ctx.tokens.find(issued.id);
+    return sendJson(
+      c,
+      IssuedTokenResponse,
+      { id: issued.id, userId: body.userId, label, expiresAt, token: issued.token },
+      201,
+    );
   });
   app.delete("/tokens/:id", async (c) => {
     const revoked = await ctx.tokens.revoke(c.req.param("id")).catch(lookupFailed);
@@ -111,8 +148,8 @@ export function adminRoutes(ctx: AppContext): Hono<AuthEnv> {
   });
   app.post("/tokens/:id/rotate", async (c) => {
     const rotated = await ctx.tokens.rotate(c.req.param("id")).catch(lookupFailed);
-    const { userId, label } = rotated.replaced;
-    return sendJson(c, IssuedTokenResponse, { id: rotated.id, userId, label, token: rotated.token });
+    const { userId, label, expiresAt } = rotated.replaced;
+    return sendJson(c, IssuedTokenResponse, { id: rotated.id, userId, label, expiresAt, token: rotated.token });
   });
   return app;
 }

@@ -19,6 +19,7 @@ import type { AppContext } from "../../app/context.js";
 import { ChatCursorError, type ChatPage } from "../../storage/repositories.js";
 import { type AuthEnv, HttpError, readJsonBody, sendJson } from "../http.js";
 import { ErrorBody } from "../schemas.js";
+import { ChatStreamEventSchema } from "../stream-events.js";
 import { ApprovalListResponse, approvalView } from "./approvals.js";
 
 /** Body of POST /api/chats. */
@@ -153,6 +154,7 @@ export const chatOpenApiPaths: Record<string, unknown> = {
         201: { description: "The chat", content: json(ChatSchema) },
         400: error("Malformed body, unknown provider, or a workingDirectory that does not exist or is not a directory"),
         403: error("workingDirectory outside TOOLHOST_CHAT_ROOTS"),
+        503: error("The provider is not configured (code provider_not_configured; the message names the key to set)"),
       },
     },
   },
@@ -197,8 +199,9 @@ export const chatOpenApiPaths: Record<string, unknown> = {
       requestBody: { required: true, content: json(SendMessageBody) },
       responses: {
         200: {
-          description: "text/event-stream of loop events",
-          content: { "text/event-stream": { schema: { type: "string" } } },
+          description:
+            "text/event-stream of the turn's events: each SSE event is named by its type, and its data is one ChatStreamEvent as JSON (one schema per event type).",
+          content: { "text/event-stream": { schema: ChatStreamEventSchema } },
         },
         400: error("Malformed body"),
         404: error("No such chat for this user"),
@@ -282,7 +285,14 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
       CreateChatBody,
     );
     const userId = c.get("userId");
-    const { userId: _u, ...chat } = await chats.createChat(userId, body, { admin: ctx.admins.isAdmin(userId) });
+    let created: Awaited<ReturnType<ChatService["createChat"]>>;
+    try {
+      created = await chats.createChat(userId, body, { admin: ctx.admins.isAdmin(userId) });
+    } catch (thrown) {
+      if (thrown instanceof ChatConfigError) throw new HttpError(503, thrown.code, thrown.message);
+      throw thrown;
+    }
+    const { userId: _u, ...chat } = created;
     return c.json(chat, 201);
   });
 
@@ -329,6 +339,8 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
     // A server shutting down stops the turn and waits until it has stored (or released) its state.
     if (ctx.shutdownSignal.aborted) stop();
     ctx.shutdownSignal.addEventListener("abort", stop, { once: true });
+    // A token revoked (or expiring) while the turn streams stops it (a cancel: its asks go with it).
+    const unwatchToken = ctx.tokens.watch(c.get("token"), () => controller.abort());
     let finished: () => void = () => {};
     void ctx.track(
       new Promise<void>((resolve) => {
@@ -357,6 +369,7 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
         clearInterval(ping);
         c.req.raw.signal?.removeEventListener("abort", abort);
         ctx.shutdownSignal.removeEventListener("abort", stop);
+        unwatchToken();
         finished();
       }
     });

@@ -1,7 +1,7 @@
 /**
  * Tool settings routes: GET /api/settings/tools, GET and PUT /api/settings/tools/:toolName.
  */
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import type { AdminRule } from "../../app/admin.js";
 import {
   SettingsVersionConflictError,
@@ -27,6 +27,25 @@ export interface IfMatchCondition {
 
 /** One list element of If-Match: an entity-tag (RFC 9110 §8.8.3), or an empty element, then a comma or the end. */
 const ENTITY_TAG_ELEMENT = /[ \t]*(?:(W\/)?"([\x21\x23-\x7e\x80-\xff]*)")?[ \t]*(?:,|$)/y;
+
+/**
+ * What a settings write that lost its `If-Match` race answers: a SettingsVersionConflictError becomes HttpError 412
+ * `precondition_failed` (the current ETag set on `c`; a list of only weak tags is told why it never matches); any
+ * other error is returned as it was, to be thrown.
+ */
+export function preconditionFailed(c: Context, error: unknown, ifMatch: IfMatchCondition | undefined): unknown {
+  if (!(error instanceof SettingsVersionConflictError)) return error;
+  c.header("ETag", etag(error.actual));
+  const weakOnly = ifMatch?.weak === true && ifMatch.versions.length === 0;
+  const message = weakOnly
+    ? `If-Match held only weak entity-tags (W/"…"), which never match under If-Match's strong comparison (RFC 9110 §13.1.1); send the strong ETag of a GET, now If-Match: "${error.actual}".`
+    : error.message;
+  return new HttpError(412, "precondition_failed", message, {
+    tool: error.tool,
+    expected: error.expected,
+    actual: error.actual,
+  });
+}
 
 /**
  * The condition an `If-Match` header states, or undefined when absent or `*` (no precondition). A list of
@@ -83,19 +102,7 @@ export function settingsRoutes(settings: ToolSettingsService, admins: AdminRule)
       c.header("ETag", etag(descriptor.version));
       return sendJson(c, ToolSettingsDescriptorSchema, descriptor);
     } catch (error) {
-      if (error instanceof SettingsVersionConflictError) {
-        c.header("ETag", etag(error.actual));
-        const weakOnly = ifMatch?.weak === true && ifMatch.versions.length === 0;
-        const message = weakOnly
-          ? `If-Match held only weak entity-tags (W/"…"), which never match under If-Match's strong comparison (RFC 9110 §13.1.1); send the strong ETag of a GET, now If-Match: "${error.actual}".`
-          : error.message;
-        throw new HttpError(412, "precondition_failed", message, {
-          tool: error.tool,
-          expected: error.expected,
-          actual: error.actual,
-        });
-      }
-      throw error;
+      throw preconditionFailed(c, error, ifMatch);
     }
   });
   return app;

@@ -4,9 +4,10 @@
  */
 import { createHash, randomBytes } from "node:crypto";
 import { constants, type Stats } from "node:fs";
-import { chmod, lstat, mkdir, open, rename, rm } from "node:fs/promises";
+import { chmod, lstat, open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { clip, NotFoundError, ToolArgumentError, ToolExecutionError } from "../../core/errors.js";
+import { makeDirectories } from "../../core/make-directory.js";
 import { pathSystemError } from "../../core/path-policy.js";
 import type { ToolContext } from "../../core/types.js";
 
@@ -264,7 +265,7 @@ export async function atomicWrite(
         { path: clip(options.input), rule: "parent_missing" },
       );
     }
-    await mkdir(dir, { recursive: true }).catch((error: unknown) => {
+    await makeDirectories(dir).catch((error: unknown) => {
       throw pathSystemError(error, options.input);
     });
   } else if (!parent.isDirectory()) {

@@ -4,9 +4,10 @@
  * atomically (a temporary file in the same directory, then rename) with mode 0600.
  */
 import { createHash, randomUUID } from "node:crypto";
-import { mkdir, rename, rm, writeFile } from "node:fs/promises";
+import { rename, rm, writeFile } from "node:fs/promises";
 import { join, relative, resolve, sep } from "node:path";
 import { ToolExecutionError } from "../../core/errors.js";
+import { makeDirectories } from "../../core/make-directory.js";
 import type { ImageStore, ImageToStore, StoredImage } from "./types.js";
 
 /** The URL prefix under which the HTTP API serves stored images to their owner. */
@@ -74,7 +75,7 @@ export async function writeImageFile(dataDir: string, image: ImageToStore, id = 
   const file = join(dir, `${id}.${IMAGE_MIME_EXTENSIONS[mimeType]}`);
   if (!isInside(join(root, "images"), file))
     throw new ToolExecutionError("Refusing to write an image outside the data directory.");
-  await mkdir(dir, { recursive: true, mode: 0o700 });
+  await makeDirectories(dir, 0o700);
   const temp = join(dir, `.${id}.${process.pid}.tmp`);
   try {
     await writeFile(temp, image.bytes, { mode: 0o600, flag: "wx" });
