@@ -5,12 +5,15 @@
  *   seconds, which overlap the first test files), and hands its URL to the workers (`inject("postgresUrl")`;
  *   "" without PostgreSQL). Test files take a database of their own on it with `freshPostgresDatabase()`
  *   (test/helpers/postgres.ts). Stopped and removed at the end of the run.
+ * - Likewise ONE throwaway MariaDB server (test/helpers/mariadb.ts; `inject("mariadbUrl")`, "" without MariaDB),
+ *   for the SQL data tools' tests.
  * - Guards the real per-user data directory: the suite must not create `~/.local/share/toolhost` (or
  *   `$XDG_DATA_HOME/toolhost` of the invoking shell). Fails the run when it appeared during the tests.
  */
 import { existsSync } from "node:fs";
 import type { TestProject } from "vitest/node";
 import { chooseDataDir } from "../src/core/data-dir.js";
+import { findMariadb, type LaunchedMariadb, launchMariadb } from "./helpers/mariadb.js";
 import { findPgBin, type LaunchedCluster, launchPostgres } from "./helpers/postgres.js";
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
@@ -18,17 +21,27 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const existed = existsSync(real);
   let cluster: LaunchedCluster | undefined;
   if (findPgBin()) cluster = await launchPostgres({ maxConnections: 400 });
+  let mariadb: LaunchedMariadb | undefined;
+  if (findMariadb()) mariadb = await launchMariadb();
   // A run that ends without its teardown (vitest exits on a second Ctrl-C) still stops the cluster; stop() is
   // synchronous and may run twice.
-  const stopOnExit = () => cluster?.stop();
+  const stopOnExit = () => {
+    cluster?.stop();
+    mariadb?.stop();
+  };
   process.once("exit", stopOnExit);
   project.provide("postgresUrl", cluster?.url ?? "");
+  project.provide("mariadbUrl", mariadb?.url ?? "");
   return async () => {
     if (cluster) {
       await cluster.started.catch(() => {});
       cluster.stop();
-      process.off("exit", stopOnExit);
     }
+    if (mariadb) {
+      await mariadb.started.catch(() => {});
+      mariadb.stop();
+    }
+    process.off("exit", stopOnExit);
     if (!existed && existsSync(real)) {
       throw new Error(`The test suite created the real data directory ${real}; tests must use temp directories.`);
     }

@@ -23,6 +23,8 @@ const HEAVY = [
   /test\/fs\/argument-edges\.test\.ts$/,
   /test\/approvals\/approvals-http\.test\.ts$/,
   /test\/e2e\/[^/]*\.test\.ts$/,
+  /test\/data\/sql-tools\.test\.ts$/,
+  /test\/data\/sql-surfaces\.test\.ts$/,
   /test\/web\/fetch\.test\.ts$/,
   /test\/mcp\/server-http\.test\.ts$/,
   /test\/storage\/migrations\.test\.ts$/,

@@ -95,6 +95,10 @@ export async function createAppContext(options: AppContextOptions = {}): Promise
     });
     addStopStep(() => agents.shutdown());
     await agents.start();
+    // The SQL tools' descriptions name the declared data sources: list them once now (each call lists them again).
+    await core.dataSources
+      .load()
+      .catch((error: unknown) => core.logger.warn({ err: String(error) }, "data sources failed to load"));
     return Object.assign(core, { agents });
   } catch (error) {
     await core.close().catch(() => {});

@@ -20,6 +20,7 @@ import {
 import { createLogger } from "../core/stores.js";
 import type { Logger } from "../core/types.js";
 import { ApprovalRepository } from "../storage/approvals.js";
+import { DataSourceRepository } from "../storage/data-source-repository.js";
 import { openDatabase, type ToolhostDatabase } from "../storage/database.js";
 import {
   ChatRepository,
@@ -28,6 +29,7 @@ import {
   SqlToolSettingsStore,
   TokenRepository,
 } from "../storage/repositories.js";
+import { DataSourceCatalog } from "../tools/data/sources.js";
 import { type AdminRule, adminRule } from "./admin.js";
 import { ApprovalService } from "./approvals/service.js";
 import { SqlImageStore } from "./sql-image-store.js";
@@ -51,6 +53,11 @@ export interface CoreContext {
   /** Approval asks, answers and suspended turns (the gate in front of every tool call). */
   approvals: ApprovalService;
   logger: Logger;
+  /**
+   * The declared data sources of the SQL tools (config file `dataSources` and stored ones) and their connection
+   * pools, closed with the context. Handed to tools as the `dataSources` service.
+   */
+  dataSources: DataSourceCatalog;
   /** Who is an admin (TOOLHOST_ADMIN_USERS, read once when the context is created). */
   admins: AdminRule;
   /** The one working-directory binder of every surface (TOOLHOST_CHAT_ROOTS, read once). */
@@ -124,6 +131,11 @@ export async function openCoreContext(options: CoreContextOptions = {}): Promise
   const store = new SqlToolSettingsStore(database.db);
   const audit = new SqlAuditLog(database.db);
   const registry = options.registry ?? defaultRegistry;
+  const dataSourceRepository = new DataSourceRepository(database.db);
+  const dataSources = new DataSourceCatalog({
+    loadStored: () => dataSourceRepository.list(),
+    onError: (error) => logger.warn({ source: error.name, err: error.message }, "a data source was skipped"),
+  });
   const runtime = new ToolRuntime({
     registry,
     store,
@@ -133,10 +145,11 @@ export async function openCoreContext(options: CoreContextOptions = {}): Promise
     dataDir,
     // The database file is Toolhost's data even when TOOLHOST_DATABASE_URL puts it outside the data directory.
     protectedPaths: [dataDir, ...database.files, ...installationPaths()],
-    services: { ...options.services, imageStore: new SqlImageStore(database.db, dataDir) },
+    services: { ...options.services, imageStore: new SqlImageStore(database.db, dataDir), dataSources },
   });
   configureDefaultRuntime(runtime);
-  const closeHooks: (() => Promise<void> | void)[] = [];
+  // The data sources' pools close last (after every hook), just before the database.
+  const closeHooks: (() => Promise<void> | void)[] = [() => dataSources.close()];
   const stopSteps: (() => Promise<void>)[] = [];
   const settings = new ToolSettingsService(registry, store, logger, runtime.services, audit);
   const approvals = new ApprovalService({
@@ -179,6 +192,7 @@ export async function openCoreContext(options: CoreContextOptions = {}): Promise
     runtime,
     settings,
     approvals,
+    dataSources,
     tokens: new TokenRepository(database.db),
     chats: new ChatRepository(database.db),
     audit,

@@ -295,9 +295,29 @@ export async function runDoctor(inputs: DoctorInputs): Promise<DoctorReport> {
         checks.push(check("mcp", "MCP servers", "warn", `could not be checked: ${(error as Error).message}`));
       }
     }
+    checks.push(...(await dataSourceChecks(ctx)));
     await ctx.close().catch(() => {});
   }
   return { healthy: checks.every((c) => c.status !== "fail"), checks };
+}
+
+/** One line per declared data source: reachable or not, with its host (never its URL or password). */
+async function dataSourceChecks(ctx: AppContext): Promise<DoctorCheck[]> {
+  try {
+    const { DataSourcesService } = await import("../app/data-sources.js");
+    const { DataSourceRepository } = await import("../storage/data-source-repository.js");
+    const results = await new DataSourcesService(ctx.dataSources, new DataSourceRepository(ctx.database.db)).test();
+    return results.map((r) =>
+      check(
+        `data.${r.name}`,
+        `data source ${r.name}`,
+        r.reachable ? "ok" : "warn",
+        r.reachable ? `reachable at ${r.location} (${r.version})` : `unreachable at ${r.location}: ${r.error}`,
+      ),
+    );
+  } catch (error) {
+    return [check("data", "data sources", "warn", `could not be checked: ${(error as Error).message}`)];
+  }
 }
 
 /** Renders the report as aligned text lines: `ok   data directory  /path …`. */

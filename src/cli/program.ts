@@ -209,6 +209,7 @@ export async function buildProgram(only?: CommandName | ""): Promise<Command> {
   if (wanted("doctor")) (await import("./commands/doctor.js")).registerDoctorCommand(program);
   if (wanted("agents")) (await import("./commands/agents.js")).registerAgentsCommand(program);
   if (wanted("mcp-servers")) (await import("./commands/mcp-servers.js")).registerMcpServersCommand(program);
+  if (wanted("data-sources")) (await import("./commands/data-sources.js")).registerDataSourcesCommand(program);
 
   if (wanted("mcp")) {
     program

@@ -139,6 +139,7 @@ export const COMMAND_NAMES = [
   "doctor",
   "agents",
   "mcp-servers",
+  "data-sources",
   "mcp",
 ] as const;
 

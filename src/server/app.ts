@@ -7,12 +7,14 @@ import { type Context, Hono, type MiddlewareHandler, type Next } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { secureHeaders } from "hono/secure-headers";
 import type { AppContext } from "../app/context.js";
+import { DataSourcesService } from "../app/data-sources.js";
 import { parsePublicUrl } from "../core/config.js";
 import { ToolError } from "../core/errors.js";
 import { metricsRegistry } from "../core/metrics.js";
 import { createMcpClientManager, McpServersService } from "../mcp/client/index.js";
 import { type McpHostPolicy, mcpHostPolicy, mcpHostRejection } from "../mcp/server/host-check.js";
 import { McpHttpEndpoint, protectedResourceMetadata, WORKING_DIRECTORY_HEADER } from "../mcp/server/http.js";
+import { DataSourceRepository } from "../storage/data-source-repository.js";
 import { VERSION } from "../version.js";
 import { accessLog } from "./access-log.js";
 import { bearerAuth } from "./auth.js";
@@ -22,6 +24,7 @@ import { adminRoutes } from "./routes/admin.js";
 import { agentOpenApiPaths, agentRoutes } from "./routes/agents.js";
 import { approvalOpenApiPaths, approvalRoutes } from "./routes/approvals.js";
 import { chatOpenApiPaths, chatRoutes } from "./routes/chats.js";
+import { dataSourceOpenApiPaths, dataSourceRoutes } from "./routes/data-sources.js";
 import { imageRoutes } from "./routes/images.js";
 import { mcpServerRoutes } from "./routes/mcp-servers.js";
 import { settingsRoutes } from "./routes/settings.js";
@@ -54,7 +57,12 @@ export interface ServerAppOptions {
  */
 export function createServerApp(ctx: AppContext, options: ServerAppOptions = {}): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
-  const openApi = buildOpenApiDocument(VERSION, { ...chatOpenApiPaths, ...approvalOpenApiPaths, ...agentOpenApiPaths });
+  const openApi = buildOpenApiDocument(VERSION, {
+    ...chatOpenApiPaths,
+    ...approvalOpenApiPaths,
+    ...agentOpenApiPaths,
+    ...dataSourceOpenApiPaths,
+  });
   // On a shared server, a call with no bound working directory must not reach the server's own directory:
   // only admins keep the fallback to the process working directory (right for a single local user).
   ctx.runtime.processCwdFallback = (userId) => ctx.admins.isAdmin(userId);
@@ -166,6 +174,10 @@ export function createServerApp(ctx: AppContext, options: ServerAppOptions = {})
   void mcpClients.start();
   ctx.onClose(() => mcpClients.close());
   app.route("/api/admin/mcp-servers", mcpServerRoutes(new McpServersService(ctx, mcpClients), ctx.admins));
+  app.route(
+    "/api/admin/data-sources",
+    dataSourceRoutes(new DataSourcesService(ctx.dataSources, new DataSourceRepository(ctx.database.db)), ctx.admins),
+  );
   app.route("/api/admin", adminRoutes(ctx));
   app.route("/api/chats", chatRoutes(ctx));
   app.route("/api/approvals", approvalRoutes(ctx));

@@ -216,6 +216,19 @@ export const migrations: Record<string, Migration> = {
       await db.schema.dropTable("mcp_servers").ifExists().execute();
     },
   },
+  "0010_data_sources": {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable("data_sources")
+        .addColumn("name", "text", (c) => c.primaryKey())
+        .addColumn("config", "text", (c) => c.notNull())
+        .addColumn("created_at", "text", (c) => c.notNull())
+        .execute();
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.dropTable("data_sources").ifExists().execute();
+    },
+  },
   "0006_approvals_and_audit": {
     async up(db: Kysely<any>) {
       await db.schema

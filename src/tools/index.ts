@@ -17,3 +17,5 @@ import "./builtin/agent-spawn.js";
 import "./builtin/agent-send.js";
 import "./builtin/agent-wait.js";
 import "./builtin/agent-close.js";
+import "./builtin/sql-schema.js";
+import "./builtin/sql-query.js";

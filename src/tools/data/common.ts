@@ -1,0 +1,110 @@
+/**
+ * What the SQL drivers share: JSON-safe values (bigints and exact numerics as strings, dates as ISO-8601 text,
+ * bytes as base64), the classified errors they throw (never carrying the source's URL or password), and the cancel
+ * plumbing between a call's signal and a statement running on the server.
+ */
+import {
+  AccessDeniedError,
+  ToolAbortedError,
+  ToolArgumentError,
+  ToolError,
+  ToolExecutionError,
+  ToolTimeoutError,
+} from "../../core/errors.js";
+import { scrubSecret } from "./sources.js";
+
+/** Connections opened per source at most (each call holds one while it runs). */
+export const POOL_SIZE = 3;
+/** How long a connection attempt may take before the source counts as unreachable. */
+export const CONNECT_TIMEOUT_MS = 5_000;
+/** How long an unused pooled connection stays open. */
+export const IDLE_CLOSE_MS = 30_000;
+
+/** A value a driver returned, made JSON-safe. Strings, numbers, booleans and null pass through. */
+export function jsonSafe(value: unknown): unknown {
+  if (value === null || value === undefined) return null;
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return value;
+    case "number":
+      return Number.isFinite(value) ? value : String(value);
+    case "bigint":
+      return value.toString();
+    default:
+      break;
+  }
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value.toISOString();
+  if (Buffer.isBuffer(value) || value instanceof Uint8Array) return Buffer.from(value).toString("base64");
+  if (Array.isArray(value)) return value.map(jsonSafe);
+  if (typeof value === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) out[k] = jsonSafe(v);
+    return out;
+  }
+  return String(value);
+}
+
+/** `2024-05-01 10:20:30.5` (a database's zone-less datetime text) as `2024-05-01T10:20:30.5`. */
+export function isoLocal(text: string): string {
+  return text.replace(/^(\d{4,}-\d\d-\d\d) (\d)/, "$1T$2");
+}
+
+/** The error for a write (or a privilege) the read-only session refused. */
+export function readOnlyRefusal(source: string, detail: string): AccessDeniedError {
+  return new AccessDeniedError(
+    `Data source "${source}" is read-only for this tool: the database refused the statement (${detail}). Nothing was changed; only reading statements run here.`,
+    { rule: "read_only", source },
+  );
+}
+
+/** The error for SQL the database rejected (syntax, unknown table, wrong parameter count…). */
+export function sqlRejected(source: string, detail: string, details: Record<string, unknown> = {}): ToolArgumentError {
+  return new ToolArgumentError(`Data source "${source}" rejected the SQL: ${detail}`, {
+    argument: "sql",
+    source,
+    ...details,
+  });
+}
+
+/** The error for more than one statement in one call. */
+export function severalStatements(source: string): ToolArgumentError {
+  return new ToolArgumentError(
+    `Data source "${source}" runs one SQL statement per call; send each statement in its own call.`,
+    { argument: "sql", source },
+  );
+}
+
+/** The error for a source that cannot be reached; names the source and the failure, never the URL. */
+export function unreachable(source: string, url: string, error: unknown): ToolExecutionError {
+  const code = (error as { code?: string })?.code;
+  const raw = error instanceof Error ? error.message : String(error);
+  const reason = scrubSecret(raw || code || "connection failed", url).slice(0, 300);
+  return new ToolExecutionError(
+    `Data source "${source}" is unreachable: ${reason}. Check that its server is running and the source's address and credentials are right (toolhost data-sources test ${source}).`,
+    { source, ...(code ? { cause: code } : {}) },
+  );
+}
+
+/** The classified error a call's abort stands for (its signal's reason, or a plain cancel). */
+export function abortError(signal: AbortSignal, source: string, timeoutMs: number): ToolError {
+  const reason = signal.reason;
+  if (reason instanceof ToolError) return reason;
+  if (reason === "timeout") return statementTimeout(source, timeoutMs);
+  return new ToolAbortedError(`The query on data source "${source}" was cancelled; it was stopped on the server.`);
+}
+
+/** The error for a statement the server stopped at its statement timeout. */
+export function statementTimeout(source: string, timeoutMs: number): ToolTimeoutError {
+  return new ToolTimeoutError(
+    `The query on data source "${source}" ran past its ${Math.round(timeoutMs / 1000)}s budget and was stopped on the server. Narrow it (a WHERE clause, a LIMIT), or raise timeoutSeconds in the tool settings.`,
+    { source, budgetMs: timeoutMs },
+  );
+}
+
+/** Any other failure of a source, with the password scrubbed from the message. */
+export function sourceFailure(source: string, url: string, error: unknown): ToolError {
+  if (error instanceof ToolError) return error;
+  const message = scrubSecret(error instanceof Error ? error.message : String(error), url).slice(0, 500);
+  return new ToolExecutionError(`Data source "${source}" failed: ${message}`, { source });
+}

@@ -1,0 +1,346 @@
+/**
+ * The MySQL / MariaDB driver (`mysql2`). Every call runs in `START TRANSACTION READ ONLY`, on a session whose
+ * transactions are all read-only (a DDL statement's implicit commit would otherwise leave the first), with a server-side
+ * statement timeout (MariaDB `max_statement_time`, MySQL `max_execution_time`), on a connection without
+ * multi-statement support, so the server refuses a second statement. Parameters (`?`) are bound by the driver.
+ * Rows are streamed; at maxRows + 1 the statement is stopped on the server (`KILL QUERY` from a second connection)
+ * and its connection dropped, so the rest is never read. A cancel also runs `KILL QUERY`. After each call the
+ * transaction is rolled back and table locks released before the connection returns to the source's small pool.
+ *
+ * An account holding a global privilege that a read-only transaction does not stop (FILE: `SELECT … INTO OUTFILE`;
+ * SUPER; ALL PRIVILEGES on `*.*`) is refused: the source must connect as a read-only account.
+ */
+import mysql from "mysql2";
+import { ToolError } from "../../core/errors.js";
+import {
+  abortError,
+  CONNECT_TIMEOUT_MS,
+  IDLE_CLOSE_MS,
+  isoLocal,
+  jsonSafe,
+  POOL_SIZE,
+  readOnlyRefusal,
+  severalStatements,
+  sourceFailure,
+  sqlRejected,
+  statementTimeout,
+  unreachable,
+} from "./common.js";
+import type { DataDriver, QueryColumn, QueryRequest, QueryResult, SchemaRequest, SchemaTable } from "./types.js";
+
+type Connection = mysql.PoolConnection;
+
+const DANGEROUS_GRANT = /^GRANT\s+(?:.*\b(?:FILE|SUPER)\b.*|ALL(?: PRIVILEGES)?)\s+ON\s+\*\.\*/i;
+const DATETIME_TYPES = new Set([7, 10, 12]); // TIMESTAMP, DATE, DATETIME (mysql2 field types)
+
+function run<T = Record<string, unknown>>(connection: Connection, sql: string, values: unknown[] = []): Promise<T[]> {
+  return new Promise((resolve, reject) =>
+    connection.query({ sql, values }, (error, rows) => (error ? reject(error) : resolve(rows as T[]))),
+  );
+}
+
+interface MysqlError {
+  code?: string;
+  errno?: number;
+  sqlMessage?: string;
+  message?: string;
+  fatal?: boolean;
+}
+
+/** Driver of one MySQL or MariaDB source. */
+export class MysqlDriver implements DataDriver {
+  readonly dialect = "mysql" as const;
+  #pool: mysql.Pool | undefined;
+  #checked: Promise<{ mariadb: boolean; version: string }> | undefined;
+
+  constructor(
+    private readonly source: string,
+    private readonly url: string,
+  ) {}
+
+  #options(): mysql.PoolOptions {
+    return {
+      uri: this.url.replace(/^mariadb:/i, "mysql:"),
+      connectionLimit: POOL_SIZE,
+      maxIdle: POOL_SIZE,
+      idleTimeout: IDLE_CLOSE_MS,
+      connectTimeout: CONNECT_TIMEOUT_MS,
+      multipleStatements: false,
+      // The server may never ask this process for a local file (LOAD DATA LOCAL INFILE).
+      flags: ["-LOCAL_FILES"],
+      supportBigNumbers: true,
+      bigNumberStrings: true,
+      dateStrings: true,
+      decimalNumbers: false,
+    };
+  }
+
+  #getPool(): mysql.Pool {
+    if (!this.#pool) {
+      this.#pool = mysql.createPool(this.#options());
+      this.#pool.on("connection", (connection) => connection.on("error", () => {}));
+    }
+    return this.#pool;
+  }
+
+  async #connect(): Promise<{ connection: Connection; mariadb: boolean; version: string }> {
+    let connection: Connection;
+    try {
+      connection = await new Promise<Connection>((resolve, reject) =>
+        this.#getPool().getConnection((error, c) => (error ? reject(error) : resolve(c))),
+      );
+    } catch (error) {
+      throw unreachable(this.source, this.url, error);
+    }
+    try {
+      this.#checked ??= this.#checkAccount(connection).catch((error) => {
+        this.#checked = undefined;
+        throw error;
+      });
+      return { connection, ...(await this.#checked) };
+    } catch (error) {
+      connection.release();
+      throw error instanceof ToolError ? error : sourceFailure(this.source, this.url, error);
+    }
+  }
+
+  async #checkAccount(connection: Connection): Promise<{ mariadb: boolean; version: string }> {
+    const v = (await run<{ v: string }>(connection, "SELECT VERSION() AS v"))[0]?.v ?? "";
+    const grants = await run<Record<string, string>>(connection, "SHOW GRANTS");
+    for (const row of grants) {
+      const grant = String(Object.values(row)[0] ?? "");
+      if (DANGEROUS_GRANT.test(grant)) {
+        throw readOnlyRefusal(
+          this.source,
+          "its account holds FILE, SUPER or all privileges on every database, which a read-only transaction does not stop; connect it as a read-only account",
+        );
+      }
+    }
+    return { mariadb: /mariadb/i.test(v), version: v };
+  }
+
+  async #kill(threadId: number | null): Promise<void> {
+    if (!threadId) return;
+    const killer = mysql.createConnection({ ...this.#options(), connectTimeout: CONNECT_TIMEOUT_MS });
+    killer.on("error", () => {});
+    await new Promise<void>((resolve) => killer.query(`KILL QUERY ${Number(threadId)}`, () => resolve()));
+    await new Promise<void>((resolve) => killer.end(() => resolve()));
+  }
+
+  /** Runs `work` in a read-only transaction with a statement timeout; KILL QUERY when `signal` aborts. */
+  async #session<T>(
+    signal: AbortSignal,
+    timeoutMs: number,
+    work: (connection: Connection, state: { broken: boolean; killed?: Promise<void> }) => Promise<T>,
+  ): Promise<T> {
+    if (signal.aborted) throw abortError(signal, this.source, timeoutMs);
+    const { connection, mariadb } = await this.#connect();
+    const state: { broken: boolean; killed?: Promise<void> } = { broken: false };
+    const onAbort = () => {
+      state.killed ??= this.#kill(connection.threadId);
+    };
+    try {
+      if (mariadb) await run(connection, "SET SESSION max_statement_time = ?", [timeoutMs / 1000]);
+      else await run(connection, "SET SESSION max_execution_time = ?", [timeoutMs]);
+      // Read-only for the session too: a statement that commits implicitly (DDL) ends the transaction first, and
+      // then runs in a new one, which must be read-only as well.
+      await run(connection, "SET SESSION TRANSACTION READ ONLY");
+      await run(connection, "START TRANSACTION READ ONLY");
+      signal.addEventListener("abort", onAbort, { once: true });
+      if (signal.aborted) onAbort();
+      return await work(connection, state);
+    } catch (error) {
+      if ((error as MysqlError).fatal) state.broken = true;
+      if (signal.aborted) {
+        await state.killed;
+        throw abortError(signal, this.source, timeoutMs);
+      }
+      throw this.#classify(error, timeoutMs);
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+      await state.killed;
+      if (state.broken) connection.destroy();
+      else {
+        try {
+          await run(connection, "ROLLBACK");
+          await run(connection, "UNLOCK TABLES");
+          connection.release();
+        } catch {
+          connection.destroy();
+        }
+      }
+    }
+  }
+
+  #classify(error: unknown, timeoutMs: number): ToolError {
+    if (error instanceof ToolError) return error;
+    const e = error as MysqlError;
+    const message = e.sqlMessage ?? e.message ?? "";
+    switch (e.errno) {
+      case 1792: // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
+      case 1568: // ER_CANT_CHANGE_TX_CHARACTERISTICS
+      case 1044: // ER_DBACCESS_DENIED_ERROR
+      case 1045: // ER_ACCESS_DENIED_ERROR (e.g. INTO OUTFILE without FILE)
+      case 1142: // ER_TABLEACCESS_DENIED_ERROR
+      case 1143: // ER_COLUMNACCESS_DENIED_ERROR
+      case 1227: // ER_SPECIFIC_ACCESS_DENIED_ERROR
+      case 1370: // ER_PROCACCESS_DENIED_ERROR
+      case 1148: // ER_NOT_ALLOWED_COMMAND (LOAD DATA LOCAL: local files are off)
+      case 4166: // MariaDB ER_LOAD_INFILE_CAPABILITY_DISABLED
+        return readOnlyRefusal(this.source, message);
+      case 1969: // MariaDB ER_STATEMENT_TIMEOUT
+      case 3024: // MySQL ER_QUERY_TIMEOUT
+        return statementTimeout(this.source, timeoutMs);
+      default:
+        break;
+    }
+    if (e.errno === 1064 && /;\s*\S/.test(message)) return severalStatements(this.source);
+    if (e.errno !== undefined && e.errno >= 1000 && e.errno < 2000 && !e.fatal) {
+      return sqlRejected(this.source, message, { errno: e.errno });
+    }
+    if (e.fatal || /^(E[A-Z]+|PROTOCOL_)/.test(e.code ?? "")) return unreachable(this.source, this.url, error);
+    return sourceFailure(this.source, this.url, error);
+  }
+
+  async version(signal: AbortSignal): Promise<string> {
+    return this.#session(signal, 10_000, async (connection) => {
+      return (await run<{ v: string }>(connection, "SELECT VERSION() AS v"))[0]?.v ?? "";
+    });
+  }
+
+  async query(request: QueryRequest): Promise<QueryResult> {
+    const started = performance.now();
+    const limit = request.maxRows;
+    const outcome = await this.#session(request.signal, request.timeoutMs, (connection, state) => {
+      return new Promise<{ columns: QueryColumn[]; rows: unknown[][]; truncated: boolean }>((resolve, reject) => {
+        let columns: QueryColumn[] = [];
+        let dateColumns: boolean[] = [];
+        const rows: unknown[][] = [];
+        let truncated = false;
+        const query = connection.query({ sql: request.sql, values: request.params, rowsAsArray: true });
+        query.on("fields", (fields: mysql.FieldPacket[] | undefined) => {
+          if (!fields) return;
+          columns = fields.map((f) => {
+            const type = (mysql.Types as unknown as Record<number, string | undefined>)[f.type ?? -1];
+            return type ? { name: f.name, type: type.toLowerCase() } : { name: f.name };
+          });
+          dateColumns = fields.map((f) => DATETIME_TYPES.has(f.type ?? -1));
+        });
+        query.on("result", (row: unknown) => {
+          if (truncated) return;
+          if (!Array.isArray(row)) return; // a statement without rows (its OK packet)
+          if (rows.length >= limit) {
+            // One row past the limit: stop the statement on the server and drop the connection unread.
+            truncated = true;
+            connection.pause();
+            state.broken = true;
+            state.killed ??= this.#kill(connection.threadId);
+            void state.killed.then(() => resolve({ columns, rows, truncated }));
+            return;
+          }
+          rows.push(row.map((v, i) => (dateColumns[i] && typeof v === "string" ? isoLocal(v) : jsonSafe(v))));
+        });
+        query.on("error", (error: unknown) => {
+          if (!truncated) reject(error);
+        });
+        query.on("end", () => {
+          if (!truncated) resolve({ columns, rows, truncated });
+        });
+      });
+    });
+    return {
+      columns: outcome.columns,
+      rows: outcome.rows,
+      rowCount: outcome.rows.length,
+      truncated: outcome.truncated,
+      durationMs: Math.round(performance.now() - started),
+    };
+  }
+
+  async schema(request: SchemaRequest): Promise<SchemaTable[]> {
+    return this.#session(request.signal, request.timeoutMs, async (connection) => {
+      const params: string[] = [];
+      let where =
+        "c.TABLE_SCHEMA = COALESCE(DATABASE(), c.TABLE_SCHEMA) AND c.TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')";
+      if (request.table) {
+        const dot = request.table.indexOf(".");
+        if (dot > 0) {
+          where = "c.TABLE_SCHEMA = ? AND c.TABLE_NAME = ?";
+          params.push(request.table.slice(0, dot), request.table.slice(dot + 1));
+        } else {
+          where += " AND c.TABLE_NAME = ?";
+          params.push(request.table);
+        }
+      }
+      const rows = await run<{ s: string; t: string; c: string; type: string; n: string; e: string | null }>(
+        connection,
+        `SELECT c.TABLE_SCHEMA AS s, c.TABLE_NAME AS t, c.COLUMN_NAME AS c, c.COLUMN_TYPE AS type,
+                c.IS_NULLABLE AS n, tb.TABLE_ROWS AS e
+         FROM information_schema.COLUMNS c
+         JOIN information_schema.TABLES tb ON tb.TABLE_SCHEMA = c.TABLE_SCHEMA AND tb.TABLE_NAME = c.TABLE_NAME
+         WHERE ${where}
+         ORDER BY c.TABLE_SCHEMA, c.TABLE_NAME, c.ORDINAL_POSITION
+         LIMIT 20000`,
+        params,
+      );
+      const tables = new Map<string, SchemaTable>();
+      for (const r of rows) {
+        const key = `${r.s}.${r.t}`;
+        let table = tables.get(key);
+        if (!table) {
+          table = { name: r.t, schema: r.s, columns: [] };
+          if (r.e !== null && r.e !== undefined) table.rowEstimate = Number(r.e);
+          tables.set(key, table);
+        }
+        table.columns.push({ name: r.c, type: r.type, nullable: r.n === "YES" });
+      }
+      if (request.table) {
+        for (const table of tables.values()) {
+          const stats = await run<{ name: string; col: string; nonUnique: number | string }>(
+            connection,
+            `SELECT INDEX_NAME AS name, COLUMN_NAME AS col, NON_UNIQUE AS nonUnique FROM information_schema.STATISTICS
+             WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY INDEX_NAME, SEQ_IN_INDEX`,
+            [table.schema, table.name],
+          );
+          const indexes = new Map<string, { name: string; columns: string[]; unique: boolean }>();
+          for (const s of stats) {
+            const index = indexes.get(s.name) ?? { name: s.name, columns: [], unique: Number(s.nonUnique) === 0 };
+            index.columns.push(s.col);
+            indexes.set(s.name, index);
+          }
+          table.indexes = [...indexes.values()];
+          const keys = await run<{ name: string; col: string; rs: string; rt: string; rc: string }>(
+            connection,
+            `SELECT CONSTRAINT_NAME AS name, COLUMN_NAME AS col, REFERENCED_TABLE_SCHEMA AS rs,
+                    REFERENCED_TABLE_NAME AS rt, REFERENCED_COLUMN_NAME AS rc
+             FROM information_schema.KEY_COLUMN_USAGE
+             WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND REFERENCED_TABLE_NAME IS NOT NULL
+             ORDER BY CONSTRAINT_NAME, ORDINAL_POSITION`,
+            [table.schema, table.name],
+          );
+          const foreign = new Map<string, NonNullable<SchemaTable["foreignKeys"]>[number]>();
+          for (const k of keys) {
+            const fk = foreign.get(k.name) ?? {
+              name: k.name,
+              columns: [],
+              referencedTable: k.rs === table.schema ? k.rt : `${k.rs}.${k.rt}`,
+              referencedColumns: [],
+            };
+            fk.columns.push(k.col);
+            fk.referencedColumns.push(k.rc);
+            foreign.set(k.name, fk);
+          }
+          table.foreignKeys = [...foreign.values()];
+        }
+      }
+      return [...tables.values()];
+    });
+  }
+
+  async close(): Promise<void> {
+    const pool = this.#pool;
+    this.#pool = undefined;
+    this.#checked = undefined;
+    if (pool) await new Promise<void>((resolve) => pool.end(() => resolve()));
+  }
+}
