@@ -9,6 +9,7 @@
 import { setMaxListeners } from "node:events";
 import { readConfig, type ToolhostConfig } from "../core/config.js";
 import { chooseDataDir, type DataDirSource } from "../core/data-dir.js";
+import { SpillArea } from "../core/output-spill.js";
 import { defaultRegistry, type ToolRegistryStore } from "../core/registry.js";
 import {
   configureDefaultRuntime,
@@ -29,6 +30,8 @@ import {
   SqlToolSettingsStore,
   TokenRepository,
 } from "../storage/repositories.js";
+import { ServerSecretRepository } from "../storage/server-secrets.js";
+import { SqlSpillStore } from "../storage/spill-repository.js";
 import { DataSourceCatalog } from "../tools/data/sources.js";
 import { type AdminRule, adminRule } from "./admin.js";
 import { ApprovalService } from "./approvals/service.js";
@@ -119,7 +122,8 @@ export interface CoreWiring {
 /**
  * Opens the database (migrating it) and wires the runtime and the shared services. Process-wide effect: the
  * runtime becomes the default one (executeTool, trigger and getEnabledToolRuntime use it). Throws when the database
- * cannot open, MigrationError when a migration fails and SchemaDamageError when the schema was changed by hand.
+ * cannot open, MigrationError when a migration fails, SchemaDamageError when the schema was changed by hand and
+ * ApprovalKeyMismatchError when this data directory's approval key file disagrees with the database's key.
  * Close it with `context.close()`.
  */
 export async function openCoreContext(options: CoreContextOptions = {}): Promise<CoreWiring> {
@@ -145,7 +149,9 @@ export async function openCoreContext(options: CoreContextOptions = {}): Promise
     dataDir,
     // The database file is Toolhost's data even when TOOLHOST_DATABASE_URL puts it outside the data directory.
     protectedPaths: [dataDir, ...database.files, ...installationPaths()],
-    services: { ...options.services, imageStore: new SqlImageStore(database.db, dataDir), dataSources },
+    services: { ...options.services, imageStore: new SqlImageStore(database.db), dataSources },
+    // Spilled outputs live in the database, so every instance on it reads them.
+    spill: new SpillArea(dataDir, { store: new SqlSpillStore(database.db) }),
   });
   configureDefaultRuntime(runtime);
   // The data sources' pools close last (after every hook), just before the database.
@@ -160,6 +166,13 @@ export async function openCoreContext(options: CoreContextOptions = {}): Promise
     timeoutMs: config.approvalTimeoutMs,
     staleMs: config.approvalStaleMs,
   });
+  try {
+    await approvals.loadSharedKey(new ServerSecretRepository(database.db));
+  } catch (error) {
+    await runtime.shutdown({ graceMs: 0 }).catch(() => {});
+    await database.close().catch(() => {});
+    throw error;
+  }
   const shutdown = new AbortController();
   setMaxListeners(0, shutdown.signal);
   const tracked = new Set<Promise<unknown>>();

@@ -257,6 +257,22 @@ export async function runDoctor(inputs: DoctorInputs): Promise<DoctorReport> {
   } catch (error) {
     checks.push(check("database", "database", "fail", (error as Error)?.message ?? String(error)));
   }
+  if (ctx) {
+    // Where the full outputs of cut results are (users and models see only their spill:<id> names).
+    try {
+      const row = await ctx.database.db
+        .selectFrom("spills")
+        .select((eb) => [eb.fn.countAll<number>().as("n"), eb.fn.sum<number>("size").as("bytes")])
+        .executeTakeFirst();
+      const mib = (Number(row?.bytes ?? 0) / (1024 * 1024)).toFixed(1);
+      const cache = ctx.runtime.spill ? `; this instance's cache ${ctx.runtime.spill.root}` : "";
+      checks.push(
+        check("spills", "spilled outputs", "ok", `${Number(row?.n ?? 0)} in the database (${mib} MiB)${cache}`),
+      );
+    } catch (error) {
+      checks.push(check("spills", "spilled outputs", "warn", `could not be counted: ${(error as Error).message}`));
+    }
+  }
   checks.push(...providerChecks(env));
   checks.push(ripgrepCheck());
   checks.push(...shellChecks(env));

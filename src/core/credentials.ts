@@ -43,8 +43,10 @@ export interface ProviderCredentialSource {
 
 /**
  * No API key is configured for a provider. The message names the environment variable(s) and the config-file entry
- * to set; `details` carries `provider`, `variables`, `configFile` and `rule: "missing_api_key"`. Code
- * `execution_failed` when a tool meets it; chats report it as `provider_not_configured`.
+ * to set, but not where the server's config file is (the message reaches users and models, who are told nothing
+ * about the server's files; admins find the path in `toolhost doctor` and in {@link configFile}); `details` carries
+ * `provider`, `variables` and `rule: "missing_api_key"`. Code `execution_failed` when a tool meets it; chats report
+ * it as `provider_not_configured`.
  */
 export class MissingCredentialsError extends ToolExecutionError {
   static override readonly brand: symbol = errorBrand("MissingCredentialsError");
@@ -56,8 +58,8 @@ export class MissingCredentialsError extends ToolExecutionError {
   ) {
     const vars = variables.length > 1 ? `${variables[0]} (or ${variables.slice(1).join(", ")})` : variables[0];
     super(
-      `No API key for provider ${provider}: set ${vars} in the environment${hint}, or providers.${provider}.apiKey in ${configFile}.`,
-      { provider, variables: [...variables], configFile, rule: "missing_api_key" },
+      `No API key for provider ${provider}: set ${vars} in the environment${hint}, or providers.${provider}.apiKey in the config file (TOOLHOST_CONFIG).`,
+      { provider, variables: [...variables], rule: "missing_api_key" },
     );
   }
 }

@@ -28,6 +28,7 @@ import {
   ToolExecutionError,
   type ToolRefusal,
 } from "./errors.js";
+import { isSpillName, spillIdOfFileName } from "./output-spill.js";
 import { booleanSetting, defaultParametersOf, stringListSetting } from "./settings-declaration.js";
 import type { ToolContext, ToolParameterDescriptor } from "./types.js";
 
@@ -538,6 +539,7 @@ export async function resolveAndValidatePath(
 ): Promise<{ absolute: string; real: string; policy: EffectivePathPolicy }> {
   const argument = options.argument ?? "path";
   checkPathArgument(input, argument);
+  if (options.purpose === "read" && isSpillName(input)) return resolveSpillName(input, context, argument);
   const absolute = expandPath(input, baseDirectory(context));
   const absoluteBytes = Buffer.byteLength(absolute, "utf8");
   if (absoluteBytes > MAX_PATH_BYTES) {
@@ -606,6 +608,27 @@ export async function resolveAndValidatePath(
 }
 
 /**
+ * resolveAndValidatePath for a spill name (`spill:<id>`): the local file of the caller's own spill (see
+ * ToolContext.openSpill). Throws one NotFoundError, worded the same, for a name that is malformed, missing, expired,
+ * another user's or another chat's, so the answer tells nothing about other users' spills.
+ */
+async function resolveSpillName(
+  input: string,
+  context: ToolContext,
+  argument: string,
+): Promise<{ absolute: string; real: string; policy: EffectivePathPolicy }> {
+  const file = context.openSpill ? await context.openSpill(input) : undefined;
+  if (!file) {
+    throw new NotFoundError(
+      `No spill "${clip(input)}" for you: spill names (spill:<id>) come from the outputTruncated notice of one of your own results in this chat, and expire after some days.`,
+      { path: clip(input), argument },
+    );
+  }
+  const policy = await effectivePathPolicy(context);
+  return { absolute: file, real: file, policy };
+}
+
+/**
  * True when `real` (and its lexical form) lies inside the call's own spill directory: the full outputs of this
  * user's chat, the only part of the data directory a tool may read (and only tools that read).
  */
@@ -634,10 +657,19 @@ function realOf(dir: string): string | null {
 
 /**
  * A result path relative to the chat working directory ("." for the directory itself), or absolute when no
- * directory is bound or the path lies outside it (the path convention). Separators are `/`-style on POSIX.
+ * directory is bound or the path lies outside it (the path convention). Separators are `/`-style on POSIX. A file of
+ * the call's spill directory is shown as its spill name (`spill:<id>`).
  */
-export function toResultPath(absolutePath: string, context: Pick<ToolContext, "workingDirectory">): string {
+export function toResultPath(
+  absolutePath: string,
+  context: Pick<ToolContext, "workingDirectory" | "spillDirectory">,
+): string {
   const target = resolve(absolutePath);
+  // A spill is shown by its virtual name, never by where this instance keeps it.
+  if (context.spillDirectory && dirname(target) === resolve(context.spillDirectory)) {
+    const id = spillIdOfFileName(basename(target));
+    if (id) return `spill:${id}`;
+  }
   if (!context.workingDirectory) return target;
   const wd = resolve(context.workingDirectory);
   for (const root of [wd, realOf(wd)]) {
@@ -654,7 +686,7 @@ export function toResultPath(absolutePath: string, context: Pick<ToolContext, "w
  */
 export function resultPathMapper(
   rootAbs: string,
-  context: Pick<ToolContext, "workingDirectory">,
+  context: Pick<ToolContext, "workingDirectory" | "spillDirectory">,
 ): (rel: string) => string {
   const root = resolve(rootAbs);
   const single = (rel: string) => toResultPath(rel ? join(root, rel) : root, context);

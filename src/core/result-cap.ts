@@ -99,7 +99,7 @@ export interface TruncatedField {
   totalLines: number;
   droppedBytes: number;
   droppedLines: number;
-  /** Absolute path of the spill file with the full content (null when it could not be written). */
+  /** The spill's virtual name, `spill:<id>`, holding the full content (null when it could not be saved). */
   spillFile: string | null;
   /** False when the spill file holds only the first part (it reached its size limit). */
   spillComplete?: boolean;

@@ -659,6 +659,7 @@ export class ToolRuntime {
     const chatId = call.chatId ?? null;
     if (spill) {
       context.spillDirectory = spill.directoryFor(call.userId, chatId);
+      context.openSpill = (spillName) => spill.open(call.userId, chatId, spillName);
       context.captureFullOutput = (field) => {
         streams ??= new Map();
         const existing = streams.get(field);
@@ -835,6 +836,7 @@ class CallToolContext implements ToolContext {
   readonly protectedPaths: readonly string[];
   readonly processCwdFallback: boolean;
   declare spillDirectory?: string;
+  declare openSpill?: ToolContext["openSpill"];
   declare captureFullOutput?: ToolContext["captureFullOutput"];
   declare approval?: { decision: string; decidedBy: string };
   #signal: AbortSignal | (() => AbortSignal);

@@ -296,6 +296,13 @@ export interface ToolContext {
    */
   spillDirectory?: string;
   /**
+   * The local file holding spill `name` (`spill:<id>`, the only name users and models see for a spill) of this
+   * call's user and chat, fetched from the shared store when needed; undefined when there is no such spill for them
+   * (missing, expired, another user's or another chat's: all alike). Reading tools resolve `spill:` paths through it
+   * (path-policy.ts). Absent when the host has no spill area.
+   */
+  openSpill?: (name: string) => Promise<string | undefined>;
+  /**
    * Streams the full, uncut content of a top-level string field of the result (e.g. "stdout") to the spill area
    * while the tool produces it, so a result the tool itself caps can still point at every byte. Absent when the
    * host has no spill area.

@@ -76,6 +76,9 @@ export function createServerApp(ctx: AppContext, options: ServerAppOptions = {})
       // A refusal the code made on purpose (e.g. 503 provider_not_configured): a warning with its hint, no stack.
       if (response.status >= 500)
         ctx.logger.warn({ code: error.code, path: c.req.path, hint: error.message }, "request refused");
+    } else if (response.status === 503) {
+      // The database is away (database_unavailable): one line without a stack, not an error per request.
+      ctx.logger.warn({ code: "database_unavailable", path: c.req.path, err: String(error) }, "request refused");
     } else if (response.status >= 500) {
       ctx.logger.error({ err: error.stack ?? String(error), path: c.req.path }, "request failed");
     }

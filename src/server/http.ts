@@ -8,6 +8,7 @@ import { Compile } from "typebox/compile";
 import { readConfig } from "../core/config.js";
 import { BrandedError, errorBrand, ToolError, type ToolErrorCode } from "../core/errors.js";
 import { DEFAULT_BODY_LIMITS, type JsonLimits, type JsonLimitViolation, scanJsonText } from "../core/json-limits.js";
+import { isDatabaseUnavailable } from "../storage/unavailable.js";
 
 /** Variables the auth middleware sets on every authenticated request. */
 /** Request variables set by bearerAuth: the user id and the bearer token it authenticated. */
@@ -150,7 +151,15 @@ export function sendJsonText(c: Context, schema: object, text: string, status: C
   return c.body(text, status, { "content-type": "application/json" });
 }
 
-/** Maps anything thrown by a route to a JSON error response `{ error: { code, message, details? } }`. */
+/** The message of 503 `database_unavailable`. */
+const DATABASE_UNAVAILABLE_MESSAGE =
+  "The database could not be reached (it may be restarting); the server reconnects on its own. Retry the request in a few seconds.";
+
+/**
+ * Maps anything thrown by a route to a JSON error response `{ error: { code, message, details? } }`: 503
+ * `database_unavailable` (with `Retry-After: 1`) when the database could not be reached, 500 `internal_error` for
+ * anything else unexpected.
+ */
 export function errorResponse(c: Context, error: unknown) {
   if (error instanceof HttpError) {
     return c.json(
@@ -159,5 +168,9 @@ export function errorResponse(c: Context, error: unknown) {
     );
   }
   if (error instanceof ToolError) return c.json({ error: error.toJSON() }, STATUS_BY_CODE[error.code]);
+  if (isDatabaseUnavailable(error)) {
+    c.header("Retry-After", "1");
+    return c.json({ error: { code: "database_unavailable", message: DATABASE_UNAVAILABLE_MESSAGE } }, 503);
+  }
   return c.json({ error: { code: "internal_error", message: "Internal server error; see the server log." } }, 500);
 }

@@ -157,16 +157,46 @@ export interface ApprovalTurnsTable {
   updated_at: string;
 }
 
-/** Row of `images`: a generated image stored under the data directory, served to its owner. */
+/**
+ * Row of `images`: a generated image, served to its owner. Its bytes are in `data` (every instance on the database
+ * serves it); rows written before migration 0009 have `data` null and name a file under the data directory in `path`.
+ */
 export interface ImagesTable {
   id: string;
   user_id: string;
   chat_id: string | null;
-  /** Path relative to the data directory. */
+  /** Path relative to the data directory ("" when the bytes are in `data`). */
   path: string;
   mime_type: string;
   prompt: string;
   model: string | null;
+  created_at: string;
+  /** The image's bytes (null for an image stored as a file before migration 0009). */
+  data: Buffer | null;
+}
+
+/** Row of `spills`: the full output behind a cut tool result, named `spill:<id>`, read by its user's chat only. */
+export interface SpillsTable {
+  /** 24 lower-case hex digits. */
+  id: string;
+  user_id: string;
+  /** The chat whose call made it (null: a call outside a chat); only that chat reads it. */
+  chat_id: string | null;
+  tool: string;
+  field: string;
+  /** Bytes in `data`. */
+  size: number;
+  /** 1 when `data` is the whole output, 0 when it stopped at the size limit. */
+  complete: number;
+  data: Buffer;
+  /** ISO-8601; expiry counts from here. */
+  created_at: string;
+}
+
+/** Row of `server_secrets`: a secret every instance on the database shares (the approval key), hex. */
+export interface ServerSecretsTable {
+  name: string;
+  value: string;
   created_at: string;
 }
 
@@ -248,6 +278,8 @@ export interface DatabaseSchema {
   file_reads: FileReadsTable;
   audit_log: AuditLogTable;
   images: ImagesTable;
+  spills: SpillsTable;
+  server_secrets: ServerSecretsTable;
   approvals: ApprovalsTable;
   approval_turns: ApprovalTurnsTable;
   agents: AgentsTable;
@@ -374,6 +406,15 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<T
     // pg is loaded only for PostgreSQL, so SQLite processes (the CLI, the default server) never parse it.
     const { default: pg } = await import("pg");
     const pool = new pg.Pool({ connectionString: url, max: 10 });
+    // A connection the server ends (a PostgreSQL restart, a failover, an idle timeout) emits "error": on the pool
+    // while it is idle, on the client itself while checked out (between the statements of a transaction, say).
+    // Unhandled, either event would end the process. Both are dropped here: the statement running at that moment
+    // fails with its own error, the pool discards the broken connection when it comes back (pg-pool checks
+    // `_queryable`) and opens a new one for the next query, so the instance reconnects on its own.
+    pool.on("error", () => {});
+    pool.on("connect", (client) => {
+      client.on("error", () => {});
+    });
     const db = new Kysely<DatabaseSchema>({ dialect: new PostgresDialect({ pool }) });
     database = {
       db,

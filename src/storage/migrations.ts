@@ -3,6 +3,7 @@
  * Add a new entry (never edit a landed one); names sort in the order they run.
  */
 import type { Kysely, Migration } from "kysely";
+import { dialectOf } from "./transaction.js";
 
 export const migrations: Record<string, Migration> = {
   "0001_initial": {
@@ -214,6 +215,38 @@ export const migrations: Record<string, Migration> = {
     },
     async down(db: Kysely<any>) {
       await db.schema.dropTable("mcp_servers").ifExists().execute();
+    },
+  },
+  "0009_shared_bytes": {
+    async up(db: Kysely<any>) {
+      // Bytes every instance on one database reads: spilled outputs, generated images, the approval key.
+      const blob = dialectOf(db) === "postgres" ? "bytea" : "blob";
+      await db.schema
+        .createTable("spills")
+        .addColumn("id", "text", (c) => c.primaryKey())
+        .addColumn("user_id", "text", (c) => c.notNull())
+        .addColumn("chat_id", "text")
+        .addColumn("tool", "text", (c) => c.notNull())
+        .addColumn("field", "text", (c) => c.notNull())
+        .addColumn("size", "integer", (c) => c.notNull())
+        .addColumn("complete", "integer", (c) => c.notNull())
+        .addColumn("data", blob, (c) => c.notNull())
+        .addColumn("created_at", "text", (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex("spills_user_created_idx").on("spills").columns(["user_id", "created_at"]).execute();
+      await db.schema.createIndex("spills_created_idx").on("spills").column("created_at").execute();
+      await db.schema.alterTable("images").addColumn("data", blob).execute();
+      await db.schema
+        .createTable("server_secrets")
+        .addColumn("name", "text", (c) => c.primaryKey())
+        .addColumn("value", "text", (c) => c.notNull())
+        .addColumn("created_at", "text", (c) => c.notNull())
+        .execute();
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.dropTable("server_secrets").ifExists().execute();
+      await db.schema.alterTable("images").dropColumn("data").execute();
+      await db.schema.dropTable("spills").ifExists().execute();
     },
   },
   "0010_data_sources": {

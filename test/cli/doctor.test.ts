@@ -31,6 +31,11 @@ describe("toolhost doctor", () => {
     expect(byId(report, "data-dir")).toMatchObject({ status: "ok", detail: expect.stringContaining(dataDir) });
     expect(byId(report, "data-dir")?.detail).toContain("from TOOLHOST_DATA_DIR");
     expect(byId(report, "database")?.detail).toMatch(/^sqlite .*toolhost\.db.*migrations (\d+)\/\1 applied/);
+    // Admins see where spills are (users and models only ever see spill:<id> names).
+    expect(byId(report, "spills")).toMatchObject({
+      status: "ok",
+      detail: expect.stringContaining(`0 in the database (0.0 MiB); this instance's cache ${join(dataDir, "spill")}`),
+    });
     expect(byId(report, "provider.openai")).toMatchObject({
       status: "ok",
       detail: expect.stringContaining("OPENAI_API_KEY"),

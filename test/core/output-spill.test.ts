@@ -104,9 +104,13 @@ describe("a 5 MB shell output", () => {
     const entry = result.outputTruncated.fields.find((f) => f.field === "stdout")!;
     expect(entry.droppedBytes).toBeGreaterThan(4_900_000);
     expect(entry.howToRead).toMatch(/read_file/);
-    const spilled = readFileSync(entry.spillFile);
+    // A virtual name, never a server path; its local file is private.
+    expect(entry.spillFile).toMatch(/^spill:[0-9a-f]{24}$/);
+    expect(JSON.stringify(result)).not.toContain(root);
+    const local = (await runtime.spill!.open("alice", "chat-a", entry.spillFile)) as string;
+    const spilled = readFileSync(local);
     expect(spilled.equals(Buffer.concat([big, Buffer.from(last)]))).toBe(true);
-    expect(statSync(entry.spillFile).mode & 0o777).toBe(0o600);
+    expect(statSync(local).mode & 0o777).toBe(0o600);
     expect(await truncations("bash")).toBe(before + 1);
 
     // The owning chat reads it with read_file …
@@ -116,12 +120,22 @@ describe("a 5 MB shell output", () => {
       { path: entry.spillFile, startLine: 2, maxLines: 2 },
       { userId: "alice", chatId: "chat-a", workingDirectory: wd },
     );
-    expect(read).toMatchObject({ ok: true, result: { startLine: 2, endLine: 3, totalLines: lines.length + 1 } });
+    expect(read).toMatchObject({
+      ok: true,
+      result: { path: entry.spillFile, startLine: 2, endLine: 3, totalLines: lines.length + 1 },
+    });
     const content = (read as { result: { content: string } }).result.content;
     expect(content).toContain(lines[1]?.trim());
     expect(content).toContain(lines[2]?.trim());
 
-    // … another user cannot, nor another chat of the same user, nor a write tool.
+    // … another user cannot, nor another chat of the same user: answered exactly like a spill that does not exist.
+    const missing = await runtime.executeTool(
+      "read_file",
+      { path: "spill:000000000000000000000000" },
+      { userId: "alice", chatId: "chat-a", workingDirectory: wd },
+    );
+    expect(missing).toMatchObject({ ok: false, error: { code: "not_found" } });
+    const missingMessage = (missing as { error: { message: string } }).error.message.replace(/spill:[0-9a-f]+/, "X");
     for (const [userId, chatId] of [
       ["bob", "chat-a"],
       ["alice", "chat-b"],
@@ -132,12 +146,22 @@ describe("a 5 MB shell output", () => {
         { path: entry.spillFile },
         { userId, chatId, workingDirectory: wd },
       );
-      expect(denied, `${userId}/${chatId}`).toMatchObject({ ok: false, error: { code: "access_denied" } });
+      expect(denied, `${userId}/${chatId}`).toMatchObject({ ok: false, error: { code: "not_found" } });
+      expect((denied as { error: { message: string } }).error.message.replace(/spill:[0-9a-f]+/, "X")).toBe(
+        missingMessage,
+      );
     }
+    // The local file stays protected: by its server path it is refused like any other data-directory path.
+    const byPath = await runtime.executeTool(
+      "read_file",
+      { path: local },
+      { userId: "bob", chatId: "chat-a", workingDirectory: wd },
+    );
+    expect(byPath).toMatchObject({ ok: false, error: { code: "access_denied" } });
     // The sandboxed shell itself cannot read the data directory at all.
     const peek = await runtime.executeTool(
       "bash",
-      { command: `cat ${JSON.stringify(entry.spillFile)} | head -c 10` },
+      { command: `cat ${JSON.stringify(local)} | head -c 10` },
       { userId: "alice", chatId: "chat-a", workingDirectory: wd },
     );
     expect((peek as { result: { stdout: string } }).result.stdout).toBe("");
@@ -163,7 +187,7 @@ describe("the cap for other tools", () => {
     const field = result.outputTruncated.fields[0]!;
     expect(field).toMatchObject({ totalLines: 5000 });
     expect(field.droppedLines).toBeGreaterThanOrEqual(3000);
-    expect(readFileSync(field.spillFile, "utf8")).toBe(text);
+    expect(readFileSync((await runtime.spill!.open("carol", "c", field.spillFile)) as string, "utf8")).toBe(text);
     // read_file is disabled for carol and grep is not registered: the hint says so.
     expect(field.howToRead).toMatch(/No file-reading tool/);
     expect(await runtime.executeTool("small", {}, { userId: "carol" })).toMatchObject({ ok: true, result: { ok: 1 } });
@@ -205,7 +229,10 @@ describe("the cap for other tools", () => {
     const list = listCut.result as { matches: unknown[]; outputTruncated: { fields: { spillFile: string }[] } };
     expect(list.matches[0]).toEqual(matches[0]);
     expect(list.matches.length).toBeLessThan(3000);
-    const spilled = readFileSync(list.outputTruncated.fields[0]!.spillFile, "utf8").split("\n");
+    const spilled = readFileSync(
+      (await area.open("u", "c", list.outputTruncated.fields[0]!.spillFile)) as string,
+      "utf8",
+    ).split("\n");
     expect(spilled).toHaveLength(3000);
     expect(JSON.parse(spilled[2999]!)).toEqual(matches[2999]);
 
@@ -227,7 +254,11 @@ describe("the cap for other tools", () => {
     const whole = oneBig.result as { resultHead: string; outputTruncated: { fields: { spillFile: string }[] } };
     expect(whole.resultHead).toContain("qqqq");
     expect(Buffer.byteLength(JSON.stringify(whole))).toBeLessThanOrEqual(48 * 1024);
-    expect(JSON.parse(readFileSync(whole.outputTruncated.fields[0]!.spillFile, "utf8"))).toEqual({
+    expect(
+      JSON.parse(
+        readFileSync((await area.open("u", "c", whole.outputTruncated.fields[0]!.spillFile)) as string, "utf8"),
+      ),
+    ).toEqual({
       content: [{ type: "text", text: "q".repeat(100_000) }],
     });
 
@@ -260,7 +291,8 @@ describe("spill area housekeeping", () => {
     const area = new SpillArea(join(root, "housekeeping"), { ttlMs: 60_000, quotaBytes: 3000 });
     const now = Date.now();
     const write = async (user: string, ageMs: number, bytes: number) => {
-      const { path } = await area.writeFile(user, "c", "t", "f", "z".repeat(bytes));
+      const { path: name } = await area.writeFile(user, "c", "t", "f", "z".repeat(bytes));
+      const path = (await area.open(user, "c", name)) as string;
       const when = new Date(now - ageMs);
       utimesSync(path, when, when);
       return path;
@@ -285,12 +317,14 @@ describe("spill area housekeeping", () => {
   it("a stream larger than the file limit is kept up to it and marked incomplete; small ones stay in memory", async () => {
     const area = new SpillArea(join(root, "streams"), { maxFileBytes: 1000 });
     const stream = area.openStream("u", "c", "bash", "stdout", 100);
-    for (let i = 0; i < 30; i++) stream.write(Buffer.from("a".repeat(99) + "\n"));
+    for (let i = 0; i < 30; i++) stream.write(Buffer.from(`${"a".repeat(99)}\n`));
     expect(stream.totalBytes).toBe(3000);
     expect(stream.totalLines).toBe(30);
     const saved = await stream.persist();
     expect(saved).toMatchObject({ complete: false, bytes: 1000 });
-    expect(readFileSync(saved.path, "utf8")).toBe(("a".repeat(99) + "\n").repeat(10));
+    expect(readFileSync((await area.open("u", "c", saved.path)) as string, "utf8")).toBe(
+      `${"a".repeat(99)}\n`.repeat(10),
+    );
     const small = area.openStream("u", "c", "bash", "stderr", 100);
     small.write(Buffer.from("hi"));
     await small.discard();

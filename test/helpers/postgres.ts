@@ -49,6 +49,11 @@ export interface PgCluster {
 /** A cluster being started: its URL is known at once, `started` settles when it accepts connections. */
 export interface LaunchedCluster extends PgCluster {
   started: Promise<void>;
+  /**
+   * Restarts the server (`pg_ctl restart -m fast`: every connection is ended, the same port and options) and resolves
+   * once it accepts connections again.
+   */
+  restart(): Promise<void>;
 }
 
 /**
@@ -58,9 +63,11 @@ export interface LaunchedCluster extends PgCluster {
 export async function launchPostgres(options: { maxConnections?: number } = {}): Promise<LaunchedCluster> {
   const bin = findPgBin();
   if (!bin) throw new Error("PostgreSQL binaries not found (set PG_BIN)");
-  const dir = mkdtempSync(join(tmpdir(), "toolhost-pg-"));
-  chmodSync(dir, 0o755);
   const asRoot = process.getuid?.() === 0;
+  // As root the cluster runs as another user, who must reach its directory: a test worker's TMPDIR lies inside the
+  // run's private (0700) scratch directory, so such a cluster goes to /tmp (stop() removes it).
+  const dir = mkdtempSync(join(asRoot ? "/tmp" : tmpdir(), "toolhost-pg-"));
+  chmodSync(dir, 0o755);
   let user: string | undefined;
   if (asRoot) {
     user = spawnSync("id", ["postgres"]).status === 0 ? "postgres" : "nobody";
@@ -98,6 +105,7 @@ export async function launchPostgres(options: { maxConnections?: number } = {}):
   return {
     url: `postgres://toolhost@127.0.0.1:${port}/postgres`,
     started,
+    restart: () => run("pg_ctl", ["-D", data, "-l", join(dir, "log"), "-m", "fast", "-w", "-t", "60", "restart"]),
     stop() {
       try {
         const [file, argv] = command("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);

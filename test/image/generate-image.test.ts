@@ -84,7 +84,7 @@ describe("generate_image with OpenAI Images", () => {
       expect(image.url).toBe(`/api/images/${image.id}`);
       expect(image.path).toBe(join(data.dir, "images", "alice", `${image.id}.png`));
       expect(result.summary).toContain(image.url);
-      expect(readFileSync(image.path).equals(PNG_1x1)).toBe(true);
+      expect(readFileSync(image.path as string).equals(PNG_1x1)).toBe(true);
       expect(image.mimeType).toBe("image/png");
     }
     const indexes = [...result.images.map((i) => i.index), ...result.failures.map((f) => f.index)].sort();
@@ -126,7 +126,7 @@ describe("generate_image with OpenAI Images", () => {
     expect(existsSync(join(data.dir, "images", "alice"))).toBe(false);
   });
 
-  it("fails clearly, naming the variable and the config file, when no OpenAI key is configured", async () => {
+  it("fails clearly, naming the variable and the config-file entry (not the server's path), when no OpenAI key is configured", async () => {
     const { runtime } = imageRuntime(data.dir);
     const outcome = await runtime.executeTool("generate_image", { prompt: "x" }, { userId: "alice" });
     expect(outcome.ok).toBe(false);
@@ -134,9 +134,11 @@ describe("generate_image with OpenAI Images", () => {
       expect(outcome.error.code).toBe("execution_failed");
       // The same message a chat gives (one credential reader for every provider user).
       expect(outcome.error.message).toBe(
-        `No API key for provider openai: set OPENAI_API_KEY in the environment, or providers.openai.apiKey in ${process.env.TOOLHOST_CONFIG}.`,
+        "No API key for provider openai: set OPENAI_API_KEY in the environment, or providers.openai.apiKey in the config file (TOOLHOST_CONFIG).",
       );
       expect(outcome.error.details).toMatchObject({ variables: ["OPENAI_API_KEY"], rule: "missing_api_key" });
+      // Users and models learn nothing about the server's files.
+      expect(JSON.stringify(outcome.error)).not.toContain(process.env.TOOLHOST_CONFIG);
     }
   });
 
@@ -195,7 +197,7 @@ describe("generate_image with Gemini image models", () => {
     }
     expect(result.provider).toBe("gemini");
     expect(result.images).toHaveLength(1);
-    expect(readFileSync(result.images[0]!.path).equals(PNG_1x1)).toBe(true);
+    expect(readFileSync(result.images[0]!.path as string).equals(PNG_1x1)).toBe(true);
     expect(result.failures[0]?.reason).toMatch(/IMAGE_SAFETY/);
     expect(events.map((e) => e.kind).sort()).toEqual(["image_failed", "image_generated"]);
   });

@@ -1,4 +1,4 @@
-import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Hono } from "hono";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -34,7 +34,7 @@ function app() {
 }
 
 async function saveFor(userId: string, bytes: Buffer = PNG_1x1) {
-  const store = new SqlImageStore(database.db, data.dir);
+  const store = new SqlImageStore(database.db);
   return store.save({ userId, chatId: null, bytes, prompt: "a cat", model: "gpt-image-1" });
 }
 
@@ -68,6 +68,7 @@ describe("images route: hostile requests first", () => {
     "%2Fetc%2Fpasswd",
   ])("refuses malformed id %s (400, or 404 where the URL normalises away from the route)", async (id) => {
     await saveFor("alice");
+    mkdirSync(join(data.dir, "images", "alice"), { recursive: true });
     writeFileSync(join(data.dir, "images", "alice", "toolhost.db"), PNG_1x1);
     const res = await app().request(`/api/images/${id}`, { headers: { "x-test-user": "alice" } });
     expect([400, 404]).toContain(res.status);
@@ -86,11 +87,15 @@ describe("images route: hostile requests first", () => {
   it("does not follow a tampered row out of the images directory", async () => {
     const image = await saveFor("alice");
     writeFileSync(join(data.dir, "secret.png"), PNG_1x1);
-    await database.db.updateTable("images").set({ path: "secret.png" }).where("id", "=", image.id).execute();
+    await database.db
+      .updateTable("images")
+      .set({ path: "secret.png", data: null })
+      .where("id", "=", image.id)
+      .execute();
     expect((await app().request(image.url, { headers: { "x-test-user": "alice" } })).status).toBe(404);
     await database.db
       .updateTable("images")
-      .set({ path: "images/alice/../../secret.png" })
+      .set({ path: "images/alice/../../secret.png", data: null })
       .where("id", "=", image.id)
       .execute();
     expect((await app().request(image.url, { headers: { "x-test-user": "alice" } })).status).toBe(404);
@@ -100,8 +105,13 @@ describe("images route: hostile requests first", () => {
     const image = await saveFor("alice");
     writeFileSync(join(data.dir, "outside.png"), PNG_1x1);
     const link = join(data.dir, "images", "alice", "link.png");
+    mkdirSync(join(data.dir, "images", "alice"), { recursive: true });
     symlinkSync(join(data.dir, "outside.png"), link);
-    await database.db.updateTable("images").set({ path: "images/alice/link.png" }).where("id", "=", image.id).execute();
+    await database.db
+      .updateTable("images")
+      .set({ path: "images/alice/link.png", data: null })
+      .where("id", "=", image.id)
+      .execute();
     expect((await app().request(image.url, { headers: { "x-test-user": "alice" } })).status).toBe(404);
   });
 
@@ -116,8 +126,16 @@ describe("images route: hostile requests first", () => {
   it("keeps a hostile user id from steering the storage path", async () => {
     expect(userDirectoryName("../../etc")).toMatch(/^u-[0-9a-f]{32}$/);
     expect(userDirectoryName("alice")).toBe("alice");
+    const file = await new FileImageStore(data.dir).save({
+      userId: "../../evil",
+      chatId: null,
+      bytes: PNG_1x1,
+      prompt: "p",
+      model: null,
+    });
+    expect(file.path?.startsWith(join(data.dir, "images", "u-"))).toBe(true);
     const image = await saveFor("../../evil");
-    expect(image.path.startsWith(join(data.dir, "images", "u-"))).toBe(true);
+    expect(image.path).toBeUndefined();
     const ok = await app().request(image.url, { headers: { "x-test-user": "../../evil" } });
     expect(ok.status).toBe(200);
   });
@@ -132,21 +150,46 @@ describe("images route and stores", () => {
     expect(res.headers.get("x-content-type-options")).toBe("nosniff");
     expect(res.headers.get("cache-control")).toMatch(/private/);
     expect(Buffer.from(await res.arrayBuffer()).equals(PNG_1x1)).toBe(true);
+    // The bytes are in the row (every instance on the database serves them); no file was written.
+    expect(existsSync(join(data.dir, "images"))).toBe(false);
     const row = await database.db.selectFrom("images").selectAll().where("id", "=", image.id).executeTakeFirstOrThrow();
+    expect(Buffer.from(row.data ?? []).equals(PNG_1x1)).toBe(true);
     expect(row).toMatchObject({
       user_id: "alice",
-      path: `images/alice/${image.id}.png`,
+      path: "",
       mime_type: "image/png",
       prompt: "a cat",
       model: "gpt-image-1",
     });
   });
 
-  it("answers 404 when the file is gone", async () => {
-    const image = await saveFor("alice");
+  it("serves an image stored as a file before migration 0009, and answers 404 when its file is gone", async () => {
+    const file = await new FileImageStore(data.dir).save({
+      userId: "alice",
+      chatId: null,
+      bytes: PNG_1x1,
+      prompt: "p",
+      model: null,
+    });
+    await database.db
+      .insertInto("images")
+      .values({
+        id: file.id,
+        user_id: "alice",
+        chat_id: null,
+        path: file.relativePath ?? "",
+        mime_type: file.mimeType,
+        prompt: "p",
+        model: null,
+        created_at: new Date().toISOString(),
+      })
+      .execute();
+    const ok = await app().request(file.url, { headers: { "x-test-user": "alice" } });
+    expect(ok.status).toBe(200);
+    expect(Buffer.from(await ok.arrayBuffer()).equals(PNG_1x1)).toBe(true);
     const { rmSync } = await import("node:fs");
-    rmSync(image.path);
-    expect((await app().request(image.url, { headers: { "x-test-user": "alice" } })).status).toBe(404);
+    rmSync(file.path as string);
+    expect((await app().request(file.url, { headers: { "x-test-user": "alice" } })).status).toBe(404);
   });
 
   it("stores atomically: no temporary files left, and a non-image is refused with nothing written", async () => {
@@ -155,7 +198,7 @@ describe("images route and stores", () => {
     const { readdirSync } = await import("node:fs");
     expect(readdirSync(join(data.dir, "images", "alice"))).toEqual([`${a.id}.png`]);
     await expect(
-      new SqlImageStore(database.db, data.dir).save({
+      new SqlImageStore(database.db).save({
         userId: "bob",
         chatId: null,
         bytes: Buffer.from("<html>"),
@@ -166,15 +209,13 @@ describe("images route and stores", () => {
     expect(await database.db.selectFrom("images").selectAll().where("user_id", "=", "bob").execute()).toEqual([]);
   });
 
-  it("removes the file when the database insert fails", async () => {
-    mkdirSync(join(data.dir, "images"), { recursive: true });
-    const store = new SqlImageStore(database.db, data.dir);
+  it("fails with the database error when the insert fails, leaving no file behind", async () => {
+    const store = new SqlImageStore(database.db);
     await database.close();
     await expect(
       store.save({ userId: "carol", chatId: null, bytes: PNG_1x1, prompt: "p", model: null }),
     ).rejects.toThrow();
-    const { readdirSync } = await import("node:fs");
-    expect(readdirSync(join(data.dir, "images", "carol"))).toEqual([]);
+    expect(existsSync(join(data.dir, "images"))).toBe(false);
     database = await openDatabase({ url: join(data.dir, "toolhost.db") });
   });
 

@@ -4,7 +4,10 @@
  * expires them, stores "allow always" as a rule in the user's settings, and hands turns whose process died back to
  * whoever can resume them.
  *
- * The HMAC key is 32 random bytes in `<dataDir>/approval.key` (created with mode 0600 on first use). An approval's
+ * The HMAC key is 32 random bytes shared by every instance on the database (the `server_secrets` row
+ * `approval_key`, see {@link ApprovalService.loadSharedKey}); a key file left in `<dataDir>/approval.key` by an
+ * earlier version is adopted into the database when it holds none, and an instance whose file disagrees with the
+ * database refuses to start ({@link ApprovalKeyMismatchError}). An approval's
  * MAC covers its id, the tool call id, the tool, the sha256 of the call's canonical arguments, the user, the resolved
  * working directory and the chat (none for a call outside a chat), so an approval can neither be forged nor replayed
  * for other arguments, in another directory or in another chat.
@@ -84,6 +87,27 @@ export interface ApprovalResponder {
 export function allowsAlways(record: Pick<ApprovalRecord, "rule">): boolean {
   const rule = record.rule as { decision?: string } | null;
   return !rule || rule.decision === "allow";
+}
+
+/**
+ * The approval key file in this instance's data directory differs from the key stored in the database that every
+ * instance shares: approvals signed by one would be refused by the other, so the instance refuses to start. The
+ * message says what to do.
+ */
+export class ApprovalKeyMismatchError extends BrandedError {
+  static override readonly brand: symbol = errorBrand("ApprovalKeyMismatchError");
+  override readonly name = "ApprovalKeyMismatchError";
+  readonly code = "approval_key_mismatch";
+  constructor(readonly keyFile: string) {
+    super(
+      `The approval signing key in ${keyFile} differs from the one stored in the database, which every instance on that database shares; approvals signed with one would be refused with the other. Remove ${keyFile} to use the database's key (asks still pending under the local key must then be asked again), or set TOOLHOST_DATABASE_URL to the database this data directory belongs to.`,
+    );
+  }
+}
+
+/** Reads and first-writes a secret shared through the database (storage's ServerSecretRepository). */
+export interface SharedSecrets {
+  adopt(name: string, candidate: string): Promise<string>;
 }
 
 /** An ask could not be answered: it is already decided, expired or used (HTTP 409). */
@@ -189,7 +213,33 @@ export class ApprovalService {
     this.pollMs = options.pollMs ?? 2_000;
   }
 
-  /** The server key, read from the data directory or created there (32 random bytes, mode 0600). */
+  /**
+   * Loads the key every instance shares from the database: the stored one, or, on the first start against this
+   * database, this data directory's key file when there is one (so asks pending across an upgrade stay valid), else
+   * 32 new random bytes. Throws ApprovalKeyMismatchError when the key file exists and differs from the stored key,
+   * Error when the key file is damaged, and the database's error.
+   */
+  async loadSharedKey(secrets: SharedSecrets): Promise<void> {
+    let local: string | undefined;
+    try {
+      local = readFileSync(this.#keyFile, "utf8").trim().toLowerCase();
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    }
+    if (local !== undefined && !/^(?:[0-9a-f]{2}){32,}$/.test(local)) {
+      throw new Error(`The approval key in ${this.#keyFile} is damaged; remove it to use the database's key.`);
+    }
+    const shared = await secrets.adopt("approval_key", local ?? randomBytes(32).toString("hex"));
+    if (local !== undefined && shared !== local) throw new ApprovalKeyMismatchError(this.#keyFile);
+    const key = Buffer.from(shared, "hex");
+    if (key.length < 32) throw new Error("The approval key stored in the database is damaged (shorter than 32 bytes).");
+    this.#key = key;
+  }
+
+  /**
+   * The server key: the shared one once {@link loadSharedKey} ran (the application context does, at start), else
+   * read from the data directory or created there (32 random bytes, mode 0600).
+   */
   key(): Buffer {
     if (this.#key) return this.#key;
     try {

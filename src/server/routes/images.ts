@@ -3,8 +3,10 @@
  * returns the bytes of an image generate_image stored, to the user who made it only.
  *
  * Rules: the id must be a lower-case UUID (anything else is 400 before storage is touched, so no path can be
- * smuggled in); an id that does not exist and an id owned by someone else both answer the same 404; the file
- * path comes from the `images` row and must resolve (symlinks followed) inside `<dataDir>/images`; the
+ * smuggled in); an id that does not exist and an id owned by someone else both answer the same 404; the bytes come
+ * from the `images` row (so every instance on the database serves every image), or, for an image stored as a file
+ * before migration 0009, from the file the row names, which must resolve (symlinks followed) inside
+ * `<dataDir>/images`; the
  * Content-Type is the recorded raster type (never SVG or HTML), with `nosniff` and a sandboxing CSP.
  */
 import { readFile, realpath } from "node:fs/promises";
@@ -61,22 +63,24 @@ export function imageRoutes(deps: ImageRoutesDeps): Hono<{ Variables: { userId: 
     }
     const row = await deps.db
       .selectFrom("images")
-      .select(["path", "mime_type"])
+      .select(["path", "mime_type", "data"])
       .where("id", "=", id)
       .where("user_id", "=", userId)
       .executeTakeFirst();
     if (!row || !Object.hasOwn(IMAGE_MIME_EXTENSIONS, row.mime_type)) return c.json(notFound(id), 404);
 
     let bytes: Buffer;
-    try {
-      const file = resolve(deps.dataDir, row.path);
-      if (!isInside(imagesRoot, file)) return c.json(notFound(id), 404);
-      const real = await realpath(file);
-      if (!isInside(await realpath(imagesRoot), real)) return c.json(notFound(id), 404);
-      bytes = await readFile(real);
-    } catch {
-      return c.json(notFound(id), 404);
-    }
+    if (row.data) bytes = Buffer.from(row.data);
+    else
+      try {
+        const file = resolve(deps.dataDir, row.path);
+        if (!row.path || !isInside(imagesRoot, file)) return c.json(notFound(id), 404);
+        const real = await realpath(file);
+        if (!isInside(await realpath(imagesRoot), real)) return c.json(notFound(id), 404);
+        bytes = await readFile(real);
+      } catch {
+        return c.json(notFound(id), 404);
+      }
     return c.body(new Uint8Array(bytes), 200, {
       "Content-Type": row.mime_type,
       "Content-Length": String(bytes.length),

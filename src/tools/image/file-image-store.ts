@@ -49,17 +49,26 @@ export function isInside(parent: string, child: string): boolean {
 }
 
 /**
- * Writes the image file for `image` under `dataDir` and returns its description (not yet recorded anywhere).
- * Throws ToolExecutionError when the bytes are not PNG/JPEG/WebP/GIF; file-system errors propagate.
+ * The MIME type of image bytes a store may keep (see {@link sniffImageMimeType}). Throws ToolExecutionError (rule
+ * `image_format`) for anything that is not PNG, JPEG, WebP or GIF.
  */
-export async function writeImageFile(dataDir: string, image: ImageToStore, id = randomUUID()): Promise<StoredImage> {
-  const mimeType = sniffImageMimeType(image.bytes);
+export function storableImageMimeType(bytes: Uint8Array): string {
+  const mimeType = sniffImageMimeType(bytes);
   if (!mimeType) {
     throw new ToolExecutionError(
       "The provider returned data that is not a PNG, JPEG, WebP or GIF image; nothing was stored. Try again or use another model.",
       { rule: "image_format" },
     );
   }
+  return mimeType;
+}
+
+/**
+ * Writes the image file for `image` under `dataDir` and returns its description (not yet recorded anywhere).
+ * Throws ToolExecutionError when the bytes are not PNG/JPEG/WebP/GIF; file-system errors propagate.
+ */
+export async function writeImageFile(dataDir: string, image: ImageToStore, id = randomUUID()): Promise<StoredImage> {
+  const mimeType = storableImageMimeType(image.bytes);
   const root = resolve(dataDir);
   const dir = join(root, "images", userDirectoryName(image.userId));
   const file = join(dir, `${id}.${IMAGE_MIME_EXTENSIONS[mimeType]}`);

@@ -3,7 +3,7 @@
  * timeoutSeconds budget.
  *
  * Every planned image is one provider request, all in flight together. Each outcome is streamed as soon as it is
- * known through `context.emitProgress` (`image_generated` with id, url and path, or `image_failed` with the
+ * known through `context.emitProgress` (`image_generated` with id, url and, for a file store, path, or `image_failed` with the
  * reason). The budget is enforced here with an owned timer: when it runs out, every outstanding request is aborted
  * (the signal reaches the SDK's HTTP call) and the images already made are still reported. A caller cancel
  * (context.signal) aborts them too, and is rethrown as such.
@@ -26,8 +26,8 @@ export interface GeneratedImageEntry {
   id: string;
   /** `/api/images/<id>`: where its owner fetches it over the HTTP API. */
   url: string;
-  /** Absolute path of the stored file. */
-  path: string;
+  /** Absolute path of the stored file, when the store writes files (library use); absent for the database store. */
+  path?: string;
   mimeType: string;
   /** File size in bytes. */
   size: number;
@@ -45,7 +45,7 @@ export interface FailedImageEntry {
 
 /** The single result generate_image returns. */
 export interface GenerateImageResult {
-  /** One paragraph for the model: what was made (URL and path), what failed and why. */
+  /** One paragraph for the model: what was made (URL, and the file for a file store), what failed and why. */
   summary: string;
   prompt: string;
   model: string;
@@ -96,7 +96,7 @@ export function summarizeImages(
 ): string {
   const planned = plan.images.length;
   const head = `Generated ${images.length} of ${planned} image${planned === 1 ? "" : "s"} with ${plan.model} (${plan.provider}, quality ${plan.quality}).`;
-  const made = images.map((i) => `Image ${i.index}: ${i.url} (file ${i.path}).`);
+  const made = images.map((i) => `Image ${i.index}: ${i.url}${i.path ? ` (file ${i.path})` : ""}.`);
   const failed = failures.map((f) => `Image ${f.index} failed (${f.code}): ${f.reason}.`);
   return [head, ...made, ...failed, ...plan.notes].join(" ");
 }
@@ -149,7 +149,7 @@ export async function runGenerateImagePlan(
         index: planned.index,
         id: stored.id,
         url: stored.url,
-        path: stored.path,
+        ...(stored.path ? { path: stored.path } : {}),
         mimeType: stored.mimeType,
         size: stored.size,
         ...(image.revisedPrompt ? { revisedPrompt: image.revisedPrompt } : {}),

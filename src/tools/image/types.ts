@@ -31,10 +31,13 @@ export interface StoredImage {
   userId: string;
   /** MIME type sniffed from the bytes, e.g. "image/png". */
   mimeType: string;
-  /** Absolute path of the file. */
-  path: string;
-  /** Path relative to the data directory, with forward slashes (what the `images` table records). */
-  relativePath: string;
+  /**
+   * Absolute path of the file, for a store that writes files (FileImageStore, library use); absent when the bytes
+   * are in the database (the server's store): users and models never see a server path.
+   */
+  path?: string;
+  /** Path relative to the data directory, with forward slashes; absent when the bytes are in the database. */
+  relativePath?: string;
   /** Where the owner fetches it over the HTTP API: `/api/images/<id>`. */
   url: string;
   /** Size of the file in bytes. */
@@ -48,7 +51,7 @@ export interface StoredImage {
  */
 export interface ImageStore {
   /**
-   * Writes the image under the data directory (atomically) and records it. Throws ToolExecutionError when the
+   * Stores the image (in the database, or as a file written atomically) and records it. Throws ToolExecutionError when the
    * bytes are not a recognised raster image, and the file-system or database error otherwise.
    */
   save(image: ImageToStore): Promise<StoredImage>;
