@@ -17,7 +17,7 @@ import type { ConversationMessage, ProviderAdapter, ProviderName } from "../prov
 import type { ApprovalTurnRecord } from "../storage/approvals.js";
 import type { Chat, ChatRepository } from "../storage/repositories.js";
 import { ApprovalGate } from "./approvals/gate.js";
-import type { ApprovalResponder, ApprovalService } from "./approvals/service.js";
+import { type ApprovalResponder, type ApprovalService, isSuspension } from "./approvals/service.js";
 import { ChatTurnKeeper, type SuspendedTurnState } from "./approvals/turns.js";
 import { type BindingCaller, WorkingDirectoryBinder } from "./working-directory.js";
 
@@ -459,9 +459,16 @@ export class ChatService {
       }
     };
     void pump();
+    // Suspended, not ended: the signal asked to keep asks pending (client left, server stopping) and one is. The
+    // turn's state stays stored and released; an answer resumes it (ApprovalService.wakeTurn), which stores it then.
+    const suspended = () => isSuspension(signal) && keeper?.persisted === true && gate?.leftPending === true;
     try {
       for await (const event of queue) {
         if (event.type !== "done") {
+          yield event;
+          continue;
+        }
+        if (suspended()) {
           yield event;
           continue;
         }
@@ -494,11 +501,9 @@ export class ChatService {
         yield event;
       }
     } finally {
-      await keeper
-        ?.finish()
-        .catch((error) =>
-          this.#logger?.error({ err: String(error), chatId: chat.id }, "removing a finished turn's state failed"),
-        );
+      await (suspended() ? keeper?.release() : keeper?.finish())?.catch((error) =>
+        this.#logger?.error({ err: String(error), chatId: chat.id }, "releasing or removing a turn's state failed"),
+      );
     }
   }
 }

@@ -26,7 +26,7 @@ import type {
   ToolDefinition,
   ToolParameterDescriptor,
 } from "../core/types.js";
-import { withImpliedSettings } from "./setting-implications.js";
+import { refuseLoosening, withImpliedSettings, withLockImplications } from "./setting-implications.js";
 
 /** One tool with the user's effective settings (ToolSettingsDescriptor). */
 export interface ToolSettingsDescriptor {
@@ -285,6 +285,8 @@ export class ToolSettingsService {
     const tool = this.#tool(toolName);
     // A value that only applies together with another setting brings that setting along (or is refused).
     body = withImpliedSettings(tool, body);
+    // A lock binds what it implies: locking a value another setting could undo sets (and locks) that one too.
+    if (options.admin && (options.lock ?? true)) body = withLockImplications(tool, body);
     // Approval rules carry examples checked on save; their shell parser loads asynchronously.
     await prepareApprovalPolicy();
     if (!options.admin) this.#refuseAdminOnly(tool, body);
@@ -318,6 +320,7 @@ export class ToolSettingsService {
               { tool: toolName, parameters: blocked, rule: "admin_locked" },
             );
           }
+          refuseLoosening(tool, saved, updates);
         }
         const salvaged = salvageToolParameters(tool, saved?.parameters ?? {});
         if (salvaged.dropped.length > 0) {

@@ -1,7 +1,8 @@
 /**
  * How the terminal answers approval asks (`toolhost chat`, `toolhost call`): on a terminal, a prompt showing the
  * tool, the command or path and why it asks (allow once / allow always / deny, with optional words for the model);
- * without a terminal, a deny (the model is told nobody could be asked) unless `--yes` allows every ask once.
+ * without a terminal, a `denied_by_policy` refusal naming why the call asks (no approval is stored, so there is no
+ * id nobody could answer) unless `--yes` allows every ask once.
  */
 import type { ApprovalAnswer, ApprovalRequestView, ApprovalResponder } from "../app/approvals/service.js";
 import { cliActor } from "../app/approvals/service.js";
@@ -22,18 +23,19 @@ export const POLICY_ANSWER_PREFIX = "policy:";
 
 /** The terminal's ApprovalResponder. Prompts one at a time when several calls ask at once. */
 export function cliResponder(options: CliResponderOptions): ApprovalResponder {
+  if (options.yes) {
+    return { answer: () => Promise.resolve({ decision: "allow_once", decidedBy: `${cliActor()} (--yes)` }) };
+  }
+  if (!options.interactive) {
+    // Nobody to ask: the gate refuses at once (denied_by_policy), naming why it asks; no approval is stored.
+    return {
+      unattended: "There is no terminal to ask on: rerun with --yes to allow such calls once.",
+      answer: () => Promise.resolve(undefined),
+    };
+  }
   let queue: Promise<unknown> = Promise.resolve();
   return {
     answer(request, signal) {
-      if (options.yes) return Promise.resolve({ decision: "allow_once", decidedBy: `${cliActor()} (--yes)` });
-      if (!options.interactive) {
-        const rule = request.rule ? ` (rule ${request.rule.decision} "${request.rule.match}")` : "";
-        return Promise.resolve({
-          decision: "deny",
-          message: `This call needs approval${rule} and there is no terminal to ask on. The user can rerun with --yes, or allow it in the tool's approval settings.`,
-          decidedBy: `${POLICY_ANSWER_PREFIX} no terminal (${cliActor()})`,
-        });
-      }
       const next = queue.then(() => prompt(request, signal, options));
       queue = next.catch(() => {});
       return next;

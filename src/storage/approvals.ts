@@ -28,6 +28,11 @@ export interface ApprovalRecord {
   reason: string;
   /** Patterns an allow_always answer stores as allow rules. */
   candidates: string[];
+  /**
+   * Why an allow_always answer would not make the same call run without asking next time (an ask rule, the
+   * tool's own say, an admin's lock, a doubt a stored rule cannot lift), or null when it would.
+   */
+  alwaysRefusal?: string | null;
   agentPath: string[] | null;
   workingDirectory: string | null;
   status: ApprovalStatus;
@@ -66,6 +71,7 @@ function toRecord(r: ApprovalsTable): ApprovalRecord {
     rule: r.rule === null ? null : JSON.parse(r.rule),
     reason: r.reason,
     candidates: JSON.parse(r.candidates),
+    alwaysRefusal: r.always_refusal ?? null,
     agentPath: r.agent_path === null ? null : JSON.parse(r.agent_path),
     workingDirectory: r.working_directory,
     status: r.status as ApprovalStatus,
@@ -118,6 +124,7 @@ export class ApprovalRepository {
         rule: record.rule === null || record.rule === undefined ? null : JSON.stringify(record.rule),
         reason: record.reason,
         candidates: JSON.stringify(record.candidates),
+        always_refusal: record.alwaysRefusal ?? null,
         agent_path: record.agentPath ? JSON.stringify(record.agentPath) : null,
         working_directory: record.workingDirectory,
         status: record.status,
@@ -306,6 +313,20 @@ export class ApprovalRepository {
     await this.db
       .updateTable("approval_turns")
       .set({ heartbeat_at: at.toISOString() })
+      .where("id", "=", id)
+      .where("owner", "=", owner)
+      .execute();
+  }
+
+  /**
+   * Lets go of a turn whose process stops waiting (its client left, or the server stops) while its asks stay
+   * pending: its heartbeat is set to the epoch, so whoever sees an answer first claims it at once, without waiting
+   * for the stale timeout. Only the current owner can release it.
+   */
+  async releaseTurn(id: string, owner: string): Promise<void> {
+    await this.db
+      .updateTable("approval_turns")
+      .set({ heartbeat_at: new Date(0).toISOString(), status: "live" })
       .where("id", "=", id)
       .where("owner", "=", owner)
       .execute();

@@ -125,6 +125,8 @@ export interface ApprovalsTable {
   reason: string;
   /** JSON array of the patterns an allow_always answer stores as allow rules (see ApprovalVerdict.candidates). */
   candidates: string;
+  /** Why an allow_always answer could not make this call run unasked next time (migration 0012); null: it can. */
+  always_refusal?: string | null;
   /** JSON array: the sub-agent path of the call (root chat → … → agent), or null for the root. */
   agent_path: string | null;
   working_directory: string | null;

@@ -262,6 +262,15 @@ export const migrations: Record<string, Migration> = {
       await db.schema.dropTable("data_sources").ifExists().execute();
     },
   },
+  "0012_approval_always_refusal": {
+    async up(db: Kysely<any>) {
+      // Why "allow always" cannot work for an ask (null: it can): computed when the ask is stored.
+      await db.schema.alterTable("approvals").addColumn("always_refusal", "text").execute();
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.alterTable("approvals").dropColumn("always_refusal").execute();
+    },
+  },
   "0006_approvals_and_audit": {
     async up(db: Kysely<any>) {
       await db.schema

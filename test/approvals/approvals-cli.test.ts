@@ -1,6 +1,6 @@
 /**
  * Approvals in the terminal, through the built CLI and the OpenAI SDK against the fake provider: without a terminal
- * an ask is denied (the model is told, the file is not written) unless --yes; `toolhost call` asks the same way;
+ * an ask is refused at once, naming its reason (the model is told, the file is not written) unless --yes; `toolhost call` asks the same way;
  * `toolhost audit` shows the calls, the decisions and the settings change, filtered by user, tool and time.
  * `toolhost chat` runs as a process (no terminal: stdin and stderr are pipes) for the denial; `chat --yes`,
  * `settings`, `call` and `audit` run the same main(argv) in this process, whose stdin and stderr are not terminals
@@ -75,7 +75,7 @@ describe("toolhost chat without a terminal", () => {
     const denied = await runCli(chatArgs(dir), env);
     expect(denied.code, denied.stderr).toBe(0);
     expect(existsSync(join(dir, "notes/todo.md"))).toBe(false);
-    expect(denied.stderr).toContain("write_file needs approval");
+    expect(denied.stderr).toContain('this call needs approval and nobody can be asked here. The rule ask "notes/**"');
     expect(denied.stderr).toContain("denied_by_policy");
     const told = fake.requests.at(-1)!.lastToolResults[0]!.content;
     expect(told).toContain("denied_by_policy");

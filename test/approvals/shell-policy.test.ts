@@ -152,11 +152,12 @@ const TABLE: [string, ApprovalDecision, ApprovalDecision?][] = [
   ["{rm,-rf,/}", "ask"],
   ["echo 'unterminated", "ask"],
   ["bash <<EOF\nls\nEOF", "ask"],
-  // the setting allow still asks for what the parse cannot vouch for
+  // the setting allow with the user's deny rules: what could hide a command from them still asks
   ["ls -la", "allow", "allow"],
   ["make install", "ask", "allow"],
   ["python3 -c 'import os'", "ask", "allow"],
-  ["ls > out", "ask", "allow"],
+  ["$X status", "ask", "allow"],
+  ["ls > out", "allow", "allow"],
   ["rm x", "deny", "allow"],
   ["ls", "deny", "deny"],
   // arithmetic contexts evaluate a variable's value, and an array reference in it runs a substitution
@@ -176,6 +177,83 @@ describe("shell approval bypass table", () => {
 
   it("holds at least 30 cases", () => {
     expect(TABLE.length).toBeGreaterThanOrEqual(30);
+  });
+});
+
+/** The rule of docs/approvals.md ("How a call is decided"), row by row: command × setting × rules × sandbox. */
+const RULE_SETS: Record<string, ApprovalRule[]> = {
+  none: [],
+  "allow echo": [{ decision: "allow", match: "echo" }],
+  "ask git push": [{ decision: "ask", match: "git push" }],
+  "deny rm": [{ decision: "deny", match: "rm" }],
+};
+const NO_SANDBOX = { decision: "ask" as const, reason: "No sandbox is available here (bwrap is missing)." };
+
+// [command, approval setting, rules, sandbox available, decision]
+const THE_RULE: [string, ApprovalDecision, keyof typeof RULE_SETS, boolean, ApprovalDecision][] = [
+  // approval: allow runs: redirections, interpreters, runners, computed names, assignments, definitions
+  ["echo x > notes.txt", "allow", "none", true, "allow"],
+  ["python3 -c 'print(1)'", "allow", "none", true, "allow"],
+  ["make", "allow", "none", true, "allow"],
+  ["$cmd", "allow", "none", true, "allow"],
+  ["cmd=ls; $cmd", "allow", "none", true, "allow"],
+  ["f() { ls; }; f", "allow", "none", true, "allow"],
+  ["tee notes.txt", "allow", "none", true, "allow"],
+  ["echo 'unterminated", "allow", "none", true, "allow"],
+  // …the user's own ask and deny rules still bind (broad matching included)
+  ["git push origin main", "allow", "ask git push", true, "ask"],
+  ["timeout 5 git -C . push", "allow", "ask git push", true, "ask"],
+  ["sudo rm -rf build", "allow", "deny rm", true, "deny"],
+  ["echo x > notes.txt", "allow", "deny rm", true, "allow"],
+  // …and a doubt that could hide a command from them asks
+  ["$cmd -rf /", "allow", "deny rm", true, "ask"],
+  ["$cmd x", "allow", "deny rm", true, "ask"],
+  ["python3 -c 'print(1)'", "allow", "deny rm", true, "ask"],
+  // …the tool's own say: no sandbox (sandbox preferred) asks
+  ["echo x > notes.txt", "allow", "none", false, "ask"],
+  ["ls", "allow", "none", false, "ask"],
+  // approval: deny refuses, whatever the rules
+  ["echo hi", "deny", "allow echo", true, "deny"],
+  // approval: ask with no matching rule asks; a narrow allow rule keeps every escalation
+  ["ls", "ask", "none", true, "ask"],
+  ["echo hi", "ask", "allow echo", true, "allow"],
+  ["echo x > notes.txt", "ask", "allow echo", true, "ask"],
+  ["X=1 echo hi", "ask", "allow echo", true, "ask"],
+  ["echo $(ls)", "ask", "allow echo", true, "ask"],
+  ["echo hi", "ask", "allow echo", false, "ask"],
+];
+
+describe("the rule: approval allow runs, rules bind, narrow allow rules stay narrow", () => {
+  it.each(THE_RULE)(
+    "%j under %s with rules %s, sandbox %s → %s",
+    async (command, setting, rules, sandbox, expected) => {
+      const verdict = await evaluateApproval(
+        bash,
+        { command },
+        { enabled: true, parameters: { approval: setting, approvalRules: RULE_SETS[rules] } },
+        { baseDirectory: "/tmp", ...(sandbox ? {} : { hint: NO_SANDBOX }) },
+      );
+      expect(verdict.decision).toBe(expected);
+      if (!sandbox && expected === "ask") expect(verdict.source).toBe("hint");
+    },
+  );
+
+  it("names why it asks: the redirection under a narrow rule, the rule a doubt hides from", async () => {
+    const narrow = await evaluateApproval(
+      bash,
+      { command: "echo x > out.txt" },
+      { enabled: true, parameters: { approval: "ask", approvalRules: RULE_SETS["allow echo"] } },
+      { baseDirectory: "/tmp" },
+    );
+    expect(narrow).toMatchObject({ source: "doubt" });
+    expect(narrow.reason).toContain("redirects output to out.txt");
+    const hidden = await evaluateApproval(
+      bash,
+      { command: "$cmd x" },
+      { enabled: true, parameters: { approval: "allow", approvalRules: RULE_SETS["deny rm"] } },
+      { baseDirectory: "/tmp" },
+    );
+    expect(hidden.reason).toContain('deny "rm"');
   });
 });
 

@@ -209,7 +209,7 @@ describe("cancelling a long shell call over HTTP", () => {
     );
   }
 
-  // No redirection to a file: the approval policy asks about those even when the tool is allowed.
+  // `tee` writes the pid file (under approval: allow a redirection would run as well).
   const command = "echo $$ | tee pid >/dev/null; exec sleep 30";
 
   it("a 2025-era notifications/cancelled on a second request aborts the call (stateless server)", async () => {
@@ -353,5 +353,45 @@ describe("protocol edges over HTTP", () => {
     const names = (list.result.tools as { name: string }[]).map((t) => t.name);
     expect(names).toContain("read_file");
     expect(names.filter((n) => n.startsWith("agent_"))).toEqual([]);
+  });
+});
+
+describe("MCP over Streamable HTTP: approval asks through elicitation", () => {
+  it("a 2026-07-28 client that declares elicitation is asked (input_required), and its answer runs the call once", async () => {
+    const { s } = await startWithWork();
+    const put = await s.api("/api/settings/tools/get_current_datetime", {
+      method: "PUT",
+      json: { parameters: { approval: "ask" } },
+    });
+    expect(put.status).toBe(200);
+    const client = new Client(
+      { name: "asking-http-client", version: "1.0.0" },
+      { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: { pin: "2026-07-28" } } },
+    );
+    const forms: string[] = [];
+    let answer = "allow_once";
+    client.setRequestHandler("elicitation/create", async (request) => {
+      forms.push((request.params as unknown as { message: string }).message);
+      return { action: "accept", content: { decision: answer, message: "not now" } };
+    });
+    const transport = new StreamableHTTPClientTransport(new URL(`${s.server.url}/mcp`), {
+      requestInit: { headers: { Authorization: `Bearer ${s.token}` } },
+    });
+    await client.connect(transport);
+    try {
+      const allowed = await client.callTool({ name: "get_current_datetime", arguments: { timezone: "UTC" } });
+      expect(allowed.isError, JSON.stringify(allowed)).toBeFalsy();
+      expect(allowed.structuredContent).toMatchObject({ timezone: "UTC" });
+      expect(forms[0]).toContain("get_current_datetime");
+      answer = "deny";
+      const denied = await client.callTool({ name: "get_current_datetime", arguments: {} });
+      expect(denied.isError).toBe(true);
+      expect(JSON.stringify(denied.content)).toContain("denied_by_user");
+      expect(forms).toHaveLength(2);
+      const used = await s.ctx.audit.list({ limit: 10 });
+      expect(used.filter((e) => e.tool === "get_current_datetime" && e.outcome === "ok")).toHaveLength(1);
+    } finally {
+      await client.close();
+    }
   });
 });

@@ -6,7 +6,14 @@
  * checked again; an allowed approval runs its call once. A refusal reaches the model as `denied_by_user` or
  * `denied_by_policy` (a tampered approval as `access_denied`), never as a crash or a hang.
  */
-import { evaluateApproval } from "../../core/approval/policy.js";
+import {
+  APPROVAL_RULES_SETTING,
+  APPROVAL_SETTING,
+  type ApprovalVerdict,
+  approvalProfile,
+  evaluateApproval,
+  rulesOf,
+} from "../../core/approval/policy.js";
 import {
   AccessDeniedError,
   DeniedByPolicyError,
@@ -21,7 +28,7 @@ import type { ApprovalHint } from "../../core/types.js";
 import type { GateStep, GateVerdict, LoopStepSnapshot, ToolCallGate } from "../../loop/gate.js";
 import type { ConversationToolCall, ConversationToolResult } from "../../providers/types.js";
 import type { ApprovalRecord } from "../../storage/approvals.js";
-import type { ApprovalResponder, ApprovalService } from "./service.js";
+import { type ApprovalResponder, type ApprovalService, isSuspension, lockedApprovalFloor } from "./service.js";
 
 /** Keeps a chat turn's loop state in the database while it waits for approvals (see ChatService). */
 export interface TurnKeeper {
@@ -64,9 +71,42 @@ const denied = (error: ToolError): ToolCallOutcome & { ok: false } => ({
   durationMs: 0,
 });
 
+/**
+ * What could help a call that asks where nobody can answer, in words for the model and the person reading the
+ * denial — only what would change the outcome (never "set approval" when the setting is already allow).
+ */
+function remedyFor(inspected: InspectedCall, verdict: ApprovalVerdict): string {
+  const name = inspected.tool.definition.name;
+  const setting = inspected.settings.parameters[APPROVAL_SETTING];
+  switch (verdict.source) {
+    case "hint":
+      return "";
+    case "rule":
+      return verdict.rule
+        ? `The rule ${verdict.rule.decision} "${verdict.rule.match}" asks for every call it matches; only changing that rule lets such calls run unattended.`
+        : "";
+    case "doubt":
+      return setting === "allow"
+        ? "Your own ask and deny rules apply to it, so only a person can allow it."
+        : `An allow rule does not cover it; with approval=allow for "${name}" it would run (the sandbox and path policy still confine it).`;
+    case "setting":
+      return `To run such calls without asking, set approval=allow for "${name}" or add an allow rule (approvalRules).`;
+  }
+}
+
+/** What allow_always stores besides `approval: allow` for a tool imported from an MCP server: the version allowed. */
+function pinnedVersion(tool: InspectedCall["tool"]): Record<string, unknown> {
+  const hash = tool.settings.external?.contentHash;
+  return hash && tool.settings.parameterDescriptors.some((d) => d.name === "approvedContentHash")
+    ? { approvedContentHash: hash }
+    : {};
+}
+
 /** The ToolCallGate the application hands to runToolLoop (and to sub-agents' loops through {@link child}). */
 export class ApprovalGate implements ToolCallGate {
   readonly #o: ApprovalGateOptions;
+  /** Calls whose ask this gate left pending when its turn was suspended (their results are not recorded). */
+  readonly #leftPending = new Set<string>();
 
   constructor(options: ApprovalGateOptions) {
     this.#o = options;
@@ -115,7 +155,7 @@ export class ApprovalGate implements ToolCallGate {
   }
 
   async onResult(_index: number, result: ConversationToolResult, step: GateStep): Promise<void> {
-    if (!this.#o.turn) return;
+    if (!this.#o.turn || this.#leftPending.has(result.id)) return;
     const snapshot = step.snapshot();
     const index = (snapshot.assistant.role === "assistant" ? (snapshot.assistant.toolCalls ?? []) : []).findIndex(
       (c) => c.id === result.id,
@@ -149,6 +189,36 @@ export class ApprovalGate implements ToolCallGate {
       );
     }
 
+    return this.#ask(call, step, inspected.call, verdict);
+  }
+
+  /** Stores an ask for the call, tells the surface, and waits for the answer (or refuses at once: see onAsk). */
+  async #ask(
+    call: ConversationToolCall,
+    step: GateStep,
+    inspected: InspectedCall,
+    verdict: ApprovalVerdict & { hint?: ApprovalHint },
+  ): Promise<GateVerdict> {
+    const { service } = this.#o;
+    const nobody = this.#o.responder?.unattended;
+    if (nobody !== undefined) {
+      // Nobody can answer here: refuse at once, saying why it asks and what could help; no ask is stored.
+      const remedy = remedyFor(inspected, verdict);
+      return this.#refuse(
+        call,
+        new DeniedByPolicyError(
+          `Denied by policy: this call needs approval and nobody can be asked here. ${verdict.reason} ${nobody}${remedy ? ` ${remedy}` : ""}`,
+          {
+            reason: verdict.reason,
+            source: verdict.source,
+            ...(verdict.rule ? { rule: { decision: verdict.rule.decision, match: verdict.rule.match } } : {}),
+          },
+        ),
+        "deny",
+        "policy: nobody to ask",
+        step.signal,
+      );
+    }
     // Ask: store the step first (so a restart can resume it), then the ask bound to this exact call.
     if (this.#o.turn) await this.#o.turn.persist(step.snapshot());
     const record = await service.ask({
@@ -163,6 +233,7 @@ export class ApprovalGate implements ToolCallGate {
       candidates: verdict.candidates,
       rule: verdict.rule,
       reason: verdict.reason,
+      alwaysRefusal: await this.#alwaysRefusal(inspected, verdict),
       ...(this.#o.agentPath ? { agentPath: this.#o.agentPath } : {}),
       workingDirectory: this.#o.workingDirectory,
     });
@@ -211,10 +282,78 @@ export class ApprovalGate implements ToolCallGate {
       surface.abort();
       step.signal?.removeEventListener("abort", onAbort);
     }
+    if (answered.status === "pending") {
+      // A sub-agent's step is not what the turn resumes from: its ask is cancelled with its run, as before.
+      if (this.#o.agentPath) {
+        await service.repository.cancel(record.id, new Date()).catch(() => {});
+        return this.#refuse(call, new ToolAbortedError(), "cancelled", "caller", step.signal);
+      }
+      return this.#suspended(call);
+    }
     return this.#settle(answered, call, step);
   }
 
-  async #evaluate(inspected: InspectedCall) {
+  /** Whether this gate left an ask pending because its turn was suspended (the turn then waits to be resumed). */
+  get leftPending(): boolean {
+    return this.#leftPending.size > 0;
+  }
+
+  /** The turn was suspended while the call's ask is pending: the ask stays, the call's result is not recorded. */
+  #suspended(call: ConversationToolCall): GateVerdict {
+    this.#leftPending.add(call.id);
+    return {
+      run: false,
+      outcome: denied(
+        new ToolAbortedError("The turn was suspended while this call waited for approval; the approval stays pending."),
+      ),
+    };
+  }
+
+  /**
+   * Why an allow_always answer would not make this same call run without asking next time, or null when it would:
+   * the policy is evaluated again as if the rule it stores (or `approval: allow`) were saved, and the user's
+   * admin locks are checked (a locked setting, or a locked ask/deny floor).
+   */
+  async #alwaysRefusal(inspected: InspectedCall, verdict: ApprovalVerdict & { hint?: ApprovalHint }) {
+    if (verdict.rule && verdict.rule.decision !== "allow")
+      return `the rule ${verdict.rule.decision} "${verdict.rule.match}" asks for it, and an allow rule cannot override a stricter rule.`;
+    const { tool, settings, context } = inspected;
+    const hasRules = approvalProfile(tool).subject !== undefined;
+    if (hasRules && verdict.candidates.length === 0)
+      return "no part of this call can be stored as an allow rule (its command is computed at run time).";
+    try {
+      const locks = await this.#o.service.locks(this.#o.userId, tool.definition.name);
+      const target = hasRules ? APPROVAL_RULES_SETTING : APPROVAL_SETTING;
+      const floor = lockedApprovalFloor(locks);
+      if (floor)
+        return `the approval setting of "${tool.definition.name}" is locked at ${floor} by an admin; a rule of yours cannot loosen it.`;
+      if (locks.lockedKeys.includes(target))
+        return `"${target}" of "${tool.definition.name}" was set for you by an admin; only an admin can change it.`;
+    } catch {
+      // No settings to read (e.g. an unknown tool): the simulation below still decides.
+    }
+    const parameters = hasRules
+      ? {
+          ...settings.parameters,
+          [APPROVAL_RULES_SETTING]: [
+            ...rulesOf(settings),
+            ...verdict.candidates.map((match) => ({ decision: "allow" as const, match })),
+          ],
+        }
+      : { ...settings.parameters, [APPROVAL_SETTING]: "allow", ...pinnedVersion(tool) };
+    // The tool's own say is asked again with the settings as they would be (a pinned version counts).
+    const next = { ...settings, parameters };
+    const again = await this.#evaluate({ ...inspected, settings: next, context: { ...context, settings: next } });
+    if (again.decision === "allow") return null;
+    if (again.source === "hint") return `the tool itself asks (${again.reason}), whatever its settings say.`;
+    return `even with an allow rule stored, this call would still ${again.decision === "deny" ? "be denied" : "ask"}: ${again.reason}`;
+  }
+
+  /**
+   * The policy's verdict for an inspected call, with the tool's approvalHint and the user's admin locks: a locked
+   * `approval: ask|deny` is a floor, so an allow that only the user's allow rules gave is held back to it.
+   */
+  async #evaluate(inspected: InspectedCall): Promise<ApprovalVerdict & { hint?: ApprovalHint }> {
     const { tool, args, settings, context } = inspected;
     let hint: ApprovalHint | undefined;
     if (tool.approvalHint) {
@@ -227,10 +366,27 @@ export class ApprovalGate implements ToolCallGate {
         };
       }
     }
-    return evaluateApproval(tool, args, settings, {
-      baseDirectory: baseDirectory(context),
-      ...(hint ? { hint } : {}),
-    });
+    const call = { baseDirectory: baseDirectory(context), ...(hint ? { hint } : {}) };
+    const verdict = await evaluateApproval(tool, args, settings, call);
+    const setting = settings.parameters[APPROVAL_SETTING];
+    if (verdict.decision === "allow" && (setting === "ask" || setting === "deny")) {
+      const floor = lockedApprovalFloor(await this.#o.service.locks(this.#o.userId, tool.definition.name));
+      if (floor) {
+        const strict = rulesOf(settings).filter((r) => r.decision !== "allow");
+        const held = await evaluateApproval(
+          tool,
+          args,
+          { ...settings, parameters: { ...settings.parameters, [APPROVAL_RULES_SETTING]: strict } },
+          call,
+        );
+        return {
+          ...held,
+          reason: `${held.reason} An admin locked the approval setting of "${tool.definition.name}" at ${floor}, so your allow rules do not loosen it.`,
+          ...(hint ? { hint } : {}),
+        };
+      }
+    }
+    return { ...verdict, ...(hint ? { hint } : {}) };
   }
 
   /** Turns an answered (or expired, cancelled) ask into the verdict, checking the binding before anything runs. */
@@ -259,8 +415,10 @@ export class ApprovalGate implements ToolCallGate {
           step.signal,
           () => this.#o.turn?.heartbeat() ?? Promise.resolve(),
         );
-        if (answered.status === "pending")
+        if (answered.status === "pending") {
+          if (isSuspension(step.signal)) return this.#suspended(call);
           return this.#refuse(call, new ToolAbortedError(), "cancelled", "caller", step.signal);
+        }
         return this.#settle(answered, call, step);
       }
       case "denied": {
@@ -321,16 +479,23 @@ export class ApprovalGate implements ToolCallGate {
           step.signal,
         );
       case "allowed":
-        return this.authorize(record, call, step.signal);
+        return this.authorize(record, call, step.signal, step);
     }
   }
 
   /**
    * Runs the checks an approved call passes before it runs: the HMAC binding to exactly these arguments, the
-   * arguments against the tool's schema, the policy again (a rule added since may deny it), then marks the approval
-   * used (once). Returns the verdict; a refusal is audited.
+   * arguments against the tool's schema, the current policy again, completely (a rule since turned to deny denies
+   * it; one that now asks for another reason than the one answered asks again: through `step` when given, else the
+   * call is refused saying a new approval is needed), then marks the approval used (once). Returns the verdict; a
+   * refusal is audited.
    */
-  async authorize(record: ApprovalRecord, call: ConversationToolCall, signal?: AbortSignal): Promise<GateVerdict> {
+  async authorize(
+    record: ApprovalRecord,
+    call: ConversationToolCall,
+    signal?: AbortSignal,
+    step?: GateStep,
+  ): Promise<GateVerdict> {
     const { service } = this.#o;
     const decision = record.decision ?? "allow_once";
     const by = record.decidedBy ?? "unknown";
@@ -356,6 +521,20 @@ export class ApprovalGate implements ToolCallGate {
           call,
           new DeniedByPolicyError(
             `${verdict.reason} The policy now denies this call, so the approval no longer applies.`,
+          ),
+          "deny",
+          "policy",
+          signal,
+        );
+      }
+      if (verdict.decision === "ask" && verdict.reason !== record.reason) {
+        // Approved for one reason; the policy now asks for another (a rule since turned to ask): ask again.
+        if (step) return this.#ask(call, step, inspected.call, verdict);
+        return this.#refuse(
+          call,
+          new DeniedByPolicyError(
+            `The policy now asks about this call for another reason than the one approved (${verdict.reason}). Send the call again without "approvalId" to be asked.`,
+            { approvalId: record.id, reason: verdict.reason, source: verdict.source },
           ),
           "deny",
           "policy",

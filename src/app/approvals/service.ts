@@ -15,7 +15,7 @@
 
 import { createHash, createHmac, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { userInfo } from "node:os";
+import { hostname, userInfo } from "node:os";
 import { join, resolve } from "node:path";
 import { APPROVAL_RULES_SETTING, APPROVAL_SETTING } from "../../core/approval/policy.js";
 import type { ApprovalRule } from "../../core/approval/rules.js";
@@ -58,7 +58,10 @@ export interface ApprovalRequestView {
   subjects: string[];
   rule: { decision: string; match: string } | null;
   reason: string;
-  /** Whether allow_always is possible (not when an ask rule asked: it would not override it). */
+  /**
+   * Whether allow_always is offered: only when the rule it stores would make the same call run without asking
+   * next time (not when an ask rule asked, the tool itself asks, an admin locked the setting, …).
+   */
   allowAlways: boolean;
   expiresAt: string;
   /** The resolved working directory the call would run in (null: the server's own). */
@@ -66,6 +69,23 @@ export interface ApprovalRequestView {
   agentPath?: string[];
   chatId: string | null;
   userId: string;
+}
+
+/**
+ * The reason a turn's signal is aborted with when its process stops waiting but its asks must stay pending: the
+ * SSE client left (unless it sent `onDisconnect: "cancel"`), or the server stops. The gate then leaves the ask
+ * pending, the turn is released (not stored as cancelled), and an answer given later resumes it.
+ */
+export class TurnSuspended extends Error {
+  override readonly name = "TurnSuspended";
+  constructor(readonly why: "client_disconnected" | "server_stopping") {
+    super(why === "server_stopping" ? "The server is stopping." : "The client disconnected.");
+  }
+}
+
+/** Whether a signal was aborted to suspend (not cancel) its turn. */
+export function isSuspension(signal: AbortSignal | undefined): boolean {
+  return signal?.aborted === true && signal.reason instanceof TurnSuspended;
 }
 
 /**
@@ -77,6 +97,13 @@ export interface ApprovalRequestView {
  * `signal` aborts when the call is cancelled or the ask was answered elsewhere; a surface stops asking then.
  */
 export interface ApprovalResponder {
+  /**
+   * Set when nobody can be asked on this surface (a CLI without a terminal, an MCP client without elicitation, a
+   * caller that does not wait): a sentence saying so and what could help there (e.g. "rerun with --yes"). The gate
+   * then stores no ask and refuses the call at once with `denied_by_policy`, naming the policy's reason — there is
+   * no approval id nobody could answer. `answer` is not called.
+   */
+  readonly unattended?: string;
   answer(request: ApprovalRequestView, signal: AbortSignal): Promise<ApprovalAnswer | undefined>;
 }
 
@@ -84,7 +111,8 @@ export interface ApprovalResponder {
  * Whether allow_always can apply to this ask: not when an explicit ask (or deny) rule asked, since an allow rule
  * never overrides a stricter matching rule.
  */
-export function allowsAlways(record: Pick<ApprovalRecord, "rule">): boolean {
+export function allowsAlways(record: Pick<ApprovalRecord, "rule" | "alwaysRefusal">): boolean {
+  if (record.alwaysRefusal) return false;
   const rule = record.rule as { decision?: string } | null;
   return !rule || rule.decision === "allow";
 }
@@ -188,8 +216,11 @@ type Waiter = (record: ApprovalRecord) => void;
 
 /** Approvals: asking, answering, waiting, expiring, verifying. */
 export class ApprovalService {
-  /** This process's id as the owner of the turns it runs. */
-  readonly instanceId = randomUUID();
+  /**
+   * This process's id as the owner of the turns it runs: `<host>/<pid>/<uuid>`, so a process on the same host can
+   * tell that an owner has died (its pid is gone) and resume its turn at once instead of after the stale timeout.
+   */
+  readonly instanceId = `${hostname()}/${process.pid}/${randomUUID()}`;
   readonly timeoutMs: number;
   readonly staleMs: number;
   readonly pollMs: number;
@@ -337,6 +368,8 @@ export class ApprovalService {
     reason: string;
     agentPath?: string[];
     workingDirectory: string | null;
+    /** Why allow_always would not make this call run unasked next time (null or absent: it would). */
+    alwaysRefusal?: string | null;
   }): Promise<ApprovalRecord> {
     const id = randomUUID();
     const now = new Date();
@@ -354,6 +387,7 @@ export class ApprovalService {
       rule: input.rule ? { decision: input.rule.decision, match: input.rule.match } : null,
       reason: input.reason,
       candidates: input.candidates,
+      alwaysRefusal: input.alwaysRefusal ?? null,
       agentPath: input.agentPath && input.agentPath.length > 0 ? input.agentPath : null,
       workingDirectory,
       status: "pending",
@@ -375,6 +409,12 @@ export class ApprovalService {
     };
     await this.repository.create(record);
     return record;
+  }
+
+  /** The user's admin locks on a tool and its current values (what lockedApprovalFloor reads). */
+  async locks(userId: string, tool: string): Promise<{ lockedKeys: string[]; parameters: Record<string, unknown> }> {
+    const descriptor = await this.#settings.get(userId, tool);
+    return { lockedKeys: descriptor.lockedKeys, parameters: descriptor.parameters };
   }
 
   /** The view of an ask a surface shows. */
@@ -404,8 +444,9 @@ export class ApprovalService {
 
   /**
    * Answers an ask of `userId`. Throws NotFoundError for an unknown id or another user's ask, ApprovalConflictError
-   * when it is already decided or has expired, and (allow_always) the settings service's errors when the rule cannot
-   * be stored (e.g. AccessDeniedError: the rules were set by an admin). allow_always stores deduplicated allow rules
+   * when it is already decided or has expired, ToolSettingsError (422) for an allow_always that would not make the
+   * same call run unasked next time (the reason stored with the ask: an ask rule, the tool's own say, a doubt, an
+   * admin's lock or floor), and the settings service's errors when the rule cannot be stored. allow_always stores deduplicated allow rules
    * (or sets the tool's approval to allow when it has no argument rules) before the ask is marked decided.
    */
   async decide(userId: string, approvalId: string, answer: ApprovalAnswer): Promise<ApprovalRecord> {
@@ -429,7 +470,13 @@ export class ApprovalService {
         current,
       );
     }
-    if (answer.decision === "allow_always" && !allowsAlways(current)) {
+    if (answer.decision === "allow_always" && current.alwaysRefusal) {
+      throw new ToolSettingsError(
+        `"Allow always" cannot apply to this call: ${current.alwaysRefusal} Answer allow_once instead.`,
+        { approvalId, rule: "allow_always_ineffective" },
+      );
+    }
+    if (answer.decision === "allow_always" && !allowsAlways({ rule: current.rule })) {
       const rule = current.rule as { match: string };
       throw new ToolSettingsError(
         `This ask comes from the rule ask "${rule.match}", which an allow rule cannot override (the strictest matching rule wins). Answer allow_once, or change that rule in the tool's settings.`,
@@ -459,7 +506,7 @@ export class ApprovalService {
       );
     }
     this.#notify(result.record);
-    if (result.record.turnId && !this.#waiters.has(approvalId)) void this.#tryResume(result.record.turnId);
+    if (result.record.turnId && !this.#waiters.has(approvalId)) void this.wakeTurn(result.record.turnId);
     return result.record;
   }
 
@@ -482,6 +529,22 @@ export class ApprovalService {
   async #storeAlwaysRuleOnce(record: ApprovalRecord, decidedBy: string, admin: boolean): Promise<void> {
     const descriptor = await this.#settings.get(record.userId, record.tool);
     const hasRules = descriptor.parameterDescriptors.some((d) => d.name === APPROVAL_RULES_SETTING);
+    if (!admin) {
+      // An admin's lock binds what it implies: a locked ask/deny is a floor no allow rule of the user's may lift.
+      const target = !hasRules || record.candidates.length === 0 ? APPROVAL_SETTING : APPROVAL_RULES_SETTING;
+      const floor = lockedApprovalFloor(descriptor);
+      if (descriptor.lockedKeys.includes(target) || floor) {
+        const what = floor
+          ? `the approval setting of "${record.tool}" is locked at ${floor} by an admin, and a rule of yours cannot loosen it`
+          : `"${target}" of "${record.tool}" was set for you by an admin`;
+        throw new ToolSettingsError(`"Allow always" cannot be stored: ${what}. Answer allow_once instead.`, {
+          approvalId: record.id,
+          tool: record.tool,
+          parameters: [floor ? APPROVAL_SETTING : target],
+          rule: "admin_locked",
+        });
+      }
+    }
     // The user's own choice: never a lock against them, whoever they are.
     const actor = { admin, actor: decidedBy, lock: false, ifMatch: descriptor.version };
     if (!hasRules || record.candidates.length === 0) {
@@ -568,6 +631,8 @@ export class ApprovalService {
         }
       };
       const onAbort = async () => {
+        // A suspended turn leaves its ask pending: an answer given later resumes the turn.
+        if (isSuspension(signal)) return finish({ ...record, status: "pending" });
         try {
           await this.repository.cancel(record.id, new Date());
         } catch {
@@ -598,14 +663,27 @@ export class ApprovalService {
     this.#resumer = resume;
   }
 
+  /**
+   * The seam by which "an answer wakes its turn": called when an approval of a suspended chat turn is answered
+   * (and by the sweep). Claims the turn when its owner released it (its client left, the server stopped) or stopped
+   * showing it is alive, and hands it to the resumer, which runs the approved calls once and continues the turn.
+   * A cross-instance signal bus routes an answer given on another instance here.
+   */
+  wakeTurn(turnId: string): Promise<void> {
+    return this.#tryResume(turnId);
+  }
+
   async #tryResume(turnId: string): Promise<void> {
     if (!this.#resumer || this.#resuming.has(turnId)) return;
     try {
       const now = new Date();
+      // An owner on this host whose process is gone (a crash) needs no stale timeout.
+      const current = await this.repository.getTurn(turnId);
+      const gone = current !== undefined && ownerIsGone(current.owner);
       const turn = await this.repository.claimTurn(
         turnId,
         this.instanceId,
-        new Date(now.getTime() - this.staleMs),
+        gone ? new Date(now.getTime() + 1) : new Date(now.getTime() - this.staleMs),
         now,
       );
       if (!turn) return;
@@ -646,6 +724,32 @@ export class ApprovalService {
     const timer = setInterval(run, intervalMs);
     timer.unref?.();
     return () => clearInterval(timer);
+  }
+}
+
+/**
+ * The decision an admin locked for the user as a floor (`ask` or `deny` in the locked `approval` setting) when the
+ * user's own allow rules could loosen, else undefined.
+ */
+export function lockedApprovalFloor(descriptor: {
+  lockedKeys: string[];
+  parameters: Record<string, unknown>;
+}): "ask" | "deny" | undefined {
+  if (!descriptor.lockedKeys.includes(APPROVAL_SETTING)) return undefined;
+  const value = descriptor.parameters[APPROVAL_SETTING];
+  return value === "ask" || value === "deny" ? value : undefined;
+}
+
+/** Whether a turn's owner (`<host>/<pid>/<uuid>`) is a process of this host that no longer runs. */
+function ownerIsGone(owner: string): boolean {
+  const [host, pid] = owner.split("/");
+  const number = Number(pid);
+  if (host !== hostname() || !Number.isInteger(number) || number <= 0 || number === process.pid) return false;
+  try {
+    process.kill(number, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "ESRCH";
   }
 }
 

@@ -75,6 +75,21 @@ export class ChatTurnKeeper implements TurnKeeper {
     });
   }
 
+  /** Whether the turn's state is stored (a call of it asked). */
+  get persisted(): boolean {
+    return this.#persisted;
+  }
+
+  /**
+   * Lets go of the stored turn while its asks stay pending (its client left, or the server stops): whoever sees an
+   * answer first claims it at once (ApprovalService.wakeTurn) and resumes it.
+   */
+  release(): Promise<void> {
+    return this.#enqueue(async () => {
+      if (this.#persisted) await this.repository.releaseTurn(this.turnId, this.owner);
+    });
+  }
+
   /** Removes the stored state once the turn has ended (its messages are stored by then). */
   finish(): Promise<void> {
     return this.#enqueue(async () => {

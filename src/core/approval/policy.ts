@@ -6,9 +6,12 @@
  * - Otherwise each subject of the call (each command of a shell line, each path, the host) gets the strictest
  *   decision among the rules that match it, or the `approval` setting when none matches; the call gets the
  *   strictest decision over its subjects.
- * - A doubt (a redirection, an unknown wrapper option, unparsable input, an unparsable URL) turns an allow into an
- *   ask, never the reverse; a program that runs other programs (ssh, an interpreter, …) is not allowed by the
- *   setting alone, only by a rule naming it.
+ * - `approval: allow` runs the tool's calls (the sandbox and the path policy confine them); the user's ask and deny
+ *   rules still bind, and a doubt that could hide a command from them (anything but a redirection) asks.
+ * - Under `approval: ask`, an allow from a narrow allow rule is held back by every doubt (a redirection, an
+ *   unknown wrapper option, a computed name, an assignment, unparsable input): it turns the allow into an ask,
+ *   never the reverse; a program that runs other programs (ssh, an interpreter, …) is allowed only by a rule
+ *   naming it.
  * - The tool's approvalHint is combined last (the strictest wins).
  */
 import { realpathSync } from "node:fs";
@@ -34,7 +37,7 @@ import {
   STRICTNESS,
   stricter,
 } from "./rules.js";
-import { loadShellParser, parseShellCommand, type ShellWord } from "./shell-parse.js";
+import { loadShellParser, parseShellCommand, REDIRECT_DOUBT, type ShellWord } from "./shell-parse.js";
 
 /** Name of the per-tool decision setting. */
 export const APPROVAL_SETTING = "approval";
@@ -153,6 +156,11 @@ export interface ApprovalVerdict {
   reason: string;
   /** The rule that decided it, when a rule did (the strictest matching one). */
   rule?: ApprovalRule;
+  /**
+   * What decided it: the `approval` setting, a rule, a doubt the parse left (a redirection, a runner, … under a
+   * narrow allow rule), or the tool's own approvalHint (e.g. no sandbox). Tells a surface what could help.
+   */
+  source: ApprovalSource;
   /** What the rules were matched against: commands, paths or the host (for the person asked). */
   subjects: string[];
   /**
@@ -161,6 +169,9 @@ export interface ApprovalVerdict {
    */
   candidates: string[];
 }
+
+/** What decided a verdict (see ApprovalVerdict.source). */
+export type ApprovalSource = "setting" | "rule" | "doubt" | "hint";
 
 /** What the policy needs to know about the call beyond its arguments. */
 export interface ApprovalCallContext {
@@ -193,15 +204,17 @@ class Tally {
   decision: ApprovalDecision = "allow";
   reason = "";
   rule: ApprovalRule | undefined;
+  source: ApprovalSource = "setting";
   readonly subjects: string[] = [];
   readonly candidates: string[] = [];
   #seen = false;
 
-  add(decision: ApprovalDecision, reason: string, rule?: ApprovalRule): void {
+  add(decision: ApprovalDecision, reason: string, rule?: ApprovalRule, source?: ApprovalSource): void {
     if (!this.#seen || STRICTNESS[decision] > STRICTNESS[this.decision]) {
       this.decision = decision;
       this.reason = reason;
       this.rule = rule;
+      this.source = source ?? (rule ? "rule" : "setting");
     }
     this.#seen = true;
   }
@@ -253,12 +266,13 @@ export async function evaluateApproval(
     tally.add(setting, `The approval setting of "${name}" is ${setting}.`);
   }
   if (call.hint && STRICTNESS[call.hint.decision] > STRICTNESS[tally.decision]) {
-    tally.add(call.hint.decision, call.hint.reason);
+    tally.add(call.hint.decision, call.hint.reason, undefined, "hint");
   }
   return {
     decision: tally.decision,
     reason: tally.reason,
     ...(tally.rule ? { rule: tally.rule } : {}),
+    source: tally.source,
     subjects: tally.subjects,
     candidates: [...new Set(tally.candidates)],
   };
@@ -300,7 +314,19 @@ async function matchSubjects(
           ["deny", "ask"],
         );
         if (hit) tally.add(hit.decision, byRule(hit, "the PowerShell command"), hit);
-        tally.add(stricter(setting, "ask"), "PowerShell commands are not parsed, so no rule can allow them.");
+        // Unparsed, so no rule allows it; the setting allow does, unless an ask or deny rule could be hidden in it.
+        const guarded = rules.some((r) => r.decision !== "allow");
+        if (setting === "allow" && !guarded)
+          tally.add("allow", fallback("the PowerShell command"), undefined, "setting");
+        else
+          tally.add(
+            stricter(setting, "ask"),
+            setting === "allow"
+              ? "PowerShell commands are not parsed, so your ask and deny rules cannot be checked against it."
+              : "PowerShell commands are not parsed, so no rule can allow them.",
+            undefined,
+            "doubt",
+          );
         return;
       } else {
         await loadShellParser();
@@ -309,6 +335,13 @@ async function matchSubjects(
         commands = parsed.commands;
         lineDoubts = parsed.doubts;
       }
+      // Doubts (a redirection, a runner, a computed name, an assignment, a parse the policy cannot vouch for) only
+      // hold back an allow that a narrow allow rule gave under `approval: ask`. Under `approval: allow` the sandbox and
+      // the path policy confine what runs; there a doubt still asks when it could hide a command from the user's own
+      // ask or deny rules (anything but a redirection), since those rules must bind.
+      const guards = rules.filter((r) => r.decision !== "allow");
+      const guard = guards[0] ? ` — your rule ${guards[0].decision} "${guards[0].match}" could not see past it` : "";
+      const binding = (doubt: string) => setting !== "allow" || (guards.length > 0 && !isRedirection(doubt));
       for (const command of commands) {
         const text = show(command.argv);
         if (command.argv.every((w) => typeof w === "string")) tally.candidates.push(text);
@@ -324,32 +357,44 @@ async function matchSubjects(
         let decision: ApprovalDecision;
         let reason: string;
         let rule: ApprovalRule | undefined;
+        let source: ApprovalSource;
         if (inner) {
           decision = inner.decision;
           reason = byRule(inner, `\`${text}\``);
           rule = inner;
+          source = "rule";
         } else {
           decision = setting;
           reason = fallback(`\`${text}\``);
-          if (decision === "allow" && command.runner) {
+          source = "setting";
+          if (decision === "allow" && command.runner && binding("runner")) {
             decision = "ask";
-            reason = `\`${text}\` runs other programs; only a rule naming it can allow it.`;
+            reason =
+              setting === "allow"
+                ? `\`${text}\` runs other programs${guard}.`
+                : `\`${text}\` runs other programs; only a rule naming it can allow it.`;
+            source = "doubt";
           }
         }
         if (outer && STRICTNESS[outer.decision] > STRICTNESS[decision]) {
           decision = outer.decision;
           reason = byRule(outer, `a wrapper of \`${text}\``);
           rule = outer;
+          source = "rule";
         }
-        if (decision === "allow" && command.doubts.length > 0) {
+        const doubt = command.doubts.find(binding);
+        if (decision === "allow" && doubt !== undefined) {
           decision = "ask";
-          reason = `Asking because ${command.doubts[0]} (\`${text}\`).`;
+          reason = `Asking because ${doubt} (\`${text}\`)${setting === "allow" ? guard : ""}.`;
           rule = undefined;
+          source = "doubt";
         }
-        tally.add(decision, reason, rule);
+        tally.add(decision, reason, rule, source);
       }
-      if (tally.empty) tally.add(setting, fallback("the command"));
-      if (tally.decision === "allow" && lineDoubts.length > 0) tally.add("ask", `Asking because ${lineDoubts[0]}.`);
+      if (tally.empty) tally.add(setting, fallback("the command"), undefined, "setting");
+      const lineDoubt = lineDoubts.find(binding);
+      if (tally.decision === "allow" && lineDoubt !== undefined)
+        tally.add("ask", `Asking because ${lineDoubt}${setting === "allow" ? guard : ""}.`, undefined, "doubt");
       return;
     }
     case "path": {
@@ -416,6 +461,11 @@ export function patchPaths(patch: string): string[] {
     }
   }
   return [...new Set(out)];
+}
+
+/** Whether a doubt is an output or input redirection (it runs no command a rule could catch). */
+function isRedirection(doubt: string): boolean {
+  return doubt.startsWith(REDIRECT_DOUBT);
 }
 
 /** The path through symlinks, resolving the nearest existing ancestor when the path does not exist yet. */

@@ -33,6 +33,9 @@ export interface ParsedShell {
   doubts: string[];
 }
 
+/** How a redirection's doubt begins (the policy tells it apart: a redirection runs no command a rule could catch). */
+export const REDIRECT_DOUBT = "the command redirects ";
+
 let parser: Parser | undefined;
 let loading: Promise<Parser> | undefined;
 
@@ -222,7 +225,7 @@ function checkRedirect(node: Node, out: ParsedShell): void {
     return;
   if (target !== null && HARMLESS_TARGETS.has(target)) return;
   out.doubts.push(
-    `the command redirects ${operator.includes("<") ? "input from" : "output to"} ${target ?? "a computed path"}`,
+    `${REDIRECT_DOUBT}${operator.includes("<") ? "input from" : "output to"} ${target ?? "a computed path"}`,
   );
 }
 

@@ -1,10 +1,12 @@
 /**
  * Approval asks answered through MCP elicitation: when a call needs a person's approval and the connected client
- * declared the `elicitation` capability (2025 revisions on stdio, where the server can send the client a request
- * mid-call), Toolhost asks the client's user with a form — the tool, why it asks, the (redacted) arguments and a
+ * declared the `elicitation` capability, Toolhost asks the client's user with a form — the tool, why it asks, the (redacted) arguments and a
  * choice of allow once / allow always (when the policy permits it) / deny, plus an optional note for the model.
- * Declining or dismissing the form denies the call. A client without elicitation cannot be asked: such asks are
- * denied with a message naming the rule (see tool-server.ts).
+ * Declining or dismissing the form denies the call. Two transports of the question: a 2025-era connection that saw
+ * the initialize (stdio) gets an `elicitation/create` request mid-call; a 2026-07-28 request (Streamable HTTP or
+ * stdio) whose envelope declares the capability gets an `input_required` result carrying the form, and its retry
+ * carries the answer (see tool-server.ts). A client without elicitation cannot be asked: such asks are refused
+ * naming the reason.
  */
 import type { ElicitRequestFormParams, ElicitResult, RequestOptions } from "@modelcontextprotocol/server";
 import type { ApprovalAnswer, ApprovalRequestView, ApprovalResponder } from "../../app/approvals/service.js";
@@ -64,24 +66,31 @@ export function elicitationResponder(elicit: ElicitFunction, clientName: string)
           decidedBy,
         };
       }
-      if (result.action !== "accept") {
-        return {
-          decision: "deny",
-          message:
-            result.action === "decline"
-              ? "The user declined this call."
-              : "The user dismissed the approval prompt; the call was not run.",
-          decidedBy,
-        };
-      }
-      const content = (result.content ?? {}) as { decision?: unknown; message?: unknown };
-      const allowed = request.allowAlways ? ["allow_once", "allow_always", "deny"] : ["allow_once", "deny"];
-      const decision = allowed.includes(String(content.decision))
-        ? (content.decision as ApprovalAnswer["decision"])
-        : "deny";
-      const message =
-        typeof content.message === "string" && content.message.trim() ? content.message.trim() : undefined;
-      return { decision, ...(message ? { message } : {}), decidedBy };
+      return answerFrom(result, request, decidedBy);
     },
   };
+}
+
+/**
+ * The answer an elicitation result gives to an ask: accept with a decision the form offered (else deny); decline or
+ * dismiss denies. `decidedBy` names the client (`mcp:<client>`).
+ */
+export function answerFrom(result: ElicitResult, request: ApprovalRequestView, decidedBy: string): ApprovalAnswer {
+  if (result.action !== "accept") {
+    return {
+      decision: "deny",
+      message:
+        result.action === "decline"
+          ? "The user declined this call."
+          : "The user dismissed the approval prompt; the call was not run.",
+      decidedBy,
+    };
+  }
+  const content = (result.content ?? {}) as { decision?: unknown; message?: unknown };
+  const allowed = request.allowAlways ? ["allow_once", "allow_always", "deny"] : ["allow_once", "deny"];
+  const decision = allowed.includes(String(content.decision))
+    ? (content.decision as ApprovalAnswer["decision"])
+    : "deny";
+  const message = typeof content.message === "string" && content.message.trim() ? content.message.trim() : undefined;
+  return { decision, ...(message ? { message } : {}), decidedBy };
 }

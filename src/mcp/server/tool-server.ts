@@ -7,7 +7,17 @@
  * the transports live beside it: stdio.ts (`toolhost mcp`) and http.ts (`/mcp` on the HTTP service).
  */
 import { createHash } from "node:crypto";
-import { type CallToolResult, ProtocolError, ProtocolErrorCode, Server, type Tool } from "@modelcontextprotocol/server";
+import {
+  type CallToolResult,
+  CLIENT_CAPABILITIES_META_KEY,
+  type ElicitResult,
+  type InputRequiredResult,
+  inputRequired,
+  ProtocolError,
+  ProtocolErrorCode,
+  Server,
+  type Tool,
+} from "@modelcontextprotocol/server";
 import { runGatedCall } from "../../app/approvals/one-off.js";
 import type { ApprovalResponder, ApprovalService } from "../../app/approvals/service.js";
 import { AGENT_TOOL_NAMES } from "../../core/agents.js";
@@ -15,7 +25,7 @@ import type { ToolRuntime } from "../../core/runtime.js";
 import { deriveToolAnnotations } from "../../core/tool-annotations.js";
 import type { RegisteredTool, ToolDefinition } from "../../core/types.js";
 import { VERSION } from "../../version.js";
-import { type ElicitFunction, elicitationResponder } from "./elicitation.js";
+import { answerFrom, approvalForm, type ElicitFunction, elicitationResponder } from "./elicitation.js";
 
 /** Who an MCP connection acts for and where. */
 export interface McpSessionOptions {
@@ -41,18 +51,11 @@ export interface McpSessionOptions {
   approvalResponder?: ApprovalResponder;
 }
 
-/** The responder of a connection that cannot ask anyone: deny, naming the rule and how to allow the call. */
+/** The responder of a connection that cannot ask anyone: the gate refuses at once, naming why the call asks. */
 export const MCP_DENY_RESPONDER: ApprovalResponder = {
-  async answer(request) {
-    const rule = request.rule
-      ? `the rule ${request.rule.decision} "${request.rule.match}"`
-      : `the approval setting of "${request.tool}"`;
-    return {
-      decision: "deny",
-      message: `This call needs approval (${rule}) and this MCP client cannot be asked. The user can allow it in Toolhost's settings for ${request.tool} (approval / approvalRules).`,
-      decidedBy: "policy: mcp client without elicitation",
-    };
-  },
+  unattended:
+    "This MCP client cannot be asked (it did not declare elicitation); a person can answer only in a client that supports it.",
+  answer: async () => undefined,
 };
 
 /**
@@ -65,12 +68,65 @@ function responderFor(
   ctx: { mcpReq: { envelope?: unknown; elicitInput: ElicitFunction } },
 ): ApprovalResponder {
   const elicitation = server.getClientCapabilities()?.elicitation as Record<string, unknown> | undefined;
-  const formSupported = elicitation !== undefined && (Object.keys(elicitation).length === 0 || "form" in elicitation);
-  if (ctx.mcpReq.envelope !== undefined || !formSupported) return MCP_DENY_RESPONDER;
+  if (ctx.mcpReq.envelope !== undefined || !formElicitation(elicitation)) return MCP_DENY_RESPONDER;
   return elicitationResponder(
     (params, requestOptions) => ctx.mcpReq.elicitInput(params, requestOptions),
     server.getClientVersion()?.name ?? "client",
   );
+}
+
+/** Whether a declared `elicitation` capability covers forms (an empty object means forms, per the protocol). */
+function formElicitation(elicitation: unknown): boolean {
+  if (elicitation === null || typeof elicitation !== "object") return false;
+  return Object.keys(elicitation).length === 0 || "form" in elicitation;
+}
+
+/**
+ * Whether a 2026-07-28 request can be asked through a multi-round-trip `input_required` result: its per-request
+ * envelope declares form elicitation (the client then shows the form and retries with the answer).
+ */
+function asksInBand(envelope: unknown): boolean {
+  if (envelope === null || typeof envelope !== "object") return false;
+  const capabilities = (envelope as Record<string, unknown>)[CLIENT_CAPABILITIES_META_KEY] as
+    | { elicitation?: unknown }
+    | undefined;
+  return formElicitation(capabilities?.elicitation);
+}
+
+/** The key of the approval form in an `input_required` result (and of its answer in the retry's inputResponses). */
+const APPROVAL_INPUT = "approval";
+
+/**
+ * Records the answer a retried 2026-07-28 request carries (requestState: the approval id; inputResponses: the
+ * form's result) and returns the approval to run the call with, or undefined for a first request. The state is
+ * client-supplied: only a pending approval of this user and tool is answered, and the call it then runs must match
+ * the approval's HMAC binding (other arguments are refused with access_denied).
+ */
+async function answerInBand(
+  approvals: ApprovalService,
+  userId: string,
+  tool: string,
+  req: { requestState?: unknown; inputResponses?: unknown },
+): Promise<{ approvalId: string } | { refusal: CallToolResult } | undefined> {
+  const state = typeof req.requestState === "function" ? await (req.requestState as () => unknown)() : req.requestState;
+  const response = (req.inputResponses as Record<string, unknown> | undefined)?.[APPROVAL_INPUT] as
+    | ElicitResult
+    | undefined;
+  if (typeof state !== "string" || response === undefined) return undefined;
+  const record = await approvals.repository.get(state);
+  if (!record || record.userId !== userId || record.tool !== tool) {
+    const error = { code: "not_found", message: `No pending approval "${state}" for this call.` };
+    return { refusal: { isError: true, content: [{ type: "text", text: JSON.stringify({ error }) }] } };
+  }
+  if (record.status === "pending") {
+    try {
+      await approvals.decide(userId, record.id, answerFrom(response, approvals.view(record), "mcp:in-band"));
+    } catch (error) {
+      const failure = { code: (error as { code?: string }).code ?? "approval_conflict", message: String(error) };
+      return { refusal: { isError: true, content: [{ type: "text", text: JSON.stringify({ error: failure }) }] } };
+    }
+  }
+  return { approvalId: record.id };
 }
 
 /** The text of the server's `instructions`: who the tools act for and where relative paths resolve. */
@@ -206,7 +262,7 @@ export function createMcpServer(options: McpSessionOptions): Server {
     return { tools: definitions.map((definition, i) => toMcpTool(tools[i] as RegisteredTool, definition)) };
   });
 
-  server.setRequestHandler("tools/call", async (request, ctx): Promise<CallToolResult> => {
+  server.setRequestHandler("tools/call", async (request, ctx): Promise<CallToolResult | InputRequiredResult> => {
     const name = request.params.name;
     if (!runtime.registry.get(name)) {
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name}. Call tools/list for the tools.`);
@@ -221,11 +277,25 @@ export function createMcpServer(options: McpSessionOptions): Server {
     if (requestSignal.aborted) onAbort();
     else requestSignal.addEventListener("abort", onAbort, { once: true });
     const forget = options.trackCall?.(ctx.mcpReq.id, controller);
+    // A 2026-07-28 client that declared elicitation is asked in band: the first request returns `input_required`
+    // with the approval form (its requestState names the pending approval), the retry carries the answer, and the
+    // approved call then runs once — bound by the approval's HMAC to exactly these arguments.
+    const inBand = options.approvals && !options.approvalResponder && asksInBand(ctx.mcpReq.envelope);
+    let approvalId: string | undefined;
+    if (inBand && options.approvals) {
+      const answered = await answerInBand(options.approvals, userId, name, ctx.mcpReq);
+      if (answered && "refusal" in answered) return answered.refusal;
+      approvalId = answered?.approvalId;
+    }
     try {
       const outcome = await runGatedCall(name, request.params.arguments ?? {}, {
         runtime,
         ...(options.approvals ? { approvals: options.approvals } : {}),
-        responder: options.approvalResponder ?? responderFor(server, ctx),
+        ...(approvalId
+          ? { approvalId }
+          : inBand
+            ? { onAsk: "return" as const }
+            : { responder: options.approvalResponder ?? responderFor(server, ctx) }),
         userId,
         chatId: options.chatId ?? null,
         workingDirectory: options.workingDirectory ?? null,
@@ -242,6 +312,16 @@ export function createMcpServer(options: McpSessionOptions): Server {
         },
       });
       if (!outcome.ok) {
+        const pending = (outcome.error.details as { approvalId?: unknown } | undefined)?.approvalId;
+        if (inBand && !approvalId && typeof pending === "string" && options.approvals) {
+          const record = await options.approvals.repository.get(pending);
+          if (record?.status === "pending") {
+            return inputRequired({
+              inputRequests: { [APPROVAL_INPUT]: inputRequired.elicit(approvalForm(options.approvals.view(record))) },
+              requestState: record.id,
+            });
+          }
+        }
         return { isError: true, content: [{ type: "text", text: JSON.stringify({ error: outcome.error }) }] };
       }
       const result = outcome.result;

@@ -6,7 +6,7 @@
  */
 import { Hono } from "hono";
 import Type from "typebox";
-import { ApprovalConflictError } from "../../app/approvals/service.js";
+import { ApprovalConflictError, allowsAlways } from "../../app/approvals/service.js";
 import type { AppContext } from "../../app/context.js";
 import type { ApprovalRecord } from "../../storage/approvals.js";
 import { type AuthEnv, HttpError, readJsonBody, sendJson } from "../http.js";
@@ -17,7 +17,7 @@ export const DecideApprovalBody = Type.Object(
   {
     decision: Type.Union([Type.Literal("allow_once"), Type.Literal("allow_always"), Type.Literal("deny")], {
       description:
-        "allow_once runs this call; allow_always also stores an allow rule (visible in the tool's settings); deny feeds a denied_by_user error back to the model.",
+        "allow_once runs this call; allow_always also stores an allow rule (visible in the tool's settings), where it makes the same call run without asking next time (else 422); deny feeds a denied_by_user error back to the model.",
     }),
     message: Type.Optional(
       Type.String({ maxLength: 2000, description: "Words for the model, e.g. why not or what to do instead." }),
@@ -37,6 +37,10 @@ export const ApprovalSchema = Type.Object({
   preview: Type.String({ description: "The call's arguments as JSON, secrets redacted, at most a few KB." }),
   rule: Nullable(Type.Object({ decision: Type.String(), match: Type.String() })),
   reason: Type.String(),
+  allowAlways: Type.Boolean({
+    description:
+      "Whether allow_always is offered: only when the rule it stores would make the same call run without asking next time (sent otherwise, it is refused with 422 saying why).",
+  }),
   workingDirectory: Nullable(
     Type.String({ description: "The resolved working directory the call runs in (null: the server's own)." }),
   ),
@@ -63,6 +67,7 @@ export function approvalView(record: ApprovalRecord) {
     preview: record.preview,
     rule: (record.rule as { decision: string; match: string } | null) ?? null,
     reason: record.reason,
+    allowAlways: allowsAlways(record),
     workingDirectory: record.workingDirectory,
     agentPath: record.agentPath,
     status: record.status,

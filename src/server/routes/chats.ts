@@ -1,12 +1,13 @@
 /**
  * Chat routes: create a chat bound to a working directory, provider and model; read it with its messages; send a
  * message and receive the tool loop's events as Server-Sent Events. Every chat is per user: another user's chat is a
- * 404. A client that disconnects aborts the turn and its tools.
+ * 404. A client that disconnects stops the turn and its tools; a pending approval stays pending (unless the message
+ * said `onDisconnect: "cancel"`) and answering it resumes the turn.
  */
 import { Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 import Type from "typebox";
-import type { ApprovalResponder } from "../../app/approvals/service.js";
+import { type ApprovalResponder, TurnSuspended } from "../../app/approvals/service.js";
 import {
   CHAT_PROVIDERS,
   ChatBusyError,
@@ -51,6 +52,12 @@ export const SendMessageBody = Type.Object(
       Type.Union([Type.Literal("wait"), Type.Literal("deny")], {
         description:
           "When the approval policy asks about a call: wait (default) for an answer through POST /api/approvals/:id (the stream shows approval_requested) until it expires (TOOLHOST_APPROVAL_TIMEOUT_SECONDS, default 15 min), or deny at once (for callers nobody watches).",
+      }),
+    ),
+    onDisconnect: Type.Optional(
+      Type.Union([Type.Literal("keep"), Type.Literal("cancel")], {
+        description:
+          "When this stream's client disconnects: keep (default) leaves a pending approval pending — answering it later (POST /api/approvals/:id, toolhost approvals, the settings page) resumes and completes the turn, whose messages are then stored with the chat — or cancel the turn and its pending approvals at once. Either way a turn that waits for no approval is cancelled.",
       }),
     ),
   },
@@ -186,7 +193,7 @@ export const chatOpenApiPaths: Record<string, unknown> = {
       ...secured,
       parameters: [chatId],
       summary:
-        "Send a message and stream the tool loop as Server-Sent Events. Each event's name is its `type` and its data the JSON event: iteration {n}, text_delta {delta}, tool_call_started {id,name}, tool_call_arguments_delta {id,delta}, tool_call_completed {id,name,arguments}, usage {inputTokens,outputTokens}, finish {reason}, tool_progress {id,name,progress}, tool_result {id,name,ok,result|error,durationMs}, approval_requested {approvalId,toolCallId,tool,preview,subjects,rule,reason,allowAlways,expiresAt,workingDirectory,agentPath?} (answer with POST /api/approvals/{approvalId}), approval_resolved {approvalId,toolCallId,tool,decision,decidedBy}, error {code,message}, and a final done {reason: text|max_iterations|aborted|error, iterations, messages}. Disconnecting cancels the turn and its running tools (a pending approval is cancelled); completed steps are kept. If the server stops while an approval is pending, the approval stays pending and answering it resumes the turn.",
+        "Send a message and stream the tool loop as Server-Sent Events. Each event's name is its `type` and its data the JSON event: iteration {n}, text_delta {delta}, tool_call_started {id,name}, tool_call_arguments_delta {id,delta}, tool_call_completed {id,name,arguments}, usage {inputTokens,outputTokens}, finish {reason}, tool_progress {id,name,progress}, tool_result {id,name,ok,result|error,durationMs}, approval_requested {approvalId,toolCallId,tool,preview,subjects,rule,reason,allowAlways,expiresAt,workingDirectory,agentPath?} (answer with POST /api/approvals/{approvalId}), approval_resolved {approvalId,toolCallId,tool,decision,decidedBy}, error {code,message}, and a final done {reason: text|max_iterations|aborted|error, iterations, messages}. Disconnecting stops the turn and its running tools; a pending approval stays pending and answering it resumes and completes the turn (read the outcome with GET /api/chats/{id}); with onDisconnect: cancel it is cancelled and the completed steps are kept. If the server stops while an approval is pending, the approval stays pending and answering it (on any instance, after the restart) resumes the turn.",
       requestBody: { required: true, content: json(SendMessageBody) },
       responses: {
         200: {
@@ -202,18 +209,10 @@ export const chatOpenApiPaths: Record<string, unknown> = {
   },
 };
 
-/** The responder of a caller that asked not to wait: every ask is denied, naming the rule. */
+/** The responder of a caller that asked not to wait: every ask is refused at once, naming why it asks. */
 const HEADLESS_DENY: ApprovalResponder = {
-  async answer(request) {
-    const rule = request.rule
-      ? `the rule ${request.rule.decision} "${request.rule.match}"`
-      : `the approval setting of "${request.tool}"`;
-    return {
-      decision: "deny",
-      message: `This call needs approval (${rule}) and the caller asked not to wait for one (onAsk: deny).`,
-      decidedBy: "policy: caller does not wait",
-    };
-  },
+  unattended: "The caller asked not to wait for approvals (onAsk: deny).",
+  answer: async () => undefined,
 };
 
 /** Interval (ms) of SSE comment pings that keep idle connections (long tool runs) open through proxies. */
@@ -303,7 +302,10 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
   });
 
   app.post("/:id/messages", async (c) => {
-    const body = await readJsonBody<{ content: string; onAsk?: "wait" | "deny" }>(c, SendMessageBody);
+    const body = await readJsonBody<{ content: string; onAsk?: "wait" | "deny"; onDisconnect?: "keep" | "cancel" }>(
+      c,
+      SendMessageBody,
+    );
     let turn: Awaited<ReturnType<ChatService["prepareTurn"]>>;
     try {
       turn = await chats.prepareTurn(
@@ -318,11 +320,15 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
       throw thrown;
     }
     const controller = new AbortController();
-    const abort = () => controller.abort();
+    // A client that leaves suspends the turn (its pending asks stay pending; an answer resumes it) unless it asked
+    // to cancel; a turn that waits for no ask stops either way. A server shutting down always suspends.
+    const abort = () =>
+      controller.abort(body.onDisconnect === "cancel" ? undefined : new TurnSuspended("client_disconnected"));
+    const stop = () => controller.abort(new TurnSuspended("server_stopping"));
     c.req.raw.signal?.addEventListener("abort", abort, { once: true });
-    // A server shutting down cancels the turn like a client that left, and waits until it has stored its steps.
-    if (ctx.shutdownSignal.aborted) abort();
-    ctx.shutdownSignal.addEventListener("abort", abort, { once: true });
+    // A server shutting down stops the turn and waits until it has stored (or released) its state.
+    if (ctx.shutdownSignal.aborted) stop();
+    ctx.shutdownSignal.addEventListener("abort", stop, { once: true });
     let finished: () => void = () => {};
     void ctx.track(
       new Promise<void>((resolve) => {
@@ -350,7 +356,7 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
       } finally {
         clearInterval(ping);
         c.req.raw.signal?.removeEventListener("abort", abort);
-        ctx.shutdownSignal.removeEventListener("abort", abort);
+        ctx.shutdownSignal.removeEventListener("abort", stop);
         finished();
       }
     });
