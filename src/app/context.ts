@@ -5,7 +5,9 @@
  * directory, so a setting made in one is seen by the other.
  */
 import "../tools/index.js";
+import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { hostname } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { AgentTemplateCatalog, loadAgentTemplates, summarizeTemplate } from "../agents/templates.js";
 import { setAgentTemplateCatalog } from "../core/agents.js";
@@ -13,14 +15,21 @@ import { defaultRegistry, type ToolRegistryStore } from "../core/registry.js";
 import { providerConfigPath } from "../providers/index.js";
 import { tableCredentialSource } from "../providers/table.js";
 import { AgentRepository } from "../storage/agent-repository.js";
+import { TurnLeaseRepository } from "../storage/turn-leases.js";
 import { AgentService } from "./agent-service.js";
 import { CHAT_PROVIDERS } from "./chat-service.js";
 import { type CoreContext, type CoreContextOptions, openCoreContext } from "./core-context.js";
+import { SignalBus } from "./signals.js";
+import { DEFAULT_TURN_LEASE_MS, TurnCoordinator } from "./turn-coordinator.js";
 
 /** Everything a front end needs, wired to one database: the core context plus the sub-agent service. */
 export interface AppContext extends CoreContext {
   /** Sub-agent trees: templates, running agents, their records. */
   agents: AgentService;
+  /** Signals between the instances sharing the database (NOTIFY on PostgreSQL, in-process plus a poll on SQLite). */
+  signals: SignalBus;
+  /** Ownership of chat turns across instances: leases, cancel, stored events, takeover, handover. */
+  turns: TurnCoordinator;
 }
 
 /**
@@ -32,7 +41,10 @@ export interface AppContextOptions extends Omit<CoreContextOptions, "services"> 
   agentTemplates?: AgentTemplateCatalog;
   /** Options of the agent service (heartbeat, staleness, grace turn), mainly for tests. */
   agentOptions?: { heartbeatMs?: number; staleAfterMs?: number; graceTurnMs?: number; instanceId?: string };
-  /** Environment for the template sources (default process.env). */
+  /**
+   * Environment for the template sources and TOOLHOST_TURN_LEASE_MS (the turn lease in ms, default 15 000: a dead
+   * instance's turns move within about 1.4 times it). Default process.env.
+   */
   env?: NodeJS.ProcessEnv;
 }
 
@@ -79,7 +91,11 @@ export function agentTemplateCatalogFromEnv(
  * Close it with `close()`.
  */
 export async function createAppContext(options: AppContextOptions = {}): Promise<AppContext> {
-  const { context: core, addStopStep } = await openCoreContext({
+  const {
+    context: core,
+    addStopStep,
+    addFirstStep,
+  } = await openCoreContext({
     ...options,
     services: { providerCredentials: tableCredentialSource },
   });
@@ -89,16 +105,36 @@ export async function createAppContext(options: AppContextOptions = {}): Promise
     const templateError = templates.error;
     if (templateError) core.logger.error({ err: templateError.message }, "agent templates failed to load");
     setAgentTemplateCatalog(() => templates.list().map(summarizeTemplate));
+    const env = options.env ?? process.env;
+    const instanceId = options.agentOptions?.instanceId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    const leases = new TurnLeaseRepository(core.database.db);
+    const signals = new SignalBus({ repository: leases, database: core.database, logger: core.logger });
+    const leaseFromEnv = Number(env.TOOLHOST_TURN_LEASE_MS);
+    const turns = new TurnCoordinator({
+      repository: leases,
+      signals,
+      logger: core.logger,
+      instanceId,
+      leaseMs: Number.isInteger(leaseFromEnv) && leaseFromEnv > 0 ? leaseFromEnv : DEFAULT_TURN_LEASE_MS,
+    });
     const agents = new AgentService({
       repository: new AgentRepository(core.database.db),
       runtime: core.runtime,
       templates,
       logger: core.logger,
+      signals,
       ...options.agentOptions,
+      instanceId,
     });
+    addFirstStep(() => turns.handOver());
     addStopStep(() => agents.shutdown());
+    core.onClose(() => signals.stop());
+    await signals.start();
     await agents.start();
-    return Object.assign(core, { agents });
+    turns.start();
+    // Approval answers given on another instance reach the waiting turn here within a second.
+    core.approvals.setSignals(signals);
+    return Object.assign(core, { agents, signals, turns });
   } catch (error) {
     await core.close().catch(() => {});
     throw error;

@@ -10,6 +10,7 @@ import { type Generated, Kysely, PostgresDialect, type SqliteDatabase, SqliteDia
 import { resolveDataDir } from "../core/data-dir.js";
 import { MigrationError, migrateToLatest, SchemaDamageError } from "./migrate.js";
 import { migrations } from "./migrations.js";
+import { type ChannelListener, type ChannelListenerHandlers, listenPostgres } from "./pg-listener.js";
 import {
   registerSqliteTransactions,
   SQLITE_BEGIN_WAIT_MS,
@@ -264,6 +265,11 @@ export interface ToolhostDatabase {
    * (whether or not they exist yet); empty for PostgreSQL. Tools never touch them (they are protected paths).
    */
   files: string[];
+  /**
+   * PostgreSQL only: LISTENs on `channel` over a dedicated connection that reconnects by itself (see
+   * storage/pg-listener.ts). Absent on SQLite.
+   */
+  listen?: (channel: string, handlers: ChannelListenerHandlers) => ChannelListener;
   close(): Promise<void>;
 }
 
@@ -372,12 +378,16 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<T
     // pg is loaded only for PostgreSQL, so SQLite processes (the CLI, the default server) never parse it.
     const { default: pg } = await import("pg");
     const pool = new pg.Pool({ connectionString: url, max: 10 });
+    // An idle pooled connection that the server closes (a PostgreSQL restart) emits an error on the pool: without a
+    // listener that would end the process. The pool drops the broken connection and opens a new one when needed.
+    pool.on("error", () => {});
     const db = new Kysely<DatabaseSchema>({ dialect: new PostgresDialect({ pool }) });
     database = {
       db,
       dialect: "postgres",
       location: url.replace(/:[^:@/]*@/, ":***@"),
       files: [],
+      listen: (channel, handlers) => listenPostgres(url, channel, handlers),
       close: () => db.destroy(),
     };
   } else {

@@ -538,10 +538,18 @@ export class ChatRepository {
     return rows.map(toMessage);
   }
 
-  /** Appends messages atomically (one transaction) after the chat's last one; returns them as stored. */
-  async append(chatId: string, messages: { role: string; content: unknown }[]): Promise<ChatMessage[]> {
+  /**
+   * Appends messages atomically (one transaction) after the chat's last one; returns them as stored. `guard` runs
+   * first inside the transaction (a turn's lease check: throwing from it stores nothing).
+   */
+  async append(
+    chatId: string,
+    messages: { role: string; content: unknown }[],
+    guard?: (trx: Kysely<any>) => Promise<void>,
+  ): Promise<ChatMessage[]> {
     if (messages.length === 0) return [];
-    return this.db.transaction().execute(async (trx) => {
+    return inTransaction(this.db, async (trx) => {
+      await guard?.(trx);
       const last = await trx
         .selectFrom("chat_messages")
         .select((eb) => eb.fn.max<number>("seq").as("seq"))

@@ -118,6 +118,12 @@ export const ChatWithMessagesSchema = Type.Intersect([
   Type.Object({ messages: Type.Array(ChatMessageSchema) }),
 ]);
 
+/** POST /api/chats/:id/cancel response. */
+export const CancelTurnResponse = Type.Object({
+  cancelled: Type.Boolean({ description: "Whether a turn was running (it stops within a second wherever it runs)." }),
+  turnId: Type.Union([Type.String(), Type.Null()], { description: "The cancelled turn's id; null when none ran." }),
+});
+
 const json = (schema: unknown) => ({ "application/json": { schema } });
 const error = (description: string) => ({ description, content: json(ErrorBody) });
 const secured = { security: [{ bearerAuth: [] }] };
@@ -181,6 +187,48 @@ export const chatOpenApiPaths: Record<string, unknown> = {
       },
     },
   },
+  "/api/chats/{id}/cancel": {
+    post: {
+      ...secured,
+      parameters: [chatId],
+      summary:
+        "Cancel the chat's running turn, on whichever instance runs it: its model stream and tools (their processes) stop within a second; its complete steps are kept.",
+      responses: {
+        200: { description: "Whether a turn was running", content: json(CancelTurnResponse) },
+        404: error("No such chat for this user"),
+      },
+    },
+  },
+  "/api/chats/{id}/events": {
+    get: {
+      ...secured,
+      parameters: [
+        chatId,
+        {
+          name: "after",
+          in: "query",
+          schema: { type: "integer", minimum: 0 },
+          description: "Replay the events after this id (the SSE `id:` of the last one received); default 0: all.",
+        },
+        {
+          name: "Last-Event-ID",
+          in: "header",
+          schema: { type: "string" },
+          description: "Same as `after` (sent by EventSource when it reconnects); `after` wins when both are given.",
+        },
+      ],
+      summary:
+        "The chat's turn events as Server-Sent Events, from any instance: every event a turn streams (the same names and data as POST /api/chats/{id}/messages) has an `id:`, numbered per chat and stored in order. Replays the stored events after `after`, then follows the running turn (wherever it runs, also after another instance took it over) and ends after its `done`; ends at once when no turn runs and nothing is left to replay.",
+      responses: {
+        200: {
+          description: "text/event-stream of stored and live turn events",
+          content: { "text/event-stream": { schema: { type: "string" } } },
+        },
+        400: error("after / Last-Event-ID is not a non-negative integer"),
+        404: error("No such chat for this user"),
+      },
+    },
+  },
   "/api/chats/{id}/messages": {
     post: {
       ...secured,
@@ -233,6 +281,7 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
       approvals: ctx.approvals,
       agents: ctx.agents,
       binder: ctx.binder,
+      turns: ctx.turns,
     });
   // Turns whose process stopped while they waited for approvals resume here once answered.
   ctx.approvals.setResumer((turn) => void chats.resumeTurn(turn));
@@ -335,14 +384,13 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
         if (!stream.aborted) stream.write(": ping\n\n").catch(() => {});
       }, PING_INTERVAL_MS);
       ping.unref?.();
-      let seq = 0;
       try {
         // Iterate to the end even after the client left: the turn then stops quickly (its signal is aborted) and
         // its complete steps are stored.
         for await (const event of turn.run(controller.signal)) {
           if (stream.aborted) continue;
           try {
-            await stream.writeSSE({ event: event.type, data: JSON.stringify(event), id: String(++seq) });
+            await stream.writeSSE({ event: event.type, data: JSON.stringify(event), id: String(turn.lastEventId) });
           } catch {
             abort();
           }
@@ -356,5 +404,65 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
     });
   });
 
+  app.post("/:id/cancel", async (c) => {
+    const result = await chats.cancelTurn(c.get("userId"), c.req.param("id"));
+    return sendJson(c, CancelTurnResponse, result);
+  });
+
+  app.get("/:id/events", async (c) => {
+    const userId = c.get("userId");
+    const chat = await ctx.chats.get(userId, c.req.param("id"));
+    if (!chat) throw new HttpError(404, "not_found", `No chat "${c.req.param("id")}" for this user.`);
+    const from = c.req.query("after") ?? c.req.header("last-event-id") ?? "0";
+    if (!/^\d{1,15}$/.test(from.trim()))
+      throw new HttpError(400, "bad_request", "after (or Last-Event-ID) must be a non-negative integer event id.");
+    let after = Number(from.trim());
+    const leases = ctx.turns.repository;
+    const closed = new AbortController();
+    const stop = () => closed.abort();
+    c.req.raw.signal?.addEventListener("abort", stop, { once: true });
+    ctx.shutdownSignal.addEventListener("abort", stop, { once: true });
+    return streamSSE(c, async (stream) => {
+      stream.onAbort(stop);
+      const ping = setInterval(() => {
+        if (!stream.aborted) stream.write(": ping\n\n").catch(() => {});
+      }, PING_INTERVAL_MS);
+      ping.unref?.();
+      try {
+        // Replay what is stored after `after`, then follow: a turn of this instance wakes the stream when it
+        // stores events; another instance's is polled. Ends after the `done` of the last turn.
+        while (!closed.signal.aborted && !stream.aborted) {
+          const rows = await leases.eventsAfter(chat.id, after);
+          let lastDone: string | undefined;
+          for (const row of rows) {
+            await stream.writeSSE({ event: row.type, data: row.data, id: String(row.seq) });
+            after = row.seq;
+            lastDone = row.type === "done" ? row.turnId : undefined;
+          }
+          if (rows.length === 500) continue;
+          const current = await leases.current(chat.id);
+          if (!current) {
+            // Nothing runs: a turn that just ended stored its last events with the end of its lease; read them.
+            const tail = await leases.eventsAfter(chat.id, after);
+            for (const row of tail) {
+              await stream.writeSSE({ event: row.type, data: row.data, id: String(row.seq) });
+              after = row.seq;
+            }
+            break;
+          }
+          if (lastDone && lastDone === current.turnId) break;
+          await ctx.turns.waitForEvents(chat.id, EVENT_POLL_MS, closed.signal);
+        }
+      } finally {
+        clearInterval(ping);
+        c.req.raw.signal?.removeEventListener("abort", stop);
+        ctx.shutdownSignal.removeEventListener("abort", stop);
+      }
+    });
+  });
+
   return app;
 }
+
+/** How often the events stream looks for events a turn of another instance stored, in ms. */
+const EVENT_POLL_MS = 200;
