@@ -117,6 +117,9 @@ export interface SignalRow {
   createdMs: number;
 }
 
+/** How far a turn taken over numbers its events past the last stored one (see claimExpired). */
+export const TAKEOVER_SEQ_GAP = 1000;
+
 /** The SQL of "now, in ms since the epoch" on the database's clock. */
 function nowSql(db: Kysely<any>) {
   return dialectOf(db) === "postgres"
@@ -376,7 +379,9 @@ export class TurnLeaseRepository {
           userId: row.user_id ?? "",
           owner,
           epoch,
-          nextSeq: await this.#nextSeq(trx, row.chat_id),
+          // The dead owner may have sent its clients events it had not stored yet: number on past any id it could
+          // have used, so a client resuming from one of those misses nothing.
+          nextSeq: (await this.#nextSeq(trx, row.chat_id)) + TAKEOVER_SEQ_GAP,
           state,
           cancelRequested: row.cancel_requested === 1,
         });
