@@ -134,6 +134,34 @@ export async function createAppContext(options: AppContextOptions = {}): Promise
     turns.start();
     // Approval answers given on another instance reach the waiting turn here within a second.
     core.approvals.setSignals(signals);
+    // Tool-list changes (settings, imported tools) reach the MCP sessions of every instance.
+    // Coalesced over 50 ms, so a burst of settings writes costs one signal per user.
+    let relaying = false;
+    const changed = new Set<string>();
+    let relayTimer: NodeJS.Timeout | undefined;
+    const unrelay = registry.changes.subscribe((userId) => {
+      if (relaying) return;
+      changed.add(userId ?? "*");
+      relayTimer ??= setTimeout(() => {
+        relayTimer = undefined;
+        const users = changed.has("*") ? ["*"] : [...changed];
+        changed.clear();
+        for (const user of users) void signals.publish("tools_changed", user);
+      }, 50);
+    });
+    signals.subscribe((signal) => {
+      if (signal.kind !== "tools_changed" || signal.local) return;
+      relaying = true;
+      try {
+        registry.changes.emit(signal.target === "*" ? null : signal.target);
+      } finally {
+        relaying = false;
+      }
+    });
+    core.onClose(() => {
+      unrelay();
+      clearTimeout(relayTimer);
+    });
     return Object.assign(core, { agents, signals, turns });
   } catch (error) {
     await core.close().catch(() => {});

@@ -30,6 +30,8 @@ export type SignalKind =
 export interface Signal {
   kind: SignalKind;
   target: string;
+  /** True for a signal this instance published itself (delivered to its own handlers at once). */
+  local?: boolean;
 }
 
 /** How often the poll fallback reads the signals table while the listener is down (and always on SQLite), in ms. */
@@ -109,12 +111,15 @@ export class SignalBus {
    * state the signal points at (a cancel flag, an answered approval) is in the database for the owner's own checks.
    */
   async publish(kind: SignalKind, target: string): Promise<void> {
+    if (this.#stopped) return;
     try {
       const row = await this.#repo.publish(kind, target, SIGNAL_CHANNEL);
-      this.#deliver(row);
+      if (this.#seen.has(row.id)) return;
+      this.#seen.set(row.id, row.createdMs);
+      this.#dispatch({ kind, target, local: true });
     } catch (error) {
       this.#logger?.warn({ err: String(error), kind }, "publishing a signal failed");
-      this.#dispatch({ kind, target });
+      this.#dispatch({ kind, target, local: true });
     }
   }
 

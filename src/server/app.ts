@@ -163,7 +163,7 @@ export function createServerApp(ctx: AppContext, options: ServerAppOptions = {})
 
   // MCP Streamable HTTP (stateless, both protocol eras), with the same bearer token and the user's own tool
   // settings. A client binds a working directory per connection through a header, checked exactly like a chat's.
-  const mcp = new McpHttpEndpoint(ctx.runtime, ctx.logger, ctx.approvals);
+  const mcp = new McpHttpEndpoint(ctx.runtime, ctx.logger, ctx.approvals, ctx.signals);
   ctx.onClose(() => mcp.close());
   const metadataUrl = (requestUrl: string) => `${new URL(requestUrl).origin}/.well-known/oauth-protected-resource/mcp`;
   const metadata = (c: { req: { url: string }; json: (body: object) => Response }) =>

@@ -7,7 +7,7 @@
  * the turn waiting on another continue), events resumed on another instance with Last-Event-ID, and takeover: an
  * owner SIGKILLed mid-turn, the turn completed by another instance, its first tool call run exactly once.
  */
-import { readdirSync, readFileSync, rmSync } from "node:fs";
+import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createAppContext } from "../../src/app/context.js";
@@ -119,6 +119,7 @@ function startInstance(name: string): Promise<Instance> {
       OPENAI_API_KEY: "test-key",
       OPENAI_BASE_URL: fake.baseURL,
       TOOLHOST_ADMIN_USERS: "local,asker",
+      ...(process.env.MULTI_DEBUG ? { TOOLHOST_LOG_LEVEL: "info" } : {}),
     }),
   );
   return p
@@ -208,6 +209,8 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  if (process.env.MULTI_DEBUG)
+    for (const [n, i] of instances.entries()) writeFileSync(`/tmp/multi-${n}.log`, i.p.stderr() + i.p.stdout());
   for (const i of instances) if (i.p.child.exitCode === null) i.p.child.kill("SIGTERM");
   await Promise.all(instances.map((i) => i.p.exited));
   await fake?.close();
@@ -270,6 +273,29 @@ describe("several serve instances on one PostgreSQL", () => {
     expect((await events).at(-1)).toMatchObject({ event: "done", data: { reason: "text" } });
   });
 
+  it("an MCP notifications/cancelled sent to another instance aborts the call and kills its sleep", async () => {
+    const [a, b] = instances as [Instance, Instance];
+    const marker = uniqueMarker();
+    const headers = { accept: "application/json, text/event-stream", "Toolhost-Working-Directory": work };
+    const call = api(a, "local", "/mcp", {
+      headers,
+      json: {
+        jsonrpc: "2.0",
+        id: 77,
+        method: "tools/call",
+        params: { name: "bash", arguments: { command: `sleep ${marker}` } },
+      },
+    });
+    await until("the sleep to start", () => sleeping(marker).length > 0);
+    const cancel = await api(b, "local", "/mcp", {
+      headers,
+      json: { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 77, reason: "stop" } },
+    });
+    expect(cancel.status).toBe(202);
+    await until("the sleep to be gone", () => sleeping(marker).length === 0);
+    await call.then((r) => r.text()).catch(() => "");
+  });
+
   it("an approval answered on another instance lets the waiting turn continue", async () => {
     const [a, b] = instances as [Instance, Instance];
     const chatId = await newChat(a, "asker");
@@ -314,7 +340,10 @@ describe("several serve instances on one PostgreSQL", () => {
     expect((await api(c, "local", `/api/chats/${chatId}/events?after=x`)).status).toBe(400);
     expect((await api(c, "asker", `/api/chats/${chatId}/events`)).status).toBe(404);
   });
+});
 
+// Last: it kills instance A.
+describe("takeover", () => {
   it("an owner SIGKILLed mid-turn: another instance takes the turn over, its finished first call is not run again, the interrupted one not re-run", async () => {
     const [a, b] = instances as [Instance, Instance];
     const marker = uniqueMarker();
