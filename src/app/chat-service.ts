@@ -398,7 +398,7 @@ export class ChatService {
       )) {
         // `done` was numbered and stored with the end of the lease by the turn itself.
         if (event.type === "done") {
-          ids.last = log.lastId;
+          ids.last = log.isLast(event) ? log.lastId : log.push(event);
           finished = true;
         } else ids.last = log.push(event);
         yield event;

@@ -143,6 +143,7 @@ export class TurnEventLog {
   readonly #queue: StoredTurnEvent[] = [];
   #next: number;
   #flushing: Promise<void> | undefined;
+  #last: object | undefined;
 
   constructor(turns: TurnCoordinator, lease: Lease, onError: (error: unknown) => void) {
     this.#turns = turns;
@@ -156,8 +157,14 @@ export class TurnEventLog {
     return this.#next - 1;
   }
 
+  /** Whether `event` is the last one pushed (the turn numbers its own `done`). */
+  isLast(event: object): boolean {
+    return this.#last === event;
+  }
+
   /** Numbers the event, queues it for storage and returns its seq. */
   push(event: { type: string }): number {
+    this.#last = event;
     const seq = this.#next++;
     this.#queue.push({ seq, turnId: this.#lease.turnId, type: event.type, data: JSON.stringify(event) });
     if (!this.#flushing) this.#flushing = this.#drain();

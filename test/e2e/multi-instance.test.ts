@@ -378,4 +378,32 @@ describe("takeover", () => {
     expect(chat.messages.at(-1)!.content).toBe("taken over: true");
     expect(readdirSync(work).filter((f) => f.startsWith(`ran-${marker}.`))).toHaveLength(1);
   });
+  it("a graceful shutdown (SIGTERM) hands the running turn over: another instance completes it, nothing run twice", async () => {
+    const [, b, c] = instances as [Instance, Instance, Instance];
+    const marker = uniqueMarker();
+    const ranFile = join(work, `ran-${marker}`);
+    const chatId = await newChat(c);
+    const res = await api(b, "local", `/api/chats/${chatId}/messages`, {
+      json: { content: `KILL ${ranFile},${marker}` },
+    });
+    const seen: SseEvent[] = [];
+    const stream = readSse(res, (e) => seen.push(e));
+    await until("the second call's sleep to start", () => sleeping(marker).length > 0);
+    b.p.child.kill("SIGTERM");
+    expect(await b.p.exited).toBe(0);
+    await stream;
+    expect(seen.find((e) => e.event === "error")).toMatchObject({ data: { code: "handed_over" } });
+    expect(sleeping(marker)).toEqual([]);
+    const last = seen.filter((e) => e.event !== "done" && e.event !== "error").at(-1)?.id ?? "0";
+    const rest = await readSse(
+      await api(c, "local", `/api/chats/${chatId}/events`, { headers: { "last-event-id": last } }),
+    );
+    expect(rest.at(-1)).toMatchObject({ event: "done", data: { reason: "text" } });
+    const chat = (await (await api(c, "local", `/api/chats/${chatId}`)).json()) as {
+      messages: { role: string; content?: string }[];
+    };
+    expect(chat.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant", "tool", "assistant"]);
+    expect(chat.messages.at(-1)!.content).toBe("taken over: true");
+    expect(readdirSync(work).filter((f) => f.startsWith(`ran-${marker}.`))).toHaveLength(1);
+  });
 });
