@@ -49,6 +49,8 @@ export interface PgCluster {
 /** A cluster being started: its URL is known at once, `started` settles when it accepts connections. */
 export interface LaunchedCluster extends PgCluster {
   started: Promise<void>;
+  /** Restarts the server (`pg_ctl restart -m fast`: open connections are cut), resolving once it accepts again. */
+  restart(): Promise<void>;
 }
 
 /**
@@ -98,6 +100,7 @@ export async function launchPostgres(options: { maxConnections?: number } = {}):
   return {
     url: `postgres://toolhost@127.0.0.1:${port}/postgres`,
     started,
+    restart: () => run("pg_ctl", ["-D", data, "-l", join(dir, "log"), "-m", "fast", "-w", "-t", "60", "restart"]),
     stop() {
       try {
         const [file, argv] = command("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);
