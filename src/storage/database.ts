@@ -381,6 +381,12 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<T
     // An idle pooled connection that the server closes (a PostgreSQL restart) emits an error on the pool: without a
     // listener that would end the process. The pool drops the broken connection and opens a new one when needed.
     pool.on("error", () => {});
+    // A connection the server cuts while it is checked out between two statements (a transaction waiting on its
+    // caller) emits the error on the client itself: handled here, so the next statement fails (and the request with
+    // it) instead of the process. The pool drops such a client when it is released.
+    pool.on("connect", (client) => {
+      client.on("error", () => {});
+    });
     const db = new Kysely<DatabaseSchema>({ dialect: new PostgresDialect({ pool }) });
     database = {
       db,
