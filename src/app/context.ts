@@ -42,7 +42,7 @@ export interface AppContextOptions extends Omit<CoreContextOptions, "services"> 
   /** Options of the agent service (heartbeat, staleness, grace turn), mainly for tests. */
   agentOptions?: { heartbeatMs?: number; staleAfterMs?: number; graceTurnMs?: number; instanceId?: string };
   /**
-   * Environment for the template sources and TOOLHOST_TURN_LEASE_MS (the turn lease in ms, default 15 000: a dead
+   * Environment for the template sources and TOOLHOST_TURN_LEASE_MS (the turn lease in ms, default 15000: a dead
    * instance's turns move within about 1.4 times it). Default process.env.
    */
   env?: NodeJS.ProcessEnv;

@@ -118,6 +118,7 @@ export class SignalBus {
       this.#seen.set(row.id, row.createdMs);
       this.#dispatch({ kind, target, local: true });
     } catch (error) {
+      if (this.#stopped) return; // the database closed under it: nothing to tell any more
       this.#logger?.warn({ err: String(error), kind }, "publishing a signal failed");
       this.#dispatch({ kind, target, local: true });
     }

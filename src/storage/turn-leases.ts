@@ -402,7 +402,7 @@ export class TurnLeaseRepository {
   /** Inserts events inside a running (already fenced) transaction. */
   async insertEvents(trx: Kysely<any>, chatId: string, events: StoredTurnEvent[]): Promise<void> {
     if (events.length === 0) return;
-    const now = await this.now(trx);
+    const now = nowSql(trx);
     await (trx as Kysely<TurnTables>)
       .insertInto("turn_events")
       .values(
@@ -455,7 +455,6 @@ export class TurnLeaseRepository {
           .where("chat_id", "=", chatId)
           .execute();
       }
-      const now = await this.now(trx);
       await trx
         .insertInto("tool_journal")
         .values({
@@ -465,7 +464,7 @@ export class TurnLeaseRepository {
           epoch,
           status: "started",
           result: null,
-          started_ms: now,
+          started_ms: nowSql(trx),
           ended_ms: null,
         })
         .onConflict((oc) => oc.columns(["turn_id", "call_id"]).doNothing())
@@ -477,10 +476,9 @@ export class TurnLeaseRepository {
   journalEnd(chatId: string, epoch: number, entry: { turnId: string; callId: string; result: unknown }): Promise<void> {
     return inTransaction(this.#db, async (trx) => {
       await this.assertEpoch(trx, chatId, epoch);
-      const now = await this.now(trx);
       await trx
         .updateTable("tool_journal")
-        .set({ status: "ended", result: JSON.stringify(entry.result), ended_ms: now })
+        .set({ status: "ended", result: JSON.stringify(entry.result), ended_ms: nowSql(trx) })
         .where("turn_id", "=", entry.turnId)
         .where("call_id", "=", entry.callId)
         .execute();
