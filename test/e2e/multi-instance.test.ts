@@ -243,6 +243,9 @@ describe("several serve instances on one PostgreSQL", () => {
     const res = await api(a, "local", `/api/chats/${chatId}/messages`, { json: { content: `SLEEP ${marker}` } });
     const events = readSse(res);
     await until("the sleep to start", () => sleeping(marker).length > 0);
+    // Any instance says which instance runs the turn.
+    const view = (await (await api(b, "local", `/api/chats/${chatId}`)).json()) as { turn: { owner: string } };
+    expect(view.turn.owner.split(":")[1]).toBe(String(a.p.child.pid));
     const cancel = await api(b, "local", `/api/chats/${chatId}/cancel`, { json: {} });
     expect(cancel.status).toBe(200);
     expect(await cancel.json()).toMatchObject({ cancelled: true });
@@ -264,11 +267,12 @@ describe("several serve instances on one PostgreSQL", () => {
     const events = readSse(res);
     await until("the sub-agent's sleep to start", () => sleeping(marker).length > 0);
     const list = (await (await api(c, "local", `/api/agents?chatId=${chatId}`)).json()) as {
-      agents: { id: string; status: string }[];
+      agents: { id: string; status: string; owner: string | null }[];
     };
     const agent = list.agents.find((x) => x.status === "running")!;
     const cancel = await api(b, "local", `/api/agents/${agent.id}/cancel`, { json: {} });
     expect(cancel.status).toBe(200);
+    expect((agent as { owner?: string }).owner?.split(":")[1]).toBe(String(a.p.child.pid));
     await until("the sub-agent's sleep to be gone", () => sleeping(marker).length === 0);
     expect((await events).at(-1)).toMatchObject({ event: "done", data: { reason: "text" } });
   });

@@ -112,10 +112,24 @@ export const ChatMessageSchema = Type.Object({
   ),
 });
 
+/** The turn running in a chat: its id and the instance that owns it. */
+export const RunningTurnSchema = Type.Union(
+  [
+    Type.Object({
+      id: Type.String(),
+      owner: Nullable(
+        Type.String({ description: "The server instance running it (host:pid:nonce); null while it is handed over" }),
+      ),
+    }),
+    Type.Null(),
+  ],
+  { description: "The turn running now (on any instance), or null" },
+);
+
 /** GET /api/chats/:id response. */
 export const ChatWithMessagesSchema = Type.Intersect([
   ChatSchema,
-  Type.Object({ messages: Type.Array(ChatMessageSchema) }),
+  Type.Object({ messages: Type.Array(ChatMessageSchema), turn: RunningTurnSchema }),
 ]);
 
 /** POST /api/chats/:id/cancel response. */
@@ -340,7 +354,8 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
     const found = await chats.getChat(c.get("userId"), c.req.param("id"));
     if (!found) throw new HttpError(404, "not_found", `No chat "${c.req.param("id")}" for this user.`);
     const { userId: _u, ...chat } = found;
-    return c.json(chat);
+    const running = await ctx.turns.repository.current(found.id);
+    return c.json({ ...chat, turn: running ? { id: running.turnId, owner: running.owner } : null });
   });
 
   app.get("/:id/approvals", async (c) => {
