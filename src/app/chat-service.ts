@@ -228,7 +228,9 @@ export class ChatService {
         `Chat ${chatId} is running a turn; cancel it (or wait for it to finish) before deleting.`,
       );
     }
-    return this.#chats.delete(userId, chatId);
+    const deleted = await this.#chats.delete(userId, chatId);
+    if (deleted) await this.#turns?.repository.forget(chatId);
+    return deleted;
   }
 
   /** The user's chat with its messages, or undefined (also for another user's chat). */

@@ -501,6 +501,14 @@ export class TurnLeaseRepository {
     return entries;
   }
 
+  /** Removes what a deleted chat left: its lease row and stored events (no turn may be running). */
+  async forget(chatId: string): Promise<void> {
+    await inTransaction(this.#db, async (trx) => {
+      await trx.deleteFrom("turn_events").where("chat_id", "=", chatId).execute();
+      await trx.deleteFrom("chat_leases").where("chat_id", "=", chatId).where("turn_id", "is", null).execute();
+    });
+  }
+
   /** Removes a finished turn's journal. */
   async dropJournal(trx: Kysely<any>, turnId: string): Promise<void> {
     await (trx as Kysely<TurnTables>).deleteFrom("tool_journal").where("turn_id", "=", turnId).execute();

@@ -93,5 +93,8 @@ describe("chat turns on SQLite", () => {
     expect(JSON.parse(events.at(-1)!.data)).toMatchObject({ type: "done", reason: "aborted" });
     expect((await follow).at(-1)?.event).toBe("done");
     expect(await s.ctx.turns.repository.current(chatId)).toBeUndefined();
+    // Deleting the chat removes its stored events too.
+    expect((await s.api(`/api/chats/${chatId}`, { method: "DELETE" })).status).toBe(204);
+    expect(await s.ctx.turns.repository.eventsAfter(chatId, 0)).toEqual([]);
   });
 });
