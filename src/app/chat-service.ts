@@ -18,7 +18,7 @@ import type { ApprovalTurnRecord } from "../storage/approvals.js";
 import type { Chat, ChatRepository } from "../storage/repositories.js";
 import { type Lease, LeaseBusyError, StaleLeaseError } from "../storage/turn-leases.js";
 import { ApprovalGate } from "./approvals/gate.js";
-import { type ApprovalResponder, type ApprovalService, isSuspension } from "./approvals/service.js";
+import { type ApprovalResponder, type ApprovalService, isSuspension, TurnSuspended } from "./approvals/service.js";
 import { ChatTurnKeeper, type SuspendedTurnState } from "./approvals/turns.js";
 import type { TurnCoordinator, TurnStopReason } from "./turn-coordinator.js";
 import { JournalGate, resumeStepFromJournal, type TakeoverState, TurnEventLog } from "./turn-journal.js";
@@ -375,9 +375,15 @@ export class ChatService {
     let stopped: TurnStopReason | undefined;
     const stop = (reason: TurnStopReason) => {
       stopped ??= reason;
-      controller.abort();
+      // Handing over at shutdown suspends the turn: a pending ask stays pending (and its answer resumes the turn on
+      // any instance); a turn that waits for no ask is taken over from its lease.
+      controller.abort(reason === "handed_over" ? new TurnSuspended("server_stopping") : undefined);
     };
-    const onAbort = () => stop("cancelled");
+    // The caller's reason goes along: a suspension (the client left, the server stops) keeps pending asks pending.
+    const onAbort = () => {
+      stopped ??= "cancelled";
+      controller.abort(signal?.reason);
+    };
     if (signal?.aborted) onAbort();
     else signal?.addEventListener("abort", onAbort, { once: true });
     const untrack = turns.track(lease, stop);
@@ -666,6 +672,16 @@ export class ChatService {
           continue;
         }
         if (suspended()) {
+          // The lease ends here; the suspended turn's stored state keeps the chat busy until an answer resumes it
+          // (which takes a lease of its own), on this instance or another.
+          if (owned) {
+            owned.log.push(event);
+            await owned.log
+              .finish()
+              .catch((error) =>
+                this.#logger?.error({ err: String(error), chatId: chat.id }, "ending a suspended turn's lease failed"),
+              );
+          }
           yield event;
           continue;
         }
