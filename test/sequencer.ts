@@ -35,6 +35,7 @@ const HEAVY = [
   /test\/server\/bounded-input\.test\.ts$/,
   /test\/mcp\/client\.test\.ts$/,
   /test\/tools\/time-budget\.test\.ts$/,
+  /test\/adapters\/[^/]*\.test\.ts$/,
 ];
 
 export class HeavyFirstSequencer extends BaseSequencer {

@@ -148,9 +148,11 @@ export class ApprovalRepository {
   /** The newest approval asked for a tool call of a turn (or chat), or undefined. */
   async findForCall(
     toolCallId: string,
-    scope: { turnId?: string | null; chatId?: string | null },
+    scope: { turnId?: string | null; chatId?: string | null; userId?: string },
   ): Promise<ApprovalRecord | undefined> {
     let query = this.db.selectFrom("approvals").selectAll().where("tool_call_id", "=", toolCallId);
+    // Call ids come from model providers: two users' calls may share one.
+    if (scope.userId !== undefined) query = query.where("user_id", "=", scope.userId);
     if (scope.turnId) query = query.where("turn_id", "=", scope.turnId);
     else if (scope.chatId) query = query.where("chat_id", "=", scope.chatId);
     const row = await query.orderBy("created_at", "desc").executeTakeFirst();

@@ -5,6 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
+import { currentCallSurface } from "../core/call-surface.js";
 import { BrandedError, errorBrand } from "../core/errors.js";
 import type { ToolSettingsStore, ToolSettingsWrite, VersionedToolSettings } from "../core/stores.js";
 import type { AuditEntry, AuditEvent, AuditSink, FreshnessLedger } from "../core/types.js";
@@ -190,7 +191,10 @@ export interface StoredAuditEntry {
   approval: string | null;
   approvedBy: string | null;
   sandboxed: boolean | null;
-  /** Settings changes: `{ old, new }` with secrets redacted. */
+  /**
+   * Settings changes: `{ old, new }` with secrets redacted. Tool calls made through a framework adapter:
+   * `{ surface }` (`ai-sdk`, `openai-agents`); otherwise null.
+   */
   details: unknown;
 }
 
@@ -266,6 +270,8 @@ export class SqlAuditLog implements AuditSink {
       return;
     }
     const t = event.toolEntry;
+    // A call made through a framework adapter names the framework (core/call-surface.ts).
+    const surface = currentCallSurface();
     await this.db
       .insertInto("audit_log")
       .values({
@@ -286,6 +292,7 @@ export class SqlAuditLog implements AuditSink {
         approval: event.approval,
         approved_by: event.approvedBy,
         sandboxed: t?.sandboxed === undefined ? null : t.sandboxed ? 1 : 0,
+        ...(surface ? { details: JSON.stringify({ surface }) } : {}),
       })
       .execute();
   }

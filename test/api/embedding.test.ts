@@ -132,4 +132,17 @@ describe("embedding the built package", () => {
     expect(result.isError).toBeFalsy();
     expect(JSON.stringify(result.structuredContent ?? result.content)).toContain("+05:45");
   });
+
+  it("toolhost/ai-sdk and toolhost/openai-agents: the built adapters give the user's enabled tools in each framework's shape", async () => {
+    const work = tempDir("toolhost-embed-work-");
+    const set = await others["toolhost/ai-sdk"]!.toolhostTools(ctx, { userId: "alice", workingDirectory: work });
+    expect(typeof set.list_directory.execute).toBe("function");
+    expect(set.list_directory.inputSchema.jsonSchema).toMatchObject({ type: "object" });
+    const tools = await others["toolhost/openai-agents"]!.toolhostTools(ctx, {
+      userId: "alice",
+      workingDirectory: work,
+    });
+    const listing = tools.find((t: { name: string }) => t.name === "list_directory");
+    expect(listing).toMatchObject({ type: "function", strict: true });
+  });
 });

@@ -12,6 +12,8 @@ export const ENTRIES = {
   "toolhost/web": "src/tools/web/index.ts",
   "toolhost/server": "src/server/index.ts",
   "toolhost/mcp": "src/mcp/index.ts",
+  "toolhost/ai-sdk": "src/adapters/ai-sdk.ts",
+  "toolhost/openai-agents": "src/adapters/openai-agents.ts",
 } as const;
 
 /** A public entry's name ("toolhost", "toolhost/server", …). */
@@ -27,6 +29,8 @@ export const sourceModules: Record<Entry, () => Promise<Record<string, unknown>>
   "toolhost/web": () => import("../../src/tools/web/index.js"),
   "toolhost/server": () => import("../../src/server/index.js"),
   "toolhost/mcp": () => import("../../src/mcp/index.js"),
+  "toolhost/ai-sdk": () => import("../../src/adapters/ai-sdk.js"),
+  "toolhost/openai-agents": () => import("../../src/adapters/openai-agents.js"),
 };
 
 /** The most runtime names the root entry may export: a newcomer learns it in one sitting. */

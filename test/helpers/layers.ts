@@ -11,6 +11,7 @@ export const LAYERS = [
   "cli",
   "server",
   "mcp",
+  "adapters",
   "app",
   "agents",
   "loop",

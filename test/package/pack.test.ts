@@ -14,6 +14,11 @@
  * copied from this checkout (install scripts are skipped: compiling it again would take minutes and proves nothing
  * about our packaging). A separate `npm pack` plus `npm install <tarball>` cost about a second of CPU more for the
  * same check.
+ *
+ * The framework adapters are optional peers: the library is imported first in a project without `ai` and
+ * `@openai/agents` (it works; the adapter subpaths say what is missing), then those two are copied in from this
+ * checkout with everything they depend on (as a user's `npm install ai @openai/agents` would add them) and one scripted
+ * turn of each SDK runs Toolhost's tools through the installed package.
  */
 import { execFileSync } from "node:child_process";
 import {
@@ -145,5 +150,111 @@ describe("npm pack, installed into an empty project", () => {
       encoding: "utf8",
     });
     expect(JSON.parse(out)).toEqual({ ok: true, register: "function", server: "function", mcp: "function" });
+    // Without the optional peers, an adapter subpath fails naming the missing package.
+    const missing = execFileSync(
+      process.execPath,
+      [
+        "--input-type=module",
+        "-e",
+        `try { await import("toolhost/ai-sdk"); console.log("loaded"); } catch (e) { console.log(e.code, /package 'ai'/.test(e.message)); }`,
+      ],
+      { cwd: project, env, encoding: "utf8" },
+    );
+    expect(missing.trim()).toBe("ERR_MODULE_NOT_FOUND true");
   });
+
+  it("next to ai and @openai/agents, one scripted turn of each SDK runs Toolhost's tools through the package", () => {
+    // The two packages and everything they depend on, from this checkout (offline), where the project lacks them.
+    const lock = JSON.parse(readFileSync(join(repo, "package-lock.json"), "utf8")) as {
+      packages: Record<string, Partial<Record<"dependencies" | "optionalDependencies" | "peerDependencies", object>>>;
+    };
+    const resolveIn = (from: string, name: string): string | undefined => {
+      for (let base = from; ; ) {
+        const key = `${base ? `${base}/` : ""}node_modules/${name}`;
+        if (lock.packages[key]) return key;
+        if (!base) return undefined;
+        const cut = base.lastIndexOf("/node_modules/");
+        base = cut < 0 ? "" : base.slice(0, cut);
+      }
+    };
+    const closure = new Set<string>();
+    const pending = ["node_modules/ai", "node_modules/@openai/agents"];
+    for (let key = pending.pop(); key; key = pending.pop()) {
+      if (closure.has(key)) continue;
+      closure.add(key);
+      const entry = lock.packages[key]!;
+      for (const dep of Object.keys({
+        ...entry.dependencies,
+        ...entry.optionalDependencies,
+        ...entry.peerDependencies,
+      })) {
+        const found = resolveIn(key, dep);
+        if (found) pending.push(found);
+      }
+    }
+    for (const key of closure) {
+      if (key.split("node_modules/").length !== 2 || existsSync(join(project, key))) continue;
+      mkdirSync(dirname(join(project, key)), { recursive: true });
+      execFileSync("cp", ["-al", join(repo, key), join(project, key)]);
+    }
+    const work = join(project, "work");
+    mkdirSync(work, { recursive: true });
+    writeFileSync(join(work, "notes.txt"), "hello\n");
+    writeFileSync(join(project, "turns.mjs"), TURNS);
+    const env = { ...process.env, TOOLHOST_DATA_DIR: join(project, "data-adapters"), TOOLHOST_LOG_LEVEL: "error" };
+    const out = execFileSync(process.execPath, ["turns.mjs", work], { cwd: project, env, encoding: "utf8" });
+    expect(JSON.parse(out)).toEqual({
+      aiSdk: { text: "done", sawListing: true },
+      agents: { final: "done", sawListing: true },
+    });
+  }, 120_000);
 });
+
+/** One scripted turn of each SDK over the installed package (run as a script of the empty project). */
+const TURNS = `
+import { generateText, stepCountIs } from "ai";
+import { MockLanguageModelV3 } from "ai/test";
+import { Agent, run, setTracingDisabled, Usage } from "@openai/agents";
+import { createAppContext } from "toolhost";
+import { toolhostTools as aiSdkTools } from "toolhost/ai-sdk";
+import { toolhostTools as agentsTools } from "toolhost/openai-agents";
+
+const workingDirectory = process.argv[2];
+const ctx = await createAppContext({ adminUsers: [] });
+const usage = { inputTokens: { total: 1, noCache: 1 }, outputTokens: { total: 1, text: 1 } };
+const seen = [];
+const model = new MockLanguageModelV3({
+  doGenerate: async (options) => {
+    seen.push(JSON.stringify(options.prompt));
+    return seen.length === 1
+      ? { content: [{ type: "tool-call", toolCallId: "a1", toolName: "list_directory", input: '{"path":"."}' }], finishReason: { unified: "tool-calls" }, usage, warnings: [] }
+      : { content: [{ type: "text", text: "done" }], finishReason: { unified: "stop" }, usage, warnings: [] };
+  },
+});
+const turn = await generateText({
+  model,
+  tools: await aiSdkTools(ctx, { userId: "u", workingDirectory }),
+  prompt: "list",
+  stopWhen: stepCountIs(3),
+});
+
+setTracingDisabled(true);
+const inputs = [];
+const agentModel = {
+  async getResponse(request) {
+    inputs.push(JSON.stringify(request.input));
+    const output = inputs.length === 1
+      ? [{ type: "function_call", callId: "b1", name: "list_directory", arguments: '{"path":"."}', status: "completed" }]
+      : [{ type: "message", role: "assistant", status: "completed", content: [{ type: "output_text", text: "done" }] }];
+    return { usage: new Usage(), output, responseId: "r" + inputs.length };
+  },
+  async *getStreamedResponse() {},
+};
+const agent = new Agent({ name: "a", instructions: "list", model: agentModel, tools: await agentsTools(ctx, { userId: "u", workingDirectory }) });
+const result = await run(agent, "list");
+await ctx.close();
+console.log(JSON.stringify({
+  aiSdk: { text: turn.text, sawListing: seen.at(-1).includes("notes.txt") },
+  agents: { final: result.finalOutput, sawListing: inputs.at(-1).includes("notes.txt") },
+}));
+`;

@@ -1,0 +1,211 @@
+/**
+ * The Vercel AI SDK's tool shapes over an AdapterSession, built with the `jsonSchema` of whichever `ai` the caller
+ * loaded (6 or 7: their schema objects are the same shape). The public entry is ./ai-sdk.ts.
+ */
+import type { JSONSchema7, Schema, Tool, ToolSet } from "ai";
+import type { SerializedToolError } from "../core/errors.js";
+import type { ToolProgressEvent } from "../core/types.js";
+import {
+  type AdapterContext,
+  AdapterSession,
+  type CallDecision,
+  type FrameworkAnswer,
+  type ToolhostToolsOptions,
+} from "./session.js";
+
+/** The surface name of the AI SDK adapter in the audit and in recorded approval answers. */
+export const AI_SDK_SURFACE = "ai-sdk";
+
+/** `jsonSchema` of the `ai` package in use. */
+export type JsonSchemaFactory = (
+  schema: JSONSchema7,
+  options: {
+    validate: (value: unknown) => Promise<{ success: true; value: unknown } | { success: false; error: Error }>;
+  },
+) => Schema<unknown>;
+
+/**
+ * A Toolhost tool call that failed or was refused, as the AI SDK's `execute` throws it: the model receives its
+ * message, the classified error as JSON `{"error":{"code","message","details?"}}` (as from Toolhost's own loop).
+ */
+export class ToolhostCallError extends Error {
+  override readonly name = "ToolhostCallError";
+  /** The stable code (`validation_failed`, `access_denied`, `denied_by_policy`, `aborted` …). */
+  readonly code: string;
+  /** The classified error's details (e.g. `approvalId`, `rule`). */
+  readonly details: Record<string, unknown> | undefined;
+  constructor(error: SerializedToolError) {
+    super(JSON.stringify({ error }));
+    this.code = error.code;
+    this.details = error.details as Record<string, unknown> | undefined;
+  }
+}
+
+/** A preliminary tool result of a running call (streamText emits it as a tool result with `preliminary: true`). */
+export interface ToolhostProgress {
+  type: "toolhost-progress";
+  /** The tool's progress event: kind (`output`, `image_generated` …), message, data. */
+  progress: ToolProgressEvent;
+}
+
+const sessions = new WeakMap<object, AdapterSession>();
+
+/** The session behind a ToolSet built here (for the call-level `toolApproval` of AI SDK 7). */
+export function sessionOf(tools: object): AdapterSession | undefined {
+  return sessions.get(tools);
+}
+
+/**
+ * The answers to Toolhost's asks in AI SDK messages: each `tool-approval-response` part (role `tool`) joined by
+ * its approval id to the `tool-approval-request` part (role `assistant`) naming the tool call. Anything else is
+ * ignored.
+ */
+export function approvalAnswersIn(messages: unknown): FrameworkAnswer[] {
+  if (!Array.isArray(messages)) return [];
+  const callOf = new Map<string, string>();
+  const responses: { approvalId: string; approved: boolean; reason?: string }[] = [];
+  for (const message of messages) {
+    const content = (message as { content?: unknown } | null)?.content;
+    if (!Array.isArray(content)) continue;
+    for (const part of content) {
+      const p = part as Record<string, unknown> | null;
+      if (p?.type === "tool-approval-request" && typeof p.approvalId === "string") {
+        const callId =
+          typeof p.toolCallId === "string" ? p.toolCallId : (p.toolCall as { toolCallId?: unknown })?.toolCallId;
+        if (typeof callId === "string") callOf.set(p.approvalId, callId);
+      } else if (p?.type === "tool-approval-response" && typeof p.approvalId === "string") {
+        responses.push({
+          approvalId: p.approvalId,
+          approved: p.approved === true,
+          ...(typeof p.reason === "string" && p.reason ? { reason: p.reason } : {}),
+        });
+      }
+    }
+  }
+  const answers: FrameworkAnswer[] = [];
+  for (const r of responses) {
+    const toolCallId = callOf.get(r.approvalId);
+    if (toolCallId) answers.push({ toolCallId, approved: r.approved, ...(r.reason ? { reason: r.reason } : {}) });
+  }
+  return answers;
+}
+
+/** A small queue the tool's progress events pass through to the generator that yields them. */
+class ProgressQueue {
+  readonly #items: ToolProgressEvent[] = [];
+  #wake: (() => void) | undefined;
+  #closed = false;
+  push(event: ToolProgressEvent): void {
+    this.#items.push(event);
+    this.#wake?.();
+  }
+  close(): void {
+    this.#closed = true;
+    this.#wake?.();
+  }
+  async *drain(): AsyncGenerator<ToolProgressEvent> {
+    for (;;) {
+      const next = this.#items.shift();
+      if (next) {
+        yield next;
+        continue;
+      }
+      if (this.#closed) return;
+      await new Promise<void>((resolve) => {
+        this.#wake = resolve;
+      });
+      this.#wake = undefined;
+    }
+  }
+}
+
+/**
+ * Classifies a call for the SDK's approval check (tool-level `needsApproval` or AI SDK 7's `toolApproval`), first
+ * recording the answers in `messages`. The SDK checks an answered call again before running it: an ask made only
+ * then (the call's arguments differ from the ones asked about) was never shown to whoever answered, so the call is
+ * marked to be refused when it executes.
+ */
+export async function classifyForAiSdk(
+  session: AdapterSession,
+  name: string,
+  input: unknown,
+  options: { toolCallId: string; messages?: unknown },
+): Promise<CallDecision> {
+  const answers = approvalAnswersIn(options.messages);
+  await session.recordAnswers(answers);
+  const decided = await session.classify(name, input, options.toolCallId);
+  if (decided.decision === "ask" && decided.fresh && answers.some((a) => a.toolCallId === options.toolCallId)) {
+    session.refuseApproval(options.toolCallId);
+  }
+  return decided;
+}
+
+/** Builds the ToolSet of a session's enabled tools (see ./ai-sdk.ts for the behaviour). */
+export async function buildAiSdkTools(session: AdapterSession, jsonSchema: JsonSchemaFactory): Promise<ToolSet> {
+  const tools: ToolSet = {};
+  for (const { definition } of await session.list()) {
+    const name = definition.name;
+    const inputSchema = jsonSchema(
+      { ...(definition.parameters as JSONSchema7), type: "object" },
+      {
+        // Toolhost's own argument checks, so malformed input fails as validation_failed with Toolhost's message.
+        validate: async (value) => {
+          const inspected = await session.runtime.inspectCall(name, value, {
+            userId: session.userId,
+            chatId: session.chatId,
+            workingDirectory: session.workingDirectory,
+          });
+          if (!inspected.ok && inspected.error.code === "validation_failed") {
+            return { success: false, error: new ToolhostCallError(inspected.error.toJSON()) };
+          }
+          // Returned unchanged: the SDK compares an approved call's input with what validation returns.
+          return { success: true, value };
+        },
+      },
+    );
+    const tool = {
+      type: "function",
+      description: definition.description,
+      inputSchema,
+      needsApproval: async (input: unknown, options: { toolCallId: string; messages?: unknown }) =>
+        (await classifyForAiSdk(session, name, input, options)).decision === "ask",
+      execute: async function* (
+        input: unknown,
+        options: { toolCallId: string; abortSignal?: AbortSignal; messages?: unknown },
+      ): AsyncGenerator<unknown> {
+        await session.recordAnswers(approvalAnswersIn(options.messages));
+        const queue = new ProgressQueue();
+        const outcome = session
+          .run(name, input, {
+            toolCallId: options.toolCallId,
+            ...(options.abortSignal ? { signal: options.abortSignal } : {}),
+            onProgress: (event) => queue.push(event),
+          })
+          .finally(() => queue.close());
+        for await (const progress of queue.drain()) {
+          yield { type: "toolhost-progress", progress } satisfies ToolhostProgress;
+        }
+        const settled = await outcome;
+        if (!settled.ok) throw new ToolhostCallError(settled.error);
+        yield settled.result ?? null;
+      },
+    };
+    tools[name] = tool as unknown as Tool;
+  }
+  sessions.set(tools, session);
+  return tools;
+}
+
+/**
+ * Opens a session and builds its ToolSet with the given `jsonSchema` (the `ai` package in use); answers in
+ * `messages` are recorded first. ./ai-sdk.ts's toolhostTools is this with `ai`'s own jsonSchema.
+ */
+export async function openAiSdkTools(
+  ctx: AdapterContext,
+  options: ToolhostToolsOptions & { messages?: readonly unknown[] },
+  jsonSchema: JsonSchemaFactory,
+): Promise<ToolSet> {
+  const session = AdapterSession.open(ctx, options, AI_SDK_SURFACE);
+  if (options.messages) await session.recordAnswers(approvalAnswersIn(options.messages));
+  return buildAiSdkTools(session, jsonSchema);
+}

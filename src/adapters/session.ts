@@ -1,0 +1,328 @@
+/**
+ * The part both framework adapters share: one user's Toolhost tools for one request, every call through the
+ * approval gate. The adapters map it onto their framework's shapes (ai-sdk.ts, openai-agents.ts).
+ *
+ * The seam to the approval gate (src/app/approvals/) is this file alone, and it uses four entry points:
+ * - `new ApprovalGate({ …, onAsk: "return" }).check(call, step)` to classify a new call: allow (nothing stored),
+ *   deny (the gate audits the refusal) or ask (the gate stores a pending approval bound to the call's id, its exact
+ *   arguments, the user, the working directory and the chat, audits it as pending, and returns its id);
+ * - `approvals.repository.findForCall(toolCallId, { chatId, userId })` to find that approval again (in another request or
+ *   process), which keeps the decision for the same call stable;
+ * - `approvals.decide(userId, approvalId, answer)` to record the framework's approval response in Toolhost, with
+ *   who answered through which surface (`ai-sdk:<user>`, `openai-agents:<user>`);
+ * - `runGatedCall(name, args, { approvalId? })` to run a call: with the approval's id it is checked against its
+ *   binding and the current policy and used once; without one it goes through the gate as a new call.
+ * A framework's approval decides only asks Toolhost made: a call the policy denies never runs, whatever the
+ * framework was told, and a call the policy allows runs without a framework round trip.
+ */
+import { ApprovalGate } from "../app/approvals/gate.js";
+import { runGatedCall } from "../app/approvals/one-off.js";
+import { type ApprovalService, argumentsHash } from "../app/approvals/service.js";
+import type { CoreContext } from "../app/core-context.js";
+import { withCallSurface } from "../core/call-surface.js";
+import { DeniedByPolicyError } from "../core/errors.js";
+import type { ToolCallOutcome, ToolRuntime } from "../core/runtime.js";
+import type { RegisteredTool, ToolDefinition, ToolProgressEvent } from "../core/types.js";
+import type { ApprovalRecord } from "../storage/approvals.js";
+
+/** Who the tools act for and where: the options both adapters' `toolhostTools` take. */
+export interface ToolhostToolsOptions {
+  /** The user whose settings, approvals, spill area and audit the calls use (e.g. from the request's session). */
+  userId: string;
+  /**
+   * The directory relative paths resolve against and file tools are confined to, or null for none. Checked like
+   * the CLI's `--cwd` (the host application is the operator): it must exist, and lie inside TOOLHOST_CHAT_ROOTS when
+   * those are configured. The bound directory is part of every approval's binding.
+   */
+  workingDirectory: string | null;
+  /**
+   * The chat the calls belong to: its freshness ledger (write_file needs a fresh read in the same chat) and the
+   * approvals' binding. Null or absent: one-off scope.
+   */
+  chatId?: string | null;
+}
+
+/** What an adapter needs of the application context (what `createAppContext()` returns has all of it). */
+export type AdapterContext = Pick<CoreContext, "runtime" | "approvals" | "binder" | "logger">;
+
+/** How the policy classified one call. */
+export type CallDecision =
+  | { decision: "allow" }
+  | {
+      decision: "ask";
+      approvalId: string;
+      reason: string;
+      /** The ask was made by this classification (not found from an earlier one). */
+      fresh?: true;
+    }
+  | { decision: "deny"; outcome: ToolCallOutcome & { ok: false } };
+
+/** One framework's answer to an ask. */
+export interface FrameworkAnswer {
+  toolCallId: string;
+  approved: boolean;
+  /** The words the approver gave (a denial's reason reaches the model through the framework). */
+  reason?: string;
+}
+
+/** One enabled tool as the adapters list it. */
+export interface ListedTool {
+  tool: RegisteredTool;
+  definition: ToolDefinition;
+}
+
+/**
+ * One user's Toolhost tools for one request of a framework adapter. `surface` names the framework in the audit
+ * (`details.surface`) and in recorded approval answers (`<surface>:<userId>`).
+ */
+export class AdapterSession {
+  readonly runtime: ToolRuntime;
+  readonly approvals: ApprovalService;
+  readonly userId: string;
+  readonly chatId: string | null;
+  readonly workingDirectory: string | null;
+  readonly surface: string;
+  readonly #decisions = new Map<string, Promise<CallDecision>>();
+  /** Calls whose framework approval is known not to be for the ask Toolhost has (see {@link refuseApproval}). */
+  readonly #unapprovable = new Set<string>();
+  /** Answers already recorded by this session (a conversation's messages carry them on every request). */
+  readonly #answered = new Set<string>();
+  readonly #enabled = new WeakMap<object, { step: number; names: Promise<Set<string>> }>();
+
+  private constructor(
+    ctx: AdapterContext,
+    options: ToolhostToolsOptions,
+    workingDirectory: string | null,
+    surface: string,
+  ) {
+    this.runtime = ctx.runtime;
+    this.approvals = ctx.approvals;
+    this.userId = options.userId;
+    this.chatId = options.chatId ?? null;
+    this.workingDirectory = workingDirectory;
+    this.surface = surface;
+  }
+
+  /**
+   * Opens a session. Throws AccessDeniedError / ToolArgumentError when the working directory cannot be bound (see
+   * {@link ToolhostToolsOptions.workingDirectory}), TypeError for an empty user id.
+   */
+  static open(ctx: AdapterContext, options: ToolhostToolsOptions, surface: string): AdapterSession {
+    if (typeof options?.userId !== "string" || options.userId === "") {
+      throw new TypeError("toolhostTools needs the user the tools act for: { userId, workingDirectory }.");
+    }
+    const workingDirectory = ctx.binder.bind(options.workingDirectory, {
+      userId: options.userId,
+      admin: true,
+      base: process.cwd(),
+    });
+    return new AdapterSession(ctx, options, workingDirectory, surface);
+  }
+
+  /** Who answered an ask through this surface, as recorded in Toolhost (`ai-sdk:alice`). */
+  get answeredBy(): string {
+    return `${this.surface}:${this.userId}`;
+  }
+
+  /** The user's enabled tools that can work on this host, with their definitions (the user's settings applied). */
+  async list(): Promise<ListedTool[]> {
+    const { tools, definitions } = await this.runtime.getEnabledToolRuntime(this.userId);
+    return definitions.map((definition, i) => ({ tool: tools[i] as RegisteredTool, definition }));
+  }
+
+  /**
+   * Whether `name` is enabled for the user now. With `turn`, the settings are read once per turn of a run (`scope`
+   * is the run's context object, `step` counts its model requests) rather than once per tool.
+   */
+  async isEnabled(name: string, turn?: { scope: object; step: number }): Promise<boolean> {
+    const read = () => this.list().then((listed) => new Set(listed.map((l) => l.definition.name)));
+    if (!turn) return (await read()).has(name);
+    let cached = this.#enabled.get(turn.scope);
+    if (!cached || cached.step !== turn.step) {
+      cached = { step: turn.step, names: read() };
+      this.#enabled.set(turn.scope, cached);
+    }
+    return (await cached.names).has(name);
+  }
+
+  #gate(): ApprovalGate {
+    return new ApprovalGate({
+      service: this.approvals,
+      runtime: this.runtime,
+      userId: this.userId,
+      chatId: this.chatId,
+      workingDirectory: this.workingDirectory,
+      onAsk: "return",
+    });
+  }
+
+  /**
+   * This user's approval of the call `toolCallId` (in this chat; of tool `name` with exactly `args` when given), if
+   * Toolhost asked about it. Matching the arguments too keeps a provider that reuses call ids (`call_0` in every
+   * response) from meeting an old approval for a new call.
+   */
+  async approvalFor(toolCallId: string, name?: string, args?: unknown): Promise<ApprovalRecord | undefined> {
+    const record = await this.approvals.repository.findForCall(toolCallId, {
+      chatId: this.chatId,
+      userId: this.userId,
+    });
+    if (!record || record.userId !== this.userId || record.chatId !== this.chatId) return undefined;
+    if (name !== undefined && record.tool !== name) return undefined;
+    if (args !== undefined && record.argsHash !== argumentsHash(args)) return undefined;
+    return record;
+  }
+
+  /**
+   * Classifies a call: `allow`, `ask` (a pending approval now exists in Toolhost) or `deny` (audited, with the
+   * outcome the model gets). The same call id always gets the same answer: an ask made earlier (in this process or
+   * another) is found again and stays an ask whatever its status, so a framework that re-evaluates its approval
+   * predicate when the answer comes back sees the same decision.
+   */
+  classify(name: string, args: unknown, toolCallId: string): Promise<CallDecision> {
+    const known = this.#decisions.get(toolCallId);
+    if (known) return known;
+    const decided = withCallSurface(this.surface, () => this.#classify(name, args, toolCallId));
+    this.#decisions.set(toolCallId, decided);
+    decided.catch(() => this.#decisions.delete(toolCallId));
+    return decided;
+  }
+
+  async #classify(name: string, args: unknown, toolCallId: string): Promise<CallDecision> {
+    const existing = await this.approvalFor(toolCallId, name, args);
+    if (existing) return { decision: "ask", approvalId: existing.id, reason: existing.reason };
+    const verdict = await this.#gate().check(
+      { id: toolCallId, name, arguments: args as string },
+      { emit: () => {}, snapshot: emptySnapshot },
+    );
+    if (verdict.run) return { decision: "allow" };
+    const details = verdict.outcome.error.details as { approvalId?: unknown } | undefined;
+    if (verdict.outcome.error.code === "denied_by_policy" && typeof details?.approvalId === "string") {
+      const record = await this.approvals.repository.get(details.approvalId);
+      return { decision: "ask", approvalId: details.approvalId, reason: record?.reason ?? "", fresh: true };
+    }
+    return { decision: "deny", outcome: verdict.outcome as ToolCallOutcome & { ok: false } };
+  }
+
+  /**
+   * Marks the call `toolCallId` as one whose framework approval does not cover Toolhost's ask: the framework says
+   * it was approved, but Toolhost's ask for exactly these arguments was made only now (the arguments were changed
+   * after the approval request went out). Executing it is then refused.
+   */
+  refuseApproval(toolCallId: string): void {
+    this.#unapprovable.add(toolCallId);
+  }
+
+  /**
+   * Records framework answers to Toolhost's asks (an approval response, a rejection): each pending ask of this user
+   * for one of the calls is decided `allow_once` or `deny` by `<surface>:<userId>`. Answers to calls Toolhost never
+   * asked about, or already decided, change nothing. Never throws (a failure is logged).
+   */
+  async recordAnswers(answers: readonly FrameworkAnswer[]): Promise<void> {
+    for (const answer of answers) {
+      if (this.#answered.has(answer.toolCallId)) continue;
+      try {
+        const record = await this.approvalFor(answer.toolCallId);
+        if (!record) continue;
+        this.#answered.add(answer.toolCallId);
+        if (record.status !== "pending") continue;
+        await this.approvals.decide(this.userId, record.id, {
+          decision: answer.approved ? "allow_once" : "deny",
+          ...(answer.reason ? { message: answer.reason } : {}),
+          decidedBy: this.answeredBy,
+        });
+      } catch (error) {
+        // Decided or expired meanwhile: the gate reads the final status when the call runs.
+        this.runtime.logger.debug?.(
+          { err: String(error), toolCallId: answer.toolCallId },
+          "recording a framework's approval answer failed",
+        );
+      }
+    }
+  }
+
+  /**
+   * Runs a call the framework decided to execute, through the approval gate. The framework executes a call only when
+   * its approval predicate said no approval was needed or its user approved the call, so: a call the policy denies
+   * returns its refusal (whatever the framework was told); a call Toolhost asks about runs only with its approval —
+   * recorded first as this surface's allow_once while still pending — checked against its binding and the current
+   * policy and used once (a second execution of the same call is refused); any other call goes through the gate as a
+   * new one. Never throws for a tool failure or refusal: it is the outcome.
+   */
+  run(
+    name: string,
+    args: unknown,
+    call: { toolCallId: string; signal?: AbortSignal; onProgress?: (event: ToolProgressEvent) => void },
+  ): Promise<ToolCallOutcome> {
+    return withCallSurface(this.surface, async () => {
+      // Classified before execution (the framework's approval predicate ran in this session)?
+      const classifiedBefore = this.#decisions.has(call.toolCallId);
+      const decided = await this.classify(name, args, call.toolCallId);
+      if (decided.decision === "deny") return decided.outcome;
+      const common = {
+        runtime: this.runtime,
+        approvals: this.approvals,
+        userId: this.userId,
+        chatId: this.chatId,
+        workingDirectory: this.workingDirectory,
+        ...(call.signal ? { signal: call.signal } : {}),
+        ...(call.onProgress ? { onProgress: call.onProgress } : {}),
+      };
+      if (decided.decision === "ask") {
+        // An ask nobody was shown: made only now, at execution, or for arguments other than the approved ones.
+        if ((decided.fresh && !classifiedBefore) || this.#unapprovable.has(call.toolCallId)) {
+          const outcome: ToolCallOutcome = {
+            ok: false,
+            error: new DeniedByPolicyError(
+              "This call needs approval, and the approval given for it was not for these arguments (or was given without asking Toolhost). It was not run; call the tool again to ask.",
+              { approvalId: decided.approvalId },
+            ).toJSON(),
+            durationMs: 0,
+          };
+          await this.runtime.auditCall(
+            name,
+            args,
+            {
+              userId: this.userId,
+              chatId: this.chatId,
+              workingDirectory: this.workingDirectory,
+              approval: { decision: "deny", decidedBy: "policy" },
+            },
+            outcome,
+          );
+          return outcome;
+        }
+        const record = await this.approvals.repository.get(decided.approvalId);
+        if (record?.status === "pending") {
+          await this.recordAnswers([{ toolCallId: call.toolCallId, approved: true }]);
+        }
+        return runGatedCall(name, args, { ...common, approvalId: decided.approvalId });
+      }
+      const outcome = await runGatedCall(name, args, { ...common, onAsk: "return" });
+      return outcome.ok ? outcome : withoutPendingHint(outcome);
+    });
+  }
+}
+
+const emptySnapshot = () => ({
+  iterations: 0,
+  added: [],
+  assistant: { role: "assistant" as const, content: "" },
+  results: [],
+});
+
+/**
+ * A call that reached execution without the framework asking (the policy changed between the two): the gate's
+ * message tells an HTTP client how to answer the pending approval; through a framework the model is told to call
+ * again, so that the framework asks.
+ */
+function withoutPendingHint(outcome: ToolCallOutcome & { ok: false }): ToolCallOutcome {
+  const details = outcome.error.details as { approvalId?: unknown } | undefined;
+  if (outcome.error.code !== "denied_by_policy" || typeof details?.approvalId !== "string") return outcome;
+  return {
+    ...outcome,
+    error: new DeniedByPolicyError(
+      "This call needs approval, which was not asked for when it was made (the user's approval settings changed). It was not run; call the tool again to ask.",
+      { approvalId: details.approvalId },
+    ).toJSON(),
+  };
+}

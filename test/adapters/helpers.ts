@@ -1,0 +1,74 @@
+/**
+ * Shared pieces of the framework adapter tests: one application context over a throwaway data directory, a working
+ * directory with a file in it, and waits on events (a file, a process gone, an audit line).
+ */
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { type AppContext, createAppContext } from "../../src/app/context.js";
+import { recordingLogger } from "../helpers/runtime.js";
+import { tempDir } from "../helpers/temp.js";
+
+/** Major version of the running Node (AI SDK 7 and the current Agents SDK need 22 or later). */
+export const NODE_MAJOR = Number(process.versions.node.split(".")[0]);
+
+/** An application context of its own for one test file (close it in afterAll). */
+export async function adapterContext(): Promise<AppContext> {
+  return createAppContext({ dataDir: tempDir("toolhost-adapters-"), logger: recordingLogger(), adminUsers: [] });
+}
+
+/** A working directory holding `notes.txt`. */
+export function workDirectory(): string {
+  const work = tempDir("toolhost-adapters-work-");
+  writeFileSync(join(work, "notes.txt"), "hello from the working directory\n");
+  return work;
+}
+
+/** Lets a user run bash unconfined (so a pid it reports is the host's) and without asking. */
+export async function allowBash(ctx: AppContext, userId: string): Promise<void> {
+  await ctx.settings.update(
+    userId,
+    "bash",
+    { enabled: true, parameters: { sandbox: "off", approval: "allow" } },
+    { admin: true, actor: "test-admin", lock: false },
+  );
+}
+
+/** Makes write_file ask before every call for a user. */
+export async function askBeforeWrites(ctx: AppContext, userId: string): Promise<void> {
+  await ctx.settings.update(userId, "write_file", { parameters: { approval: "ask" } });
+}
+
+/** Waits until `check` holds (polling every 20 ms), failing after `ms`. */
+export async function eventually(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
+  const end = Date.now() + ms;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** Whether a process exists. */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The shell command of the abort tests: writes its host pid, then sleeps in place (no redirection to a file). */
+export const SLEEP_COMMAND = "echo $$ | tee pid >/dev/null; exec sleep 30";
+
+/** The pid the sleeping shell wrote into `work`. */
+export async function sleeperPid(work: string): Promise<number> {
+  const file = join(work, "pid");
+  await eventually(() => existsSync(file) && readFileSync(file, "utf8").trim() !== "", 20_000, "the shell to start");
+  return Number(readFileSync(file, "utf8").trim());
+}
+
+/** The tool-call audit lines of a user, oldest first. */
+export async function auditOf(ctx: AppContext, userId: string) {
+  return (await ctx.audit.list({ userId, kind: "tool_call", limit: 200 })).reverse();
+}
