@@ -503,6 +503,10 @@ if (process.env.BENCH_WRITE !== "0" && ONLY.size === ALL_GROUPS.split(",").lengt
     ),
     "",
   ];
+  // Sections measured by other scripts (bench/multi-instance.ts writes "## Several instances") are kept.
+  const previous = existsSync(join(ROOT, "BENCHMARKS.md")) ? readFileSync(join(ROOT, "BENCHMARKS.md"), "utf8") : "";
+  const kept = previous.indexOf("\n## Several instances");
+  if (kept >= 0) md.push(previous.slice(kept + 1));
   writeFileSync(join(ROOT, "BENCHMARKS.md"), md.join("\n"));
   console.log("wrote BENCHMARKS.md");
 }

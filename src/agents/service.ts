@@ -39,6 +39,15 @@ import type { AgentRepository } from "../storage/agent-repository.js";
 import { agentSpawnsTotal, agentsActive } from "./metrics.js";
 import type { AgentTemplate, AgentTemplateCatalog } from "./templates.js";
 
+/**
+ * The cross-instance signals the agent service takes part in (the application's signal bus): an agent cancelled
+ * on another instance is stopped here, and one cancelled here but running elsewhere is announced.
+ */
+export interface AgentSignals {
+  subscribe(handler: (signal: { kind: string; target: string; local?: boolean }) => void): () => void;
+  publish(kind: "agent_cancel", target: string): Promise<void>;
+}
+
 /** How an agent appears on events: its id, depth, path of ids from the root, and template. */
 export interface AgentTag {
   id: string;
@@ -99,6 +108,11 @@ export interface AgentServiceOptions {
   graceTurnMs?: number;
   /** How long a cancel waits for runs to stop before marking them in the database anyway (ms; default 2 s). */
   settleMs?: number;
+  /**
+   * The instances' signal bus: a cancel of an agent running on another instance reaches it within a second (without
+   * it, at that instance's next heartbeat).
+   */
+  signals?: AgentSignals;
 }
 
 /** What a chat turn gives to open its tree. */
@@ -233,6 +247,7 @@ export class AgentService {
   readonly #finishListeners = new Set<() => void>();
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
+  readonly #signals: AgentSignals | undefined;
 
   constructor(options: AgentServiceOptions) {
     this.#repo = options.repository;
@@ -244,6 +259,12 @@ export class AgentService {
     this.#staleAfterMs = options.staleAfterMs ?? 60_000;
     this.#graceTurnMs = options.graceTurnMs ?? AGENT_GRACE_TURN_MS;
     this.#settleMs = options.settleMs ?? 2_000;
+    this.#signals = options.signals;
+    this.#signals?.subscribe((signal) => {
+      if (signal.kind !== "agent_cancel") return;
+      const run = this.#runs.get(signal.target);
+      if (run && run.record.kind === "child") this.#stop(run, "cancelled");
+    });
   }
 
   /** The template catalog (for listing). */
@@ -1019,11 +1040,13 @@ export class AgentService {
     const running = subtree.filter((a) => a.status === "running");
     const local = running.map((a) => this.#runs.get(a.id)).filter((r): r is AgentRun => r !== undefined);
     for (const run of local) this.#stop(run, "cancelled");
+    // Runs of other instances stop there within a second (signal), or at their next heartbeat.
+    for (const a of running) if (!this.#runs.has(a.id)) await this.#signals?.publish("agent_cancel", a.id);
     await this.#settle(local);
     const cancelled: string[] = [];
     for (const a of running) {
       // Runs that stopped here already wrote their final row; others (another instance's, or not yet stopped)
-      // are marked now, which frees their slots; their instance stops them at its next heartbeat.
+      // are marked now, which frees their slots; their instance stops them on the signal.
       await this.#repo.finish(a.id, "cancelled", { note: "Cancelled; the response is what it produced by then." });
       cancelled.push(a.id);
     }

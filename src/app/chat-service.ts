@@ -16,9 +16,12 @@ import { createProviderAdapter, PROVIDER_NAMES, PROVIDER_TABLE, providerCredenti
 import type { ConversationMessage, ProviderAdapter, ProviderName } from "../providers/types.js";
 import type { ApprovalTurnRecord } from "../storage/approvals.js";
 import type { Chat, ChatRepository } from "../storage/repositories.js";
+import { type Lease, LeaseBusyError, StaleLeaseError } from "../storage/turn-leases.js";
 import { ApprovalGate } from "./approvals/gate.js";
-import { type ApprovalResponder, type ApprovalService, isSuspension } from "./approvals/service.js";
+import { type ApprovalResponder, type ApprovalService, isSuspension, TurnSuspended } from "./approvals/service.js";
 import { ChatTurnKeeper, type SuspendedTurnState } from "./approvals/turns.js";
+import type { TurnCoordinator, TurnStopReason } from "./turn-coordinator.js";
+import { JournalGate, resumeStepFromJournal, type TakeoverState, TurnEventLog } from "./turn-journal.js";
 import { type BindingCaller, WorkingDirectoryBinder } from "./working-directory.js";
 
 /** The providers a chat can use (every provider of the table). */
@@ -40,7 +43,7 @@ export class ChatConfigError extends BrandedError {
   readonly code = "provider_not_configured";
 }
 
-/** Another turn of the same chat is still running in this process. */
+/** Another turn of the same chat is running (on any instance sharing the database), or waits for approvals. */
 export class ChatBusyError extends BrandedError {
   static override readonly brand: symbol = errorBrand("ChatBusyError");
   override readonly name = "ChatBusyError";
@@ -75,6 +78,11 @@ export interface ChatServiceOptions {
   approvals?: ApprovalService;
   /** Runs sub-agent trees (agent_spawn and friends); without it the agent tools refuse inside chat turns. */
   agents?: AgentService;
+  /**
+   * Turn ownership across instances (leases, cancel, stored events, journal, takeover): the application context's.
+   * Absent (library use): busy is decided per process and events are not stored.
+   */
+  turns?: TurnCoordinator;
 }
 
 /** Per-turn options of prepareTurn. */
@@ -126,6 +134,8 @@ export interface PreparedTurn {
   run(signal?: AbortSignal): AsyncGenerator<ChatTurnEvent, void, undefined>;
   /** Releases the chat without running (when the caller gives up before iterating). */
   cancel(): void;
+  /** The stored id (per-chat seq, the SSE `id:`) of the event `run` yielded last; 0 when events are not stored. */
+  readonly lastEventId: number;
 }
 
 /** The system prompt of a chat turn: announces the bound working directory, or that none is bound. */
@@ -155,6 +165,7 @@ export class ChatService {
   readonly #approvals: ApprovalService | undefined;
   readonly #agents: AgentService | undefined;
   readonly #running = new Set<string>();
+  readonly #turns: TurnCoordinator | undefined;
 
   constructor(options: ChatServiceOptions) {
     this.#chats = options.chats;
@@ -169,6 +180,8 @@ export class ChatService {
     this.#adapterFactory = options.adapterFactory ?? defaultAdapterFactory;
     this.#approvals = options.approvals;
     this.#agents = options.agents;
+    this.#turns = options.turns;
+    this.#turns?.setTakeover((lease) => this.takeOver(lease));
   }
 
   /** The working-directory binder this service checks chats with. */
@@ -216,12 +229,15 @@ export class ChatService {
   async deleteChat(userId: string, chatId: string): Promise<boolean> {
     // Ownership before state: another user's running chat answers like a missing one (false, a 404), never
     // chat_busy, which would tell them the id exists.
-    if (this.#running.has(chatId) && (await this.#chats.get(userId, chatId))) {
+    const running = this.#running.has(chatId) || Boolean(await this.#turns?.repository.current(chatId));
+    if (running && (await this.#chats.get(userId, chatId))) {
       throw new ChatBusyError(
         `Chat ${chatId} is running a turn; cancel it (or wait for it to finish) before deleting.`,
       );
     }
-    return this.#chats.delete(userId, chatId);
+    const deleted = await this.#chats.delete(userId, chatId);
+    if (deleted) await this.#turns?.repository.forget(chatId);
+    return deleted;
   }
 
   /** The user's chat with its messages, or undefined (also for another user's chat). */
@@ -272,14 +288,29 @@ export class ChatService {
     } catch (error) {
       throw new ChatConfigError((error as Error).message ?? String(error));
     }
-    if (this.#running.has(chat.id)) {
-      throw new ChatBusyError(`Chat ${chat.id} is already running a turn; wait for it to finish or cancel it.`);
-    }
-    const suspended = await this.#approvals?.repository.activeTurn(chat.id);
-    if (suspended) {
-      throw new ChatBusyError(
-        `Chat ${chat.id} has a turn waiting for approvals (GET /api/chats/${chat.id}/approvals); answer them, or wait until they expire, before sending another message.`,
-      );
+    const userMessage: ConversationMessage = { role: "user", content };
+    const turns = this.#turns;
+    let lease: Lease | undefined;
+    if (turns) {
+      // Decided in one transaction on the database: two posts at the same moment, on one instance or two, cannot
+      // both take the chat.
+      try {
+        const state: TakeoverState = { version: 1, userMessage };
+        lease = await turns.acquire(chat.id, userId, state);
+      } catch (error) {
+        if (error instanceof LeaseBusyError) throw new ChatBusyError(error.message);
+        throw error;
+      }
+    } else {
+      if (this.#running.has(chat.id)) {
+        throw new ChatBusyError(`Chat ${chat.id} is already running a turn; wait for it to finish or cancel it.`);
+      }
+      const suspended = await this.#approvals?.repository.activeTurn(chat.id);
+      if (suspended) {
+        throw new ChatBusyError(
+          `Chat ${chat.id} has a turn waiting for approvals (GET /api/chats/${chat.id}/approvals); answer them, or wait until they expire, before sending another message.`,
+        );
+      }
     }
     this.#running.add(chat.id);
     let released = false;
@@ -288,26 +319,110 @@ export class ChatService {
       released = true;
     };
     const service = this;
+    const ids = { last: 0 };
     return {
       chat,
-      cancel: release,
+      get lastEventId() {
+        return ids.last;
+      },
+      cancel: () => {
+        if (!released && lease && turns) void turns.repository.release(chat.id, lease.epoch).catch(() => {});
+        release();
+      },
       async *run(signal?: AbortSignal) {
         try {
-          yield* service.#runTurn(
-            chat,
-            provider,
-            adapter,
-            model,
-            userId,
-            { role: "user", content },
-            signal,
-            options.responder,
-          );
+          yield* service.#runOwned(chat, provider, adapter, model, userId, userMessage, lease, ids, signal, {
+            responder: options.responder,
+          });
         } finally {
           release();
         }
       },
     };
+  }
+
+  /**
+   * Cancels the chat's running turn wherever it runs (the owner stops it within a second: its model stream, tools
+   * and their processes). Throws NotFoundError for another user's or an unknown chat. `cancelled` is false when no
+   * turn was running.
+   */
+  async cancelTurn(userId: string, chatId: string): Promise<{ cancelled: boolean; turnId: string | null }> {
+    const chat = await this.#chats.get(userId, chatId);
+    if (!chat) throw new NotFoundError(`No chat "${chatId}" for this user.`);
+    if (!this.#turns) return { cancelled: false, turnId: null };
+    return this.#turns.cancel(chat.id);
+  }
+
+  /**
+   * Runs a turn under its lease (when there is a coordinator): links the lease's stop (cancel, lost lease, handover)
+   * to the turn's signal, numbers and stores its events, journals its calls, and stores its messages only while the
+   * lease still has its epoch.
+   */
+  async *#runOwned(
+    chat: Chat,
+    provider: ProviderName,
+    adapter: ProviderAdapter,
+    model: string,
+    userId: string,
+    userMessage: ConversationMessage,
+    lease: Lease | undefined,
+    ids: { last: number },
+    signal: AbortSignal | undefined,
+    extra: {
+      responder?: ApprovalResponder;
+      resume?: { turnId?: string; step: SuspendedTurnState["step"] };
+    },
+  ): AsyncGenerator<ChatTurnEvent, void, undefined> {
+    const turns = this.#turns;
+    if (!turns || !lease) {
+      yield* this.#runTurn(chat, provider, adapter, model, userId, userMessage, signal, extra.responder, extra.resume);
+      return;
+    }
+    const controller = new AbortController();
+    let stopped: TurnStopReason | undefined;
+    const stop = (reason: TurnStopReason) => {
+      stopped ??= reason;
+      // Handing over at shutdown suspends the turn: a pending ask stays pending (and its answer resumes the turn on
+      // any instance); a turn that waits for no ask is taken over from its lease.
+      controller.abort(reason === "handed_over" ? new TurnSuspended("server_stopping") : undefined);
+    };
+    // The caller's reason goes along: a suspension (the client left, the server stops) keeps pending asks pending.
+    const onAbort = () => {
+      stopped ??= "cancelled";
+      controller.abort(signal?.reason);
+    };
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener("abort", onAbort, { once: true });
+    const untrack = turns.track(lease, stop);
+    const log = new TurnEventLog(turns, lease, (error) => {
+      if (error instanceof StaleLeaseError) stop("lease_lost");
+    });
+    let finished = false;
+    try {
+      for await (const event of this.#runTurn(
+        chat,
+        provider,
+        adapter,
+        model,
+        userId,
+        userMessage,
+        controller.signal,
+        extra.responder,
+        extra.resume,
+        { lease, log, stopped: () => stopped },
+      )) {
+        // `done` was numbered and stored with the end of the lease by the turn itself.
+        if (event.type === "done") {
+          ids.last = log.isLast(event) ? log.lastId : log.push(event);
+          finished = true;
+        } else ids.last = log.push(event);
+        yield event;
+      }
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+      untrack();
+      if (!finished) await log.flush().catch(() => {});
+    }
   }
 
   /**
@@ -327,18 +442,35 @@ export class ChatService {
       }
       const provider = parseProvider(chat.provider ?? "openai");
       const adapter = this.#adapterFactory(provider, this.#env);
+      let lease: Lease | undefined;
+      if (this.#turns) {
+        try {
+          lease = await this.#turns.repository.acquire({
+            chatId: chat.id,
+            userId: turn.userId,
+            owner: this.#turns.instanceId,
+            leaseMs: this.#turns.leaseMs,
+            state: { version: 1, userMessage: state.userMessage, step: state.step } satisfies TakeoverState,
+            resumingSuspended: true,
+          });
+        } catch (error) {
+          if (error instanceof LeaseBusyError) return;
+          throw error;
+        }
+      }
       this.#running.add(chat.id);
       try {
-        for await (const event of this.#runTurn(
+        for await (const event of this.#runOwned(
           chat,
           provider,
           adapter,
           chat.model ?? DEFAULT_CHAT_MODELS[provider],
           turn.userId,
           state.userMessage,
+          lease,
+          { last: 0 },
           undefined,
-          undefined,
-          { turnId: turn.id, step: state.step },
+          { resume: { turnId: turn.id, step: state.step } },
         )) {
           if (event.type === "error")
             this.#logger?.warn({ chatId: chat.id, ...event }, "resumed turn reported an error");
@@ -353,6 +485,66 @@ export class ChatService {
     }
   }
 
+  /**
+   * Continues a turn whose owner died or handed it over (the coordinator claimed its lease for this instance): the
+   * step that was running resumes from the journal — finished calls are not run again, an unfinished call with side
+   * effects is fed back as interrupted, an unfinished read-only call runs again — and the turn is stored as if it had
+   * never moved. Its events go on the chat's event stream (GET /api/chats/:id/events). A turn that waits for
+   * approvals is left to the approval service (its lease is freed). Never throws: failures are logged.
+   */
+  async takeOver(lease: Lease): Promise<void> {
+    const turns = this.#turns;
+    if (!turns) return;
+    const state = lease.state as TakeoverState | null;
+    try {
+      const chat = await this.#chats.get(lease.userId, lease.chatId);
+      const suspended = chat ? await this.#approvals?.repository.activeTurn(chat.id) : undefined;
+      if (!chat || state?.version !== 1 || suspended || this.#running.has(chat.id)) {
+        if (!this.#running.has(lease.chatId)) await turns.repository.release(lease.chatId, lease.epoch);
+        return;
+      }
+      const provider = parseProvider(chat.provider ?? "openai");
+      const adapter = this.#adapterFactory(provider, this.#env);
+      const step = state.step
+        ? await resumeStepFromJournal(state.step, await turns.repository.journal(lease.turnId), (name) =>
+            this.#readOnly(name),
+          )
+        : undefined;
+      this.#running.add(chat.id);
+      try {
+        for await (const event of this.#runOwned(
+          chat,
+          provider,
+          adapter,
+          chat.model ?? DEFAULT_CHAT_MODELS[provider],
+          lease.userId,
+          state.userMessage,
+          lease,
+          { last: 0 },
+          undefined,
+          step ? { resume: { step } } : {},
+        )) {
+          if (event.type === "error")
+            this.#logger?.warn({ chatId: chat.id, ...event }, "a turn taken over reported an error");
+        }
+      } finally {
+        this.#running.delete(chat.id);
+      }
+    } catch (error) {
+      this.#logger?.error(
+        { err: (error as Error)?.stack ?? String(error), chatId: lease.chatId },
+        "taking over a turn failed",
+      );
+    }
+  }
+
+  /** Whether a tool may safely run again after an interruption: declared read-only and not imported. */
+  #readOnly(name: string): boolean {
+    const tool = this.#runtime.registry.get(name);
+    if (!tool || tool.settings.external !== undefined) return false;
+    return tool.settings.annotations?.readOnlyHint === true;
+  }
+
   async *#runTurn(
     chat: Chat,
     provider: ProviderName,
@@ -362,7 +554,8 @@ export class ChatService {
     userMessage: ConversationMessage,
     signal: AbortSignal | undefined,
     responder?: ApprovalResponder,
-    resume?: { turnId: string; step: SuspendedTurnState["step"] },
+    resume?: { turnId?: string; step: SuspendedTurnState["step"] },
+    owned?: { lease: Lease; log: TurnEventLog; stopped: () => TurnStopReason | undefined },
   ): AsyncGenerator<ChatTurnEvent, void, undefined> {
     const history: ConversationMessage[] = [];
     for (const row of await this.#chats.messages(chat.id)) {
@@ -375,7 +568,7 @@ export class ChatService {
           approvals.repository,
           approvals.instanceId,
           { chatId: chat.id, userId, userMessage },
-          resume ? { turnId: resume.turnId, iterations: resume.step.iterations } : undefined,
+          resume?.turnId ? { turnId: resume.turnId, iterations: resume.step.iterations } : undefined,
         )
       : undefined;
     const gate =
@@ -390,6 +583,16 @@ export class ChatService {
             ...(responder ? { responder } : {}),
           })
         : undefined;
+    // Every call of the root loop is journaled before it runs and when it ends (fenced by the lease), so another
+    // instance taking the turn over knows what ran.
+    const loopGate = owned
+      ? new JournalGate({
+          inner: gate,
+          repository: this.#turns!.repository,
+          lease: owned.lease,
+          userMessage,
+        })
+      : gate;
     const content = userMessage.role === "user" ? userMessage.content : "";
     // Loop events and sub-agent events meet in one queue; the loop's `done` is held back until the turn's
     // sub-agents have stopped, so it is always the last event.
@@ -434,7 +637,7 @@ export class ChatService {
           workingDirectory: chat.workingDirectory,
           maxIterations: this.#maxIterations,
           signal,
-          ...(gate ? { gate } : {}),
+          ...(loopGate ? { gate: loopGate } : {}),
           ...(resume ? { resume: resume.step } : {}),
           ...(agentTurn ? { services: agentTurn.services, beforeModelTurn: agentTurn.beforeModelTurn } : {}),
         })) {
@@ -476,6 +679,16 @@ export class ChatService {
           continue;
         }
         if (suspended()) {
+          // The lease ends here; the suspended turn's stored state keeps the chat busy until an answer resumes it
+          // (which takes a lease of its own), on this instance or another.
+          if (owned) {
+            owned.log.push(event);
+            await owned.log
+              .finish()
+              .catch((error) =>
+                this.#logger?.error({ err: String(error), chatId: chat.id }, "ending a suspended turn's lease failed"),
+              );
+          }
           yield event;
           continue;
         }
@@ -484,14 +697,34 @@ export class ChatService {
         // go in together.
         const completedSomething =
           event.messages.length > 0 || event.reason === "text" || event.reason === "max_iterations";
+        const gone = owned?.stopped();
+        if (gone === "handed_over" || gone === "lease_lost") {
+          // Another instance owns the turn now: it stores the turn's messages, not this one.
+          yield {
+            type: "error",
+            code: gone,
+            message:
+              gone === "handed_over"
+                ? "This server is shutting down; another instance continues the turn. Follow it with GET /api/chats/{id}/events."
+                : "Another instance took this turn over; follow it with GET /api/chats/{id}/events.",
+          };
+          yield { ...event, reason: "error" };
+          return;
+        }
         if (completedSomething) {
           try {
             await this.#chats.append(
               chat.id,
               [userMessage, ...event.messages].map((m) => ({ role: m.role, content: m })),
+              owned ? (trx) => this.#turns!.repository.assertEpoch(trx, chat.id, owned.lease.epoch) : undefined,
             );
             if (!chat.title) await this.#chats.update(userId, chat.id, { title: content.trim().slice(0, 80) });
           } catch (error) {
+            if (error instanceof StaleLeaseError) {
+              yield { type: "error", code: "lease_lost", message: error.message };
+              yield { ...event, reason: "error" };
+              return;
+            }
             this.#logger?.error(
               { err: (error as Error)?.stack ?? String(error), chatId: chat.id },
               "storing chat messages failed",
@@ -504,6 +737,15 @@ export class ChatService {
             yield { ...event, reason: "error" };
             return;
           }
+        }
+        if (owned) {
+          // The last events (done included) and the end of the lease land together.
+          owned.log.push(event);
+          await owned.log
+            .finish()
+            .catch((error) =>
+              this.#logger?.error({ err: String(error), chatId: chat.id }, "ending the turn's lease failed"),
+            );
         }
         yield event;
       }

@@ -5,8 +5,10 @@
  * directory, so a setting made in one is seen by the other.
  */
 import "../tools/index.js";
+import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { hostname } from "node:os";
+import { dirname, join, resolve } from "node:path";
 import { AgentService } from "../agents/service.js";
 import { AgentTemplateCatalog, loadAgentTemplates, summarizeTemplate } from "../agents/templates.js";
 import { setAgentTemplateCatalog } from "../core/agents.js";
@@ -15,13 +17,20 @@ import { defaultRegistry, type ToolRegistryStore } from "../core/registry.js";
 import { providerConfigPath } from "../providers/index.js";
 import { tableCredentialSource } from "../providers/table.js";
 import { AgentRepository } from "../storage/agent-repository.js";
+import { TurnLeaseRepository } from "../storage/turn-leases.js";
 import { CHAT_PROVIDERS } from "./chat-service.js";
 import { type CoreContext, type CoreContextOptions, openCoreContext } from "./core-context.js";
+import { SignalBus } from "./signals.js";
+import { DEFAULT_TURN_LEASE_MS, TurnCoordinator } from "./turn-coordinator.js";
 
 /** Everything a front end needs, wired to one database: the core context plus the sub-agent service. */
 export interface AppContext extends CoreContext {
   /** Sub-agent trees: templates, running agents, their records. */
   agents: AgentService;
+  /** Signals between the instances sharing the database (NOTIFY on PostgreSQL, in-process plus a poll on SQLite). */
+  signals: SignalBus;
+  /** Ownership of chat turns across instances: leases, cancel, stored events, takeover, handover. */
+  turns: TurnCoordinator;
 }
 
 /**
@@ -76,7 +85,11 @@ export function agentTemplateCatalogFromEnv(
  * Close it with `close()`.
  */
 export async function createAppContext(options: AppContextOptions = {}): Promise<AppContext> {
-  const { context: core, addStopStep } = await openCoreContext({
+  const {
+    context: core,
+    addStopStep,
+    addFirstStep,
+  } = await openCoreContext({
     ...options,
     services: { providerCredentials: tableCredentialSource },
   });
@@ -86,20 +99,66 @@ export async function createAppContext(options: AppContextOptions = {}): Promise
     const templateError = templates.error;
     if (templateError) core.logger.error({ err: templateError.message }, "agent templates failed to load");
     core.onClose(setAgentTemplateCatalog(() => templates.list().map(summarizeTemplate)));
+    const instanceId = options.agentOptions?.instanceId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    const leases = new TurnLeaseRepository(core.database.db);
+    const signals = new SignalBus({ repository: leases, database: core.database, logger: core.logger });
+    const turns = new TurnCoordinator({
+      repository: leases,
+      signals,
+      logger: core.logger,
+      instanceId,
+      leaseMs: core.config.turnLeaseMs ?? DEFAULT_TURN_LEASE_MS,
+    });
     const agents = new AgentService({
       repository: new AgentRepository(core.database.db),
       runtime: core.runtime,
       templates,
       logger: core.logger,
+      signals,
       ...options.agentOptions,
+      instanceId,
     });
+    addFirstStep(() => turns.handOver());
     addStopStep(() => agents.shutdown());
+    core.onClose(() => signals.stop());
+    await signals.start();
     await agents.start();
+    turns.start();
+    // Approval answers given on another instance reach the waiting turn here within a second.
+    core.approvals.setSignals(signals);
+    // Tool-list changes (settings, imported tools) reach the MCP sessions of every instance.
+    // Coalesced over 50 ms, so a burst of settings writes costs one signal per user.
+    let relaying = false;
+    const changed = new Set<string>();
+    let relayTimer: NodeJS.Timeout | undefined;
+    const unrelay = registry.changes.subscribe((userId) => {
+      if (relaying) return;
+      changed.add(userId ?? "*");
+      relayTimer ??= setTimeout(() => {
+        relayTimer = undefined;
+        const users = changed.has("*") ? ["*"] : [...changed];
+        changed.clear();
+        for (const user of users) void signals.publish("tools_changed", user);
+      }, 50);
+    });
+    signals.subscribe((signal) => {
+      if (signal.kind !== "tools_changed" || signal.local) return;
+      relaying = true;
+      try {
+        registry.changes.emit(signal.target === "*" ? null : signal.target);
+      } finally {
+        relaying = false;
+      }
+    });
+    core.onClose(() => {
+      unrelay();
+      clearTimeout(relayTimer);
+    });
     // The SQL tools' descriptions name the declared data sources: list them once now (each call lists them again).
     await core.dataSources
       .load()
       .catch((error: unknown) => core.logger.warn({ err: String(error) }, "data sources failed to load"));
-    return Object.assign(core, { agents });
+    return Object.assign(core, { agents, signals, turns });
   } catch (error) {
     await core.close().catch(() => {});
     throw error;

@@ -117,6 +117,11 @@ export interface CoreWiring {
    * them and for tracked work (the agent service stops its agents here).
    */
   addStopStep(step: () => Promise<void>): void;
+  /**
+   * Adds a step that close() runs first, before it fires the shutdown signal (the turn coordinator hands its turns
+   * over here, so that cancelling them does not store them as ended).
+   */
+  addFirstStep(step: () => Promise<void>): void;
 }
 
 /**
@@ -157,6 +162,7 @@ export async function openCoreContext(options: CoreContextOptions = {}): Promise
   // The data sources' pools close last (after every hook), just before the database.
   const closeHooks: (() => Promise<void> | void)[] = [() => dataSources.close()];
   const stopSteps: (() => Promise<void>)[] = [];
+  const firstSteps: (() => Promise<void>)[] = [];
   const settings = new ToolSettingsService(registry, store, logger, runtime.services, audit);
   const approvals = new ApprovalService({
     repository: new ApprovalRepository(database.db),
@@ -178,6 +184,13 @@ export async function openCoreContext(options: CoreContextOptions = {}): Promise
   const tracked = new Set<Promise<unknown>>();
   let closing: Promise<void> | undefined;
   const closeInOrder = async () => {
+    for (const step of firstSteps) {
+      try {
+        await step();
+      } catch (error) {
+        logger.warn({ err: String(error) }, "a shutdown step failed");
+      }
+    }
     shutdown.abort();
     const stopped = runtime.shutdown();
     for (const step of stopSteps) await step();
@@ -233,6 +246,9 @@ export async function openCoreContext(options: CoreContextOptions = {}): Promise
     context,
     addStopStep: (step) => {
       stopSteps.push(step);
+    },
+    addFirstStep: (step) => {
+      firstSteps.push(step);
     },
   };
 }

@@ -38,6 +38,7 @@ export const CONFIG_VARIABLES = {
   bodyTimeoutMs: "TOOLHOST_BODY_TIMEOUT_SECONDS",
   headersTimeoutMs: "TOOLHOST_HEADERS_TIMEOUT_SECONDS",
   publicUrl: "TOOLHOST_PUBLIC_URL",
+  turnLeaseMs: "TOOLHOST_TURN_LEASE_MS",
 } as const satisfies Record<keyof ToolhostConfig, `TOOLHOST_${string}`>;
 
 /** Toolhost's configuration as read from the environment. Units are in the field names or their docs. */
@@ -97,6 +98,11 @@ export interface ToolhostConfig {
    * names itself (OAuth protected-resource metadata); undefined: derived from accepted Host headers only.
    */
   readonly publicUrl: string | undefined;
+  /**
+   * TOOLHOST_TURN_LEASE_MS, a positive integer of milliseconds: how long a chat turn's lease lasts between renewals
+   * (a dead instance's turns move within about 1.4 times it); undefined: the coordinator's default.
+   */
+  readonly turnLeaseMs: number | undefined;
 }
 
 /** A `TOOLHOST_*` variable is set to a value it cannot take (code `invalid_config`); the message names it. */
@@ -247,5 +253,11 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): ToolhostConfig
     bodyTimeoutMs: bodySeconds === undefined ? DEFAULT_BODY_TIMEOUT_MS : Math.ceil(bodySeconds * 1000),
     headersTimeoutMs: headerSeconds === undefined ? DEFAULT_HEADERS_TIMEOUT_MS : Math.ceil(headerSeconds * 1000),
     publicUrl: parsePublicUrl(env[V.publicUrl]),
+    turnLeaseMs: number(env, V.turnLeaseMs, {
+      integer: true,
+      min: 0,
+      exclusive: true,
+      expected: "a positive integer of milliseconds",
+    }),
   });
 }

@@ -10,7 +10,15 @@ import type { ConversationMessage, ProviderStreamEvent } from "../providers/type
 export type LoopDoneReason = "text" | "max_iterations" | "aborted" | "error";
 
 /** Stable codes of loop-level `error` events (tool failures are `tool_result` events with ok false instead). */
-export type LoopErrorCode = "provider_error" | "max_iterations" | "aborted" | "internal_error";
+export type LoopErrorCode =
+  | "provider_error"
+  | "max_iterations"
+  | "aborted"
+  | "internal_error"
+  /** The server is shutting down and handed the chat turn to another instance (it continues there). */
+  | "handed_over"
+  /** Another instance took the chat turn over (this one lost its lease); it continues there. */
+  | "lease_lost";
 
 /** A tool call finished: the result or the classified error, with the time it took in milliseconds. */
 export type ToolResultEvent =

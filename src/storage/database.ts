@@ -13,6 +13,7 @@ import { resolveDataDir } from "../core/data-dir.js";
 import { makeDirectoriesSync } from "../core/make-directory.js";
 import { MigrationError, migrateToLatest, SchemaDamageError } from "./migrate.js";
 import { migrations } from "./migrations.js";
+import { type ChannelListener, type ChannelListenerHandlers, listenPostgres } from "./pg-listener.js";
 import {
   registerSqliteTransactions,
   SQLITE_BEGIN_WAIT_MS,
@@ -305,6 +306,11 @@ export interface ToolhostDatabase {
    * (whether or not they exist yet); empty for PostgreSQL. Tools never touch them (they are protected paths).
    */
   files: string[];
+  /**
+   * PostgreSQL only: LISTENs on `channel` over a dedicated connection that reconnects by itself (see
+   * storage/pg-listener.ts). Absent on SQLite.
+   */
+  listen?: (channel: string, handlers: ChannelListenerHandlers) => ChannelListener;
   close(): Promise<void>;
 }
 
@@ -428,6 +434,7 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<T
       dialect: "postgres",
       location: url.replace(/:[^:@/]*@/, ":***@"),
       files: [],
+      listen: (channel, handlers) => listenPostgres(url, channel, handlers),
       close: () => db.destroy(),
     };
   } else {

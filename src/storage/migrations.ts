@@ -363,6 +363,63 @@ export const migrations: Record<string, Migration> = {
       await db.schema.dropTable("approvals").ifExists().execute();
     },
   },
+  "0008_turn_leases": {
+    async up(db: Kysely<any>) {
+      // One row per chat that ever ran a turn: who runs its current turn (owner, fencing epoch, lease expiry in ms
+      // of the database's clock), a cancel request, and the state another instance needs to take the turn over.
+      await db.schema
+        .createTable("chat_leases")
+        .addColumn("chat_id", "text", (c) => c.primaryKey())
+        .addColumn("turn_id", "text")
+        .addColumn("user_id", "text")
+        .addColumn("owner", "text")
+        .addColumn("epoch", "bigint", (c) => c.notNull().defaultTo(0))
+        .addColumn("expires_ms", "bigint", (c) => c.notNull().defaultTo(0))
+        .addColumn("cancel_requested", "integer", (c) => c.notNull().defaultTo(0))
+        .addColumn("state", "text")
+        .execute();
+      await db.schema.createIndex("chat_leases_expiry_idx").on("chat_leases").columns(["expires_ms"]).execute();
+      // Every SSE event of a chat's turns, numbered per chat (the SSE `id:`).
+      await db.schema
+        .createTable("turn_events")
+        .addColumn("chat_id", "text", (c) => c.notNull())
+        .addColumn("seq", "bigint", (c) => c.notNull())
+        .addColumn("turn_id", "text", (c) => c.notNull())
+        .addColumn("type", "text", (c) => c.notNull())
+        .addColumn("data", "text", (c) => c.notNull())
+        .addColumn("created_ms", "bigint", (c) => c.notNull())
+        .addPrimaryKeyConstraint("turn_events_pk", ["chat_id", "seq"])
+        .execute();
+      // The journal of a turn's tool calls: recorded before a call runs and when it ends.
+      await db.schema
+        .createTable("tool_journal")
+        .addColumn("turn_id", "text", (c) => c.notNull())
+        .addColumn("call_id", "text", (c) => c.notNull())
+        .addColumn("tool", "text", (c) => c.notNull())
+        .addColumn("epoch", "bigint", (c) => c.notNull())
+        .addColumn("status", "text", (c) => c.notNull())
+        .addColumn("result", "text")
+        .addColumn("started_ms", "bigint", (c) => c.notNull())
+        .addColumn("ended_ms", "bigint")
+        .addPrimaryKeyConstraint("tool_journal_pk", ["turn_id", "call_id"])
+        .execute();
+      // Signals between instances (ids only), read by the poll fallback; NOTIFY carries the same row.
+      await db.schema
+        .createTable("signals")
+        .addColumn("id", "text", (c) => c.primaryKey())
+        .addColumn("kind", "text", (c) => c.notNull())
+        .addColumn("target", "text", (c) => c.notNull())
+        .addColumn("created_ms", "bigint", (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex("signals_created_idx").on("signals").columns(["created_ms"]).execute();
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.dropTable("signals").ifExists().execute();
+      await db.schema.dropTable("tool_journal").ifExists().execute();
+      await db.schema.dropTable("turn_events").ifExists().execute();
+      await db.schema.dropTable("chat_leases").ifExists().execute();
+    },
+  },
   "0003_settings_version": {
     async up(db: Kysely<any>) {
       await db.schema

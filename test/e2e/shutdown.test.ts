@@ -196,7 +196,7 @@ describe.runIf(existsSync("/proc/self/cmdline")).concurrent("shutdown while bash
     expect(bashAudit(dataDir)).toEqual([{ outcome: "error", error_code: "aborted", termination: "aborted" }]);
   });
 
-  it("toolhost serve: SIGTERM cancels the running chat turn and tool call, answers both, writes the audit line, exits 0", async () => {
+  it("toolhost serve: SIGTERM hands the running chat turn over, cancels the tool call, answers both, writes the audit line, exits 0", async () => {
     const { command, marker } = uniqueSleep();
     const dataDir = await dataDirWithBash("serve");
     const fake = await startFakeProvider("openai", [{ kind: "stall", text: "Thinking it over" }]);
@@ -246,7 +246,9 @@ describe.runIf(existsSync("/proc/self/cmdline")).concurrent("shutdown while bash
       expect(await p.exited, p.stderr()).toBe(0);
       // Both clients got their answers before the connections closed: the turn and the call were cancelled.
       await streamed;
-      expect(sse).toMatch(/event: done\ndata: \{"type":"done","reason":"aborted"/);
+      // The turn is handed over (another instance, or this one's next start, continues it), not ended.
+      expect(sse).toMatch(/event: error\ndata: \{"type":"error","code":"handed_over"/);
+      expect(sse).toMatch(/event: done\ndata: \{"type":"done","reason":"error"/);
       await fake.stallClosed();
       expect(await call).toMatchObject({ status: 200, body: { ok: false, error: { code: "aborted" } } });
       expect(processesWith(marker)).toEqual([]);

@@ -29,6 +29,7 @@ import type {
   ApprovalRepository,
   ApprovalTurnRecord,
 } from "../../storage/approvals.js";
+import type { SignalBus } from "../signals.js";
 import { SettingsVersionConflictError, type ToolSettingsService } from "../tool-settings-service.js";
 
 /** Default time an ask waits for an answer before it counts as denied: 15 minutes. */
@@ -233,6 +234,24 @@ export class ApprovalService {
   readonly #waiters = new Map<string, Set<Waiter>>();
   #resumer: ((turn: ApprovalTurnRecord) => void) | undefined;
   readonly #resuming = new Set<string>();
+  #signals: SignalBus | undefined;
+
+  /**
+   * Connects the service to the instances' signal bus: an answer given here is signalled to every instance, and an
+   * answer signalled by another instance wakes the turn waiting for it here at once (instead of at the next poll).
+   */
+  setSignals(signals: SignalBus): void {
+    this.#signals = signals;
+    signals.subscribe((signal) => {
+      if (signal.kind !== "approval" || !this.#waiters.has(signal.target)) return;
+      void this.repository
+        .get(signal.target)
+        .then((fresh) => {
+          if (fresh && fresh.status !== "pending") this.#notify(fresh);
+        })
+        .catch(() => {});
+    });
+  }
 
   constructor(options: ApprovalServiceOptions) {
     const config = readConfig(options.env ?? process.env);
@@ -507,6 +526,8 @@ export class ApprovalService {
       );
     }
     this.#notify(result.record);
+    // The turn waiting for it may run on another instance: tell them all (the owner continues within a second).
+    if (this.#signals) await this.#signals.publish("approval", approvalId);
     if (result.record.turnId && !this.#waiters.has(approvalId)) void this.wakeTurn(result.record.turnId);
     return result.record;
   }

@@ -14,6 +14,7 @@
 import { createHash } from "node:crypto";
 import type { McpHttpHandler } from "@modelcontextprotocol/server";
 import type { ApprovalService } from "../../app/approvals/service.js";
+import type { SignalBus } from "../../app/signals.js";
 import type { ToolRuntime } from "../../core/runtime.js";
 import type { Logger } from "../../core/types.js";
 
@@ -63,11 +64,25 @@ export class McpHttpEndpoint {
   readonly #unsubscribe: () => void;
 
   readonly #approvals: ApprovalService | undefined;
+  readonly #signals: SignalBus | undefined;
+  /** In-flight keys by their hash (what a cancel signal carries: never the caller's request id itself). */
+  readonly #byHash = new Map<string, string>();
+  readonly #unsubscribeSignals: (() => void) | undefined;
 
-  constructor(runtime: ToolRuntime, logger?: Logger, approvals?: ApprovalService) {
+  /**
+   * `signals` (the instances' bus): a `notifications/cancelled` for a request that runs on another instance is
+   * passed on to it, and one passed on by another instance cancels the call here.
+   */
+  constructor(runtime: ToolRuntime, logger?: Logger, approvals?: ApprovalService, signals?: SignalBus) {
     this.#runtime = runtime;
     this.#approvals = approvals;
     this.#logger = logger;
+    this.#signals = signals;
+    this.#unsubscribeSignals = signals?.subscribe((signal) => {
+      if (signal.kind !== "mcp_cancel") return;
+      const key = this.#byHash.get(signal.target);
+      if (key) this.#inFlight.get(key)?.cancel(new Error("Cancelled by the client."));
+    });
     const notify = (handler: Promise<McpHttpHandler> | undefined) =>
       void handler?.then(
         (h) => h.notify.toolsChanged(),
@@ -100,6 +115,7 @@ export class McpHttpEndpoint {
   /** Aborts every running call and closes the handlers. */
   async close(): Promise<void> {
     this.#unsubscribe();
+    this.#unsubscribeSignals?.();
     for (const { controller } of this.#inFlight.values()) controller.abort();
     await Promise.allSettled([...this.#handlers.values()].map(async (h) => (await h).close()));
     this.#handlers.clear();
@@ -107,6 +123,10 @@ export class McpHttpEndpoint {
 
   #key(extra: CallerExtra, requestId: unknown): string {
     return JSON.stringify([extra.userId, extra.tokenKey, requestId]);
+  }
+
+  #hash(key: string): string {
+    return createHash("sha256").update(key).digest("hex").slice(0, 32);
   }
 
   #handlerFor(userId: string): Promise<McpHttpHandler> {
@@ -147,8 +167,13 @@ export class McpHttpEndpoint {
               },
             };
             this.#inFlight.set(key, entry);
+            const hash = this.#hash(key);
+            this.#byHash.set(hash, key);
             return () => {
-              if (this.#inFlight.get(key) === entry) this.#inFlight.delete(key);
+              if (this.#inFlight.get(key) === entry) {
+                this.#inFlight.delete(key);
+                this.#byHash.delete(hash);
+              }
             };
           },
         });
@@ -157,7 +182,10 @@ export class McpHttpEndpoint {
           server.setNotificationHandler("notifications/cancelled", (notification) => {
             const key = this.#key(extra, notification.params.requestId);
             const reason = notification.params.reason;
-            this.#inFlight.get(key)?.cancel(reason === undefined ? undefined : new Error(String(reason)));
+            const entry = this.#inFlight.get(key);
+            if (entry) entry.cancel(reason === undefined ? undefined : new Error(String(reason)));
+            // The call may run on another instance (the load balancer sent its request there): tell them all.
+            else void this.#signals?.publish("mcp_cancel", this.#hash(key));
           });
         }
         return server;

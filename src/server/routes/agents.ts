@@ -23,6 +23,7 @@ export function agentView(a: AgentRecord) {
     provider: a.provider,
     model: a.model,
     status: a.status,
+    owner: a.status === "running" ? a.instanceId : null,
     task: a.task,
     response: a.result,
     note: a.note,
@@ -49,6 +50,12 @@ export const AgentSchema = Type.Object({
   status: Type.String({
     description: "running, completed, max_turns, timeout, budget_exhausted, cancelled, error or interrupted",
   }),
+  owner: Nullable(
+    Type.String({
+      description:
+        "While running: the server instance that runs it (host:pid:nonce, the owner of its chat turn); null otherwise",
+    }),
+  ),
   task: Type.String(),
   response: Nullable(Type.String()),
   note: Nullable(Type.String()),

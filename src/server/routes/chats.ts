@@ -120,11 +120,31 @@ export const ChatMessageSchema = Type.Object({
   ),
 });
 
+/** The turn running in a chat: its id and the instance that owns it. */
+export const RunningTurnSchema = Type.Union(
+  [
+    Type.Object({
+      id: Type.String(),
+      owner: Nullable(
+        Type.String({ description: "The server instance running it (host:pid:nonce); null while it is handed over" }),
+      ),
+    }),
+    Type.Null(),
+  ],
+  { description: "The turn running now (on any instance), or null" },
+);
+
 /** GET /api/chats/:id response. */
 export const ChatWithMessagesSchema = Type.Intersect([
   ChatSchema,
-  Type.Object({ messages: Type.Array(ChatMessageSchema) }),
+  Type.Object({ messages: Type.Array(ChatMessageSchema), turn: RunningTurnSchema }),
 ]);
+
+/** POST /api/chats/:id/cancel response. */
+export const CancelTurnResponse = Type.Object({
+  cancelled: Type.Boolean({ description: "Whether a turn was running (it stops within a second wherever it runs)." }),
+  turnId: Type.Union([Type.String(), Type.Null()], { description: "The cancelled turn's id; null when none ran." }),
+});
 
 const json = (schema: unknown) => ({ "application/json": { schema } });
 const error = (description: string) => ({ description, content: json(ErrorBody) });
@@ -190,12 +210,54 @@ export const chatOpenApiPaths: Record<string, unknown> = {
       },
     },
   },
+  "/api/chats/{id}/cancel": {
+    post: {
+      ...secured,
+      parameters: [chatId],
+      summary:
+        "Cancel the chat's running turn, on whichever instance runs it: its model stream and tools (their processes) stop within a second; its complete steps are kept.",
+      responses: {
+        200: { description: "Whether a turn was running", content: json(CancelTurnResponse) },
+        404: error("No such chat for this user"),
+      },
+    },
+  },
+  "/api/chats/{id}/events": {
+    get: {
+      ...secured,
+      parameters: [
+        chatId,
+        {
+          name: "after",
+          in: "query",
+          schema: { type: "integer", minimum: 0 },
+          description: "Replay the events after this id (the SSE `id:` of the last one received); default 0: all.",
+        },
+        {
+          name: "Last-Event-ID",
+          in: "header",
+          schema: { type: "string" },
+          description: "Same as `after` (sent by EventSource when it reconnects); `after` wins when both are given.",
+        },
+      ],
+      summary:
+        "The chat's turn events as Server-Sent Events, from any instance: every event a turn streams (the same names and data as POST /api/chats/{id}/messages) has an `id:`, numbered per chat and stored in order. Replays the stored events after `after`, then follows the running turn (wherever it runs, also after another instance took it over) and ends after its `done`; ends at once when no turn runs and nothing is left to replay.",
+      responses: {
+        200: {
+          description: "text/event-stream of stored and live turn events",
+          content: { "text/event-stream": { schema: { type: "string" } } },
+        },
+        400: error("after / Last-Event-ID is not a non-negative integer"),
+        404: error("No such chat for this user"),
+      },
+    },
+  },
   "/api/chats/{id}/messages": {
     post: {
       ...secured,
       parameters: [chatId],
       summary:
-        "Send a message and stream the tool loop as Server-Sent Events. Each event's name is its `type` and its data the JSON event: iteration {n}, text_delta {delta}, tool_call_started {id,name}, tool_call_arguments_delta {id,delta}, tool_call_completed {id,name,arguments}, usage {inputTokens,outputTokens}, finish {reason}, tool_progress {id,name,progress}, tool_result {id,name,ok,result|error,durationMs}, approval_requested {approvalId,toolCallId,tool,preview,subjects,rule,reason,allowAlways,expiresAt,workingDirectory,agentPath?} (answer with POST /api/approvals/{approvalId}), approval_resolved {approvalId,toolCallId,tool,decision,decidedBy}, error {code,message}, and a final done {reason: text|max_iterations|aborted|error, iterations, messages}. Disconnecting stops the turn and its running tools; a pending approval stays pending and answering it resumes and completes the turn (read the outcome with GET /api/chats/{id}); with onDisconnect: cancel it is cancelled and the completed steps are kept. If the server stops while an approval is pending, the approval stays pending and answering it (on any instance, after the restart) resumes the turn.",
+        "Send a message and stream the tool loop as Server-Sent Events. Each event's name is its `type` and its data the JSON event: iteration {n}, text_delta {delta}, tool_call_started {id,name}, tool_call_arguments_delta {id,delta}, tool_call_completed {id,name,arguments}, usage {inputTokens,outputTokens}, finish {reason}, tool_progress {id,name,progress}, tool_result {id,name,ok,result|error,durationMs}, approval_requested {approvalId,toolCallId,tool,preview,subjects,rule,reason,allowAlways,expiresAt,workingDirectory,agentPath?} (answer with POST /api/approvals/{approvalId}), approval_resolved {approvalId,toolCallId,tool,decision,decidedBy}, error {code,message}, and a final done {reason: text|max_iterations|aborted|error, iterations, messages}. Every event has an `id:` (numbered per chat and stored in order): GET /api/chats/{id}/events replays and follows the turn from any instance. Disconnecting stops the turn and its running tools; a pending approval stays pending and answering it resumes and completes the turn (its events on GET /api/chats/{id}/events, its messages on GET /api/chats/{id}); with onDisconnect: cancel it is cancelled and the completed steps are kept. A server that shuts down hands the turn over (error {code: handed_over}, then done): another instance, or this one's next start, continues it. If the server stops while an approval is pending, the approval stays pending and answering it (on any instance, after the restart) resumes the turn.",
       requestBody: { required: true, content: json(SendMessageBody) },
       responses: {
         200: {
@@ -235,6 +297,7 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
       approvals: ctx.approvals,
       agents: ctx.agents,
       binder: ctx.binder,
+      turns: ctx.turns,
     });
   // Turns whose process stopped while they waited for approvals resume here once answered.
   ctx.approvals.setResumer((turn) => void chats.resumeTurn(turn));
@@ -300,7 +363,8 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
     const found = await chats.getChat(c.get("userId"), c.req.param("id"));
     if (!found) throw new HttpError(404, "not_found", `No chat "${c.req.param("id")}" for this user.`);
     const { userId: _u, ...chat } = found;
-    return c.json(chat);
+    const running = await ctx.turns.repository.current(found.id);
+    return c.json({ ...chat, turn: running ? { id: running.turnId, owner: running.owner } : null });
   });
 
   app.get("/:id/approvals", async (c) => {
@@ -353,14 +417,13 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
         if (!stream.aborted) stream.write(": ping\n\n").catch(() => {});
       }, PING_INTERVAL_MS);
       ping.unref?.();
-      let seq = 0;
       try {
         // Iterate to the end even after the client left: the turn then stops quickly (its signal is aborted) and
         // its complete steps are stored.
         for await (const event of turn.run(controller.signal)) {
           if (stream.aborted) continue;
           try {
-            await stream.writeSSE({ event: event.type, data: JSON.stringify(event), id: String(++seq) });
+            await stream.writeSSE({ event: event.type, data: JSON.stringify(event), id: String(turn.lastEventId) });
           } catch {
             abort();
           }
@@ -375,5 +438,65 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
     });
   });
 
+  app.post("/:id/cancel", async (c) => {
+    const result = await chats.cancelTurn(c.get("userId"), c.req.param("id"));
+    return sendJson(c, CancelTurnResponse, result);
+  });
+
+  app.get("/:id/events", async (c) => {
+    const userId = c.get("userId");
+    const chat = await ctx.chats.get(userId, c.req.param("id"));
+    if (!chat) throw new HttpError(404, "not_found", `No chat "${c.req.param("id")}" for this user.`);
+    const from = c.req.query("after") ?? c.req.header("last-event-id") ?? "0";
+    if (!/^\d{1,15}$/.test(from.trim()))
+      throw new HttpError(400, "bad_request", "after (or Last-Event-ID) must be a non-negative integer event id.");
+    let after = Number(from.trim());
+    const leases = ctx.turns.repository;
+    const closed = new AbortController();
+    const stop = () => closed.abort();
+    c.req.raw.signal?.addEventListener("abort", stop, { once: true });
+    ctx.shutdownSignal.addEventListener("abort", stop, { once: true });
+    return streamSSE(c, async (stream) => {
+      stream.onAbort(stop);
+      const ping = setInterval(() => {
+        if (!stream.aborted) stream.write(": ping\n\n").catch(() => {});
+      }, PING_INTERVAL_MS);
+      ping.unref?.();
+      try {
+        // Replay what is stored after `after`, then follow: a turn of this instance wakes the stream when it
+        // stores events; another instance's is polled. Ends after the `done` of the last turn.
+        while (!closed.signal.aborted && !stream.aborted) {
+          const rows = await leases.eventsAfter(chat.id, after);
+          let lastDone: string | undefined;
+          for (const row of rows) {
+            await stream.writeSSE({ event: row.type, data: row.data, id: String(row.seq) });
+            after = row.seq;
+            lastDone = row.type === "done" ? row.turnId : undefined;
+          }
+          if (rows.length === 500) continue;
+          const current = await leases.current(chat.id);
+          if (!current) {
+            // Nothing runs: a turn that just ended stored its last events with the end of its lease; read them.
+            const tail = await leases.eventsAfter(chat.id, after);
+            for (const row of tail) {
+              await stream.writeSSE({ event: row.type, data: row.data, id: String(row.seq) });
+              after = row.seq;
+            }
+            break;
+          }
+          if (lastDone && lastDone === current.turnId) break;
+          await ctx.turns.waitForEvents(chat.id, EVENT_POLL_MS, closed.signal);
+        }
+      } finally {
+        clearInterval(ping);
+        c.req.raw.signal?.removeEventListener("abort", stop);
+        ctx.shutdownSignal.removeEventListener("abort", stop);
+      }
+    });
+  });
+
   return app;
 }
+
+/** How often the events stream looks for events a turn of another instance stored, in ms. */
+const EVENT_POLL_MS = 200;

@@ -1,0 +1,547 @@
+/**
+ * Turn ownership across instances sharing one database: the lease of each chat's running turn (owner, fencing
+ * epoch, expiry on the DATABASE's clock), the turn's stored SSE events, the journal of its tool calls, and the
+ * signal rows the instances' poll fallback reads. Every write a turn makes checks its epoch inside the same
+ * transaction ({@link TurnLeaseRepository.assertEpoch}): once another instance took the turn over (the epoch moved
+ * on), the old owner's writes fail with {@link StaleLeaseError} instead of landing twice.
+ *
+ * Times are milliseconds since the epoch read from the database (`clock_timestamp()` on PostgreSQL, `julianday`
+ * on SQLite), so instances whose clocks disagree still agree on who holds a lease.
+ */
+import { randomUUID } from "node:crypto";
+import { type Kysely, sql } from "kysely";
+import { BrandedError, errorBrand } from "../core/errors.js";
+import { dialectOf, inTransaction } from "./transaction.js";
+
+/** `chat_leases` rows. */
+interface ChatLeasesTable {
+  chat_id: string;
+  turn_id: string | null;
+  user_id: string | null;
+  owner: string | null;
+  epoch: number | string;
+  expires_ms: number | string;
+  cancel_requested: number;
+  state: string | null;
+}
+
+/** `turn_events` rows. */
+interface TurnEventsTable {
+  chat_id: string;
+  seq: number | string;
+  turn_id: string;
+  type: string;
+  data: string;
+  created_ms: number | string;
+}
+
+/** `tool_journal` rows. */
+interface ToolJournalTable {
+  turn_id: string;
+  call_id: string;
+  tool: string;
+  epoch: number | string;
+  status: string;
+  result: string | null;
+  started_ms: number | string;
+  ended_ms: number | string | null;
+}
+
+/** `signals` rows. */
+interface SignalsTable {
+  id: string;
+  kind: string;
+  target: string;
+  created_ms: number | string;
+}
+
+/** The tables of this module (a slice of the database schema). */
+export interface TurnTables {
+  chat_leases: ChatLeasesTable;
+  turn_events: TurnEventsTable;
+  tool_journal: ToolJournalTable;
+  signals: SignalsTable;
+  approval_turns: { chat_id: string; status: string };
+}
+
+/** Another turn of the chat holds its lease (running here or elsewhere, or being taken over). */
+export class LeaseBusyError extends BrandedError {
+  static override readonly brand: symbol = errorBrand("LeaseBusyError");
+  override readonly name = "LeaseBusyError";
+  readonly code = "chat_busy";
+}
+
+/** A write of a turn whose lease moved on (taken over, handed over, or released): the write did not happen. */
+export class StaleLeaseError extends BrandedError {
+  static override readonly brand: symbol = errorBrand("StaleLeaseError");
+  override readonly name = "StaleLeaseError";
+  readonly code = "lease_lost";
+}
+
+/** A held lease as its owner knows it. */
+export interface Lease {
+  chatId: string;
+  turnId: string;
+  userId: string;
+  owner: string;
+  /** Fencing epoch: every write of the turn checks the stored epoch still equals this. */
+  epoch: number;
+  /** The next event seq (1 + the chat's last stored event). */
+  nextSeq: number;
+  /** The turn's takeover state (JSON), as last stored. */
+  state: unknown;
+}
+
+/** A stored turn event. */
+export interface StoredTurnEvent {
+  seq: number;
+  turnId: string;
+  type: string;
+  /** The JSON text of the event. */
+  data: string;
+}
+
+/** A journal entry: a call that started (status `started`) or ended (`ended`, with its result JSON). */
+export interface JournalEntry {
+  callId: string;
+  tool: string;
+  status: "started" | "ended";
+  result: unknown;
+}
+
+/** A signal row. */
+export interface SignalRow {
+  id: string;
+  kind: string;
+  target: string;
+  createdMs: number;
+}
+
+/** How far a turn taken over numbers its events past the last stored one (see claimExpired). */
+export const TAKEOVER_SEQ_GAP = 1000;
+
+/** The SQL of "now, in ms since the epoch" on the database's clock. */
+function nowSql(db: Kysely<any>) {
+  return dialectOf(db) === "postgres"
+    ? sql<string>`(extract(epoch from clock_timestamp()) * 1000)::bigint`
+    : sql<number>`cast((julianday('now') - 2440587.5) * 86400000 as integer)`;
+}
+
+/** Leases, events, journal and signals over one Kysely instance. */
+export class TurnLeaseRepository {
+  readonly #db: Kysely<TurnTables>;
+
+  constructor(db: Kysely<any>) {
+    this.#db = db as Kysely<TurnTables>;
+  }
+
+  /** The database clock now, in ms. */
+  async now(db: Kysely<any> = this.#db): Promise<number> {
+    const row = await sql<{ now: number | string }>`select ${nowSql(db)} as now`.execute(db);
+    return Number(row.rows[0]?.now);
+  }
+
+  /**
+   * Takes the chat's lease for a new turn, atomically (one transaction: `BEGIN IMMEDIATE` on SQLite, the row
+   * locked `FOR UPDATE` on PostgreSQL). Throws LeaseBusyError while another turn holds it — running, expired but
+   * not yet taken over, or suspended waiting for approvals.
+   */
+  acquire(input: {
+    chatId: string;
+    userId: string;
+    owner: string;
+    leaseMs: number;
+    state: unknown;
+    /** Resuming the turn that waits for approvals itself: do not count it as busy. */
+    resumingSuspended?: boolean;
+  }): Promise<Lease> {
+    return inTransaction(this.#db, async (trx, tx) => {
+      await trx
+        .insertInto("chat_leases")
+        .values({ chat_id: input.chatId, epoch: 0, expires_ms: 0, cancel_requested: 0 })
+        .onConflict((oc) => oc.column("chat_id").doNothing())
+        .execute();
+      const row = await tx
+        .forUpdate(trx.selectFrom("chat_leases").selectAll().where("chat_id", "=", input.chatId))
+        .executeTakeFirstOrThrow();
+      if (row.turn_id) {
+        throw new LeaseBusyError(
+          `Chat ${input.chatId} is already running a turn; wait for it to finish or cancel it (POST /api/chats/${input.chatId}/cancel).`,
+        );
+      }
+      const suspended = await trx
+        .selectFrom("approval_turns")
+        .select("chat_id")
+        .where("chat_id", "=", input.chatId)
+        .where("status", "!=", "done")
+        .executeTakeFirst();
+      if (suspended && !input.resumingSuspended) {
+        throw new LeaseBusyError(
+          `Chat ${input.chatId} has a turn waiting for approvals (GET /api/chats/${input.chatId}/approvals); answer them, or wait until they expire, before sending another message.`,
+        );
+      }
+      const turnId = randomUUID();
+      const epoch = Number(row.epoch) + 1;
+      const now = await this.now(trx);
+      await trx
+        .updateTable("chat_leases")
+        .set({
+          turn_id: turnId,
+          user_id: input.userId,
+          owner: input.owner,
+          epoch,
+          expires_ms: now + input.leaseMs,
+          cancel_requested: 0,
+          state: JSON.stringify(input.state),
+        })
+        .where("chat_id", "=", input.chatId)
+        .execute();
+      return {
+        chatId: input.chatId,
+        turnId,
+        userId: input.userId,
+        owner: input.owner,
+        epoch,
+        nextSeq: await this.#nextSeq(trx, input.chatId),
+        state: input.state,
+      };
+    });
+  }
+
+  async #nextSeq(trx: Kysely<TurnTables>, chatId: string): Promise<number> {
+    const last = await trx
+      .selectFrom("turn_events")
+      .select((eb) => eb.fn.max("seq").as("seq"))
+      .where("chat_id", "=", chatId)
+      .executeTakeFirst();
+    return Number(last?.seq ?? 0) + 1;
+  }
+
+  /**
+   * Checks, inside a running transaction, that the chat's lease still has this epoch (and locks the row on
+   * PostgreSQL until commit, so a takeover cannot slip in between). Throws StaleLeaseError otherwise.
+   */
+  async assertEpoch(trx: Kysely<any>, chatId: string, epoch: number): Promise<void> {
+    const t = trx as Kysely<TurnTables>;
+    const query = t.selectFrom("chat_leases").select(["epoch", "turn_id"]).where("chat_id", "=", chatId);
+    const row = await (dialectOf(trx) === "postgres" ? query.forUpdate() : query).executeTakeFirst();
+    if (!row || Number(row.epoch) !== epoch || !row.turn_id) {
+      throw new StaleLeaseError(
+        `This instance no longer owns the turn of chat ${chatId}: another instance took it over (or it was handed over).`,
+      );
+    }
+  }
+
+  /**
+   * Extends the leases this owner holds (each only while its epoch is unchanged) to now + leaseMs. Returns the
+   * chats whose lease was extended with their cancel flag; a chat missing from the result lost its lease.
+   */
+  async renew(
+    owner: string,
+    held: { chatId: string; epoch: number }[],
+    leaseMs: number,
+  ): Promise<Map<string, boolean>> {
+    const renewed = new Map<string, boolean>();
+    if (held.length === 0) return renewed;
+    await inTransaction(this.#db, async (trx) => {
+      const now = await this.now(trx);
+      for (const { chatId, epoch } of held) {
+        const result = await trx
+          .updateTable("chat_leases")
+          .set({ expires_ms: now + leaseMs })
+          .where("chat_id", "=", chatId)
+          .where("epoch", "=", epoch)
+          .where("owner", "=", owner)
+          .where("turn_id", "is not", null)
+          .executeTakeFirst();
+        if (Number(result.numUpdatedRows) > 0) renewed.set(chatId, false);
+      }
+      if (renewed.size > 0) {
+        const flagged = await trx
+          .selectFrom("chat_leases")
+          .select("chat_id")
+          .where("chat_id", "in", [...renewed.keys()])
+          .where("cancel_requested", "=", 1)
+          .execute();
+        for (const row of flagged) renewed.set(row.chat_id, true);
+      }
+    });
+    return renewed;
+  }
+
+  /** Stores the turn's takeover state (fenced). */
+  saveState(chatId: string, epoch: number, state: unknown): Promise<void> {
+    return inTransaction(this.#db, async (trx) => {
+      await this.assertEpoch(trx, chatId, epoch);
+      await trx
+        .updateTable("chat_leases")
+        .set({ state: JSON.stringify(state) })
+        .where("chat_id", "=", chatId)
+        .execute();
+    });
+  }
+
+  /**
+   * Ends the turn: frees the lease when it still has this epoch (a no-op for a stale owner). `fenced` work (e.g.
+   * the last events) runs in the same transaction after the check.
+   */
+  release(chatId: string, epoch: number, fenced?: (trx: Kysely<any>) => Promise<void>): Promise<boolean> {
+    return inTransaction(this.#db, async (trx) => {
+      try {
+        await this.assertEpoch(trx, chatId, epoch);
+      } catch (error) {
+        if (error instanceof StaleLeaseError) return false;
+        throw error;
+      }
+      await fenced?.(trx);
+      await trx
+        .updateTable("chat_leases")
+        .set({ turn_id: null, owner: null, expires_ms: 0, cancel_requested: 0, state: null })
+        .where("chat_id", "=", chatId)
+        .execute();
+      return true;
+    });
+  }
+
+  /**
+   * Hands the lease over (graceful shutdown): expires it at once and moves the epoch on, so this owner can no longer
+   * write and the next sweep of any instance takes the turn over. False when it was not held with this epoch.
+   */
+  handOver(chatId: string, epoch: number): Promise<boolean> {
+    return inTransaction(this.#db, async (trx) => {
+      const result = await trx
+        .updateTable("chat_leases")
+        .set({ expires_ms: 0, epoch: epoch + 1, owner: null })
+        .where("chat_id", "=", chatId)
+        .where("epoch", "=", epoch)
+        .where("turn_id", "is not", null)
+        .executeTakeFirst();
+      return Number(result.numUpdatedRows) > 0;
+    });
+  }
+
+  /** Marks the chat's running turn for cancellation; returns its owner and turn id, or undefined when none runs. */
+  requestCancel(chatId: string): Promise<{ owner: string | null; turnId: string } | undefined> {
+    return inTransaction(this.#db, async (trx, tx) => {
+      const row = await tx
+        .forUpdate(trx.selectFrom("chat_leases").select(["turn_id", "owner"]).where("chat_id", "=", chatId))
+        .executeTakeFirst();
+      if (!row?.turn_id) return undefined;
+      await trx.updateTable("chat_leases").set({ cancel_requested: 1 }).where("chat_id", "=", chatId).execute();
+      return { owner: row.owner, turnId: row.turn_id };
+    });
+  }
+
+  /** The chat's current turn (id, owner), or undefined when none holds the lease. */
+  async current(chatId: string): Promise<{ turnId: string; owner: string | null; expiresMs: number } | undefined> {
+    const row = await this.#db
+      .selectFrom("chat_leases")
+      .select(["turn_id", "owner", "expires_ms"])
+      .where("chat_id", "=", chatId)
+      .executeTakeFirst();
+    return row?.turn_id ? { turnId: row.turn_id, owner: row.owner, expiresMs: Number(row.expires_ms) } : undefined;
+  }
+
+  /**
+   * Claims up to `limit` turns whose lease expired (their owner died or handed them over): moves each epoch on
+   * and makes `owner` the holder until now + leaseMs. On PostgreSQL rows another instance is claiming are skipped
+   * (`FOR UPDATE SKIP LOCKED`), so two sweepers never claim the same turn.
+   */
+  claimExpired(owner: string, leaseMs: number, limit = 5): Promise<(Lease & { cancelRequested: boolean })[]> {
+    return inTransaction(this.#db, async (trx, tx) => {
+      const now = await this.now(trx);
+      let query = trx
+        .selectFrom("chat_leases")
+        .selectAll()
+        .where("turn_id", "is not", null)
+        .where("expires_ms", "<", now)
+        .orderBy("expires_ms")
+        .limit(limit);
+      if (tx.dialect === "postgres") query = query.forUpdate().skipLocked();
+      const rows = await query.execute();
+      const claimed: (Lease & { cancelRequested: boolean })[] = [];
+      for (const row of rows) {
+        const epoch = Number(row.epoch) + 1;
+        await trx
+          .updateTable("chat_leases")
+          .set({ owner, epoch, expires_ms: now + leaseMs })
+          .where("chat_id", "=", row.chat_id)
+          .execute();
+        let state: unknown = null;
+        try {
+          state = row.state ? JSON.parse(row.state) : null;
+        } catch {
+          state = null;
+        }
+        claimed.push({
+          chatId: row.chat_id,
+          turnId: row.turn_id!,
+          userId: row.user_id ?? "",
+          owner,
+          epoch,
+          // The dead owner may have sent its clients events it had not stored yet: number on past any id it could
+          // have used, so a client resuming from one of those misses nothing.
+          nextSeq: (await this.#nextSeq(trx, row.chat_id)) + TAKEOVER_SEQ_GAP,
+          state,
+          cancelRequested: row.cancel_requested === 1,
+        });
+      }
+      return claimed;
+    });
+  }
+
+  /** Stores events of a turn (fenced), in order. */
+  appendEvents(chatId: string, epoch: number, events: StoredTurnEvent[]): Promise<void> {
+    if (events.length === 0) return Promise.resolve();
+    return inTransaction(this.#db, async (trx) => {
+      await this.assertEpoch(trx, chatId, epoch);
+      await this.insertEvents(trx, chatId, events);
+    });
+  }
+
+  /** Inserts events inside a running (already fenced) transaction. */
+  async insertEvents(trx: Kysely<any>, chatId: string, events: StoredTurnEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    const now = nowSql(trx);
+    await (trx as Kysely<TurnTables>)
+      .insertInto("turn_events")
+      .values(
+        events.map((e) => ({
+          chat_id: chatId,
+          seq: e.seq,
+          turn_id: e.turnId,
+          type: e.type,
+          data: e.data,
+          created_ms: now,
+        })),
+      )
+      .execute();
+  }
+
+  /** The chat's stored events after `afterSeq`, in order (at most `limit`). */
+  async eventsAfter(chatId: string, afterSeq: number, limit = 500): Promise<StoredTurnEvent[]> {
+    const rows = await this.#db
+      .selectFrom("turn_events")
+      .select(["seq", "turn_id", "type", "data"])
+      .where("chat_id", "=", chatId)
+      .where("seq", ">", afterSeq)
+      .orderBy("seq")
+      .limit(limit)
+      .execute();
+    return rows.map((r) => ({ seq: Number(r.seq), turnId: r.turn_id, type: r.type, data: r.data }));
+  }
+
+  /** The chat's last stored event seq (0 when none). */
+  async lastSeq(chatId: string): Promise<number> {
+    return (await this.#nextSeq(this.#db, chatId)) - 1;
+  }
+
+  /**
+   * Records that a call is about to run (fenced; idempotent per call id). `state`, when given, replaces the turn's
+   * takeover state in the same transaction (the step whose calls run).
+   */
+  journalStart(
+    chatId: string,
+    epoch: number,
+    entry: { turnId: string; callId: string; tool: string },
+    state?: unknown,
+  ): Promise<void> {
+    return inTransaction(this.#db, async (trx) => {
+      await this.assertEpoch(trx, chatId, epoch);
+      if (state !== undefined) {
+        await trx
+          .updateTable("chat_leases")
+          .set({ state: JSON.stringify(state) })
+          .where("chat_id", "=", chatId)
+          .execute();
+      }
+      await trx
+        .insertInto("tool_journal")
+        .values({
+          turn_id: entry.turnId,
+          call_id: entry.callId,
+          tool: entry.tool,
+          epoch,
+          status: "started",
+          result: null,
+          started_ms: nowSql(trx),
+          ended_ms: null,
+        })
+        .onConflict((oc) => oc.columns(["turn_id", "call_id"]).doNothing())
+        .execute();
+    });
+  }
+
+  /** Records a call's result (fenced). */
+  journalEnd(chatId: string, epoch: number, entry: { turnId: string; callId: string; result: unknown }): Promise<void> {
+    return inTransaction(this.#db, async (trx) => {
+      await this.assertEpoch(trx, chatId, epoch);
+      await trx
+        .updateTable("tool_journal")
+        .set({ status: "ended", result: JSON.stringify(entry.result), ended_ms: nowSql(trx) })
+        .where("turn_id", "=", entry.turnId)
+        .where("call_id", "=", entry.callId)
+        .execute();
+    });
+  }
+
+  /** The journal of a turn, by call id. */
+  async journal(turnId: string): Promise<Map<string, JournalEntry>> {
+    const rows = await this.#db.selectFrom("tool_journal").selectAll().where("turn_id", "=", turnId).execute();
+    const entries = new Map<string, JournalEntry>();
+    for (const r of rows) {
+      let result: unknown = null;
+      try {
+        result = r.result ? JSON.parse(r.result) : null;
+      } catch {
+        result = null;
+      }
+      entries.set(r.call_id, { callId: r.call_id, tool: r.tool, status: r.status as JournalEntry["status"], result });
+    }
+    return entries;
+  }
+
+  /** Removes what a deleted chat left: its lease row and stored events (no turn may be running). */
+  async forget(chatId: string): Promise<void> {
+    await inTransaction(this.#db, async (trx) => {
+      await trx.deleteFrom("turn_events").where("chat_id", "=", chatId).execute();
+      await trx.deleteFrom("chat_leases").where("chat_id", "=", chatId).where("turn_id", "is", null).execute();
+    });
+  }
+
+  /** Removes a finished turn's journal. */
+  async dropJournal(trx: Kysely<any>, turnId: string): Promise<void> {
+    await (trx as Kysely<TurnTables>).deleteFrom("tool_journal").where("turn_id", "=", turnId).execute();
+  }
+
+  /**
+   * Stores a signal row and returns it; on PostgreSQL the same transaction NOTIFYs `channel` with the row as JSON
+   * (delivered at commit). Rows older than a minute are removed on the way.
+   */
+  publish(kind: string, target: string, channel: string): Promise<SignalRow> {
+    return inTransaction(this.#db, async (trx, tx) => {
+      const now = await this.now(trx);
+      const row: SignalRow = { id: randomUUID(), kind, target, createdMs: now };
+      await trx.insertInto("signals").values({ id: row.id, kind, target, created_ms: now }).execute();
+      if (tx.dialect === "postgres") await sql`select pg_notify(${channel}, ${JSON.stringify(row)})`.execute(trx);
+      return row;
+    });
+  }
+
+  /** Signals created after `sinceMs` (database clock), oldest first. */
+  async signalsSince(sinceMs: number): Promise<SignalRow[]> {
+    const rows = await this.#db
+      .selectFrom("signals")
+      .selectAll()
+      .where("created_ms", ">", sinceMs)
+      .orderBy("created_ms")
+      .limit(1000)
+      .execute();
+    return rows.map((r) => ({ id: r.id, kind: r.kind, target: r.target, createdMs: Number(r.created_ms) }));
+  }
+
+  /** Removes signal rows older than `beforeMs`. */
+  async pruneSignals(beforeMs: number): Promise<void> {
+    await this.#db.deleteFrom("signals").where("created_ms", "<", beforeMs).execute();
+  }
+}

@@ -1,0 +1,94 @@
+/**
+ * Turn leases on both dialects, through the real repository: taking a chat is atomic (of many acquirers at once,
+ * exactly one wins, on SQLite through BEGIN IMMEDIATE and on PostgreSQL through the row lock), a stale owner's
+ * writes are refused once the epoch moved on (events, journal, messages, release), and expired leases are claimed
+ * by exactly one of several sweepers.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openDatabase, type ToolhostDatabase } from "../../src/storage/database.js";
+import { ChatRepository } from "../../src/storage/repositories.js";
+import { LeaseBusyError, StaleLeaseError, TurnLeaseRepository } from "../../src/storage/turn-leases.js";
+import { freshPostgresDatabase } from "../helpers/postgres.js";
+import { tempDir } from "../helpers/temp.js";
+
+const dialects = [
+  { name: "sqlite", open: () => openDatabase({ dataDir: tempDir() }) },
+  { name: "postgres", open: async () => openDatabase({ url: await freshPostgresDatabase() }) },
+];
+
+describe.each(dialects)("turn leases on $name", ({ open }) => {
+  let database: ToolhostDatabase;
+  let repo: TurnLeaseRepository;
+  let chats: ChatRepository;
+  beforeAll(async () => {
+    database = await open();
+    repo = new TurnLeaseRepository(database.db);
+    chats = new ChatRepository(database.db);
+  });
+  afterAll(() => database?.close());
+
+  const newChat = async () =>
+    (await chats.create({ userId: "u", title: null, workingDirectory: null, provider: "openai", model: "m" })).id;
+  const acquire = (chatId: string, owner: string) =>
+    repo.acquire({ chatId, userId: "u", owner, leaseMs: 60_000, state: { version: 1 } });
+
+  it("of eight acquirers at once exactly one takes the chat; the rest get LeaseBusyError until it is released", async () => {
+    const chatId = await newChat();
+    const results = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => acquire(chatId, `i${i}`)));
+    const won = results.filter((r) => r.status === "fulfilled");
+    expect(won).toHaveLength(1);
+    for (const r of results) if (r.status === "rejected") expect(r.reason).toBeInstanceOf(LeaseBusyError);
+    const lease = (won[0] as PromiseFulfilledResult<Awaited<ReturnType<typeof acquire>>>).value;
+    expect(await repo.current(chatId)).toMatchObject({ turnId: lease.turnId, owner: lease.owner });
+    expect(await repo.release(chatId, lease.epoch)).toBe(true);
+    expect(await repo.current(chatId)).toBeUndefined();
+    const next = await acquire(chatId, "again");
+    expect(next.epoch).toBe(lease.epoch + 1);
+    await repo.release(chatId, next.epoch);
+  });
+
+  it("after a handover the old owner can no longer write; exactly one sweeper claims the turn", async () => {
+    const chatId = await newChat();
+    const lease = await acquire(chatId, "old");
+    await repo.appendEvents(chatId, lease.epoch, [
+      { seq: lease.nextSeq, turnId: lease.turnId, type: "iteration", data: "{}" },
+    ]);
+    await repo.journalStart(chatId, lease.epoch, { turnId: lease.turnId, callId: "c1", tool: "bash" });
+    expect(await repo.handOver(chatId, lease.epoch)).toBe(true);
+    const claims = await Promise.all(["s1", "s2", "s3"].map((owner) => repo.claimExpired(owner, 60_000)));
+    const mine = claims.flat().filter((c) => c.chatId === chatId);
+    expect(mine).toHaveLength(1);
+    expect(mine[0]!.epoch).toBeGreaterThan(lease.epoch + 1);
+    expect(mine[0]!.nextSeq).toBeGreaterThan(lease.nextSeq);
+    // Every write of the old owner is refused, and nothing it tried landed.
+    const stale = [
+      repo.appendEvents(chatId, lease.epoch, [{ seq: 99, turnId: lease.turnId, type: "x", data: "{}" }]),
+      repo.journalEnd(chatId, lease.epoch, { turnId: lease.turnId, callId: "c1", result: {} }),
+      repo.journalStart(chatId, lease.epoch, { turnId: lease.turnId, callId: "c2", tool: "bash" }),
+      chats.append(chatId, [{ role: "user", content: { role: "user", content: "late" } }], (trx) =>
+        repo.assertEpoch(trx, chatId, lease.epoch),
+      ),
+    ];
+    for (const outcome of await Promise.allSettled(stale)) {
+      expect(outcome.status).toBe("rejected");
+      expect((outcome as PromiseRejectedResult).reason).toBeInstanceOf(StaleLeaseError);
+    }
+    expect(await repo.release(chatId, lease.epoch)).toBe(false);
+    expect((await repo.eventsAfter(chatId, 0)).map((e) => e.type)).toEqual(["iteration"]);
+    expect([...(await repo.journal(lease.turnId)).values()]).toMatchObject([{ callId: "c1", status: "started" }]);
+    expect(await chats.messages(chatId)).toEqual([]);
+    // The new owner writes and ends the turn.
+    await repo.journalEnd(chatId, mine[0]!.epoch, { turnId: lease.turnId, callId: "c1", result: { ok: true } });
+    expect(await repo.release(chatId, mine[0]!.epoch)).toBe(true);
+  });
+
+  it("a cancel request is seen by the owner's renewal; a renewal with a stale epoch reports the lease lost", async () => {
+    const chatId = await newChat();
+    const lease = await acquire(chatId, "owner");
+    expect(await repo.requestCancel(chatId)).toMatchObject({ owner: "owner", turnId: lease.turnId });
+    expect(await repo.renew("owner", [{ chatId, epoch: lease.epoch }], 60_000)).toEqual(new Map([[chatId, true]]));
+    expect(await repo.renew("owner", [{ chatId, epoch: lease.epoch + 5 }], 60_000)).toEqual(new Map());
+    await repo.release(chatId, lease.epoch);
+    expect(await repo.requestCancel(chatId)).toBeUndefined();
+  });
+});
