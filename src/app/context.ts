@@ -8,7 +8,7 @@ import "../tools/index.js";
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join } from "node:path";
 import { AgentService } from "../agents/service.js";
 import { AgentTemplateCatalog, loadAgentTemplates, summarizeTemplate } from "../agents/templates.js";
 import { setAgentTemplateCatalog } from "../core/agents.js";
