@@ -126,13 +126,14 @@ export async function createAppContext(options: AppContextOptions = {}): Promise
     turns.start();
     // Approval answers given on another instance reach the waiting turn here within a second.
     core.approvals.setSignals(signals);
-    // Tool-list changes (settings, imported tools) reach the MCP sessions of every instance.
-    // Coalesced over 50 ms, so a burst of settings writes costs one signal per user.
-    let relaying = false;
+    // Tool-list changes (settings, imported tools) reach the MCP sessions of every instance. Only changes made
+    // here are relayed (a relayed one is "remote"), so two instances never echo a change back and forth, even when
+    // several contexts of one process share the registry. Coalesced over 50 ms: a burst of settings writes costs
+    // one signal per user.
     const changed = new Set<string>();
     let relayTimer: NodeJS.Timeout | undefined;
-    const unrelay = registry.changes.subscribe((userId) => {
-      if (relaying) return;
+    const unrelay = registry.changes.subscribe((userId, origin) => {
+      if (origin === "remote") return;
       changed.add(userId ?? "*");
       relayTimer ??= setTimeout(() => {
         relayTimer = undefined;
@@ -143,12 +144,7 @@ export async function createAppContext(options: AppContextOptions = {}): Promise
     });
     signals.subscribe((signal) => {
       if (signal.kind !== "tools_changed" || signal.local) return;
-      relaying = true;
-      try {
-        registry.changes.emit(signal.target === "*" ? null : signal.target);
-      } finally {
-        relaying = false;
-      }
+      registry.changes.emit(signal.target === "*" ? null : signal.target, "remote");
     });
     core.onClose(() => {
       unrelay();

@@ -4,8 +4,14 @@
  * `notifications/tools/list_changed`; listeners refetch, so a spurious event costs one list, never correctness.
  */
 
-/** Receives the user whose tools changed, or null when the change concerns every user. */
-export type ToolListChangeListener = (userId: string | null) => void;
+/**
+ * Where a change was made: `"local"` in this process, `"remote"` on another instance sharing the database (relayed
+ * by its signal). A relay to other instances passes on only local changes, so a relayed change never echoes back.
+ */
+export type ToolListChangeOrigin = "local" | "remote";
+
+/** Receives the user whose tools changed (null when the change concerns every user) and where it was made. */
+export type ToolListChangeListener = (userId: string | null, origin: ToolListChangeOrigin) => void;
 
 /** A small in-process event hub (one per registry). */
 export class ToolListChanges {
@@ -18,10 +24,10 @@ export class ToolListChanges {
   }
 
   /** Tells every listener; a listener that throws does not stop the others. */
-  emit(userId: string | null): void {
+  emit(userId: string | null, origin: ToolListChangeOrigin = "local"): void {
     for (const listener of [...this.#listeners]) {
       try {
-        listener(userId);
+        listener(userId, origin);
       } catch {
         // A broken listener must not break a settings update.
       }
