@@ -20,6 +20,7 @@ import { type Lease, LeaseBusyError, StaleLeaseError } from "../storage/turn-lea
 import { ApprovalGate } from "./approvals/gate.js";
 import { type ApprovalResponder, type ApprovalService, isSuspension, TurnSuspended } from "./approvals/service.js";
 import { ChatTurnKeeper, type SuspendedTurnState } from "./approvals/turns.js";
+import { ownerIsGone } from "./instance.js";
 import type { TurnCoordinator, TurnStopReason } from "./turn-coordinator.js";
 import { JournalGate, resumeStepFromJournal, type TakeoverState, TurnEventLog } from "./turn-journal.js";
 import { type BindingCaller, WorkingDirectoryBinder } from "./working-directory.js";
@@ -452,6 +453,7 @@ export class ChatService {
             leaseMs: this.#turns.leaseMs,
             state: { version: 1, userMessage: state.userMessage, step: state.step } satisfies TakeoverState,
             resumingSuspended: true,
+            holderIsGone: ownerIsGone,
           });
         } catch (error) {
           if (error instanceof LeaseBusyError) return;

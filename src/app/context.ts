@@ -5,9 +5,7 @@
  * directory, so a setting made in one is seen by the other.
  */
 import "../tools/index.js";
-import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { hostname } from "node:os";
 import { dirname, join } from "node:path";
 import { AgentService } from "../agents/service.js";
 import { AgentTemplateCatalog, loadAgentTemplates, summarizeTemplate } from "../agents/templates.js";
@@ -20,6 +18,7 @@ import { AgentRepository } from "../storage/agent-repository.js";
 import { TurnLeaseRepository } from "../storage/turn-leases.js";
 import { CHAT_PROVIDERS } from "./chat-service.js";
 import { type CoreContext, type CoreContextOptions, openCoreContext } from "./core-context.js";
+import { newInstanceId } from "./instance.js";
 import { SignalBus } from "./signals.js";
 import { DEFAULT_TURN_LEASE_MS, TurnCoordinator } from "./turn-coordinator.js";
 
@@ -99,7 +98,7 @@ export async function createAppContext(options: AppContextOptions = {}): Promise
     const templateError = templates.error;
     if (templateError) core.logger.error({ err: templateError.message }, "agent templates failed to load");
     core.onClose(setAgentTemplateCatalog(() => templates.list().map(summarizeTemplate)));
-    const instanceId = options.agentOptions?.instanceId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    const instanceId = options.agentOptions?.instanceId ?? newInstanceId();
     const leases = new TurnLeaseRepository(core.database.db);
     const signals = new SignalBus({ repository: leases, database: core.database, logger: core.logger });
     const turns = new TurnCoordinator({

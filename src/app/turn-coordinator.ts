@@ -8,10 +8,9 @@
  * lease expired), and hands its turns over on a graceful shutdown.
  */
 
-import { randomUUID } from "node:crypto";
-import { hostname } from "node:os";
 import type { Logger } from "../core/types.js";
 import type { Lease, TurnLeaseRepository } from "../storage/turn-leases.js";
+import { newInstanceId } from "./instance.js";
 import type { SignalBus } from "./signals.js";
 
 /** Default lease length, in ms (TOOLHOST_TURN_LEASE_MS overrides): a dead owner's turn moves within ~1.4x this. */
@@ -56,7 +55,7 @@ export class TurnCoordinator {
     this.repository = options.repository;
     this.signals = options.signals;
     this.#logger = options.logger;
-    this.instanceId = options.instanceId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    this.instanceId = options.instanceId ?? newInstanceId();
     this.leaseMs = Math.max(300, options.leaseMs ?? DEFAULT_TURN_LEASE_MS);
     this.#unsubscribe = this.signals.subscribe((signal) => {
       if (signal.kind === "chat_cancel") this.#local.get(signal.target)?.stop("cancelled");

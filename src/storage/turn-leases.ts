@@ -154,6 +154,11 @@ export class TurnLeaseRepository {
     state: unknown;
     /** Resuming the turn that waits for approvals itself: do not count it as busy. */
     resumingSuspended?: boolean;
+    /**
+     * When resuming a suspended turn: whether the instance holding the lease is known to be gone (a process of this
+     * host that no longer runs). Such a lease, or an expired one, is taken at once (the epoch fences its owner).
+     */
+    holderIsGone?: (owner: string) => boolean;
   }): Promise<Lease> {
     return inTransaction(this.#db, async (trx, tx) => {
       await trx
@@ -164,7 +169,11 @@ export class TurnLeaseRepository {
       const row = await tx
         .forUpdate(trx.selectFrom("chat_leases").selectAll().where("chat_id", "=", input.chatId))
         .executeTakeFirstOrThrow();
-      if (row.turn_id) {
+      const now = await this.now(trx);
+      const abandoned =
+        input.resumingSuspended &&
+        (Number(row.expires_ms) < now || (row.owner != null && input.holderIsGone?.(row.owner) === true));
+      if (row.turn_id && !abandoned) {
         throw new LeaseBusyError(
           `Chat ${input.chatId} is already running a turn; wait for it to finish or cancel it (POST /api/chats/${input.chatId}/cancel).`,
         );
@@ -182,7 +191,6 @@ export class TurnLeaseRepository {
       }
       const turnId = randomUUID();
       const epoch = Number(row.epoch) + 1;
-      const now = await this.now(trx);
       await trx
         .updateTable("chat_leases")
         .set({

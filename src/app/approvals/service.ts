@@ -15,7 +15,7 @@
 
 import { createHash, createHmac, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
-import { hostname, userInfo } from "node:os";
+import { userInfo } from "node:os";
 import { join, resolve } from "node:path";
 import { APPROVAL_RULES_SETTING, APPROVAL_SETTING } from "../../core/approval/policy.js";
 import type { ApprovalRule } from "../../core/approval/rules.js";
@@ -29,6 +29,7 @@ import type {
   ApprovalRepository,
   ApprovalTurnRecord,
 } from "../../storage/approvals.js";
+import { newInstanceId, ownerIsGone } from "../instance.js";
 import type { SignalBus } from "../signals.js";
 import { SettingsVersionConflictError, type ToolSettingsService } from "../tool-settings-service.js";
 
@@ -219,10 +220,10 @@ type Waiter = (record: ApprovalRecord) => void;
 /** Approvals: asking, answering, waiting, expiring, verifying. */
 export class ApprovalService {
   /**
-   * This process's id as the owner of the turns it runs: `<host>/<pid>/<uuid>`, so a process on the same host can
-   * tell that an owner has died (its pid is gone) and resume its turn at once instead of after the stale timeout.
+   * This process's id as the owner of the turns it runs (see {@link newInstanceId}), so a process on the same host
+   * can tell that an owner has died (its pid is gone) and resume its turn at once instead of after the stale timeout.
    */
-  readonly instanceId = `${hostname()}/${process.pid}/${randomUUID()}`;
+  readonly instanceId = newInstanceId();
   readonly timeoutMs: number;
   readonly staleMs: number;
   readonly pollMs: number;
@@ -763,19 +764,6 @@ export function lockedApprovalFloor(descriptor: {
   if (!descriptor.lockedKeys.includes(APPROVAL_SETTING)) return undefined;
   const value = descriptor.parameters[APPROVAL_SETTING];
   return value === "ask" || value === "deny" ? value : undefined;
-}
-
-/** Whether a turn's owner (`<host>/<pid>/<uuid>`) is a process of this host that no longer runs. */
-function ownerIsGone(owner: string): boolean {
-  const [host, pid] = owner.split("/");
-  const number = Number(pid);
-  if (host !== hostname() || !Number.isInteger(number) || number <= 0 || number === process.pid) return false;
-  try {
-    process.kill(number, 0);
-    return false;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "ESRCH";
-  }
 }
 
 /** Who the CLI acts as when it answers or changes settings: `cli:<os user>`. */
