@@ -167,6 +167,7 @@ class NoChange {
  */
 export class SettingsVersionConflictError extends BrandedError {
   static override readonly brand: symbol = errorBrand("SettingsVersionConflictError");
+  readonly code = "precondition_failed";
   constructor(
     readonly tool: string,
     readonly expected: number | readonly number[],
@@ -179,6 +180,11 @@ export class SettingsVersionConflictError extends BrandedError {
           ? "are not at a version If-Match names"
           : `are at none of the versions ${expected.join(", ")}`;
     super(`The settings of "${tool}" ${since} (now ${actual}); GET them again and retry with If-Match: "${actual}".`);
+  }
+
+  /** `{tool, expected, actual}`: which settings, the version(s) the caller named and the stored one. */
+  get details(): { tool: string; expected: number | readonly number[]; actual: number } {
+    return { tool: this.tool, expected: this.expected, actual: this.actual };
   }
 }
 

@@ -6,7 +6,7 @@
  * in one is seen by the other.
  */
 import type { Command } from "commander";
-import { ToolError } from "../core/errors.js";
+import { classifiedError, ToolError } from "../core/errors.js";
 import { VERSION } from "../version.js";
 import { parseCallCommandLine, runCall } from "./commands/call.js";
 import { CliError, type CommandName, commandNamedBy, errorText, exitQuietlyOnClosedStdout } from "./util.js";
@@ -45,6 +45,11 @@ export async function main(argv = process.argv): Promise<void> {
     } else if (error instanceof ToolError) {
       process.stderr.write(`error: ${error.code}: ${errorText(error.message)}\n`);
       process.exitCode = 1;
+    } else if (classifiedError(error)) {
+      // The application's refusals (a busy chat, a provider without a key, …): the message says what to do next.
+      const { code, message } = classifiedError(error)!;
+      process.stderr.write(`error: ${errorText(message)}\n`);
+      process.exitCode = USAGE_ERROR_CODES.has(code) ? 2 : 1;
     } else if (isCommanderError(error)) {
       // Commander has already printed its message (or the help text).
       const ok = ["commander.helpDisplayed", "commander.help", "commander.version"].includes(error.code);
@@ -55,6 +60,9 @@ export async function main(argv = process.argv): Promise<void> {
     }
   }
 }
+
+/** Codes of the application's refusals that a corrected command line fixes (exit 2, like usage errors). */
+const USAGE_ERROR_CODES = new Set(["bad_request", "provider_not_configured"]);
 
 /**
  * Whether `error` is commander's (a parse error, help or version shown): its CommanderError carries a `commander.*`

@@ -51,6 +51,22 @@ export class BrandedError extends Error {
   }
 }
 
+/**
+ * What a surface (HTTP, MCP, CLI) shows of a classified error: any Toolhost error that carries a string `code` (and
+ * optionally `details`). Surfaces map the code (the HTTP status table is in the server); undefined for anything
+ * else, which is an unexpected failure.
+ */
+export function classifiedError(
+  error: unknown,
+): { code: string; message: string; details?: Record<string, unknown> } | undefined {
+  if (!(error instanceof BrandedError)) return undefined;
+  const { code, details } = error as { code?: unknown; details?: unknown };
+  if (typeof code !== "string") return undefined;
+  return details !== null && typeof details === "object"
+    ? { code, message: error.message, details: details as Record<string, unknown> }
+    : { code, message: error.message };
+}
+
 /** Marks prototypes whose class chain already carries its brands (set once per class, on first construction). */
 const BRANDED = Symbol("toolhost.error.branded");
 

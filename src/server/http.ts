@@ -6,7 +6,7 @@ import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { Compile } from "typebox/compile";
 import { readConfig } from "../core/config.js";
-import { BrandedError, errorBrand, ToolError, type ToolErrorCode } from "../core/errors.js";
+import { BrandedError, classifiedError, errorBrand, type ToolErrorCode } from "../core/errors.js";
 import { DEFAULT_BODY_LIMITS, type JsonLimits, type JsonLimitViolation, scanJsonText } from "../core/json-limits.js";
 import { isDatabaseUnavailable } from "../storage/unavailable.js";
 
@@ -27,7 +27,8 @@ export class HttpError extends BrandedError {
   }
 }
 
-const STATUS_BY_CODE: Record<ToolErrorCode, ContentfulStatusCode> = {
+/** The HTTP status of each tool error code (a tool's refusal answered by a route, e.g. a tool call over REST). */
+const TOOL_ERROR_STATUS = {
   validation_failed: 400,
   invalid_settings: 422,
   access_denied: 403,
@@ -38,6 +39,22 @@ const STATUS_BY_CODE: Record<ToolErrorCode, ContentfulStatusCode> = {
   denied_by_user: 403,
   denied_by_policy: 403,
   limit_exceeded: 429,
+} satisfies Record<ToolErrorCode, ContentfulStatusCode>;
+
+/**
+ * The one status table: the HTTP status of every classified error code a route may let through (see
+ * {@link classifiedError}). Routes throw the application's errors as they are; this table answers them. A code not
+ * listed here is an unexpected failure (500 `internal_error`), so a new error class adds its code here.
+ */
+export const HTTP_STATUS_BY_CODE: Readonly<Record<string, ContentfulStatusCode>> = {
+  ...TOOL_ERROR_STATUS,
+  bad_request: 400,
+  ambiguous_id: 409,
+  approval_conflict: 409,
+  chat_busy: 409,
+  lease_lost: 409,
+  precondition_failed: 412,
+  provider_not_configured: 503,
 };
 
 const compiled = new WeakMap<object, ReturnType<typeof Compile>>();
@@ -156,7 +173,8 @@ const DATABASE_UNAVAILABLE_MESSAGE =
   "The database could not be reached (it may be restarting); the server reconnects on its own. Retry the request in a few seconds.";
 
 /**
- * Maps anything thrown by a route to a JSON error response `{ error: { code, message, details? } }`: 503
+ * Maps anything thrown by a route to a JSON error response `{ error: { code, message, details? } }`: an HttpError
+ * with its own status, a classified error by {@link HTTP_STATUS_BY_CODE}, 503
  * `database_unavailable` (with `Retry-After: 1`) when the database could not be reached, 500 `internal_error` for
  * anything else unexpected.
  */
@@ -167,7 +185,10 @@ export function errorResponse(c: Context, error: unknown) {
       error.status,
     );
   }
-  if (error instanceof ToolError) return c.json({ error: error.toJSON() }, STATUS_BY_CODE[error.code]);
+  const classified = classifiedError(error);
+  const status =
+    classified && Object.hasOwn(HTTP_STATUS_BY_CODE, classified.code) && HTTP_STATUS_BY_CODE[classified.code];
+  if (classified && status) return c.json({ error: classified }, status);
   if (isDatabaseUnavailable(error)) {
     c.header("Retry-After", "1");
     return c.json({ error: { code: "database_unavailable", message: DATABASE_UNAVAILABLE_MESSAGE } }, 503);

@@ -355,6 +355,7 @@ export interface ChatPage {
 /** A chat-list cursor that this server did not produce (or that was altered). */
 export class ChatCursorError extends BrandedError {
   static override readonly brand: symbol = errorBrand("ChatCursorError");
+  readonly code = "bad_request";
   constructor() {
     super("Invalid cursor: pass the nextCursor of the previous page unchanged, or omit it for the first page.");
   }

@@ -106,6 +106,11 @@ export class TokenLookupError extends BrandedError {
   ) {
     super(message);
   }
+
+  /** `not_found`, or `ambiguous_id` for an id prefix that matches several tokens. */
+  get code(): "not_found" | "ambiguous_id" {
+    return this.reason === "ambiguous" ? "ambiguous_id" : "not_found";
+  }
 }
 
 /** Bearer tokens mapped to users, stored hashed. */

@@ -144,6 +144,11 @@ describe("the ask round-trip over SSE and REST", () => {
     expect(await allowed.json()).toMatchObject({ status: "allowed", decision: "allow_once", decidedBy: "local" });
     const again = await server.api(`/api/approvals/${ask.approvalId}`, { method: "POST", json: { decision: "deny" } });
     expect(again.status).toBe(409);
+    // The service's refusal, answered by the server's status table with its own code and details.
+    // (allowed, or used once its call ran)
+    const conflict = (await again.json()) as { error: { code: string; details: { status: string } } };
+    expect(conflict.error.code).toBe("approval_conflict");
+    expect(["allowed", "used"]).toContain(conflict.error.details.status);
 
     const events = await stream.rest();
     const results = events.filter((e) => e.event === "tool_result").map((e) => e.data);
@@ -347,6 +352,7 @@ describe("expiry", () => {
         json: { decision: "allow_once" },
       });
       expect(late.status).toBe(409);
+      expect(await late.json()).toMatchObject({ error: { code: "approval_conflict", details: { status: "expired" } } });
       expect(existsSync(join(dir, "notes/todo.md"))).toBe(false);
     } finally {
       await expiring.stop();

@@ -7,6 +7,8 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_CHAT_MODELS } from "../../src/app/chat-service.js";
 import { CONFIG_VARIABLES } from "../../src/core/config.js";
+import type { ToolErrorCode } from "../../src/core/errors.js";
+import { HTTP_STATUS_BY_CODE } from "../../src/server/http.js";
 import { assertNoSsrf } from "../../src/tools/web/ssrf.js";
 import { ENTRIES, type Entry, sourceModules } from "../api/entries.js";
 
@@ -18,6 +20,19 @@ const docs = [
     .map((f) => `docs/${f}`),
 ];
 const text = (file: string) => readFileSync(`${root}${file}`, "utf8");
+/** The tool error codes (listed in the README's tools paragraph, whose statuses it gives in prose). */
+const TOOL_ERROR_CODES: string[] = [
+  "validation_failed",
+  "invalid_settings",
+  "access_denied",
+  "not_found",
+  "timeout",
+  "aborted",
+  "execution_failed",
+  "denied_by_user",
+  "denied_by_policy",
+  "limit_exceeded",
+] satisfies ToolErrorCode[];
 
 describe("docs match the code", () => {
   it('every name the docs import from "toolhost" (or its subpaths) is exported by that entry', async () => {
@@ -68,24 +83,16 @@ describe("docs match the code", () => {
     expect(wrong).toEqual([]);
   });
 
-  it("the README lists every error code the API answers with", () => {
+  it("the README lists every error code the API answers with, each classified code with its status", () => {
     const readme = text("README.md");
-    for (const code of [
-      "validation_failed",
-      "invalid_settings",
-      "access_denied",
-      "not_found",
-      "timeout",
-      "aborted",
-      "execution_failed",
-      "bad_request",
-      "unauthorized",
-      "payload_too_large",
-      "provider_not_configured",
-      "chat_busy",
-      "request_timeout",
-      "precondition_failed",
-    ]) {
+    // The server's status table: tool error codes are listed in the tools' paragraph; every other code is named
+    // with its status, e.g. `chat_busy` (409.
+    for (const [code, status] of Object.entries(HTTP_STATUS_BY_CODE)) {
+      if (TOOL_ERROR_CODES.includes(code)) expect(readme).toContain(`\`${code}\``);
+      else expect(readme, `README: \`${code}\` (${status}`).toMatch(new RegExp(`\`${code}\` \\(${status}`));
+    }
+    // Codes the HTTP layer itself answers.
+    for (const code of ["bad_request", "unauthorized", "payload_too_large", "request_timeout", "shutting_down"]) {
       expect(readme).toContain(`\`${code}\``);
     }
   });

@@ -152,6 +152,11 @@ export class ApprovalConflictError extends BrandedError {
   ) {
     super(message);
   }
+
+  /** The approval's current status, when known (`{status}`). */
+  get details(): { status: string } | undefined {
+    return this.approval ? { status: this.approval.status } : undefined;
+  }
 }
 
 /** Options of the ApprovalService. */

@@ -121,20 +121,15 @@ export function registerApprovalsCommand(program: Command): void {
       .option("-m, --message <text>", "words for the model")
       .action(async (id: string, opts: { user: string; always?: boolean; message?: string }) =>
         withContext(async (ctx) => {
-          const { ApprovalConflictError, cliActor } = await import("../../app/approvals/service.js");
-          try {
-            const record = await ctx.approvals.decide(opts.user, id, {
-              decision: decision === "allow_once" && opts.always ? "allow_always" : decision,
-              ...(opts.message ? { message: opts.message } : {}),
-              decidedBy: cliActor(),
-              // The CLI runs with the data directory's permissions: its operator is an admin.
-              admin: true,
-            });
-            print({ id: record.id, status: record.status, decision: record.decision });
-          } catch (error) {
-            if (error instanceof ApprovalConflictError) throw new CliError(error.message, 1);
-            throw error;
-          }
+          const { cliActor } = await import("../../app/approvals/service.js");
+          const record = await ctx.approvals.decide(opts.user, id, {
+            decision: decision === "allow_once" && opts.always ? "allow_always" : decision,
+            ...(opts.message ? { message: opts.message } : {}),
+            decidedBy: cliActor(),
+            // The CLI runs with the data directory's permissions: its operator is an admin.
+            admin: true,
+          });
+          print({ id: record.id, status: record.status, decision: record.decision });
         }),
       );
   }

@@ -342,7 +342,7 @@ export function registerChatCommand(program: Command): void {
         }
       }
 
-      const { ChatConfigError, ChatService, parseProvider } = await import("../../app/chat-service.js");
+      const { ChatService, parseProvider } = await import("../../app/chat-service.js");
       const { cliResponder } = await import("../approval-prompt.js");
       const ctx = await createAppContext();
       // External MCP servers connect in the background; the turn does not wait for them.
@@ -365,20 +365,14 @@ export function registerChatCommand(program: Command): void {
         const resolved = await resolveChat(ctx, service, opts, parseProvider);
         const chatId = resolved.id;
         createdChat = resolved.created ? chatId : undefined;
-        let turn: Awaited<ReturnType<ChatService["prepareTurn"]>>;
-        try {
-          // Asks are prompted on a terminal; without one they are denied unless --yes.
-          const responder = cliResponder({
-            yes: opts.yes === true,
-            interactive: Boolean(process.stdin.isTTY && process.stderr.isTTY),
-            pause: () => renderer?.pause(),
-            resume: () => renderer?.resume(),
-          });
-          turn = await service.prepareTurn(opts.user, chatId, prompt, { responder });
-        } catch (error) {
-          if (error instanceof ChatConfigError) throw new CliError(error.message);
-          throw error;
-        }
+        // Asks are prompted on a terminal; without one they are denied unless --yes.
+        const responder = cliResponder({
+          yes: opts.yes === true,
+          interactive: Boolean(process.stdin.isTTY && process.stderr.isTTY),
+          pause: () => renderer?.pause(),
+          resume: () => renderer?.resume(),
+        });
+        const turn = await service.prepareTurn(opts.user, chatId, prompt, { responder });
         // Ctrl-C or SIGTERM cancels the turn (model stream and running tools); the database closes after the tools
         // stopped and their audit lines are written. A second signal quits at once.
         removeStopHandlers = onStopSignals((signal) => {
@@ -396,7 +390,6 @@ export function registerChatCommand(program: Command): void {
         if (!opts.json && kept) process.stderr.write(`(chat ${chatId}; continue with --chat ${chatId})\n`);
         process.exitCode = reason === "text" ? 0 : reason === "aborted" ? SIGNAL_EXIT_CODE[stoppedBy ?? "SIGINT"] : 1;
       } catch (error) {
-        if (error instanceof ChatConfigError) throw new CliError(error.message);
         if (error instanceof ToolError && error.code !== "execution_failed") throw new CliError(error.message);
         throw error;
       } finally {

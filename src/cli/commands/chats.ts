@@ -23,11 +23,7 @@ export function registerChatsCommand(program: Command): void {
         const limit = Number(opts.limit);
         if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
           throw new CliError("--limit must be an integer from 1 to 1000.");
-        const { ChatCursorError } = await import("../../storage/repositories.js");
-        const page = await ctx.chats.page(opts.user, { limit, cursor: opts.cursor }).catch((error) => {
-          if (error instanceof ChatCursorError) throw new CliError(`--cursor: ${error.message}`);
-          throw error;
-        });
+        const page = await ctx.chats.page(opts.user, { limit, cursor: opts.cursor });
         if (opts.json) return void process.stdout.write(`${JSON.stringify(page, null, 2)}\n`);
         if (page.chats.length === 0) return void process.stdout.write(`No chats for "${opts.user}".\n`);
         process.stdout.write(
@@ -70,12 +66,9 @@ export function registerChatsCommand(program: Command): void {
     .option("-u, --user <name>", "user id", parseUserId, "local")
     .action(async (id: string, opts: { user: string }) =>
       withContext(async (ctx) => {
-        const { ChatBusyError, ChatService } = await import("../../app/chat-service.js");
+        const { ChatService } = await import("../../app/chat-service.js");
         const service = new ChatService({ chats: ctx.chats, runtime: ctx.runtime, logger: ctx.logger });
-        const deleted = await service.deleteChat(opts.user, id).catch((error) => {
-          if (error instanceof ChatBusyError) throw new CliError(error.message, 1);
-          throw error;
-        });
+        const deleted = await service.deleteChat(opts.user, id);
         if (!deleted) throw new CliError(`No chat "${id}" for user "${opts.user}" (see \`toolhost chats list\`).`, 1);
         process.stdout.write(`Deleted chat ${id}.\n`);
       }),

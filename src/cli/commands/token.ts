@@ -7,16 +7,6 @@ import { withContext } from "../app-context.js";
 import { parseUserId } from "../options.js";
 import { CliError, table } from "../util.js";
 
-/**
- * Maps a failed token lookup to exit code 1 with its message (it names what to do next). Async so the storage
- * module loads only on this path, not when the program is built.
- */
-async function lookupFailed(error: unknown): Promise<never> {
-  const { TokenLookupError } = await import("../../storage/token-repository.js");
-  if (error instanceof TokenLookupError) throw new CliError(error.message, 1);
-  throw error;
-}
-
 /** Registers `token` and its subcommands on the program. */
 export function registerTokenCommand(program: Command): void {
   const token = program.command("token").description("Create, list, revoke and rotate API tokens.");
@@ -88,7 +78,7 @@ export function registerTokenCommand(program: Command): void {
     .option("-u, --user <name>", "only look among this user's tokens", parseUserId)
     .action(async (id: string, opts: { user?: string }) =>
       withContext(async (ctx) => {
-        const revoked = await ctx.tokens.revoke(id, opts.user).catch(lookupFailed);
+        const revoked = await ctx.tokens.revoke(id, opts.user);
         process.stdout.write(
           `Revoked token ${revoked.id} of "${revoked.userId}"${revoked.label ? ` (${revoked.label})` : ""}.\n`,
         );
@@ -102,7 +92,7 @@ export function registerTokenCommand(program: Command): void {
     .option("-u, --user <name>", "only look among this user's tokens", parseUserId)
     .action(async (id: string, opts: { user?: string }) =>
       withContext(async (ctx) => {
-        const rotated = await ctx.tokens.rotate(id, opts.user).catch(lookupFailed);
+        const rotated = await ctx.tokens.rotate(id, opts.user);
         process.stderr.write(
           `Token ${rotated.replaced.id} of "${rotated.replaced.userId}" no longer works; its replacement (id ${rotated.id}) is shown only this once:\n`,
         );

@@ -7,7 +7,7 @@ import { isUserId, USER_ID_RULE } from "../../app/admin.js";
 import type { AppContext } from "../../app/context.js";
 import type { UpdateToolSettingsBody } from "../../app/tool-settings-service.js";
 import { SETTINGS_BODY_LIMITS } from "../../core/json-limits.js";
-import { parseTokenLifetime, TokenLookupError } from "../../storage/token-repository.js";
+import { parseTokenLifetime } from "../../storage/token-repository.js";
 import { type AuthEnv, HttpError, readJsonBody, sendJson } from "../http.js";
 import {
   AdminUpdateToolSettingsBodySchema,
@@ -21,17 +21,6 @@ import {
   UnlockResponse,
 } from "../schemas.js";
 import { etag, parseIfMatch, preconditionFailed } from "./settings.js";
-
-/** Maps a failed token lookup to 404 (none) or 409 (an id prefix matching several). */
-function lookupFailed(error: unknown): never {
-  if (error instanceof TokenLookupError)
-    throw new HttpError(
-      error.reason === "ambiguous" ? 409 : 404,
-      error.reason === "ambiguous" ? "conflict" : "not_found",
-      error.message,
-    );
-  throw error;
-}
 
 /**
  * Admin routes (admins only; 403 otherwise): GET /api/admin/audit?user=&limit=, and the API tokens:
@@ -143,11 +132,11 @@ export function adminRoutes(ctx: AppContext): Hono<AuthEnv> {
     );
   });
   app.delete("/tokens/:id", async (c) => {
-    const revoked = await ctx.tokens.revoke(c.req.param("id")).catch(lookupFailed);
+    const revoked = await ctx.tokens.revoke(c.req.param("id"));
     return sendJson(c, TokenInfoSchema, revoked);
   });
   app.post("/tokens/:id/rotate", async (c) => {
-    const rotated = await ctx.tokens.rotate(c.req.param("id")).catch(lookupFailed);
+    const rotated = await ctx.tokens.rotate(c.req.param("id"));
     const { userId, label, expiresAt } = rotated.replaced;
     return sendJson(c, IssuedTokenResponse, { id: rotated.id, userId, label, expiresAt, token: rotated.token });
   });

@@ -6,10 +6,10 @@
  */
 import { Hono } from "hono";
 import Type from "typebox";
-import { ApprovalConflictError, allowsAlways } from "../../app/approvals/service.js";
+import { allowsAlways } from "../../app/approvals/service.js";
 import type { AppContext } from "../../app/context.js";
 import type { ApprovalRecord } from "../../storage/approvals.js";
-import { type AuthEnv, HttpError, readJsonBody, sendJson } from "../http.js";
+import { type AuthEnv, readJsonBody, sendJson } from "../http.js";
 import { ErrorBody } from "../schemas.js";
 
 /** Body of POST /api/approvals/:id. */
@@ -134,25 +134,13 @@ export function approvalRoutes(ctx: AppContext): Hono<AuthEnv> {
       DecideApprovalBody,
     );
     const userId = c.get("userId");
-    try {
-      const record = await ctx.approvals.decide(userId, c.req.param("id"), {
-        decision: body.decision,
-        ...(body.message !== undefined ? { message: body.message } : {}),
-        decidedBy: userId,
-        admin: ctx.admins.isAdmin(userId),
-      });
-      return sendJson(c, ApprovalSchema, approvalView(record));
-    } catch (thrown) {
-      if (thrown instanceof ApprovalConflictError) {
-        throw new HttpError(
-          409,
-          "conflict",
-          thrown.message,
-          thrown.approval ? { status: thrown.approval.status } : undefined,
-        );
-      }
-      throw thrown;
-    }
+    const record = await ctx.approvals.decide(userId, c.req.param("id"), {
+      decision: body.decision,
+      ...(body.message !== undefined ? { message: body.message } : {}),
+      decidedBy: userId,
+      admin: ctx.admins.isAdmin(userId),
+    });
+    return sendJson(c, ApprovalSchema, approvalView(record));
   });
   return app;
 }

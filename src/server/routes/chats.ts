@@ -8,15 +8,8 @@ import { Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 import Type from "typebox";
 import { type ApprovalResponder, TurnSuspended } from "../../app/approvals/service.js";
-import {
-  CHAT_PROVIDERS,
-  ChatBusyError,
-  ChatConfigError,
-  type ChatService,
-  ChatService as Service,
-} from "../../app/chat-service.js";
+import { CHAT_PROVIDERS, type ChatService, ChatService as Service } from "../../app/chat-service.js";
 import type { AppContext } from "../../app/context.js";
-import { ChatCursorError, type ChatPage } from "../../storage/repositories.js";
 import { type AuthEnv, HttpError, readJsonBody, sendJson } from "../http.js";
 import { ErrorBody } from "../schemas.js";
 import { ChatStreamEventSchema } from "../stream-events.js";
@@ -308,13 +301,7 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
     const limit = limitText === undefined ? 50 : Number(limitText);
     if (!Number.isInteger(limit) || limit < 1 || limit > 100)
       throw new HttpError(400, "bad_request", "limit must be an integer from 1 to 100.");
-    let page: ChatPage;
-    try {
-      page = await ctx.chats.page(c.get("userId"), { limit, cursor: c.req.query("cursor") || undefined });
-    } catch (thrown) {
-      if (thrown instanceof ChatCursorError) throw new HttpError(400, "bad_request", thrown.message);
-      throw thrown;
-    }
+    const page = await ctx.chats.page(c.get("userId"), { limit, cursor: c.req.query("cursor") || undefined });
     return sendJson(c, ChatListResponse, {
       chats: page.chats.map(({ userId: _u, ...chat }) => chat),
       nextCursor: page.nextCursor,
@@ -331,13 +318,7 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
   });
 
   app.delete("/:id", async (c) => {
-    let deleted: boolean;
-    try {
-      deleted = await chats.deleteChat(c.get("userId"), c.req.param("id"));
-    } catch (thrown) {
-      if (thrown instanceof ChatBusyError) throw new HttpError(409, thrown.code, thrown.message);
-      throw thrown;
-    }
+    const deleted = await chats.deleteChat(c.get("userId"), c.req.param("id"));
     if (!deleted) throw new HttpError(404, "not_found", `No chat "${c.req.param("id")}" for this user.`);
     return c.body(null, 204);
   });
@@ -348,13 +329,7 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
       CreateChatBody,
     );
     const userId = c.get("userId");
-    let created: Awaited<ReturnType<ChatService["createChat"]>>;
-    try {
-      created = await chats.createChat(userId, body, { admin: ctx.admins.isAdmin(userId) });
-    } catch (thrown) {
-      if (thrown instanceof ChatConfigError) throw new HttpError(503, thrown.code, thrown.message);
-      throw thrown;
-    }
+    const created = await chats.createChat(userId, body, { admin: ctx.admins.isAdmin(userId) });
     const { userId: _u, ...chat } = created;
     return c.json(chat, 201);
   });
@@ -380,19 +355,12 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
       c,
       SendMessageBody,
     );
-    let turn: Awaited<ReturnType<ChatService["prepareTurn"]>>;
-    try {
-      turn = await chats.prepareTurn(
-        c.get("userId"),
-        c.req.param("id"),
-        body.content,
-        body.onAsk === "deny" ? { responder: HEADLESS_DENY } : {},
-      );
-    } catch (thrown) {
-      if (thrown instanceof ChatConfigError) throw new HttpError(503, thrown.code, thrown.message);
-      if (thrown instanceof ChatBusyError) throw new HttpError(409, thrown.code, thrown.message);
-      throw thrown;
-    }
+    const turn = await chats.prepareTurn(
+      c.get("userId"),
+      c.req.param("id"),
+      body.content,
+      body.onAsk === "deny" ? { responder: HEADLESS_DENY } : {},
+    );
     const controller = new AbortController();
     // A client that leaves suspends the turn (its pending asks stay pending; an answer resumes it) unless it asked
     // to cancel; a turn that waits for no ask stops either way. A server shutting down always suspends.

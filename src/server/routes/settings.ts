@@ -29,22 +29,20 @@ export interface IfMatchCondition {
 const ENTITY_TAG_ELEMENT = /[ \t]*(?:(W\/)?"([\x21\x23-\x7e\x80-\xff]*)")?[ \t]*(?:,|$)/y;
 
 /**
- * What a settings write that lost its `If-Match` race answers: a SettingsVersionConflictError becomes HttpError 412
- * `precondition_failed` (the current ETag set on `c`; a list of only weak tags is told why it never matches); any
- * other error is returned as it was, to be thrown.
+ * What a settings write that lost its `If-Match` race adds to its 412 (the status table answers the
+ * SettingsVersionConflictError): the current ETag on `c`, and for a list of only weak tags, why it never matches.
+ * Returns the error to throw.
  */
 export function preconditionFailed(c: Context, error: unknown, ifMatch: IfMatchCondition | undefined): unknown {
   if (!(error instanceof SettingsVersionConflictError)) return error;
   c.header("ETag", etag(error.actual));
-  const weakOnly = ifMatch?.weak === true && ifMatch.versions.length === 0;
-  const message = weakOnly
-    ? `If-Match held only weak entity-tags (W/"…"), which never match under If-Match's strong comparison (RFC 9110 §13.1.1); send the strong ETag of a GET, now If-Match: "${error.actual}".`
-    : error.message;
-  return new HttpError(412, "precondition_failed", message, {
-    tool: error.tool,
-    expected: error.expected,
-    actual: error.actual,
-  });
+  if (ifMatch?.weak !== true || ifMatch.versions.length > 0) return error;
+  return new HttpError(
+    412,
+    error.code,
+    `If-Match held only weak entity-tags (W/"…"), which never match under If-Match's strong comparison (RFC 9110 §13.1.1); send the strong ETag of a GET, now If-Match: "${error.actual}".`,
+    error.details,
+  );
 }
 
 /**
