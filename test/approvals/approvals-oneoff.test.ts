@@ -46,6 +46,22 @@ async function execute(body: Record<string, unknown>) {
 }
 
 describe("the tool-execute route", () => {
+  it("a re-sent call whose approval was denied is refused as in a turn: denied_by_user with the person's words", async () => {
+    const args = { path: "notes/denied.md", content: "no\n" };
+    const first = await execute({ arguments: args });
+    const approvalId = first.body.error.details.approvalId as string;
+    const early = await execute({ arguments: args, approvalId });
+    expect(early.body.error.message).toContain(`POST /api/approvals/${approvalId}`);
+    const answer = { decision: "deny", message: "not today" };
+    expect((await server.api(`/api/approvals/${approvalId}`, { method: "POST", json: answer })).status).toBe(200);
+    const resent = await execute({ arguments: args, approvalId });
+    expect(resent.body).toMatchObject({
+      ok: false,
+      error: { code: "denied_by_user", details: { approvalId, userMessage: "not today" } },
+    });
+    expect(existsSync(join(work, "notes/denied.md"))).toBe(false);
+  });
+
   it("returns the pending approval, runs the call once it is allowed, and refuses replays", async () => {
     const args = { path: "notes/plan.md", content: "the plan\n" };
     const first = await execute({ arguments: args });

@@ -391,8 +391,6 @@ export class ApprovalGate implements ToolCallGate {
 
   /** Turns an answered (or expired, cancelled) ask into the verdict, checking the binding before anything runs. */
   async #settle(record: ApprovalRecord, call: ConversationToolCall, step: GateStep): Promise<GateVerdict> {
-    const { service } = this.#o;
-    const by = record.decidedBy ?? "timeout";
     step.emit({
       type: "approval_resolved",
       approvalId: record.id,
@@ -407,12 +405,44 @@ export class ApprovalGate implements ToolCallGate {
       decidedBy: record.decidedBy,
       ...(this.#o.agentPath ? { agentPath: this.#o.agentPath } : {}),
     });
+    return this.#verdictOf(record, call, step.signal, step);
+  }
+
+  /**
+   * The one mapping of an approval's state to the call's verdict, for a turn (`step`: a pending ask is waited for)
+   * and for a one-off call re-sent with its `approvalId` (no step: a pending ask is refused, saying how to answer
+   * it): denied → `denied_by_user` (`denied_by_policy` when a surface answered for nobody), expired →
+   * `denied_by_user`, cancelled → `aborted`, used → `access_denied`, allowed → {@link authorize}.
+   */
+  settle(record: ApprovalRecord, call: ConversationToolCall, signal?: AbortSignal): Promise<GateVerdict> {
+    return this.#verdictOf(record, call, signal);
+  }
+
+  async #verdictOf(
+    record: ApprovalRecord,
+    call: ConversationToolCall,
+    signal: AbortSignal | undefined,
+    step?: GateStep,
+  ): Promise<GateVerdict> {
+    const by = record.decidedBy ?? "timeout";
     switch (record.status) {
       case "pending": {
+        if (!step) {
+          return this.#refuse(
+            call,
+            new DeniedByPolicyError(
+              `Approval ${record.id} has not been answered yet: answer it with POST /api/approvals/${record.id} (or \`toolhost approvals\`), then send the same call again with "approvalId": "${record.id}".`,
+              { approvalId: record.id },
+            ),
+            "ask",
+            "policy",
+            signal,
+          );
+        }
         // Resumed while still unanswered: wait for it like a live ask.
-        const answered = await service.waitForAnswer(
+        const answered = await this.#o.service.waitForAnswer(
           record,
-          step.signal,
+          signal,
           () => this.#o.turn?.heartbeat() ?? Promise.resolve(),
         );
         if (answered.status === "pending") {
@@ -433,7 +463,7 @@ export class ApprovalGate implements ToolCallGate {
             }),
             "deny",
             by,
-            step.signal,
+            signal,
           );
         }
         return this.#refuse(
@@ -445,7 +475,7 @@ export class ApprovalGate implements ToolCallGate {
           }),
           "deny",
           by,
-          step.signal,
+          signal,
         );
       }
       case "expired":
@@ -457,7 +487,7 @@ export class ApprovalGate implements ToolCallGate {
           ),
           "expired",
           "timeout",
-          step.signal,
+          signal,
         );
       case "cancelled":
         return this.#refuse(
@@ -465,7 +495,7 @@ export class ApprovalGate implements ToolCallGate {
           new ToolAbortedError("The call was cancelled while it waited for approval."),
           "cancelled",
           "caller",
-          step.signal,
+          signal,
         );
       case "used":
         return this.#refuse(
@@ -476,10 +506,10 @@ export class ApprovalGate implements ToolCallGate {
           }),
           "deny",
           "policy",
-          step.signal,
+          signal,
         );
       case "allowed":
-        return this.authorize(record, call, step.signal, step);
+        return this.authorize(record, call, signal, step);
     }
   }
 

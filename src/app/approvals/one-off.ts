@@ -6,13 +6,7 @@
  * approved arguments: the approval's HMAC binds them).
  */
 import { randomUUID } from "node:crypto";
-import {
-  AccessDeniedError,
-  DeniedByPolicyError,
-  DeniedByUserError,
-  NotFoundError,
-  type ToolError,
-} from "../../core/errors.js";
+import { AccessDeniedError, NotFoundError, type ToolError } from "../../core/errors.js";
 import type { ToolCallOutcome, ToolRuntime } from "../../core/runtime.js";
 import type { ToolProgressEvent } from "../../core/types.js";
 import type { GateStep, GateVerdict } from "../../loop/gate.js";
@@ -81,28 +75,7 @@ export async function runGatedCall(name: string, args: unknown, options: GatedCa
         }),
       );
     }
-    if (record.status === "pending") {
-      return refused(
-        new DeniedByPolicyError(
-          `Approval ${record.id} has not been answered yet; answer it with POST /api/approvals/${record.id}.`,
-          {
-            approvalId: record.id,
-          },
-        ),
-      );
-    }
-    if (record.status === "denied" || record.status === "expired") {
-      const words = record.message ? `: "${record.message}"` : ".";
-      return refused(
-        new DeniedByUserError(
-          record.status === "expired"
-            ? `Approval ${record.id} expired; the call was not run.`
-            : `${record.decidedBy ?? "The user"} denied this call${words}`,
-          { approvalId: record.id },
-        ),
-      );
-    }
-    verdict = await gate.authorize(record, { id: record.toolCallId, name, arguments: args as string }, options.signal);
+    verdict = await gate.settle(record, { id: record.toolCallId, name, arguments: args as string }, options.signal);
   } else {
     const step: GateStep = {
       emit: options.onEvent ?? (() => {}),
