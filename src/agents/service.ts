@@ -740,7 +740,7 @@ export class AgentService {
           // loop state is not kept for a resume (a sub-agent running at a restart is marked interrupted).
           ...(tree.gate
             ? {
-                gate: tree.gate.child([tree.chatId ?? record.rootId, ...record.path.split("/").slice(1)], {
+                gate: tree.gate.child(record.path, {
                   services: { agents: scope },
                   turn: undefined,
                 }),

@@ -53,8 +53,7 @@ async function prompt(
   const clack = await import("@clack/prompts");
   options.pause?.();
   try {
-    const who =
-      request.agentPath && request.agentPath.length > 1 ? ` (agent ${request.agentPath.slice(1).join(" › ")})` : "";
+    const who = request.agentPath ? ` (agent ${printable(request.agentPath.split("/").join(" › "))})` : "";
     // The call's arguments came from a model: shown with their control characters escaped.
     const what = printable(request.subjects.length > 0 ? request.subjects.join("\n") : request.preview, {
       multiline: true,

@@ -48,8 +48,8 @@ export interface ApprovalRequestedEvent {
   expiresAt: string;
   /** The resolved working directory the call would run in (null: the server's own). */
   workingDirectory: string | null;
-  /** Sub-agent path of the call (root chat first), absent for the root chat's own calls. */
-  agentPath?: string[];
+  /** The sub-agent's `path` (its ids from the chat's root agent down, joined with `/`); absent for the chat's own calls. */
+  agentPath?: string;
 }
 
 /** An ask was answered (or expired): the call runs or is fed back as denied. */
@@ -61,7 +61,8 @@ export interface ApprovalResolvedEvent {
   /** allow_once, allow_always, deny or expired. */
   decision: string;
   decidedBy: string | null;
-  agentPath?: string[];
+  /** As in {@link ApprovalRequestedEvent}. */
+  agentPath?: string;
 }
 
 /**

@@ -47,8 +47,9 @@ export interface ToolCallGate {
 
 /**
  * A gate that also makes the gate of a sub-agent's loop: the same policy, surface and turn, its asks tagged with
- * `agentPath` (the root chat's id first, then each agent) so the root chat's surface shows whose call it is.
+ * `agentPath` (the agent's `path`: its ids from the chat's root agent down, joined with `/`) so the root chat's
+ * surface shows whose call it is.
  */
 export interface AgentAwareGate extends ToolCallGate {
-  child(agentPath: string[], overrides?: { services?: Record<string, unknown>; turn?: undefined }): AgentAwareGate;
+  child(agentPath: string, overrides?: { services?: Record<string, unknown>; turn?: undefined }): AgentAwareGate;
 }

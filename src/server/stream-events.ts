@@ -36,7 +36,9 @@ const AgentTagSchema = Type.Object(
 const agentTag = { agent: Type.Optional(AgentTagSchema) };
 const agentPath = {
   agentPath: Type.Optional(
-    Type.Array(Type.String(), { description: "The agent ids from the root down, for a sub-agent's call" }),
+    Type.String({
+      description: "A sub-agent's call: the agent's path (ids from the chat's root agent down, joined with /)",
+    }),
   ),
 };
 

@@ -33,7 +33,7 @@ export interface ApprovalRecord {
    * tool's own say, an admin's lock, a doubt a stored rule cannot lift), or null when it would.
    */
   alwaysRefusal?: string | null;
-  agentPath: string[] | null;
+  agentPath: string | null;
   workingDirectory: string | null;
   status: ApprovalStatus;
   decision: ApprovalAnswerDecision | null;
@@ -58,6 +58,20 @@ export interface ApprovalTurnRecord {
   updatedAt: string;
 }
 
+/**
+ * The stored agent path: the agent's path text, or (as written by earlier versions) a JSON array of the chat's id
+ * followed by the agent ids below the root agent, read as those ids joined with `/`.
+ */
+function agentPathOf(stored: string | null): string | null {
+  if (stored === null || !stored.startsWith("[")) return stored;
+  try {
+    const ids = JSON.parse(stored) as unknown;
+    return Array.isArray(ids) ? ids.slice(1).map(String).join("/") || null : stored;
+  } catch {
+    return stored;
+  }
+}
+
 function toRecord(r: ApprovalsTable): ApprovalRecord {
   return {
     id: r.id,
@@ -72,7 +86,7 @@ function toRecord(r: ApprovalsTable): ApprovalRecord {
     reason: r.reason,
     candidates: JSON.parse(r.candidates),
     alwaysRefusal: r.always_refusal ?? null,
-    agentPath: r.agent_path === null ? null : JSON.parse(r.agent_path),
+    agentPath: agentPathOf(r.agent_path),
     workingDirectory: r.working_directory,
     status: r.status as ApprovalStatus,
     decision: r.decision as ApprovalAnswerDecision | null,
@@ -125,7 +139,7 @@ export class ApprovalRepository {
         reason: record.reason,
         candidates: JSON.stringify(record.candidates),
         always_refusal: record.alwaysRefusal ?? null,
-        agent_path: record.agentPath ? JSON.stringify(record.agentPath) : null,
+        agent_path: record.agentPath,
         working_directory: record.workingDirectory,
         status: record.status,
         decision: record.decision,

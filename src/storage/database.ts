@@ -133,7 +133,7 @@ export interface ApprovalsTable {
   candidates: string;
   /** Why an allow_always answer could not make this call run unasked next time (migration 0012); null: it can. */
   always_refusal?: string | null;
-  /** JSON array: the sub-agent path of the call (root chat → … → agent), or null for the root. */
+  /** The sub-agent's path of the call (agent ids joined with `/`), or null for the chat's own calls. */
   agent_path: string | null;
   working_directory: string | null;
   /** pending, allowed, denied, expired, cancelled or used (an allowed one-off approval that ran). */

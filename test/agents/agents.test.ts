@@ -747,9 +747,13 @@ describe.concurrent("approvals", () => {
     for await (const event of turn.run()) events.push(event);
     const [child] = await ctx.agents.list("gated", { chatId: chat.id });
     expect(asks).toHaveLength(1);
-    expect(asks[0]).toMatchObject({ tool: "bash", agentPath: [chat.id, child?.id] });
+    // One path representation: the agent's own path, on the ask, its event's tag and the stored approval.
+    expect(child?.path).toMatch(new RegExp(`/${child?.id}$`));
+    expect(asks[0]).toMatchObject({ tool: "bash", agentPath: child?.path });
     const requested = events.find((e) => e.type === "approval_requested");
-    expect(requested).toMatchObject({ agent: { id: child?.id, depth: 1 }, agentPath: [chat.id, child?.id] });
+    expect(requested).toMatchObject({ agent: { id: child?.id, depth: 1, path: child?.path }, agentPath: child?.path });
+    const stored = await ctx.approvals.repository.get((requested as { approvalId: string }).approvalId);
+    expect(stored?.agentPath).toBe(child?.path);
     expect(finalText(events)).toContain("approved-output");
   });
 });

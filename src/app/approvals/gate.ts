@@ -54,7 +54,7 @@ export interface ApprovalGateOptions {
   /** A chat turn's keeper (persistence for resume after a restart). */
   turn?: TurnKeeper;
   /** Sub-agent path (root chat first); tags asks and events. */
-  agentPath?: string[];
+  agentPath?: string;
   /** Host services (ToolContext.services), as the loop passes them to executeTool. */
   services?: Record<string, unknown>;
   /**
@@ -117,7 +117,7 @@ export class ApprovalGate implements ToolCallGate {
    * root chat's id first, then each agent) so the root chat's surface shows whose call it is.
    */
   child(
-    agentPath: string[],
+    agentPath: string,
     overrides: Partial<Pick<ApprovalGateOptions, "workingDirectory" | "services" | "turn">> = {},
   ): ApprovalGate {
     return new ApprovalGate({ ...this.#o, ...overrides, agentPath });

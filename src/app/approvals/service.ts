@@ -69,7 +69,7 @@ export interface ApprovalRequestView {
   expiresAt: string;
   /** The resolved working directory the call would run in (null: the server's own). */
   workingDirectory: string | null;
-  agentPath?: string[];
+  agentPath?: string;
   chatId: string | null;
   userId: string;
 }
@@ -392,7 +392,7 @@ export class ApprovalService {
     candidates: string[];
     rule: ApprovalRule | undefined;
     reason: string;
-    agentPath?: string[];
+    agentPath?: string;
     workingDirectory: string | null;
     /** Why allow_always would not make this call run unasked next time (null or absent: it would). */
     alwaysRefusal?: string | null;
@@ -414,7 +414,7 @@ export class ApprovalService {
       reason: input.reason,
       candidates: input.candidates,
       alwaysRefusal: input.alwaysRefusal ?? null,
-      agentPath: input.agentPath && input.agentPath.length > 0 ? input.agentPath : null,
+      agentPath: input.agentPath || null,
       workingDirectory,
       status: "pending",
       decision: null,

@@ -44,7 +44,11 @@ export const ApprovalSchema = Type.Object({
   workingDirectory: Nullable(
     Type.String({ description: "The resolved working directory the call runs in (null: the server's own)." }),
   ),
-  agentPath: Nullable(Type.Array(Type.String())),
+  agentPath: Nullable(
+    Type.String({
+      description: "A sub-agent's ask: the agent's path (ids from the chat's root agent down, joined with /)",
+    }),
+  ),
   status: Type.String({ description: "pending, allowed, denied, expired, cancelled or used" }),
   decision: Nullable(Type.String()),
   message: Nullable(Type.String()),
