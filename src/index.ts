@@ -16,9 +16,10 @@
  * The lists are deliberate: test/api/exports.test.ts compares every entry's runtime names with a checked-in list
  * (at most 40 here), so adding or removing one is a decision (CONTRIBUTING.md, "Public API").
  *
- * Importing this module registers every built-in tool in the default registry.
+ * Importing this module registers every built-in tool in the default registry (its one explicit call of
+ * registerBuiltinTools, below the exports).
  */
-import "./tools/index.js";
+import { registerBuiltinTools } from "./tools/index.js";
 
 export type { AppContext, AppContextOptions } from "./app/context.js";
 // The application context: settings, chats, approvals, agents, tokens and the runtime, over one database.
@@ -47,7 +48,7 @@ export {
   ToolTimeoutError,
   toToolError,
 } from "./core/errors.js";
-// The registry: tools register at import time; a duplicate name is an error.
+// The registry: registerTool() adds a tool (a duplicate name is an error); the built-ins are registered by this module.
 export { defaultRegistry, getTool, listTools, registerTool, ToolRegistryStore } from "./core/registry.js";
 // The runtime: settings resolution, argument parsing, time budget, path policy, result cap, audit.
 export {
@@ -109,3 +110,5 @@ export type {
   ToolProgressEvent,
   ToolSettingsMetadata,
 } from "./core/types.js";
+
+registerBuiltinTools();

@@ -1,53 +1,73 @@
 /**
- * Which module registers which built-in tool, so that a process running one tool (`toolhost call get_current_datetime`)
- * can load that tool's module alone instead of every built-in (tools/index.ts imports them all). Keep it in step with
+ * Each built-in tool's loader, so that a process running one tool (`toolhost call get_current_datetime`) can load and
+ * register that tool alone instead of every built-in (tools/index.ts imports them all). Keep it in step with
  * tools/index.ts: a test checks that both register the same tools.
  */
 
 import { defaultRegistry, type ToolRegistryStore } from "../core/registry.js";
+import type { RegisteredTool } from "../core/types.js";
 
-/** Loads a built-in tool's module; importing it registers its tools in the default registry. */
-type ToolModuleLoader = () => Promise<unknown>;
+/** Loads a built-in tool's module and registers that tool in the registry given (once). */
+type ToolModuleLoader = (registry: ToolRegistryStore) => Promise<unknown>;
 
-const shell: ToolModuleLoader = () => import("../tools/builtin/shell.js");
-const fileOps: ToolModuleLoader = () => import("../tools/builtin/file-ops.js");
+/** The loader of one tool object exported by a module. */
+const one =
+  (load: () => Promise<RegisteredTool>): ToolModuleLoader =>
+  async (registry) => {
+    const tool = await load();
+    if (!registry.get(tool.definition.name)) registry.register(tool);
+  };
+
+/** The interpreter shells: registered together, for the interpreters on PATH. */
+const shells: ToolModuleLoader = async (registry) => {
+  const { registerShellTools } = await import("../tools/shell/shell-tool.js");
+  if (!["bash", "zsh", "powershell"].some((name) => registry.get(name))) registerShellTools({ registry });
+};
 
 /**
- * Built-in tool name → the loader of the module that registers it. generate_image also loads the provider table,
- * which is the process-wide source of provider keys the tool reads (see core/credentials.ts).
+ * Built-in tool name → the loader of that tool alone. generate_image also loads the provider table, which is the
+ * process-wide source of provider keys the tool reads (see core/credentials.ts).
  */
 export const BUILTIN_TOOL_MODULES: Readonly<Record<string, ToolModuleLoader>> = Object.freeze({
-  generate_image: () => Promise.all([import("../tools/builtin/generate-image.js"), import("../providers/table.js")]),
-  get_current_datetime: () => import("../tools/builtin/get-current-datetime.js"),
-  list_directory: () => import("../tools/builtin/list-directory.js"),
-  bash: shell,
-  shell_exec: shell,
-  read_file: () => import("../tools/builtin/read-file.js"),
-  write_file: () => import("../tools/builtin/write-file.js"),
-  file_list: fileOps,
-  file_read: fileOps,
-  file_write: fileOps,
-  glob: () => import("../tools/builtin/glob.js"),
-  grep: () => import("../tools/builtin/grep.js"),
-  apply_patch: () => import("../tools/builtin/apply-patch.js"),
-  web_fetch: () => import("../tools/builtin/web-fetch.js"),
-  web_search: () => import("../tools/builtin/web-search.js"),
-  sql_schema: () => import("../tools/builtin/sql-schema.js"),
-  sql_query: () => import("../tools/builtin/sql-query.js"),
-  agent_spawn: () => import("../tools/builtin/agent-spawn.js"),
-  agent_send: () => import("../tools/builtin/agent-send.js"),
-  agent_wait: () => import("../tools/builtin/agent-wait.js"),
-  agent_close: () => import("../tools/builtin/agent-close.js"),
+  generate_image: one(async () => {
+    const [module] = await Promise.all([import("../tools/builtin/generate-image.js"), import("../providers/table.js")]);
+    return module.generateImageTool;
+  }),
+  get_current_datetime: one(
+    async () => (await import("../tools/builtin/get-current-datetime.js")).getCurrentDatetimeTool,
+  ),
+  list_directory: one(async () => (await import("../tools/builtin/list-directory.js")).listDirectoryTool),
+  bash: shells,
+  zsh: shells,
+  powershell: shells,
+  shell_exec: one(async () => (await import("../tools/shell/shell-exec.js")).shellExecTool),
+  read_file: one(async () => (await import("../tools/builtin/read-file.js")).readFileTool),
+  write_file: one(async () => (await import("../tools/builtin/write-file.js")).writeFileTool),
+  file_list: one(async () => (await import("../tools/builtin/file-ops.js")).fileListTool),
+  file_read: one(async () => (await import("../tools/builtin/file-ops.js")).fileReadTool),
+  file_write: one(async () => (await import("../tools/builtin/file-ops.js")).fileWriteTool),
+  glob: one(async () => (await import("../tools/builtin/glob.js")).globTool),
+  grep: one(async () => (await import("../tools/builtin/grep.js")).grepTool),
+  apply_patch: one(async () => (await import("../tools/builtin/apply-patch.js")).applyPatchTool),
+  web_fetch: one(async () => (await import("../tools/builtin/web-fetch.js")).webFetchTool),
+  web_search: one(async () => (await import("../tools/builtin/web-search.js")).webSearchTool),
+  sql_schema: one(async () => (await import("../tools/builtin/sql-schema.js")).sqlSchemaTool),
+  sql_query: one(async () => (await import("../tools/builtin/sql-query.js")).sqlQueryTool),
+  agent_spawn: one(async () => (await import("../tools/builtin/agent-spawn.js")).agentSpawnTool),
+  agent_send: one(async () => (await import("../tools/builtin/agent-send.js")).agentSendTool),
+  agent_wait: one(async () => (await import("../tools/builtin/agent-wait.js")).agentWaitTool),
+  agent_close: one(async () => (await import("../tools/builtin/agent-close.js")).agentCloseTool),
 });
 
 /**
- * Loads the module of the built-in tool `name` (registering its tools in the default registry, once per process) and
- * returns whether `registry` now holds `name`: false, loading nothing, when `name` is not a built-in tool (then the
- * caller loads every tool, so a mapping that went stale costs only speed, never the call).
+ * Loads the module of the built-in tool `name` alone and registers that tool in `registry` (default: the
+ * process-wide registry; once) and returns whether `registry` now holds `name`: false, loading nothing, when `name`
+ * is not a built-in tool (then the caller loads every tool, so a mapping that went stale costs only speed, never the
+ * call), or is an interpreter shell whose interpreter is not on PATH.
  */
 export async function loadBuiltinTool(name: string, registry: ToolRegistryStore = defaultRegistry): Promise<boolean> {
   const load = Object.hasOwn(BUILTIN_TOOL_MODULES, name) ? BUILTIN_TOOL_MODULES[name] : undefined;
   if (!load) return false;
-  await load();
+  await load(registry);
   return registry.get(name) !== undefined;
 }

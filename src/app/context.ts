@@ -4,7 +4,6 @@
  * provider table as the source of provider keys, and the sub-agent service. Both front ends open the same data
  * directory, so a setting made in one is seen by the other.
  */
-import "../tools/index.js";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { AgentService } from "../agents/service.js";
@@ -16,6 +15,7 @@ import { providerConfigPath } from "../providers/index.js";
 import { tableCredentialSource } from "../providers/table.js";
 import { AgentRepository } from "../storage/agent-repository.js";
 import { TurnLeaseRepository } from "../storage/turn-leases.js";
+import { registerBuiltinTools } from "../tools/index.js";
 import { CHAT_PROVIDERS } from "./chat-service.js";
 import { type CoreContext, type CoreContextOptions, openCoreContext } from "./core-context.js";
 import { newInstanceId } from "./instance.js";
@@ -78,12 +78,14 @@ export function agentTemplateCatalogFromEnv(
 
 /**
  * Opens the database (migrating it), wires the runtime and services, and marks `interrupted` the agents a stopped
- * process left running. Process-wide effects: the context's runtime becomes the default one (executeTool, trigger and
+ * process left running. Process-wide effects: the built-in tools are registered in the process-wide registry (once;
+ * see registerBuiltinTools), the context's runtime becomes the default one (executeTool, trigger and
  * getEnabledToolRuntime use it) and its agent templates the catalog agent_spawn lists. Throws when the database
  * cannot open, MigrationError when a migration fails and SchemaDamageError when the schema was changed by hand.
  * Close it with `close()`.
  */
 export async function createAppContext(options: AppContextOptions = {}): Promise<AppContext> {
+  registerBuiltinTools();
   const {
     context: core,
     addStopStep,

@@ -1,23 +1,34 @@
-import "../../src/tools/index.js";
 import { describe, expect, it } from "vitest";
 import { BUILTIN_TOOL_MODULES, loadBuiltinTool } from "../../src/app/builtin-tools.js";
-import { listTools, ToolRegistryStore } from "../../src/core/registry.js";
+import { ToolRegistryStore } from "../../src/core/registry.js";
+import { BUILTIN_TOOLS, registerBuiltinTools } from "../../src/tools/index.js";
 
-describe("the built-in tool catalog (one tool's module loaded alone)", () => {
-  it("names exactly the tools that tools/index.ts registers", () => {
+describe("the built-in tool catalog (one tool loaded alone)", () => {
+  it("names exactly the tools that registerBuiltinTools registers (the shells for every interpreter)", () => {
+    const registry = new ToolRegistryStore();
+    registerBuiltinTools(registry);
+    const shells = ["bash", "zsh", "powershell"];
     expect(Object.keys(BUILTIN_TOOL_MODULES).sort()).toEqual(
-      listTools()
-        .map((t) => t.definition.name)
-        .sort(),
+      [...BUILTIN_TOOLS.map((t) => t.definition.name), ...shells].sort(),
     );
+    // Every tool registerBuiltinTools put there (the shells found on this machine included) has its loader.
+    for (const tool of registry.list()) expect(Object.keys(BUILTIN_TOOL_MODULES)).toContain(tool.definition.name);
   });
 
-  it("loads a built-in's module and reports it registered; refuses other names without loading anything", async () => {
-    expect(await loadBuiltinTool("get_current_datetime")).toBe(true);
-    expect(await loadBuiltinTool("mcp__files__read")).toBe(false);
-    expect(await loadBuiltinTool("constructor")).toBe(false);
-    expect(await loadBuiltinTool("__proto__")).toBe(false);
-    // Checked against the registry the caller runs: a tool its module did not register there is not reported loaded.
-    expect(await loadBuiltinTool("get_current_datetime", new ToolRegistryStore())).toBe(false);
+  it("registers the one tool in the registry given, and nothing else; refuses other names without loading", async () => {
+    const registry = new ToolRegistryStore();
+    expect(await loadBuiltinTool("get_current_datetime", registry)).toBe(true);
+    expect(registry.list().map((t) => t.definition.name)).toEqual(["get_current_datetime"]);
+    expect(await loadBuiltinTool("get_current_datetime", registry)).toBe(true);
+    expect(registry.list()).toHaveLength(1);
+    expect(await loadBuiltinTool("file_read", registry)).toBe(true);
+    expect(registry.list().map((t) => t.definition.name)).toEqual(["file_read", "get_current_datetime"]);
+    for (const name of ["mcp__files__read", "constructor", "__proto__"]) {
+      expect(await loadBuiltinTool(name, registry)).toBe(false);
+    }
+    expect(registry.list()).toHaveLength(2);
+    // A one-tool process may later open a full context: the built-ins then join the one it loaded.
+    registerBuiltinTools(registry);
+    expect(registry.list().length).toBeGreaterThan(BUILTIN_TOOLS.length);
   });
 });

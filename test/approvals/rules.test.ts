@@ -10,8 +10,10 @@ import { invalidRules, matchHostRule, matchPathRule } from "../../src/core/appro
 import { redactText, redactValue } from "../../src/core/redact.js";
 import { defaultRegistry } from "../../src/core/registry.js";
 import type { ApprovalSubject } from "../../src/core/types.js";
-import "../../src/tools/index.js";
+import { registerBuiltinTools } from "../../src/tools/index.js";
 import { tempDir } from "../helpers/server.js";
+
+registerBuiltinTools();
 
 const tool = (name: string) => {
   const t = defaultRegistry.get(name);

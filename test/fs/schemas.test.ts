@@ -1,9 +1,11 @@
 /** Every filesystem tool's schema is plain JSON Schema that the strict-mode derivation accepts. */
 import { describe, expect, it } from "vitest";
-import "../../src/tools/index.js";
 import { getTool } from "../../src/core/registry.js";
 import { isStrictCompatible, toStrictSchema } from "../../src/providers/strict-schema.js";
+import { registerBuiltinTools } from "../../src/tools/index.js";
 import { FILE_TOOLS } from "./fuzz/tree.js";
+
+registerBuiltinTools();
 
 describe("filesystem tool schemas", () => {
   it.each(FILE_TOOLS)("%s: type object, simple property types, no oneOf/anyOf/$ref, strict-derivable", (name) => {

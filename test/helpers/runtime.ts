@@ -1,9 +1,12 @@
 /** Test helpers: a fresh in-memory runtime over the default registry (built-ins registered). */
-import "../../src/tools/index.js";
+
 import { ToolRuntime } from "../../src/core/runtime.js";
 import { MemoryAuditSink, MemoryFreshnessLedger, MemoryToolSettingsStore } from "../../src/core/stores.js";
 import type { Logger } from "../../src/core/types.js";
+import { registerBuiltinTools } from "../../src/tools/index.js";
 import { tempDir } from "./temp.js";
+
+registerBuiltinTools();
 
 /** A logger that records what it was given, so tests can assert on warnings. */
 export function recordingLogger(): Logger & { lines: { level: string; obj: unknown; msg?: string }[] } {

@@ -4,14 +4,17 @@
  * isStrictCompatible — for the static definition and for buildDefinition under the tool's default settings. A new
  * built-in whose schema strict mode cannot express fails here: fix its schema, do not exempt it.
  */
-import "../../src/tools/index.js";
+
 import { describe, expect, it } from "vitest";
 import { listTools } from "../../src/core/registry.js";
 import { getDefaultToolSettings } from "../../src/core/settings-policy.js";
 import type { ToolDefinition } from "../../src/core/types.js";
 import { isStrictCompatible, strictSchemaProblems, toStrictSchema } from "../../src/providers/strict-schema.js";
 import { toolDefsToResponsesAPI } from "../../src/providers/tool-mapper.js";
+import { registerBuiltinTools } from "../../src/tools/index.js";
 import { recordingLogger } from "../helpers/runtime.js";
+
+registerBuiltinTools();
 
 const tools = listTools();
 const names = tools.map((t) => t.definition.name);

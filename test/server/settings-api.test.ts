@@ -2,8 +2,10 @@ import { afterEach, describe, expect, it } from "vitest";
 import { defaultRegistry, ToolRegistryStore } from "../../src/core/registry.js";
 import { TIMEOUT_SECONDS_DESCRIPTOR } from "../../src/core/settings-policy.js";
 import type { RegisteredTool } from "../../src/core/types.js";
-import "../../src/tools/index.js";
+import { registerBuiltinTools } from "../../src/tools/index.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
+
+registerBuiltinTools();
 
 /** The built-ins plus a tool with a ranged setting and one that cannot be disabled. */
 function registryWithTestTools(): ToolRegistryStore {

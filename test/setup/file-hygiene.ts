@@ -9,7 +9,9 @@ import { afterAll } from "vitest";
 import { raiseWasmTieringBudget } from "../../src/cli/v8-flags.js";
 import { defaultRegistry } from "../../src/core/registry.js";
 // The built-in tools register themselves on import: load them first, so they are part of what stays.
-import "../../src/tools/index.js";
+import { registerBuiltinTools } from "../../src/tools/index.js";
+
+registerBuiltinTools();
 
 // As the toolhost executable does: the shell parser's WebAssembly lexer is not recompiled by V8's optimizing
 // compiler after the first line a worker parses (~1 s of CPU per worker, on background threads).

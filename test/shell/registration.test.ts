@@ -2,7 +2,7 @@
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { defaultRegistry, ToolRegistryStore } from "../../src/core/registry.js";
+import { ToolRegistryStore } from "../../src/core/registry.js";
 import { filterEnvironment, sanitizePathVariable } from "../../src/tools/shell/env.js";
 import { findInterpreter, registerShellTools } from "../../src/tools/shell/shell-tool.js";
 import { tempDir } from "./helpers.js";
@@ -64,12 +64,30 @@ describe("registerShellTools", () => {
     expect(registerShellTools({ registry, pathValue: only, platform: "win32" })).toEqual(["powershell"]);
   });
 
-  it("the built-in module registers bash (present here), shell_exec, and no powershell on Linux", async () => {
-    await import("../../src/tools/builtin/shell.js");
-    expect(defaultRegistry.get("bash")).toBeDefined();
-    expect(defaultRegistry.get("shell_exec")).toBeDefined();
-    expect(defaultRegistry.get("zsh") !== undefined).toBe(findInterpreter("zsh") !== null);
-    if (process.platform !== "win32") expect(defaultRegistry.get("powershell")).toBeUndefined();
+  it("registerBuiltinTools registers bash (present here), shell_exec, and no powershell on Linux; twice is once", async () => {
+    const { registerBuiltinTools } = await import("../../src/tools/index.js");
+    const registry = new ToolRegistryStore();
+    registerBuiltinTools(registry);
+    const count = registry.list().length;
+    registerBuiltinTools(registry);
+    expect(registry.list()).toHaveLength(count);
+    expect(registry.get("bash")).toBeDefined();
+    expect(registry.get("shell_exec")).toBeDefined();
+    expect(registry.get("zsh") !== undefined).toBe(findInterpreter("zsh") !== null);
+    if (process.platform !== "win32") expect(registry.get("powershell")).toBeUndefined();
+  });
+
+  it("importing a tool's module registers nothing; a name held by another tool stops registerBuiltinTools whole", async () => {
+    const registry = new ToolRegistryStore();
+    await import("../../src/tools/builtin/grep.js");
+    expect(registry.list()).toEqual([]);
+    registry.register({
+      definition: { name: "grep", description: "not the built-in", parameters: { type: "object", properties: {} } },
+      execute: async () => "mine",
+    });
+    const { registerBuiltinTools } = await import("../../src/tools/index.js");
+    expect(() => registerBuiltinTools(registry)).toThrow(/grep already registered by another tool/);
+    expect(registry.list().map((t) => t.definition.name)).toEqual(["grep"]);
   });
 });
 

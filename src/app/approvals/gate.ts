@@ -504,8 +504,9 @@ export class ApprovalGate implements ToolCallGate {
             approvalId: record.id,
             rule: "approval_used",
           }),
-          "deny",
-          "policy",
+          // Audited under the approval that was used up, as a replay refused by authorize() is.
+          record.decision ?? "allow_once",
+          record.decidedBy ?? "unknown",
           signal,
         );
       case "allowed":

@@ -4,7 +4,6 @@
  * so far is kept, with status `cancelled`.
  */
 import { agentServiceFrom } from "../../core/agents.js";
-import { registerTool } from "../../core/registry.js";
 import { defineTool } from "../../core/settings-declaration.js";
 import type { RegisteredTool } from "../../core/types.js";
 
@@ -32,5 +31,3 @@ export const agentCloseTool: RegisteredTool = defineTool({
     return agentServiceFrom(context.services, "agent_close").close(agentId);
   },
 });
-
-registerTool(agentCloseTool);

@@ -13,7 +13,6 @@ import {
   MESSAGE_QUEUE_MAX,
 } from "../../core/agents.js";
 import { AccessDeniedError, LimitExceededError, ToolArgumentError } from "../../core/errors.js";
-import { registerTool } from "../../core/registry.js";
 import { defineTool, integerSettings } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolParameterDescriptor } from "../../core/types.js";
 
@@ -98,5 +97,3 @@ export const agentSendTool: RegisteredTool = defineTool({
     return agents.send({ targetAgentId, message }, limits);
   },
 });
-
-registerTool(agentSendTool);

@@ -21,7 +21,6 @@ import {
   MESSAGE_MAX_BYTES,
 } from "../../core/agents.js";
 import { AccessDeniedError, LimitExceededError, ToolArgumentError } from "../../core/errors.js";
-import { registerTool } from "../../core/registry.js";
 import { defineTool, integerSettings } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolDefinition, ToolParameterDescriptor } from "../../core/types.js";
 
@@ -177,5 +176,3 @@ export const agentSpawnTool: RegisteredTool = defineTool({
     );
   },
 });
-
-registerTool(agentSpawnTool);

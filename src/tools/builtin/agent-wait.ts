@@ -4,7 +4,6 @@
  * Bounded: `timeoutMs` defaults to 30 s and may be at most 1 hour (and at least the `minTimeoutMs` setting).
  */
 import { agentServiceFrom, DEFAULT_AGENT_WAIT_MS, MAX_AGENT_WAIT_MS } from "../../core/agents.js";
-import { registerTool } from "../../core/registry.js";
 import { defineTool } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolParameterDescriptor } from "../../core/types.js";
 
@@ -63,5 +62,3 @@ export const agentWaitTool: RegisteredTool = defineTool({
     return agents.wait({ agentIds, timeoutMs: bounded }, context.signal);
   },
 });
-
-registerTool(agentWaitTool);

@@ -24,7 +24,6 @@
  * Result: { patched: true, path, files: { path, action, hunks }[] } (`path`: the first file, re-anchored).
  */
 import { PATH_POLICY_DESCRIPTORS } from "../../core/path-policy.js";
-import { registerTool } from "../../core/registry.js";
 import { defineTool, lazyExecute } from "../../core/settings-declaration.js";
 import type { RegisteredTool } from "../../core/types.js";
 import { patchArgumentsRefusal } from "../fs/patch-parse.js";
@@ -70,5 +69,3 @@ export const applyPatchTool: RegisteredTool = defineTool({
     ),
   ),
 });
-
-registerTool(applyPatchTool);

@@ -15,7 +15,6 @@
 import { lstat, opendir } from "node:fs/promises";
 import { join } from "node:path";
 import { isExcludedEntry, PATH_POLICY_DESCRIPTORS, pathArgumentsCheck } from "../../core/path-policy.js";
-import { registerTool } from "../../core/registry.js";
 import { defineTool } from "../../core/settings-declaration.js";
 import { decodeText } from "../../core/text-probe.js";
 import type { RegisteredTool, ToolAnnotationHints, ToolContext } from "../../core/types.js";
@@ -173,7 +172,3 @@ export const fileListTool: RegisteredTool = defineTool({
     return truncated ? { path: real, entries: out, truncated } : { path: real, entries: out };
   },
 });
-
-registerTool(fileReadTool);
-registerTool(fileWriteTool);
-registerTool(fileListTool);

@@ -12,7 +12,6 @@
  *   outstanding requests; images already made are still reported.
  */
 import { credentialSourceFor } from "../../core/credentials.js";
-import { registerTool } from "../../core/registry.js";
 import { defineTool } from "../../core/settings-declaration.js";
 import type { EffectiveToolSettings, RegisteredTool, ToolDefinition } from "../../core/types.js";
 import type { GenerateImageArgs } from "../image/plan.js";
@@ -124,5 +123,3 @@ export const generateImageTool: RegisteredTool = defineTool({
     return runGenerateImagePlan(plan, context, { provider, store });
   },
 });
-
-registerTool(generateImageTool);

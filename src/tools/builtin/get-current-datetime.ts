@@ -8,7 +8,6 @@
  * Timezones are checked against the tz database's own zone and link names instead.
  */
 import { quote, ToolArgumentError } from "../../core/errors.js";
-import { registerTool } from "../../core/registry.js";
 import { defineTool, stringSetting } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolParameterDescriptor } from "../../core/types.js";
 import { canonicalTzName, suggestTzNames, tzDatabaseVersion } from "../time/tz-names.js";
@@ -229,5 +228,3 @@ export const getCurrentDatetimeTool: RegisteredTool = defineTool({
     return describeInstant(new Date(), zone, tag);
   },
 });
-
-registerTool(getCurrentDatetimeTool);

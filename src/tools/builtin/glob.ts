@@ -26,7 +26,6 @@ import {
   resultPathMapper,
   walkExclusion,
 } from "../../core/path-policy.js";
-import { registerTool } from "../../core/registry.js";
 import { booleanSetting, defineTool, integerSetting } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
 import { lstatOrUndefined } from "../fs/common.js";
@@ -352,5 +351,3 @@ export const globTool: RegisteredTool = defineTool({
   validateArguments: (args) => checkCwd(args) ?? globPatternRefusal(args.pattern as string),
   execute: (args, context) => runGlob(args as { pattern: string; cwd?: string }, context),
 });
-
-registerTool(globTool);

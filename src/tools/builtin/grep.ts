@@ -38,7 +38,6 @@ import {
   resultPathMapper,
   walkExclusion,
 } from "../../core/path-policy.js";
-import { registerTool } from "../../core/registry.js";
 import { booleanSetting, defineTool, integerSetting, stringSetting } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
 import type { EngineOutcome, GrepPlan, GrepResult } from "../fs/grep/common.js";
@@ -335,5 +334,3 @@ export const grepTool: RegisteredTool = defineTool({
   execute: (args, context) =>
     runGrep(args as { pattern: string; path: string; glob?: string; caseInsensitive?: boolean }, context),
 });
-
-registerTool(grepTool);

@@ -16,7 +16,6 @@ import {
   resolveAndValidatePath,
   toResultPath,
 } from "../../core/path-policy.js";
-import { registerTool } from "../../core/registry.js";
 import { defineTool, integerSetting } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
 
@@ -132,5 +131,3 @@ export const listDirectoryTool: RegisteredTool = defineTool({
     };
   },
 });
-
-registerTool(listDirectoryTool);

@@ -19,7 +19,6 @@ import {
   resolveAndValidatePath,
   toResultPath,
 } from "../../core/path-policy.js";
-import { registerTool } from "../../core/registry.js";
 import { defineTool } from "../../core/settings-declaration.js";
 import { decodeText, isBinaryHead, splitLines } from "../../core/text-probe.js";
 import type { RegisteredTool, ToolContext } from "../../core/types.js";
@@ -235,5 +234,3 @@ export const readFileTool: RegisteredTool = defineTool({
   validateArguments: (args) => checkPath(args) ?? viewProblem(args),
   execute: (args, context) => readFile(args as Parameters<typeof readFile>[0], context),
 });
-
-registerTool(readFileTool);

@@ -4,7 +4,6 @@
  * transactions or connections), a server-side statement timeout and one statement per call; rows stop at maxRows.
  * Disabled by default; approval defaults to allow, since the tool cannot write. See src/tools/data/.
  */
-import { registerTool } from "../../core/registry.js";
 import { defineTool, lazyExecute } from "../../core/settings-declaration.js";
 import type { EffectiveToolSettings, ToolDefinition } from "../../core/types.js";
 import { describeSources, SQL_MAX_ROWS, SQL_QUERY_SETTINGS } from "../data/settings.js";
@@ -56,5 +55,3 @@ export const sqlQueryTool = defineTool({
   approval: { default: "allow" },
   execute: lazyExecute(() => import("../data/engine.js").then((m) => m.runSqlQuery)),
 });
-
-registerTool(sqlQueryTool);

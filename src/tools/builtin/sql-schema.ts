@@ -4,7 +4,6 @@
  * construction (see src/tools/data/). Disabled by default; an admin declares the sources (config file
  * `dataSources`, `toolhost data-sources add`) and may restrict each user's (`allowedSources`).
  */
-import { registerTool } from "../../core/registry.js";
 import { defineTool, lazyExecute } from "../../core/settings-declaration.js";
 import type { EffectiveToolSettings, ToolDefinition } from "../../core/types.js";
 import { describeSources, SQL_SCHEMA_SETTINGS } from "../data/settings.js";
@@ -48,5 +47,3 @@ export const sqlSchemaTool = defineTool({
   approval: { default: "allow" },
   execute: lazyExecute(() => import("../data/engine.js").then((m) => m.runSqlSchema)),
 });
-
-registerTool(sqlSchemaTool);

@@ -12,7 +12,6 @@
  * `webAllowedHosts` (string[] added to the allowedHosts setting by the host application).
  */
 import { ToolArgumentError } from "../../core/errors.js";
-import { registerTool } from "../../core/registry.js";
 import { defineTool, integerSetting, stringListSetting } from "../../core/settings-declaration.js";
 import { TIMEOUT_SECONDS_DESCRIPTOR } from "../../core/settings-policy.js";
 import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
@@ -139,5 +138,3 @@ export const webFetchTool: RegisteredTool = defineTool({
   },
   execute: (args, context) => webFetch(args as { url: string; maxSize?: number }, context),
 });
-
-registerTool(webFetchTool);

@@ -13,7 +13,6 @@
  * URLs are returned, never fetched. Keys and base URLs are host configuration (see search-providers.ts).
  */
 import { ToolArgumentError, ToolError, ToolExecutionError } from "../../core/errors.js";
-import { registerTool } from "../../core/registry.js";
 import { defineTool, stringSetting } from "../../core/settings-declaration.js";
 import { TIMEOUT_SECONDS_DESCRIPTOR } from "../../core/settings-policy.js";
 import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
@@ -124,5 +123,3 @@ export const webSearchTool: RegisteredTool = defineTool({
   execute: (args, context) =>
     webSearch(args as { query: string; provider?: SearchProviderName; maxResults?: number }, context),
 });
-
-registerTool(webSearchTool);

@@ -21,7 +21,6 @@ import {
   resolveAndValidatePath,
   toResultPath,
 } from "../../core/path-policy.js";
-import { registerTool } from "../../core/registry.js";
 import { defineTool } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolContext } from "../../core/types.js";
 import {
@@ -133,5 +132,3 @@ export const writeFileTool: RegisteredTool = defineTool({
     return result;
   },
 });
-
-registerTool(writeFileTool);

@@ -150,7 +150,7 @@ function realOrSelf(path: string): string {
 /**
  * Looks `name` up on `pathValue` (a PATH string) like a shell would, but only in absolute entries and never inside
  * `untrustedRoots`. Returns the real absolute path of the first executable regular file, or null.
- * Used at import time to decide whether bash / zsh / powershell are registered, and by shell_exec.
+ * Used by registerShellTools to decide whether bash / zsh / powershell are registered, and by shell_exec.
  */
 export function findExecutable(
   name: string,

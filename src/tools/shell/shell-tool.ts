@@ -305,8 +305,8 @@ export interface RegisterShellToolsOptions {
 }
 
 /**
- * Registers bash, zsh and powershell for each interpreter found ("Registered at import time only when the
- * interpreter exists"). Returns the names registered. Throws like registerTool on a duplicate name.
+ * Registers bash, zsh and powershell for each interpreter found (registerBuiltinTools calls it), in `registry`
+ * (default: the process-wide one). Returns the names registered. Throws like registerTool on a duplicate name.
  */
 export function registerShellTools(options: RegisterShellToolsOptions = {}): ShellKind[] {
   const registry = options.registry ?? defaultRegistry;
