@@ -592,7 +592,7 @@ export class AgentService {
         limits,
         ...(journal
           ? {
-              then: (trx, child) =>
+              inTransaction: (trx, child) =>
                 callId ? journal.linkSpawn(trx, parent.record.id, callId, child.id) : journal.fence(trx),
             }
           : {}),
@@ -686,7 +686,7 @@ export class AgentService {
       }
     };
     const state = await journal.resume(agent.id);
-    if (!state || state.version !== 1) {
+    if (state?.version !== 1) {
       await fail("interrupted", "The server running this agent stopped before it started; it was not resumed.");
       return;
     }

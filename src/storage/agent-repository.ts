@@ -104,7 +104,7 @@ export class AgentRepository {
     instanceId: string;
     limits: ReserveLimits;
     /** Runs last in the same transaction (fence and journal link of a durable tree); its throw reserves nothing. */
-    then?: (trx: Kysely<any>, child: AgentRecord) => Promise<void>;
+    inTransaction?: (trx: Kysely<any>, child: AgentRecord) => Promise<void>;
   }): Promise<AgentRecord> {
     const { limits } = input;
     return this.#tx(async (trx) => {
@@ -198,7 +198,7 @@ export class AgentRepository {
       };
       await trx.insertInto("agents").values(row).execute();
       const record = toRecord(row);
-      await input.then?.(trx, record);
+      await input.inTransaction?.(trx, record);
       return record;
     });
   }
