@@ -5,7 +5,9 @@
  * posts at once through two instances: one 409 chat_busy, nothing lost or doubled), signals across instances (a chat
  * cancel and an agent cancel stop a real `sleep` run by another instance; an approval answered on one instance lets
  * the turn waiting on another continue), events resumed on another instance with Last-Event-ID, and takeover: an
- * owner SIGKILLed mid-turn, the turn completed by another instance, its first tool call run exactly once.
+ * owner SIGKILLed (or SIGTERMed) mid-turn, the turn completed by another instance, its first tool call run exactly
+ * once — and likewise a turn's running sub-agent, resumed from its journal with the turn, its parent's agent_spawn
+ * answered with its result.
  */
 import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -425,7 +427,7 @@ async function checkAgentTakenOver(turn: Awaited<ReturnType<typeof startAgentTur
 
 // Last: it kills instance A.
 describe("takeover", () => {
-  it("an owner SIGKILLed mid-turn: another instance takes the turn over, its finished first call is not run again, the interrupted one not re-run", async () => {
+  it("an owner SIGKILLed mid-turn: another instance takes the turn (and a turn's running sub-agent) over, its finished first call is not run again, the interrupted one not re-run", async () => {
     const [a, b] = instances as [Instance, Instance];
     const marker = uniqueMarker();
     // Each run of the first call creates one file named after it.
@@ -464,7 +466,7 @@ describe("takeover", () => {
     expect(readdirSync(work).filter((f) => f.startsWith(`ran-${marker}.`))).toHaveLength(1);
     await agentChecked;
   });
-  it("a graceful shutdown (SIGTERM) hands the running turn over: another instance completes it, nothing run twice", async () => {
+  it("a graceful shutdown (SIGTERM) hands the running turn (and a turn's running sub-agent) over: another instance completes it, nothing run twice", async () => {
     const [, b, c] = instances as [Instance, Instance, Instance];
     const marker = uniqueMarker();
     const ranFile = join(work, `ran-${marker}`);
