@@ -34,7 +34,7 @@ import type { AgentAwareGate, LoopStepSnapshot, ToolCallGate } from "../loop/gat
 import { runToolLoop } from "../loop/run-tool-loop.js";
 import { providerEntry } from "../providers/table.js";
 import type { ConversationMessage, ProviderAdapter, ProviderName } from "../providers/types.js";
-import { type AgentRecord, agentPathOf } from "../storage/agent-records.js";
+import type { AgentRecord } from "../storage/agent-records.js";
 import type { AgentRepository, WriteFence } from "../storage/agent-repository.js";
 import { agentSpawnsTotal, agentsActive } from "./metrics.js";
 import type { AgentTemplate, AgentTemplateCatalog } from "./templates.js";
@@ -48,16 +48,12 @@ export interface AgentSignals {
   publish(kind: "agent_cancel", target: string): Promise<void>;
 }
 
-/**
- * How an agent appears on events: its id, depth, path, and template. `path` is the one representation of where an
- * agent sits, everywhere (events, approvals' `agentPath`, the API): the agent ids from its chat turn's root agent
- * down to this agent, in order.
- */
+/** How an agent appears on events: its id, depth, path of ids from the root, and template. */
 export interface AgentTag {
   id: string;
   parentId: string | null;
   depth: number;
-  path: string[];
+  path: string;
   template: string;
 }
 
@@ -260,7 +256,7 @@ function tagOf(record: AgentRecord): AgentTag {
     id: record.id,
     parentId: record.parentId,
     depth: record.depth,
-    path: agentPathOf(record),
+    path: record.path,
     template: record.template,
   };
 }
@@ -915,7 +911,7 @@ export class AgentService {
     // The chat's approval gate, for this agent: same policy and surface, asks tagged with its path; its loop state
     // is not kept for an approval's resume. In a durable tree the journal gate wraps it: each call is journaled
     // before it runs and when it ends, with the step, so another instance can resume this run.
-    const approvalGate = tree.gate?.child(agentPathOf(record), {
+    const approvalGate = tree.gate?.child([tree.chatId ?? record.rootId, ...record.path.split("/").slice(1)], {
       services: { agents: scope },
       turn: undefined,
     });

@@ -48,7 +48,7 @@ export interface ApprovalRequestedEvent {
   expiresAt: string;
   /** The resolved working directory the call would run in (null: the server's own). */
   workingDirectory: string | null;
-  /** A sub-agent's call: its path, the agent ids from the chat turn's root agent down to the agent (its `agent.path`); absent for the chat's own calls. */
+  /** Sub-agent path of the call (root chat first), absent for the root chat's own calls. */
   agentPath?: string[];
 }
 
@@ -61,7 +61,6 @@ export interface ApprovalResolvedEvent {
   /** allow_once, allow_always, deny or expired. */
   decision: string;
   decidedBy: string | null;
-  /** A sub-agent's call: its path, as in ApprovalRequestedEvent. */
   agentPath?: string[];
 }
 

@@ -47,7 +47,7 @@ export interface ToolCallGate {
 
 /**
  * A gate that also makes the gate of a sub-agent's loop: the same policy, surface and turn, its asks tagged with
- * `agentPath` (the agent ids from the chat turn's root agent down to the agent) so the root chat's surface shows whose call it is.
+ * `agentPath` (the root chat's id first, then each agent) so the root chat's surface shows whose call it is.
  */
 export interface AgentAwareGate extends ToolCallGate {
   child(agentPath: string[], overrides?: { services?: Record<string, unknown>; turn?: undefined }): AgentAwareGate;

@@ -27,9 +27,7 @@ const AgentTagSchema = Type.Object(
     id: Str,
     parentId: NullableStr,
     depth: Int,
-    path: Type.Array(Type.String(), {
-      description: "The agent ids from the chat turn's root agent down to this agent (the same list as agentPath)",
-    }),
+    path: Type.String({ description: "The agent ids from the chat's root agent down, joined with /" }),
     template: Str,
   },
   { $id: "AgentTag" },
@@ -38,9 +36,7 @@ const AgentTagSchema = Type.Object(
 const agentTag = { agent: Type.Optional(AgentTagSchema) };
 const agentPath = {
   agentPath: Type.Optional(
-    Type.Array(Type.String(), {
-      description: "A sub-agent's call: the agent ids from the chat turn's root agent down to it (its agent.path)",
-    }),
+    Type.Array(Type.String(), { description: "The agent ids from the root down, for a sub-agent's call" }),
   ),
 };
 

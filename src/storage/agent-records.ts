@@ -15,7 +15,7 @@ export interface AgentRecord {
   rootId: string;
   parentId: string | null;
   depth: number;
-  /** Ids from the root down to this agent, joined by "/" (stored so; every surface shows {@link agentPathOf}). */
+  /** Ids from the root down to this agent, joined by "/". */
   path: string;
   template: string;
   provider: string | null;
@@ -33,14 +33,6 @@ export interface AgentRecord {
   createdAt: string;
   updatedAt: string;
   finishedAt: string | null;
-}
-
-/**
- * An agent's path as every surface shows it (events' `agent.path`, approvals' `agentPath`, the API, the CLI): the
- * agent ids from its chat turn's root agent down to it, in order.
- */
-export function agentPathOf(record: Pick<AgentRecord, "path">): string[] {
-  return record.path.split("/");
 }
 
 /** A queued message between two agents. */

@@ -53,7 +53,7 @@ export interface ApprovalGateOptions {
   responder?: ApprovalResponder;
   /** A chat turn's keeper (persistence for resume after a restart). */
   turn?: TurnKeeper;
-  /** A sub-agent's path (the agent ids from the chat turn's root agent down to the agent); tags asks and events. */
+  /** Sub-agent path (root chat first); tags asks and events. */
   agentPath?: string[];
   /** Host services (ToolContext.services), as the loop passes them to executeTool. */
   services?: Record<string, unknown>;
@@ -114,7 +114,7 @@ export class ApprovalGate implements ToolCallGate {
 
   /**
    * The gate for a sub-agent's loop: the same policy, surface and turn, its asks tagged with `agentPath` (the
-   * agent ids from the chat turn's root agent down) so the root chat's surface shows whose call it is.
+   * root chat's id first, then each agent) so the root chat's surface shows whose call it is.
    */
   child(
     agentPath: string[],

@@ -69,7 +69,6 @@ export interface ApprovalRequestView {
   expiresAt: string;
   /** The resolved working directory the call would run in (null: the server's own). */
   workingDirectory: string | null;
-  /** A sub-agent's call: the agent ids from the chat turn's root agent down to the agent. */
   agentPath?: string[];
   chatId: string | null;
   userId: string;

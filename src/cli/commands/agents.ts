@@ -4,7 +4,6 @@
  */
 import type { Command } from "commander";
 import type { AppContext } from "../../app/context.js";
-import { agentPathOf } from "../../storage/agent-records.js";
 import { withContext } from "../app-context.js";
 import { parseUserId } from "../options.js";
 import { CliError, clip, print, table } from "../util.js";
@@ -27,7 +26,7 @@ export function registerAgentsCommand(program: Command): void {
           throw new CliError("--limit must be an integer from 1 to 1000.");
         }
         const list = await ctx.agents.list(opts.user, { chatId: opts.chat, limit });
-        if (opts.json) return print({ agents: list.map(({ userId: _u, ...a }) => ({ ...a, path: agentPathOf(a) })) });
+        if (opts.json) return print({ agents: list.map(({ userId: _u, ...a }) => a) });
         print(
           table([
             ["ID", "STATUS", "DEPTH", "TEMPLATE", "TURNS", "TOKENS", "CHAT", "TASK"],
@@ -56,7 +55,7 @@ export function registerAgentsCommand(program: Command): void {
         const agent = await ctx.agents.get(opts.user, await agentId(ctx, opts.user, id));
         if (agent?.kind !== "child") throw new CliError(`No agent "${id}" for user ${opts.user}.`, 1);
         const { userId: _u, ...view } = agent;
-        print({ ...view, path: agentPathOf(agent) });
+        print(view);
       }),
     );
 

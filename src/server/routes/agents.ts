@@ -6,7 +6,7 @@ import { Hono } from "hono";
 import Type from "typebox";
 import { summarizeTemplate } from "../../agents/templates.js";
 import type { AppContext } from "../../app/context.js";
-import { type AgentRecord, agentPathOf } from "../../storage/agent-records.js";
+import type { AgentRecord } from "../../storage/agent-records.js";
 import { type AuthEnv, HttpError } from "../http.js";
 import { ErrorBody } from "../schemas.js";
 
@@ -18,7 +18,7 @@ export function agentView(a: AgentRecord) {
     parentId: a.parentId,
     rootId: a.rootId,
     depth: a.depth,
-    path: agentPathOf(a),
+    path: a.path,
     template: a.template,
     provider: a.provider,
     model: a.model,
@@ -43,9 +43,7 @@ export const AgentSchema = Type.Object({
   parentId: Nullable(Type.String()),
   rootId: Type.String(),
   depth: Type.Integer(),
-  path: Type.Array(Type.String(), {
-    description: "Agent ids from the chat turn's root agent down to this one (as in events and approvals' agentPath)",
-  }),
+  path: Type.String({ description: "Agent ids from the chat turn's root agent down to this one, joined by /" }),
   template: Type.String(),
   provider: Nullable(Type.String()),
   model: Nullable(Type.String()),

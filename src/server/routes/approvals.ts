@@ -44,12 +44,7 @@ export const ApprovalSchema = Type.Object({
   workingDirectory: Nullable(
     Type.String({ description: "The resolved working directory the call runs in (null: the server's own)." }),
   ),
-  agentPath: Nullable(
-    Type.Array(Type.String(), {
-      description:
-        "A sub-agent's call: the agent ids from the chat turn's root agent down to it (its path); null otherwise",
-    }),
-  ),
+  agentPath: Nullable(Type.Array(Type.String())),
   status: Type.String({ description: "pending, allowed, denied, expired, cancelled or used" }),
   decision: Nullable(Type.String()),
   message: Nullable(Type.String()),
