@@ -115,7 +115,7 @@ it("a turn handed over mid-grandchild: the other instance resumes the whole tree
     const stored = await b.chats.messages(chat.id);
     return stored.length === 4 ? stored : undefined;
   }, "B to complete the turn");
-  expect((messages.at(-1)?.content as { content?: string }).content).toBe("root: L1 got L2 resumed (interrupted)");
+  expect((messages.at(-1)!.content as { content?: string }).content).toBe("root: L1 got L2 resumed (interrupted)");
   expect(readdirSync(root).filter((f) => f.startsWith(`ran-${marker}.`))).toHaveLength(1);
   // Two agents, no second spawn; both finished by B, which their rows name.
   const agents = await b.agents.list("u", { chatId: chat.id });
