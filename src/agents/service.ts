@@ -30,12 +30,12 @@ import type { ToolRuntime } from "../core/runtime.js";
 import { withAgentSpan } from "../core/tracing.js";
 import type { Logger, ToolDefinition } from "../core/types.js";
 import type { LoopEvent } from "../loop/events.js";
-import type { AgentAwareGate } from "../loop/gate.js";
+import type { AgentAwareGate, LoopStepSnapshot, ToolCallGate } from "../loop/gate.js";
 import { runToolLoop } from "../loop/run-tool-loop.js";
 import { providerEntry } from "../providers/table.js";
 import type { ConversationMessage, ProviderAdapter, ProviderName } from "../providers/types.js";
 import type { AgentRecord } from "../storage/agent-records.js";
-import type { AgentRepository } from "../storage/agent-repository.js";
+import type { AgentRepository, WriteFence } from "../storage/agent-repository.js";
 import { agentSpawnsTotal, agentsActive } from "./metrics.js";
 import type { AgentTemplate, AgentTemplateCatalog } from "./templates.js";
 
@@ -85,6 +85,52 @@ export type AgentStreamEvent =
     > & {
       agent: AgentTag;
     });
+
+/**
+ * What a sub-agent's run keeps in the database so that another instance can resume it (the state row of its
+ * journal): its first messages, offered tools, model and limits, and the step whose calls run once one started.
+ */
+export interface AgentRunState {
+  version: 1;
+  /** The run's first messages (its task; or its conversation and mail when woken by a message). */
+  messages: ConversationMessage[];
+  /** Names of the tools it was offered. */
+  tools: string[];
+  model: string;
+  limits: AgentSpawnLimits;
+  /** The step whose calls run (with the complete steps before it), once a call started. */
+  step?: LoopStepSnapshot;
+}
+
+/**
+ * Makes an agent tree durable: the tree lives under its chat turn's lease (one owner, a fencing epoch), every call of
+ * every agent is journaled, and an instance taking the turn over resumes the tree's running agents from their
+ * journals. The application implements it over the turn's lease (app/turn-journal.ts).
+ */
+export interface TreeJournal {
+  /** Throws (StaleLeaseError) inside a write's transaction when this instance no longer owns the tree. */
+  fence: WriteFence;
+  /** The gate of an agent's loop: journals each call under the agent's id, with `base` and the step as its state. */
+  gate(agentId: string, base: AgentRunState, inner: ToolCallGate | undefined): ToolCallGate;
+  /** Stores the state of a run that starts (fenced). */
+  begin(agentId: string, state: AgentRunState): Promise<void>;
+  /**
+   * The stored state of an agent's run with its step resumed from its journal (a finished call keeps its result, an
+   * unfinished side-effecting one is reported interrupted), or undefined when none was stored.
+   */
+  resume(agentId: string): Promise<AgentRunState | undefined>;
+  /** The agent that call `callId` of agent `parentId` spawned, when it got that far. */
+  spawned(parentId: string, callId: string): Promise<string | undefined>;
+  /** Records, inside the transaction reserving the child (fenced), that call `callId` of `parentId` spawned it. */
+  linkSpawn(trx: Parameters<WriteFence>[0], parentId: string, callId: string, childId: string): Promise<void>;
+  /** Drops the journals of the given runs (the tree ended), fenced. */
+  drop(agentIds: string[]): Promise<void>;
+}
+
+/** Whether an error is a refused write of a stale owner (the tree moved to another instance). */
+function isStale(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === "lease_lost";
+}
 
 /** Builds a provider adapter (the chat service's factory); throws when the provider is not configured. */
 export type AgentAdapterFactory = (provider: ProviderName, env: NodeJS.ProcessEnv) => ProviderAdapter;
@@ -139,6 +185,13 @@ export interface OpenTurnOptions {
    * surface tagged with the agent path.
    */
   gate?: AgentAwareGate;
+  /** Makes the tree durable under the chat turn's lease (every run journaled, resumable elsewhere). */
+  journal?: TreeJournal;
+  /**
+   * Taking a turn over: the root agent of the tree the previous owner ran. Its running agents are adopted (they now
+   * name this instance) and resumed from their journals; the root record is reused.
+   */
+  adoptRootId?: string;
 }
 
 /** A chat turn's tree, as the chat service drives it. */
@@ -189,6 +242,7 @@ export interface AgentTree {
   emit: (event: AgentStreamEvent) => void;
   systemPrompt: (template: AgentTemplate, agent: AgentRecord) => string;
   gate?: AgentAwareGate;
+  journal?: TreeJournal;
   /** The limits the latest spawn used (waking an idle agent by mail reuses them). */
   limits?: AgentSpawnLimits;
   sendLimits?: AgentSendLimits;
@@ -315,7 +369,9 @@ export class AgentService {
   }
 
   /**
-   * Stops this instance: every running agent is cancelled and marked `interrupted` with what it produced so far.
+   * Stops this instance: every running agent is stopped. Agents of a turn this instance handed over (their tree is
+   * durable and its lease moved on) stay running for the instance that takes the turn over; the others are marked
+   * `interrupted` with what they produced so far.
    */
   async shutdown(): Promise<void> {
     this.#closed = true;
@@ -344,14 +400,20 @@ export class AgentService {
 
   /** Opens the tree of a chat turn: records its root agent and returns what the turn's loop needs. */
   async openTurn(options: OpenTurnOptions): Promise<AgentTurn> {
-    const root = await this.#repo.createRoot({
-      userId: options.userId,
-      chatId: options.chatId,
-      provider: options.provider,
-      model: options.model,
-      task: options.task,
-      instanceId: this.instanceId,
-    });
+    const journal = options.journal;
+    const adopted =
+      journal && options.adoptRootId ? await this.#repo.adopt(options.adoptRootId, this.instanceId, journal.fence) : [];
+    const root =
+      adopted[0]?.kind === "root" && adopted[0].id === options.adoptRootId
+        ? adopted[0]
+        : await this.#repo.createRoot({
+            userId: options.userId,
+            chatId: options.chatId,
+            provider: options.provider,
+            model: options.model,
+            task: options.task,
+            instanceId: this.instanceId,
+          });
     const tree: AgentTree = {
       rootId: root.id,
       userId: options.userId,
@@ -371,6 +433,7 @@ export class AgentService {
       },
       systemPrompt: options.systemPrompt ?? defaultSystemPrompt,
       ...(options.gate ? { gate: options.gate } : {}),
+      ...(journal ? { journal } : {}),
       open: true,
     };
     const enabled = await this.#runtime.getEnabledToolRuntime(options.userId);
@@ -391,6 +454,8 @@ export class AgentService {
     this.#runs.set(root.id, run);
     const scope = new AgentScope(this, run);
     let finished = false;
+    // A turn taken over: its running sub-agents continue here, parents before children.
+    for (const agent of adopted) if (agent.kind === "child") await this.#takeOver(tree, agent);
     return {
       rootId: root.id,
       services: { agents: scope },
@@ -409,10 +474,18 @@ export class AgentService {
         // Rows of runs that did not stop in time are marked anyway (their loops end on their own shortly).
         for (const r of descendants) {
           if (this.#runs.has(r.record.id)) {
-            await this.#repo.finish(r.record.id, "cancelled", { note: "The chat turn ended." }).catch(() => false);
+            await this.#repo
+              .finish(r.record.id, "cancelled", { note: "The chat turn ended." }, journal?.fence)
+              .catch(() => false);
           }
         }
-        await this.#repo.finish(root.id, status).catch(() => false);
+        // Fenced: a turn handed over (or taken from this instance) keeps its tree running for its new owner.
+        const ended = await this.#repo.finish(root.id, status, {}, journal?.fence).catch((error) => !isStale(error));
+        if (journal && ended) {
+          await journal
+            .drop(await this.#repo.treeIds(root.id))
+            .catch((error) => this.#logger?.warn({ err: String(error) }, "dropping the agent journals failed"));
+        }
         this.#runs.delete(root.id);
         settle();
       },
@@ -467,13 +540,20 @@ export class AgentService {
   /** Spawns a child of `parent` (see AgentToolService.spawn). */
   async spawn(
     parent: AgentRun,
-    input: { template: string; message: string; wait: boolean },
+    input: { template: string; message: string; wait: boolean; callId?: string },
     limits: AgentSpawnLimits,
     signal: AbortSignal,
   ): Promise<AgentSpawnResult> {
     const tree = parent.tree;
     if (!tree.open || this.#closed) {
       throw new AccessDeniedError("This agent tree has ended; start a new chat turn to spawn agents.");
+    }
+    const journal = tree.journal;
+    const callId = input.callId;
+    if (journal && callId) {
+      // The same call run again after a takeover: the agent it spawned before is the answer, not a new one.
+      const spawned = await journal.spawned(parent.record.id, callId);
+      if (spawned) return this.#attach(parent, spawned, input.wait, signal);
     }
     const template = this.#templates.get(input.template);
     const provider = (template.provider as ProviderName | null) ?? tree.provider;
@@ -510,6 +590,12 @@ export class AgentService {
         timeMs,
         instanceId: this.instanceId,
         limits,
+        ...(journal
+          ? {
+              inTransaction: (trx, child) =>
+                callId ? journal.linkSpawn(trx, parent.record.id, callId, child.id) : journal.fence(trx),
+            }
+          : {}),
       });
     } catch (error) {
       if (error instanceof ToolError && error.code === "limit_exceeded") agentSpawnsTotal.inc({ outcome: "refused" });
@@ -555,6 +641,87 @@ export class AgentService {
     };
   }
 
+  /** The answer of an agent_spawn call run again after a takeover: the agent it spawned, waited for when asked. */
+  async #attach(parent: AgentRun, agentId: string, wait: boolean, signal: AbortSignal): Promise<AgentSpawnResult> {
+    let agent = await this.#repo.get(parent.tree.userId, agentId);
+    if (!agent) throw new NotFoundError(`The agent this call spawned (${agentId}) no longer exists.`);
+    if (wait && agent.status === "running") {
+      const local = this.#runs.get(agentId);
+      if (local) {
+        await Promise.race([
+          local.settled,
+          new Promise<void>((resolve) => {
+            if (signal.aborted) resolve();
+            else signal.addEventListener("abort", () => resolve(), { once: true });
+          }),
+        ]);
+      } else {
+        await this.wait(parent, { agentIds: [agentId], timeoutMs: agent.timeMs + this.#graceTurnMs }, signal);
+      }
+      agent = (await this.#repo.get(parent.tree.userId, agentId)) ?? agent;
+    }
+    return {
+      agentId: agent.id,
+      response: wait ? (agent.result ?? "") : "",
+      depth: agent.depth,
+      parentId: parent.record.id,
+      status: agent.status,
+      usage: agent.usage,
+      template: agent.template,
+      ...(wait && agent.note ? { note: agent.note } : {}),
+    };
+  }
+
+  /**
+   * Resumes here a running agent of a turn taken over: from its journal's state, its step's finished calls keep
+   * their results and an unfinished side-effecting call is reported interrupted. An agent with no stored state (its
+   * owner died before it started) ends `interrupted`.
+   */
+  async #takeOver(tree: AgentTree, agent: AgentRecord): Promise<void> {
+    const journal = tree.journal;
+    if (!journal) return;
+    const fail = async (status: "interrupted" | "error", note: string) => {
+      if (await this.#repo.finish(agent.id, status, { note }, journal.fence).catch(() => false)) {
+        tree.emit({ type: "agent_finished", agent: tagOf(agent), status, response: "", usage: agent.usage, note });
+      }
+    };
+    const state = await journal.resume(agent.id);
+    if (state?.version !== 1) {
+      await fail("interrupted", "The server running this agent stopped before it started; it was not resumed.");
+      return;
+    }
+    let template: AgentTemplate;
+    try {
+      template = this.#templates.get(agent.template);
+    } catch {
+      await fail("error", `Template "${agent.template}" no longer exists.`);
+      return;
+    }
+    const provider = (agent.provider as ProviderName | null) ?? tree.provider;
+    let adapter = tree.adapter;
+    if (provider !== tree.provider) {
+      try {
+        adapter = tree.adapterFactory(provider, tree.env);
+      } catch (error) {
+        await fail("error", (error as Error).message);
+        return;
+      }
+    }
+    tree.limits ??= state.limits;
+    this.#logger?.info({ agentId: agent.id, rootId: agent.rootId }, "taking over a running agent");
+    this.#startRun(agent.parentId ? this.#runs.get(agent.parentId) : undefined, agent, {
+      adapter,
+      model: state.model,
+      template,
+      tools: new Set(state.tools),
+      messages: state.messages,
+      limits: state.limits,
+      task: agent.task,
+      ...(state.step ? { resume: state.step } : {}),
+      takenOver: true,
+    });
+  }
+
   /** Starts a run of a reserved (running) agent in the background; returns it. */
   #startRun(
     parent: AgentRun | undefined,
@@ -568,6 +735,9 @@ export class AgentService {
       limits: AgentSpawnLimits;
       task: string;
       wokenByMail?: boolean;
+      /** Resuming a run taken over from another instance: the step to resume (when a call had started). */
+      resume?: LoopStepSnapshot;
+      takenOver?: boolean;
     },
   ): AgentRun {
     const tree = (parent?.tree ?? this.#treeOf(record)) as AgentTree;
@@ -595,11 +765,13 @@ export class AgentService {
       () => this.#execute(run, setup),
     )
       .catch(async (error) => {
+        run.loop.abort();
+        // The tree moved to another instance: the run goes on there.
+        if (isStale(error)) return;
         this.#logger?.error({ err: (error as Error)?.stack ?? String(error), agentId: record.id }, "agent run failed");
         // Whatever failed, the run is over: its row must not stay running (that would hold a slot forever).
         const note = `The agent's run failed inside Toolhost: ${(error as Error)?.message ?? String(error)}`;
-        run.loop.abort();
-        if (await this.#repo.finish(record.id, "error", { note }).catch(() => false)) {
+        if (await this.#repo.finish(record.id, "error", { note }, tree.journal?.fence).catch(() => false)) {
           agentSpawnsTotal.inc({ outcome: "error" });
           tree.emit({
             type: "agent_finished",
@@ -639,13 +811,19 @@ export class AgentService {
       tools: Set<string>;
       messages: ConversationMessage[];
       limits: AgentSpawnLimits;
+      resume?: LoopStepSnapshot;
+      takenOver?: boolean;
     },
   ): Promise<void> {
     const { record, tree } = run;
     const started = performance.now();
     const usage: AgentUsage = { ...record.usage };
     const priorDuration = usage.durationMs;
-    const timer = setTimeout(() => this.#stop(run, "timeout"), record.timeMs);
+    const journal = tree.journal;
+    const fence = journal?.fence;
+    // A run taken over keeps the time it had left (at least a second).
+    const timeLeft = setup.takenOver ? Math.max(1000, record.timeMs - priorDuration) : record.timeMs;
+    const timer = setTimeout(() => this.#stop(run, "timeout"), timeLeft);
     timer.unref?.();
     const scope = new AgentScope(this, run);
     const system = tree.systemPrompt(setup.template, record);
@@ -657,6 +835,15 @@ export class AgentService {
     const outcome: { reason: "text" | "max_iterations" | "aborted" | "error"; note?: string } = { reason: "error" };
     const tag = tagOf(record);
     const elapsed = () => priorDuration + Math.round(performance.now() - started);
+    // Durable tree: what another instance needs to resume this run, stored before its first model turn.
+    const base: AgentRunState = {
+      version: 1,
+      messages: setup.messages,
+      tools: [...setup.tools],
+      model: setup.model,
+      limits: setup.limits,
+    };
+    if (journal && !setup.resume) await journal.begin(record.id, base);
     const onUsage = async (input: number, output: number) => {
       usage.inputTokens += input;
       usage.outputTokens += output;
@@ -690,7 +877,7 @@ export class AgentService {
             current = "";
             if (budgetSpent) this.#stopTree(tree, "budget");
             await this.#repo
-              .saveProgress(record.id, { result: response, usage: { ...usage, durationMs: elapsed() } })
+              .saveProgress(record.id, { result: response, usage: { ...usage, durationMs: elapsed() } }, fence)
               .catch(() => {});
             break;
           case "tool_call_completed":
@@ -721,13 +908,21 @@ export class AgentService {
       return [...base, ...added];
     };
 
+    // The chat's approval gate, for this agent: same policy and surface, asks tagged with its path; its loop state
+    // is not kept for an approval's resume. In a durable tree the journal gate wraps it: each call is journaled
+    // before it runs and when it ends, with the step, so another instance can resume this run.
+    const approvalGate = tree.gate?.child(record.path, {
+      services: { agents: scope },
+      turn: undefined,
+    });
+    const gate = journal ? journal.gate(record.id, base, approvalGate) : approvalGate;
     try {
       transcript = await drive(
         runToolLoop({
           adapter: setup.adapter,
           model: setup.model,
           system,
-          messages: transcript,
+          messages: [...transcript, ...(setup.resume?.added ?? [])],
           runtime: this.#runtime,
           userId: tree.userId,
           chatId: tree.chatId,
@@ -736,16 +931,8 @@ export class AgentService {
           signal: run.loop.signal,
           tools,
           services: { agents: scope },
-          // The chat's approval gate, for this agent: same policy and surface, asks tagged with its path; its
-          // loop state is not kept for a resume (a sub-agent running at a restart is marked interrupted).
-          ...(tree.gate
-            ? {
-                gate: tree.gate.child(record.path, {
-                  services: { agents: scope },
-                  turn: undefined,
-                }),
-              }
-            : {}),
+          ...(gate ? { gate } : {}),
+          ...(setup.resume ? { resume: setup.resume } : {}),
           beforeModelTurn: async () => {
             const messages = await this.#incoming(run);
             return messages;
@@ -843,12 +1030,13 @@ export class AgentService {
       }
     }
     usage.durationMs = elapsed();
-    await this.#repo.finish(record.id, status, {
-      result: response,
-      note: note ?? null,
-      transcript,
-      usage,
-    });
+    try {
+      await this.#repo.finish(record.id, status, { result: response, note: note ?? null, transcript, usage }, fence);
+    } catch (error) {
+      // The tree moved to another instance (handed over, or taken over): this run's end is not its end there.
+      if (isStale(error)) return;
+      throw error;
+    }
     agentSpawnsTotal.inc({ outcome: status });
     tree.emit({
       type: "agent_finished",

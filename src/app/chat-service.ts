@@ -22,7 +22,13 @@ import { type ApprovalResponder, type ApprovalService, isSuspension, TurnSuspend
 import { ChatTurnKeeper, type SuspendedTurnState } from "./approvals/turns.js";
 import { ownerIsGone } from "./instance.js";
 import type { TurnCoordinator, TurnStopReason } from "./turn-coordinator.js";
-import { JournalGate, resumeStepFromJournal, type TakeoverState, TurnEventLog } from "./turn-journal.js";
+import {
+  JournalGate,
+  LeaseTreeJournal,
+  resumeStepFromJournal,
+  type TakeoverState,
+  TurnEventLog,
+} from "./turn-journal.js";
 import { type BindingCaller, WorkingDirectoryBinder } from "./working-directory.js";
 
 /** The providers a chat can use (every provider of the table). */
@@ -372,6 +378,8 @@ export class ChatService {
     extra: {
       responder?: ApprovalResponder;
       resume?: { turnId?: string; step: SuspendedTurnState["step"] };
+      /** Taking a turn over: the root agent of its tree (its running sub-agents resume here). */
+      adoptRootId?: string;
     },
   ): AsyncGenerator<ChatTurnEvent, void, undefined> {
     const turns = this.#turns;
@@ -410,7 +418,7 @@ export class ChatService {
         controller.signal,
         extra.responder,
         extra.resume,
-        { lease, log, stopped: () => stopped },
+        { lease, log, stopped: () => stopped, ...(extra.adoptRootId ? { adoptRootId: extra.adoptRootId } : {}) },
       )) {
         // `done` was numbered and stored with the end of the lease by the turn itself.
         if (event.type === "done") {
@@ -509,7 +517,7 @@ export class ChatService {
       const adapter = this.#adapterFactory(provider, this.#env);
       const step = state.step
         ? await resumeStepFromJournal(state.step, await turns.repository.journal(lease.turnId), (name) =>
-            this.#readOnly(name),
+            this.#rerunnable(name),
           )
         : undefined;
       this.#running.add(chat.id);
@@ -524,7 +532,10 @@ export class ChatService {
           lease,
           { last: 0 },
           undefined,
-          step ? { resume: { step } } : {},
+          {
+            ...(step ? { resume: { step } } : {}),
+            ...(state.agentRootId ? { adoptRootId: state.agentRootId } : {}),
+          },
         )) {
           if (event.type === "error")
             this.#logger?.warn({ chatId: chat.id, ...event }, "a turn taken over reported an error");
@@ -538,6 +549,15 @@ export class ChatService {
         "taking over a turn failed",
       );
     }
+  }
+
+  /**
+   * Whether an unfinished call may run again after a takeover: a read-only tool, or agent_spawn and agent_wait (a
+   * spawn run again waits for the agent it spawned before, found through the journal, instead of spawning another).
+   */
+  #rerunnable(name: string): boolean {
+    if (this.#agents && (name === "agent_spawn" || name === "agent_wait")) return true;
+    return this.#readOnly(name);
   }
 
   /** Whether a tool may safely run again after an interruption: declared read-only and not imported. */
@@ -557,7 +577,7 @@ export class ChatService {
     signal: AbortSignal | undefined,
     responder?: ApprovalResponder,
     resume?: { turnId?: string; step: SuspendedTurnState["step"] },
-    owned?: { lease: Lease; log: TurnEventLog; stopped: () => TurnStopReason | undefined },
+    owned?: { lease: Lease; log: TurnEventLog; stopped: () => TurnStopReason | undefined; adoptRootId?: string },
   ): AsyncGenerator<ChatTurnEvent, void, undefined> {
     const history: ConversationMessage[] = [];
     for (const row of await this.#chats.messages(chat.id)) {
@@ -585,16 +605,6 @@ export class ChatService {
             ...(responder ? { responder } : {}),
           })
         : undefined;
-    // Every call of the root loop is journaled before it runs and when it ends (fenced by the lease), so another
-    // instance taking the turn over knows what ran.
-    const loopGate = owned
-      ? new JournalGate({
-          inner: gate,
-          repository: this.#turns!.repository,
-          lease: owned.lease,
-          userMessage,
-        })
-      : gate;
     const content = userMessage.role === "user" ? userMessage.content : "";
     // Loop events and sub-agent events meet in one queue; the loop's `done` is held back until the turn's
     // sub-agents have stopped, so it is always the last event.
@@ -615,6 +625,13 @@ export class ChatService {
           signal,
           emit: (event) => queue.push(event),
           ...(gate ? { gate } : {}),
+          // A turn with a lease makes its tree durable: its running agents move with the turn to another instance.
+          ...(owned
+            ? {
+                journal: new LeaseTreeJournal(this.#turns!.repository, owned.lease, (name) => this.#rerunnable(name)),
+                ...(owned.adoptRootId ? { adoptRootId: owned.adoptRootId } : {}),
+              }
+            : {}),
           systemPrompt: (template, agent) =>
             `${template.systemPrompt}\n\n${chatSystemPrompt(chat.workingDirectory).replace(/^You are a helpful assistant\. /, "")}\n\nYour agent id is ${agent.id} (depth ${agent.depth}); agent ${agent.parentId} spawned you.`,
         });
@@ -625,6 +642,17 @@ export class ChatService {
         );
       }
     }
+    // Every call of the root loop is journaled before it runs and when it ends (fenced by the lease), so another
+    // instance taking the turn over knows what ran (and which agent tree to resume).
+    const loopGate = owned
+      ? new JournalGate({
+          ...(gate ? { inner: gate } : {}),
+          repository: this.#turns!.repository,
+          lease: owned.lease,
+          userMessage,
+          ...(agentTurn ? { agentRootId: agentTurn.rootId } : {}),
+        })
+      : gate;
     const pump = async () => {
       let final: LoopEvent | undefined;
       try {

@@ -5,9 +5,17 @@
  * turn's lease epoch. {@link resumeStepFromJournal} turns a dead owner's step and journal into the step the new
  * owner resumes.
  */
+import type { Kysely } from "kysely";
+import type { AgentRunState, TreeJournal } from "../agents/service.js";
 import type { GateStep, GateVerdict, LoopStepSnapshot, ToolCallGate } from "../loop/gate.js";
 import type { ConversationMessage, ConversationToolCall, ConversationToolResult } from "../providers/types.js";
-import type { JournalEntry, Lease, StoredTurnEvent, TurnLeaseRepository } from "../storage/turn-leases.js";
+import {
+  JOURNAL_STATE_ROW,
+  type JournalEntry,
+  type Lease,
+  type StoredTurnEvent,
+  type TurnLeaseRepository,
+} from "../storage/turn-leases.js";
 import type { TurnCoordinator } from "./turn-coordinator.js";
 
 /** The takeover state of a turn (`chat_leases.state`, version 1). */
@@ -17,6 +25,8 @@ export interface TakeoverState {
   userMessage: ConversationMessage;
   /** The step whose calls were running (with the complete steps before it), once a call started. */
   step?: LoopStepSnapshot;
+  /** The root agent of the turn's agent tree (its running sub-agents move with the turn). */
+  agentRootId?: string;
 }
 
 /** The error code of a result fed back for a side-effecting call that was running when its owner died. */
@@ -56,12 +66,17 @@ export function resumeStepFromJournal(
   return { ...step, results };
 }
 
-/** The gate of a chat turn's root loop: the approval gate's verdict, then the journal entry, then the call. */
+/**
+ * The gate of a durable loop — a chat turn's root loop, or a sub-agent's run in the turn's tree: the approval gate's
+ * verdict, then the journal entry, then the call. Every write is fenced by the chat's lease.
+ */
 export class JournalGate implements ToolCallGate {
   readonly #inner: ToolCallGate | undefined;
   readonly #repo: TurnLeaseRepository;
   readonly #lease: Lease;
-  readonly #userMessage: ConversationMessage;
+  readonly #journalId: string;
+  readonly #stateOf: (step: LoopStepSnapshot) => unknown;
+  readonly #stateIn: "lease" | "journal";
   #persistedStep = -1;
   readonly #calls = new Map<string, Promise<void>>();
 
@@ -69,12 +84,31 @@ export class JournalGate implements ToolCallGate {
     inner?: ToolCallGate;
     repository: TurnLeaseRepository;
     lease: Lease;
-    userMessage: ConversationMessage;
+    /** The chat turn's user message (a chat turn's loop: its state is a {@link TakeoverState}). */
+    userMessage?: ConversationMessage;
+    /** The chat turn's agent tree root, kept in its state. */
+    agentRootId?: string;
+    /**
+     * A sub-agent's run instead: its journal id (the agent's id) and its takeover state around a step (stored in
+     * the journal's state row).
+     */
+    agent?: { journalId: string; stateOf: (step: LoopStepSnapshot) => unknown };
   }) {
     this.#inner = options.inner;
     this.#repo = options.repository;
     this.#lease = options.lease;
-    this.#userMessage = options.userMessage;
+    const userMessage = options.userMessage;
+    this.#journalId = options.agent?.journalId ?? options.lease.turnId;
+    this.#stateIn = options.agent ? "journal" : "lease";
+    this.#stateOf =
+      options.agent?.stateOf ??
+      ((step) =>
+        ({
+          version: 1,
+          userMessage: userMessage as ConversationMessage,
+          step,
+          ...(options.agentRootId ? { agentRootId: options.agentRootId } : {}),
+        }) satisfies TakeoverState);
   }
 
   async check(call: ConversationToolCall, step: GateStep): Promise<GateVerdict> {
@@ -83,15 +117,14 @@ export class JournalGate implements ToolCallGate {
       : { run: true, approval: { decision: "allow", decidedBy: "no policy" } };
     if (!verdict.run) return verdict;
     const snapshot = step.snapshot();
-    let state: TakeoverState | undefined;
-    if (snapshot.iterations !== this.#persistedStep) {
-      state = { version: 1, userMessage: this.#userMessage, step: snapshot };
-    }
+    let state: unknown;
+    if (snapshot.iterations !== this.#persistedStep) state = this.#stateOf(snapshot);
     const started = this.#repo.journalStart(
       this.#lease.chatId,
       this.#lease.epoch,
-      { turnId: this.#lease.turnId, callId: call.id, tool: call.name },
+      { turnId: this.#journalId, callId: call.id, tool: call.name },
       state,
+      this.#stateIn,
     );
     this.#calls.set(
       call.id,
@@ -124,10 +157,69 @@ export class JournalGate implements ToolCallGate {
     this.#calls.delete(result.id);
     await started;
     await this.#repo.journalEnd(this.#lease.chatId, this.#lease.epoch, {
-      turnId: this.#lease.turnId,
+      turnId: this.#journalId,
       callId: result.id,
       result,
     });
+  }
+}
+
+/**
+ * The durability of a chat turn's agent tree, over the turn's lease: every write of the tree's runs is fenced by the
+ * lease's epoch; each run journals its calls under its agent id, with its state (AgentRunState) in the journal's
+ * state row; an agent_spawn call records the agent it spawned (`#spawn:<call id>` in the parent's journal), so the
+ * same call run again after a takeover waits for that agent instead of spawning another.
+ */
+export class LeaseTreeJournal implements TreeJournal {
+  readonly #repo: TurnLeaseRepository;
+  readonly #lease: Lease;
+  readonly #rerunnable: (tool: string) => boolean;
+
+  /** `rerunnable(tool)`: whether an unfinished call of `tool` may run again after a takeover. */
+  constructor(repository: TurnLeaseRepository, lease: Lease, rerunnable: (tool: string) => boolean) {
+    this.#repo = repository;
+    this.#lease = lease;
+    this.#rerunnable = rerunnable;
+  }
+
+  readonly fence = (trx: Kysely<any>): Promise<void> =>
+    this.#repo.assertEpoch(trx, this.#lease.chatId, this.#lease.epoch);
+
+  gate(agentId: string, base: AgentRunState, inner: ToolCallGate | undefined): ToolCallGate {
+    return new JournalGate({
+      ...(inner ? { inner } : {}),
+      repository: this.#repo,
+      lease: this.#lease,
+      agent: { journalId: agentId, stateOf: (step) => ({ ...base, step }) satisfies AgentRunState },
+    });
+  }
+
+  begin(agentId: string, state: AgentRunState): Promise<void> {
+    return this.#repo.saveJournalState(this.#lease.chatId, this.#lease.epoch, agentId, state);
+  }
+
+  async resume(agentId: string): Promise<AgentRunState | undefined> {
+    const state = (await this.#repo.journalRow(agentId, JOURNAL_STATE_ROW)) as AgentRunState | undefined;
+    if (state?.version !== 1) return undefined;
+    if (!state.step) return state;
+    return {
+      ...state,
+      step: resumeStepFromJournal(state.step, await this.#repo.journal(agentId), this.#rerunnable),
+    };
+  }
+
+  async spawned(parentId: string, callId: string): Promise<string | undefined> {
+    const link = (await this.#repo.journalRow(parentId, `#spawn:${callId}`)) as { agentId?: unknown } | undefined;
+    return typeof link?.agentId === "string" ? link.agentId : undefined;
+  }
+
+  async linkSpawn(trx: Kysely<any>, parentId: string, callId: string, childId: string): Promise<void> {
+    await this.fence(trx);
+    await this.#repo.putJournalRow(trx, parentId, `#spawn:${callId}`, this.#lease.epoch, { agentId: childId });
+  }
+
+  drop(agentIds: string[]): Promise<void> {
+    return this.#repo.dropJournals(this.#lease.chatId, this.#lease.epoch, agentIds);
   }
 }
 

@@ -146,7 +146,11 @@ export interface AgentToolService {
   readonly depth: number;
   /** Spawns a child of this agent. Throws LimitExceededError, AccessDeniedError, NotFoundError (template). */
   spawn(
-    input: { template: string; message: string; wait: boolean },
+    /**
+     * `callId`: the model's id of the agent_spawn call; when a turn taken over runs that call again, the agent it
+     * already spawned is waited for instead of spawning another.
+     */
+    input: { template: string; message: string; wait: boolean; callId?: string },
     limits: AgentSpawnLimits,
     signal: AbortSignal,
   ): Promise<AgentSpawnResult>;

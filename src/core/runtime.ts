@@ -616,6 +616,7 @@ export class ToolRuntime {
       this.processCwdFallback(call.userId),
     );
     if (call.approval) context.approval = { decision: call.approval.decision, decidedBy: call.approval.decidedBy };
+    if (call.toolCallId !== undefined) context.toolCallId = call.toolCallId;
     return context;
   }
 
@@ -839,6 +840,7 @@ class CallToolContext implements ToolContext {
   declare openSpill?: ToolContext["openSpill"];
   declare captureFullOutput?: ToolContext["captureFullOutput"];
   declare approval?: { decision: string; decidedBy: string };
+  declare toolCallId?: string;
   #signal: AbortSignal | (() => AbortSignal);
 
   constructor(

@@ -313,6 +313,11 @@ export interface ToolContext {
    * (library use, `toolhost call`, the tool-execute route): then no one could have been asked.
    */
   approval?: { decision: string; decidedBy: string };
+  /**
+   * The provider's id of this call when a model made it (absent for direct calls): a tool that must not repeat its
+   * effect when a turn is resumed on another instance keys it by this id (agent_spawn).
+   */
+  toolCallId?: string;
 }
 
 /** Receives the full content of one result field as it is produced (see ToolContext.captureFullOutput). */

@@ -24,6 +24,12 @@ import { inTransaction } from "./transaction.js";
 
 type Db = Kysely<DatabaseSchema> | Transaction<DatabaseSchema>;
 
+/**
+ * A check run first inside a write's transaction: it throws (StaleLeaseError) when the writer no longer owns the
+ * agent's tree — the chat turn's lease moved on to another instance — so a stale owner's write does not land.
+ */
+export type WriteFence = (trx: Kysely<any>) => Promise<void>;
+
 const now = () => new Date().toISOString();
 
 /** Rows changed by an update, as a number (drivers report bigint). */
@@ -97,6 +103,8 @@ export class AgentRepository {
     timeMs: number;
     instanceId: string;
     limits: ReserveLimits;
+    /** Runs last in the same transaction (fence and journal link of a durable tree); its throw reserves nothing. */
+    inTransaction?: (trx: Kysely<any>, child: AgentRecord) => Promise<void>;
   }): Promise<AgentRecord> {
     const { limits } = input;
     return this.#tx(async (trx) => {
@@ -189,8 +197,54 @@ export class AgentRepository {
         finished_at: null,
       };
       await trx.insertInto("agents").values(row).execute();
-      return toRecord(row);
+      const record = toRecord(row);
+      await input.inTransaction?.(trx, record);
+      return record;
     });
+  }
+
+  /** The running root agent of the chat's turn (the turn an instance is taking over), or undefined. */
+  async runningRoot(chatId: string): Promise<AgentRecord | undefined> {
+    const row = await this.db
+      .selectFrom("agents")
+      .selectAll()
+      .where("chat_id", "=", chatId)
+      .where("kind", "=", "root")
+      .where("status", "=", "running")
+      .orderBy("created_at", "desc")
+      .executeTakeFirst();
+    return row ? toRecord(row) : undefined;
+  }
+
+  /**
+   * Takes the running agents of a tree over for `instanceId` (its new owner), fenced: they stay running and now
+   * name this instance as their owner. Returns them, root first, then by depth and age (parents before children).
+   */
+  async adopt(rootId: string, instanceId: string, fence: WriteFence): Promise<AgentRecord[]> {
+    return this.#tx(async (trx) => {
+      await fence(trx);
+      await trx
+        .updateTable("agents")
+        .set({ instance_id: instanceId, heartbeat_at: now() })
+        .where("root_id", "=", rootId)
+        .where("status", "=", "running")
+        .execute();
+      const rows = await trx
+        .selectFrom("agents")
+        .selectAll()
+        .where("root_id", "=", rootId)
+        .where("status", "=", "running")
+        .orderBy("depth")
+        .orderBy("created_at")
+        .execute();
+      return rows.map(toRecord);
+    });
+  }
+
+  /** The ids of every agent of a tree. */
+  async treeIds(rootId: string): Promise<string[]> {
+    const rows = await this.db.selectFrom("agents").select("id").where("root_id", "=", rootId).execute();
+    return rows.map((r) => r.id);
   }
 
   /** The user's agent, or undefined (also for another user's agent). */
@@ -256,6 +310,7 @@ export class AgentRepository {
   async saveProgress(
     id: string,
     fields: { result?: string | null; transcript?: unknown[]; usage?: Partial<AgentUsage> },
+    fence?: WriteFence,
   ): Promise<void> {
     const set: Partial<AgentsTable> = { updated_at: now() };
     if (fields.result !== undefined) set.result = fields.result;
@@ -264,7 +319,14 @@ export class AgentRepository {
     if (u?.turns !== undefined) set.turns = u.turns;
     if (u?.toolCalls !== undefined) set.tool_calls = u.toolCalls;
     if (u?.durationMs !== undefined) set.duration_ms = Math.round(u.durationMs);
-    await this.db.updateTable("agents").set(set).where("id", "=", id).execute();
+    if (!fence) {
+      await this.db.updateTable("agents").set(set).where("id", "=", id).execute();
+      return;
+    }
+    await this.#tx(async (trx) => {
+      await fence(trx);
+      await trx.updateTable("agents").set(set).where("id", "=", id).execute();
+    });
   }
 
   /**
@@ -295,14 +357,19 @@ export class AgentRepository {
   /**
    * Ends a run: sets the final status (only when the agent is still `running`, so a run is finished once) and frees
    * its running slot in the tree in the same transaction. Result, note, conversation and usage are written in
-   * every case, so a cut-off run keeps what it produced. Returns whether this call finished the run.
+   * every case, so a cut-off run keeps what it produced. Returns whether this call finished the run. With `fence`,
+   * nothing is written when it throws (the run moved to another instance), and the throw propagates.
    */
   async finish(
     id: string,
     status: Exclude<AgentStatus, "running">,
     fields: { result?: string | null; note?: string | null; transcript?: unknown[]; usage?: Partial<AgentUsage> } = {},
+    fence?: WriteFence,
   ): Promise<boolean> {
-    return this.#tx((trx) => this.#finishIn(trx, id, status, fields));
+    return this.#tx(async (trx) => {
+      await fence?.(trx);
+      return this.#finishIn(trx, id, status, fields);
+    });
   }
 
   async #finishIn(
@@ -554,10 +621,17 @@ export class AgentRepository {
   /**
    * Marks `interrupted` every running agent whose instance stopped: those of `instanceId` when given (a clean
    * shutdown), else those not of `exceptInstance` whose heartbeat is older than `staleBefore` (a crash). Partial
-   * results stay. Returns the ids marked.
+   * results stay. Agents of a chat whose turn still holds its lease are left alone: they move with that turn to the
+   * instance that takes it over (a handover, or an expired lease). Returns the ids marked.
    */
   async interrupt(options: { instanceId?: string; exceptInstance?: string; staleBefore?: string }): Promise<string[]> {
-    let query = this.db.selectFrom("agents").select("id").where("status", "=", "running");
+    let query = this.db
+      .selectFrom("agents")
+      .select("id")
+      .where("status", "=", "running")
+      .where(
+        sql<boolean>`not exists (select 1 from chat_leases l where l.chat_id = agents.chat_id and l.turn_id is not null)`,
+      );
     if (options.instanceId) query = query.where("instance_id", "=", options.instanceId);
     if (options.exceptInstance) {
       const except = options.exceptInstance;

@@ -117,6 +117,9 @@ export interface SignalRow {
   createdMs: number;
 }
 
+/** The key of a journal's state row: the takeover state of a sub-agent's run (see saveJournalState). */
+export const JOURNAL_STATE_ROW = "#state";
+
 /** How far a turn taken over numbers its events past the last stored one (see claimExpired). */
 export const TAKEOVER_SEQ_GAP = 1000;
 
@@ -445,18 +448,22 @@ export class TurnLeaseRepository {
   }
 
   /**
-   * Records that a call is about to run (fenced; idempotent per call id). `state`, when given, replaces the turn's
-   * takeover state in the same transaction (the step whose calls run).
+   * Records that a call is about to run (fenced; idempotent per call id). `state`, when given, replaces the takeover
+   * state in the same transaction (the step whose calls run): the turn's (`chat_leases.state`) when `entry.turnId`
+   * is the lease's turn, else the state row of that journal (a sub-agent's run, see {@link saveJournalState}).
    */
   journalStart(
     chatId: string,
     epoch: number,
     entry: { turnId: string; callId: string; tool: string },
     state?: unknown,
+    stateIn: "lease" | "journal" = "lease",
   ): Promise<void> {
     return inTransaction(this.#db, async (trx) => {
       await this.assertEpoch(trx, chatId, epoch);
-      if (state !== undefined) {
+      if (state !== undefined && stateIn === "journal") {
+        await this.putJournalRow(trx, entry.turnId, JOURNAL_STATE_ROW, epoch, state);
+      } else if (state !== undefined) {
         await trx
           .updateTable("chat_leases")
           .set({ state: JSON.stringify(state) })
@@ -493,11 +500,58 @@ export class TurnLeaseRepository {
     });
   }
 
-  /** The journal of a turn, by call id. */
+  /**
+   * Stores a journal's own row `key` (a state row, or a link such as the agent a call spawned) inside a running,
+   * already fenced transaction. Keys start with `#`, so they never collide with a provider's call id.
+   */
+  async putJournalRow(trx: Kysely<any>, turnId: string, key: string, epoch: number, value: unknown): Promise<void> {
+    const result = JSON.stringify(value);
+    await (trx as Kysely<TurnTables>)
+      .insertInto("tool_journal")
+      .values({
+        turn_id: turnId,
+        call_id: key,
+        tool: "",
+        epoch,
+        status: "ended",
+        result,
+        started_ms: nowSql(trx),
+        ended_ms: nowSql(trx),
+      })
+      .onConflict((oc) => oc.columns(["turn_id", "call_id"]).doUpdateSet({ result, epoch }))
+      .execute();
+  }
+
+  /** Stores the takeover state of journal `turnId` (a sub-agent's run) in its state row, fenced by the chat's lease. */
+  saveJournalState(chatId: string, epoch: number, turnId: string, state: unknown): Promise<void> {
+    return inTransaction(this.#db, async (trx) => {
+      await this.assertEpoch(trx, chatId, epoch);
+      await this.putJournalRow(trx, turnId, JOURNAL_STATE_ROW, epoch, state);
+    });
+  }
+
+  /** The value of journal `turnId`'s own row `key` (see putJournalRow), or undefined. */
+  async journalRow(turnId: string, key: string): Promise<unknown> {
+    const row = await this.#db
+      .selectFrom("tool_journal")
+      .select("result")
+      .where("turn_id", "=", turnId)
+      .where("call_id", "=", key)
+      .executeTakeFirst();
+    if (!row?.result) return undefined;
+    try {
+      return JSON.parse(row.result);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The journal of a turn, by call id (its own `#` rows left out). */
   async journal(turnId: string): Promise<Map<string, JournalEntry>> {
     const rows = await this.#db.selectFrom("tool_journal").selectAll().where("turn_id", "=", turnId).execute();
     const entries = new Map<string, JournalEntry>();
     for (const r of rows) {
+      if (r.call_id.startsWith("#")) continue;
       let result: unknown = null;
       try {
         result = r.result ? JSON.parse(r.result) : null;
@@ -517,9 +571,19 @@ export class TurnLeaseRepository {
     });
   }
 
-  /** Removes a finished turn's journal. */
-  async dropJournal(trx: Kysely<any>, turnId: string): Promise<void> {
-    await (trx as Kysely<TurnTables>).deleteFrom("tool_journal").where("turn_id", "=", turnId).execute();
+  /** Removes the journals of runs (an agent tree's, once it ended), fenced by the chat's lease. */
+  dropJournals(chatId: string, epoch: number, turnIds: string[]): Promise<void> {
+    return inTransaction(this.#db, async (trx) => {
+      await this.assertEpoch(trx, chatId, epoch);
+      await this.dropJournal(trx, turnIds);
+    });
+  }
+
+  /** Removes a finished turn's journal (or several: the journals of an agent tree's runs). */
+  async dropJournal(trx: Kysely<any>, turnId: string | string[]): Promise<void> {
+    const ids = Array.isArray(turnId) ? turnId : [turnId];
+    if (ids.length === 0) return;
+    await (trx as Kysely<TurnTables>).deleteFrom("tool_journal").where("turn_id", "in", ids).execute();
   }
 
   /**

@@ -5,10 +5,13 @@
  * posts at once through two instances: one 409 chat_busy, nothing lost or doubled), signals across instances (a chat
  * cancel and an agent cancel stop a real `sleep` run by another instance; an approval answered on one instance lets
  * the turn waiting on another continue), events resumed on another instance with Last-Event-ID, and takeover: an
- * owner SIGKILLed mid-turn, the turn completed by another instance, its first tool call run exactly once.
+ * owner SIGKILLed (or SIGTERMed) mid-turn, the turn completed by another instance, its first tool call run exactly
+ * once — and likewise a turn's running sub-agent, resumed from its journal with the turn, its parent's agent_spawn
+ * answered with its result.
  */
 import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createAppContext } from "../../src/app/context.js";
 import {
@@ -71,6 +74,17 @@ function dispatch(request: FakeRequest): FakeTurnAction {
   const task = String(userTexts.at(-1) ?? "");
   const seen = request.lastToolResults.length > 0 ? request.toolResults.length : 0;
   const word = (name: string) => new RegExp(`${name} ([\\w.,/-]+)`).exec(task)?.[1];
+  if (word("AGENTKILL")) {
+    // The root spawns a sub-agent that runs the KILL script; it answers with what the agent answered.
+    if (seen === 0)
+      return {
+        kind: "tools",
+        calls: [
+          { name: "agent_spawn", arguments: { template: "general", message: `KILL ${word("AGENTKILL")}`, wait: true } },
+        ],
+      };
+    return { kind: "text", text: `agent: ${request.lastToolResults[0]?.content.includes("taken over: true")}` };
+  }
   if (word("SLEEP")) {
     if (seen === 0)
       return { kind: "tools", calls: [{ name: "bash", arguments: { command: `sleep ${word("SLEEP")}` } }] };
@@ -346,9 +360,74 @@ describe("several serve instances on one PostgreSQL", () => {
   });
 });
 
+/**
+ * Starts, through `owner`, a chat turn whose sub-agent runs the KILL script (a first call that creates one file per
+ * run, then a sleep), and resolves once the sub-agent's sleep runs.
+ */
+async function startAgentTurn(owner: Instance, home: Instance) {
+  const marker = uniqueMarker();
+  const ranFile = join(work, `ran-${marker}`);
+  const chatId = await newChat(home);
+  const res = await api(owner, "local", `/api/chats/${chatId}/messages`, {
+    json: { content: `AGENTKILL ${ranFile},${marker}` },
+  });
+  const seen: SseEvent[] = [];
+  const stream = readSse(res, (e) => seen.push(e));
+  await until("the sub-agent's sleep to start", () => sleeping(marker).length > 0, 20_000).catch((e) => {
+    throw new Error(`${e.message}: ${JSON.stringify(seen)}`);
+  });
+  return { marker, chatId, seen, stream };
+}
+
+/**
+ * After the owner of a startAgentTurn turn died or handed it over: a live instance took the turn over and ran its
+ * sub-agent to completion — its first call ran once, its interrupted sleep was reported, not re-run — and the chat
+ * turn got the agent's answer. `next` is the instance the check reads through.
+ */
+async function checkAgentTakenOver(turn: Awaited<ReturnType<typeof startAgentTurn>>, next: Instance, gone: Instance) {
+  const last = turn.seen.filter((e) => e.event !== "done" && e.event !== "error").at(-1)?.id ?? "0";
+  const rest = await readSse(
+    await api(next, "local", `/api/chats/${turn.chatId}/events`, { headers: { "last-event-id": last } }),
+  );
+  expect(rest.at(-1)).toMatchObject({ event: "done", data: { reason: "text" } });
+  // The sub-agent finished on the new owner; none of its calls ran again there (its sleep's result was the
+  // interruption); the root's agent_spawn call, run again, answered with that agent's result.
+  expect(rest.find((e) => e.event === "agent_finished")).toMatchObject({
+    data: { status: "completed", response: "taken over: true" },
+  });
+  const results = rest.filter((e) => e.event === "tool_result");
+  expect(results.map((e) => [e.data.name, e.data.agent?.id ?? null])).toEqual([["agent_spawn", null]]);
+  expect(results[0]!.data.result).toMatchObject({ status: "completed", response: "taken over: true" });
+  const chat = (await (await api(next, "local", `/api/chats/${turn.chatId}`)).json()) as {
+    messages: { role: string; content?: string }[];
+  };
+  expect(chat.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+  expect(chat.messages.at(-1)!.content).toBe("agent: true");
+  expect(readdirSync(work).filter((f) => f.startsWith(`ran-${turn.marker}.`))).toHaveLength(1);
+  // One sub-agent, no second spawn; its row and its tree's root name their new owner, a live instance.
+  const { agents } = (await (await api(next, "local", `/api/agents?chatId=${turn.chatId}`)).json()) as {
+    agents: { id: string; status: string; depth: number }[];
+  };
+  expect(agents.map((x) => [x.depth, x.status])).toEqual([[1, "completed"]]);
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const rows = await client.query("select kind, instance_id from agents where chat_id = $1 order by depth", [
+      turn.chatId,
+    ]);
+    const owners = rows.rows.map((r) => Number(r.instance_id.split(":")[1]));
+    expect(rows.rows.map((r) => r.kind)).toEqual(["root", "child"]);
+    expect(owners[0]).toBe(owners[1]);
+    expect(owners[0]).not.toBe(gone.p.child.pid);
+    expect(instances.filter((i) => i.p.child.exitCode === null).map((i) => i.p.child.pid)).toContain(owners[0]);
+  } finally {
+    await client.end();
+  }
+}
+
 // Last: it kills instance A.
 describe("takeover", () => {
-  it("an owner SIGKILLed mid-turn: another instance takes the turn over, its finished first call is not run again, the interrupted one not re-run", async () => {
+  it("an owner SIGKILLed mid-turn: another instance takes the turn (and a turn's running sub-agent) over, its finished first call is not run again, the interrupted one not re-run", async () => {
     const [a, b] = instances as [Instance, Instance];
     const marker = uniqueMarker();
     // Each run of the first call creates one file named after it.
@@ -359,13 +438,17 @@ describe("takeover", () => {
     });
     const seen: SseEvent[] = [];
     const stream = readSse(res, (e) => seen.push(e));
+    // A second turn on A, whose sub-agent runs the same script: it moves with its turn.
+    const agentTurn = startAgentTurn(a, b);
     await until("the second call's sleep to start", () => sleeping(marker).length > 0, 20_000).catch((e) => {
       throw new Error(`${e.message}: ${JSON.stringify(seen)}`);
     });
+    const agent = await agentTurn;
     a.p.child.kill("SIGKILL");
     await a.p.exited;
-    await stream;
-    for (const pid of sleeping(marker)) process.kill(pid, "SIGKILL");
+    await Promise.all([stream, agent.stream]);
+    for (const pid of [...sleeping(marker), ...sleeping(agent.marker)]) process.kill(pid, "SIGKILL");
+    const agentChecked = checkAgentTakenOver(agent, b, a);
     // Follow the turn on B from the last event A delivered, until the instance that took it over ends it.
     const last = seen.at(-1)?.id ?? "0";
     const rest = await readSse(
@@ -381,8 +464,9 @@ describe("takeover", () => {
     expect(chat.messages[4]!.results![0]!.content).toContain("interrupted");
     expect(chat.messages.at(-1)!.content).toBe("taken over: true");
     expect(readdirSync(work).filter((f) => f.startsWith(`ran-${marker}.`))).toHaveLength(1);
+    await agentChecked;
   });
-  it("a graceful shutdown (SIGTERM) hands the running turn over: another instance completes it, nothing run twice", async () => {
+  it("a graceful shutdown (SIGTERM) hands the running turn (and a turn's running sub-agent) over: another instance completes it, nothing run twice", async () => {
     const [, b, c] = instances as [Instance, Instance, Instance];
     const marker = uniqueMarker();
     const ranFile = join(work, `ran-${marker}`);
@@ -392,12 +476,17 @@ describe("takeover", () => {
     });
     const seen: SseEvent[] = [];
     const stream = readSse(res, (e) => seen.push(e));
+    const agentTurn = startAgentTurn(b, c);
     await until("the second call's sleep to start", () => sleeping(marker).length > 0);
+    const agent = await agentTurn;
     b.p.child.kill("SIGTERM");
     expect(await b.p.exited).toBe(0);
-    await stream;
+    await Promise.all([stream, agent.stream]);
     expect(seen.find((e) => e.event === "error")).toMatchObject({ data: { code: "handed_over" } });
+    expect(agent.seen.find((e) => e.event === "error")).toMatchObject({ data: { code: "handed_over" } });
     expect(sleeping(marker)).toEqual([]);
+    expect(sleeping(agent.marker)).toEqual([]);
+    const agentChecked = checkAgentTakenOver(agent, c, b);
     const last = seen.filter((e) => e.event !== "done" && e.event !== "error").at(-1)?.id ?? "0";
     const rest = await readSse(
       await api(c, "local", `/api/chats/${chatId}/events`, { headers: { "last-event-id": last } }),
@@ -409,5 +498,6 @@ describe("takeover", () => {
     expect(chat.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant", "tool", "assistant"]);
     expect(chat.messages.at(-1)!.content).toBe("taken over: true");
     expect(readdirSync(work).filter((f) => f.startsWith(`ran-${marker}.`))).toHaveLength(1);
+    await agentChecked;
   });
 });

@@ -170,7 +170,12 @@ export const agentSpawnTool: RegisteredTool = defineTool({
       });
     }
     return agents.spawn(
-      { template, message, wait: wait !== false },
+      {
+        template,
+        message,
+        wait: wait !== false,
+        ...(context.toolCallId !== undefined ? { callId: context.toolCallId } : {}),
+      },
       spawnLimitsFrom(context.settings.parameters),
       context.signal,
     );
