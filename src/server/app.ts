@@ -12,12 +12,13 @@ import { parsePublicUrl } from "../core/config.js";
 import { classifiedError, ToolError } from "../core/errors.js";
 import { metricsRegistry } from "../core/metrics.js";
 import { createMcpClientManager, McpServersService } from "../mcp/client/index.js";
+import type { McpClientManager } from "../mcp/client/manager.js";
 import { type McpHostPolicy, mcpHostPolicy, mcpHostRejection } from "../mcp/server/host-check.js";
 import { McpHttpEndpoint, protectedResourceMetadata, WORKING_DIRECTORY_HEADER } from "../mcp/server/http.js";
 import { DataSourceRepository } from "../storage/data-source-repository.js";
 import { VERSION } from "../version.js";
 import { accessLog } from "./access-log.js";
-import { bearerAuth } from "./auth.js";
+import { adminOnly, bearerAuth } from "./auth.js";
 import { type AuthEnv, errorResponse, HTTP_STATUS_BY_CODE, HttpError } from "./http.js";
 import { buildOpenApiDocument } from "./openapi.js";
 import { adminRoutes } from "./routes/admin.js";
@@ -49,11 +50,18 @@ export interface ServerAppOptions {
   publicUrl?: string;
   /** How long a request body may take to arrive after its headers, in ms (default TOOLHOST_BODY_TIMEOUT_SECONDS, 30 s). */
   bodyTimeoutMs?: number;
+  /**
+   * The external MCP servers' client manager the admin routes act on. startServer passes one it has started;
+   * absent, the app makes one that connects nothing until an admin adds or reconnects a server (start it yourself
+   * to import the configured servers' tools: `createMcpClientManager(ctx).start()`, from `toolhost/mcp`).
+   */
+  mcpClients?: McpClientManager;
 }
 
 /**
  * Builds the Hono app for a context. Every /api route but health and the OpenAPI document needs a bearer token.
- * Once the context starts closing, requests other than health answer 503 `shutting_down`.
+ * Once the context starts closing, requests other than health answer 503 `shutting_down`. Starts nothing by itself
+ * (no sweeper, no MCP connection): startServer does, for `toolhost serve`.
  */
 export function createServerApp(ctx: AppContext, options: ServerAppOptions = {}): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
@@ -157,16 +165,8 @@ export function createServerApp(ctx: AppContext, options: ServerAppOptions = {})
     const userId = c.get("userId");
     return c.json({ userId, admin: ctx.admins.isAdmin(userId) });
   });
-  app.use("/metrics", auth, async (c, next) => {
-    // Counts cover every user's calls: admins (or a scraper holding an admin token) only.
-    if (!ctx.admins.isAdmin(c.get("userId"))) {
-      return c.json(
-        { error: { code: "access_denied", message: "Metrics are for admins (TOOLHOST_ADMIN_USERS)." } },
-        403,
-      );
-    }
-    await next();
-  });
+  // Counts cover every user's calls: admins (or a scraper holding an admin token) only.
+  app.use("/metrics", auth, adminOnly(ctx.admins, "Metrics are for admins"));
   app.get("/metrics", async (c) =>
     c.text(await metricsRegistry.metrics(), 200, { "Content-Type": metricsRegistry.contentType }),
   );
@@ -174,9 +174,12 @@ export function createServerApp(ctx: AppContext, options: ServerAppOptions = {})
   app.route("/api/settings", settingsRoutes(ctx.settings, ctx.admins));
   app.route("/api/tools", toolRoutes(ctx));
   // External MCP servers: their tools are imported into the registry; connecting happens in the background.
-  const mcpClients = createMcpClientManager(ctx);
-  void mcpClients.start();
-  ctx.onClose(() => mcpClients.close());
+  let mcpClients = options.mcpClients;
+  if (!mcpClients) {
+    const made = createMcpClientManager(ctx);
+    ctx.onClose(() => made.close());
+    mcpClients = made;
+  }
   app.route("/api/admin/mcp-servers", mcpServerRoutes(new McpServersService(ctx, mcpClients), ctx.admins));
   app.route(
     "/api/admin/data-sources",

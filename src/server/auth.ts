@@ -3,8 +3,9 @@
  * token gets 401 and learns nothing about the tools.
  */
 import type { MiddlewareHandler } from "hono";
+import type { AdminRule } from "../app/admin.js";
 import type { TokenRepository } from "../storage/repositories.js";
-import type { AuthEnv } from "./http.js";
+import { type AuthEnv, HttpError } from "./http.js";
 
 /**
  * Middleware that authenticates `Authorization: Bearer <token>` and sets `userId` (and `token`); 401 otherwise.
@@ -34,6 +35,18 @@ export function bearerAuth(
     }
     c.set("userId", userId);
     c.set("token", match?.[1] ?? "");
+    await next();
+  };
+}
+
+/**
+ * Lets only admins through (the context's rule, TOOLHOST_ADMIN_USERS); anyone else gets 403 `access_denied` naming
+ * the variable. Mount after {@link bearerAuth}. `what` names the resource in the message (default "Admin only").
+ */
+export function adminOnly(admins: AdminRule, what = "Admin only"): MiddlewareHandler<AuthEnv> {
+  return async (c, next) => {
+    if (!admins.isAdmin(c.get("userId")))
+      throw new HttpError(403, "access_denied", `${what}: set TOOLHOST_ADMIN_USERS to grant access.`);
     await next();
   };
 }

@@ -6,14 +6,16 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener, serve } from "@hono/node-server";
 import type { AppContext } from "../app/context.js";
+import { createMcpClientManager } from "../mcp/client/index.js";
 import { isLoopbackHost } from "../mcp/server/host-check.js";
 import { createServerApp, type ServerAppOptions } from "./app.js";
 
 /**
  * The HTTP service as a Node request listener, `(req, res) => void`, for a host that runs its own `node:http`
  * server (or a framework that accepts such a handler). Routes are answered at their absolute paths (`/api/…`,
- * `/mcp`, `/`). Unlike startServer it neither creates a first token nor starts the approval sweeper: call
- * `ctx.approvals.startSweeper()` yourself when the process should expire unanswered asks.
+ * `/mcp`, `/`). Unlike startServer it neither creates a first token, nor starts the approval sweeper, nor connects
+ * the configured MCP servers: call `ctx.approvals.startSweeper()` yourself when the process should expire
+ * unanswered asks, and pass `mcpClients` (started) to import the MCP servers' tools.
  */
 export function createRequestListener(
   ctx: AppContext,
@@ -56,7 +58,11 @@ export interface StartServerOptions {
 export async function startServer(ctx: AppContext, options: StartServerOptions = {}): Promise<RunningServer> {
   const host = options.host ?? "127.0.0.1";
   const print = options.print ?? ((line: string) => process.stdout.write(`${line}\n`));
-  const app = createServerApp(ctx, { host });
+  // External MCP servers: their tools are imported into the registry; connecting happens in the background.
+  const mcpClients = createMcpClientManager(ctx);
+  ctx.onClose(() => mcpClients.close());
+  void mcpClients.start();
+  const app = createServerApp(ctx, { host, mcpClients });
   if (!isLoopbackHost(host) && ctx.config.mcpAllowedHosts === undefined) {
     ctx.logger.warn(
       { host },

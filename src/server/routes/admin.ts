@@ -2,12 +2,14 @@
  * Admin routes: the audit log of every tool call and settings change, and API tokens. Who is an admin is the
  * context's rule (app/admin.ts, TOOLHOST_ADMIN_USERS read once).
  */
+
 import { Hono } from "hono";
 import { isUserId, USER_ID_RULE } from "../../app/admin.js";
 import type { AppContext } from "../../app/context.js";
 import type { UpdateToolSettingsBody } from "../../app/tool-settings-service.js";
 import { SETTINGS_BODY_LIMITS } from "../../core/json-limits.js";
 import { parseTokenLifetime } from "../../storage/token-repository.js";
+import { adminOnly } from "../auth.js";
 import { type AuthEnv, HttpError, readJsonBody, sendJson } from "../http.js";
 import {
   AdminUpdateToolSettingsBodySchema,
@@ -46,11 +48,7 @@ function userParam(value: string | undefined, where: string): string | undefined
 /** GET /api/admin/audit?user=&tool=&kind=&since=&until=&limit= (admins only; 403 otherwise). */
 export function adminRoutes(ctx: AppContext): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
-  app.use("*", async (c, next) => {
-    if (!ctx.admins.isAdmin(c.get("userId")))
-      throw new HttpError(403, "access_denied", "Admin only: set TOOLHOST_ADMIN_USERS to grant access.");
-    await next();
-  });
+  app.use("*", adminOnly(ctx.admins));
   // Every route about one user names a valid user id, whatever it does with it.
   app.use("/users/:user/*", async (c, next) => {
     userParam(c.req.param("user"), "The :user of the path");

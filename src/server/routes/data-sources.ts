@@ -4,10 +4,12 @@
  * stored source; 204), POST /:name/test (connects and answers with the server version, or why it is unreachable).
  * A source's password never appears in an answer.
  */
+
 import { Hono } from "hono";
 import Type from "typebox";
 import type { AdminRule } from "../../app/admin.js";
 import type { DataSourcesService } from "../../app/data-sources.js";
+import { adminOnly } from "../auth.js";
 import { type AuthEnv, HttpError, readJsonBody } from "../http.js";
 import { ErrorBody } from "../schemas.js";
 
@@ -24,11 +26,7 @@ export const AddDataSourceBody = Type.Object(
 /** The routes over a DataSourcesService. */
 export function dataSourceRoutes(service: DataSourcesService, admins: AdminRule): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
-  app.use("*", async (c, next) => {
-    if (!admins.isAdmin(c.get("userId")))
-      throw new HttpError(403, "access_denied", "Admin only: set TOOLHOST_ADMIN_USERS to grant access.");
-    await next();
-  });
+  app.use("*", adminOnly(admins));
   app.get("/", async (c) => c.json(await service.list()));
   app.post("/", async (c) => {
     const { name, ...config } = await readJsonBody<{ name: string; url: string; description?: string }>(

@@ -4,10 +4,12 @@
  * imported tools and warnings), GET /:name, POST / `{name, command|url, …}` (stored, connected in the background;
  * 201), DELETE /:name (a stored server; 204), POST /:name/reconnect (reconnects now, answers with the status).
  */
+
 import { Hono } from "hono";
 import Type from "typebox";
 import type { AdminRule } from "../../app/admin.js";
 import type { McpServersService } from "../../mcp/client/index.js";
+import { adminOnly } from "../auth.js";
 import { type AuthEnv, HttpError, readJsonBody } from "../http.js";
 
 /** Body of POST /api/admin/mcp-servers: a name plus the server's configuration (as under `mcpServers`). */
@@ -31,11 +33,7 @@ export const AddMcpServerBody = Type.Object(
 /** The routes over an McpServersService. */
 export function mcpServerRoutes(service: McpServersService, admins: AdminRule): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
-  app.use("*", async (c, next) => {
-    if (!admins.isAdmin(c.get("userId")))
-      throw new HttpError(403, "access_denied", "Admin only: set TOOLHOST_ADMIN_USERS to grant access.");
-    await next();
-  });
+  app.use("*", adminOnly(admins));
   app.get("/", (c) => c.json({ servers: service.list() }));
   app.get("/:name", (c) => c.json(service.get(c.req.param("name"))));
   app.post("/", async (c) => {
