@@ -19,8 +19,9 @@ import { findPgBin, type LaunchedCluster, launchPostgres } from "./helpers/postg
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const real = chooseDataDir(undefined, { ...process.env, TOOLHOST_DATA_DIR: "" }).path;
   const existed = existsSync(real);
-  let cluster: LaunchedCluster | undefined;
-  if (findPgBin()) cluster = await launchPostgres({ maxConnections: 400 });
+  let cluster: (LaunchedCluster & { template?: string }) | undefined;
+  // The cluster keeps a copy of initdb's output, from which private clusters start (launchPrivatePostgres).
+  if (findPgBin()) cluster = await launchPostgres({ maxConnections: 400, saveTemplate: true });
   let mariadb: LaunchedMariadb | undefined;
   if (findMariadb()) mariadb = await launchMariadb();
   // A run that ends without its teardown (vitest exits on a second Ctrl-C) still stops the cluster; stop() is
@@ -31,6 +32,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   };
   process.once("exit", stopOnExit);
   project.provide("postgresUrl", cluster?.url ?? "");
+  project.provide("postgresTemplate", cluster?.template ?? "");
   project.provide("mariadbUrl", mariadb?.url ?? "");
   return async () => {
     if (cluster) {

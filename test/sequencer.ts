@@ -22,6 +22,7 @@ const HEAVY = [
   /test\/shell\/runner\.test\.ts$/,
   /test\/fs\/argument-edges\.test\.ts$/,
   /test\/approvals\/approvals-http\.test\.ts$/,
+  /test\/approvals\/(outlive|meaning)\.test\.ts$/,
   /test\/e2e\/[^/]*\.test\.ts$/,
   /test\/data\/sql-tools\.test\.ts$/,
   /test\/data\/sql-surfaces\.test\.ts$/,

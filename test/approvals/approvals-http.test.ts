@@ -20,6 +20,7 @@ let fake: FakeProvider;
 let env: NodeJS.ProcessEnv;
 let expiringEnv: NodeJS.ProcessEnv;
 let server: ServerProcess & { token: string };
+let expiring: ServerProcess & { token: string };
 
 const ASK_NOTES = { decision: "ask", match: "notes/**", mustMatch: ["notes/todo.md"], mustNotMatch: ["src/index.ts"] };
 
@@ -37,11 +38,12 @@ beforeAll(async () => {
     TOOLHOST_DATA_DIR: join(work, "data-expiring"),
     TOOLHOST_APPROVAL_TIMEOUT_SECONDS: "0.5",
   });
-  server = await startServerProcess(env);
+  // The expiry test's server (a data directory of its own) starts beside the main one instead of inside that test.
+  [server, expiring] = await Promise.all([startServerProcess(env), startServerProcess(expiringEnv)]);
 });
 
 afterAll(async () => {
-  await server?.stop();
+  await Promise.all([server?.stop(), expiring?.stop()]);
   await fake?.close();
   rmSync(work, { recursive: true, force: true });
 });
@@ -329,33 +331,28 @@ describe("pending approvals survive a restart", () => {
 
 describe("expiry", () => {
   it("an unanswered ask expires into denied_by_user for the model, and answering it later is a 409", async () => {
-    const expiring = await startServerProcess(expiringEnv);
-    try {
-      await askOnNotes(expiring);
-      const dir = project();
-      const chatId = await newChat(expiring, dir);
-      writeThenAnswer("too late\n");
-      const stream = await send(expiring, chatId, "Write it.");
-      const ask = (await stream.until((e) => e.event === "approval_requested")).data;
-      const events = await stream.rest();
-      const result = events.find((e) => e.event === "tool_result")?.data;
-      expect(result).toMatchObject({ ok: false, error: { code: "denied_by_user", details: { reason: "expired" } } });
-      expect(events.find((e) => e.event === "approval_resolved")?.data).toMatchObject({ decision: "expired" });
-      expect(events.at(-1)?.data).toMatchObject({ type: "done", reason: "text" });
-      const answer = events
-        .filter((e) => e.event === "text_delta")
-        .map((e) => e.data.delta)
-        .join("");
-      expect(answer).toContain("denied_by_user");
-      const late = await expiring.api(`/api/approvals/${ask.approvalId}`, {
-        method: "POST",
-        json: { decision: "allow_once" },
-      });
-      expect(late.status).toBe(409);
-      expect(await late.json()).toMatchObject({ error: { code: "approval_conflict", details: { status: "expired" } } });
-      expect(existsSync(join(dir, "notes/todo.md"))).toBe(false);
-    } finally {
-      await expiring.stop();
-    }
+    await askOnNotes(expiring);
+    const dir = project();
+    const chatId = await newChat(expiring, dir);
+    writeThenAnswer("too late\n");
+    const stream = await send(expiring, chatId, "Write it.");
+    const ask = (await stream.until((e) => e.event === "approval_requested")).data;
+    const events = await stream.rest();
+    const result = events.find((e) => e.event === "tool_result")?.data;
+    expect(result).toMatchObject({ ok: false, error: { code: "denied_by_user", details: { reason: "expired" } } });
+    expect(events.find((e) => e.event === "approval_resolved")?.data).toMatchObject({ decision: "expired" });
+    expect(events.at(-1)?.data).toMatchObject({ type: "done", reason: "text" });
+    const answer = events
+      .filter((e) => e.event === "text_delta")
+      .map((e) => e.data.delta)
+      .join("");
+    expect(answer).toContain("denied_by_user");
+    const late = await expiring.api(`/api/approvals/${ask.approvalId}`, {
+      method: "POST",
+      json: { decision: "allow_once" },
+    });
+    expect(late.status).toBe(409);
+    expect(await late.json()).toMatchObject({ error: { code: "approval_conflict", details: { status: "expired" } } });
+    expect(existsSync(join(dir, "notes/todo.md"))).toBe(false);
   });
 });

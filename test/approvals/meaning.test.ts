@@ -34,7 +34,9 @@ async function setBash(dataDir: string, parameters: Record<string, unknown>): Pr
   }
 }
 
-describe("toolhost call without a terminal", () => {
+// The two cases have a data directory and a working directory each and wait mostly on the CLI processes they start:
+// side by side, those waits overlap.
+describe("toolhost call without a terminal", { concurrent: true }, () => {
   it("approval allow runs a redirection and a computed name; a deny rule still binds", async () => {
     const dataDir = join(work, "cli-allow");
     const env = cleanEnv({ TOOLHOST_DATA_DIR: dataDir });

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createAppContext } from "../../src/app/context.js";
 import { assertBuilt, type CliProcess, cleanEnv, startCli } from "../e2e/chat-process.js";
 import { type FakeProvider, type FakeTurn, startFakeProvider } from "../fakes/provider-server.js";
+import { until } from "../helpers/until.js";
 
 vi.setConfig({ testTimeout: 120_000 });
 
@@ -65,15 +66,8 @@ async function serve(dir: string, fake: FakeProvider): Promise<Server> {
 }
 
 /** Polls `check` every 50 ms until it returns a value (at most 60 s). */
-async function until<T>(what: string, check: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+const poll = <T>(what: string, check: () => Promise<T | undefined>) =>
+  until(check, what, { accept: (value) => value !== undefined, timeoutMs: 60_000, intervalMs: 50 });
 
 /**
  * Starts a chat turn (its model appends a line to a file with bash: see fakeModel), reads its stream until the ask, then returns
@@ -114,7 +108,7 @@ async function approvalStatus(server: Server, headers: Record<string, string>, i
 
 /** The chat's stored messages once its turn has completed (the final assistant text is stored). */
 function completed(server: Server, headers: Record<string, string>, chatId: string) {
-  return until("the turn to complete", async () => {
+  return poll("the turn to complete", async () => {
     const res = await fetch(`${server.url}/api/chats/${chatId}`, { headers });
     const chat = (await res.json()) as { messages: { role: string; content?: string; results?: { ok: boolean }[] }[] };
     return chat.messages.some((m) => m.role === "assistant" && m.content?.startsWith("Done:"))
@@ -159,7 +153,7 @@ describe.runIf(existsSync("/proc/self/cmdline")).concurrent("asks that outlive t
       const token = /th_[A-Za-z0-9_-]+/.exec(server.p.stdout())![0];
       const turn = await askThenLeave(server, token, { onDisconnect: "cancel" });
       turn.leave();
-      await until("the ask to be cancelled", async () =>
+      await poll("the ask to be cancelled", async () =>
         (await approvalStatus(server, turn.headers, turn.approvalId)).length === 0 ? true : undefined,
       );
       const answered = await fetch(`${server.url}/api/approvals/${turn.approvalId}`, {

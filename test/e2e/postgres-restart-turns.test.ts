@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { createAppContext } from "../../src/app/context.js";
 import { type FakeProvider, type FakeTurnAction, startFakeProvider } from "../fakes/provider-server.js";
-import { findPgBin, type LaunchedCluster, launchPostgres } from "../helpers/postgres.js";
+import { findPgBin, type LaunchedCluster, launchPrivatePostgres } from "../helpers/postgres.js";
 import { tempDir } from "../helpers/temp.js";
 import { assertBuilt, type CliProcess, cleanEnv, startCli } from "./chat-process.js";
 
@@ -30,7 +30,7 @@ beforeAll(async () => {
   const scratch = process.env.TMPDIR;
   process.env.TMPDIR = "/tmp";
   try {
-    cluster = await launchPostgres();
+    cluster = await launchPrivatePostgres();
   } finally {
     process.env.TMPDIR = scratch;
   }
@@ -45,6 +45,7 @@ beforeAll(async () => {
   } finally {
     await ctx.close();
   }
+  // Both instances start at once (the database is migrated already).
   for (const name of ["a", "b"]) {
     const p = startCli(
       ["serve", "--port", "0"],
@@ -56,9 +57,10 @@ beforeAll(async () => {
         OPENAI_BASE_URL: fake.baseURL,
       }),
     );
-    await p.waitFor((out) => /http:\/\/[\d.]+:\d+/.test(out));
-    servers.push({ p, url: /http:\/\/[\d.]+:\d+/.exec(p.stdout())![0] });
+    servers.push({ p, url: "" });
   }
+  await Promise.all(servers.map((s) => s.p.waitFor((out) => /http:\/\/[\d.]+:\d+/.test(out))));
+  for (const s of servers) s.url = /http:\/\/[\d.]+:\d+/.exec(s.p.stdout())![0];
 });
 
 afterAll(async () => {

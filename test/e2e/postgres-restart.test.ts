@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { openDatabase } from "../../src/storage/database.js";
 import { TokenRepository } from "../../src/storage/token-repository.js";
-import { findPgBin, type LaunchedCluster, launchPostgres } from "../helpers/postgres.js";
+import { findPgBin, type LaunchedCluster, launchPrivatePostgres } from "../helpers/postgres.js";
 import { assertBuilt, type CliProcess, cleanEnv, startCli } from "./chat-process.js";
 
 vi.setConfig({ testTimeout: 180_000, hookTimeout: 120_000 });
@@ -28,7 +28,7 @@ describe.skipIf(!findPgBin())("a PostgreSQL restart under a settings PUT storm",
   beforeAll(async () => {
     assertBuilt();
     work = mkdtempSync(join(tmpdir(), "toolhost-pg-restart-"));
-    cluster = await launchPostgres();
+    cluster = await launchPrivatePostgres();
     await cluster.started;
     const database = await openDatabase({ url: cluster.url });
     try {
@@ -36,14 +36,16 @@ describe.skipIf(!findPgBin())("a PostgreSQL restart under a settings PUT storm",
     } finally {
       await database.close();
     }
-    for (const name of ["one", "two"]) {
-      const process = startCli(
+    // Both instances start at once (the database is migrated already).
+    const started = ["one", "two"].map((name) =>
+      startCli(
         ["serve", "--port", "0"],
-        cleanEnv({ TOOLHOST_DATA_DIR: join(work, name), TOOLHOST_DATABASE_URL: cluster.url }),
-      );
-      await process.waitFor((out) => /http:\/\/[\d.]+:\d+/.test(out));
-      servers.push({ process, url: /http:\/\/[\d.]+:\d+/.exec(process.stdout())![0] });
-    }
+        cleanEnv({ TOOLHOST_DATA_DIR: join(work, name), TOOLHOST_DATABASE_URL: cluster!.url }),
+      ),
+    );
+    for (const process of started) servers.push({ process, url: "" });
+    await Promise.all(started.map((process) => process.waitFor((out) => /http:\/\/[\d.]+:\d+/.test(out))));
+    for (const server of servers) server.url = /http:\/\/[\d.]+:\d+/.exec(server.process.stdout())![0];
   });
 
   afterAll(async () => {

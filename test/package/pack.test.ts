@@ -20,7 +20,7 @@
  * checkout with everything they depend on (as a user's `npm install ai @openai/agents` would add them) and one scripted
  * turn of each SDK runs Toolhost's tools through the installed package.
  */
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import {
   cpSync,
   existsSync,
@@ -33,10 +33,12 @@ import {
 } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
 import { tempDir } from "../helpers/server.js";
 
 const repo = fileURLToPath(new URL("../../", import.meta.url));
+const execFileAsync = promisify(execFile);
 const npm = (args: string[], cwd: string) =>
   execFileSync("npm", args, {
     cwd,
@@ -132,34 +134,35 @@ describe("npm pack, installed into an empty project", () => {
     for (const link of links) expect(existsSync(join(installed, link)), link).toBe(true);
   });
 
-  it("the toolhost bin runs a tool; the library (and its server and mcp subpaths) imports and executes one", () => {
-    const env = { ...process.env, TOOLHOST_DATA_DIR: join(project, "data"), TOOLHOST_LOG_LEVEL: "error" };
-    const version = execFileSync(join(project, "node_modules/.bin/toolhost"), ["--version"], { env, encoding: "utf8" });
-    expect(version.trim()).toBe(JSON.parse(readFileSync(join(repo, "package.json"), "utf8")).version);
-    const call = execFileSync(
-      join(project, "node_modules/.bin/toolhost"),
-      ["call", "get_current_datetime", '{"timezone":"Asia/Kathmandu"}'],
-      { env, encoding: "utf8" },
-    );
-    expect(JSON.parse(call).offset).toBe("+05:45");
+  it("the toolhost bin runs a tool; the library (and its server and mcp subpaths) imports and executes one", async () => {
+    // Four processes of their own (a data directory each), run side by side: the test waits on them, not on npm.
+    const run = (file: string, args: string[], data: string) =>
+      execFileAsync(file, args, {
+        cwd: project,
+        env: { ...process.env, TOOLHOST_DATA_DIR: join(project, data), TOOLHOST_LOG_LEVEL: "error" },
+        encoding: "utf8",
+      }).then((out) => out.stdout);
+    const bin = join(project, "node_modules/.bin/toolhost");
     const script =
       'import { executeTool, registerTool } from "toolhost"; import { createServerApp } from "toolhost/server"; import { createMcpServer } from "toolhost/mcp"; const o = await executeTool("get_current_datetime", "{\\"timezone\\":\\"UTC\\"}", { userId: "u" }); console.log(JSON.stringify({ ok: o.ok, register: typeof registerTool, server: typeof createServerApp, mcp: typeof createMcpServer }));';
-    const out = execFileSync(process.execPath, ["--input-type=module", "-e", script], {
-      cwd: project,
-      env,
-      encoding: "utf8",
-    });
+    const [version, call, out, missing] = await Promise.all([
+      run(bin, ["--version"], "data-version"),
+      run(bin, ["call", "get_current_datetime", '{"timezone":"Asia/Kathmandu"}'], "data-call"),
+      run(process.execPath, ["--input-type=module", "-e", script], "data-library"),
+      // Without the optional peers, an adapter subpath fails naming the missing package.
+      run(
+        process.execPath,
+        [
+          "--input-type=module",
+          "-e",
+          `try { await import("toolhost/ai-sdk"); console.log("loaded"); } catch (e) { console.log(e.code, /package 'ai'/.test(e.message)); }`,
+        ],
+        "data-missing",
+      ),
+    ]);
+    expect(version.trim()).toBe(JSON.parse(readFileSync(join(repo, "package.json"), "utf8")).version);
+    expect(JSON.parse(call).offset).toBe("+05:45");
     expect(JSON.parse(out)).toEqual({ ok: true, register: "function", server: "function", mcp: "function" });
-    // Without the optional peers, an adapter subpath fails naming the missing package.
-    const missing = execFileSync(
-      process.execPath,
-      [
-        "--input-type=module",
-        "-e",
-        `try { await import("toolhost/ai-sdk"); console.log("loaded"); } catch (e) { console.log(e.code, /package 'ai'/.test(e.message)); }`,
-      ],
-      { cwd: project, env, encoding: "utf8" },
-    );
     expect(missing.trim()).toBe("ERR_MODULE_NOT_FOUND true");
   });
 
