@@ -122,6 +122,8 @@ export async function openCoreContext(options: CoreContextOptions = {}): Promise
     services: { ...options.services, imageStore: new SqlImageStore(database.db, dataDir) },
   });
   configureDefaultRuntime(runtime);
+  // A change signal about a user's tools (this process's, or another instance's relayed here) drops their cached rows.
+  const unsubscribeStore = registry.changes.subscribe((userId) => store.invalidate(userId));
   const closeHooks: (() => Promise<void> | void)[] = [];
   const stopSteps: (() => Promise<void>)[] = [];
   const settings = new ToolSettingsService(registry, store, logger, runtime.services, audit);
@@ -151,6 +153,9 @@ export async function openCoreContext(options: CoreContextOptions = {}): Promise
     }
     // Calls that started meanwhile (a turn's last step) have been refused; their audit lines are written now.
     await runtime.shutdown({ graceMs: 2_000 });
+    unsubscribeStore();
+    // Audit lines still queued (settings changes, approvals' own records) are written before the database closes.
+    await audit.flush();
     await database.close();
   };
   const context: CoreContext = {

@@ -377,6 +377,27 @@ function rootForms(entries: readonly string[], base: string): string[] {
   return [...out];
 }
 
+/** How long (ms) the resolved forms of a runtime's protected paths are reused before they are resolved again. */
+const PROTECTED_FORMS_MS = 1_000;
+
+/** The forms of each protected-path list (one per runtime: the same array on every call), with their expiry. */
+const protectedFormsCache = new WeakMap<readonly string[], { base: string; forms: string[]; until: number }>();
+
+/**
+ * {@link rootForms} of the runtime's protected paths (Toolhost's own data and code, fixed when the runtime is made
+ * and writable only by Toolhost's owner), resolved at most once per {@link PROTECTED_FORMS_MS}: about five path
+ * lookups fewer per call. Their lexical forms are always part of the answer.
+ */
+function protectedRootForms(entries: readonly string[], base: string): string[] {
+  if (entries.length === 0) return [];
+  const now = Date.now();
+  const cached = protectedFormsCache.get(entries);
+  if (cached && cached.base === base && cached.until > now) return cached.forms;
+  const forms = rootForms(entries, base);
+  protectedFormsCache.set(entries, { base, forms, until: now + PROTECTED_FORMS_MS });
+  return forms;
+}
+
 /** The real path of `dir` right now (no cache: a swap must be seen), or null when it cannot be resolved. */
 function realNow(dir: string): string | null {
   try {
@@ -416,9 +437,14 @@ export async function effectivePathPolicy(context: ToolContext): Promise<Effecti
   // replaced since binding must not carry the allowed root to wherever the link points.
   const workingDirectoryMoved = !!context.workingDirectory && realNow(base) !== base;
   const implicitRoots = noWorkingDirectory || workingDirectoryMoved ? [] : [base];
-  const allowed = restrict ? rootForms(explicitRoots ? allowedList : implicitRoots, base) : [];
+  // A bound working directory that resolves to itself (just checked) is its own real form: no second lookup.
+  const allowed = !restrict
+    ? []
+    : explicitRoots || !context.workingDirectory
+      ? rootForms(explicitRoots ? allowedList : implicitRoots, base)
+      : implicitRoots;
   const denied = rootForms(deniedList, base);
-  const protectedForms = rootForms(context.protectedPaths ?? [], base);
+  const protectedForms = protectedRootForms(context.protectedPaths ?? [], base);
   return {
     restrict: restrict || noWorkingDirectory,
     allowed,

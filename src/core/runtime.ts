@@ -194,20 +194,22 @@ export class ToolRuntime {
         return outcome;
       }
       const state: CallState = { toolEntries: [] };
+      const clock = { started, executed: true };
       let approved = call;
-      let auditedByApprover = false;
-      const outcome = await observeCall(name, { callId: call.toolCallId, args }, started, async () => {
+      const outcome = await observeCall(name, { callId: call.toolCallId, args }, clock, async () => {
         try {
           // check
           const checked = await this.#check(tool, args, call, state);
-          if (checked.refusal) return failure(checked.refusal, started);
-          // approve
+          if (checked.refusal) return failure(checked.refusal, clock.started);
+          // approve (the wait for an answer is not execution time)
           if (call.approve) {
+            const asked = performance.now();
             const verdict = await call.approve(this.#inspected(tool, checked, call));
             if (!verdict.run) {
-              auditedByApprover = true;
+              clock.executed = false;
               return verdict.outcome;
             }
+            clock.started += performance.now() - asked;
             approved = { ...call, approval: verdict.approval };
           }
           // run, cap
@@ -220,14 +222,15 @@ export class ToolRuntime {
             chatId: call.chatId ?? null,
             readers: () => this.#spillReaders(call.userId),
           });
-          return { ok: true, result, durationMs: Math.round(performance.now() - started) };
+          return { ok: true, result, durationMs: Math.round(performance.now() - clock.started) };
         } catch (thrown) {
-          return this.#failed(name, thrown, started);
+          return this.#failed(name, thrown, clock.started);
         }
       });
       // audit (an approval stage's refusal was recorded by the approver)
-      if (!auditedByApprover)
+      if (clock.executed) {
         this.#audit({ name, args, call: approved, outcome, toolEntries: state.toolEntries, decoding: state }, state);
+      }
       return outcome;
     } finally {
       if (--this.#calls === 0 && this.#idle) {

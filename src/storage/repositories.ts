@@ -4,15 +4,24 @@
  * so the core never sees SQL.
  */
 import { randomUUID } from "node:crypto";
-import type { Kysely } from "kysely";
+import type { Insertable, Kysely } from "kysely";
 import { BrandedError, errorBrand } from "../core/errors.js";
 import type { ToolSettingsStore, ToolSettingsWrite, VersionedToolSettings } from "../core/stores.js";
 import type { AuditEntry, AuditEvent, AuditSink, FreshnessLedger } from "../core/types.js";
 import { runCompiledOnce } from "./compiled-once.js";
-import type { ChatMessagesTable, ChatsTable, DatabaseSchema } from "./database.js";
+import type { AuditLogTable, ChatMessagesTable, ChatsTable, DatabaseSchema } from "./database.js";
 import { inTransaction } from "./transaction.js";
 
 const now = () => new Date().toISOString();
+
+/** Freezes a JSON value and everything in it; returns it. */
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+  }
+  return value;
+}
 
 function parseJsonObject(text: string): Record<string, unknown> | null {
   try {
@@ -44,23 +53,113 @@ function toSaved(r: {
   };
 }
 
-/** `user_tool_settings` as a ToolSettingsStore. Corrupt JSON reads back as null parameters (defaults apply). */
+/** Most tool-call lines one INSERT of the audit log writes. */
+const AUDIT_BATCH_ROWS = 200;
+
+/** Most rows a SqlToolSettingsStore keeps for reuse (beyond it, the oldest are forgotten). */
+const REUSED_ROWS_LIMIT = 10_000;
+
+type SettingsRow = { tool_name: string; enabled: number | null; parameters: string; locked: string; version: number };
+
+/**
+ * How long (ms) a settings row read by {@link SqlToolSettingsStore.get} serves later reads of the same process
+ * before it is read again. A write made through the store (this process) takes effect at once, as does
+ * `invalidate` (a change signal from another instance); one made by another process (the CLI, another server
+ * instance) is seen within this time.
+ */
+export const SETTINGS_CACHE_MS = 1_000;
+
+/**
+ * `user_tool_settings` as a ToolSettingsStore. Corrupt JSON reads back as null parameters (defaults apply).
+ *
+ * `get` (every tool call reads its row) is served from a per-process cache for at most {@link SETTINGS_CACHE_MS};
+ * `getAll` always reads the database (and refreshes the cache). A row that reads exactly as last time (version,
+ * enabled, parameters and locks) is returned as the same frozen object as last time, so the runtime's cache of
+ * effective settings per row object hits and a call resolves no settings again.
+ */
 export class SqlToolSettingsStore implements ToolSettingsStore {
+  readonly #rows = new Map<string, { row: SettingsRow; saved: VersionedToolSettings }>();
+  /** Recent reads of get: the row (undefined: none saved) and until when (Date.now() ms) it may be served. */
+  readonly #recent = new Map<string, { saved: VersionedToolSettings | undefined; until: number }>();
+  /** Bumped by every invalidation: a read that began before one does not fill the cache. */
+  #generation = 0;
+
   constructor(private readonly db: Kysely<DatabaseSchema>) {}
 
+  /**
+   * Forgets the cached rows of `userId` (every user when null or absent): the next reads go to the database. Cheap;
+   * meant for change signals from other instances.
+   */
+  invalidate(userId?: string | null): void {
+    this.#generation++;
+    if (userId == null) {
+      this.#recent.clear();
+      return;
+    }
+    const prefix = `${userId}\u0000`;
+    for (const key of this.#recent.keys()) if (key.startsWith(prefix)) this.#recent.delete(key);
+  }
+
   async getAll(userId: string): Promise<Map<string, VersionedToolSettings>> {
+    const generation = this.#generation;
     const rows = await this.db.selectFrom("user_tool_settings").selectAll().where("user_id", "=", userId).execute();
-    return new Map(rows.map((r) => [r.tool_name, toSaved(r)]));
+    const all = new Map(rows.map((r) => [r.tool_name, this.#saved(userId, r)]));
+    if (generation === this.#generation) {
+      for (const [tool, saved] of all) this.#remember(`${userId}\u0000${tool}`, saved);
+    }
+    return all;
   }
 
   async get(userId: string, toolName: string): Promise<VersionedToolSettings | undefined> {
-    const r = await this.db
-      .selectFrom("user_tool_settings")
-      .selectAll()
-      .where("user_id", "=", userId)
-      .where("tool_name", "=", toolName)
-      .executeTakeFirst();
-    return r ? toSaved(r) : undefined;
+    const key = `${userId}\u0000${toolName}`;
+    const recent = this.#recent.get(key);
+    if (recent && recent.until > Date.now()) return recent.saved;
+    const generation = this.#generation;
+    const { rows } = await runCompiledOnce(this.db, "user_tool_settings.select_one", [userId, toolName], () =>
+      this.db
+        .selectFrom("user_tool_settings")
+        .selectAll()
+        .where("user_id", "=", userId)
+        .where("tool_name", "=", toolName),
+    );
+    const r = rows[0];
+    const saved = r ? this.#saved(userId, r) : undefined;
+    if (generation === this.#generation) this.#remember(key, saved);
+    return saved;
+  }
+
+  #remember(key: string, saved: VersionedToolSettings | undefined): void {
+    this.#recent.delete(key);
+    this.#recent.set(key, { saved, until: Date.now() + SETTINGS_CACHE_MS });
+    if (this.#recent.size > REUSED_ROWS_LIMIT) this.#recent.delete(this.#recent.keys().next().value as string);
+  }
+
+  /** The row as settings: the object handed out last time when the row reads the same, else a new frozen one. */
+  #saved(userId: string, r: SettingsRow): VersionedToolSettings {
+    const key = `${userId}\u0000${r.tool_name}`;
+    const last = this.#rows.get(key);
+    if (
+      last &&
+      last.row.version === r.version &&
+      last.row.enabled === r.enabled &&
+      last.row.parameters === r.parameters &&
+      last.row.locked === r.locked
+    ) {
+      return last.saved;
+    }
+    const saved = deepFreeze(toSaved(r));
+    if (this.#rows.size >= REUSED_ROWS_LIMIT) this.#rows.delete(this.#rows.keys().next().value as string);
+    this.#rows.set(key, {
+      row: {
+        tool_name: r.tool_name,
+        enabled: r.enabled,
+        parameters: r.parameters,
+        locked: r.locked,
+        version: r.version,
+      },
+      saved,
+    });
+    return saved;
   }
 
   /** Replaces the row as a whole (no read): last write wins for the whole row. Prefer {@link modify}. */
@@ -78,6 +177,21 @@ export class SqlToolSettingsStore implements ToolSettingsStore {
    * changed and written back with `version + 1`.
    */
   async modify(
+    userId: string,
+    toolName: string,
+    change: (current: VersionedToolSettings | undefined) => ToolSettingsWrite,
+  ): Promise<VersionedToolSettings> {
+    // Reads from now on wait for the database (before the write, so a read racing it cannot cache the old row; after
+    // it, so the new row is read).
+    this.invalidate(userId);
+    try {
+      return await this.#modify(userId, toolName, change);
+    } finally {
+      this.invalidate(userId);
+    }
+  }
+
+  async #modify(
     userId: string,
     toolName: string,
     change: (current: VersionedToolSettings | undefined) => ToolSettingsWrite,
@@ -218,7 +332,54 @@ function parseJson(text: string | null): unknown {
 
 /** The audit log in `audit_log`: every tool call and every settings change. */
 export class SqlAuditLog implements AuditSink {
+  /** Tool-call lines waiting for the next batch, each with its writer's promise. */
+  #queue: { row: Insertable<AuditLogTable>; resolve: () => void; reject: (error: unknown) => void }[] = [];
+  /** The batch being written (undefined: none). */
+  #writing: Promise<void> | undefined;
+  #scheduled = false;
+
   constructor(private readonly db: Kysely<DatabaseSchema>) {}
+
+  /**
+   * Writes the queued tool-call lines after the current turn of the event loop (setImmediate: after the answer the
+   * call was made for has been sent), as one multi-row INSERT per batch of at most {@link AUDIT_BATCH_ROWS}; lines
+   * recorded while a batch is written form the next one.
+   */
+  #schedule(): void {
+    if (this.#scheduled || this.#writing) return;
+    this.#scheduled = true;
+    setImmediate(() => {
+      this.#scheduled = false;
+      this.#writing ??= this.#drain();
+    });
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      while (this.#queue.length > 0) {
+        const batch = this.#queue.splice(0, AUDIT_BATCH_ROWS);
+        try {
+          await this.db
+            .insertInto("audit_log")
+            .values(batch.map((b) => b.row))
+            .execute();
+          for (const b of batch) b.resolve();
+        } catch (error) {
+          for (const b of batch) b.reject(error);
+        }
+      }
+    } finally {
+      this.#writing = undefined;
+    }
+  }
+
+  /** Resolves once every line recorded so far is written (failures are reported to their writers). */
+  async flush(): Promise<void> {
+    while (this.#queue.length > 0 || this.#writing) {
+      this.#writing ??= this.#drain();
+      await this.#writing;
+    }
+  }
 
   /** A tool's own entry recorded outside a call the runtime audits (kept as a tool_call line). */
   async record(entry: AuditEntry): Promise<void> {
@@ -266,32 +427,34 @@ export class SqlAuditLog implements AuditSink {
       return;
     }
     const t = event.toolEntry;
-    await this.db
-      .insertInto("audit_log")
-      .values({
-        ...base,
-        kind: "tool_call",
-        user_id: event.userId,
-        actor: event.userId,
-        chat_id: event.chatId,
-        tool: event.tool,
-        command: JSON.stringify(t?.command ?? null),
-        arguments: JSON.stringify(event.arguments ?? null),
-        cwd: event.cwd,
-        exit_code: t?.exitCode ?? null,
-        termination: t?.termination ?? event.outcome,
-        duration_ms: Math.round(event.durationMs),
-        outcome: event.outcome,
-        error_code: event.errorCode,
-        approval: event.approval,
-        approved_by: event.approvedBy,
-        sandboxed: t?.sandboxed === undefined ? null : t.sandboxed ? 1 : 0,
-      })
-      .execute();
+    const row = {
+      ...base,
+      kind: "tool_call",
+      user_id: event.userId,
+      actor: event.userId,
+      chat_id: event.chatId,
+      tool: event.tool,
+      command: JSON.stringify(t?.command ?? null),
+      arguments: JSON.stringify(event.arguments ?? null),
+      cwd: event.cwd,
+      exit_code: t?.exitCode ?? null,
+      termination: t?.termination ?? event.outcome,
+      duration_ms: Math.round(event.durationMs),
+      outcome: event.outcome,
+      error_code: event.errorCode,
+      approval: event.approval,
+      approved_by: event.approvedBy,
+      sandboxed: t?.sandboxed === undefined ? null : t.sandboxed ? 1 : 0,
+    };
+    return new Promise<void>((resolve, reject) => {
+      this.#queue.push({ row, resolve, reject });
+      this.#schedule();
+    });
   }
 
-  /** The newest entries first, filtered by user, tool, kind and time. */
+  /** The newest entries first, filtered by user, tool, kind and time (lines still queued are written first). */
   async list(options: AuditQuery = {}): Promise<StoredAuditEntry[]> {
+    await this.flush();
     let query = this.db.selectFrom("audit_log").selectAll().orderBy("created_at", "desc").orderBy("id");
     if (options.userId) query = query.where("user_id", "=", options.userId);
     if (options.tool) query = query.where("tool", "=", options.tool);

@@ -18,19 +18,27 @@ function spanOutcome(outcome: ToolCallOutcome): {
     : { ok: false, errorCode: outcome.error.code, message: outcome.error.message };
 }
 
+/** When a call's execution began (ms of performance.now()), and whether it counts in the execution metrics. */
+export interface CallClock {
+  /** Moved forward by the time the call waited for its approval, which is not execution time. */
+  started: number;
+  /** False for a call the approval stage refused: it never executed. */
+  executed: boolean;
+}
+
 /**
  * Runs a call's stages (check → approve → run → cap; they never throw) inside its span when spans record, and
- * records the call in the execution metrics (duration from `started`, in ms of performance.now()).
+ * records the call in the execution metrics (duration from `clock.started`) unless it never executed.
  */
 export async function observeCall(
   tool: string,
   input: { callId: string | undefined; args: unknown },
-  started: number,
+  clock: CallClock,
   stages: () => Promise<ToolCallOutcome>,
 ): Promise<ToolCallOutcome> {
   const outcome = tracerProviderRegistered()
     ? await withToolSpan({ tool, callId: input.callId, args: input.args }, stages, spanOutcome)
     : await stages();
-  recordToolExecution(tool, performance.now() - started, !outcome.ok);
+  if (clock.executed) recordToolExecution(tool, performance.now() - clock.started, !outcome.ok);
   return outcome;
 }
