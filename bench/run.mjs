@@ -242,13 +242,15 @@ if (ONLY.has("cli")) {
 // ---- settings API throughput ----
 if (ONLY.has("http")) {
   const dataDir = mkdtempSync(join(tmpdir(), "toolhost-bench-http-"));
-  // The execute benchmark's file: 12 KB of text in the server's working directory (the admin's fallback root).
-  const readFile12k = join(dataDir, "file.txt");
+  // The execute benchmark's file: 12 KB of text in the server's working directory (the admin's fallback root),
+  // outside the data directory (which tools never touch).
+  const workDir = mkdtempSync(join(tmpdir(), "toolhost-bench-http-work-"));
+  const readFile12k = join(workDir, "file.txt");
   writeFileSync(readFile12k, `${"the quick brown fox jumps over the lazy dog\n".repeat(280)}`);
   const startChild = (args, env = {}) =>
     new Promise((resolve, reject) => {
       const child = spawn(process.execPath, args, {
-        cwd: dataDir,
+        cwd: workDir,
         env: { ...process.env, TOOLHOST_DATA_DIR: dataDir, TOOLHOST_LOG_LEVEL: "warn", ...env },
         stdio: ["ignore", "pipe", "inherit"],
       });
@@ -264,6 +266,8 @@ if (ONLY.has("http")) {
         }
       });
       child.on("exit", (code) => reject(new Error(`${args.join(" ")} exited ${code}: ${out}`)));
+      // A failing run must not leave its servers behind.
+      process.once("exit", () => child.kill("SIGTERM"));
     });
   const load = (url, auth, body) => {
     const args = [join(ROOT, "bench", "load.mjs"), url, "16", String(HTTP_MS), auth ?? "", ...(body ? [body] : [])];
@@ -329,6 +333,7 @@ if (ONLY.has("http")) {
     target: "≥ 0.60x",
   });
   rmSync(dataDir, { recursive: true, force: true });
+  rmSync(workDir, { recursive: true, force: true });
 }
 
 // ---- MCP over stdio ----

@@ -203,16 +203,20 @@ function fitsWhole(
   streams: ReadonlyMap<string, SpillStream>,
 ): boolean {
   let lines = 0;
-  for (const [field, value] of fieldsOf(result, record)) {
+  const add = (field: string, value: unknown): boolean => {
     if (typeof value === "string") {
       lines += countLineBreaks(value);
-      const stream = streams.get(field);
+      const stream = streams.size === 0 ? undefined : streams.get(field);
       if (stream !== undefined && stream.totalBytes > utf8Bytes(value)) return false;
     } else if (Array.isArray(value)) {
       lines += value.length;
     }
-    if (lines > limits.maxLines) return false;
-  }
+    return lines <= limits.maxLines;
+  };
+  if (record) {
+    // Every call's result passes here: its fields are walked without making an entries array.
+    for (const field in record) if (Object.hasOwn(record, field) && !add(field, record[field])) return false;
+  } else if (!add("result", result)) return false;
   return (limits.jsonBytes ?? jsonBytes(result)) <= limits.maxBytes;
 }
 
