@@ -23,6 +23,7 @@
  */
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { request as httpRequest } from "node:http";
 import { cpus, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -297,12 +298,20 @@ if (ONLY.has("http")) {
   // POST /api/tools/read_file/execute vs bare Hono reading the same file per request.
   const execUrl = `http://127.0.0.1:${th.port}/api/tools/read_file/execute`;
   const execBody = JSON.stringify({ arguments: { path: readFile12k } });
-  const probe = await fetch(execUrl, {
-    method: "POST",
-    headers: { authorization: auth, "content-type": "application/json" },
-    body: execBody,
+  // On a connection of its own (a pooled one from the first request may have been closed by the server since).
+  const probed = await new Promise((resolve, reject) => {
+    const req = httpRequest(
+      execUrl,
+      { method: "POST", agent: false, headers: { authorization: auth, "content-type": "application/json" } },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8").on("data", (d) => (text += d));
+        res.on("end", () => resolve(JSON.parse(text)));
+      },
+    );
+    req.on("error", reject);
+    req.end(execBody);
   });
-  const probed = await probe.json();
   if (!probed.ok) throw new Error(`read_file execute failed: ${JSON.stringify(probed).slice(0, 300)}`);
   const bareRead = await startChild([join(ROOT, "bench", "bare-hono.mjs"), "--read", readFile12k]);
   const bareReadUrl = `http://127.0.0.1:${bareRead.port}/read`;

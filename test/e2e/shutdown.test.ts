@@ -209,7 +209,7 @@ describe.runIf(existsSync("/proc/self/cmdline")).concurrent("shutdown while bash
         for (let nl = buffer.indexOf("\n"); nl !== -1; nl = buffer.indexOf("\n")) {
           const message = JSON.parse(buffer.slice(0, nl)) as { id?: number; result?: { isError?: boolean } };
           buffer = buffer.slice(nl + 1);
-          if (typeof message.id === "number" && message.id >= 10 && message.result?.isError === false) {
+          if (typeof message.id === "number" && message.id >= 10 && message.result && !message.result.isError) {
             answered.add(message.id);
           }
           if (answered.size === calls) resolve();
