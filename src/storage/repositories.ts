@@ -17,6 +17,8 @@ const now = () => new Date().toISOString();
 
 /** Most tool-call lines one INSERT of the audit log writes. */
 const AUDIT_BATCH_ROWS = 200;
+/** How long (ms) the first queued audit line waits for others to share its INSERT. */
+const AUDIT_BATCH_MS = 20;
 
 /** The freshness ledger in `file_reads`, per chat; survives restarts. */
 export class SqlFreshnessLedger implements FreshnessLedger {
@@ -104,17 +106,18 @@ export class SqlAuditLog implements AuditSink {
   constructor(private readonly db: Kysely<DatabaseSchema>) {}
 
   /**
-   * Writes the queued tool-call lines after the current turn of the event loop (setImmediate: after the answer the
-   * call was made for has been sent), as one multi-row INSERT per batch of at most {@link AUDIT_BATCH_ROWS}; lines
-   * recorded while a batch is written form the next one.
+   * Writes the queued tool-call lines {@link AUDIT_BATCH_MS} after the first of them (after the answer the call was
+   * made for has been sent), as one multi-row INSERT per batch of at most {@link AUDIT_BATCH_ROWS}: a client's
+   * back-to-back calls share one write. Lines recorded while a batch is written form the next one. `flush` (and
+   * `list`) write at once.
    */
   #schedule(): void {
     if (this.#scheduled || this.#writing) return;
     this.#scheduled = true;
-    setImmediate(() => {
+    setTimeout(() => {
       this.#scheduled = false;
       this.#writing ??= this.#drain();
-    });
+    }, AUDIT_BATCH_MS);
   }
 
   async #drain(): Promise<void> {
