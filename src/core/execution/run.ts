@@ -140,6 +140,17 @@ export async function runStage(env: RunEnvironment, request: RunRequest, trackin
   }
 }
 
+/** The JSON text each result object was parsed from (results are JSON data made here, never changed after). */
+const jsonTexts = new WeakMap<object, string>();
+
+/**
+ * `JSON.stringify(result)` of a result executeTool returned uncut, without serializing it again (the run stage
+ * already did); undefined for any other value.
+ */
+export function resultJsonText(result: unknown): string | undefined {
+  return typeof result === "object" && result !== null ? jsonTexts.get(result) : undefined;
+}
+
 /**
  * A tool's result as JSON data (its JSON round trip: undefined becomes null, class instances plain objects) and
  * the UTF-8 size of its JSON, from one serialization. Throws ToolExecutionError when the value cannot be serialized.
@@ -148,7 +159,9 @@ function toSerializable(tool: string, value: unknown): { value: unknown; bytes: 
   if (value === undefined) return { value: null, bytes: 4 };
   try {
     const json = JSON.stringify(value);
-    return { value: JSON.parse(json), bytes: Buffer.byteLength(json, "utf8") };
+    const parsed: unknown = JSON.parse(json);
+    if (typeof parsed === "object" && parsed !== null) jsonTexts.set(parsed, json);
+    return { value: parsed, bytes: Buffer.byteLength(json, "utf8") };
   } catch (error) {
     throw new ToolExecutionError(
       `Tool "${tool}" returned a value that is not JSON-serializable: ${(error as Error).message}`,
