@@ -120,35 +120,42 @@ export class SqlAuditLog implements AuditSink {
     this.#scheduled = true;
     setTimeout(() => {
       this.#scheduled = false;
-      this.#writing ??= this.#drain();
+      void this.#write();
     }, AUDIT_BATCH_MS);
   }
 
+  /**
+   * The write in progress, or a new one of every queued line. `#writing` is cleared by the write's own settlement
+   * (never synchronously inside it: an empty queue settles at once, and a promise left behind would make `flush`
+   * spin and stop the scheduling of later lines).
+   */
+  #write(): Promise<void> {
+    if (this.#writing) return this.#writing;
+    const writing: Promise<void> = this.#drain().finally(() => {
+      if (this.#writing === writing) this.#writing = undefined;
+    });
+    this.#writing = writing;
+    return writing;
+  }
+
   async #drain(): Promise<void> {
-    try {
-      while (this.#queue.length > 0) {
-        const batch = this.#queue.splice(0, AUDIT_BATCH_ROWS);
-        try {
-          await this.db
-            .insertInto("audit_log")
-            .values(batch.map((b) => b.row))
-            .execute();
-          for (const b of batch) b.resolve();
-        } catch (error) {
-          for (const b of batch) b.reject(error);
-        }
+    while (this.#queue.length > 0) {
+      const batch = this.#queue.splice(0, AUDIT_BATCH_ROWS);
+      try {
+        await this.db
+          .insertInto("audit_log")
+          .values(batch.map((b) => b.row))
+          .execute();
+        for (const b of batch) b.resolve();
+      } catch (error) {
+        for (const b of batch) b.reject(error);
       }
-    } finally {
-      this.#writing = undefined;
     }
   }
 
   /** Resolves once every line recorded so far is written (failures are reported to their writers). */
   async flush(): Promise<void> {
-    while (this.#queue.length > 0 || this.#writing) {
-      this.#writing ??= this.#drain();
-      await this.#writing;
-    }
+    while (this.#queue.length > 0 || this.#writing) await this.#write();
   }
 
   /** A tool's own entry recorded outside a call the runtime audits (kept as a tool_call line). */

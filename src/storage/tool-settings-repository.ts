@@ -95,10 +95,11 @@ export class SqlToolSettingsStore implements ToolSettingsStore {
 
   async getAll(userId: string): Promise<Map<string, VersionedToolSettings>> {
     const generation = this.#generation;
+    const asked = Date.now();
     const rows = await this.db.selectFrom("user_tool_settings").selectAll().where("user_id", "=", userId).execute();
     const all = new Map(rows.map((r) => [r.tool_name, this.#saved(userId, r)]));
     if (generation === this.#generation) {
-      for (const [tool, saved] of all) this.#remember(`${userId}\u0000${tool}`, saved);
+      for (const [tool, saved] of all) this.#remember(`${userId}\u0000${tool}`, saved, asked);
     }
     return all;
   }
@@ -106,7 +107,8 @@ export class SqlToolSettingsStore implements ToolSettingsStore {
   async get(userId: string, toolName: string): Promise<VersionedToolSettings | undefined> {
     const key = `${userId}\u0000${toolName}`;
     const recent = this.#recent.get(key);
-    if (recent && recent.until > Date.now()) return recent.saved;
+    const asked = Date.now();
+    if (recent && recent.until > asked) return recent.saved;
     const generation = this.#generation;
     const { rows } = await runCompiledOnce(this.db, "user_tool_settings.select_one", [userId, toolName], () =>
       this.db
@@ -117,13 +119,17 @@ export class SqlToolSettingsStore implements ToolSettingsStore {
     );
     const r = rows[0];
     const saved = r ? this.#saved(userId, r) : undefined;
-    if (generation === this.#generation) this.#remember(key, saved);
+    if (generation === this.#generation) this.#remember(key, saved, asked);
     return saved;
   }
 
-  #remember(key: string, saved: VersionedToolSettings | undefined): void {
+  /**
+   * Keeps `saved` for reads until SETTINGS_CACHE_MS after `asked`, when the read was asked for (not when it
+   * answered): a slow read never stretches how long a row another instance replaced is served.
+   */
+  #remember(key: string, saved: VersionedToolSettings | undefined, asked: number): void {
     this.#recent.delete(key);
-    this.#recent.set(key, { saved, until: Date.now() + SETTINGS_CACHE_MS });
+    this.#recent.set(key, { saved, until: asked + SETTINGS_CACHE_MS });
     if (this.#recent.size > REUSED_ROWS_LIMIT) this.#recent.delete(this.#recent.keys().next().value as string);
   }
 
