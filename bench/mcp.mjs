@@ -41,7 +41,18 @@ async function connect(command, args, env) {
   const client = new Client({ name: "toolhost-bench", version: "1.0.0" });
   const transport = new StdioClientTransport({ command, args, env: { ...process.env, ...env }, stderr: "ignore" });
   await client.connect(transport);
-  return client;
+  return { client, pid: transport.pid };
+}
+
+/** CPU time (user + system, ms) a process has used so far, from /proc (null where there is no /proc). */
+export function processCpuMs(pid) {
+  try {
+    // Fields after the command's closing parenthesis: state is field 3, utime 14, stime 15 (clock ticks of 10 ms).
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -51,15 +62,18 @@ async function connect(command, args, env) {
 export async function startMcpPair(fx, { profileDir } = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), "toolhost-bench-mcp-data-"));
   const nodeArgs = profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [];
-  const toolhost = await connect(process.execPath, [...nodeArgs, CLI, "mcp", "--cwd", fx.dir], {
-    TOOLHOST_DATA_DIR: dataDir,
-  });
-  const reference = await connect(process.execPath, [REFERENCE, fx.dir], {});
+  const { client: toolhost, pid: toolhostPid } = await connect(
+    process.execPath,
+    [...nodeArgs, CLI, "mcp", "--cwd", fx.dir],
+    { TOOLHOST_DATA_DIR: dataDir },
+  );
+  const { client: reference, pid: referencePid } = await connect(process.execPath, [REFERENCE, fx.dir], {});
   const check = (result, what) => {
     if (result.isError) throw new Error(`${what} failed: ${JSON.stringify(result.content).slice(0, 300)}`);
     return result;
   };
   const pair = {
+    pids: { toolhost: toolhostPid, reference: referencePid },
     toolhost: {
       read: async () =>
         check(await toolhost.callTool({ name: "read_file", arguments: { path: fx.file } }), "read_file"),
@@ -99,14 +113,18 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     await callsPerSecond(pair.reference[kind], 50);
     const th = [];
     const ref = [];
+    const cpu = { toolhost: 0, reference: 0 };
     for (let r = 0; r < rounds; r++) {
-      th.push(await callsPerSecond(pair.toolhost[kind], N));
-      ref.push(await callsPerSecond(pair.reference[kind], N));
+      for (const side of ["toolhost", "reference"]) {
+        const before = processCpuMs(pair.pids[side]);
+        (side === "toolhost" ? th : ref).push(await callsPerSecond(pair[side][kind], N));
+        cpu[side] += processCpuMs(pair.pids[side]) - before;
+      }
     }
     const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
     const ratios = th.map((v, i) => v / ref[i]);
     console.log(
-      `${kind}: toolhost ${med(th).toFixed(0)} calls/s [${Math.min(...th).toFixed(0)}–${Math.max(...th).toFixed(0)}], reference ${med(ref).toFixed(0)} [${Math.min(...ref).toFixed(0)}–${Math.max(...ref).toFixed(0)}], ratio ${med(ratios).toFixed(2)}x [${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}]`,
+      `${kind}: toolhost ${med(th).toFixed(0)} calls/s [${Math.min(...th).toFixed(0)}–${Math.max(...th).toFixed(0)}], reference ${med(ref).toFixed(0)} [${Math.min(...ref).toFixed(0)}–${Math.max(...ref).toFixed(0)}], ratio ${med(ratios).toFixed(2)}x [${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}]; server CPU per call: toolhost ${(cpu.toolhost / (rounds * N)).toFixed(2)} ms, reference ${(cpu.reference / (rounds * N)).toFixed(2)} ms`,
     );
   }
   await pair.close();

@@ -347,7 +347,7 @@ if (ONLY.has("http")) {
 
 // ---- MCP over stdio ----
 if (ONLY.has("mcp")) {
-  const { mcpFixture, startMcpPair, callsPerSecond } = await import(join(ROOT, "bench", "mcp.mjs"));
+  const { mcpFixture, startMcpPair, callsPerSecond, processCpuMs } = await import(join(ROOT, "bench", "mcp.mjs"));
   const fx = mcpFixture();
   const pair = await startMcpPair(fx);
   const N = Number(process.env.BENCH_MCP_CALLS ?? 200);
@@ -360,16 +360,22 @@ if (ONLY.has("mcp")) {
     await callsPerSecond(pair.reference[kind], 50);
     const th = [];
     const ref = [];
+    // Each server's CPU time over its rounds (from /proc): steadier than calls/s on a loaded machine.
+    const cpu = { toolhost: 0, reference: 0 };
     for (let i = 0; i < RUNS; i++) {
-      th.push(await callsPerSecond(pair.toolhost[kind], N));
-      ref.push(await callsPerSecond(pair.reference[kind], N));
+      for (const side of ["toolhost", "reference"]) {
+        const before = processCpuMs(pair.pids[side]);
+        (side === "toolhost" ? th : ref).push(await callsPerSecond(pair[side][kind], N));
+        cpu[side] += processCpuMs(pair.pids[side]) - before;
+      }
     }
     const stat = (xs) => ({ ms: median(xs), min: Math.min(...xs), max: Math.max(...xs) });
     const ratios = th.map((v, i) => v / ref[i]);
+    const perCall = (side) => (cpu[side] / (RUNS * N)).toFixed(2);
     row("mcp", `reference filesystem server, ${reference} (reference)`, stat(ref), stat(ref), { unit: "calls/s" });
     row("mcp", `toolhost mcp, ${what}`, stat(th), stat(ref), {
       unit: "calls/s",
-      note: `ratio per round ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}`,
+      note: `ratio per round ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}; server CPU per call ${perCall("toolhost")} ms vs the reference's ${perCall("reference")} ms`,
       target: "≥ 1.0x",
     });
   }
