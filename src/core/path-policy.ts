@@ -114,7 +114,12 @@ export function isPathInside(child: string, root: string): boolean {
   if (typeof child !== "string" || typeof root !== "string") return false;
   if (!child || !root || child.includes("\0") || root.includes("\0")) return false;
   if (!isAbsolute(child) || !isAbsolute(root)) return false;
-  const rel = relative(resolve(root), resolve(child));
+  const r = resolve(root);
+  const c = resolve(child);
+  // POSIX: both are normalized absolute paths, so containment is a prefix ending at a separator (what
+  // path.relative decides, without building the relative path). Windows keeps path.relative (drive letters, case).
+  if (sep === "/") return c === r || c.startsWith(r === "/" ? r : `${r}/`);
+  const rel = relative(r, c);
   return rel === "" || (rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
 }
 
