@@ -159,6 +159,8 @@ export async function openCoreContext(options: CoreContextOptions = {}): Promise
     spill: new SpillArea(dataDir, { store: new SqlSpillStore(database.db) }),
   });
   configureDefaultRuntime(runtime);
+  // A change signal about a user's tools (this process's, or another instance's relayed here) drops their cached rows.
+  const unsubscribeStore = registry.changes.subscribe((userId) => store.invalidate(userId));
   // The data sources' pools close last (after every hook), just before the database.
   const closeHooks: (() => Promise<void> | void)[] = [() => dataSources.close()];
   const stopSteps: (() => Promise<void>)[] = [];
@@ -175,6 +177,7 @@ export async function openCoreContext(options: CoreContextOptions = {}): Promise
   try {
     await approvals.loadSharedKey(new ServerSecretRepository(database.db));
   } catch (error) {
+    unsubscribeStore();
     await runtime.shutdown({ graceMs: 0 }).catch(() => {});
     await database.close().catch(() => {});
     throw error;
@@ -206,6 +209,9 @@ export async function openCoreContext(options: CoreContextOptions = {}): Promise
     }
     // Calls that started meanwhile (a turn's last step) have been refused; their audit lines are written now.
     await runtime.shutdown({ graceMs: 2_000 });
+    unsubscribeStore();
+    // Audit lines still queued (settings changes, approvals' own records) are written before the database closes.
+    await audit.flush();
     await database.close();
     // What the context set process-wide goes back: executeTool and trigger no longer reach a closed database.
     releaseDefaultRuntime(runtime);

@@ -13,9 +13,8 @@
  *   link is followed as a path (never created through), so a dangling link inside pointing outside is refused.
  * - A refusal is an AccessDeniedError naming the input path and the rule, never what lies outside.
  */
-import { lstatSync, readlinkSync, realpathSync } from "node:fs";
-import { lstat, readlink, realpath, stat } from "node:fs/promises";
-import { homedir } from "node:os";
+import { realpathSync } from "node:fs";
+import { stat } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import {
   AccessDeniedError,
@@ -29,8 +28,20 @@ import {
   type ToolRefusal,
 } from "./errors.js";
 import { isSpillName, spillIdOfFileName } from "./output-spill.js";
+import {
+  errnoOf,
+  expandPath,
+  loopError,
+  protectedRootForms,
+  realNow,
+  realpathLoose,
+  rootForms,
+} from "./path-resolve.js";
 import { booleanSetting, defaultParametersOf, stringListSetting } from "./settings-declaration.js";
+
 import type { ToolContext, ToolParameterDescriptor } from "./types.js";
+
+export { expandPath };
 
 /**
  * The `validate` rule of allowedPaths / deniedPaths: every entry is a non-empty absolute or `~`-prefixed path
@@ -94,9 +105,6 @@ export const PATH_POLICY_DEFAULTS = defaultParametersOf(PATH_POLICY_DESCRIPTORS)
   restrictPaths: boolean;
 };
 
-/** Most symlink hops followed while resolving one path (same order as the kernel's limit). */
-const MAX_LINK_HOPS = 40;
-
 /**
  * True when `child` equals `root` or lies beneath it, compared on whole path segments after lexical
  * normalization (`/a/proj` contains `/a/proj/x` but not `/a/proj2`, `/a/proj-old` or `/a`). Both must be absolute;
@@ -106,7 +114,12 @@ export function isPathInside(child: string, root: string): boolean {
   if (typeof child !== "string" || typeof root !== "string") return false;
   if (!child || !root || child.includes("\0") || root.includes("\0")) return false;
   if (!isAbsolute(child) || !isAbsolute(root)) return false;
-  const rel = relative(resolve(root), resolve(child));
+  const r = resolve(root);
+  const c = resolve(child);
+  // POSIX: both are normalized absolute paths, so containment is a prefix ending at a separator (what
+  // path.relative decides, without building the relative path). Windows keeps path.relative (drive letters, case).
+  if (sep === "/") return c === r || c.startsWith(r === "/" ? r : `${r}/`);
+  const rel = relative(r, c);
   return rel === "" || (rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
 }
 
@@ -125,101 +138,6 @@ export function isPathWithinRoots(path: string, roots: readonly string[]): boole
 /** The directory relative inputs resolve against: the chat working directory, else process.cwd(). */
 export function baseDirectory(context: Pick<ToolContext, "workingDirectory">): string {
   return context.workingDirectory ? resolve(context.workingDirectory) : process.cwd();
-}
-
-/**
- * Expands a path lexically: `~` and `~/…` → the home directory, absolute paths normalized, anything else
- * resolved against `base`. Does not touch the filesystem.
- */
-export function expandPath(input: string, base: string): string {
-  if (input === "~") return homedir();
-  if (input.startsWith("~/") || (sep === "\\" && input.startsWith("~\\"))) return join(homedir(), input.slice(2));
-  return isAbsolute(input) ? resolve(input) : resolve(base, input);
-}
-
-function errnoOf(error: unknown): string | undefined {
-  return (error as NodeJS.ErrnoException | undefined)?.code;
-}
-
-/** Outcome of resolving a path through symlinks without requiring it to exist. */
-interface LooseReal {
-  /** The real location the path designates (through every link, including dangling ones). */
-  real: string;
-  /** Whether something exists there (a dangling link does not count). */
-  exists: boolean;
-}
-
-/**
- * Resolves `absolute` (already lexically normalized) through symlinks. When it does not exist, the nearest
- * existing ancestor is resolved and the missing tail appended; a dangling link is followed to where it points.
- * Throws ToolArgumentError on a symlink loop.
- */
-async function realpathLoose(absolute: string, input: string, hops = 0, argument = "path"): Promise<LooseReal> {
-  if (hops > MAX_LINK_HOPS) throw loopError(input, argument);
-  try {
-    return { real: await realpath(absolute), exists: true };
-  } catch (error) {
-    const code = errnoOf(error);
-    if (code === "ELOOP") throw loopError(input, argument);
-    if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
-  }
-  // Something on the way is missing. Is the last component itself a (dangling) link?
-  let isLink = false;
-  try {
-    isLink = (await lstat(absolute)).isSymbolicLink();
-  } catch (error) {
-    const code = errnoOf(error);
-    if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
-  }
-  const parent = dirname(absolute);
-  if (parent === absolute) return { real: absolute, exists: false };
-  const parentReal = await realpathLoose(parent, input, hops, argument);
-  if (isLink) {
-    const target = await readlink(absolute);
-    const next = isAbsolute(target) ? resolve(target) : resolve(parentReal.real, target);
-    const followed = await realpathLoose(next, input, hops + 1, argument);
-    return { real: followed.real, exists: false };
-  }
-  return { real: join(parentReal.real, basename(absolute)), exists: false };
-}
-
-/**
- * {@link realpathLoose} with synchronous calls, for the configured roots (resolved on every call): a handful of
- * lookups of local directories, a few microseconds each on the event loop, where the thread-pool round trip of the
- * asynchronous calls cost ten times their CPU.
- */
-function realpathLooseSync(absolute: string, input: string, hops = 0): LooseReal {
-  if (hops > MAX_LINK_HOPS) throw loopError(input);
-  try {
-    return { real: realpathSync.native(absolute), exists: true };
-  } catch (error) {
-    const code = errnoOf(error);
-    if (code === "ELOOP") throw loopError(input);
-    if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
-  }
-  let isLink = false;
-  try {
-    isLink = lstatSync(absolute).isSymbolicLink();
-  } catch (error) {
-    const code = errnoOf(error);
-    if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
-  }
-  const parent = dirname(absolute);
-  if (parent === absolute) return { real: absolute, exists: false };
-  const parentReal = realpathLooseSync(parent, input, hops);
-  if (isLink) {
-    const target = readlinkSync(absolute);
-    const next = isAbsolute(target) ? resolve(target) : resolve(parentReal.real, target);
-    return { real: realpathLooseSync(next, input, hops + 1).real, exists: false };
-  }
-  return { real: join(parentReal.real, basename(absolute)), exists: false };
-}
-
-function loopError(input: string, argument = "path"): ToolArgumentError {
-  return new ToolArgumentError(
-    `Path "${clip(input)}" goes through a symbolic link loop (or too many links); pass a path that does not cycle.`,
-    { path: clip(input), argument, rule: "symlink_loop" },
-  );
 }
 
 /** A path that ends in a separator, or a separator and ".": it names a directory (never the root alone). */
@@ -359,34 +277,6 @@ export function pathSystemError(error: unknown, input: string, argument = "path"
   }
 }
 
-/**
- * Every form under which a configured root may be met: its lexical and its real location. The roots are resolved
- * afresh on every call, synchronously (see {@link realpathLooseSync}).
- */
-function rootForms(entries: readonly string[], base: string): string[] {
-  const out = new Set<string>();
-  for (const entry of entries) {
-    if (typeof entry !== "string" || entry.trim() === "" || entry.includes("\0")) continue;
-    const lexical = expandPath(entry.trim(), base);
-    out.add(lexical);
-    try {
-      out.add(realpathLooseSync(lexical, entry).real);
-    } catch {
-      // an unresolvable root (loop) still counts under its lexical form
-    }
-  }
-  return [...out];
-}
-
-/** The real path of `dir` right now (no cache: a swap must be seen), or null when it cannot be resolved. */
-function realNow(dir: string): string | null {
-  try {
-    return realpathSync.native(dir);
-  } catch {
-    return null;
-  }
-}
-
 /** The effective path policy of a call, as read from its settings. */
 export interface EffectivePathPolicy {
   restrict: boolean;
@@ -417,9 +307,14 @@ export async function effectivePathPolicy(context: ToolContext): Promise<Effecti
   // replaced since binding must not carry the allowed root to wherever the link points.
   const workingDirectoryMoved = !!context.workingDirectory && realNow(base) !== base;
   const implicitRoots = noWorkingDirectory || workingDirectoryMoved ? [] : [base];
-  const allowed = restrict ? rootForms(explicitRoots ? allowedList : implicitRoots, base) : [];
+  // A bound working directory that resolves to itself (just checked) is its own real form: no second lookup.
+  const allowed = !restrict
+    ? []
+    : explicitRoots || !context.workingDirectory
+      ? rootForms(explicitRoots ? allowedList : implicitRoots, base)
+      : implicitRoots;
   const denied = rootForms(deniedList, base);
-  const protectedForms = rootForms(context.protectedPaths ?? [], base);
+  const protectedForms = protectedRootForms(context.protectedPaths ?? [], base);
   return {
     restrict: restrict || noWorkingDirectory,
     allowed,

@@ -3,8 +3,9 @@
  * imported MCP tools): a result whose JSON exceeds `maxResultBytes` (default 48 KiB) or whose text exceeds
  * `maxResultLines` (default 2000 lines) is cut, and the full content is written to the caller's spill area.
  *
- * - Shell-style tools (`outputCapStyle: "head_tail"`) keep about 20% head and 80% tail of stdout/stderr: the error
- *   is usually at the end.
+ * - Shell-style tools (`outputCapStyle: "head_tail"`) keep the head and the tail of stdout/stderr, split by the rule
+ *   every cut follows (cut-rules.ts: a fifth head, the rest tail, since the error is usually at the end), the
+ *   marker of cut-rules.ts standing where the middle was.
  * - Every other tool keeps the head: the first lines of a text field, the first entries of a list. read_file's
  *   content keeps its line numbers and says which startLine continues it.
  * - The cut result carries `outputTruncated`: per field the bytes and lines in total and dropped, the spill file
@@ -12,11 +13,12 @@
  * - A field the tool already cut while capturing (it streamed the full output to the spill area, see
  *   ToolContext.captureFullOutput) reports its true size even when its cut text would fit.
  */
+import { countLineBreaks, countLines, cutMarker, cutText, headOf, utf8Bytes } from "./cut-rules.js";
 import type { SpillArea, SpillStream } from "./output-spill.js";
 import { integerSetting } from "./settings-declaration.js";
 import type { RegisteredTool, ToolParameterDescriptor } from "./types.js";
 
-/** How a tool's result is cut: the head only, or about 20% head + 80% tail. */
+/** How a tool's result is cut: the head only, or head + tail split by the one rule of cut-rules.ts (HEAD_SHARE). */
 export type OutputCapStyle = "head" | "head_tail";
 
 /** Default cap on a result's JSON in UTF-8 bytes (48 KiB). */
@@ -114,86 +116,18 @@ export interface CapOutcome {
   fields: TruncatedField[];
 }
 
-const utf8 = (text: string) => Buffer.byteLength(text, "utf8");
+const jsonBytes = (value: unknown): number => utf8Bytes(JSON.stringify(value) ?? "null");
 
-function jsonBytes(value: unknown): number {
-  return utf8(JSON.stringify(value) ?? "null");
-}
+export { countLines };
 
-/** Lines of a text: newlines, plus one for a last line without a newline. */
-export function countLines(text: string): number {
-  if (text === "") return 0;
-  let n = 0;
-  for (let i = text.indexOf("\n"); i !== -1; i = text.indexOf("\n", i + 1)) n++;
-  return text.endsWith("\n") ? n : n + 1;
-}
-
-/** Line breaks in a text. */
-function countLineBreaks(text: string): number {
-  let n = 0;
-  for (let i = text.indexOf("\n"); i !== -1; i = text.indexOf("\n", i + 1)) n++;
-  return n;
-}
-
-/** The longest prefix of `text` within `bytes` UTF-8 bytes and `lines` lines, cut after a newline when one fits. */
-function headOf(text: string, bytes: number, lines: number, partialLastLine = false): string {
-  let end = 0;
-  let used = 0;
-  let seen = 0;
-  // walk by lines
-  while (end < text.length && seen < lines) {
-    const nl = text.indexOf("\n", end);
-    const stop = nl === -1 ? text.length : nl + 1;
-    const size = utf8(text.slice(end, stop));
-    if (used + size > bytes) {
-      if (seen === 0 || partialLastLine) {
-        // a single huge first line (or, when asked, the line that overflows): cut inside it
-        const part = Buffer.from(text.slice(end, stop), "utf8").subarray(0, Math.max(0, bytes - used));
-        return text.slice(0, end) + part.toString("utf8").replace(/\uFFFD$/, "");
-      }
-      break;
-    }
-    used += size;
-    seen++;
-    end = stop;
-  }
-  return text.slice(0, end);
-}
-
-/** The longest suffix of `text` within `bytes` and `lines`, starting at a line start when one fits. */
-function tailOf(text: string, bytes: number, lines: number): string {
-  let start = text.length;
-  let used = 0;
-  let seen = 0;
-  while (start > 0 && seen < lines) {
-    const prevNl = text.lastIndexOf("\n", start - 2);
-    const from = prevNl === -1 ? 0 : prevNl + 1;
-    const size = utf8(text.slice(from, start));
-    if (used + size > bytes) {
-      if (seen === 0) {
-        const buf = Buffer.from(text.slice(from, start), "utf8");
-        return buf
-          .subarray(buf.length - bytes)
-          .toString("utf8")
-          .replace(/^\uFFFD/, "");
-      }
-      break;
-    }
-    used += size;
-    seen++;
-    start = from;
-  }
-  return text.slice(start);
-}
-
+/** How the model can read the rest of a cut field, given the tools enabled for the user. */
 function readHint(
-  given: CapRequest["readers"],
+  readers: SpillReaders,
   path: string | null,
   fromLine: number,
   totalLines: number,
   bytes: number,
 ): string {
-  const readers: SpillReaders = typeof given === "function" ? { readFile: false, grep: false } : given;
   if (!path) return "The full output could not be saved; rerun the command with narrower output.";
   const tooBigForRead = bytes > 10 * 1024 * 1024;
   if (readers.readFile && !tooBigForRead) {
@@ -206,15 +140,34 @@ function readHint(
   return "No file-reading tool (read_file, grep) is enabled for you, so the rest cannot be read; rerun with narrower output or ask the user to enable read_file.";
 }
 
-interface Big {
+/** A field large enough to be cut: a text over 256 bytes or 20 lines (or cut by the tool), a list likewise. */
+interface BigField {
   field: string;
   kind: "string" | "array";
+  /** UTF-8 bytes of the text, or of the list's JSON. */
   bytes: number;
+  /** Line breaks of the text, or entries of the list. */
   lines: number;
   /** Size of the full content (from the stream when the tool captured it, else the field itself). */
   totalBytes: number;
   totalLines: number;
   stream?: SpillStream;
+  /** A list's entries as JSON, serialized once: their sizes, the kept entries and the spill file all use them. */
+  entries?: string[];
+}
+
+/** What one attempt keeps of a big field. */
+interface FieldCut {
+  big: BigField;
+  keptBytes: number;
+  keptLines: number;
+  /** A text's kept head and tail (empty for lists). */
+  head: string;
+  tail: string;
+  /** The line (or entry, 1-based) of the full content where the dropped part begins. */
+  fromLine: number;
+  /** Cut by the tool while captured, and what it kept fits: kept as it is, pointing at the full output. */
+  keep?: boolean;
 }
 
 /** Water-filling: each item gets min(its need, an equal share of what is left). */
@@ -235,24 +188,36 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+/** The fields a result is made of: a record's own, or the whole value as the field `result`. */
+const fieldsOf = (result: unknown, record: Record<string, unknown> | null): [string, unknown][] =>
+  record ? Object.entries(record) : [["result", result]];
+
 /**
- * The fast check of capToolResult: true when the whole result is within both limits and no field was cut while
- * captured, decided from line counts and one size of the whole JSON (request.jsonBytes when given), without
- * serializing any field on its own.
+ * The fast check: true when the whole result is within both limits and no field was cut while captured, decided
+ * from line counts and one size of the whole JSON (`jsonBytes` when known), without serializing any field alone.
  */
-function fitsWhole(result: unknown, record: Record<string, unknown> | null, request: CapRequest): boolean {
+function fitsWhole(
+  result: unknown,
+  record: Record<string, unknown> | null,
+  limits: { maxBytes: number; maxLines: number; jsonBytes?: number },
+  streams: ReadonlyMap<string, SpillStream>,
+): boolean {
   let lines = 0;
-  for (const [field, value] of record ? Object.entries(record) : [["result", result] as const]) {
+  const add = (field: string, value: unknown): boolean => {
     if (typeof value === "string") {
       lines += countLineBreaks(value);
-      const stream = request.streams.get(field);
-      if (stream !== undefined && stream.totalBytes > utf8(value)) return false;
+      const stream = streams.size === 0 ? undefined : streams.get(field);
+      if (stream !== undefined && stream.totalBytes > utf8Bytes(value)) return false;
     } else if (Array.isArray(value)) {
       lines += value.length;
     }
-    if (lines > request.maxLines) return false;
-  }
-  return (request.jsonBytes ?? jsonBytes(result)) <= request.maxBytes;
+    return lines <= limits.maxLines;
+  };
+  if (record) {
+    // Every call's result passes here: its fields are walked without making an entries array.
+    for (const field in record) if (Object.hasOwn(record, field) && !add(field, record[field])) return false;
+  } else if (!add("result", result)) return false;
+  return (limits.jsonBytes ?? jsonBytes(result)) <= limits.maxBytes;
 }
 
 const NO_STREAMS: ReadonlyMap<string, SpillStream> = new Map();
@@ -267,35 +232,22 @@ export function fitsResultCap(
   limits: { maxBytes: number; maxLines: number },
 ): boolean {
   if (jsonBytes > limits.maxBytes) return false;
-  return fitsWhole(result, isRecord(result) ? result : null, {
-    maxBytes: limits.maxBytes,
-    maxLines: limits.maxLines,
-    jsonBytes,
-    streams: NO_STREAMS,
-  } as CapRequest);
+  return fitsWhole(result, isRecord(result) ? result : null, { ...limits, jsonBytes }, NO_STREAMS);
 }
 
-/**
- * Cuts `result` to the limits of `request` (see the module comment), spilling full contents. Streams the tool
- * opened but that need no reference are discarded. Never throws for a spill failure (the notice then says so).
- */
-export async function capToolResult(result: unknown, capRequest: CapRequest): Promise<CapOutcome> {
-  let request = capRequest;
-  const { maxBytes, maxLines } = request;
-  const record = isRecord(result) ? result : null;
-  if (fitsWhole(result, record, request)) {
-    for (const s of request.streams.values()) await s.discard();
-    return { result, truncated: false, fields: [] };
-  }
-  const bigs: Big[] = [];
+/** Step 1: the big fields of a result and the lines of all its fields (the limit counts line breaks). */
+function surveyFields(
+  fields: [string, unknown][],
+  streams: ReadonlyMap<string, SpillStream>,
+): { bigs: BigField[]; lineTotal: number } {
+  const bigs: BigField[] = [];
   let lineTotal = 0;
-  const consider = (field: string, value: unknown) => {
-    const stream = request.streams.get(field);
+  for (const [field, value] of fields) {
     if (typeof value === "string") {
-      // The limit counts line breaks, so a full window plus a one-line notice of the tool's own still fits.
+      const stream = streams.get(field);
       const lines = countLineBreaks(value);
       lineTotal += lines;
-      const bytes = utf8(value);
+      const bytes = utf8Bytes(value);
       const cutAtCapture = stream !== undefined && stream.totalBytes > bytes;
       if (bytes > 256 || lines > 20 || cutAtCapture) {
         bigs.push({
@@ -305,205 +257,244 @@ export async function capToolResult(result: unknown, capRequest: CapRequest): Pr
           lines,
           totalBytes: cutAtCapture ? stream.totalBytes : bytes,
           totalLines: cutAtCapture ? stream.totalLines : countLines(value),
-          stream,
+          ...(stream ? { stream } : {}),
         });
       }
     } else if (Array.isArray(value)) {
       lineTotal += value.length;
-      const bytes = jsonBytes(value);
+      const entries = value.map((entry) => JSON.stringify(entry) ?? "null");
+      let bytes = 2 + Math.max(0, entries.length - 1);
+      for (const entry of entries) bytes += utf8Bytes(entry);
       if (bytes > 256 || value.length > 20) {
-        bigs.push({ field, kind: "array", bytes, lines: value.length, totalBytes: bytes, totalLines: value.length });
+        bigs.push({
+          field,
+          kind: "array",
+          bytes,
+          lines: value.length,
+          totalBytes: bytes,
+          totalLines: value.length,
+          entries,
+        });
       }
     }
-  };
-  if (record) for (const [field, value] of Object.entries(record)) consider(field, value);
-  else consider("result", result);
-
-  const cutAtCapture = bigs.some((b) => b.totalBytes > b.bytes);
-  const discardAll = async () => {
-    for (const s of request.streams.values()) await s.discard();
-  };
-  if (jsonBytes(result) <= maxBytes && lineTotal <= maxLines && !cutAtCapture) {
-    await discardAll();
-    return { result, truncated: false, fields: [] };
   }
+  return { bigs, lineTotal };
+}
 
-  const readers = typeof request.readers === "function" ? await request.readers() : request.readers;
-  request = { ...request, readers };
-  // Room for everything but the big fields, plus the notices.
-  const skeleton: Record<string, unknown> = record ? { ...record } : {};
-  for (const b of bigs) skeleton[b.field] = b.kind === "string" ? "" : [];
-  const reserve = 700 * Math.max(1, bigs.length) + 200;
-  let available = maxBytes - jsonBytes(skeleton) - reserve;
-  if (bigs.length === 0 || available < 1024) {
-    return cutWhole(result, request);
-  }
-
-  const spilledFields = new Map<string, { path: string; complete: boolean; bytes: number } | null>();
-  const spillOf = async (b: Big, value: unknown) => {
-    if (spilledFields.has(b.field)) return spilledFields.get(b.field) ?? null;
-    const saved = await spillOnce(b, value);
-    spilledFields.set(b.field, saved);
-    return saved;
-  };
-  const spillOnce = async (b: Big, value: unknown) => {
-    try {
-      if (b.stream) return await b.stream.persist();
-      if (!request.area) return null;
-      const content =
-        b.kind === "string" ? (value as string) : (value as unknown[]).map((e) => JSON.stringify(e)).join("\n");
-      return await request.area.writeFile(request.userId, request.chatId, request.tool, b.field, content);
-    } catch {
-      return null;
+/**
+ * Step 2: what each big field keeps within `available` bytes and `maxLines` lines, shared out by water-filling
+ * (JSON escaping makes a text longer than its UTF-8 size, so a text's byte share is budgeted on its escaped size).
+ * `emptyList`: a list whose first entry alone exceeds its share (the head of the whole result says more than []).
+ */
+function planCuts(
+  source: Record<string, unknown>,
+  bigs: BigField[],
+  available: number,
+  maxLines: number,
+  style: OutputCapStyle,
+): { cuts: FieldCut[]; kept: Map<string, unknown>; emptyList: boolean } {
+  const ratio = bigs.map((b) => (b.kind === "string" ? jsonBytes(source[b.field]) / Math.max(1, b.bytes) : 1));
+  const needs = bigs.map((b, i) => Math.ceil(b.bytes * (ratio[i] ?? 1)));
+  const byteShares = allocate(needs, available).map((share, i) =>
+    share >= (needs[i] ?? 0) ? (bigs[i]?.bytes ?? 0) : Math.floor(share / (ratio[i] ?? 1)),
+  );
+  const lineShares = allocate(
+    bigs.map((b) => b.lines),
+    maxLines,
+  );
+  const cuts: FieldCut[] = [];
+  const kept = new Map<string, unknown>();
+  let emptyList = false;
+  bigs.forEach((big, i) => {
+    const bytesBudget = byteShares[i] ?? 0;
+    const linesBudget = Math.max(1, lineShares[i] ?? 1);
+    const fits = big.bytes <= bytesBudget && big.lines <= linesBudget;
+    if (fits && big.totalBytes > big.bytes && big.kind === "string") {
+      cuts.push({ big, keptBytes: big.bytes, keptLines: big.lines, head: "", tail: "", fromLine: 1, keep: true });
+      return;
     }
-  };
+    if (fits) return;
+    if (big.kind === "array") {
+      const items = source[big.field] as unknown[];
+      const entries = big.entries ?? [];
+      let used = 2;
+      let count = 0;
+      for (const entry of entries) {
+        const size = utf8Bytes(entry) + 1;
+        if (used + size > bytesBudget || count >= linesBudget) break;
+        used += size;
+        count++;
+      }
+      if (count === 0 && items.length > 0) emptyList = true;
+      kept.set(big.field, items.slice(0, count));
+      cuts.push({ big, keptBytes: used, keptLines: count, head: "", tail: "", fromLine: count + 1 });
+      return;
+    }
+    const cut = cutText(source[big.field] as string, bytesBudget, linesBudget, style);
+    cuts.push({ big, ...cut });
+  });
+  return { cuts, kept, emptyList };
+}
 
-  const source = record ?? { result };
-  const paged =
+/** Writes each field's full content to the spill area once, whatever the attempts (null: not saved). */
+class FieldSpills {
+  readonly #saved = new Map<string, Promise<SpilledFile | null>>();
+  constructor(readonly request: CapRequest) {}
+
+  of(big: BigField, value: unknown): Promise<SpilledFile | null> {
+    let saved = this.#saved.get(big.field);
+    if (!saved) {
+      saved = this.#write(big, value).catch(() => null);
+      this.#saved.set(big.field, saved);
+    }
+    return saved;
+  }
+
+  async #write(big: BigField, value: unknown): Promise<SpilledFile | null> {
+    if (big.stream) return await big.stream.persist();
+    const { area, userId, chatId, tool } = this.request;
+    if (!area) return null;
+    const content = big.kind === "string" ? (value as string) : (big.entries ?? []).join("\n");
+    return await area.writeFile(userId, chatId, tool, big.field, content);
+  }
+}
+
+type SpilledFile = { path: string; complete: boolean; bytes: number };
+
+/** Whether a result is read_file's page of a file (its content cut is continued from the file itself). */
+function isFilePage(record: Record<string, unknown> | null): boolean {
+  return (
     record !== null &&
     typeof record.content === "string" &&
     typeof record.startLine === "number" &&
     typeof record.totalLines === "number" &&
-    typeof record.path === "string";
+    typeof record.path === "string"
+  );
+}
+
+/** read_file's cut content: the file itself is the full output; the notice says which startLine continues. */
+function filePageCut(
+  cut: FieldCut,
+  source: Record<string, unknown>,
+  tool: string,
+): { content: string; entry: TruncatedField } {
+  const last = lastNumberedLine(cut.head);
+  const start = source.startLine as number;
+  const next = last > 0 ? last + 1 : start;
+  const headPart = cut.head && !cut.head.endsWith("\n") ? `${cut.head}\n` : cut.head;
+  return {
+    content: `${headPart}[truncated: showing lines ${start}–${Math.max(start, last)} of ${source.totalLines}. Use startLine/maxLines to read more: startLine ${next}.]`,
+    entry: {
+      field: "content",
+      totalBytes: cut.big.totalBytes,
+      totalLines: cut.big.totalLines,
+      droppedBytes: Math.max(0, cut.big.totalBytes - cut.keptBytes),
+      droppedLines: Math.max(0, cut.big.totalLines - cut.keptLines),
+      spillFile: null,
+      howToRead: `${tool} {"path": ${JSON.stringify(source.path)}, "startLine": ${next}}`,
+    },
+  };
+}
+
+/** Step 3: the cut result of one plan: kept parts, markers, the spill files and how to read them. */
+async function assemble(
+  plan: { cuts: FieldCut[]; kept: Map<string, unknown> },
+  source: Record<string, unknown>,
+  record: Record<string, unknown> | null,
+  request: CapRequest & { readers: SpillReaders },
+  spills: FieldSpills,
+): Promise<{ result: unknown; fields: TruncatedField[] }> {
+  const out: Record<string, unknown> = { ...source };
+  for (const [field, list] of plan.kept) out[field] = list;
+  const fields: TruncatedField[] = [];
+  const filePage = isFilePage(record);
+  for (const cut of plan.cuts) {
+    const { big } = cut;
+    if (filePage && big.field === "content" && !cut.keep) {
+      const page = filePageCut(cut, source, request.tool);
+      out.content = page.content;
+      fields.push(page.entry);
+      continue;
+    }
+    const spilled = await spills.of(big, source[big.field]);
+    const droppedBytes = Math.max(0, big.totalBytes - cut.keptBytes);
+    const droppedLines = Math.max(0, big.totalLines - cut.keptLines);
+    const entry: TruncatedField = {
+      field: big.field,
+      totalBytes: big.totalBytes,
+      totalLines: big.totalLines,
+      droppedBytes,
+      droppedLines,
+      spillFile: spilled?.path ?? null,
+      howToRead: readHint(request.readers, spilled?.path ?? null, cut.fromLine, big.totalLines, spilled?.bytes ?? 0),
+    };
+    if (spilled && !spilled.complete) entry.spillComplete = false;
+    fields.push(entry);
+    if (big.kind === "string" && !cut.keep) {
+      const marker = cutMarker({ bytes: droppedBytes, lines: droppedLines, spillFile: spilled?.path ?? null });
+      const headPart = cut.head && !cut.head.endsWith("\n") ? `${cut.head}\n` : cut.head;
+      out[big.field] = request.style === "head_tail" ? `${headPart}${marker}\n${cut.tail}` : `${headPart}${marker}`;
+    }
+  }
+  // Streams the result did not need.
+  for (const [field, stream] of request.streams) {
+    if (!plan.cuts.some((c) => c.big.field === field)) await stream.discard();
+  }
+  const result = record
+    ? { ...continueHint(request.tool, out, plan.cuts[0]?.big.field), outputTruncated: { fields } }
+    : { result: out.result, outputTruncated: { fields } };
+  return { result, fields };
+}
+
+async function discardStreams(request: CapRequest): Promise<void> {
+  for (const stream of request.streams.values()) await stream.discard();
+}
+
+/** The result unchanged: nothing to cut (the streams the tool opened are not needed). */
+async function keepWhole(result: unknown, request: CapRequest): Promise<CapOutcome> {
+  await discardStreams(request);
+  return { result, truncated: false, fields: [] };
+}
+
+/**
+ * Cuts `result` to the limits of `request` (see the module comment), spilling full contents. Streams the tool
+ * opened but that need no reference are discarded. Never throws for a spill failure (the notice then says so).
+ *
+ * Steps: the fast check (fits whole) → survey the big fields → plan each field's cut within its share → assemble
+ * the cut result with markers and spill files; when the assembled result still exceeds the cap (notices, escaping),
+ * plan again with less room, and after four attempts (or a list whose first entry does not fit) cut the whole JSON.
+ */
+export async function capToolResult(result: unknown, request: CapRequest): Promise<CapOutcome> {
+  const { maxBytes, maxLines } = request;
+  const record = isRecord(result) ? result : null;
+  if (fitsWhole(result, record, request, request.streams)) return keepWhole(result, request);
+  const { bigs, lineTotal } = surveyFields(fieldsOf(result, record), request.streams);
+  const cutAtCapture = bigs.some((b) => b.totalBytes > b.bytes);
+  if (!cutAtCapture && lineTotal <= maxLines && (request.jsonBytes ?? jsonBytes(result)) <= maxBytes) {
+    return keepWhole(result, request);
+  }
+
+  const readers = typeof request.readers === "function" ? await request.readers() : request.readers;
+  const resolved = { ...request, readers };
+  // Room for everything but the big fields, plus the notices.
+  const skeleton: Record<string, unknown> = record ? { ...record } : {};
+  for (const b of bigs) skeleton[b.field] = b.kind === "string" ? "" : [];
+  let available = maxBytes - jsonBytes(skeleton) - (700 * Math.max(1, bigs.length) + 200);
+  if (bigs.length === 0 || available < 1024) return cutWhole(result, resolved);
+
+  const source = record ?? { result };
+  const spills = new FieldSpills(resolved);
   for (let attempt = 0; attempt < 4; attempt++) {
-    // JSON escaping makes strings longer than their UTF-8 size: budget on the escaped size.
-    const ratio = bigs.map((b) => (b.kind === "string" ? jsonBytes(source[b.field]) / Math.max(1, b.bytes) : 1));
-    const needs = bigs.map((b, i) => Math.ceil(b.bytes * (ratio[i] ?? 1)));
-    const byteShares = allocate(needs, available).map((share, i) =>
-      share >= (needs[i] ?? 0) ? (bigs[i]?.bytes ?? 0) : Math.floor(share / (ratio[i] ?? 1)),
-    );
-    const lineShares = allocate(
-      bigs.map((b) => b.lines),
-      maxLines,
-    );
-    let emptyList = false;
-    const out: Record<string, unknown> = { ...source };
-    const fields: TruncatedField[] = [];
-    const pending: {
-      b: Big;
-      keptBytes: number;
-      keptLines: number;
-      head: string;
-      tail: string;
-      fromLine: number;
-      keep?: boolean;
-    }[] = [];
-    bigs.forEach((b, i) => {
-      const bytesBudget = byteShares[i] ?? 0;
-      const linesBudget = Math.max(1, lineShares[i] ?? 1);
-      const value = source[b.field];
-      const fits = b.bytes <= bytesBudget && b.lines <= linesBudget;
-      if (fits && b.totalBytes > b.bytes && b.kind === "string") {
-        // Cut by the tool while capturing, and what it kept fits: keep it, and point at the full output.
-        pending.push({ b, keptBytes: b.bytes, keptLines: b.lines, head: "", tail: "", fromLine: 1, keep: true });
-        return;
-      }
-      if (fits) return;
-      if (b.kind === "array") {
-        const items = value as unknown[];
-        const kept: unknown[] = [];
-        let used = 2;
-        for (const item of items) {
-          const size = jsonBytes(item) + 1;
-          if (used + size > bytesBudget || kept.length >= linesBudget) break;
-          kept.push(item);
-          used += size;
-        }
-        if (kept.length === 0 && items.length > 0) emptyList = true; // not even the first entry fits
-        out[b.field] = kept;
-        pending.push({ b, keptBytes: used, keptLines: kept.length, head: "", tail: "", fromLine: kept.length + 1 });
-        return;
-      }
-      const text = value as string;
-      if (request.style === "head_tail") {
-        const headBytes = Math.floor(bytesBudget * 0.2);
-        const headLines = Math.max(1, Math.floor(linesBudget * 0.2));
-        const head = headOf(text, headBytes, headLines);
-        const rest = text.slice(head.length);
-        const tail = tailOf(rest, bytesBudget - utf8(head), Math.max(1, linesBudget - countLines(head)));
-        pending.push({
-          b,
-          keptBytes: utf8(head) + utf8(tail),
-          keptLines: countLines(head) + countLines(tail),
-          head,
-          tail,
-          fromLine: countLines(head) + 1,
-        });
-      } else {
-        const head = headOf(text, bytesBudget, linesBudget);
-        pending.push({
-          b,
-          keptBytes: utf8(head),
-          keptLines: countLines(head),
-          head,
-          tail: "",
-          fromLine: countLines(head) + 1,
-        });
-      }
-    });
-    // A list whose first entry alone exceeds its share: the head of the whole result's text says more than [].
-    if (emptyList) break;
-    if (pending.length === 0) {
-      await discardAll();
-      return { result, truncated: false, fields: [] };
-    }
-    for (const p of pending) {
-      if (paged && p.b.field === "content" && !p.keep) {
-        // read_file: the file itself is the full output; say which startLine continues.
-        const last = lastNumberedLine(p.head);
-        const start = source.startLine as number;
-        const next = last > 0 ? last + 1 : start;
-        fields.push({
-          field: "content",
-          totalBytes: p.b.totalBytes,
-          totalLines: p.b.totalLines,
-          droppedBytes: Math.max(0, p.b.totalBytes - p.keptBytes),
-          droppedLines: Math.max(0, p.b.totalLines - p.keptLines),
-          spillFile: null,
-          howToRead: `${request.tool} {"path": ${JSON.stringify(source.path)}, "startLine": ${next}}`,
-        });
-        const headPart = p.head && !p.head.endsWith("\n") ? `${p.head}\n` : p.head;
-        out.content = `${headPart}[truncated: showing lines ${start}–${Math.max(start, last)} of ${source.totalLines}. Use startLine/maxLines to read more: startLine ${next}.]`;
-        continue;
-      }
-      const spilled = await spillOf(p.b, source[p.b.field]);
-      const droppedBytes = Math.max(0, p.b.totalBytes - p.keptBytes);
-      const droppedLines = Math.max(0, p.b.totalLines - p.keptLines);
-      const howToRead = readHint(
-        request.readers,
-        spilled?.path ?? null,
-        p.fromLine,
-        p.b.totalLines,
-        spilled?.bytes ?? 0,
-      );
-      const entry: TruncatedField = {
-        field: p.b.field,
-        totalBytes: p.b.totalBytes,
-        totalLines: p.b.totalLines,
-        droppedBytes,
-        droppedLines,
-        spillFile: spilled?.path ?? null,
-        howToRead,
-      };
-      if (spilled && !spilled.complete) entry.spillComplete = false;
-      fields.push(entry);
-      if (p.b.kind === "string" && !p.keep) {
-        const marker = `[... ${droppedBytes} bytes, ${droppedLines} lines cut here; full output: ${spilled?.path ?? "not saved"} ...]`;
-        const headPart = p.head && !p.head.endsWith("\n") ? `${p.head}\n` : p.head;
-        out[p.b.field] = request.style === "head_tail" ? `${headPart}${marker}\n${p.tail}` : `${headPart}${marker}`;
-      }
-    }
-    // Streams the result did not need.
-    for (const [field, s] of request.streams) if (!pending.some((p) => p.b.field === field)) await s.discard();
-    const capped = record
-      ? { ...continueHint(request.tool, out, pending[0]?.b.field), outputTruncated: { fields } }
-      : { result: out.result, outputTruncated: { fields } };
-    const size = jsonBytes(capped);
-    if (size <= maxBytes) return { result: capped, truncated: true, fields };
+    const plan = planCuts(source, bigs, available, maxLines, request.style);
+    if (plan.emptyList) break;
+    if (plan.cuts.length === 0) return keepWhole(result, request);
+    const capped = await assemble(plan, source, record, resolved, spills);
+    const size = jsonBytes(capped.result);
+    if (size <= maxBytes) return { result: capped.result, truncated: true, fields: capped.fields };
     available -= size - maxBytes + 256 * (attempt + 1);
     if (available < 1024) break;
   }
-  return cutWhole(result, request);
+  return cutWhole(result, resolved);
 }
 
 /** The number of the last `cat -n`-style line (`   123\ttext`) in a text; 0 when there is none. */
@@ -530,11 +521,9 @@ function continueHint(tool: string, out: Record<string, unknown>, field: string 
 }
 
 /** Fallback: the head of the whole JSON text, the full JSON in a spill file. */
-async function cutWhole(result: unknown, capRequest: CapRequest): Promise<CapOutcome> {
-  const readers = typeof capRequest.readers === "function" ? await capRequest.readers() : capRequest.readers;
-  const request = { ...capRequest, readers };
+async function cutWhole(result: unknown, request: CapRequest & { readers: SpillReaders }): Promise<CapOutcome> {
   const pretty = JSON.stringify(result, null, 1) ?? "null";
-  let spilled: { path: string; complete: boolean; bytes: number } | null = null;
+  let spilled: SpilledFile | null = null;
   try {
     spilled = request.area
       ? await request.area.writeFile(request.userId, request.chatId, request.tool, "result", pretty)
@@ -542,14 +531,14 @@ async function cutWhole(result: unknown, capRequest: CapRequest): Promise<CapOut
   } catch {
     spilled = null;
   }
-  for (const s of request.streams.values()) await s.discard();
+  await discardStreams(request);
   const totalLines = countLines(pretty);
   const head = headOf(pretty, Math.max(512, request.maxBytes - 2048), Math.max(1, request.maxLines - 1), true);
   const field: TruncatedField = {
     field: "result",
-    totalBytes: utf8(pretty),
+    totalBytes: utf8Bytes(pretty),
     totalLines,
-    droppedBytes: utf8(pretty) - utf8(head),
+    droppedBytes: utf8Bytes(pretty) - utf8Bytes(head),
     droppedLines: totalLines - countLines(head),
     spillFile: spilled?.path ?? null,
     howToRead: readHint(request.readers, spilled?.path ?? null, countLines(head) + 1, totalLines, spilled?.bytes ?? 0),

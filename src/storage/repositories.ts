@@ -4,143 +4,22 @@
  * so the core never sees SQL.
  */
 import { randomUUID } from "node:crypto";
-import type { Kysely } from "kysely";
+import type { Insertable, Kysely } from "kysely";
 import { currentCallSurface } from "../core/call-surface.js";
 import { BrandedError, errorBrand } from "../core/errors.js";
-import type { ToolSettingsStore, ToolSettingsWrite, VersionedToolSettings } from "../core/stores.js";
 import type { AuditEntry, AuditEvent, AuditSink, FreshnessLedger } from "../core/types.js";
 import { runCompiledOnce } from "./compiled-once.js";
-import type { ChatMessagesTable, ChatsTable, DatabaseSchema } from "./database.js";
+import type { AuditLogTable, ChatMessagesTable, ChatsTable, DatabaseSchema } from "./database.js";
 import { inTransaction } from "./transaction.js";
+
+export { SETTINGS_CACHE_MS, SqlToolSettingsStore } from "./tool-settings-repository.js";
 
 const now = () => new Date().toISOString();
 
-function parseJsonObject(text: string): Record<string, unknown> | null {
-  try {
-    const value = JSON.parse(text);
-    return value && typeof value === "object" && !Array.isArray(value) ? value : null;
-  } catch {
-    return null;
-  }
-}
-
-function toSaved(r: {
-  enabled: number | null;
-  parameters: string;
-  locked: string;
-  version: number;
-}): VersionedToolSettings {
-  let locked: string[] = [];
-  try {
-    const value = JSON.parse(r.locked);
-    if (Array.isArray(value)) locked = value.filter((k): k is string => typeof k === "string");
-  } catch {
-    // corrupt: no locks (admins can set them again)
-  }
-  return {
-    enabled: r.enabled === null ? null : r.enabled === 1,
-    parameters: parseJsonObject(r.parameters),
-    locked,
-    version: Number(r.version),
-  };
-}
-
-/** `user_tool_settings` as a ToolSettingsStore. Corrupt JSON reads back as null parameters (defaults apply). */
-export class SqlToolSettingsStore implements ToolSettingsStore {
-  constructor(private readonly db: Kysely<DatabaseSchema>) {}
-
-  async getAll(userId: string): Promise<Map<string, VersionedToolSettings>> {
-    const rows = await this.db.selectFrom("user_tool_settings").selectAll().where("user_id", "=", userId).execute();
-    return new Map(rows.map((r) => [r.tool_name, toSaved(r)]));
-  }
-
-  async get(userId: string, toolName: string): Promise<VersionedToolSettings | undefined> {
-    const r = await this.db
-      .selectFrom("user_tool_settings")
-      .selectAll()
-      .where("user_id", "=", userId)
-      .where("tool_name", "=", toolName)
-      .executeTakeFirst();
-    return r ? toSaved(r) : undefined;
-  }
-
-  /** Replaces the row as a whole (no read): last write wins for the whole row. Prefer {@link modify}. */
-  async save(
-    userId: string,
-    toolName: string,
-    settings: { enabled: boolean | null; parameters: Record<string, unknown>; locked?: string[] },
-  ): Promise<void> {
-    await this.modify(userId, toolName, () => settings);
-  }
-
-  /**
-   * Read-modify-write of one row in one transaction (inTransaction): the row is created empty when missing
-   * (`INSERT … ON CONFLICT DO NOTHING`), then read with `FOR UPDATE` on PostgreSQL (SQLite holds the write lock),
-   * changed and written back with `version + 1`.
-   */
-  async modify(
-    userId: string,
-    toolName: string,
-    change: (current: VersionedToolSettings | undefined) => ToolSettingsWrite,
-  ): Promise<VersionedToolSettings> {
-    // The statements of every settings write are compiled once (see compiled-once.ts); each runs with the
-    // parameters its builder below names, in order.
-    return inTransaction(this.db, async (trx, tx) => {
-      const lockRow = async () =>
-        (
-          await runCompiledOnce(trx, "user_tool_settings.select_for_update", [userId, toolName], () =>
-            tx.forUpdate(
-              trx
-                .selectFrom("user_tool_settings")
-                .selectAll()
-                .where("user_id", "=", userId)
-                .where("tool_name", "=", toolName),
-            ),
-          )
-        ).rows[0];
-      const existing = await lockRow();
-      let current = existing;
-      if (!current) {
-        // Create the row first so that two first writers (other processes) queue on its lock instead of racing
-        // two INSERTs; a concurrent creator makes DO NOTHING wait for it, and the FOR UPDATE below sees its row.
-        const empty = {
-          user_id: userId,
-          tool_name: toolName,
-          enabled: null,
-          parameters: "{}",
-          locked: "[]",
-          updated_at: now(),
-          version: 0,
-        };
-        await runCompiledOnce(trx, "user_tool_settings.insert_empty", Object.values(empty), () =>
-          trx
-            .insertInto("user_tool_settings")
-            .values(empty)
-            .onConflict((oc) => oc.columns(["user_id", "tool_name"]).doNothing()),
-        );
-        current = await lockRow();
-        if (!current) throw new Error(`The settings row of ${userId}/${toolName} vanished inside its transaction.`);
-      }
-      const before = toSaved(current);
-      const next = change(existing || before.version > 0 ? before : undefined);
-      const written = {
-        enabled: next.enabled === null ? null : next.enabled ? 1 : 0,
-        parameters: JSON.stringify(next.parameters),
-        locked: JSON.stringify(next.locked ?? []),
-        updated_at: now(),
-        version: before.version + 1,
-      };
-      await runCompiledOnce(trx, "user_tool_settings.update", [...Object.values(written), userId, toolName], () =>
-        trx
-          .updateTable("user_tool_settings")
-          .set(written)
-          .where("user_id", "=", userId)
-          .where("tool_name", "=", toolName),
-      );
-      return toSaved(written);
-    });
-  }
-}
+/** Most tool-call lines one INSERT of the audit log writes. */
+const AUDIT_BATCH_ROWS = 200;
+/** How long (ms) the first queued audit line waits for others to share its INSERT. */
+const AUDIT_BATCH_MS = 20;
 
 /** The freshness ledger in `file_reads`, per chat; survives restarts. */
 export class SqlFreshnessLedger implements FreshnessLedger {
@@ -222,7 +101,62 @@ function parseJson(text: string | null): unknown {
 
 /** The audit log in `audit_log`: every tool call and every settings change. */
 export class SqlAuditLog implements AuditSink {
+  /** Tool-call lines waiting for the next batch, each with its writer's promise. */
+  #queue: { row: Insertable<AuditLogTable>; resolve: () => void; reject: (error: unknown) => void }[] = [];
+  /** The batch being written (undefined: none). */
+  #writing: Promise<void> | undefined;
+  #scheduled = false;
+
   constructor(private readonly db: Kysely<DatabaseSchema>) {}
+
+  /**
+   * Writes the queued tool-call lines {@link AUDIT_BATCH_MS} after the first of them (after the answer the call was
+   * made for has been sent), as one multi-row INSERT per batch of at most {@link AUDIT_BATCH_ROWS}: a client's
+   * back-to-back calls share one write. Lines recorded while a batch is written form the next one. `flush` (and
+   * `list`) write at once.
+   */
+  #schedule(): void {
+    if (this.#scheduled || this.#writing) return;
+    this.#scheduled = true;
+    setTimeout(() => {
+      this.#scheduled = false;
+      void this.#write();
+    }, AUDIT_BATCH_MS);
+  }
+
+  /**
+   * The write in progress, or a new one of every queued line. `#writing` is cleared by the write's own settlement
+   * (never synchronously inside it: an empty queue settles at once, and a promise left behind would make `flush`
+   * spin and stop the scheduling of later lines).
+   */
+  #write(): Promise<void> {
+    if (this.#writing) return this.#writing;
+    const writing: Promise<void> = this.#drain().finally(() => {
+      if (this.#writing === writing) this.#writing = undefined;
+    });
+    this.#writing = writing;
+    return writing;
+  }
+
+  async #drain(): Promise<void> {
+    while (this.#queue.length > 0) {
+      const batch = this.#queue.splice(0, AUDIT_BATCH_ROWS);
+      try {
+        await this.db
+          .insertInto("audit_log")
+          .values(batch.map((b) => b.row))
+          .execute();
+        for (const b of batch) b.resolve();
+      } catch (error) {
+        for (const b of batch) b.reject(error);
+      }
+    }
+  }
+
+  /** Resolves once every line recorded so far is written (failures are reported to their writers). */
+  async flush(): Promise<void> {
+    while (this.#queue.length > 0 || this.#writing) await this.#write();
+  }
 
   /** A tool's own entry recorded outside a call the runtime audits (kept as a tool_call line). */
   async record(entry: AuditEntry): Promise<void> {
@@ -270,35 +204,39 @@ export class SqlAuditLog implements AuditSink {
       return;
     }
     const t = event.toolEntry;
-    // A call made through a framework adapter names the framework (core/call-surface.ts).
+    // A call made through a framework adapter names the framework (core/call-surface.ts), read now, while the
+    // call's async context is current.
     const surface = currentCallSurface();
-    await this.db
-      .insertInto("audit_log")
-      .values({
-        ...base,
-        kind: "tool_call",
-        user_id: event.userId,
-        actor: event.userId,
-        chat_id: event.chatId,
-        tool: event.tool,
-        command: JSON.stringify(t?.command ?? null),
-        arguments: JSON.stringify(event.arguments ?? null),
-        cwd: event.cwd,
-        exit_code: t?.exitCode ?? null,
-        termination: t?.termination ?? event.outcome,
-        duration_ms: Math.round(event.durationMs),
-        outcome: event.outcome,
-        error_code: event.errorCode,
-        approval: event.approval,
-        approved_by: event.approvedBy,
-        sandboxed: t?.sandboxed === undefined ? null : t.sandboxed ? 1 : 0,
-        ...(surface ? { details: JSON.stringify({ surface }) } : {}),
-      })
-      .execute();
+    const row = {
+      ...base,
+      kind: "tool_call",
+      user_id: event.userId,
+      actor: event.userId,
+      chat_id: event.chatId,
+      tool: event.tool,
+      command: JSON.stringify(t?.command ?? null),
+      arguments: JSON.stringify(event.arguments ?? null),
+      cwd: event.cwd,
+      exit_code: t?.exitCode ?? null,
+      termination: t?.termination ?? event.outcome,
+      duration_ms: Math.round(event.durationMs),
+      outcome: event.outcome,
+      error_code: event.errorCode,
+      approval: event.approval,
+      approved_by: event.approvedBy,
+      sandboxed: t?.sandboxed === undefined ? null : t.sandboxed ? 1 : 0,
+      // Every row of a batch has the same columns (one multi-row INSERT).
+      details: surface ? JSON.stringify({ surface }) : null,
+    };
+    return new Promise<void>((resolve, reject) => {
+      this.#queue.push({ row, resolve, reject });
+      this.#schedule();
+    });
   }
 
-  /** The newest entries first, filtered by user, tool, kind and time. */
+  /** The newest entries first, filtered by user, tool, kind and time (lines still queued are written first). */
   async list(options: AuditQuery = {}): Promise<StoredAuditEntry[]> {
+    await this.flush();
     let query = this.db.selectFrom("audit_log").selectAll().orderBy("created_at", "desc").orderBy("id");
     if (options.userId) query = query.where("user_id", "=", options.userId);
     if (options.tool) query = query.where("tool", "=", options.tool);

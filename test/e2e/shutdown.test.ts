@@ -196,6 +196,63 @@ describe.runIf(existsSync("/proc/self/cmdline")).concurrent("shutdown while bash
     expect(bashAudit(dataDir)).toEqual([{ outcome: "error", error_code: "aborted", termination: "aborted" }]);
   });
 
+  it("toolhost mcp: SIGTERM right after answered calls loses none of their audit lines (written after the answers)", async () => {
+    const dataDir = join(work, "mcp-batch");
+    const child = spawn(process.execPath, [CLI, "mcp", "--cwd", work], {
+      env: cleanEnv({ TOOLHOST_DATA_DIR: dataDir }),
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let err = "";
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (err += d));
+    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    const answered = new Set<number>();
+    let buffer = "";
+    const calls = 40;
+    const allAnswered = new Promise<void>((resolve) => {
+      child.stdout.setEncoding("utf8").on("data", (d: string) => {
+        buffer += d;
+        for (let nl = buffer.indexOf("\n"); nl !== -1; nl = buffer.indexOf("\n")) {
+          const message = JSON.parse(buffer.slice(0, nl)) as { id?: number; result?: { isError?: boolean } };
+          buffer = buffer.slice(nl + 1);
+          if (typeof message.id === "number" && message.id >= 10 && message.result && !message.result.isError) {
+            answered.add(message.id);
+          }
+          if (answered.size === calls) resolve();
+        }
+      });
+    });
+    const send = (message: object) => child.stdin.write(`${JSON.stringify(message)}\n`);
+    send({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "shutdown-test", version: "1" } },
+    });
+    send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    for (let i = 0; i < calls; i++) {
+      send({
+        jsonrpc: "2.0",
+        id: 10 + i,
+        method: "tools/call",
+        params: { name: "list_directory", arguments: { path: work } },
+      });
+    }
+    await allAnswered;
+    child.kill("SIGTERM");
+    expect(await exited, err).toBe(0);
+    const db = new Database(join(dataDir, "toolhost.db"), { readonly: true });
+    try {
+      const row = db
+        .prepare(
+          "SELECT count(*) AS n FROM audit_log WHERE tool = 'list_directory' AND kind = 'tool_call' AND outcome = 'ok'",
+        )
+        .get() as { n: number };
+      expect(row.n).toBe(calls);
+    } finally {
+      db.close();
+    }
+  });
+
   it("toolhost serve: SIGTERM hands the running chat turn over, cancels the tool call, answers both, writes the audit line, exits 0", async () => {
     const { command, marker } = uniqueSleep();
     const dataDir = await dataDirWithBash("serve");

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { HeadTailCapture, utf8Prefix, utf8Suffix } from "../../src/tools/shell/output-cap.js";
 
-const MARKER = /\n\[\.\.\. (\d+) bytes of output elided \.\.\.\]\n/;
+const MARKER = /\n\[\.\.\. (\d+) bytes, (\d+) lines cut here \.\.\.\]\n/;
 
 function capture(text: string, cap: number, chunkSizes: number[] = [7]): ReturnType<HeadTailCapture["result"]> {
   const bytes = Buffer.from(text, "utf8");
@@ -98,6 +98,8 @@ describe("HeadTailCapture", () => {
           expect(text.endsWith(tail)).toBe(true);
           expect(head + tail).not.toContain("\uFFFD");
           expect(Number(match?.[1])).toBe(total - Buffer.byteLength(head) - Buffer.byteLength(tail));
+          const breaks = (t: string) => t.split("\n").length - 1;
+          expect(Number(match?.[2])).toBe(breaks(text) - breaks(head) - breaks(tail));
         },
       ),
       { numRuns: 300 },
@@ -107,7 +109,7 @@ describe("HeadTailCapture", () => {
   it("stays exact and compact with a slow writer's one-byte chunks", () => {
     const text = Array.from({ length: 20_000 }, (_, i) => String.fromCharCode(97 + (i % 26))).join("");
     const out = capture(text, 4096, [1]);
-    const [head, , tail] = out.text.split(MARKER);
+    const [head, , , tail] = out.text.split(MARKER);
     expect(text.startsWith(head ?? "x")).toBe(true);
     expect(text.endsWith(tail ?? "x")).toBe(true);
     expect(Buffer.byteLength(out.text)).toBeLessThanOrEqual(4096);

@@ -169,7 +169,7 @@ describe.concurrent("completion", () => {
     const full = "😀é".repeat(3000);
     expect(result.truncated).toBe(true);
     expect(Buffer.byteLength(result.stdout)).toBeLessThanOrEqual(1024);
-    const [head, tail] = result.stdout.split(/\n\[\.\.\. \d+ bytes of output elided \.\.\.\]\n/);
+    const [head, tail] = result.stdout.split(/\n\[\.\.\. \d+ bytes, \d+ lines cut here \.\.\.\]\n/);
     expect(full.startsWith(head ?? "x")).toBe(true);
     expect(full.endsWith(tail ?? "x")).toBe(true);
     expect(result.stdout).not.toContain("\uFFFD");
@@ -272,7 +272,7 @@ describe("no process survives a timeout of a flood", () => {
       for (const stream of [result.stdout, result.stderr]) {
         expect(Buffer.byteLength(stream)).toBeLessThanOrEqual(cap);
         expect(stream.startsWith("y\ny\ny\n")).toBe(true);
-        expect(stream).toMatch(/\[\.\.\. \d+ bytes of output elided \.\.\.\]/);
+        expect(stream).toMatch(/\[\.\.\. \d+ bytes, \d+ lines cut here \.\.\.\]/);
       }
       expect(survivors(pids)).toEqual([]);
     }

@@ -1,14 +1,17 @@
 /**
  * The caches on hot read paths must never serve stale state: the serialized settings list (per user, keyed by the
  * registry generation and the saved rows' versions), the token check (cleared by revoke/rotate in this process,
- * bounded by TOKEN_CACHE_MS elsewhere) and the prepared-statement cache of SQLite connections.
+ * bounded by TOKEN_CACHE_MS elsewhere), the settings row a tool call reads (cleared by a write through the store
+ * and by a change signal, bounded by SETTINGS_CACHE_MS elsewhere) and the prepared-statement cache of SQLite
+ * connections.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ToolSettingsService } from "../../src/app/tool-settings-service.js";
 import { ToolRegistryStore } from "../../src/core/registry.js";
+import { ToolRuntime } from "../../src/core/runtime.js";
 import { createLogger } from "../../src/core/stores.js";
 import { openDatabase, type ToolhostDatabase } from "../../src/storage/database.js";
-import { SqlToolSettingsStore, TokenRepository } from "../../src/storage/repositories.js";
+import { SETTINGS_CACHE_MS, SqlToolSettingsStore, TokenRepository } from "../../src/storage/repositories.js";
 import { TOKEN_CACHE_MS } from "../../src/storage/token-repository.js";
 import { tempDir } from "../helpers/temp.js";
 
@@ -103,6 +106,43 @@ describe("hot-path caches", () => {
     } finally {
       vi.useRealTimers();
     }
+  });
+
+  it("a tool call sees this process's settings write at once, another process's within SETTINGS_CACHE_MS, a signal at once", async () => {
+    const registry = registryWithTool("gated_tool");
+    const store = new SqlToolSettingsStore(database.db);
+    const otherProcess = new SqlToolSettingsStore(database.db);
+    const runtime = new ToolRuntime({ registry, store, logger, spill: false, dataDir: tempDir() });
+    const ran = async () => (await runtime.executeTool("gated_tool", {}, { userId: "cache-user" })).ok;
+    expect(await ran()).toBe(true);
+    await store.save("cache-user", "gated_tool", { enabled: false, parameters: {} });
+    expect(await ran()).toBe(false);
+    await otherProcess.save("cache-user", "gated_tool", { enabled: true, parameters: {} });
+    expect(await ran()).toBe(false);
+    // A change signal (e.g. relayed from another instance) drops the cached row at once.
+    store.invalidate("cache-user");
+    expect(await ran()).toBe(true);
+    await otherProcess.save("cache-user", "gated_tool", { enabled: false, parameters: {} });
+    expect(await ran()).toBe(true);
+    // …and without a signal the row is read again once SETTINGS_CACHE_MS have passed: the clock is moved.
+    vi.useFakeTimers({ toFake: ["Date"], now: Date.now() + SETTINGS_CACHE_MS + 1 });
+    try {
+      expect(await ran()).toBe(false);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("a read that races a write of this process never caches the old row", async () => {
+    const registry = registryWithTool("raced_tool");
+    const store = new SqlToolSettingsStore(database.db);
+    const runtime = new ToolRuntime({ registry, store, logger, spill: false, dataDir: tempDir() });
+    const [, outcome] = await Promise.all([
+      store.save("race-user", "raced_tool", { enabled: false, parameters: {} }),
+      runtime.executeTool("raced_tool", {}, { userId: "race-user" }),
+    ]);
+    expect(typeof outcome.ok).toBe("boolean");
+    expect((await runtime.executeTool("raced_tool", {}, { userId: "race-user" })).ok).toBe(false);
   });
 
   it("reused prepared statements see schema changes and concurrent iteration", async () => {

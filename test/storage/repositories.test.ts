@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { openDatabase, type ToolhostDatabase } from "../../src/storage/database.js";
 import {
   ChatRepository,
@@ -41,6 +41,8 @@ function repositoryContract(name: string, open: () => Opener) {
         .set({ parameters: "{not json" })
         .where("user_id", "=", "u2")
         .execute();
+      // A change that bypassed the store (like another process's) is read once the cached row is dropped.
+      store.invalidate("u2");
       expect(await store.get("u2", "bash")).toEqual({ enabled: null, parameters: null, locked: [], version: 1 });
     });
 
@@ -131,6 +133,41 @@ function repositoryContract(name: string, open: () => Opener) {
         const q = (messages[i]!.content as { text: string }).text;
         expect((messages[i + 1]!.content as { text: string }).text).toBe(q.replace("q", "a"));
       }
+    });
+
+    it("writes batched tool-call lines on its own after a flush found the queue empty when its timer fired", async () => {
+      const audit = new SqlAuditLog(database.db);
+      const line = (userId: string) => ({
+        kind: "tool_call" as const,
+        userId,
+        chatId: null,
+        tool: "read_file",
+        arguments: { path: "a" },
+        cwd: null,
+        outcome: "ok" as const,
+        errorCode: null,
+        durationMs: 1,
+        approval: null,
+        approvedBy: null,
+      });
+      const stored = async (userId: string) =>
+        (await database.db.selectFrom("audit_log").select("id").where("user_id", "=", userId).execute()).length;
+      vi.useFakeTimers({ toFake: ["setTimeout"] });
+      try {
+        const first = audit.recordEvent(line("batch-a"));
+        // list() writes the queued line at once; the batch timer then fires on an empty queue.
+        expect((await audit.list({ userId: "batch-a" })).length).toBe(1);
+        await first;
+        await vi.advanceTimersByTimeAsync(1_000);
+        // A later line is still written by the batch timer alone (no flush, no list).
+        const second = audit.recordEvent(line("batch-b"));
+        await vi.advanceTimersByTimeAsync(1_000);
+        await second;
+        expect(await stored("batch-b")).toBe(1);
+      } finally {
+        vi.useRealTimers();
+      }
+      expect((await audit.list({ userId: "batch-b" })).length).toBe(1);
     });
 
     it("records and lists audit entries newest first", async () => {

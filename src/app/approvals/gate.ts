@@ -134,8 +134,20 @@ export class ApprovalGate implements ToolCallGate {
   }
 
   async check(call: ConversationToolCall, step: GateStep): Promise<GateVerdict> {
+    return this.#guarded(call, step, () => this.#check(call, step));
+  }
+
+  /**
+   * The verdict on a call executeTool has already checked (its approval stage, ToolCallContext.approve): the same
+   * as {@link check} without inspecting the call a second time.
+   */
+  decide(inspected: InspectedCall, call: ConversationToolCall, step: GateStep): Promise<GateVerdict> {
+    return this.#guarded(call, step, () => this.#check(call, step, inspected));
+  }
+
+  async #guarded(call: ConversationToolCall, step: GateStep, decide: () => Promise<GateVerdict>): Promise<GateVerdict> {
     try {
-      return await this.#check(call, step);
+      return await decide();
     } catch (error) {
       // The gate never fails open: an unexpected error refuses the call, with the reason for the model.
       this.#o.runtime.logger.error(
@@ -163,7 +175,7 @@ export class ApprovalGate implements ToolCallGate {
     if (index >= 0) await this.#o.turn.recordResult(snapshot.iterations, index, result);
   }
 
-  async #check(call: ConversationToolCall, step: GateStep): Promise<GateVerdict> {
+  async #check(call: ConversationToolCall, step: GateStep, checked?: InspectedCall): Promise<GateVerdict> {
     const { service } = this.#o;
     // A resumed step: the call may already have an answered ask.
     const existing = this.#o.turn
@@ -171,10 +183,14 @@ export class ApprovalGate implements ToolCallGate {
       : undefined;
     if (existing && existing.tool === call.name) return this.#settle(existing, call, step);
 
-    const inspected = await this.#o.runtime.inspectCall(call.name, call.arguments, this.#callContext(step.signal));
-    // A call that cannot run (unknown tool, disabled, bad arguments) fails the same way in executeTool: no ask.
-    if (!inspected.ok) return { run: true, approval: { decision: "allow", decidedBy: "policy" } };
-    const verdict = await this.#evaluate(inspected.call);
+    let inspected = checked;
+    if (!inspected) {
+      const looked = await this.#o.runtime.inspectCall(call.name, call.arguments, this.#callContext(step.signal));
+      // A call that cannot run (unknown tool, disabled, bad arguments) fails the same way in executeTool: no ask.
+      if (!looked.ok) return { run: true, approval: { decision: "allow", decidedBy: "policy" } };
+      inspected = looked.call;
+    }
+    const verdict = await this.#evaluate(inspected);
     if (verdict.decision === "allow") return { run: true, approval: { decision: "allow", decidedBy: "policy" } };
     if (verdict.decision === "deny") {
       const rule = verdict.rule ? ` (rule deny "${verdict.rule.match}")` : "";
@@ -189,7 +205,7 @@ export class ApprovalGate implements ToolCallGate {
       );
     }
 
-    return this.#ask(call, step, inspected.call, verdict);
+    return this.#ask(call, step, inspected, verdict);
   }
 
   /** Stores an ask for the call, tells the surface, and waits for the answer (or refuses at once: see onAsk). */

@@ -82,7 +82,9 @@ export async function runGatedCall(name: string, args: unknown, options: GatedCa
       snapshot: () => ({ iterations: 0, added: [], assistant: { role: "assistant", content: "" }, results: [] }),
       ...(options.signal ? { signal: options.signal } : {}),
     };
-    verdict = await gate.check({ id: `call_${randomUUID()}`, name, arguments: args as string }, step);
+    // The gate is the call's approval stage: executeTool checks the call once, then asks the gate about it.
+    const call = { id: `call_${randomUUID()}`, name, arguments: args as string };
+    return runtime.executeTool(name, args, { ...context, approve: (inspected) => gate.decide(inspected, call, step) });
   }
   if (!verdict.run) return verdict.outcome;
   return runtime.executeTool(name, args, { ...context, approval: verdict.approval });

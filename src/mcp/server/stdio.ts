@@ -43,17 +43,31 @@ function sdkAcceptsMeta(method: string, meta: unknown): boolean {
  * a well-formed JSON-RPC message the SDK should see.
  */
 export function checkJsonRpcLine(line: string): JsonRpcErrorReply | undefined {
-  const reply = (id: string | number | null, code: number, message: string): JsonRpcErrorReply => ({
-    jsonrpc: "2.0",
-    id,
-    error: { code, message },
-  });
+  const screened = screenJsonRpcLine(line);
+  return "error" in screened ? screened.error : undefined;
+}
+
+/** checkJsonRpcLine with the parsed message of a well-formed line (parsed once, for the SDK too). */
+function screenJsonRpcLine(line: string): { error: JsonRpcErrorReply } | { message: unknown } {
   let message: unknown;
   try {
     message = JSON.parse(line);
   } catch (error) {
-    return reply(null, -32700, `Parse error: the line is not valid JSON (${(error as Error).message}).`);
+    return {
+      error: replyOf(null, -32700, `Parse error: the line is not valid JSON (${(error as Error).message}).`),
+    };
   }
+  const error = screenMessage(message);
+  return error ? { error } : { message };
+}
+
+function replyOf(id: string | number | null, code: number, message: string): JsonRpcErrorReply {
+  return { jsonrpc: "2.0", id, error: { code, message } };
+}
+
+/** The error reply for a parsed inbound message that is not well-formed JSON-RPC (see checkJsonRpcLine). */
+function screenMessage(message: unknown): JsonRpcErrorReply | undefined {
+  const reply = replyOf;
   if (Array.isArray(message)) {
     return reply(null, -32600, "Invalid request: JSON-RPC batches are not supported; send one message per line.");
   }
@@ -121,7 +135,8 @@ export function tidyOutgoing(message: JSONRPCMessage): JSONRPCMessage {
 
 /**
  * A stdio transport that screens each inbound line (see {@link checkJsonRpcLine}), answers malformed ones itself,
- * and hands well-formed ones to the SDK's own stdio transport.
+ * and hands well-formed ones, parsed once, to the handler the SDK's own stdio transport would call; that transport
+ * (fed only the end of input) keeps its lifecycle and writes the answers.
  */
 export class CheckedStdioServerTransport implements Transport {
   readonly #input: Readable;
@@ -181,12 +196,24 @@ export class CheckedStdioServerTransport implements Transport {
 
   #line(line: string): void {
     if (line.trim() === "") return;
-    const error = checkJsonRpcLine(line);
-    if (error) {
-      this.#output.write(`${JSON.stringify(error)}\n`);
+    const screened = screenJsonRpcLine(line);
+    if ("error" in screened) {
+      this.#output.write(`${JSON.stringify(screened.error)}\n`);
       return;
     }
-    this.#feed.write(`${line}\n`);
+    // The SDK's transport would parse the line again and validate it with the same schema (its ReadBuffer): the
+    // message parsed here goes to it directly, validated by the SDK's own parseJSONRPCMessage. A message the schema
+    // refuses is reported to onerror, as the SDK's transport does.
+    // Only while the SDK's transport listens (started, not closed): it stops listening to the feed when it closes.
+    if (this.#feed.listenerCount("data") === 0) return;
+    let message: JSONRPCMessage;
+    try {
+      message = parseJSONRPCMessage(screened.message);
+    } catch (error) {
+      this.#inner.onerror?.(error as Error);
+      return;
+    }
+    this.#inner.onmessage?.(message);
   }
 
   send(message: JSONRPCMessage, _options?: TransportSendOptions): Promise<void> {

@@ -21,6 +21,7 @@ import {
 import { runGatedCall } from "../../app/approvals/one-off.js";
 import type { ApprovalResponder, ApprovalService } from "../../app/approvals/service.js";
 import { AGENT_TOOL_NAMES } from "../../core/agents.js";
+import { resultJsonText } from "../../core/execution/run.js";
 import type { ToolRuntime } from "../../core/runtime.js";
 import { deriveToolAnnotations } from "../../core/tool-annotations.js";
 import type { RegisteredTool, ToolDefinition } from "../../core/types.js";
@@ -327,7 +328,12 @@ export function createMcpServer(options: McpSessionOptions): Server {
       const result = outcome.result;
       const structured = result !== null && typeof result === "object" && !Array.isArray(result);
       return {
-        content: [{ type: "text", text: typeof result === "string" ? result : JSON.stringify(result) }],
+        content: [
+          {
+            type: "text",
+            text: typeof result === "string" ? result : (resultJsonText(result) ?? JSON.stringify(result)),
+          },
+        ],
         ...(structured ? { structuredContent: result as Record<string, unknown> } : {}),
       };
     } finally {

@@ -10,7 +10,7 @@ import Type from "typebox";
 import type { AdminRule } from "../../app/admin.js";
 import type { DataSourcesService } from "../../app/data-sources.js";
 import { adminOnly } from "../auth.js";
-import { type AuthEnv, HttpError, readJsonBody } from "../http.js";
+import { type AuthEnv, readJsonBody } from "../http.js";
 import { ErrorBody } from "../schemas.js";
 
 /** Body of POST /api/admin/data-sources. */

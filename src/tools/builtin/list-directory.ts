@@ -8,13 +8,12 @@
  */
 import type { Dirent } from "node:fs";
 import { opendir } from "node:fs/promises";
-import { join } from "node:path";
 import {
-  isPathInside,
   PATH_POLICY_DESCRIPTORS,
   pathArgumentsCheck,
   resolveAndValidatePath,
   toResultPath,
+  walkExclusion,
 } from "../../core/path-policy.js";
 import { defineTool, integerSetting } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
@@ -64,14 +63,9 @@ export async function readDirectoryEntries(input: string, context: ToolContext) 
     if (context.signal.aborted) throw context.signal.reason;
     entries.push(entry);
   }
-  const denied = (name: string) =>
-    policy.denied.length > 0 &&
-    policy.denied.some((d) => {
-      const a = join(absolute, name);
-      const r = join(real, name);
-      return isPathInside(a, d) || isPathInside(r, d);
-    });
-  const kept = entries.filter((e) => !denied(e.name));
+  // Containment of the denied paths is decided once for the directory, not per entry (an entry is never followed).
+  const excluded = walkExclusion(policy, absolute, real);
+  const kept = policy.denied.length === 0 ? entries : entries.filter((e) => !excluded(e.name));
   kept.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   return { absolute, real, entries: kept, policy };
 }

@@ -3,11 +3,13 @@
  * "per-stream output is capped at maxOutputBytes (flagged via truncated)"; shell_exec:
  * stdout limited to 100 KB, stderr to 50 KB).
  *
- * The cap counts UTF-8 bytes of the returned text, elision marker included. When a stream exceeds it, the head and
- * the tail are kept (the end of a build log matters most, so the tail gets the larger share) around a marker that
- * says how many bytes were dropped. A character is never cut in half. Memory stays bounded by the cap plus one
- * chunk: the dropped middle is counted, never buffered.
+ * The cap counts UTF-8 bytes of the returned text, marker included. When a stream exceeds it, the head and the tail
+ * are kept, split by the rule every cut of tool output follows (core/cut-rules.ts: the end of a build log matters
+ * most, so the tail gets the larger share), around the same marker the runtime's output cap uses, saying how many
+ * bytes and lines were dropped. A character is never cut in half. Memory stays bounded by the cap plus one chunk:
+ * the dropped middle is counted, never buffered.
  */
+import { countLineBreaks, cutMarker, headTailSplit } from "../../core/cut-rules.js";
 
 /** Tail chunks kept before they are compacted into one buffer (bounds per-chunk overhead for slow writers). */
 const MAX_TAIL_CHUNKS = 256;
@@ -15,9 +17,16 @@ const MAX_TAIL_CHUNKS = 256;
 /** Bytes reserved for the elision marker inside the cap. */
 const MARKER_RESERVE = 96;
 
-/** The elision marker placed between head and tail: states how many bytes were dropped. */
-export function elisionMarker(droppedBytes: number): string {
-  return `\n[... ${droppedBytes} bytes of output elided ...]\n`;
+/** The marker placed between head and tail, on a line of its own: states the bytes and lines dropped. */
+export function elisionMarker(droppedBytes: number, droppedLines: number): string {
+  return `\n${cutMarker({ bytes: droppedBytes, lines: droppedLines })}\n`;
+}
+
+/** Line breaks (0x0a bytes) in a chunk. */
+function lineBreaks(chunk: Buffer): number {
+  let n = 0;
+  for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) n++;
+  return n;
 }
 
 function isContinuation(byte: number | undefined): boolean {
@@ -70,8 +79,8 @@ export interface CapturedOutput {
 }
 
 /**
- * Collects a stream's bytes under a cap of `maxBytes` UTF-8 bytes (at least 256): keeps the first third and the
- * last two thirds of the budget (minus room for the marker) once the stream overflows.
+ * Collects a stream's bytes under a cap of `maxBytes` UTF-8 bytes (at least 256): once the stream overflows, keeps
+ * its head and tail within the budget (minus room for the marker), split by headTailSplit.
  */
 export class HeadTailCapture {
   readonly maxBytes: number;
@@ -86,13 +95,16 @@ export class HeadTailCapture {
   #tail: Buffer[] = [];
   #tailBytes = 0;
   #total = 0;
+  /** Line breaks seen so far. */
+  #lineBreaks = 0;
 
   constructor(maxBytes: number) {
     if (!Number.isInteger(maxBytes) || maxBytes < 256) throw new RangeError("HeadTailCapture: maxBytes must be >= 256");
     this.maxBytes = maxBytes;
     const budget = maxBytes - MARKER_RESERVE;
-    this.#headCap = Math.floor(budget / 3);
-    this.#tailCap = budget - this.#headCap;
+    const split = headTailSplit(budget);
+    this.#headCap = split.head;
+    this.#tailCap = split.tail;
   }
 
   /** Bytes seen so far. */
@@ -108,6 +120,7 @@ export class HeadTailCapture {
   /** Adds a chunk of raw bytes. */
   push(chunk: Buffer): void {
     this.#total += chunk.length;
+    this.#lineBreaks += lineBreaks(chunk);
     let rest = chunk;
     if (this.#headBytes < this.#headCap) {
       const take = Math.min(this.#headCap - this.#headBytes, rest.length);
@@ -150,6 +163,11 @@ export class HeadTailCapture {
     const tailText = fitString(utf8Suffix(tail, this.#tailCap).toString("utf8"), this.#tailCap, "tail");
     const kept = Buffer.byteLength(headText, "utf8") + Buffer.byteLength(tailText, "utf8");
     const dropped = Math.max(0, this.#total - kept);
-    return { text: headText + elisionMarker(dropped) + tailText, truncated: true, totalBytes: this.#total };
+    const droppedLines = Math.max(0, this.#lineBreaks - countLineBreaks(headText) - countLineBreaks(tailText));
+    return {
+      text: headText + elisionMarker(dropped, droppedLines) + tailText,
+      truncated: true,
+      totalBytes: this.#total,
+    };
   }
 }

@@ -1,0 +1,171 @@
+/**
+ * Stage 3 of a call, run: the tool's execute within its time budget, the caller's cancellation and the runtime's
+ * shutdown, with the streams of full output the tool opens (ToolContext.captureFullOutput). Yields the result as
+ * JSON data with its UTF-8 size (from one serialization) and the streams, for the cap stage.
+ */
+import { ToolAbortedError, ToolError, ToolExecutionError, ToolTimeoutError } from "../errors.js";
+import type { SpillArea, SpillStream } from "../output-spill.js";
+import { integerSetting } from "../settings-declaration.js";
+import { DEFAULT_TOOL_TIMEOUT_MS } from "../settings-policy.js";
+import type { EffectiveToolSettings, RegisteredTool, ToolContext } from "../types.js";
+import { LazyAbort } from "./call-context.js";
+
+/** Extra time (ms) given past the budget of a tool that manages its own timeout before the backstop fires. */
+const OWN_TIMEOUT_GRACE_MS = 5_000;
+
+/** What the run stage needs of the runtime. */
+export interface RunEnvironment {
+  /** Aborted when the runtime shuts down (its reason is the error calls end with). */
+  readonly closing: AbortSignal;
+  /** The cancellation of every call running now (shutdown aborts them). */
+  readonly running: Set<LazyAbort>;
+  /** Where captured full outputs go (null: nowhere). */
+  readonly spill: SpillArea | null;
+}
+
+/** The running promise of a call and whether it settled: a cancelled call's audit line waits for it. */
+export interface RunTracking {
+  promise?: Promise<unknown>;
+  done?: boolean;
+}
+
+/** What the run stage yields: the result as JSON data, its JSON size in UTF-8 bytes, the captured streams. */
+export interface RunResult {
+  value: unknown;
+  bytes: number;
+  /** Full outputs the tool streamed, by field (undefined: it opened none). */
+  streams: Map<string, SpillStream> | undefined;
+}
+
+/** The time budget (ms) of a call: the tool's own rule, else its timeoutSeconds setting, else the default. */
+export function budgetMs(tool: RegisteredTool, args: Record<string, unknown>, settings: EffectiveToolSettings): number {
+  if (tool.timeoutMs) return tool.timeoutMs(args, settings);
+  const d = tool.settings.parameterDescriptors.find((p) => p.name === "timeoutSeconds");
+  if (d && typeof d.default === "number") return integerSetting(settings.parameters, d) * 1000;
+  const seconds = settings.parameters.timeoutSeconds;
+  return typeof seconds === "number" && seconds > 0 ? seconds * 1000 : DEFAULT_TOOL_TIMEOUT_MS;
+}
+
+/** One call to run: the checked call, where its full outputs go, and how its context is made. */
+export interface RunRequest {
+  tool: RegisteredTool;
+  settings: EffectiveToolSettings;
+  args: Record<string, unknown>;
+  userId: string;
+  chatId: string | null;
+  /** The caller's cancel signal. */
+  signal: AbortSignal | undefined;
+  /** Byte limit of a captured stream (the cap's maxBytes). */
+  maxBytes: number;
+  /** Makes the tool's context around the call's (lazily made) signal. */
+  context: (signal: () => AbortSignal) => ToolContext;
+}
+
+/**
+ * Runs a checked call. Resolves with the serialized result; rejects with the tool's error, or the abort reason
+ * (ToolAbortedError, ToolTimeoutError, the shutdown's error) as soon as the call is cancelled, timed out or shut
+ * down, whether or not the tool stops. Discards the captured streams on failure.
+ */
+export async function runStage(env: RunEnvironment, request: RunRequest, tracking: RunTracking): Promise<RunResult> {
+  const { tool, userId, chatId } = request;
+  const name = tool.definition.name;
+  const budget = budgetMs(tool, request.args, request.settings);
+  const parent = request.signal;
+  if (parent?.aborted) throw new ToolAbortedError();
+  if (env.closing.aborted) throw env.closing.reason;
+  // The call's signal is made only if the tool reads it (an AbortController is the costliest object of a call);
+  // the race below is rejected directly, so a cancel, timeout or shutdown ends the call either way.
+  const cancel = new LazyAbort();
+  const onParentAbort = () => cancel.abort(new ToolAbortedError());
+  parent?.addEventListener("abort", onParentAbort, { once: true });
+  env.running.add(cancel);
+  const backstopMs = tool.managesOwnTimeout ? budget + OWN_TIMEOUT_GRACE_MS : budget;
+  const timer = setTimeout(() => {
+    cancel.abort(
+      new ToolTimeoutError(
+        `Tool "${name}" did not finish within its ${Math.round(budget / 1000)}s budget and was cancelled. Narrow the request, or raise timeoutSeconds in the tool settings.`,
+        { tool: name, budgetMs: budget },
+      ),
+    );
+  }, backstopMs);
+  timer.unref?.();
+
+  const context = request.context(() => cancel.signal);
+  // The streams of full outputs the tool opened (made on the first one).
+  let streams: Map<string, SpillStream> | undefined;
+  const spill = env.spill;
+  if (spill) {
+    context.spillDirectory = spill.directoryFor(userId, chatId);
+    context.openSpill = (spillName) => spill.open(userId, chatId, spillName);
+    context.captureFullOutput = (field) => {
+      streams ??= new Map();
+      const existing = streams.get(field);
+      if (existing) return existing;
+      const stream = spill.openStream(userId, chatId, name, field, request.maxBytes);
+      streams.set(field, stream);
+      return stream;
+    };
+  }
+
+  try {
+    const running = tool.execute(request.args, context);
+    tracking.promise = running;
+    // The tool's result, or the abort reason as soon as the call is cancelled, timed out or shut down.
+    const result = await new Promise((resolve, reject) => {
+      cancel.onAbort(reject);
+      running.then(
+        (value) => {
+          tracking.done = true;
+          resolve(value);
+        },
+        (error) => {
+          tracking.done = true;
+          reject(error);
+        },
+      );
+    });
+    const serialized = toSerializable(name, result);
+    return { value: serialized.value, bytes: serialized.bytes, streams };
+  } catch (error) {
+    if (streams) for (const stream of streams.values()) await stream.discard();
+    // A tool that throws after the signal fired (e.g. its fetch rejected with AbortError) is reported by the
+    // signal's reason, so timeout and cancel stay distinguishable.
+    if (cancel.aborted && !(error instanceof ToolError && error.code !== "execution_failed")) {
+      throw cancel.reason;
+    }
+    throw error;
+  } finally {
+    clearTimeout(timer);
+    parent?.removeEventListener("abort", onParentAbort);
+    env.running.delete(cancel);
+  }
+}
+
+/** The JSON text each result object was parsed from (results are JSON data made here, never changed after). */
+const jsonTexts = new WeakMap<object, string>();
+
+/**
+ * `JSON.stringify(result)` of a result executeTool returned uncut, without serializing it again (the run stage
+ * already did); undefined for any other value.
+ */
+export function resultJsonText(result: unknown): string | undefined {
+  return typeof result === "object" && result !== null ? jsonTexts.get(result) : undefined;
+}
+
+/**
+ * A tool's result as JSON data (its JSON round trip: undefined becomes null, class instances plain objects) and
+ * the UTF-8 size of its JSON, from one serialization. Throws ToolExecutionError when the value cannot be serialized.
+ */
+function toSerializable(tool: string, value: unknown): { value: unknown; bytes: number } {
+  if (value === undefined) return { value: null, bytes: 4 };
+  try {
+    const json = JSON.stringify(value);
+    const parsed: unknown = JSON.parse(json);
+    if (typeof parsed === "object" && parsed !== null) jsonTexts.set(parsed, json);
+    return { value: parsed, bytes: Buffer.byteLength(json, "utf8") };
+  } catch (error) {
+    throw new ToolExecutionError(
+      `Tool "${tool}" returned a value that is not JSON-serializable: ${(error as Error).message}`,
+    );
+  }
+}

@@ -1,0 +1,157 @@
+/**
+ * How the path policy resolves locations: lexical expansion (`~`, relative to a base), symbolic links followed
+ * without requiring the target to exist (a dangling link leads where it points), and the lexical and real forms of
+ * the configured roots. Used by path-policy.ts; nothing here decides what is allowed.
+ */
+import { lstatSync, readlinkSync, realpathSync } from "node:fs";
+import { lstat, readlink, realpath } from "node:fs/promises";
+import { homedir } from "node:os";
+import { basename, dirname, isAbsolute, join, resolve, sep } from "node:path";
+import { clip, ToolArgumentError } from "./errors.js";
+
+/** Most symlink hops followed while resolving one path (same order as the kernel's limit). */
+const MAX_LINK_HOPS = 40;
+
+/**
+ * Expands a path lexically: `~` and `~/…` → the home directory, absolute paths normalized, anything else
+ * resolved against `base`. Does not touch the filesystem.
+ */
+export function expandPath(input: string, base: string): string {
+  if (input === "~") return homedir();
+  if (input.startsWith("~/") || (sep === "\\" && input.startsWith("~\\"))) return join(homedir(), input.slice(2));
+  return isAbsolute(input) ? resolve(input) : resolve(base, input);
+}
+
+export function errnoOf(error: unknown): string | undefined {
+  return (error as NodeJS.ErrnoException | undefined)?.code;
+}
+
+/** Outcome of resolving a path through symlinks without requiring it to exist. */
+export interface LooseReal {
+  /** The real location the path designates (through every link, including dangling ones). */
+  real: string;
+  /** Whether something exists there (a dangling link does not count). */
+  exists: boolean;
+}
+
+/**
+ * Resolves `absolute` (already lexically normalized) through symlinks. When it does not exist, the nearest
+ * existing ancestor is resolved and the missing tail appended; a dangling link is followed to where it points.
+ * Throws ToolArgumentError on a symlink loop.
+ */
+export async function realpathLoose(absolute: string, input: string, hops = 0, argument = "path"): Promise<LooseReal> {
+  if (hops > MAX_LINK_HOPS) throw loopError(input, argument);
+  try {
+    return { real: await realpath(absolute), exists: true };
+  } catch (error) {
+    const code = errnoOf(error);
+    if (code === "ELOOP") throw loopError(input, argument);
+    if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
+  }
+  // Something on the way is missing. Is the last component itself a (dangling) link?
+  let isLink = false;
+  try {
+    isLink = (await lstat(absolute)).isSymbolicLink();
+  } catch (error) {
+    const code = errnoOf(error);
+    if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
+  }
+  const parent = dirname(absolute);
+  if (parent === absolute) return { real: absolute, exists: false };
+  const parentReal = await realpathLoose(parent, input, hops, argument);
+  if (isLink) {
+    const target = await readlink(absolute);
+    const next = isAbsolute(target) ? resolve(target) : resolve(parentReal.real, target);
+    const followed = await realpathLoose(next, input, hops + 1, argument);
+    return { real: followed.real, exists: false };
+  }
+  return { real: join(parentReal.real, basename(absolute)), exists: false };
+}
+
+/**
+ * {@link realpathLoose} with synchronous calls, for the configured roots (resolved on every call): a handful of
+ * lookups of local directories, a few microseconds each on the event loop, where the thread-pool round trip of the
+ * asynchronous calls cost ten times their CPU.
+ */
+export function realpathLooseSync(absolute: string, input: string, hops = 0): LooseReal {
+  if (hops > MAX_LINK_HOPS) throw loopError(input);
+  try {
+    return { real: realpathSync.native(absolute), exists: true };
+  } catch (error) {
+    const code = errnoOf(error);
+    if (code === "ELOOP") throw loopError(input);
+    if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
+  }
+  let isLink = false;
+  try {
+    isLink = lstatSync(absolute).isSymbolicLink();
+  } catch (error) {
+    const code = errnoOf(error);
+    if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
+  }
+  const parent = dirname(absolute);
+  if (parent === absolute) return { real: absolute, exists: false };
+  const parentReal = realpathLooseSync(parent, input, hops);
+  if (isLink) {
+    const target = readlinkSync(absolute);
+    const next = isAbsolute(target) ? resolve(target) : resolve(parentReal.real, target);
+    return { real: realpathLooseSync(next, input, hops + 1).real, exists: false };
+  }
+  return { real: join(parentReal.real, basename(absolute)), exists: false };
+}
+
+export function loopError(input: string, argument = "path"): ToolArgumentError {
+  return new ToolArgumentError(
+    `Path "${clip(input)}" goes through a symbolic link loop (or too many links); pass a path that does not cycle.`,
+    { path: clip(input), argument, rule: "symlink_loop" },
+  );
+}
+
+/**
+ * Every form under which a configured root may be met: its lexical and its real location. The roots are resolved
+ * afresh on every call, synchronously (see {@link realpathLooseSync}).
+ */
+export function rootForms(entries: readonly string[], base: string): string[] {
+  const out = new Set<string>();
+  for (const entry of entries) {
+    if (typeof entry !== "string" || entry.trim() === "" || entry.includes("\0")) continue;
+    const lexical = expandPath(entry.trim(), base);
+    out.add(lexical);
+    try {
+      out.add(realpathLooseSync(lexical, entry).real);
+    } catch {
+      // an unresolvable root (loop) still counts under its lexical form
+    }
+  }
+  return [...out];
+}
+
+/** How long (ms) the resolved forms of a runtime's protected paths are reused before they are resolved again. */
+const PROTECTED_FORMS_MS = 1_000;
+
+/** The forms of each protected-path list (one per runtime: the same array on every call), with their expiry. */
+const protectedFormsCache = new WeakMap<readonly string[], { base: string; forms: string[]; until: number }>();
+
+/**
+ * {@link rootForms} of the runtime's protected paths (Toolhost's own data and code, fixed when the runtime is made
+ * and writable only by Toolhost's owner), resolved at most once per {@link PROTECTED_FORMS_MS}: about five path
+ * lookups fewer per call. Their lexical forms are always part of the answer.
+ */
+export function protectedRootForms(entries: readonly string[], base: string): string[] {
+  if (entries.length === 0) return [];
+  const now = Date.now();
+  const cached = protectedFormsCache.get(entries);
+  if (cached && cached.base === base && cached.until > now) return cached.forms;
+  const forms = rootForms(entries, base);
+  protectedFormsCache.set(entries, { base, forms, until: now + PROTECTED_FORMS_MS });
+  return forms;
+}
+
+/** The real path of `dir` right now (no cache: a swap must be seen), or null when it cannot be resolved. */
+export function realNow(dir: string): string | null {
+  try {
+    return realpathSync.native(dir);
+  } catch {
+    return null;
+  }
+}
