@@ -117,3 +117,11 @@ export const NEW_RUN = {
   tree_tokens: 0,
   queue_depth: 0,
 } as const;
+
+/** The current time as stored in agent rows (ISO 8601). */
+export const now = (): string => new Date().toISOString();
+
+/** Rows changed by an update, as a number (drivers report bigint). */
+export function changed(result: { numUpdatedRows: bigint } | undefined): number {
+  return Number(result?.numUpdatedRows ?? 0n);
+}
