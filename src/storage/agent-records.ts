@@ -1,7 +1,7 @@
 /**
  * Agent records as the application sees them (rows of `agents` and `agent_messages` mapped to camelCase, with their
  * usage and limits), and the constants of the agent tables: the statuses a run may resume from, the pair rate
- * window. The queries live in agent-repository.ts.
+ * window, and two small row helpers. The queries live in agent-repository.ts (queues: agent-mail.ts).
  */
 import type { AgentStatus, AgentUsage } from "../core/agents.js";
 import type { AgentsTable } from "./database.js";
