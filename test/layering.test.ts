@@ -2,6 +2,26 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { findLayerViolations, importSpecifiers, readSourceTree } from "./helpers/layers.js";
 
+/** The most lines a hand-written source file may have (a longer one holds more than one concern: split it). */
+const MAX_LINES = 600;
+
+/** Generated files (written by a script, never by hand), exempt from the size rule. */
+const GENERATED = (file: string) => file.startsWith("core/generated/") || file === "tools/time/tz-names-data.ts";
+
+
+/** Lines of a source text (a final newline ends the last line; it does not start another). */
+function lineCount(source: string): number {
+  if (source === "") return 0;
+  return source.split("\n").length - (source.endsWith("\n") ? 1 : 0);
+}
+
+/** The hand-written files over MAX_LINES, as `path (n lines)`, minus the generated ones and the allowed ones. */
+function oversized(files: ReadonlyMap<string, string>, allowed: ReadonlySet<string>): string[] {
+  return [...files]
+    .filter(([file, source]) => !GENERATED(file) && !allowed.has(file) && lineCount(source) > MAX_LINES)
+    .map(([file, source]) => `${file} (${lineCount(source)} lines)`);
+}
+
 describe("layering (arrows point down only)", () => {
   it("src/ has no upward import and no tool imports storage", () => {
     const files = readSourceTree(fileURLToPath(new URL("../src", import.meta.url)));
@@ -56,5 +76,27 @@ describe("layering (arrows point down only)", () => {
     expect(offenders.map(([file]) => file)).toEqual([]);
     for (const sample of ["process.env.TOOLHOST_DATA_DIR", 'env["TOOLHOST_CHAT_ROOTS"]', "this.#env.TOOLHOST_X"])
       expect(reads.test(sample), sample).toBe(true);
+  });
+
+  it(`rooms of one concern: no hand-written file under src/ has more than ${MAX_LINES} lines`, () => {
+    const files = readSourceTree(fileURLToPath(new URL("../src", import.meta.url)));
+    expect(oversized(files, new Set())).toEqual([]);
+  });
+
+  it("the size check can fail: counts lines, skips generated files and the allowance only", () => {
+    const long = `${"x\n".repeat(MAX_LINES + 1)}`;
+    const fixture = new Map([
+      ["app/big.ts", long],
+      ["app/exact.ts", "x\n".repeat(MAX_LINES)],
+      ["app/no-final-newline.ts", `${"x\n".repeat(MAX_LINES)}x`],
+      ["core/generated/table.ts", long],
+      ["tools/time/tz-names-data.ts", long],
+      ["core/runtime.ts", long],
+    ]);
+    expect(oversized(fixture, new Set(["core/runtime.ts"]))).toEqual([
+      `app/big.ts (${MAX_LINES + 1} lines)`,
+      `app/no-final-newline.ts (${MAX_LINES + 1} lines)`,
+    ]);
+    expect(oversized(fixture, new Set())).toContain(`core/runtime.ts (${MAX_LINES + 1} lines)`);
   });
 });

@@ -1,7 +1,7 @@
 /**
  * Agent records as the application sees them (rows of `agents` and `agent_messages` mapped to camelCase, with their
  * usage and limits), and the constants of the agent tables: the statuses a run may resume from, the pair rate
- * window. The queries live in agent-repository.ts.
+ * window, and two small row helpers. The queries live in agent-repository.ts (queues: agent-mail.ts).
  */
 import type { AgentStatus, AgentUsage } from "../core/agents.js";
 import type { AgentsTable } from "./database.js";
@@ -117,3 +117,11 @@ export const NEW_RUN = {
   tree_tokens: 0,
   queue_depth: 0,
 } as const;
+
+/** The current time as stored in agent rows (ISO 8601). */
+export const now = (): string => new Date().toISOString();
+
+/** Rows changed by an update, as a number (drivers report bigint). */
+export function changed(result: { numUpdatedRows: bigint } | undefined): number {
+  return Number(result?.numUpdatedRows ?? 0n);
+}

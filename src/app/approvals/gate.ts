@@ -6,14 +6,7 @@
  * checked again; an allowed approval runs its call once. A refusal reaches the model as `denied_by_user` or
  * `denied_by_policy` (a tampered approval as `access_denied`), never as a crash or a hang.
  */
-import {
-  APPROVAL_RULES_SETTING,
-  APPROVAL_SETTING,
-  type ApprovalVerdict,
-  approvalProfile,
-  evaluateApproval,
-  rulesOf,
-} from "../../core/approval/policy.js";
+import type { ApprovalVerdict } from "../../core/approval/policy.js";
 import {
   AccessDeniedError,
   DeniedByPolicyError,
@@ -21,14 +14,14 @@ import {
   ToolAbortedError,
   type ToolError,
 } from "../../core/errors.js";
-import { baseDirectory } from "../../core/path-policy.js";
 import { redactedPreview } from "../../core/redact.js";
 import type { InspectedCall, ToolCallContext, ToolCallOutcome, ToolRuntime } from "../../core/runtime.js";
 import type { ApprovalHint } from "../../core/types.js";
 import type { GateStep, GateVerdict, LoopStepSnapshot, ToolCallGate } from "../../loop/gate.js";
 import type { ConversationToolCall, ConversationToolResult } from "../../providers/types.js";
 import type { ApprovalRecord } from "../../storage/approvals.js";
-import { type ApprovalResponder, type ApprovalService, isSuspension, lockedApprovalFloor } from "./service.js";
+import { alwaysRefusal, evaluateCall, remedyFor } from "./call-policy.js";
+import { type ApprovalResponder, type ApprovalService, isSuspension } from "./service.js";
 
 /** Keeps a chat turn's loop state in the database while it waits for approvals (see ChatService). */
 export interface TurnKeeper {
@@ -70,37 +63,6 @@ const denied = (error: ToolError): ToolCallOutcome & { ok: false } => ({
   error: error.toJSON(),
   durationMs: 0,
 });
-
-/**
- * What could help a call that asks where nobody can answer, in words for the model and the person reading the
- * denial — only what would change the outcome (never "set approval" when the setting is already allow).
- */
-function remedyFor(inspected: InspectedCall, verdict: ApprovalVerdict): string {
-  const name = inspected.tool.definition.name;
-  const setting = inspected.settings.parameters[APPROVAL_SETTING];
-  switch (verdict.source) {
-    case "hint":
-      return "";
-    case "rule":
-      return verdict.rule
-        ? `The rule ${verdict.rule.decision} "${verdict.rule.match}" asks for every call it matches; only changing that rule lets such calls run unattended.`
-        : "";
-    case "doubt":
-      return setting === "allow"
-        ? "Your own ask and deny rules apply to it, so only a person can allow it."
-        : `An allow rule does not cover it; with approval=allow for "${name}" it would run (the sandbox and path policy still confine it).`;
-    case "setting":
-      return `To run such calls without asking, set approval=allow for "${name}" or add an allow rule (approvalRules).`;
-  }
-}
-
-/** What allow_always stores besides `approval: allow` for a tool imported from an MCP server: the version allowed. */
-function pinnedVersion(tool: InspectedCall["tool"]): Record<string, unknown> {
-  const hash = tool.settings.external?.contentHash;
-  return hash && tool.settings.parameterDescriptors.some((d) => d.name === "approvedContentHash")
-    ? { approvedContentHash: hash }
-    : {};
-}
 
 /** The ToolCallGate the application hands to runToolLoop (and to sub-agents' loops through {@link child}). */
 export class ApprovalGate implements ToolCallGate {
@@ -190,7 +152,7 @@ export class ApprovalGate implements ToolCallGate {
       if (!looked.ok) return { run: true, approval: { decision: "allow", decidedBy: "policy" } };
       inspected = looked.call;
     }
-    const verdict = await this.#evaluate(inspected);
+    const verdict = await evaluateCall(this.#o, inspected);
     if (verdict.decision === "allow") return { run: true, approval: { decision: "allow", decidedBy: "policy" } };
     if (verdict.decision === "deny") {
       const rule = verdict.rule ? ` (rule deny "${verdict.rule.match}")` : "";
@@ -249,7 +211,7 @@ export class ApprovalGate implements ToolCallGate {
       candidates: verdict.candidates,
       rule: verdict.rule,
       reason: verdict.reason,
-      alwaysRefusal: await this.#alwaysRefusal(inspected, verdict),
+      alwaysRefusal: await alwaysRefusal(this.#o, inspected, verdict),
       ...(this.#o.agentPath ? { agentPath: this.#o.agentPath } : {}),
       workingDirectory: this.#o.workingDirectory,
     });
@@ -323,86 +285,6 @@ export class ApprovalGate implements ToolCallGate {
         new ToolAbortedError("The turn was suspended while this call waited for approval; the approval stays pending."),
       ),
     };
-  }
-
-  /**
-   * Why an allow_always answer would not make this same call run without asking next time, or null when it would:
-   * the policy is evaluated again as if the rule it stores (or `approval: allow`) were saved, and the user's
-   * admin locks are checked (a locked setting, or a locked ask/deny floor).
-   */
-  async #alwaysRefusal(inspected: InspectedCall, verdict: ApprovalVerdict & { hint?: ApprovalHint }) {
-    if (verdict.rule && verdict.rule.decision !== "allow")
-      return `the rule ${verdict.rule.decision} "${verdict.rule.match}" asks for it, and an allow rule cannot override a stricter rule.`;
-    const { tool, settings, context } = inspected;
-    const hasRules = approvalProfile(tool).subject !== undefined;
-    if (hasRules && verdict.candidates.length === 0)
-      return "no part of this call can be stored as an allow rule (its command is computed at run time).";
-    try {
-      const locks = await this.#o.service.locks(this.#o.userId, tool.definition.name);
-      const target = hasRules ? APPROVAL_RULES_SETTING : APPROVAL_SETTING;
-      const floor = lockedApprovalFloor(locks);
-      if (floor)
-        return `the approval setting of "${tool.definition.name}" is locked at ${floor} by an admin; a rule of yours cannot loosen it.`;
-      if (locks.lockedKeys.includes(target))
-        return `"${target}" of "${tool.definition.name}" was set for you by an admin; only an admin can change it.`;
-    } catch {
-      // No settings to read (e.g. an unknown tool): the simulation below still decides.
-    }
-    const parameters = hasRules
-      ? {
-          ...settings.parameters,
-          [APPROVAL_RULES_SETTING]: [
-            ...rulesOf(settings),
-            ...verdict.candidates.map((match) => ({ decision: "allow" as const, match })),
-          ],
-        }
-      : { ...settings.parameters, [APPROVAL_SETTING]: "allow", ...pinnedVersion(tool) };
-    // The tool's own say is asked again with the settings as they would be (a pinned version counts).
-    const next = { ...settings, parameters };
-    const again = await this.#evaluate({ ...inspected, settings: next, context: { ...context, settings: next } });
-    if (again.decision === "allow") return null;
-    if (again.source === "hint") return `the tool itself asks (${again.reason}), whatever its settings say.`;
-    return `even with an allow rule stored, this call would still ${again.decision === "deny" ? "be denied" : "ask"}: ${again.reason}`;
-  }
-
-  /**
-   * The policy's verdict for an inspected call, with the tool's approvalHint and the user's admin locks: a locked
-   * `approval: ask|deny` is a floor, so an allow that only the user's allow rules gave is held back to it.
-   */
-  async #evaluate(inspected: InspectedCall): Promise<ApprovalVerdict & { hint?: ApprovalHint }> {
-    const { tool, args, settings, context } = inspected;
-    let hint: ApprovalHint | undefined;
-    if (tool.approvalHint) {
-      try {
-        hint = await tool.approvalHint(args, context);
-      } catch (error) {
-        hint = {
-          decision: "ask",
-          reason: `The tool could not judge this call (${(error as Error)?.message ?? String(error)}).`,
-        };
-      }
-    }
-    const call = { baseDirectory: baseDirectory(context), ...(hint ? { hint } : {}) };
-    const verdict = await evaluateApproval(tool, args, settings, call);
-    const setting = settings.parameters[APPROVAL_SETTING];
-    if (verdict.decision === "allow" && (setting === "ask" || setting === "deny")) {
-      const floor = lockedApprovalFloor(await this.#o.service.locks(this.#o.userId, tool.definition.name));
-      if (floor) {
-        const strict = rulesOf(settings).filter((r) => r.decision !== "allow");
-        const held = await evaluateApproval(
-          tool,
-          args,
-          { ...settings, parameters: { ...settings.parameters, [APPROVAL_RULES_SETTING]: strict } },
-          call,
-        );
-        return {
-          ...held,
-          reason: `${held.reason} An admin locked the approval setting of "${tool.definition.name}" at ${floor}, so your allow rules do not loosen it.`,
-          ...(hint ? { hint } : {}),
-        };
-      }
-    }
-    return { ...verdict, ...(hint ? { hint } : {}) };
   }
 
   /** Turns an answered (or expired, cancelled) ask into the verdict, checking the binding before anything runs. */
@@ -562,7 +444,7 @@ export class ApprovalGate implements ToolCallGate {
     }
     const inspected = await this.#o.runtime.inspectCall(call.name, call.arguments, this.#callContext(signal));
     if (inspected.ok) {
-      const verdict = await this.#evaluate(inspected.call);
+      const verdict = await evaluateCall(this.#o, inspected.call);
       if (verdict.decision === "deny") {
         return this.#refuse(
           call,

@@ -13,212 +13,51 @@
  * for other arguments, in another directory or in another chat.
  */
 
-import { createHash, createHmac, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
-import { readFileSync, writeFileSync } from "node:fs";
-import { userInfo } from "node:os";
-import { join, resolve } from "node:path";
+import { randomUUID, timingSafeEqual } from "node:crypto";
+import { join } from "node:path";
 import { APPROVAL_RULES_SETTING, APPROVAL_SETTING } from "../../core/approval/policy.js";
 import type { ApprovalRule } from "../../core/approval/rules.js";
 import { readConfig } from "../../core/config.js";
-import { AccessDeniedError, BrandedError, errorBrand, NotFoundError, ToolSettingsError } from "../../core/errors.js";
-import { makeDirectoriesSync } from "../../core/make-directory.js";
+import { AccessDeniedError, NotFoundError, ToolSettingsError } from "../../core/errors.js";
 import type { Logger } from "../../core/types.js";
-import type {
-  ApprovalAnswerDecision,
-  ApprovalRecord,
-  ApprovalRepository,
-  ApprovalTurnRecord,
-} from "../../storage/approvals.js";
+import type { ApprovalRecord, ApprovalRepository, ApprovalTurnRecord } from "../../storage/approvals.js";
 import { newInstanceId, ownerIsGone } from "../instance.js";
 import type { SignalBus } from "../signals.js";
 import { SettingsVersionConflictError, type ToolSettingsService } from "../tool-settings-service.js";
 
-/** Default time an ask waits for an answer before it counts as denied: 15 minutes. */
-export const DEFAULT_APPROVAL_TIMEOUT_MS = 15 * 60 * 1000;
+import { type ApprovalBinding, ApprovalKeyring, argumentsHash, boundDirectory, type SharedSecrets } from "./binding.js";
+import {
+  type ApprovalAnswer,
+  ApprovalConflictError,
+  type ApprovalRequestView,
+  type ApprovalServiceOptions,
+  allowsAlways,
+  DEFAULT_APPROVAL_TIMEOUT_MS,
+  isSuspension,
+  lockedApprovalFloor,
+} from "./types.js";
 
-/** How a person (or a surface on their behalf) answered an ask. */
-export interface ApprovalAnswer {
-  decision: ApprovalAnswerDecision;
-  /** Words for the model (why not, what to do instead). */
-  message?: string;
-  /** Who answered: a user id, or a surface such as `cli:alice` or `mcp-client`. */
-  decidedBy: string;
-  /**
-   * The answerer is an admin: an allow_always rule is then stored as an admin's (it may replace admin-set rules,
-   * and binds like them). Default false: a user's allow_always cannot change rules an admin set for them.
-   */
-  admin?: boolean;
-}
-
-/** An ask as a surface shows it. */
-export interface ApprovalRequestView {
-  approvalId: string;
-  toolCallId: string;
-  tool: string;
-  /** Redacted JSON of the arguments, at most a few KB. */
-  preview: string;
-  /** The commands, paths or host the policy matched. */
-  subjects: string[];
-  rule: { decision: string; match: string } | null;
-  reason: string;
-  /**
-   * Whether allow_always is offered: only when the rule it stores would make the same call run without asking
-   * next time (not when an ask rule asked, the tool itself asks, an admin locked the setting, …).
-   */
-  allowAlways: boolean;
-  expiresAt: string;
-  /** The resolved working directory the call would run in (null: the server's own). */
-  workingDirectory: string | null;
-  agentPath?: string;
-  chatId: string | null;
-  userId: string;
-}
-
-/**
- * The reason a turn's signal is aborted with when its process stops waiting but its asks must stay pending: the
- * SSE client left (unless it sent `onDisconnect: "cancel"`), or the server stops. The gate then leaves the ask
- * pending, the turn is released (not stored as cancelled), and an answer given later resumes it.
- */
-export class TurnSuspended extends Error {
-  override readonly name = "TurnSuspended";
-  constructor(readonly why: "client_disconnected" | "server_stopping") {
-    super(why === "server_stopping" ? "The server is stopping." : "The client disconnected.");
-  }
-}
-
-/** Whether a signal was aborted to suspend (not cancel) its turn. */
-export function isSuspension(signal: AbortSignal | undefined): boolean {
-  return signal?.aborted === true && signal.reason instanceof TurnSuspended;
-}
-
-/**
- * How a surface answers an ask. The gate calls `answer` once per ask:
- * - resolve with an answer (CLI prompt, MCP elicitation, a headless "deny"), which is recorded like one given
- *   through the API;
- * - or resolve with undefined to leave the ask pending until someone answers it through the API
- *   (`POST /api/approvals/:id`) or it expires (SSE clients, headless callers that wait).
- * `signal` aborts when the call is cancelled or the ask was answered elsewhere; a surface stops asking then.
- */
-export interface ApprovalResponder {
-  /**
-   * Set when nobody can be asked on this surface (a CLI without a terminal, an MCP client without elicitation, a
-   * caller that does not wait): a sentence saying so and what could help there (e.g. "rerun with --yes"). The gate
-   * then stores no ask and refuses the call at once with `denied_by_policy`, naming the policy's reason — there is
-   * no approval id nobody could answer. `answer` is not called.
-   */
-  readonly unattended?: string;
-  answer(request: ApprovalRequestView, signal: AbortSignal): Promise<ApprovalAnswer | undefined>;
-}
-
-/**
- * Whether allow_always can apply to this ask: not when an explicit ask (or deny) rule asked, since an allow rule
- * never overrides a stricter matching rule.
- */
-export function allowsAlways(record: Pick<ApprovalRecord, "rule" | "alwaysRefusal">): boolean {
-  if (record.alwaysRefusal) return false;
-  const rule = record.rule as { decision?: string } | null;
-  return !rule || rule.decision === "allow";
-}
-
-/**
- * The approval key file in this instance's data directory differs from the key stored in the database that every
- * instance shares: approvals signed by one would be refused by the other, so the instance refuses to start. The
- * message says what to do.
- */
-export class ApprovalKeyMismatchError extends BrandedError {
-  static override readonly brand: symbol = errorBrand("ApprovalKeyMismatchError");
-  override readonly name = "ApprovalKeyMismatchError";
-  readonly code = "approval_key_mismatch";
-  constructor(readonly keyFile: string) {
-    super(
-      `The approval signing key in ${keyFile} differs from the one stored in the database, which every instance on that database shares; approvals signed with one would be refused with the other. Remove ${keyFile} to use the database's key (asks still pending under the local key must then be asked again), or set TOOLHOST_DATABASE_URL to the database this data directory belongs to.`,
-    );
-  }
-}
-
-/** Reads and first-writes a secret shared through the database (storage's ServerSecretRepository). */
-export interface SharedSecrets {
-  adopt(name: string, candidate: string): Promise<string>;
-}
-
-/** An ask could not be answered: it is already decided, expired or used (HTTP 409). */
-export class ApprovalConflictError extends BrandedError {
-  static override readonly brand: symbol = errorBrand("ApprovalConflictError");
-  override readonly name = "ApprovalConflictError";
-  readonly code = "approval_conflict";
-  constructor(
-    message: string,
-    readonly approval?: ApprovalRecord,
-  ) {
-    super(message);
-  }
-
-  /** The approval's current status, when known (`{status}`). */
-  get details(): { status: string } | undefined {
-    return this.approval ? { status: this.approval.status } : undefined;
-  }
-}
-
-/** Options of the ApprovalService. */
-export interface ApprovalServiceOptions {
-  repository: ApprovalRepository;
-  settings: ToolSettingsService;
-  dataDir: string;
-  logger: Logger;
-  /** How long an ask waits; default TOOLHOST_APPROVAL_TIMEOUT_SECONDS or 15 minutes. */
-  timeoutMs?: number;
-  /**
-   * After how long without a heartbeat a suspended turn's process counts as gone, so another may resume it;
-   * default TOOLHOST_APPROVAL_STALE_MS or 15 s.
-   */
-  staleMs?: number;
-  /** How often a waiting process shows it is alive and polls for answers given elsewhere; default 2 s. */
-  pollMs?: number;
-  env?: NodeJS.ProcessEnv;
-}
-
-/** The fields an approval's HMAC covers. */
-export interface ApprovalBinding {
-  approvalId: string;
-  toolCallId: string;
-  tool: string;
-  argsHash: string;
-  userId: string;
-  /** The resolved working directory the call runs in (null: the server's own). */
-  workingDirectory: string | null;
-  /** The chat the call belongs to (null: none). */
-  chatId: string | null;
-}
-
-/** The working directory as an approval binds it: resolved to an absolute path, or null for none. */
-export function boundDirectory(workingDirectory: string | null | undefined): string | null {
-  return workingDirectory ? resolve(workingDirectory) : null;
-}
-
-/** JSON with object keys sorted at every level (the canonical form hashed for approvals). */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  if (value !== null && typeof value === "object") {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
-  }
-  return JSON.stringify(value) ?? "null";
-}
-
-/** sha256 hex of a call's canonical arguments (raw JSON text is decoded first; text that is not JSON is hashed as is). */
-export function argumentsHash(args: unknown): string {
-  let value = args;
-  if (typeof args === "string") {
-    try {
-      value = JSON.parse(args);
-    } catch {
-      return createHash("sha256").update(`raw:${args}`).digest("hex");
-    }
-  }
-  return createHash("sha256").update(canonicalJson(value)).digest("hex");
-}
+export {
+  type ApprovalBinding,
+  ApprovalKeyMismatchError,
+  argumentsHash,
+  boundDirectory,
+  canonicalJson,
+  type SharedSecrets,
+} from "./binding.js";
+export {
+  type ApprovalAnswer,
+  ApprovalConflictError,
+  type ApprovalRequestView,
+  type ApprovalResponder,
+  type ApprovalServiceOptions,
+  allowsAlways,
+  cliActor,
+  DEFAULT_APPROVAL_TIMEOUT_MS,
+  isSuspension,
+  lockedApprovalFloor,
+  TurnSuspended,
+} from "./types.js";
 
 type Waiter = (record: ApprovalRecord) => void;
 
@@ -235,8 +74,7 @@ export class ApprovalService {
   readonly repository: ApprovalRepository;
   readonly #settings: ToolSettingsService;
   readonly #logger: Logger;
-  readonly #keyFile: string;
-  #key: Buffer | undefined;
+  readonly #keyring: ApprovalKeyring;
   readonly #waiters = new Map<string, Set<Waiter>>();
   #resumer: ((turn: ApprovalTurnRecord) => void) | undefined;
   readonly #resuming = new Set<string>();
@@ -264,7 +102,7 @@ export class ApprovalService {
     this.repository = options.repository;
     this.#settings = options.settings;
     this.#logger = options.logger;
-    this.#keyFile = join(options.dataDir, "approval.key");
+    this.#keyring = new ApprovalKeyring(join(options.dataDir, "approval.key"));
     this.timeoutMs = options.timeoutMs ?? config.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
     this.staleMs = options.staleMs ?? config.approvalStaleMs ?? 15_000;
     this.pollMs = options.pollMs ?? 2_000;
@@ -276,21 +114,8 @@ export class ApprovalService {
    * 32 new random bytes. Throws ApprovalKeyMismatchError when the key file exists and differs from the stored key,
    * Error when the key file is damaged, and the database's error.
    */
-  async loadSharedKey(secrets: SharedSecrets): Promise<void> {
-    let local: string | undefined;
-    try {
-      local = readFileSync(this.#keyFile, "utf8").trim().toLowerCase();
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-    }
-    if (local !== undefined && !/^(?:[0-9a-f]{2}){32,}$/.test(local)) {
-      throw new Error(`The approval key in ${this.#keyFile} is damaged; remove it to use the database's key.`);
-    }
-    const shared = await secrets.adopt("approval_key", local ?? randomBytes(32).toString("hex"));
-    if (local !== undefined && shared !== local) throw new ApprovalKeyMismatchError(this.#keyFile);
-    const key = Buffer.from(shared, "hex");
-    if (key.length < 32) throw new Error("The approval key stored in the database is damaged (shorter than 32 bytes).");
-    this.#key = key;
+  loadSharedKey(secrets: SharedSecrets): Promise<void> {
+    return this.#keyring.loadShared(secrets);
   }
 
   /**
@@ -298,38 +123,12 @@ export class ApprovalService {
    * read from the data directory or created there (32 random bytes, mode 0600).
    */
   key(): Buffer {
-    if (this.#key) return this.#key;
-    try {
-      this.#key = Buffer.from(readFileSync(this.#keyFile, "utf8").trim(), "hex");
-    } catch {
-      makeDirectoriesSync(join(this.#keyFile, ".."), 0o700);
-      try {
-        writeFileSync(this.#keyFile, `${randomBytes(32).toString("hex")}\n`, { flag: "wx", mode: 0o600 });
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-      }
-      this.#key = Buffer.from(readFileSync(this.#keyFile, "utf8").trim(), "hex");
-    }
-    if (this.#key.length < 32)
-      throw new Error(`The approval key in ${this.#keyFile} is damaged; remove it to create a new one.`);
-    return this.#key;
+    return this.#keyring.key();
   }
 
   /** hex HMAC-SHA256 of a binding with the server key. */
   sign(binding: ApprovalBinding): string {
-    return createHmac("sha256", this.key())
-      .update(
-        JSON.stringify([
-          binding.approvalId,
-          binding.toolCallId,
-          binding.tool,
-          binding.argsHash,
-          binding.userId,
-          binding.workingDirectory,
-          binding.chatId,
-        ]),
-      )
-      .digest("hex");
+    return this.#keyring.sign(binding);
   }
 
   /**
@@ -756,28 +555,4 @@ export class ApprovalService {
     timer.unref?.();
     return () => clearInterval(timer);
   }
-}
-
-/**
- * The decision an admin locked for the user as a floor (`ask` or `deny` in the locked `approval` setting) when the
- * user's own allow rules could loosen, else undefined.
- */
-export function lockedApprovalFloor(descriptor: {
-  lockedKeys: string[];
-  parameters: Record<string, unknown>;
-}): "ask" | "deny" | undefined {
-  if (!descriptor.lockedKeys.includes(APPROVAL_SETTING)) return undefined;
-  const value = descriptor.parameters[APPROVAL_SETTING];
-  return value === "ask" || value === "deny" ? value : undefined;
-}
-
-/** Who the CLI acts as when it answers or changes settings: `cli:<os user>`. */
-export function cliActor(): string {
-  let name = "unknown";
-  try {
-    name = userInfo().username;
-  } catch {
-    // no passwd entry (containers)
-  }
-  return `cli:${name}`;
 }

@@ -1,0 +1,293 @@
+/**
+ * Running one chat turn: loads the chat's history, opens its sub-agent tree, drives the tool loop through the
+ * approval gate (and, under a lease, the journal), merges loop and sub-agent events into one ordered stream, and
+ * stores the user message with the loop's complete new messages in one transaction — or leaves the turn suspended
+ * for an approval, or to the instance that took it over.
+ */
+import type { AgentService, AgentTurn } from "../agents/service.js";
+import type { ToolRuntime } from "../core/runtime.js";
+import type { Logger } from "../core/types.js";
+import type { LoopEvent } from "../loop/events.js";
+import { runToolLoop } from "../loop/run-tool-loop.js";
+import type { ConversationMessage, ProviderAdapter, ProviderName } from "../providers/types.js";
+import type { Chat, ChatRepository } from "../storage/repositories.js";
+import { type Lease, StaleLeaseError } from "../storage/turn-leases.js";
+import { ApprovalGate } from "./approvals/gate.js";
+import { type ApprovalResponder, type ApprovalService, isSuspension } from "./approvals/service.js";
+import { ChatTurnKeeper, type SuspendedTurnState } from "./approvals/turns.js";
+import { type AdapterFactory, type ChatTurnEvent, chatSystemPrompt, toConversationMessage } from "./chat-types.js";
+import type { TurnCoordinator, TurnStopReason } from "./turn-coordinator.js";
+import { JournalGate, LeaseTreeJournal, type TurnEventLog } from "./turn-journal.js";
+
+/** What a chat turn runs with: the chat service's dependencies and its rule for calls that may run again. */
+export interface ChatTurnDeps {
+  chats: ChatRepository;
+  runtime: ToolRuntime;
+  logger: Logger | undefined;
+  env: NodeJS.ProcessEnv;
+  maxIterations: number;
+  adapterFactory: AdapterFactory;
+  approvals: ApprovalService | undefined;
+  agents: AgentService | undefined;
+  turns: TurnCoordinator | undefined;
+  /** Whether an unfinished call of this tool may run again after a takeover. */
+  rerunnable(name: string): boolean;
+}
+
+/**
+ * Runs a chat turn and yields its events, `done` last and only once the messages are stored (or the turn was left
+ * suspended, or moved to another instance). `owned`: the turn runs under a lease, its events logged.
+ */
+export async function* runChatTurn(
+  deps: ChatTurnDeps,
+  chat: Chat,
+  provider: ProviderName,
+  adapter: ProviderAdapter,
+  model: string,
+  userId: string,
+  userMessage: ConversationMessage,
+  signal: AbortSignal | undefined,
+  responder?: ApprovalResponder,
+  resume?: { turnId?: string; step: SuspendedTurnState["step"] },
+  owned?: { lease: Lease; log: TurnEventLog; stopped: () => TurnStopReason | undefined; adoptRootId?: string },
+): AsyncGenerator<ChatTurnEvent, void, undefined> {
+  const history: ConversationMessage[] = [];
+  for (const row of await deps.chats.messages(chat.id)) {
+    const message = toConversationMessage(row.content);
+    if (message) history.push(message);
+  }
+  const approvals = deps.approvals;
+  const keeper = approvals
+    ? new ChatTurnKeeper(
+        approvals.repository,
+        approvals.instanceId,
+        { chatId: chat.id, userId, userMessage },
+        resume?.turnId ? { turnId: resume.turnId, iterations: resume.step.iterations } : undefined,
+      )
+    : undefined;
+  const gate =
+    approvals && keeper
+      ? new ApprovalGate({
+          service: approvals,
+          runtime: deps.runtime,
+          userId,
+          chatId: chat.id,
+          workingDirectory: chat.workingDirectory,
+          turn: keeper,
+          ...(responder ? { responder } : {}),
+        })
+      : undefined;
+  const content = userMessage.role === "user" ? userMessage.content : "";
+  // Loop events and sub-agent events meet in one queue; the loop's `done` is held back until the turn's
+  // sub-agents have stopped, so it is always the last event.
+  const queue = new EventQueue<ChatTurnEvent>();
+  let agentTurn: AgentTurn | undefined;
+  if (deps.agents) {
+    try {
+      agentTurn = await deps.agents.openTurn({
+        userId,
+        chatId: chat.id,
+        provider,
+        model,
+        adapter,
+        adapterFactory: deps.adapterFactory,
+        env: deps.env,
+        workingDirectory: chat.workingDirectory,
+        task: content,
+        signal,
+        emit: (event) => queue.push(event),
+        ...(gate ? { gate } : {}),
+        // A turn with a lease makes its tree durable: its running agents move with the turn to another instance.
+        ...(owned
+          ? {
+              journal: new LeaseTreeJournal(deps.turns!.repository, owned.lease, (name) => deps.rerunnable(name)),
+              ...(owned.adoptRootId ? { adoptRootId: owned.adoptRootId } : {}),
+            }
+          : {}),
+        systemPrompt: (template, agent) =>
+          `${template.systemPrompt}\n\n${chatSystemPrompt(chat.workingDirectory).replace(/^You are a helpful assistant\. /, "")}\n\nYour agent id is ${agent.id} (depth ${agent.depth}); agent ${agent.parentId} spawned you.`,
+      });
+    } catch (error) {
+      deps.logger?.error(
+        { err: (error as Error)?.stack ?? String(error), chatId: chat.id },
+        "opening the agent tree failed",
+      );
+    }
+  }
+  // Every call of the root loop is journaled before it runs and when it ends (fenced by the lease), so another
+  // instance taking the turn over knows what ran (and which agent tree to resume).
+  const loopGate = owned
+    ? new JournalGate({
+        ...(gate ? { inner: gate } : {}),
+        repository: deps.turns!.repository,
+        lease: owned.lease,
+        userMessage,
+        ...(agentTurn ? { agentRootId: agentTurn.rootId } : {}),
+      })
+    : gate;
+  const pump = async () => {
+    let final: LoopEvent | undefined;
+    try {
+      for await (const event of runToolLoop({
+        adapter,
+        model,
+        system: chatSystemPrompt(chat.workingDirectory),
+        messages: [...history, userMessage, ...(resume?.step.added ?? [])],
+        runtime: deps.runtime,
+        userId,
+        chatId: chat.id,
+        workingDirectory: chat.workingDirectory,
+        maxIterations: deps.maxIterations,
+        signal,
+        ...(loopGate ? { gate: loopGate } : {}),
+        ...(resume ? { resume: resume.step } : {}),
+        ...(agentTurn ? { services: agentTurn.services, beforeModelTurn: agentTurn.beforeModelTurn } : {}),
+      })) {
+        if (event.type === "usage") {
+          await agentTurn?.recordUsage(event.inputTokens, event.outputTokens).catch(() => {});
+        }
+        if (event.type === "done") final = event;
+        else queue.push(event);
+      }
+    } finally {
+      if (agentTurn) {
+        const reason = final?.type === "done" ? final.reason : "error";
+        const status =
+          reason === "text"
+            ? "completed"
+            : reason === "aborted"
+              ? "cancelled"
+              : reason === "max_iterations"
+                ? "max_turns"
+                : "error";
+        await agentTurn
+          .finish(status)
+          .catch((error) =>
+            deps.logger?.error({ err: String(error), chatId: chat.id }, "closing the agent tree failed"),
+          );
+      }
+      if (final) queue.push(final);
+      queue.close();
+    }
+  };
+  void pump();
+  // Suspended, not ended: the signal asked to keep asks pending (client left, server stopping) and one is. The
+  // turn's state stays stored and released; an answer resumes it (ApprovalService.wakeTurn), which stores it then.
+  const suspended = () => isSuspension(signal) && keeper?.persisted === true && gate?.leftPending === true;
+  try {
+    for await (const event of queue) {
+      if (event.type !== "done") {
+        yield event;
+        continue;
+      }
+      if (suspended()) {
+        // The lease ends here; the suspended turn's stored state keeps the chat busy until an answer resumes it
+        // (which takes a lease of its own), on this instance or another.
+        if (owned) {
+          owned.log.push(event);
+          await owned.log
+            .finish()
+            .catch((error) =>
+              deps.logger?.error({ err: String(error), chatId: chat.id }, "ending a suspended turn's lease failed"),
+            );
+        }
+        yield event;
+        continue;
+      }
+      // A turn that completed nothing (stream failed or was cancelled before the first full step) stores nothing,
+      // so a retry does not leave two user messages in a row; otherwise the user message and the complete steps
+      // go in together.
+      const completedSomething =
+        event.messages.length > 0 || event.reason === "text" || event.reason === "max_iterations";
+      const gone = owned?.stopped();
+      if (gone === "handed_over" || gone === "lease_lost") {
+        // Another instance owns the turn now: it stores the turn's messages, not this one.
+        yield {
+          type: "error",
+          code: gone,
+          message:
+            gone === "handed_over"
+              ? "This server is shutting down; another instance continues the turn. Follow it with GET /api/chats/{id}/events."
+              : "Another instance took this turn over; follow it with GET /api/chats/{id}/events.",
+        };
+        yield { ...event, reason: "error" };
+        return;
+      }
+      if (completedSomething) {
+        try {
+          await deps.chats.append(
+            chat.id,
+            [userMessage, ...event.messages].map((m) => ({ role: m.role, content: m })),
+            owned ? (trx) => deps.turns!.repository.assertEpoch(trx, chat.id, owned.lease.epoch) : undefined,
+          );
+          if (!chat.title) await deps.chats.update(userId, chat.id, { title: content.trim().slice(0, 80) });
+        } catch (error) {
+          if (error instanceof StaleLeaseError) {
+            yield { type: "error", code: "lease_lost", message: error.message };
+            yield { ...event, reason: "error" };
+            return;
+          }
+          deps.logger?.error(
+            { err: (error as Error)?.stack ?? String(error), chatId: chat.id },
+            "storing chat messages failed",
+          );
+          yield {
+            type: "error",
+            code: "internal_error",
+            message: "The turn ran but its messages could not be stored.",
+          };
+          yield { ...event, reason: "error" };
+          return;
+        }
+      }
+      if (owned) {
+        // The last events (done included) and the end of the lease land together.
+        owned.log.push(event);
+        await owned.log
+          .finish()
+          .catch((error) =>
+            deps.logger?.error({ err: String(error), chatId: chat.id }, "ending the turn's lease failed"),
+          );
+      }
+      yield event;
+    }
+  } finally {
+    await (suspended() ? keeper?.release() : keeper?.finish())?.catch((error) =>
+      deps.logger?.error({ err: String(error), chatId: chat.id }, "releasing or removing a turn's state failed"),
+    );
+  }
+}
+
+/** An unbounded async queue: `push` from anywhere, iterate once; iteration ends after `close()` and a drain. */
+class EventQueue<T> implements AsyncIterable<T> {
+  readonly #items: T[] = [];
+  #closed = false;
+  #wake: (() => void) | undefined;
+
+  push(item: T): void {
+    if (this.#closed) return;
+    this.#items.push(item);
+    this.#wake?.();
+    this.#wake = undefined;
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#wake?.();
+    this.#wake = undefined;
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<T> {
+    for (;;) {
+      const item = this.#items.shift();
+      if (item !== undefined) {
+        yield item;
+        continue;
+      }
+      if (this.#closed) return;
+      await new Promise<void>((resolve) => {
+        this.#wake = resolve;
+      });
+    }
+  }
+}
