@@ -8,7 +8,6 @@ const MAX_LINES = 600;
 /** Generated files (written by a script, never by hand), exempt from the size rule. */
 const GENERATED = (file: string) => file.startsWith("core/generated/") || file === "tools/time/tz-names-data.ts";
 
-
 /** Lines of a source text (a final newline ends the last line; it does not start another). */
 function lineCount(source: string): number {
   if (source === "") return 0;
