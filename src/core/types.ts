@@ -391,7 +391,7 @@ export interface RegisteredTool {
   unavailableReason?: (services: Record<string, unknown>) => string | undefined;
   /**
    * How the approval policy treats this tool: its default decision and what its argument rules match (see
-   * ToolApprovalProfile). Built-ins get theirs from BUILTIN_APPROVAL_PROFILES (core/approval/policy.ts); tools imported from MCP servers and
+   * ToolApprovalProfile). Each built-in declares its own; tools imported from MCP servers and
    * custom tools declare it here. Absent: allow by default (ask when enabling requires an admin), no argument rules.
    */
   approval?: ToolApprovalProfile;

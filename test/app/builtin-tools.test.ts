@@ -11,8 +11,12 @@ describe("the built-in tool catalog (one tool loaded alone)", () => {
     expect(Object.keys(BUILTIN_TOOL_MODULES).sort()).toEqual(
       [...BUILTIN_TOOLS.map((t) => t.definition.name), ...shells].sort(),
     );
-    // Every tool registerBuiltinTools put there (the shells found on this machine included) has its loader.
-    for (const tool of registry.list()) expect(Object.keys(BUILTIN_TOOL_MODULES)).toContain(tool.definition.name);
+    // Every tool registerBuiltinTools put there (the shells found on this machine included) has its loader, and
+    // declares its own approval profile (core/ keeps no table of the built-ins).
+    for (const tool of registry.list()) {
+      expect(Object.keys(BUILTIN_TOOL_MODULES)).toContain(tool.definition.name);
+      expect(tool.approval?.default, tool.definition.name).toMatch(/^(allow|ask)$/);
+    }
   });
 
   it("registers the one tool in the registry given, and nothing else; refuses other names without loading", async () => {

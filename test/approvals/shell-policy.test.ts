@@ -21,6 +21,8 @@ const bash: RegisteredTool = {
     parameterDescriptors: [],
   },
   execute: async () => null,
+  // As the built-in bash declares it (src/tools/shell/shell-tool.ts).
+  approval: { default: "ask", subject: { kind: "shell", argument: "command", dialect: "bash" } },
 };
 
 const RULES: ApprovalRule[] = [

@@ -46,46 +46,16 @@ export const APPROVAL_RULES_SETTING = "approvalRules";
 /** Most rules one tool's list may hold. */
 export const MAX_APPROVAL_RULES = 200;
 
-const path = (...names: string[]): ApprovalSubject => ({ kind: "path", arguments: names });
-
 /**
- * The approval profiles of the built-in tools: read-only and file tools allow (their path policy confines them;
- * write tools also check read-before-write), shell tools ask, web tools match hosts.
- */
-export const BUILTIN_APPROVAL_PROFILES: Record<string, ToolApprovalProfile> = {
-  get_current_datetime: { default: "allow" },
-  read_file: { default: "allow", subject: path("path") },
-  list_directory: { default: "allow", subject: path("path") },
-  glob: { default: "allow", subject: path("cwd") },
-  grep: { default: "allow", subject: path("path") },
-  file_read: { default: "allow", subject: path("path") },
-  file_list: { default: "allow", subject: path("path") },
-  write_file: { default: "allow", subject: path("path") },
-  file_write: { default: "allow", subject: path("path") },
-  apply_patch: { default: "allow", subject: { kind: "path", arguments: ["path"], patchArgument: "patch" } },
-  web_fetch: { default: "allow", subject: { kind: "host", argument: "url" } },
-  web_search: { default: "allow" },
-  generate_image: { default: "allow" },
-  bash: { default: "ask", subject: { kind: "shell", argument: "command", dialect: "bash" } },
-  zsh: { default: "ask", subject: { kind: "shell", argument: "command", dialect: "zsh" } },
-  powershell: { default: "ask", subject: { kind: "shell", argument: "command", dialect: "powershell" } },
-  shell_exec: { default: "ask", subject: { kind: "shell", argument: "argv", dialect: "argv" } },
-};
-
-/**
- * A tool's approval profile: its own declaration (RegisteredTool.approval), else the built-in table, else for a
- * tool imported from an MCP server ask unless the server is trusted, else allow (ask for a tool only an admin may
+ * A tool's approval profile: its own declaration (RegisteredTool.approval: every built-in declares one), else for
+ * a tool imported from an MCP server ask unless the server is trusted, else allow (ask for a tool only an admin may
  * enable).
  */
 export function approvalProfile(tool: RegisteredTool): ToolApprovalProfile {
   if (tool.approval) return tool.approval;
   const external = tool.settings.external;
   if (external) return { default: external.trusted ? "allow" : "ask" };
-  return (
-    BUILTIN_APPROVAL_PROFILES[tool.definition.name] ?? {
-      default: tool.settings.enablingRequiresAdmin ? "ask" : "allow",
-    }
-  );
+  return { default: tool.settings.enablingRequiresAdmin ? "ask" : "allow" };
 }
 
 /** The `approval` setting of a tool (common to every tool). */

@@ -8,6 +8,8 @@ import { defineTool } from "../../core/settings-declaration.js";
 import type { RegisteredTool } from "../../core/types.js";
 
 export const agentCloseTool: RegisteredTool = defineTool({
+  // Approval: allowed by default; the agent limits (depth, count, rate) bound it.
+  approval: { default: "allow" },
   definition: {
     name: "agent_close",
     description:

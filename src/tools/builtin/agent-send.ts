@@ -53,6 +53,8 @@ export function sendLimitsFrom(parameters: Readonly<Record<string, unknown>>): A
 }
 
 export const agentSendTool: RegisteredTool = defineTool({
+  // Approval: allowed by default; the agent limits (depth, count, rate) bound it.
+  approval: { default: "allow" },
   definition: {
     name: "agent_send",
     description:

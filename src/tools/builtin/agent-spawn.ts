@@ -132,6 +132,8 @@ function buildDefinition(): ToolDefinition {
 }
 
 export const agentSpawnTool: RegisteredTool = defineTool({
+  // Approval: allowed by default; the agent limits (depth, count, rate) bound it.
+  approval: { default: "allow" },
   definition,
   buildDefinition,
   settings: {

@@ -21,6 +21,8 @@ const WAIT_SETTINGS: ToolParameterDescriptor[] = [
 ];
 
 export const agentWaitTool: RegisteredTool = defineTool({
+  // Approval: allowed by default; the agent limits (depth, count, rate) bound it.
+  approval: { default: "allow" },
   definition: {
     name: "agent_wait",
     description:

@@ -31,6 +31,8 @@ import { patchArgumentsRefusal } from "../fs/patch-parse.js";
 export type { ApplyPatchResult } from "../fs/apply-patch-engine.js";
 
 export const applyPatchTool: RegisteredTool = defineTool({
+  // Approval: allowed by default; the path policy (or SSRF guard) confines it, rules match its subject.
+  approval: { default: "allow", subject: { kind: "path", arguments: ["path"], patchArgument: "patch" } },
   definition: {
     name: "apply_patch",
     description:

@@ -44,6 +44,8 @@ function cutUtf8(bytes: Buffer, max: number): Buffer {
 }
 
 export const fileReadTool: RegisteredTool = defineTool({
+  // Approval: allowed by default; the path policy (or SSRF guard) confines it, rules match its subject.
+  approval: { default: "allow", subject: { kind: "path", arguments: ["path"] } },
   definition: {
     name: "file_read",
     description: "Reads a text file's contents (optionally only the first maxBytes bytes). Prefer read_file.",
@@ -70,6 +72,8 @@ export const fileReadTool: RegisteredTool = defineTool({
 });
 
 export const fileWriteTool: RegisteredTool = defineTool({
+  // Approval: allowed by default; the path policy (or SSRF guard) confines it, rules match its subject.
+  approval: { default: "allow", subject: { kind: "path", arguments: ["path"] } },
   definition: {
     name: "file_write",
     description: "Writes content to a file (read it first to overwrite). Prefer write_file.",
@@ -116,6 +120,8 @@ function typeOf(e: { isFile(): boolean; isDirectory(): boolean; isSymbolicLink()
 }
 
 export const fileListTool: RegisteredTool = defineTool({
+  // Approval: allowed by default; the path policy (or SSRF guard) confines it, rules match its subject.
+  approval: { default: "allow", subject: { kind: "path", arguments: ["path"] } },
   definition: {
     name: "file_list",
     description:

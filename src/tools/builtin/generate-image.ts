@@ -92,6 +92,8 @@ export function imageProvidersUnavailable(services: Record<string, unknown>): st
 
 /** The generate_image tool as registered. */
 export const generateImageTool: RegisteredTool = defineTool({
+  // Approval: allowed by default (nothing a rule could match).
+  approval: { default: "allow" },
   definition,
   buildDefinition: buildGenerateImageDefinition,
   settings: {

@@ -179,6 +179,8 @@ const DEFAULT_LOCALE: ToolParameterDescriptor = {
 const parameterDescriptors: ToolParameterDescriptor[] = [DEFAULT_TIMEZONE, DEFAULT_LOCALE];
 
 export const getCurrentDatetimeTool: RegisteredTool = defineTool({
+  // Approval: allowed by default (nothing a rule could match).
+  approval: { default: "allow" },
   definition: {
     name: "get_current_datetime",
     description:

@@ -318,6 +318,8 @@ export async function runGlob(args: { pattern: string; cwd?: string }, context: 
 }
 
 export const globTool: RegisteredTool = defineTool({
+  // Approval: allowed by default; the path policy (or SSRF guard) confines it, rules match its subject.
+  approval: { default: "allow", subject: { kind: "path", arguments: ["cwd"] } },
   definition: {
     name: "glob",
     description:

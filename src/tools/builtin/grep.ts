@@ -297,6 +297,8 @@ export async function runGrep(
 }
 
 export const grepTool: RegisteredTool = defineTool({
+  // Approval: allowed by default; the path policy (or SSRF guard) confines it, rules match its subject.
+  approval: { default: "allow", subject: { kind: "path", arguments: ["path"] } },
   definition: {
     name: "grep",
     description:

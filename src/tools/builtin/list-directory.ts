@@ -71,6 +71,8 @@ export async function readDirectoryEntries(input: string, context: ToolContext) 
 }
 
 export const listDirectoryTool: RegisteredTool = defineTool({
+  // Approval: allowed by default; the path policy (or SSRF guard) confines it, rules match its subject.
+  approval: { default: "allow", subject: { kind: "path", arguments: ["path"] } },
   definition: {
     name: "list_directory",
     description:

@@ -190,6 +190,8 @@ export async function readFile(
 }
 
 export const readFileTool: RegisteredTool = defineTool({
+  // Approval: allowed by default; the path policy (or SSRF guard) confines it, rules match its subject.
+  approval: { default: "allow", subject: { kind: "path", arguments: ["path"] } },
   definition: {
     name: "read_file",
     description:

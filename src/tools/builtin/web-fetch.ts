@@ -104,6 +104,8 @@ export async function webFetch(args: { url: string; maxSize?: number }, context:
 }
 
 export const webFetchTool: RegisteredTool = defineTool({
+  // Approval: allowed by default; the path policy (or SSRF guard) confines it, rules match its subject.
+  approval: { default: "allow", subject: { kind: "host", argument: "url" } },
   definition: {
     name: "web_fetch",
     description:

@@ -87,6 +87,8 @@ export async function webSearch(
 }
 
 export const webSearchTool: RegisteredTool = defineTool({
+  // Approval: allowed by default (nothing a rule could match).
+  approval: { default: "allow" },
   definition: {
     name: "web_search",
     description:

@@ -92,6 +92,8 @@ export async function writeFileForChat(
 }
 
 export const writeFileTool: RegisteredTool = defineTool({
+  // Approval: allowed by default; the path policy (or SSRF guard) confines it, rules match its subject.
+  approval: { default: "allow", subject: { kind: "path", arguments: ["path"] } },
   definition: {
     name: "write_file",
     description:

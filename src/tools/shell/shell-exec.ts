@@ -69,6 +69,8 @@ const parameterDescriptors: ToolParameterDescriptor[] = [
 
 /** The shell_exec tool (registered by src/tools/builtin/shell.ts). */
 export const shellExecTool: RegisteredTool = defineTool({
+  // Approval: a person is asked by default; rules match the argv.
+  approval: { default: "ask", subject: { kind: "shell", argument: "argv", dialect: "argv" } },
   definition: {
     name: "shell_exec",
     description:

@@ -180,6 +180,8 @@ const TITLES: Record<ShellKind, string> = { bash: "Bash", zsh: "Zsh", powershell
 export function buildShellTool(shell: ShellKind, executable: string): RegisteredTool {
   const title = TITLES[shell];
   return defineTool({
+    // Approval: a person is asked by default; rules match the command line in its dialect.
+    approval: { default: "ask", subject: { kind: "shell", argument: "command", dialect: shell } },
     definition: {
       name: shell,
       description: `Runs a ${title} command on the server and returns its stdout, stderr, exit code and timing. stdin is closed; long output keeps its head and tail; the command and everything it started are killed at the timeout.`,
