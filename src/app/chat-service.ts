@@ -10,6 +10,7 @@
 
 import type { AgentService } from "../agents/service.js";
 import { readConfig } from "../core/config.js";
+import { MissingCredentialsError } from "../core/credentials.js";
 import { NotFoundError, ToolArgumentError } from "../core/errors.js";
 import type { ToolRuntime } from "../core/runtime.js";
 import type { Logger } from "../core/types.js";
@@ -432,6 +433,7 @@ export class ChatService {
     const turns = this.#turns;
     if (!turns) return;
     const state = lease.state as TakeoverState | null;
+    let running = false;
     try {
       const chat = await this.#chats.get(lease.userId, lease.chatId);
       const suspended = chat ? await this.#approvals?.repository.activeTurn(chat.id) : undefined;
@@ -447,6 +449,7 @@ export class ChatService {
           )
         : undefined;
       this.#running.add(chat.id);
+      running = true;
       try {
         for await (const event of this.#runOwned(
           chat,
@@ -474,7 +477,37 @@ export class ChatService {
         { err: (error as Error)?.stack ?? String(error), chatId: lease.chatId },
         "taking over a turn failed",
       );
+      // The turn could not even start here (e.g. this instance has no key for the chat's provider): end it, so the
+      // chat is not left busy with a lease that every instance would claim and fail again. Its followers get an
+      // error and `done` on the chat's event stream; the lease ends (fenced: a newer owner is left alone).
+      if (!running) await this.#endUnstartable(lease, error);
     }
+  }
+
+  /** Ends a taken-over turn that could not start: stores `error` and `done`, ends the lease, drops the journal. */
+  async #endUnstartable(lease: Lease, error: unknown): Promise<void> {
+    const turns = this.#turns;
+    if (!turns) return;
+    const log = new TurnEventLog(turns, lease, () => {});
+    const failed: ChatTurnEvent = {
+      type: "error",
+      code:
+        error instanceof ChatConfigError || error instanceof MissingCredentialsError
+          ? "provider_error"
+          : "internal_error",
+      message: `The instance that took this turn over could not continue it: ${(error as Error)?.message ?? String(error)}`,
+    };
+    const done: ChatTurnEvent = { type: "done", reason: "error", iterations: 0, messages: [] };
+    log.push(failed);
+    log.push(done);
+    await log
+      .finish()
+      .catch((failure) =>
+        this.#logger?.error(
+          { err: String(failure), chatId: lease.chatId },
+          "ending a turn that could not start failed",
+        ),
+      );
   }
 
   /**
