@@ -429,7 +429,7 @@ export class ChatService {
    * never moved. Its events go on the chat's event stream (GET /api/chats/:id/events). A turn that waits for
    * approvals is left to the approval service (its lease is freed). Never throws: failures are logged.
    */
-  async takeOver(lease: Lease): Promise<void> {
+  async takeOver(lease: Lease & { cancelRequested?: boolean }): Promise<void> {
     const turns = this.#turns;
     if (!turns) return;
     const state = lease.state as TakeoverState | null;
@@ -439,6 +439,15 @@ export class ChatService {
       const suspended = chat ? await this.#approvals?.repository.activeTurn(chat.id) : undefined;
       if (!chat || state?.version !== 1 || suspended || this.#running.has(chat.id)) {
         if (!this.#running.has(lease.chatId)) await turns.repository.release(lease.chatId, lease.epoch);
+        return;
+      }
+      if (lease.cancelRequested) {
+        // Cancelled while nobody ran it (its owner had died): it ends here instead of resuming.
+        await this.#endTakenOver(
+          lease,
+          { type: "error", code: "aborted", message: "The turn was cancelled." },
+          "aborted",
+        );
         return;
       }
       const provider = parseProvider(chat.provider ?? "openai");
@@ -485,28 +494,38 @@ export class ChatService {
   }
 
   /** Ends a taken-over turn that could not start: stores `error` and `done`, ends the lease, drops the journal. */
-  async #endUnstartable(lease: Lease, error: unknown): Promise<void> {
+  #endUnstartable(lease: Lease, error: unknown): Promise<void> {
+    const code =
+      error instanceof ChatConfigError || error instanceof MissingCredentialsError
+        ? "provider_error"
+        : "internal_error";
+    return this.#endTakenOver(
+      lease,
+      {
+        type: "error",
+        code,
+        message: `The instance that took this turn over could not continue it: ${(error as Error)?.message ?? String(error)}`,
+      },
+      "error",
+    );
+  }
+
+  /** Ends a taken-over turn without running it: stores `failed` and `done`, ends the lease (fenced), drops the journal. */
+  async #endTakenOver(
+    lease: Lease,
+    failed: ChatTurnEvent & { type: "error" },
+    reason: "error" | "aborted",
+  ): Promise<void> {
     const turns = this.#turns;
     if (!turns) return;
     const log = new TurnEventLog(turns, lease, () => {});
-    const failed: ChatTurnEvent = {
-      type: "error",
-      code:
-        error instanceof ChatConfigError || error instanceof MissingCredentialsError
-          ? "provider_error"
-          : "internal_error",
-      message: `The instance that took this turn over could not continue it: ${(error as Error)?.message ?? String(error)}`,
-    };
-    const done: ChatTurnEvent = { type: "done", reason: "error", iterations: 0, messages: [] };
+    const done: ChatTurnEvent = { type: "done", reason, iterations: 0, messages: [] };
     log.push(failed);
     log.push(done);
     await log
       .finish()
       .catch((failure) =>
-        this.#logger?.error(
-          { err: String(failure), chatId: lease.chatId },
-          "ending a turn that could not start failed",
-        ),
+        this.#logger?.error({ err: String(failure), chatId: lease.chatId }, "ending a taken-over turn failed"),
       );
   }
 

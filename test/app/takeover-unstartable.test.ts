@@ -58,4 +58,24 @@ describe("a taken-over turn that cannot start", () => {
     });
     expect(lease.chatId).toBe(chat.id);
   });
+
+  it("a turn cancelled while its owner was dead ends as cancelled at the takeover instead of resuming", async () => {
+    const chat = await ctx.chats.create({ userId: "u", provider: "openai", model: "m" });
+    await ctx.turns.repository.acquire({
+      chatId: chat.id,
+      userId: "u",
+      owner: "elsewhere:4243:deadbeef",
+      leaseMs: 1,
+      state: { version: 1, userMessage: { role: "user", content: "hello" } },
+    });
+    expect((await ctx.turns.cancel(chat.id)).cancelled).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await ctx.turns.tick();
+    await until(async () => (await ctx.turns.repository.current(chat.id)) === undefined, "the lease to end");
+    const events = await ctx.turns.repository.eventsAfter(chat.id, 0);
+    expect(events.map((e) => [e.type, JSON.parse(e.data).code ?? JSON.parse(e.data).reason])).toEqual([
+      ["error", "aborted"],
+      ["done", "aborted"],
+    ]);
+  });
 });
