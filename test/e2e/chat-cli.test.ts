@@ -236,6 +236,11 @@ describe("toolhost chat (command rules, in this process)", () => {
     const renamed = await runInProcess(["chats", "rename", "kept", "Release", "notes"], env);
     expect(renamed.code).toBe(0);
     expect((await list())[0].title).toBe("Release notes");
+    // The confirmation prints a title's control characters escaped (an escape sequence would drive the terminal).
+    const hostile = await runInProcess(["chats", "rename", "kept", "evil\x1b]0;pwn\x07title"], env);
+    expect(hostile.code).toBe(0);
+    expect(hostile.stdout).not.toMatch(/[\x1b\x07]/);
+    expect(hostile.stdout).toContain("\\x1b");
     expect((await runInProcess(["chats", "delete", "kept"], env)).code).toBe(0);
     expect(await list()).toEqual([]);
     const again = await runInProcess(["chats", "delete", "kept"], env);

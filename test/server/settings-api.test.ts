@@ -1,3 +1,6 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { defaultRegistry, ToolRegistryStore } from "../../src/core/registry.js";
 import { TIMEOUT_SECONDS_DESCRIPTOR } from "../../src/core/settings-policy.js";
@@ -186,6 +189,17 @@ describe("settings API over real HTTP and SQLite", () => {
     await s.api("/api/settings/tools/get_current_datetime", { method: "PUT", json: { enabled: false } });
     const off = await s.api("/api/tools/get_current_datetime/execute", { method: "POST", json: { arguments: {} } });
     expect(await off.json()).toMatchObject({ ok: false, error: { code: "access_denied" } });
+    // A tool's not_found (a file that is not there) is an outcome like any other: 200. Only an unknown tool is 404.
+    const dir = mkdtempSync(join(tmpdir(), "toolhost-execute-"));
+    const missing = await s.api("/api/tools/read_file/execute", {
+      method: "POST",
+      json: { arguments: { path: "nothere.txt" }, workingDirectory: dir },
+    });
+    expect(missing.status).toBe(200);
+    expect(await missing.json()).toMatchObject({ ok: false, error: { code: "not_found" } });
+    const unknown = await s.api("/api/tools/no_such_tool/execute", { method: "POST", json: { arguments: {} } });
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toMatchObject({ ok: false, error: { code: "not_found" } });
   });
 
   it("serves the settings page without a token, and it reveals no tools", async () => {

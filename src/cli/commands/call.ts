@@ -15,6 +15,7 @@ import {
   operator,
   parseArgumentsOption,
   print,
+  printable,
   SIGNAL_EXIT_CODE,
   type StopSignal,
 } from "../util.js";
@@ -130,7 +131,8 @@ export async function runCall(toolName: string, json: string, opts: CallOptions)
       chatId: opts.chat ?? null,
       workingDirectory,
       signal: controller.signal,
-      onProgress: (event) => process.stderr.write(`${event.kind}${event.message ? `: ${event.message}` : ""}\n`),
+      onProgress: (event) =>
+        process.stderr.write(`${printable(event.kind)}${event.message ? `: ${printable(event.message)}` : ""}\n`),
       ...(opts.approval
         ? { approvalId: opts.approval }
         : {

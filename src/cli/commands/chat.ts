@@ -387,7 +387,8 @@ export function registerChatCommand(program: Command): void {
           if (event.type === "done") reason = event.reason;
         }
         const kept = !createdChat || (await ctx.chats.messages(chatId)).length > 0;
-        if (!opts.json && kept) process.stderr.write(`(chat ${chatId}; continue with --chat ${chatId})\n`);
+        if (!opts.json && kept)
+          process.stderr.write(`(chat ${printable(chatId)}; continue with --chat ${printable(chatId)})\n`);
         process.exitCode = reason === "text" ? 0 : reason === "aborted" ? SIGNAL_EXIT_CODE[stoppedBy ?? "SIGINT"] : 1;
       } catch (error) {
         if (error instanceof ToolError && error.code !== "execution_failed") throw new CliError(error.message);

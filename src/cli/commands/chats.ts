@@ -5,7 +5,7 @@
 import type { Command } from "commander";
 import { withContext } from "../app-context.js";
 import { parseUserId } from "../options.js";
-import { CliError, table } from "../util.js";
+import { CliError, printable, table } from "../util.js";
 
 /** Registers `chats` and its subcommands on the program. */
 export function registerChatsCommand(program: Command): void {
@@ -55,7 +55,7 @@ export function registerChatsCommand(program: Command): void {
         if (!title || title.length > 200) throw new CliError("The title must have 1–200 characters.");
         const renamed = await ctx.chats.rename(opts.user, id, title);
         if (!renamed) throw new CliError(`No chat "${id}" for user "${opts.user}" (see \`toolhost chats list\`).`, 1);
-        process.stdout.write(`Renamed chat ${id} to "${title}".\n`);
+        process.stdout.write(`Renamed chat ${printable(id)} to "${printable(title)}".\n`);
       }),
     );
 
@@ -70,7 +70,7 @@ export function registerChatsCommand(program: Command): void {
         const service = new ChatService({ chats: ctx.chats, runtime: ctx.runtime, logger: ctx.logger });
         const deleted = await service.deleteChat(opts.user, id);
         if (!deleted) throw new CliError(`No chat "${id}" for user "${opts.user}" (see \`toolhost chats list\`).`, 1);
-        process.stdout.write(`Deleted chat ${id}.\n`);
+        process.stdout.write(`Deleted chat ${printable(id)}.\n`);
       }),
     );
 }

@@ -46,7 +46,8 @@ export function toolRoutes(ctx: AppContext): Hono<AuthEnv> {
     const controller = new AbortController();
     c.req.raw.signal?.addEventListener("abort", () => controller.abort(), { once: true });
     // Through the approval gate: an ask returns its pending approval id (or waits, with onAsk "wait").
-    const outcome = await runGatedCall(c.req.param("toolName"), body.arguments ?? {}, {
+    const toolName = c.req.param("toolName");
+    const outcome = await runGatedCall(toolName, body.arguments ?? {}, {
       runtime: ctx.runtime,
       approvals: ctx.approvals,
       userId,
@@ -56,7 +57,9 @@ export function toolRoutes(ctx: AppContext): Hono<AuthEnv> {
       onAsk: body.onAsk ?? "return",
       ...(body.approvalId ? { approvalId: body.approvalId } : {}),
     });
-    return sendJson(c, ExecuteToolResponse, outcome, outcome.ok ? 200 : outcome.error.code === "not_found" ? 404 : 200);
+    // Every tool outcome is 200 (a missing file, spill or approval included): 404 only for a tool that does not exist.
+    const unknownTool = !outcome.ok && outcome.error.code === "not_found" && !ctx.runtime.registry.get(toolName);
+    return sendJson(c, ExecuteToolResponse, outcome, unknownTool ? 404 : 200);
   });
   return app;
 }
