@@ -278,7 +278,7 @@ export class ApprovalService {
     const current = await this.repository.get(approvalId);
     if (!current || current.userId !== userId) {
       throw new NotFoundError(
-        `No approval "${approvalId}" for this user. List pending ones with GET /api/approvals (or `toolhost approvals list`).`,
+        `No approval "${approvalId}" for this user. List pending ones with GET /api/approvals (or: toolhost approvals list).`,
       );
     }
     if (current.status !== "pending") {
