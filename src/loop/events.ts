@@ -42,7 +42,10 @@ export interface ApprovalRequestedEvent {
   /** The rule that asked (`{decision, match}`), or null when the tool's approval setting did. */
   rule: { decision: string; match: string } | null;
   reason: string;
-  /** Whether allow_always is possible (not when an ask rule asked: an allow rule would not override it). */
+  /**
+   * Whether allow_always is offered: only when the rule it stores would make the same call run without asking
+   * next time (not when an ask rule asked, the tool itself asks, an admin locked the setting, …).
+   */
   allowAlways: boolean;
   /** ISO-8601 time after which the ask counts as denied. */
   expiresAt: string;

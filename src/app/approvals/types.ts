@@ -7,6 +7,7 @@ import { userInfo } from "node:os";
 import { APPROVAL_SETTING } from "../../core/approval/policy.js";
 import { BrandedError, errorBrand } from "../../core/errors.js";
 import type { Logger } from "../../core/types.js";
+import type { ApprovalRequestedEvent } from "../../loop/events.js";
 import type { ApprovalAnswerDecision, ApprovalRecord, ApprovalRepository } from "../../storage/approvals.js";
 import type { ToolSettingsService } from "../tool-settings-service.js";
 
@@ -27,29 +28,14 @@ export interface ApprovalAnswer {
   admin?: boolean;
 }
 
-/** An ask as a surface shows it. */
-export interface ApprovalRequestView {
-  approvalId: string;
-  toolCallId: string;
-  tool: string;
-  /** Redacted JSON of the arguments, at most a few KB. */
-  preview: string;
-  /** The commands, paths or host the policy matched. */
-  subjects: string[];
-  rule: { decision: string; match: string } | null;
-  reason: string;
-  /**
-   * Whether allow_always is offered: only when the rule it stores would make the same call run without asking
-   * next time (not when an ask rule asked, the tool itself asks, an admin locked the setting, …).
-   */
-  allowAlways: boolean;
-  expiresAt: string;
-  /** The resolved working directory the call would run in (null: the server's own). */
-  workingDirectory: string | null;
-  agentPath?: string;
+/**
+ * An ask as a surface shows it: the `approval_requested` event's fields (their one statement is the loop's event),
+ * with the chat and user it belongs to.
+ */
+export type ApprovalRequestView = Omit<ApprovalRequestedEvent, "type"> & {
   chatId: string | null;
   userId: string;
-}
+};
 
 /**
  * The reason a turn's signal is aborted with when its process stops waiting but its asks must stay pending: the
