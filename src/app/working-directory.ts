@@ -21,6 +21,7 @@ import { dirname, isAbsolute, join, resolve } from "node:path";
 import { AccessDeniedError, ToolArgumentError } from "../core/errors.js";
 import { makeDirectoriesSync } from "../core/make-directory.js";
 import { isPathWithinRoots } from "../core/path-policy.js";
+import type { AdminRule } from "./admin.js";
 
 /** Who asks to bind a directory. */
 export interface BindingCaller {
@@ -226,4 +227,13 @@ export class WorkingDirectoryBinder {
     }
     return wanted;
   }
+}
+
+/**
+ * Who may run a call that has no bound working directory in the process's own directory (the runtime's
+ * `processCwdFallback`): on a server shared by several users only admins (TOOLHOST_ADMIN_USERS), since a user must not
+ * reach the server's own directory; in one user's process (the CLI, a library host) everyone.
+ */
+export function processDirectoryRule(admins: AdminRule, shared: boolean): (userId: string) => boolean {
+  return shared ? (userId) => admins.isAdmin(userId) : () => true;
 }

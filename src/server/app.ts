@@ -8,6 +8,7 @@ import { bodyLimit } from "hono/body-limit";
 import { secureHeaders } from "hono/secure-headers";
 import type { AppContext } from "../app/context.js";
 import { DataSourcesService } from "../app/data-sources.js";
+import { processDirectoryRule } from "../app/working-directory.js";
 import { parsePublicUrl } from "../core/config.js";
 import { classifiedError, ToolError } from "../core/errors.js";
 import { metricsRegistry } from "../core/metrics.js";
@@ -71,9 +72,8 @@ export function createServerApp(ctx: AppContext, options: ServerAppOptions = {})
     ...agentOpenApiPaths,
     ...dataSourceOpenApiPaths,
   });
-  // On a shared server, a call with no bound working directory must not reach the server's own directory:
-  // only admins keep the fallback to the process working directory (right for a single local user).
-  ctx.runtime.processCwdFallback = (userId) => ctx.admins.isAdmin(userId);
+  // A server is shared: the application's rule for the process directory (app/working-directory.ts) applies.
+  ctx.runtime.processCwdFallback = processDirectoryRule(ctx.admins, true);
 
   app.use("*", accessLog(ctx.logger));
   app.use("*", bodyDeadline(options.bodyTimeoutMs ?? ctx.config.bodyTimeoutMs));
