@@ -20,8 +20,8 @@ const one =
 
 /** The interpreter shells: registered together, for the interpreters on PATH. */
 const shells: ToolModuleLoader = async (registry) => {
-  const { registerShellTools } = await import("../tools/shell/shell-tool.js");
-  if (!["bash", "zsh", "powershell"].some((name) => registry.get(name))) registerShellTools({ registry });
+  const { registerShellToolsOnce } = await import("../tools/shell/shell-tool.js");
+  registerShellToolsOnce(registry);
 };
 
 /**

@@ -17,7 +17,7 @@ import { providerCredentials, providerEntry } from "../providers/table.js";
 import { migrationStatus } from "../storage/migration-status.js";
 import { ripgrepPath } from "../tools/builtin/grep.js";
 import { probeSandbox } from "../tools/shell/sandbox/probe.js";
-import { findInterpreter } from "../tools/shell/shell-tool.js";
+import { findInterpreter, SHELL_KINDS } from "../tools/shell/shell-tool.js";
 
 /** The outcome of one check. */
 export type DoctorStatus = "ok" | "warn" | "fail";
@@ -169,7 +169,7 @@ function ripgrepCheck(): DoctorCheck {
 }
 
 function shellChecks(env: NodeJS.ProcessEnv): DoctorCheck[] {
-  return (["bash", "zsh", "powershell"] as const).map((shell) => {
+  return SHELL_KINDS.map((shell) => {
     const found = findInterpreter(shell, env.PATH);
     return found
       ? check(

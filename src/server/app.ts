@@ -10,7 +10,7 @@ import type { AppContext } from "../app/context.js";
 import { DataSourcesService } from "../app/data-sources.js";
 import { processDirectoryRule } from "../app/working-directory.js";
 import { parsePublicUrl } from "../core/config.js";
-import { classifiedError, ToolError } from "../core/errors.js";
+import { ToolError } from "../core/errors.js";
 import { metricsRegistry } from "../core/metrics.js";
 import { createMcpClientManager, McpServersService } from "../mcp/client/index.js";
 import type { McpClientManager } from "../mcp/client/manager.js";
@@ -20,7 +20,7 @@ import { DataSourceRepository } from "../storage/data-source-repository.js";
 import { VERSION } from "../version.js";
 import { accessLog } from "./access-log.js";
 import { adminOnly, bearerAuth } from "./auth.js";
-import { type AuthEnv, errorResponse, HTTP_STATUS_BY_CODE, HttpError } from "./http.js";
+import { type AuthEnv, errorResponse, refusal } from "./http.js";
 import { buildOpenApiDocument } from "./openapi.js";
 import { adminRoutes } from "./routes/admin.js";
 import { agentOpenApiPaths, agentRoutes } from "./routes/agents.js";
@@ -80,11 +80,11 @@ export function createServerApp(ctx: AppContext, options: ServerAppOptions = {})
   app.use("*", finishUnreadBody);
   app.onError((error, c) => {
     const response = errorResponse(c, error);
-    const refusal = error instanceof HttpError ? error : classifiedError(error);
-    if (refusal && (error instanceof HttpError || Object.hasOwn(HTTP_STATUS_BY_CODE, refusal.code))) {
+    const refused = refusal(error)?.body;
+    if (refused) {
       // A refusal the code made on purpose (e.g. 503 provider_not_configured): a warning with its hint, no stack.
       if (response.status >= 500)
-        ctx.logger.warn({ code: refusal.code, path: c.req.path, hint: refusal.message }, "request refused");
+        ctx.logger.warn({ code: refused.code, path: c.req.path, hint: refused.message }, "request refused");
     } else if (response.status === 503) {
       // The database is away (database_unavailable): one line without a stack, not an error per request.
       ctx.logger.warn({ code: "database_unavailable", path: c.req.path, err: String(error) }, "request refused");

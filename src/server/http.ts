@@ -28,7 +28,7 @@ export class HttpError extends BrandedError {
 }
 
 /** The HTTP status of each tool error code (a tool's refusal answered by a route, e.g. a tool call over REST). */
-const TOOL_ERROR_STATUS = {
+export const TOOL_ERROR_STATUS = {
   validation_failed: 400,
   invalid_settings: 422,
   access_denied: 403,
@@ -173,22 +173,32 @@ const DATABASE_UNAVAILABLE_MESSAGE =
   "The database could not be reached (it may be restarting); the server reconnects on its own. Retry the request in a few seconds.";
 
 /**
+ * A refusal the code made on purpose, with its status and body: an HttpError, or a classified error whose code the
+ * status table knows. Undefined for anything else (an unexpected failure).
+ */
+export function refusal(
+  error: unknown,
+):
+  | { status: ContentfulStatusCode; body: { code: string; message: string; details?: Record<string, unknown> } }
+  | undefined {
+  if (error instanceof HttpError) {
+    const body = { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) };
+    return { status: error.status, body };
+  }
+  const classified = classifiedError(error);
+  if (!classified || !Object.hasOwn(HTTP_STATUS_BY_CODE, classified.code)) return undefined;
+  return { status: HTTP_STATUS_BY_CODE[classified.code]!, body: classified };
+}
+
+/**
  * Maps anything thrown by a route to a JSON error response `{ error: { code, message, details? } }`: an HttpError
  * with its own status, a classified error by {@link HTTP_STATUS_BY_CODE}, 503
  * `database_unavailable` (with `Retry-After: 1`) when the database could not be reached, 500 `internal_error` for
  * anything else unexpected.
  */
 export function errorResponse(c: Context, error: unknown) {
-  if (error instanceof HttpError) {
-    return c.json(
-      { error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) } },
-      error.status,
-    );
-  }
-  const classified = classifiedError(error);
-  const status =
-    classified && Object.hasOwn(HTTP_STATUS_BY_CODE, classified.code) && HTTP_STATUS_BY_CODE[classified.code];
-  if (classified && status) return c.json({ error: classified }, status);
+  const refused = refusal(error);
+  if (refused) return c.json({ error: refused.body }, refused.status);
   if (isDatabaseUnavailable(error)) {
     c.header("Retry-After", "1");
     return c.json({ error: { code: "database_unavailable", message: DATABASE_UNAVAILABLE_MESSAGE } }, 503);

@@ -23,7 +23,7 @@ import { webFetchTool } from "./builtin/web-fetch.js";
 import { webSearchTool } from "./builtin/web-search.js";
 import { writeFileTool } from "./builtin/write-file.js";
 import { shellExecTool } from "./shell/shell-exec.js";
-import { registerShellTools } from "./shell/shell-tool.js";
+import { registerShellToolsOnce } from "./shell/shell-tool.js";
 
 /**
  * The built-ins every process has. The interpreter shells (bash, zsh, powershell) are added beside them by
@@ -52,9 +52,6 @@ export const BUILTIN_TOOLS: readonly RegisteredTool[] = [
   sqlQueryTool,
 ];
 
-/** The interpreter shells registerShellTools adds for the interpreters found on PATH. */
-const SHELL_TOOL_NAMES = ["bash", "zsh", "powershell"];
-
 /**
  * Registers every built-in tool in `registry` (default: the process-wide registry), and bash, zsh and powershell
  * for each interpreter found on PATH. Idempotent: a built-in already there (an earlier call, or a one-tool process's
@@ -69,7 +66,7 @@ export function registerBuiltinTools(registry: ToolRegistryStore = defaultRegist
     throw new Error(`Cannot register the built-in tools: ${taken.join(", ")} already registered by another tool.`);
   }
   for (const tool of BUILTIN_TOOLS) registerBuiltinTool(tool, registry);
-  if (!SHELL_TOOL_NAMES.some((name) => registry.get(name))) registerShellTools({ registry });
+  registerShellToolsOnce(registry);
 }
 
 /** Registers one built-in in `registry` unless it is there already (see {@link registerBuiltinTools}). */

@@ -6,9 +6,9 @@
 import "./index.js";
 import { listTools, ToolRegistryStore } from "../core/registry.js";
 import { settingsReferenceMarkdown } from "../core/settings-declaration.js";
-import { buildShellTool } from "./shell/shell-tool.js";
+import { buildShellTool, SHELL_KINDS } from "./shell/shell-tool.js";
 
-const SHELLS = new Set(["bash", "zsh", "powershell"]);
+const SHELLS = new Set<string>(SHELL_KINDS);
 
 /**
  * The Markdown text of docs/settings-reference.md: every built-in tool's settings (the shells once, as bash: zsh

@@ -7,8 +7,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_CHAT_MODELS } from "../../src/app/chat-service.js";
 import { CONFIG_VARIABLES } from "../../src/core/config.js";
-import type { ToolErrorCode } from "../../src/core/errors.js";
-import { HTTP_STATUS_BY_CODE } from "../../src/server/http.js";
+import { HTTP_STATUS_BY_CODE, TOOL_ERROR_STATUS } from "../../src/server/http.js";
 import { assertNoSsrf } from "../../src/tools/web/ssrf.js";
 import { ENTRIES, type Entry, sourceModules } from "../api/entries.js";
 
@@ -21,18 +20,7 @@ const docs = [
 ];
 const text = (file: string) => readFileSync(`${root}${file}`, "utf8");
 /** The tool error codes (listed in the README's tools paragraph, whose statuses it gives in prose). */
-const TOOL_ERROR_CODES: string[] = [
-  "validation_failed",
-  "invalid_settings",
-  "access_denied",
-  "not_found",
-  "timeout",
-  "aborted",
-  "execution_failed",
-  "denied_by_user",
-  "denied_by_policy",
-  "limit_exceeded",
-] satisfies ToolErrorCode[];
+const TOOL_ERROR_CODES: string[] = Object.keys(TOOL_ERROR_STATUS);
 
 describe("docs match the code", () => {
   it('every name the docs import from "toolhost" (or its subpaths) is exported by that entry', async () => {

@@ -1,7 +1,7 @@
 /** Which shell tools are registered: only those whose interpreter exists; powershell only on Windows. */
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ToolRegistryStore } from "../../src/core/registry.js";
 import { filterEnvironment, sanitizePathVariable } from "../../src/tools/shell/env.js";
 import { findInterpreter, registerShellTools } from "../../src/tools/shell/shell-tool.js";
@@ -78,9 +78,14 @@ describe("registerShellTools", () => {
   });
 
   it("importing a tool's module registers nothing; a name held by another tool stops registerBuiltinTools whole", async () => {
-    const registry = new ToolRegistryStore();
+    // A fresh module graph: its process-wide registry stays empty when a built-in's module (and its imports) load.
+    vi.resetModules();
+    const fresh = await import("../../src/core/registry.js");
     await import("../../src/tools/builtin/grep.js");
-    expect(registry.list()).toEqual([]);
+    await import("../../src/tools/builtin/read-file.js");
+    expect(fresh.defaultRegistry.list()).toEqual([]);
+    vi.resetModules();
+    const registry = new ToolRegistryStore();
     registry.register({
       definition: { name: "grep", description: "not the built-in", parameters: { type: "object", properties: {} } },
       execute: async () => "mine",

@@ -32,7 +32,9 @@ import {
 } from "./sandbox/index.js";
 
 /** The shells this module can offer. */
-export type ShellKind = "bash" | "zsh" | "powershell";
+/** The interpreter shells, each registered as a tool of that name where its interpreter is found. */
+export const SHELL_KINDS = ["bash", "zsh", "powershell"] as const;
+export type ShellKind = (typeof SHELL_KINDS)[number];
 
 /** Result of runShellCommand and of the bash / zsh / powershell tools (ShellCommandResult). */
 export interface ShellCommandResult {
@@ -315,11 +317,20 @@ export function registerShellTools(options: RegisterShellToolsOptions = {}): She
   const pathValue = ("pathValue" in options ? options.pathValue : process.env.PATH) ?? "";
   const platform = options.platform ?? process.platform;
   const registered: ShellKind[] = [];
-  for (const shell of ["bash", "zsh", "powershell"] as const) {
+  for (const shell of SHELL_KINDS) {
     const executable = findInterpreter(shell, pathValue, platform);
     if (!executable) continue;
     registry.register(buildShellTool(shell, executable));
     registered.push(shell);
   }
   return registered;
+}
+
+/**
+ * Registers the interpreter shells in `registry` unless one of them is there already (an earlier call): what the
+ * built-ins' registration and a one-tool process both use. Returns the names registered now.
+ */
+export function registerShellToolsOnce(registry: ToolRegistryStore = defaultRegistry): ShellKind[] {
+  if (SHELL_KINDS.some((name) => registry.get(name))) return [];
+  return registerShellTools({ registry });
 }
