@@ -3,23 +3,22 @@
  * descriptors so the documented ranges and defaults are the ones the code enforces. `npm run docs:settings`
  * rewrites the file; a test fails when it is stale.
  */
-import "./index.js";
-import { listTools, ToolRegistryStore } from "../core/registry.js";
+import { ToolRegistryStore } from "../core/registry.js";
 import { settingsReferenceMarkdown } from "../core/settings-declaration.js";
-import { buildShellTool, SHELL_KINDS } from "./shell/shell-tool.js";
-
-const SHELLS = new Set<string>(SHELL_KINDS);
+import { BUILTIN_TOOLS } from "./index.js";
+import { buildShellTool } from "./shell/shell-tool.js";
 
 /**
  * The Markdown text of docs/settings-reference.md: every built-in tool's settings (the shells once, as bash: zsh
  * and PowerShell share its settings), with the common settings each tool receives at registration.
  */
 export function builtinSettingsReference(): string {
-  const shells = new ToolRegistryStore();
-  const bash = shells.register(buildShellTool("bash", "/bin/bash"));
-  const tools = [...listTools().filter((t) => !SHELLS.has(t.definition.name)), bash].sort((a, b) =>
-    a.definition.name.localeCompare(b.definition.name),
-  );
+  // A registry of its own (registration completes each tool's settings with the common ones), whatever the
+  // process registered: every built-in, and the shells once, as bash.
+  const registry = new ToolRegistryStore();
+  for (const tool of BUILTIN_TOOLS) registry.register(tool);
+  registry.register(buildShellTool("bash", "/bin/bash"));
+  const tools = registry.list();
   const header = [
     "# Settings reference",
     "",
