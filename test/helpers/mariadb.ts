@@ -10,9 +10,9 @@
  */
 import { execFile } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort } from "./postgres.js";
 
 declare module "vitest" {
   interface ProvidedContext {
@@ -41,17 +41,6 @@ export function mariadbSkipReason(): string | undefined {
     throw new Error("TOOLHOST_REQUIRE_MARIADB=1 but mariadbd is not installed (apt-get install mariadb-server).");
   }
   return "MariaDB is not installed (apt-get install mariadb-server)";
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const port = (server.address() as { port: number }).port;
-      server.close(() => resolve(port));
-    });
-    server.on("error", reject);
-  });
 }
 
 /** A MariaDB server being started: its URL is known at once, `started` settles when the admin account works. */

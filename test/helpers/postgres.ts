@@ -35,7 +35,8 @@ export function findPgBin(): string | undefined {
   return versions.map((v) => join(root, v, "bin")).find((dir) => existsSync(join(dir, "initdb")));
 }
 
-async function freePort(): Promise<number> {
+/** A TCP port on 127.0.0.1 free at the moment of asking (for a database server a test starts). */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.listen(0, "127.0.0.1", () => {
