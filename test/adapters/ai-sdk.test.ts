@@ -347,7 +347,7 @@ function suite(sdk: () => Promise<Sdk>, version: 6 | 7) {
     expect(toolResultsIn(calls[0].prompt).get("d1")).toMatchObject({ type: "execution-denied", reason: "not now" });
     const [record] = await ctx.approvals.repository.listPending(user);
     expect(record).toBeUndefined();
-    const decided = await ctx.approvals.repository.findForCall("d1", {});
+    const decided = await ctx.approvals.repository.findForCall("d1", { userId: user });
     expect([decided?.status, decided?.decidedBy, decided?.message]).toEqual(["denied", `ai-sdk:${user}`, "not now"]);
   });
 

@@ -213,7 +213,7 @@ function suite(
     expect(second.finalOutput).toBe("done");
     expect(existsSync(join(work, "no.txt"))).toBe(false);
     expect(outputsIn(requests.at(-1)).get("r1")).toContain("not now");
-    const record = await ctx.approvals.repository.findForCall("r1", {});
+    const record = await ctx.approvals.repository.findForCall("r1", { userId: user });
     expect([record?.status, record?.decidedBy, record?.message]).toEqual([
       "denied",
       `openai-agents:${user}`,
