@@ -27,11 +27,13 @@ export class SqlFreshnessLedger implements FreshnessLedger {
 
   async recordRead(chatId: string, absolutePath: string, sha256: string): Promise<void> {
     const readAt = now();
-    await this.db
-      .insertInto("file_reads")
-      .values({ chat_id: chatId, path: absolutePath, sha256, read_at: readAt })
-      .onConflict((oc) => oc.columns(["chat_id", "path"]).doUpdateSet({ sha256, read_at: readAt }))
-      .execute();
+    // Every read_file call ends here: the statement is compiled once.
+    await runCompiledOnce(this.db, "file_reads.upsert", [chatId, absolutePath, sha256, readAt, sha256, readAt], () =>
+      this.db
+        .insertInto("file_reads")
+        .values({ chat_id: chatId, path: absolutePath, sha256, read_at: readAt })
+        .onConflict((oc) => oc.columns(["chat_id", "path"]).doUpdateSet({ sha256, read_at: readAt })),
+    );
   }
 
   async getRead(chatId: string, absolutePath: string): Promise<string | undefined> {

@@ -594,6 +594,9 @@ describe("runs cut short at their wall time are never reported completed", () =>
       await vi.advanceTimersByTimeAsync(1);
       events = await turn;
     } finally {
+      // Timers armed on the fake clock (retries, leases, batched writes) would never fire after it is gone: run
+      // them now, so the context's close does not wait out its backstops.
+      await vi.runOnlyPendingTimersAsync();
       vi.useRealTimers();
     }
     expect(finalText(events)).toBe("timeout: partial answer after timeout");

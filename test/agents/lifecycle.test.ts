@@ -275,6 +275,9 @@ describe("a parent's time limit", () => {
       events = await run.done;
       chatId = run.chat.id;
     } finally {
+      // Timers armed on the fake clock (retries, leases, batched writes) would never fire after it is gone: run
+      // them now, so the context's close does not wait out its backstops.
+      await vi.runOnlyPendingTimersAsync();
       vi.useRealTimers();
     }
     const done = events.at(-1);
