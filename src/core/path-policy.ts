@@ -33,6 +33,7 @@ import {
   expandPath,
   loopError,
   protectedRootForms,
+  ownedRealPath,
   realNow,
   realpathLoose,
   rootForms,
@@ -530,7 +531,7 @@ async function resolveSpillName(
 export function isOwnSpillPath(context: Pick<ToolContext, "spillDirectory">, lexical: string, real: string): boolean {
   const dir = context.spillDirectory;
   if (!dir) return false;
-  const realDir = realNow(dir) ?? resolve(dir);
+  const realDir = ownedRealPath(dir) ?? resolve(dir);
   return isPathInside(real, realDir) && (isPathInside(lexical, resolve(dir)) || isPathInside(lexical, realDir));
 }
 

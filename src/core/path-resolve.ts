@@ -147,6 +147,25 @@ export function protectedRootForms(entries: readonly string[], base: string): st
   return forms;
 }
 
+/** Real forms of Toolhost's own directories (spill directories), with their expiry. */
+const ownedRealForms = new Map<string, { real: string; until: number }>();
+
+/**
+ * The real path of a directory Toolhost made and only Toolhost's owner can change (a call's spill directory under
+ * the data directory), reused for {@link PROTECTED_FORMS_MS}; null when it cannot be resolved (not cached: it may
+ * be made the next moment). For a directory a user can swap, use {@link realNow}.
+ */
+export function ownedRealPath(dir: string): string | null {
+  const now = Date.now();
+  const cached = ownedRealForms.get(dir);
+  if (cached && cached.until > now) return cached.real;
+  const real = realNow(dir);
+  if (real === null) return null;
+  if (ownedRealForms.size >= 1000) ownedRealForms.clear();
+  ownedRealForms.set(dir, { real, until: now + PROTECTED_FORMS_MS });
+  return real;
+}
+
 /** The real path of `dir` right now (no cache: a swap must be seen), or null when it cannot be resolved. */
 export function realNow(dir: string): string | null {
   try {
