@@ -6,17 +6,19 @@
  * - Shell-style tools (`outputCapStyle: "head_tail"`) keep the head and the tail of stdout/stderr, split by the rule
  *   every cut follows (cut-rules.ts: a fifth head, the rest tail, since the error is usually at the end), the
  *   marker of cut-rules.ts standing where the middle was.
- * - Every other tool keeps the head: the first lines of a text field, the first entries of a list. read_file's
- *   content keeps its line numbers and says which startLine continues it.
+ * - Every other tool keeps the head: the first lines of a text field, the first entries of a list. A tool whose
+ *   result is a page of a larger source (it declares `resultPaging`, as read_file does) is not spilled: its own
+ *   notice says where the next page starts.
  * - The cut result carries `outputTruncated`: per field the bytes and lines in total and dropped, the spill file
- *   and how to read it with a tool enabled for this user (read_file with startLine/maxLines, or grep).
+ *   and how to read it, in the words of the first tool enabled for this user that reads spill files (the tools
+ *   declaring `spillReader`).
  * - A field the tool already cut while capturing (it streamed the full output to the spill area, see
  *   ToolContext.captureFullOutput) reports its true size even when its cut text would fit.
  */
 import { countLineBreaks, countLines, cutMarker, cutText, headOf, utf8Bytes } from "./cut-rules.js";
 import type { SpillArea, SpillStream } from "./output-spill.js";
 import { integerSetting } from "./settings-declaration.js";
-import type { RegisteredTool, ToolParameterDescriptor } from "./types.js";
+import type { RegisteredTool, ResultPaging, SpillReader, ToolParameterDescriptor } from "./types.js";
 
 /** How a tool's result is cut: the head only, or head + tail split by the one rule of cut-rules.ts (HEAD_SHARE). */
 export type OutputCapStyle = "head" | "head_tail";
@@ -67,10 +69,11 @@ export function resultCapLimits(parameters: Record<string, unknown>): { maxBytes
   };
 }
 
-/** Which tools the user may read a spill file with. */
+/** The tools that read spill files: those enabled for the user, best first, and the names of all of them. */
 export interface SpillReaders {
-  readFile: boolean;
-  grep: boolean;
+  enabled: readonly SpillReader[];
+  /** Every registered reader's tool name, enabled or not (named when none is enabled). */
+  names: readonly string[];
 }
 
 /** What capToolResult needs besides the result. */
@@ -87,6 +90,8 @@ export interface CapRequest {
   chatId: string | null;
   /** The tools this user may read spill files with (asked only when something is cut). */
   readers: SpillReaders | (() => Promise<SpillReaders>);
+  /** The tool's paging, when its result is a page of a larger source (a cut page is continued from the source). */
+  paging?: ResultPaging;
   /**
    * UTF-8 size of `JSON.stringify(result)` when the caller already knows it (the runtime does: it serializes every
    * result once). Saves serializing a large result again just to learn that it fits.
@@ -129,15 +134,16 @@ function readHint(
   bytes: number,
 ): string {
   if (!path) return "The full output could not be saved; rerun the command with narrower output.";
-  const tooBigForRead = bytes > 10 * 1024 * 1024;
-  if (readers.readFile && !tooBigForRead) {
-    return `Read the rest with read_file {"path": ${JSON.stringify(path)}, "startLine": ${Math.max(1, fromLine)}, "maxLines": 500} (${totalLines} lines in all), or search it with grep if enabled.`;
+  const spill = { path, fromLine: Math.max(1, fromLine), totalLines, bytes };
+  let refusal: string | undefined;
+  for (const reader of readers.enabled) {
+    const hint = reader.howToRead(spill);
+    if (hint.readable) return hint.text;
+    refusal ??= hint.text;
   }
-  if (readers.grep) return `Search the full output with grep {"pattern": "…", "path": ${JSON.stringify(path)}}.`;
-  if (readers.readFile) {
-    return `The spill file is larger than read_file's 10 MiB text limit; rerun the command with narrower output (e.g. filter it with grep or tail).`;
-  }
-  return "No file-reading tool (read_file, grep) is enabled for you, so the rest cannot be read; rerun with narrower output or ask the user to enable read_file.";
+  if (refusal) return refusal;
+  const names = readers.names.length > 0 ? ` (${readers.names.join(", ")})` : "";
+  return `No file-reading tool${names} is enabled for you, so the rest cannot be read; rerun with narrower output or ask the user to enable ${readers.names[0] ?? "one"}.`;
 }
 
 /** A field large enough to be cut: a text over 256 bytes or 20 lines (or cut by the tool), a list likewise. */
@@ -361,37 +367,25 @@ class FieldSpills {
 
 type SpilledFile = { path: string; complete: boolean; bytes: number };
 
-/** Whether a result is read_file's page of a file (its content cut is continued from the file itself). */
-function isFilePage(record: Record<string, unknown> | null): boolean {
-  return (
-    record !== null &&
-    typeof record.content === "string" &&
-    typeof record.startLine === "number" &&
-    typeof record.totalLines === "number" &&
-    typeof record.path === "string"
-  );
-}
-
-/** read_file's cut content: the file itself is the full output; the notice says which startLine continues. */
-function filePageCut(
+/** A paged result's cut text: the source holds the rest, so nothing is spilled; the tool's notice says where to go on. */
+function pageCut(
   cut: FieldCut,
   source: Record<string, unknown>,
-  tool: string,
-): { content: string; entry: TruncatedField } {
-  const last = lastNumberedLine(cut.head);
-  const start = source.startLine as number;
-  const next = last > 0 ? last + 1 : start;
-  const headPart = cut.head && !cut.head.endsWith("\n") ? `${cut.head}\n` : cut.head;
+  paging: ResultPaging,
+): { text: string; fields: Record<string, unknown>; entry: TruncatedField } | undefined {
+  const page = paging.cut(cut.head, source);
+  if (!page) return undefined;
   return {
-    content: `${headPart}[truncated: showing lines ${start}–${Math.max(start, last)} of ${source.totalLines}. Use startLine/maxLines to read more: startLine ${next}.]`,
+    text: page.text,
+    fields: page.fields ?? {},
     entry: {
-      field: "content",
+      field: paging.field,
       totalBytes: cut.big.totalBytes,
       totalLines: cut.big.totalLines,
       droppedBytes: Math.max(0, cut.big.totalBytes - cut.keptBytes),
       droppedLines: Math.max(0, cut.big.totalLines - cut.keptLines),
       spillFile: null,
-      howToRead: `${tool} {"path": ${JSON.stringify(source.path)}, "startLine": ${next}}`,
+      howToRead: page.howToRead,
     },
   };
 }
@@ -407,12 +401,17 @@ async function assemble(
   const out: Record<string, unknown> = { ...source };
   for (const [field, list] of plan.kept) out[field] = list;
   const fields: TruncatedField[] = [];
-  const filePage = isFilePage(record);
+  const { paging } = request;
+  let pageFields: Record<string, unknown> = {};
   for (const cut of plan.cuts) {
     const { big } = cut;
-    if (filePage && big.field === "content" && !cut.keep) {
-      const page = filePageCut(cut, source, request.tool);
-      out.content = page.content;
+    const page =
+      paging && record && big.field === paging.field && big.kind === "string" && !cut.keep
+        ? pageCut(cut, source, paging)
+        : undefined;
+    if (page) {
+      out[big.field] = page.text;
+      pageFields = page.fields;
       fields.push(page.entry);
       continue;
     }
@@ -441,7 +440,7 @@ async function assemble(
     if (!plan.cuts.some((c) => c.big.field === field)) await stream.discard();
   }
   const result = record
-    ? { ...continueHint(request.tool, out, plan.cuts[0]?.big.field), outputTruncated: { fields } }
+    ? { ...out, ...pageFields, outputTruncated: { fields } }
     : { result: out.result, outputTruncated: { fields } };
   return { result, fields };
 }
@@ -495,29 +494,6 @@ export async function capToolResult(result: unknown, request: CapRequest): Promi
     if (available < 1024) break;
   }
   return cutWhole(result, resolved);
-}
-
-/** The number of the last `cat -n`-style line (`   123\ttext`) in a text; 0 when there is none. */
-function lastNumberedLine(text: string): number {
-  let last = 0;
-  for (const line of text.split("\n")) {
-    const m = /^\s*(\d+)\t/.exec(line);
-    if (m) last = Number(m[1]);
-  }
-  return last;
-}
-
-/** read_file: the kept content's last line number tells where to continue. */
-function continueHint(tool: string, out: Record<string, unknown>, field: string | undefined): Record<string, unknown> {
-  if (field !== "content" || typeof out.content !== "string" || typeof out.startLine !== "number") return out;
-  const last = lastNumberedLine(out.content);
-  if (last === 0) return out;
-  return {
-    ...out,
-    endLine: last,
-    truncated: true,
-    continueWith: `${tool} {"path": ${JSON.stringify(out.path)}, "startLine": ${last + 1}}`,
-  };
 }
 
 /** Fallback: the head of the whole JSON text, the full JSON in a spill file. */

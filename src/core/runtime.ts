@@ -21,6 +21,7 @@ import type { EnabledToolRuntime, InspectedCall, ToolCallContext, ToolCallOutcom
 import { SpillArea } from "./output-spill.js";
 import { installationPaths } from "./package-root.js";
 import { defaultRegistry, type ToolRegistryStore } from "./registry.js";
+import type { SpillReaders } from "./result-cap.js";
 import { getSafeEffectiveToolSettings, getToolDefinition } from "./settings-policy.js";
 import {
   createLogger,
@@ -36,6 +37,7 @@ import type {
   FreshnessLedger,
   Logger,
   RegisteredTool,
+  SpillReader,
   ToolContext,
   ToolDefinition,
 } from "./types.js";
@@ -399,8 +401,15 @@ export class ToolRuntime {
   }
 
   /** Which tools the user may read a spill file with (asked only when a result is cut). */
-  async #spillReaders(userId: string): Promise<{ readFile: boolean; grep: boolean }> {
-    return { readFile: await this.#enabled(userId, "read_file"), grep: await this.#enabled(userId, "grep") };
+  /** The registered tools that read spill files, best first: those enabled for `userId`, and all their names. */
+  async #spillReaders(userId: string): Promise<SpillReaders> {
+    const all = this.registry
+      .list()
+      .flatMap((tool) => (tool.spillReader ? [tool.spillReader] : []))
+      .sort((a, b) => a.rank - b.rank);
+    const enabled: SpillReader[] = [];
+    for (const reader of all) if (await this.#enabled(userId, reader.tool)) enabled.push(reader);
+    return { enabled, names: all.map((reader) => reader.tool) };
   }
 
   async #enabled(userId: string, toolName: string): Promise<boolean> {

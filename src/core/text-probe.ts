@@ -1,6 +1,6 @@
 /**
- * The binary probe and text decoding shared by read_file and grep (grep "Safety":
- * "The probe window is shared with read_file, so a file grep will search is a file read_file will open").
+ * The binary probe and text decoding shared by read_file and grep: one probe window, so a file grep searches is a
+ * file read_file opens.
  *
  * - A file is binary when a NUL byte occurs in its first 8 KiB, unless it starts with a UTF-16 byte-order mark
  *   (UTF-16 text is full of NUL bytes and is read as text).

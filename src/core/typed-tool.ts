@@ -129,7 +129,14 @@ export interface TypedToolOptions<S extends ToolInputSchema>
   extends Partial<
     Pick<
       RegisteredTool,
-      "outputSchema" | "outputCapStyle" | "managesOwnTimeout" | "approval" | "unavailableReason" | "buildDefinition"
+      | "outputSchema"
+      | "outputCapStyle"
+      | "resultPaging"
+      | "spillReader"
+      | "managesOwnTimeout"
+      | "approval"
+      | "unavailableReason"
+      | "buildDefinition"
     >
   > {
   /** The tool's name: letters, digits, `_` and `-`, starting with a letter, at most 64 characters. */

@@ -360,6 +360,13 @@ export interface RegisteredTool {
    */
   outputCapStyle?: "head" | "head_tail";
   /**
+   * For a tool whose result is one page of a larger source (read_file: lines of a file): when the output cap cuts
+   * the page's text, the rest is read from the source rather than spilled, as the tool's notice says.
+   */
+  resultPaging?: ResultPaging;
+  /** For a tool that can read a spill file (the full output of a cut result): how the model reads one with it. */
+  spillReader?: SpillReader;
+  /**
    * Argument checks beyond the schema that need neither the network nor the filesystem (e.g. web_fetch: the URL is
    * absolute, http(s), without credentials). Returns (cheapest: bad arguments are ordinary traffic; a ToolRefusal
    * costs least) or throws the classified ToolError the call would end with; returns undefined when they pass. `settings` are the
@@ -426,4 +433,39 @@ export interface ApprovalHint {
   decision: "ask" | "deny";
   /** Why, in words shown to the person asked and, on deny, to the model. */
   reason: string;
+}
+
+/** How a paged result (see RegisteredTool.resultPaging) is cut: the field holding the page and the tool's notice. */
+export interface ResultPaging {
+  /** The text field that holds the page ("content"). */
+  field: string;
+  /**
+   * The page cut to `kept` (the head of `result[field]` the cap keeps): `text` replaces the field (the kept part
+   * and the tool's notice), `howToRead` tells how to read on, `fields` are set on the result beside it. Undefined
+   * when this result cannot be continued from its source (the field is then cut and spilled as any other).
+   */
+  cut(
+    kept: string,
+    result: Record<string, unknown>,
+  ): { text: string; howToRead: string; fields?: Record<string, unknown> } | undefined;
+}
+
+/** A spill file as a reader is asked about it: its name, its size and the line the model should read on from. */
+export interface SpillFileRef {
+  /** The spill's virtual name (`spill:<id>`). */
+  path: string;
+  /** 1-based line (or list entry) where the dropped part begins. */
+  fromLine: number;
+  totalLines: number;
+  bytes: number;
+}
+
+/** A tool that reads spill files (see RegisteredTool.spillReader). */
+export interface SpillReader {
+  /** The tool's name. */
+  tool: string;
+  /** Lower is asked first: the first reader enabled for the user that can read the spill gives the hint. */
+  rank: number;
+  /** How to read `spill` with this tool; `readable: false` when it cannot (the text then says why and what helps). */
+  howToRead(spill: SpillFileRef): { readable: boolean; text: string };
 }

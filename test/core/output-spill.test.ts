@@ -14,6 +14,7 @@ import { capToolResult, countLines } from "../../src/core/result-cap.js";
 import { ToolRuntime } from "../../src/core/runtime.js";
 import { MemoryToolSettingsStore } from "../../src/core/stores.js";
 import type { RegisteredTool } from "../../src/core/types.js";
+import { grepTool } from "../../src/tools/builtin/grep.js";
 import { readFileTool } from "../../src/tools/builtin/read-file.js";
 import { buildShellTool, findInterpreter } from "../../src/tools/shell/shell-tool.js";
 import { recordingLogger } from "../helpers/runtime.js";
@@ -210,6 +211,7 @@ describe("the cap for other tools", () => {
   });
 
   it("list results keep their first entries; read_file keeps its head and says which startLine continues", async () => {
+    const bothReaders = { enabled: [readFileTool.spillReader!, grepTool.spillReader!], names: ["read_file", "grep"] };
     const area = new SpillArea(join(root, "unit"));
     const matches = Array.from({ length: 3000 }, (_, i) => ({ file: `f${i}.ts`, line: i, text: "match" }));
     const listCut = await capToolResult(
@@ -223,7 +225,7 @@ describe("the cap for other tools", () => {
         area,
         userId: "u",
         chatId: "c",
-        readers: { readFile: true, grep: true },
+        readers: bothReaders,
       },
     );
     const list = listCut.result as { matches: unknown[]; outputTruncated: { fields: { spillFile: string }[] } };
@@ -248,7 +250,7 @@ describe("the cap for other tools", () => {
         area,
         userId: "u",
         chatId: "c",
-        readers: { readFile: true, grep: true },
+        readers: bothReaders,
       },
     );
     const whole = oneBig.result as { resultHead: string; outputTruncated: { fields: { spillFile: string }[] } };
@@ -276,7 +278,8 @@ describe("the cap for other tools", () => {
         area,
         userId: "u",
         chatId: "c",
-        readers: { readFile: true, grep: false },
+        readers: { enabled: [readFileTool.spillReader!], names: ["read_file", "grep"] },
+        paging: readFileTool.resultPaging!,
       },
     );
     const read = readCut.result as { content: string; endLine: number; continueWith: string };

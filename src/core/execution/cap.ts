@@ -54,6 +54,7 @@ export async function capStage(ran: RunResult, parts: CapRequestParts): Promise<
     userId: parts.userId,
     chatId: parts.chatId,
     readers: parts.readers,
+    ...(parts.tool.resultPaging ? { paging: parts.tool.resultPaging } : {}),
   });
   if (outcome.truncated) {
     toolOutputTruncatedTotal.inc({ tool: name });

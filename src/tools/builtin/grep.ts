@@ -39,7 +39,7 @@ import {
   walkExclusion,
 } from "../../core/path-policy.js";
 import { booleanSetting, defineTool, integerSetting, stringSetting } from "../../core/settings-declaration.js";
-import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
+import type { RegisteredTool, SpillReader, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
 import type { EngineOutcome, GrepPlan, GrepResult } from "../fs/grep/common.js";
 import { searchWithJs } from "../fs/grep/js-engine.js";
 import { RipgrepUnusable, ripgrepPath, searchWithRipgrep } from "../fs/grep/ripgrep-engine.js";
@@ -296,6 +296,16 @@ export async function runGrep(
   };
 }
 
+/** grep searches a spill file of any size (after read_file, which shows its lines in order). */
+const grepSpillReader: SpillReader = {
+  tool: "grep",
+  rank: 2,
+  howToRead: ({ path }) => ({
+    readable: true,
+    text: `Search the full output with grep {"pattern": "…", "path": ${JSON.stringify(path)}}.`,
+  }),
+};
+
 export const grepTool: RegisteredTool = defineTool({
   // Approval: allowed by default; the path policy (or SSRF guard) confines it, rules match its subject.
   approval: { default: "allow", subject: { kind: "path", arguments: ["path"] } },
@@ -330,6 +340,7 @@ export const grepTool: RegisteredTool = defineTool({
     canDisable: true,
     parameterDescriptors: [...PATH_POLICY_DESCRIPTORS, ...Object.values(D)],
   },
+  spillReader: grepSpillReader,
   // The path's text, then the pattern's and the glob's (planGrep checks them again for its direct callers).
   validateArguments: (args) =>
     checkPath(args) ?? grepArgumentsRefusal(args as { pattern: string; glob?: string; caseInsensitive?: boolean }),

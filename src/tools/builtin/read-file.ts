@@ -21,7 +21,7 @@ import {
 } from "../../core/path-policy.js";
 import { defineTool } from "../../core/settings-declaration.js";
 import { decodeText, isBinaryHead, splitLines } from "../../core/text-probe.js";
-import type { RegisteredTool, ToolContext } from "../../core/types.js";
+import type { RegisteredTool, ResultPaging, SpillReader, ToolContext } from "../../core/types.js";
 import { formatBytes, ledgerChat, MIB, openRegularFile, readAllCapped } from "../fs/common.js";
 
 /** Ceiling of the text view (bytes the descriptor may yield). */
@@ -189,6 +189,55 @@ export async function readFile(
   };
 }
 
+/** The number of the last line of `text` in read_file's numbering (`   123\ttext`); 0 when there is none. */
+function lastNumberedLine(text: string): number {
+  let last = 0;
+  for (const line of text.split("\n")) {
+    const m = /^\s*(\d+)\t/.exec(line);
+    if (m) last = Number(m[1]);
+  }
+  return last;
+}
+
+/**
+ * A text page cut by the output cap: the file itself holds the rest, so nothing is spilled; the notice, `endLine`
+ * and `continueWith` say which startLine reads on. Byte views (whole files, no lines) are spilled instead.
+ */
+const readFilePaging: ResultPaging = {
+  field: "content",
+  cut(kept, result) {
+    if (result.view !== undefined || typeof result.startLine !== "number" || result.startLine < 1) return undefined;
+    const start = result.startLine;
+    const last = lastNumberedLine(kept);
+    const next = last > 0 ? last + 1 : start;
+    const head = kept && !kept.endsWith("\n") ? `${kept}\n` : kept;
+    const howToRead = `read_file {"path": ${JSON.stringify(result.path)}, "startLine": ${next}}`;
+    return {
+      text: `${head}[truncated: showing lines ${start}–${Math.max(start, last)} of ${result.totalLines}. Use startLine/maxLines to read more: startLine ${next}.]`,
+      howToRead,
+      fields: last > 0 ? { endLine: last, truncated: true, continueWith: howToRead } : {},
+    };
+  },
+};
+
+/** read_file reads a spill file's lines from where the cut began, when the spill is within its text view's ceiling. */
+const readFileSpillReader: SpillReader = {
+  tool: "read_file",
+  rank: 1,
+  howToRead({ path, fromLine, totalLines, bytes }) {
+    if (bytes > TEXT_VIEW_CAP) {
+      return {
+        readable: false,
+        text: `The spill file is larger than read_file's ${formatBytes(TEXT_VIEW_CAP)} text limit; rerun the command with narrower output (e.g. filter it with grep or tail).`,
+      };
+    }
+    return {
+      readable: true,
+      text: `Read the rest with read_file {"path": ${JSON.stringify(path)}, "startLine": ${fromLine}, "maxLines": 500} (${totalLines} lines in all), or search it with grep if enabled.`,
+    };
+  },
+};
+
 export const readFileTool: RegisteredTool = defineTool({
   // Approval: allowed by default; the path policy (or SSRF guard) confines it, rules match its subject.
   approval: { default: "allow", subject: { kind: "path", arguments: ["path"] } },
@@ -233,6 +282,8 @@ export const readFileTool: RegisteredTool = defineTool({
     canDisable: true,
     parameterDescriptors: [...PATH_POLICY_DESCRIPTORS],
   },
+  resultPaging: readFilePaging,
+  spillReader: readFileSpillReader,
   validateArguments: (args) => checkPath(args) ?? viewProblem(args),
   execute: (args, context) => readFile(args as Parameters<typeof readFile>[0], context),
 });
