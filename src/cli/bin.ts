@@ -4,8 +4,14 @@
  * main.ts so that importing the program (tests drive `main(argv)` in-process) does not run it.
  */
 import nodeModule from "node:module";
-import { main } from "./main.js";
+import { asksForVersion, VERSION } from "../version.js";
 import { raiseWasmTieringBudget } from "./v8-flags.js";
+
+// `toolhost --version` loads nothing else (main() answers it too, for callers that run it in-process).
+if (asksForVersion(process.argv.slice(2))) {
+  process.stdout.write(`${VERSION}\n`);
+  process.exit(0);
+}
 
 // Node 22.1+ caches the code it compiles for the modules loaded after this call (the application context, the
 // command's modules) on disk, so the next process skips compiling them (`NODE_COMPILE_CACHE` picks the directory,
@@ -20,4 +26,5 @@ try {
 // The shell parser's WebAssembly lexer is not recompiled after the first line (see the function).
 raiseWasmTieringBudget();
 
+const { main } = await import("./main.js");
 await main();

@@ -7,7 +7,7 @@
  */
 import type { Command } from "commander";
 import { classifiedError, ToolError } from "../core/errors.js";
-import { VERSION } from "../version.js";
+import { asksForVersion, VERSION } from "../version.js";
 import { parseCallCommandLine, runCall } from "./commands/call.js";
 import { CliError, type CommandName, commandNamedBy, errorText, exitQuietlyOnClosedStdout } from "./util.js";
 
@@ -27,7 +27,7 @@ export async function main(argv = process.argv): Promise<void> {
   try {
     const args = argv.slice(2);
     // `--version` alone prints the version as commander would, without loading it.
-    if (args.length === 1 && (args[0] === "--version" || args[0] === "-V")) {
+    if (asksForVersion(args)) {
       process.stdout.write(`${VERSION}\n`);
       return;
     }
