@@ -238,6 +238,9 @@ export function fitsResultCap(
   limits: { maxBytes: number; maxLines: number },
 ): boolean {
   if (jsonBytes > limits.maxBytes) return false;
+  // Every line the limit counts (a line break inside a text, `\n` in JSON; an entry of a list) takes at least one
+  // byte of the JSON: a result of no more bytes than the line limit fits without being walked (most calls).
+  if (jsonBytes <= limits.maxLines) return true;
   return fitsWhole(result, isRecord(result) ? result : null, { ...limits, jsonBytes }, NO_STREAMS);
 }
 

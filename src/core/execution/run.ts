@@ -148,8 +148,8 @@ export async function runStage(env: RunEnvironment, request: RunRequest, trackin
 const jsonTexts = new WeakMap<object, string>();
 
 /**
- * `JSON.stringify(result)` of a result executeTool returned uncut, without serializing it again (the run stage
- * already did); undefined for any other value.
+ * `JSON.stringify(result)` of a large result executeTool returned uncut (4 KiB of JSON or more), without serializing
+ * it again (the run stage already did); undefined for any other value (serialize it yourself).
  */
 export function resultJsonText(result: unknown): string | undefined {
   return typeof result === "object" && result !== null ? jsonTexts.get(result) : undefined;
@@ -166,14 +166,19 @@ function toSerializable(tool: string, value: unknown): { value: unknown; bytes: 
     // A result that is JSON data already (every built-in's) is its own round trip: parsing it again would only
     // copy it (a tenth of an MCP call's CPU for a directory listing, most of it garbage).
     const parsed: unknown = isJsonData(value, { left: MAX_JSON_DATA_NODES }) ? value : JSON.parse(json);
-    if (typeof parsed === "object" && parsed !== null) jsonTexts.set(parsed, json);
-    return { value: parsed, bytes: Buffer.byteLength(json, "utf8") };
+    const bytes = Buffer.byteLength(json, "utf8");
+    // Kept for results worth not serializing twice; a small one is cheaper to serialize again than to remember.
+    if (bytes >= KEEP_JSON_TEXT_BYTES && typeof parsed === "object" && parsed !== null) jsonTexts.set(parsed, json);
+    return { value: parsed, bytes };
   } catch (error) {
     throw new ToolExecutionError(
       `Tool "${tool}" returned a value that is not JSON-serializable: ${(error as Error).message}`,
     );
   }
 }
+
+/** Results of at least this many bytes of JSON keep their JSON text for {@link resultJsonText}. */
+const KEEP_JSON_TEXT_BYTES = 4096;
 
 /** How many values {@link isJsonData} looks at before it gives up (the result is then parsed from its JSON). */
 const MAX_JSON_DATA_NODES = 20_000;
