@@ -539,7 +539,7 @@ if (ONLY.has("sandbox")) {
         chatId: null,
         workingDirectory: dir,
         dataDir: join(dir, "data"),
-        settings: { enabled: true, parameters: {} },
+        settings: { enabled: true, values: {} },
       },
       dir,
       "bench",

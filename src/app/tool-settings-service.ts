@@ -215,7 +215,7 @@ export class ToolSettingsService {
       enablingRequiresAdmin: fixed.enablingRequiresAdmin,
       lockedKeys: [...(saved?.locked ?? [])],
       version: saved?.version ?? 0,
-      parameters: effective.parameters,
+      parameters: effective.values,
       defaultParameters: fixed.defaultParameters,
       parameterDescriptors: fixed.parameterDescriptors,
       definition: tool.buildDefinition ? getToolDefinition(tool, effective) : fixed.definition,

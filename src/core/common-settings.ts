@@ -9,7 +9,7 @@
  * The descriptor returned is the whole declaration of the setting: give it a `default` (and `min`/`max`, `unit`,
  * `allowedValues`, `adminOnly` as they apply). The registry derives the tool's default from it, the settings
  * policy validates users' changes against it, tools read it with the typed readers of settings-declaration.ts
- * (e.g. `integerSetting(context.settings.parameters, MY_DESCRIPTOR)`), and docs/settings-reference.md lists it.
+ * (e.g. `integerSetting(context.settings.values, MY_DESCRIPTOR)`), and docs/settings-reference.md lists it.
  */
 import { approvalRulesDescriptor, approvalSettingDescriptor } from "./approval/policy.js";
 import { declareMaxResultBytes, declareMaxResultLines } from "./result-cap.js";

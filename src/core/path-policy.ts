@@ -297,7 +297,7 @@ export interface EffectivePathPolicy {
 
 /** Reads allowedPaths / deniedPaths / restrictPaths from the call's settings (stored settings coerce to defaults). */
 export async function effectivePathPolicy(context: ToolContext): Promise<EffectivePathPolicy> {
-  const params = context.settings?.parameters ?? {};
+  const params = context.settings?.values ?? {};
   const base = baseDirectory(context);
   const restrict = booleanSetting(params, RESTRICT_PATHS_DESCRIPTOR);
   const allowedList = stringListSetting(params, ALLOWED_PATHS_DESCRIPTOR).filter((p) => p.trim() !== "");
@@ -410,7 +410,7 @@ export function accessDenied(input: string, rule: string, argument = "path"): Ac
 
 /**
  * Resolves a model-supplied path (absolute, ~-prefixed, or relative to context.workingDirectory, else
- * process.cwd()) and enforces the policy from context.settings.parameters (allowedPaths, deniedPaths,
+ * process.cwd()) and enforces the policy from context.settings.values (allowedPaths, deniedPaths,
  * restrictPaths).
  *
  * Returns `absolute` (the lexically normalized path, what results are reported from), `real` (the location

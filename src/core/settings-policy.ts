@@ -17,7 +17,7 @@ import type {
 
 /** Defaults from the tool's metadata: enabledByDefault and a copy of defaultParameters. */
 export function getDefaultToolSettings(tool: RegisteredTool): EffectiveToolSettings {
-  return { enabled: tool.settings.enabledByDefault, parameters: cloneSettingValue(tool.settings.defaultParameters) };
+  return { enabled: tool.settings.enabledByDefault, values: cloneSettingValue(tool.settings.defaultParameters) };
 }
 
 /**
@@ -220,12 +220,12 @@ export function mergeToolSettings(
     if (layer?.enabled === true || layer?.enabled === false) enabled = layer.enabled;
   }
   if (!tool.settings.canDisable) enabled = true;
-  const parameters = {
-    ...defaults.parameters,
+  const values = {
+    ...defaults.values,
     ...normalizeToolParameters(tool, saved?.parameters ?? {}),
     ...normalizeToolParameters(tool, updates?.parameters ?? {}),
   };
-  return { enabled, parameters };
+  return { enabled, values };
 }
 
 /**
@@ -294,7 +294,7 @@ export function getSafeEffectiveToolSettings(
       { tool: tool.definition.name, err: (error as Error).message, dropped },
       "saved tool settings are invalid; the invalid values fall back to defaults",
     );
-    return { enabled, parameters: { ...defaults.parameters, ...parameters } };
+    return { enabled, values: { ...defaults.values, ...parameters } };
   }
 }
 

@@ -154,7 +154,12 @@ export interface ExternalToolOrigin {
 /** A user's settings for one tool after merging defaults < saved < overrides. */
 export interface EffectiveToolSettings {
   enabled: boolean;
-  parameters: Record<string, unknown>;
+  /**
+   * The user's value of each of the tool's settings, by setting name (defaults filled in): what a tool reads with
+   * `integerSetting(context.settings.values, DESCRIPTOR)` and its siblings. Stored and sent over HTTP as
+   * `parameters`.
+   */
+  values: Record<string, unknown>;
 }
 
 /** A user's stored settings for one tool, as they sit in `user_tool_settings`. Either part may be absent. */

@@ -39,7 +39,7 @@ describe("path rules", () => {
     const verdict = await evaluateApproval(
       tool("write_file"),
       { path: "innocent/key.pem", content: "x" },
-      { enabled: true, parameters: { approval: "allow", approvalRules: [{ decision: "deny", match: "secrets/**" }] } },
+      { enabled: true, values: { approval: "allow", approvalRules: [{ decision: "deny", match: "secrets/**" }] } },
       { baseDirectory: dir },
     );
     expect(verdict.decision).toBe("deny");
@@ -53,7 +53,7 @@ describe("path rules", () => {
     const verdict = await evaluateApproval(
       tool("apply_patch"),
       { patch },
-      { enabled: true, parameters: { approval: "allow", approvalRules: [{ decision: "deny", match: "secrets/**" }] } },
+      { enabled: true, values: { approval: "allow", approvalRules: [{ decision: "deny", match: "secrets/**" }] } },
       { baseDirectory: "/w" },
     );
     expect(verdict).toMatchObject({ decision: "deny", rule: { match: "secrets/**" } });
@@ -76,7 +76,7 @@ describe("host rules", () => {
       { url: "not a url" },
       {
         enabled: true,
-        parameters: { approval: "allow", approvalRules: [{ decision: "allow", match: "example.com" }] },
+        values: { approval: "allow", approvalRules: [{ decision: "allow", match: "example.com" }] },
       },
       { baseDirectory: "/w" },
     );
@@ -86,7 +86,7 @@ describe("host rules", () => {
       { url: "https://docs.example.com/x" },
       {
         enabled: true,
-        parameters: { approval: "ask", approvalRules: [{ decision: "allow", match: "*.example.com" }] },
+        values: { approval: "ask", approvalRules: [{ decision: "allow", match: "*.example.com" }] },
       },
       { baseDirectory: "/w" },
     );

@@ -39,7 +39,7 @@ async function decide(command: string, setting: ApprovalDecision = "ask"): Promi
   const verdict = await evaluateApproval(
     bash,
     { command },
-    { enabled: true, parameters: { approval: setting, approvalRules: RULES } },
+    { enabled: true, values: { approval: setting, approvalRules: RULES } },
     { baseDirectory: "/tmp" },
   );
   return verdict.decision;
@@ -232,7 +232,7 @@ describe("the rule: approval allow runs, rules bind, narrow allow rules stay nar
       const verdict = await evaluateApproval(
         bash,
         { command },
-        { enabled: true, parameters: { approval: setting, approvalRules: RULE_SETS[rules] } },
+        { enabled: true, values: { approval: setting, approvalRules: RULE_SETS[rules] } },
         { baseDirectory: "/tmp", ...(sandbox ? {} : { hint: NO_SANDBOX }) },
       );
       expect(verdict.decision).toBe(expected);
@@ -244,7 +244,7 @@ describe("the rule: approval allow runs, rules bind, narrow allow rules stay nar
     const narrow = await evaluateApproval(
       bash,
       { command: "echo x > out.txt" },
-      { enabled: true, parameters: { approval: "ask", approvalRules: RULE_SETS["allow echo"] } },
+      { enabled: true, values: { approval: "ask", approvalRules: RULE_SETS["allow echo"] } },
       { baseDirectory: "/tmp" },
     );
     expect(narrow).toMatchObject({ source: "doubt" });
@@ -252,7 +252,7 @@ describe("the rule: approval allow runs, rules bind, narrow allow rules stay nar
     const hidden = await evaluateApproval(
       bash,
       { command: "$cmd x" },
-      { enabled: true, parameters: { approval: "allow", approvalRules: RULE_SETS["deny rm"] } },
+      { enabled: true, values: { approval: "allow", approvalRules: RULE_SETS["deny rm"] } },
       { baseDirectory: "/tmp" },
     );
     expect(hidden.reason).toContain('deny "rm"');

@@ -42,7 +42,7 @@ function echoTool(
     },
     execute: async (args, ctx) => {
       const { text, times } = args as { text: string; times: number };
-      return { out: `${text.repeat(times)}${ctx.settings.parameters.suffix}`, cwd: ctx.workingDirectory };
+      return { out: `${text.repeat(times)}${ctx.settings.values.suffix}`, cwd: ctx.workingDirectory };
     },
     ...overrides,
   };
@@ -191,12 +191,12 @@ describe("executeTool", () => {
       echoTool({
         execute: async (args, ctx: ToolContext) => {
           seen.push(ctx.settings);
-          return { out: `${(args as { text: string }).text}${ctx.settings.parameters.suffix}` };
+          return { out: `${(args as { text: string }).text}${ctx.settings.values.suffix}` };
         },
       }),
     );
     expect(await runtime.executeTool("echo", { text: "a" }, { userId: "u" })).toMatchObject({ result: { out: "a!" } });
-    expect(Object.isFrozen(seen[0]?.parameters)).toBe(true);
+    expect(Object.isFrozen(seen[0]?.values)).toBe(true);
     await store.save("u", "echo", { enabled: null, parameters: { suffix: "?" } });
     expect(await runtime.executeTool("echo", { text: "a" }, { userId: "u" })).toMatchObject({ result: { out: "a?" } });
   });

@@ -59,7 +59,7 @@ describe("a tool declares each setting once", () => {
       execute: async () => null,
     });
     expect(tool.settings.defaultParameters).toEqual({ limit: 10, mode: "fast" });
-    expect(mergeToolSettings(tool).parameters).toEqual({ limit: 10, mode: "fast" });
+    expect(mergeToolSettings(tool).values).toEqual({ limit: 10, mode: "fast" });
     expect(() => normalizeToolParameters(tool, { limit: 51 })).toThrow(/at most 50/);
   });
 

@@ -88,7 +88,7 @@ describe("mergeToolSettings", () => {
     );
     expect(merged).toEqual({
       enabled: true,
-      parameters: { timeoutSeconds: 90, mode: "slow", verbose: false, roots: [] },
+      values: { timeoutSeconds: 90, mode: "slow", verbose: false, roots: [] },
     });
   });
   it("takes the enabled state from the latest layer that sets it", () => {
@@ -105,8 +105,8 @@ describe("mergeToolSettings", () => {
   it("does not share the defaults object", () => {
     const t = tool();
     const merged = mergeToolSettings(t);
-    (merged.parameters.roots as string[]).push("x");
-    expect(getDefaultToolSettings(t).parameters.roots).toEqual([]);
+    (merged.values.roots as string[]).push("x");
+    expect(getDefaultToolSettings(t).values.roots).toEqual([]);
   });
 });
 
@@ -119,11 +119,11 @@ describe("getSafeEffectiveToolSettings", () => {
       { enabled: false, parameters: { timeoutSeconds: "lots" } },
       logger,
     );
-    expect(effective).toEqual({ enabled: false, parameters: getDefaultToolSettings(t).parameters });
+    expect(effective).toEqual({ enabled: false, values: getDefaultToolSettings(t).values });
     expect(logger.lines.some((l) => l.level === "warn")).toBe(true);
   });
   it("returns merged settings when they are valid", () => {
-    expect(getSafeEffectiveToolSettings(tool(), { parameters: { mode: "slow" } }).parameters.mode).toBe("slow");
+    expect(getSafeEffectiveToolSettings(tool(), { parameters: { mode: "slow" } }).values.mode).toBe("slow");
   });
 });
 
@@ -133,12 +133,9 @@ describe("getToolDefinitionsForTools", () => {
     const b = tool({ enabledByDefault: false }, "b");
     const c: RegisteredTool = {
       ...tool({}, "c"),
-      buildDefinition: (s) => ({ name: "c", description: `mode=${s.parameters.mode}`, parameters: { type: "object" } }),
+      buildDefinition: (s) => ({ name: "c", description: `mode=${s.values.mode}`, parameters: { type: "object" } }),
     };
-    const defs = getToolDefinitionsForTools(
-      [a, b, c],
-      new Map([["c", { enabled: true, parameters: { mode: "slow" } }]]),
-    );
+    const defs = getToolDefinitionsForTools([a, b, c], new Map([["c", { enabled: true, values: { mode: "slow" } }]]));
     expect(defs.map((d) => d.name)).toEqual(["a", "c"]);
     expect(defs[1]?.description).toBe("mode=slow");
   });
@@ -167,7 +164,7 @@ describe("getSafeEffectiveToolSettings keeps what is valid", () => {
       { parameters: { timeoutSeconds: 90, mode: "turbo", roots: ["/a", 7, "/b"], nope: 1 } },
       logger,
     );
-    expect(effective.parameters).toEqual({ timeoutSeconds: 90, mode: "fast", verbose: false, roots: ["/a", "/b"] });
+    expect(effective.values).toEqual({ timeoutSeconds: 90, mode: "fast", verbose: false, roots: ["/a", "/b"] });
     const warned = logger.lines.find((l) => l.level === "warn")?.obj as { dropped: string[] };
     expect(warned.dropped).toEqual(["mode", "roots (1 of 3 entries)", "nope"]);
   });

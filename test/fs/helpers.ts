@@ -27,7 +27,7 @@ export function makeContext(
     chatId: options.chatId === undefined ? "chat-1" : options.chatId,
     workingDirectory: options.workingDirectory ?? null,
     signal: options.signal ?? new AbortController().signal,
-    settings: { enabled: true, parameters: options.parameters ?? {} },
+    settings: { enabled: true, values: options.parameters ?? {} },
     dataDir: "/tmp/toolhost-test-data",
     ledger: options.ledger ?? new MemoryFreshnessLedger(),
     audit: new MemoryAuditSink(),

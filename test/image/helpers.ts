@@ -49,7 +49,7 @@ export function directContext(
     chatId: null,
     workingDirectory: null,
     signal,
-    settings: { enabled: true, parameters: { ...defaults.parameters, ...parameters } },
+    settings: { enabled: true, values: { ...defaults.values, ...parameters } },
     dataDir,
     ledger: new MemoryFreshnessLedger(),
     audit: new MemoryAuditSink(),

@@ -10,7 +10,7 @@ import { imageRuntime, tempDataDir } from "./helpers.js";
 
 const settings = (parameters: Record<string, unknown> = {}) => {
   const d = getDefaultToolSettings(generateImageTool);
-  return { enabled: true, parameters: { ...d.parameters, ...parameters } };
+  return { enabled: true, values: { ...d.values, ...parameters } };
 };
 
 function walk(schema: JsonSchema, visit: (node: JsonSchema) => void) {

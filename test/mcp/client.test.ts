@@ -238,7 +238,7 @@ describe("importing an external MCP server's tools", () => {
     // An "always allow" recorded for the old version asks again; one for the current version does not.
     const echoTool = s.ctx.runtime.registry.get("mcp__fixture__echo");
     const hintFor = (hash: string) =>
-      echoTool?.approvalHint?.({}, { settings: { enabled: true, parameters: { approvedContentHash: hash } } } as never);
+      echoTool?.approvalHint?.({}, { settings: { enabled: true, values: { approvedContentHash: hash } } } as never);
     expect(await hintFor(firstHash)).toMatchObject({ decision: "ask" });
     expect(await hintFor(changed.external.contentHash)).toBeUndefined();
 

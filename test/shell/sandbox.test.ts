@@ -380,13 +380,13 @@ describe("when the sandbox is unavailable", () => {
     expect(audit.entries.at(-1)).toMatchObject({ sandboxed: false, termination: "exited" });
 
     const tool = runtime.registry.get("bash")!;
-    const context = { settings: { enabled: true, parameters: { sandbox: "preferred" } } } as unknown as ToolContext;
+    const context = { settings: { enabled: true, values: { sandbox: "preferred" } } } as unknown as ToolContext;
     const hint = await tool.approvalHint?.({ command: "echo hi" }, context);
     expect(hint).toMatchObject({ decision: "ask" });
     expect(hint?.reason).toMatch(/unconfined.*bubblewrap/is);
-    const required = { settings: { enabled: true, parameters: { sandbox: "required" } } } as unknown as ToolContext;
+    const required = { settings: { enabled: true, values: { sandbox: "required" } } } as unknown as ToolContext;
     expect(await tool.approvalHint?.({ command: "echo hi" }, required)).toMatchObject({ decision: "deny" });
-    const off = { settings: { enabled: true, parameters: { sandbox: "off" } } } as unknown as ToolContext;
+    const off = { settings: { enabled: true, values: { sandbox: "off" } } } as unknown as ToolContext;
     expect(await tool.approvalHint?.({ command: "echo hi" }, off)).toBeUndefined();
   });
 
@@ -398,7 +398,7 @@ describe("when the sandbox is unavailable", () => {
     resetSandboxProbe();
     if (probe.available) {
       const tool = buildShellTool("bash", BASH);
-      const context = { settings: { enabled: true, parameters: {} } } as unknown as ToolContext;
+      const context = { settings: { enabled: true, values: {} } } as unknown as ToolContext;
       expect(await tool.approvalHint?.({ command: "x" }, context)).toBeUndefined();
     }
   });

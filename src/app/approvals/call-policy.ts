@@ -29,7 +29,7 @@ export interface PolicyCaller {
  */
 export function remedyFor(inspected: InspectedCall, verdict: ApprovalVerdict): string {
   const name = inspected.tool.definition.name;
-  const setting = inspected.settings.parameters[APPROVAL_SETTING];
+  const setting = inspected.settings.values[APPROVAL_SETTING];
   switch (verdict.source) {
     case "hint":
       return "";
@@ -83,15 +83,15 @@ export async function alwaysRefusal(
   }
   const parameters = hasRules
     ? {
-        ...settings.parameters,
+        ...settings.values,
         [APPROVAL_RULES_SETTING]: [
           ...rulesOf(settings),
           ...verdict.candidates.map((match) => ({ decision: "allow" as const, match })),
         ],
       }
-    : { ...settings.parameters, [APPROVAL_SETTING]: "allow", ...pinnedVersion(tool) };
+    : { ...settings.values, [APPROVAL_SETTING]: "allow", ...pinnedVersion(tool) };
   // The tool's own say is asked again with the settings as they would be (a pinned version counts).
-  const next = { ...settings, parameters };
+  const next = { ...settings, values: parameters };
   const again = await evaluateCall(who, { ...inspected, settings: next, context: { ...context, settings: next } });
   if (again.decision === "allow") return null;
   if (again.source === "hint") return `the tool itself asks (${again.reason}), whatever its settings say.`;
@@ -120,7 +120,7 @@ export async function evaluateCall(
   }
   const call = { baseDirectory: baseDirectory(context), ...(hint ? { hint } : {}) };
   const verdict = await evaluateApproval(tool, args, settings, call);
-  const setting = settings.parameters[APPROVAL_SETTING];
+  const setting = settings.values[APPROVAL_SETTING];
   if (verdict.decision === "allow" && (setting === "ask" || setting === "deny")) {
     const floor = lockedApprovalFloor(await who.service.locks(who.userId, tool.definition.name));
     if (floor) {
@@ -128,7 +128,7 @@ export async function evaluateCall(
       const held = await evaluateApproval(
         tool,
         args,
-        { ...settings, parameters: { ...settings.parameters, [APPROVAL_RULES_SETTING]: strict } },
+        { ...settings, values: { ...settings.values, [APPROVAL_RULES_SETTING]: strict } },
         call,
       );
       return {

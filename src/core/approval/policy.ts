@@ -153,7 +153,7 @@ export interface ApprovalCallContext {
 
 /** Reads the rules from effective settings, keeping only well-formed entries. */
 export function rulesOf(settings: EffectiveToolSettings): ApprovalRule[] {
-  const raw = settings.parameters[APPROVAL_RULES_SETTING];
+  const raw = settings.values[APPROVAL_RULES_SETTING];
   if (!Array.isArray(raw)) return [];
   return raw.filter(
     (r): r is ApprovalRule =>
@@ -165,7 +165,7 @@ export function rulesOf(settings: EffectiveToolSettings): ApprovalRule[] {
 }
 
 function settingOf(tool: RegisteredTool, settings: EffectiveToolSettings): ApprovalDecision {
-  const value = settings.parameters[APPROVAL_SETTING];
+  const value = settings.values[APPROVAL_SETTING];
   return value === "allow" || value === "ask" || value === "deny" ? value : approvalProfile(tool).default;
 }
 

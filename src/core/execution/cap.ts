@@ -20,10 +20,10 @@ const capLimitsCache = new WeakMap<EffectiveToolSettings, CapLimits>();
 
 /** resultCapLimits of a call's settings, read once per frozen settings object. */
 export function capLimitsOf(settings: EffectiveToolSettings): CapLimits {
-  if (!Object.isFrozen(settings)) return resultCapLimits(settings.parameters);
+  if (!Object.isFrozen(settings)) return resultCapLimits(settings.values);
   let limits = capLimitsCache.get(settings);
   if (!limits) {
-    limits = resultCapLimits(settings.parameters);
+    limits = resultCapLimits(settings.values);
     capLimitsCache.set(settings, limits);
   }
   return limits;

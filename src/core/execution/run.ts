@@ -41,8 +41,8 @@ export interface RunResult {
 export function budgetMs(tool: RegisteredTool, args: Record<string, unknown>, settings: EffectiveToolSettings): number {
   if (tool.timeoutMs) return tool.timeoutMs(args, settings);
   const d = tool.settings.parameterDescriptors.find((p) => p.name === "timeoutSeconds");
-  if (d && typeof d.default === "number") return integerSetting(settings.parameters, d) * 1000;
-  const seconds = settings.parameters.timeoutSeconds;
+  if (d && typeof d.default === "number") return integerSetting(settings.values, d) * 1000;
+  const seconds = settings.values.timeoutSeconds;
   return typeof seconds === "number" && seconds > 0 ? seconds * 1000 : DEFAULT_TOOL_TIMEOUT_MS;
 }
 

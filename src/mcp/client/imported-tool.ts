@@ -125,7 +125,7 @@ export function buildImportedTool(input: ImportedToolInput): RegisteredTool {
     timeoutMs: () => manager.callTimeoutMs(server),
     approvalHint(_args, context) {
       // An "always allow" recorded for an earlier version of this tool does not carry over to a changed one.
-      const approved = context.settings.parameters[APPROVED_CONTENT_HASH.name];
+      const approved = context.settings.values[APPROVED_CONTENT_HASH.name];
       if (typeof approved === "string" && approved !== "" && approved !== input.contentHash) {
         return {
           decision: "ask",

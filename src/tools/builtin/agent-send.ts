@@ -88,7 +88,7 @@ export const agentSendTool: RegisteredTool = defineTool({
       );
     }
     if (message === "") throw new ToolArgumentError("message must not be empty.", { argument: "message" });
-    const limits = sendLimitsFrom(context.settings.parameters);
+    const limits = sendLimitsFrom(context.settings.values);
     const bytes = Buffer.byteLength(message, "utf8");
     if (bytes > limits.messageMaxBytes) {
       throw new LimitExceededError(

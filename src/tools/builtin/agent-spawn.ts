@@ -148,7 +148,7 @@ export const agentSpawnTool: RegisteredTool = defineTool({
   managesOwnTimeout: true,
   // A waiting spawn lasts at most the child's wall time plus its grace turn; the host enforces both.
   timeoutMs: (args, settings) =>
-    args.wait === false ? 30_000 : spawnLimitsFrom(settings.parameters).timeSeconds * 1000 + AGENT_GRACE_TURN_MS,
+    args.wait === false ? 30_000 : spawnLimitsFrom(settings.values).timeSeconds * 1000 + AGENT_GRACE_TURN_MS,
   async execute(args, context) {
     const { template, message, parentId, wait } = args as {
       template: string;
@@ -178,7 +178,7 @@ export const agentSpawnTool: RegisteredTool = defineTool({
         wait: wait !== false,
         ...(context.toolCallId !== undefined ? { callId: context.toolCallId } : {}),
       },
-      spawnLimitsFrom(context.settings.parameters),
+      spawnLimitsFrom(context.settings.values),
       context.signal,
     );
   },

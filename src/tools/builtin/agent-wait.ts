@@ -59,7 +59,7 @@ export const agentWaitTool: RegisteredTool = defineTool({
   async execute(args, context) {
     const { agentIds, timeoutMs } = args as { agentIds?: string[]; timeoutMs?: number };
     const agents = agentServiceFrom(context.services, "agent_wait");
-    const min = Number(context.settings.parameters.minTimeoutMs ?? 1000);
+    const min = Number(context.settings.values.minTimeoutMs ?? 1000);
     const bounded = Math.min(MAX_AGENT_WAIT_MS, Math.max(min, timeoutMs ?? DEFAULT_AGENT_WAIT_MS));
     return agents.wait({ agentIds, timeoutMs: bounded }, context.signal);
   },

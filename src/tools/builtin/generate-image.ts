@@ -54,7 +54,7 @@ const definition: ToolDefinition = {
 
 /** generate_image's definition for these settings: without `quality` when letAiDecideQuality is false. */
 export function buildGenerateImageDefinition(settings: EffectiveToolSettings): ToolDefinition {
-  if (settings.parameters.letAiDecideQuality !== false) return definition;
+  if (settings.values.letAiDecideQuality !== false) return definition;
   return { ...definition, parameters: { type: "object", properties: properties(false), required: ["prompt"] } };
 }
 

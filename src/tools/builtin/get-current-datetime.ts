@@ -220,11 +220,11 @@ export const getCurrentDatetimeTool: RegisteredTool = defineTool({
   async execute(args, context) {
     const { timezone, locale } = args as { timezone?: string; locale?: string };
     const zone = validateTimezone(
-      timezone ?? stringSetting(context.settings.parameters, DEFAULT_TIMEZONE),
+      timezone ?? stringSetting(context.settings.values, DEFAULT_TIMEZONE),
       timezone === undefined ? "defaultTimezone" : "timezone",
     );
     const tag = validateLocale(
-      locale ?? stringSetting(context.settings.parameters, DEFAULT_LOCALE),
+      locale ?? stringSetting(context.settings.values, DEFAULT_LOCALE),
       locale === undefined ? "defaultLocale" : "locale",
     );
     return describeInstant(new Date(), zone, tag);

@@ -232,7 +232,7 @@ export interface GlobResult {
 
 /** Executes glob on parsed arguments. */
 export async function runGlob(args: { pattern: string; cwd?: string }, context: ToolContext): Promise<GlobResult> {
-  const params = context.settings.parameters;
+  const params = context.settings.values;
   const maxResults = integerSetting(params, MAX_RESULTS);
   const dot = booleanSetting(params, INCLUDE_DOTFILES);
   const absolute = booleanSetting(params, ABSOLUTE);

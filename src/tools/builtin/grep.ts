@@ -210,7 +210,7 @@ export async function planGrep(
   const info = await stat(real).catch((error: unknown) => {
     throw pathSystemError(error, args.path);
   });
-  const params = context.settings.parameters;
+  const params = context.settings.values;
   return {
     pattern: args.pattern,
     regex,
@@ -236,7 +236,7 @@ export async function runGrep(
   context: ToolContext,
 ): Promise<GrepResult> {
   const plan = await planGrep(args, context);
-  const choice = stringSetting(context.settings.parameters, D.engine);
+  const choice = stringSetting(context.settings.values, D.engine);
   let engine: GrepResult["engine"] = "js";
   let outcome: EngineOutcome | undefined;
   // ripgrep would read denied and protected files (and reveal them through its binary-skip counts) before their

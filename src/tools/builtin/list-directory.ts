@@ -116,7 +116,7 @@ export const listDirectoryTool: RegisteredTool = defineTool({
   async execute(args, context): Promise<ListDirectoryResult> {
     const { path } = args as { path: string };
     const { absolute, entries } = await readDirectoryEntries(path, context);
-    const max = integerSetting(context.settings.parameters, MAX_ENTRIES);
+    const max = integerSetting(context.settings.values, MAX_ENTRIES);
     return {
       path: toResultPath(absolute, context),
       entries: entries.slice(0, max).map((e) => ({ name: e.name, type: entryType(e) })),

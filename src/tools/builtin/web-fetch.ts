@@ -87,10 +87,10 @@ export async function webFetch(args: { url: string; maxSize?: number }, context:
     import("../web/content.js"),
   ]);
   const { resolver, extraHosts } = servicesOf(context);
-  const allowedHosts = [...stringListSetting(context.settings.parameters, ALLOWED_HOSTS), ...extraHosts];
+  const allowedHosts = [...stringListSetting(context.settings.values, ALLOWED_HOSTS), ...extraHosts];
   const result = await guardedFetch(url, {
     maxBytes: maxSize,
-    maxRedirects: integerSetting(context.settings.parameters, MAX_REDIRECTS),
+    maxRedirects: integerSetting(context.settings.values, MAX_REDIRECTS),
     allowedHosts,
     resolver,
     signal: context.signal,

@@ -63,7 +63,7 @@ export async function webSearch(
     "../web/search-providers.js"
   );
   const config = resolveSearchConfig(context.services[WEB_SEARCH_SERVICE] as WebSearchConfig | undefined);
-  const preferred = stringSetting(context.settings.parameters, DEFAULT_PROVIDER) as SearchProviderName | "auto";
+  const preferred = stringSetting(context.settings.values, DEFAULT_PROVIDER) as SearchProviderName | "auto";
   const provider = chooseProvider(args.provider, config, preferred);
   const asked = args.provider ?? (preferred === "auto" ? undefined : preferred);
   const missing = asked && asked !== provider ? missingKeyVariable(asked) : undefined;

@@ -50,7 +50,7 @@ export async function resolveSource(
   if (!service) {
     throw new ToolExecutionError("This host has no data sources configured (no data-source service).");
   }
-  const allowed = stringListSetting(context.settings.parameters, SQL_ALLOWED_SOURCES);
+  const allowed = stringListSetting(context.settings.values, SQL_ALLOWED_SOURCES);
   const usable = (await service.list()).filter((s) => sourceAllowed(allowed, s.name));
   const source = usable.find((s) => s.name === name);
   if (!source) {
@@ -68,12 +68,12 @@ export async function runSqlQuery(args: unknown, context: ToolContext): Promise<
   const { source: name, sql, params, maxRows } = args as SqlQueryArgs;
   if (!sql.trim()) throw new ToolArgumentError('Invalid argument "sql": it is empty.', { argument: "sql" });
   const { driver } = await resolveSource(name, context);
-  const cap = integerSetting(context.settings.parameters, SQL_MAX_ROWS);
+  const cap = integerSetting(context.settings.values, SQL_MAX_ROWS);
   return driver.query({
     sql,
     params: params ?? [],
     maxRows: Math.min(maxRows ?? cap, cap),
-    timeoutMs: integerSetting(context.settings.parameters, SQL_TIMEOUT_SECONDS) * 1000,
+    timeoutMs: integerSetting(context.settings.values, SQL_TIMEOUT_SECONDS) * 1000,
     signal: context.signal,
   });
 }
@@ -84,7 +84,7 @@ export async function runSqlSchema(args: unknown, context: ToolContext): Promise
   const { source, driver } = await resolveSource(name, context);
   const tables = await driver.schema({
     ...(table ? { table } : {}),
-    timeoutMs: integerSetting(context.settings.parameters, SQL_TIMEOUT_SECONDS) * 1000,
+    timeoutMs: integerSetting(context.settings.values, SQL_TIMEOUT_SECONDS) * 1000,
     signal: context.signal,
   });
   if (table && tables.length === 0) {

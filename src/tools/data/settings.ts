@@ -53,9 +53,7 @@ export function sourceAllowed(allowed: readonly string[], name: string): boolean
 
 /** The sources this user may use (as last listed in this process), for a tool description. */
 export function describeSources(settings: EffectiveToolSettings): string {
-  const allowed = Array.isArray(settings.parameters.allowedSources)
-    ? (settings.parameters.allowedSources as string[])
-    : [];
+  const allowed = Array.isArray(settings.values.allowedSources) ? (settings.values.allowedSources as string[]) : [];
   const sources = currentDataSources().filter((s) => sourceAllowed(allowed, s.name));
   if (sources.length === 0) return " No data source is declared for you yet.";
   return ` Data sources: ${sources.map(describeOne).join("; ")}.`;

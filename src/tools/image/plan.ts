@@ -63,7 +63,7 @@ export function createGenerateImageToolPlan(
   args: GenerateImageArgs,
   settings: EffectiveToolSettings,
 ): GenerateImageToolPlan {
-  const p = settings.parameters;
+  const p = settings.values;
   const notes: string[] = [];
 
   const prompt = typeof args.prompt === "string" ? args.prompt.trim() : "";

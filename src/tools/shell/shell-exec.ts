@@ -144,7 +144,7 @@ export const shellExecTool: RegisteredTool = defineTool({
       const untrustedRoots = [cwd.real, cwd.absolute];
       if (context.workingDirectory) untrustedRoots.push(context.workingDirectory);
       file = resolveAllowedExecutable(name, {
-        allowlist: effectiveAllowlist(context.settings.parameters),
+        allowlist: effectiveAllowlist(context.settings.values),
         pathValue: env.PATH ?? env.Path,
         untrustedRoots,
       });

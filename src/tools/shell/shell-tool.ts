@@ -170,7 +170,7 @@ export const MAX_OUTPUT_BYTES_DESCRIPTOR: ToolParameterDescriptor = {
  * clamped to its range).
  */
 export function shellTimeoutMs(settings: EffectiveToolSettings): number {
-  return integerSetting(settings.parameters, TIMEOUT_SECONDS_DESCRIPTOR) * 1000;
+  return integerSetting(settings.values, TIMEOUT_SECONDS_DESCRIPTOR) * 1000;
 }
 
 const TITLES: Record<ShellKind, string> = { bash: "Bash", zsh: "Zsh", powershell: "PowerShell" };
@@ -230,7 +230,7 @@ export function buildShellTool(shell: ShellKind, executable: string): Registered
         });
       }
       const timeoutMs = shellTimeoutMs(context.settings);
-      const maxOutputBytes = integerSetting(context.settings.parameters, MAX_OUTPUT_BYTES_DESCRIPTOR);
+      const maxOutputBytes = integerSetting(context.settings.values, MAX_OUTPUT_BYTES_DESCRIPTOR);
       const cwd = await resolveShellCwd(context, shell, args.command, args.cwd);
       let plan: SandboxPlan;
       try {

@@ -71,12 +71,12 @@ const DENIED_PATHS_DESCRIPTOR = PATH_POLICY_DESCRIPTORS.find(
 
 /** The `sandbox` setting of a call (corrupt values fall back to "preferred"). */
 export function sandboxMode(context: Pick<ToolContext, "settings">): SandboxMode {
-  return stringSetting(context.settings.parameters, SANDBOX_DESCRIPTOR) as SandboxMode;
+  return stringSetting(context.settings.values, SANDBOX_DESCRIPTOR) as SandboxMode;
 }
 
 /** Whether sandboxed commands of this call may use the network. */
 export function sandboxNetwork(context: Pick<ToolContext, "settings">): boolean {
-  return stringSetting(context.settings.parameters, NETWORK_DESCRIPTOR) === "on";
+  return stringSetting(context.settings.values, NETWORK_DESCRIPTOR) === "on";
 }
 
 /** How one call runs. */
@@ -131,11 +131,11 @@ export async function planSandbox(context: ToolContext, cwdReal: string, tool: s
   const wd = context.workingDirectory ? real(context.workingDirectory) : null;
   if (wd && isPathInside(cwdReal, wd)) writableRoots.push(wd);
   const base = context.workingDirectory ?? process.cwd();
-  for (const entry of stringListSetting(context.settings.parameters, WRITABLE_PATHS_DESCRIPTOR)) {
+  for (const entry of stringListSetting(context.settings.values, WRITABLE_PATHS_DESCRIPTOR)) {
     const path = real(expandPath(entry, base));
     if (path) writableRoots.push(path);
   }
-  const deniedPaths = stringListSetting(context.settings.parameters, DENIED_PATHS_DESCRIPTOR)
+  const deniedPaths = stringListSetting(context.settings.values, DENIED_PATHS_DESCRIPTOR)
     .map((entry) => real(expandPath(entry, base)))
     .filter((p): p is string => p !== null);
   const dataDir = real(context.dataDir);
