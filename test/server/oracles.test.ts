@@ -23,6 +23,11 @@ let mallory: string;
 const owned: Record<string, { label: string; id: string }[]> = {};
 let fake: FakeProvider;
 const turnAbort = new AbortController();
+/**
+ * The running turn's response, its body never read: kept reachable for the whole file, since fetch cancels the body
+ * of a response that is garbage collected, and the server then sees the client go and stops the turn.
+ */
+let runningTurn: Response | undefined;
 
 const PNG = Buffer.from(
   "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==",
@@ -50,6 +55,7 @@ beforeAll(async () => {
     signal: turnAbort.signal,
   });
   expect(turn.status).toBe(200);
+  runningTurn = turn;
   owned.chats = [
     { label: "idle chat", id: idle.id },
     { label: "running chat", id: running.id },
@@ -155,6 +161,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await runningTurn?.body?.cancel().catch(() => {});
   turnAbort.abort();
   await server?.stop();
   await fake?.close();
