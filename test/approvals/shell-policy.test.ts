@@ -170,6 +170,24 @@ const TABLE: [string, ApprovalDecision, ApprovalDecision?][] = [
   ["echo $((2 * 3))", "allow"],
   ["echo ${arr[0]}", "allow"],
   ['[[ "$x" == y ]] && echo yes', "allow"],
+  // a line continuation joins words as bash reads them, wherever bash removes it
+  ["r\\\nm x", "deny"],
+  ["r\\\nm x", "deny", "allow"],
+  ["git push --for\\\nce", "deny"],
+  ['echo "$\\\n(touch pH)"', "ask"],
+  ["cat <<EOF\n$\\\n(rm x)\nEOF", "deny"],
+  ["echo a \\\n  b", "allow"],
+  ["echo 'a\\\nb'", "allow"],
+  ["cat <<'EOF'\n$\\\n(rm x)\nEOF", "allow"],
+  ["echo \\\\\nrm x", "deny"],
+  ["echo x # note \\\nrm y", "deny"],
+  // bash reads `\<CR><LF>` as an escaped CR and a new line; the grammar as a line continuation
+  ["echo hi \\\r\nrm x", "ask", "allow"],
+  // a command name that is a pattern runs whatever file matches it
+  ["/usr/bin/r[m] x", "ask", "allow"],
+  ["/usr/bin/[r]m x", "ask", "allow"],
+  ["ls v | /usr/bin/xarg[s] /usr/bin/r[m]", "ask", "allow"],
+  ["[ -f x ] && ls", "allow", "allow"],
 ];
 
 describe("shell approval bypass table", () => {

@@ -76,18 +76,66 @@ export function parseShellCommand(source: string, depth = 0): ParsedShell {
     out.doubts.push("the command contains a NUL byte");
     return out;
   }
-  const tree = parser.parse(source);
+  // bash takes a carriage return for an ordinary character (`\<CR><LF>` escapes the CR and the LF ends the
+  // command) where the grammar sees a line continuation: what runs would not be what is matched.
+  if (source.includes("\r")) out.doubts.push("the command contains a carriage return");
+  let tree = parser.parse(source);
   if (!tree) {
     out.doubts.push("the command could not be parsed");
     return out;
   }
   try {
+    const joined = joinLineContinuations(source, tree.rootNode);
+    if (joined !== source) {
+      // bash removes a line continuation before it splits words (`r\<LF>m` is `rm`); the grammar takes it for a
+      // space between words. The line is parsed again as bash reads it.
+      tree.delete();
+      tree = parser.parse(joined);
+      if (!tree) {
+        out.doubts.push("the command could not be parsed");
+        return out;
+      }
+    }
     if (tree.rootNode.hasError) out.doubts.push("the command does not parse as shell syntax");
     visit(tree.rootNode, out, depth);
   } finally {
-    tree.delete();
+    tree?.delete();
   }
   return out;
+}
+
+/** Nodes inside which a backslash-newline is kept as it is (no line continuation there). */
+const KEEPS_CONTINUATIONS = new Set(["raw_string", "ansi_c_string", "comment"]);
+
+/**
+ * `source` with bash's line continuations removed: each backslash-newline whose backslash is not itself escaped,
+ * outside single quotes, `$'…'`, comments and the bodies of quoted here-documents (where bash keeps it). `root` is
+ * the parse of `source`, which says where each one stands.
+ */
+function joinLineContinuations(source: string, root: Node): string {
+  let joined = "";
+  let from = 0;
+  for (let i = source.indexOf("\\\n"); i !== -1; i = source.indexOf("\\\n", i + 2)) {
+    let run = 1;
+    while (i - run >= 0 && source[i - run] === "\\") run++;
+    if (run % 2 === 0) continue; // an escaped backslash, then a newline
+    if (!continuesHere(root.descendantForIndex(i))) continue;
+    joined += source.slice(from, i);
+    from = i + 2;
+  }
+  return from === 0 ? source : joined + source.slice(from);
+}
+
+/** Whether bash removes a backslash-newline standing in `node` (see {@link joinLineContinuations}). */
+function continuesHere(node: Node | null): boolean {
+  for (let n = node; n; n = n.parent) {
+    if (KEEPS_CONTINUATIONS.has(n.type)) return false;
+    if (n.type === "heredoc_body") {
+      const start = n.parent?.children.find((c) => c?.type === "heredoc_start")?.text ?? "";
+      return !/['"\\]/.test(start);
+    }
+  }
+  return true;
 }
 
 const HARMLESS_TARGETS = new Set(["/dev/null", "/dev/stdout", "/dev/stderr"]);
@@ -308,6 +356,9 @@ function doubtful(argv: ShellWord[], doubts: string[], wrappers: ShellWord[][]):
   return { argv, wrappers, doubts, runner: typeof name === "string" && RUNNERS.has(basename(name)) };
 }
 
+/** Glob syntax in a command name (`*`, `?`, a bracket expression); `[` and `[[` alone are the test commands. */
+const NAME_PATTERN = /[*?]|\[.*\]/;
+
 /** Splits off every known wrapper; the inner commands of `sh -c`, `eval` and `find -exec` are parsed as well. */
 function unwrap(argv: ShellWord[], doubts: string[], out: ParsedShell, depth: number): ShellCommand[] {
   const wrappers: ShellWord[][] = [];
@@ -318,6 +369,11 @@ function unwrap(argv: ShellWord[], doubts: string[], out: ParsedShell, depth: nu
     if (head === undefined) break;
     if (head === null) {
       doubts.push("the command name is computed at run time");
+      break;
+    }
+    // `/usr/bin/r[m]`, `xarg?`: a name that is a pattern names whatever file matches it when the line runs.
+    if (NAME_PATTERN.test(head)) {
+      doubts.push("the command name is a pattern matched against file names at run time");
       break;
     }
     const name = basename(head);
