@@ -409,6 +409,27 @@ export function accessDenied(input: string, rule: string, argument = "path"): Ac
 }
 
 /**
+ * The refusal of a write into a Git directory: a path with a `.git` component (the directory, a file in it, or a
+ * `.git` pointer file), in its written or its real form. A repository's hooks and config run commands (`core.hooksPath`,
+ * `core.fsmonitor`, …) when someone runs git there, so a file tool that could write them would let a later `git status`
+ * run anything, approved or not; the shell sandbox keeps `.git` read-only for the same reason. Git commands change a
+ * repository; file tools do not.
+ */
+export function gitDirectoryRefusal(
+  input: string,
+  absolute: string,
+  real: string,
+  argument = "path",
+): AccessDeniedError | undefined {
+  const inGit = (path: string) => path.split(sep).includes(".git");
+  if (!inGit(absolute) && !inGit(real)) return undefined;
+  return new AccessDeniedError(
+    `Access denied to "${clip(input)}": it is in a Git directory (.git), which file tools never write (its hooks and config run commands). Use git commands to change a repository.`,
+    { path: clip(input), argument, rule: "gitDirectory" },
+  );
+}
+
+/**
  * Resolves a model-supplied path (absolute, ~-prefixed, or relative to context.workingDirectory, else
  * process.cwd()) and enforces the policy from context.settings.values (allowedPaths, deniedPaths,
  * restrictPaths).
@@ -429,7 +450,10 @@ export async function resolveAndValidatePath(
     mustExist?: boolean;
     kind?: "file" | "directory" | "any";
     argument?: string;
-    /** "read" lets the call open its own spill files (context.spillDirectory) despite the data directory's protection. */
+    /**
+     * "read" lets the call open its own spill files (context.spillDirectory) despite the data directory's
+     * protection; "write" refuses a path in a Git directory (see {@link gitDirectoryRefusal}).
+     */
     purpose?: "read" | "write";
   } = {},
 ): Promise<{ absolute: string; real: string; policy: EffectivePathPolicy }> {
@@ -458,6 +482,10 @@ export async function resolveAndValidatePath(
   const ownSpill = options.purpose === "read" && isOwnSpillPath(context, absolute, real);
   const rule = ownSpill ? null : policyRefusal(policy, absolute, real);
   if (rule) throw accessDenied(input, rule, argument);
+  if (options.purpose === "write") {
+    const git = gitDirectoryRefusal(input, absolute, real, argument);
+    if (git) throw git;
+  }
 
   if (options.mustExist && !exists) {
     throw new NotFoundError(

@@ -52,7 +52,7 @@ export async function writeFileForChat(
   args: { path: string; content: string; createDirectories?: boolean },
   context: ToolContext,
 ): Promise<WriteFileResult & { absolute: string; real: string }> {
-  const { absolute, real } = await resolveAndValidatePath(args.path, context, { kind: "file" });
+  const { absolute, real } = await resolveAndValidatePath(args.path, context, { kind: "file", purpose: "write" });
   const data = Buffer.from(args.content, "utf8");
   if (data.length > WRITE_CAP) {
     throw new ToolArgumentError(`"content" is larger than 10 MiB; write smaller files.`, { argument: "content" });

@@ -280,10 +280,14 @@ type ResolvedOp = { op: FileOp; target: ResolvedPath; dest: ResolvedPath | undef
 async function resolveTargets(ops: FileOp[], context: ToolContext): Promise<ResolvedOp[]> {
   const resolved: ResolvedOp[] = [];
   for (const op of ops) {
-    const target = await resolveAndValidatePath(op.path, context, { kind: "file", argument: "patch" });
+    const target = await resolveAndValidatePath(op.path, context, {
+      kind: "file",
+      argument: "patch",
+      purpose: "write",
+    });
     const dest =
       op.kind === "update" && op.moveTo
-        ? await resolveAndValidatePath(op.moveTo, context, { kind: "file", argument: "patch" })
+        ? await resolveAndValidatePath(op.moveTo, context, { kind: "file", argument: "patch", purpose: "write" })
         : undefined;
     resolved.push({ op, target, dest });
   }
