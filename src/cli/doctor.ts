@@ -146,8 +146,8 @@ function providerChecks(env: NodeJS.ProcessEnv): DoctorCheck[] {
   return checks;
 }
 
-function ripgrepCheck(): DoctorCheck {
-  const rg = ripgrepPath();
+function ripgrepCheck(config: ToolhostConfig): DoctorCheck {
+  const rg = ripgrepPath(config.ripgrepPath ?? "");
   if (!rg)
     return check(
       "ripgrep",
@@ -230,7 +230,9 @@ export async function runDoctor(inputs: DoctorInputs): Promise<DoctorReport> {
   // A malformed TOOLHOST_* variable is reported (and every other check still runs, on the defaults).
   let config: ToolhostConfig | undefined;
   const malformed: string[] = [];
-  for (let readable = { ...env }; !config; ) {
+  // The environment the checks below read: the malformed variables unset (their defaults apply).
+  let readable: NodeJS.ProcessEnv = { ...env };
+  while (!config) {
     try {
       config = readConfig(readable);
     } catch (error) {
@@ -244,7 +246,7 @@ export async function runDoctor(inputs: DoctorInputs): Promise<DoctorReport> {
       ? check("config", "configuration", "fail", malformed.join(" "))
       : check("config", "configuration", "ok", "every TOOLHOST_* variable that is set is well-formed"),
   );
-  const choice = chooseDataDir(undefined, env);
+  const choice = chooseDataDir(undefined, readable);
   const existed = existsSync(choice.path);
   const fresh = !existsSync(join(choice.path, "toolhost.db"));
   let ctx: AppContext | undefined;
@@ -285,10 +287,10 @@ export async function runDoctor(inputs: DoctorInputs): Promise<DoctorReport> {
       checks.push(check("spills", "spilled outputs", "warn", `could not be counted: ${(error as Error).message}`));
     }
   }
-  checks.push(...providerChecks(env));
-  checks.push(ripgrepCheck());
-  checks.push(...shellChecks(env));
-  checks.push(await sandboxCheck(env));
+  checks.push(...providerChecks(readable));
+  checks.push(ripgrepCheck(config));
+  checks.push(...shellChecks(readable));
+  checks.push(await sandboxCheck(readable));
   checks.push(chatRootsCheck(config));
   const admins = [...config.adminUsers];
   if (ctx) {

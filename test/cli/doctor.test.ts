@@ -58,6 +58,22 @@ describe("toolhost doctor", () => {
     expect(text.stdout).toMatch(/Healthy\.$/m);
   });
 
+  it("names every malformed TOOLHOST_* variable on one line and still runs every other check", async () => {
+    const run = await runCli(["doctor", "--json", "--no-mcp"], {
+      TOOLHOST_DATA_DIR: join(tempDir(), "data"),
+      TOOLHOST_MAX_BODY_BYTES: "lots",
+      TOOLHOST_TURN_LEASE_MS: "-1",
+    });
+    expect(run.code).toBe(1);
+    const report = JSON.parse(run.stdout) as Report;
+    const config = byId(report, "config");
+    expect(config?.status).toBe("fail");
+    expect(config?.detail).toContain("TOOLHOST_MAX_BODY_BYTES");
+    expect(config?.detail).toContain("TOOLHOST_TURN_LEASE_MS");
+    for (const id of ["data-dir", "ripgrep", "shell.bash", "sandbox", "chat-roots"])
+      expect(byId(report, id), id).toBeDefined();
+  });
+
   it("a data directory that cannot be created is reported at once, not waited on", async () => {
     // Creating a directory under /proc fails with ENOENT forever: a recursive mkdir there never returned.
     const run = await runCli(["doctor", "--json", "--no-mcp"], { TOOLHOST_DATA_DIR: "/proc/toolhost-none/data" });

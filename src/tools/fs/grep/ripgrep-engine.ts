@@ -29,10 +29,13 @@ import {
 
 let rgPathCache: string | null | undefined;
 
-/** The ripgrep binary: $TOOLHOST_RG_PATH, else @vscode/ripgrep's, else null. */
-export function ripgrepPath(): string | null {
+/**
+ * The ripgrep binary: $TOOLHOST_RG_PATH (`configured`, read from the environment when not given), else
+ * @vscode/ripgrep's, else null. Throws ConfigError when it reads a malformed environment.
+ */
+export function ripgrepPath(configured?: string): string | null {
   if (rgPathCache !== undefined) return rgPathCache;
-  const fromEnv = readConfig().ripgrepPath;
+  const fromEnv = configured ?? readConfig().ripgrepPath;
   if (fromEnv) {
     rgPathCache = existsSync(fromEnv) ? fromEnv : null;
     return rgPathCache;
