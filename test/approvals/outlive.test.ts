@@ -7,8 +7,10 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Kysely } from "kysely";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createAppContext } from "../../src/app/context.js";
+import { openDatabase } from "../../src/storage/database.js";
 import { assertBuilt, type CliProcess, cleanEnv, startCli } from "../e2e/chat-process.js";
 import { type FakeProvider, type FakeTurn, startFakeProvider } from "../fakes/provider-server.js";
 import { until } from "../helpers/until.js";
@@ -58,7 +60,13 @@ interface Server {
 async function serve(dir: string, fake: FakeProvider): Promise<Server> {
   const p = startCli(
     ["serve", "--port", "0"],
-    cleanEnv({ TOOLHOST_DATA_DIR: dir, OPENAI_API_KEY: "test-key", OPENAI_BASE_URL: fake.baseURL }),
+    // A short turn lease, so a dead owner's lease expires (and is swept) within a second.
+    cleanEnv({
+      TOOLHOST_DATA_DIR: dir,
+      OPENAI_API_KEY: "test-key",
+      OPENAI_BASE_URL: fake.baseURL,
+      TOOLHOST_TURN_LEASE_MS: "900",
+    }),
   );
   // The first start prints a token for user `local`; a restart prints none (the test keeps the first one).
   await p.waitFor((out) => /http:\/\/[\d.]+:\d+/.test(out) && /th_[A-Za-z0-9_-]+|API tokens exist/.test(out));
@@ -183,6 +191,28 @@ describe.runIf(existsSync("/proc/self/cmdline")).concurrent("asks that outlive t
       const second = await serve(dir, fake);
       try {
         expect(await approvalStatus(second, turn.headers, turn.approvalId)).toEqual(["pending"]);
+        // The new instance's sweep claims the dead owner's expired lease and, finding the turn suspended, lets it go:
+        // from then on no instance holds it. A follower of the chat's events opened now stays open and follows the
+        // turn to its end once the answer resumes it.
+        const database = await openDatabase({ dataDir: dir });
+        try {
+          await poll("the suspended turn's lease to be let go", async () => {
+            // The lease tables are typed by their repository (storage/turn-lease-records.ts), not the schema.
+            const row = await (database.db as Kysely<any>)
+              .selectFrom("chat_leases")
+              .select("turn_id")
+              .where("chat_id", "=", turn.chatId)
+              .executeTakeFirst();
+            return row?.turn_id === null ? true : undefined;
+          });
+        } finally {
+          await database.close();
+        }
+        const follower = await fetch(`${second.url}/api/chats/${turn.chatId}/events?after=0`, {
+          headers: turn.headers,
+        });
+        expect(follower.status).toBe(200);
+        const followed = follower.text();
         const answeredAt = Date.now();
         const answered = await fetch(`${second.url}/api/approvals/${turn.approvalId}`, {
           method: "POST",
@@ -195,6 +225,10 @@ describe.runIf(existsSync("/proc/self/cmdline")).concurrent("asks that outlive t
         process.stderr.write(`[outlive] ${signal}: turn completed ${Date.now() - answeredAt} ms after the answer\n`);
         expect(messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
         expect(readFileSync(join(work, file), "utf8")).toBe("line\n");
+        const events = [...(await followed).matchAll(/^event: (\w+)$/gm)].map((m) => m[1]);
+        expect(events).toContain("approval_requested");
+        expect(events).toContain("tool_result");
+        expect(events.at(-1)).toBe("done");
       } finally {
         second.p.child.kill("SIGTERM");
         await second.p.exited;

@@ -450,7 +450,11 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
               await stream.writeSSE({ event: row.type, data: row.data, id: String(row.seq) });
               after = row.seq;
             }
-            break;
+            // …unless the turn waits for approvals with no instance holding it (its owner died, or it was
+            // suspended): answering them resumes it, anywhere, and its events follow.
+            if (!(await ctx.approvals.repository.activeTurn(chat.id))) break;
+            await ctx.turns.waitForEvents(chat.id, EVENT_POLL_MS, closed.signal);
+            continue;
           }
           if (lastDone && lastDone === current.turnId) break;
           await ctx.turns.waitForEvents(chat.id, EVENT_POLL_MS, closed.signal);
