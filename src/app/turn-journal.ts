@@ -42,8 +42,9 @@ export function resumeStepFromJournal(
   step: LoopStepSnapshot,
   journal: Map<string, JournalEntry>,
   readOnly: (tool: string) => boolean,
-): LoopStepSnapshot {
+): LoopStepSnapshot & { report: number[] } {
   const calls: ConversationToolCall[] = step.assistant.role === "assistant" ? (step.assistant.toolCalls ?? []) : [];
+  const report: number[] = [];
   const results = calls.map((call, index): ConversationToolResult | null => {
     const known = step.results[index];
     if (known) return known;
@@ -51,6 +52,8 @@ export function resumeStepFromJournal(
     if (!entry) return null;
     if (entry.status === "ended" && entry.result) return entry.result as ConversationToolResult;
     if (readOnly(call.name)) return null;
+    // Never reported: the call did not end. Its result is reported when the step resumes.
+    report.push(index);
     return {
       id: call.id,
       name: call.name,
@@ -63,7 +66,7 @@ export function resumeStepFromJournal(
       }),
     };
   });
-  return { ...step, results };
+  return { ...step, results, report };
 }
 
 /**

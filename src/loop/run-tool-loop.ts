@@ -3,6 +3,7 @@
  * through the ToolRuntime, feed the results back, and repeat until the model answers in text or the iteration limit is
  * hit.
  */
+import type { SerializedToolError } from "../core/errors.js";
 import type { ToolCallOutcome, ToolRuntime } from "../core/runtime.js";
 import type { ToolDefinition } from "../core/types.js";
 import {
@@ -62,7 +63,14 @@ export interface RunToolLoopOptions {
    * through the gate (which finds their decided approvals) and run. `messages` must end just before the step
    * (i.e. include `resume.added`).
    */
-  resume?: Pick<LoopStepSnapshot, "iterations" | "assistant" | "results" | "added">;
+  resume?: Pick<LoopStepSnapshot, "iterations" | "assistant" | "results" | "added"> & {
+    /**
+     * Indexes of `results` that were never reported (made by the caller, e.g. a call cut short when its server
+     * died): each gets its `tool_result` event when the step resumes. The other known results were reported when
+     * they were obtained.
+     */
+    report?: readonly number[];
+  };
   /**
    * Called before each model turn; the messages it returns (e.g. messages other agents sent this one) are appended
    * to the conversation, and to `done.messages`, before the model is asked. A throw ends the run like a provider
@@ -121,6 +129,11 @@ export async function* runToolLoop(options: RunToolLoopOptions): AsyncGenerator<
       const calls = step.assistant.role === "assistant" ? (step.assistant.toolCalls ?? []) : [];
       const results: ConversationToolResult[] = new Array(calls.length);
       const known = step.results.map((r) => r ?? undefined);
+      for (const index of step.report ?? []) {
+        const call = calls[index];
+        const result = known[index];
+        if (call && result) yield resultEvent(call, result);
+      }
       yield* executeCalls(calls, results, options, { iterations, added: [...added], assistant: step.assistant }, known);
       const toolMessage: ConversationMessage = { role: "tool", results };
       added.push(step.assistant, toolMessage);
@@ -403,4 +416,28 @@ function providerErrorMessage(provider: string, error: unknown): string {
   // The provider's message already ends a sentence: strip its final punctuation so exactly one full stop follows.
   const detail = errorMessage(error).replace(/[.:;,\s]+$/u, "");
   return `${prefix}: ${detail}. The turn was not saved past its last complete step; retry the message.`;
+}
+
+/** The `tool_result` event of a result known as a conversation message (its content is the JSON the model got). */
+function resultEvent(call: ConversationToolCall, result: ConversationToolResult): LoopEvent {
+  let content: unknown = result.content;
+  try {
+    content = JSON.parse(result.content);
+  } catch {
+    // plain text
+  }
+  if (result.ok) return { type: "tool_result", id: call.id, name: call.name, ok: true, result: content, durationMs: 0 };
+  const error = (content as { error?: { code?: unknown; message?: unknown } } | null)?.error;
+  return {
+    type: "tool_result",
+    id: call.id,
+    name: call.name,
+    ok: false,
+    // The error the model got, as it got it (a result made by the caller may carry its own code, e.g. interrupted).
+    error:
+      typeof error?.code === "string" && typeof error.message === "string"
+        ? (error as SerializedToolError)
+        : { code: "execution_failed", message: String(result.content) },
+    durationMs: 0,
+  };
 }

@@ -391,13 +391,18 @@ async function checkAgentTakenOver(turn: Awaited<ReturnType<typeof startAgentTur
   );
   expect(rest.at(-1)).toMatchObject({ event: "done", data: { reason: "text" } });
   // The sub-agent finished on the new owner; none of its calls ran again there (its sleep's result was the
-  // interruption); the root's agent_spawn call, run again, answered with that agent's result.
+  // interruption, reported as that call's tool_result); the root's agent_spawn call, run again, answered with that
+  // agent's result.
   expect(rest.find((e) => e.event === "agent_finished")).toMatchObject({
     data: { status: "completed", response: "taken over: true" },
   });
   const results = rest.filter((e) => e.event === "tool_result");
-  expect(results.map((e) => [e.data.name, e.data.agent?.id ?? null])).toEqual([["agent_spawn", null]]);
-  expect(results[0]!.data.result).toMatchObject({ status: "completed", response: "taken over: true" });
+  expect(results.map((e) => [e.data.name, e.data.agent?.id ?? null])).toEqual([
+    ["bash", expect.any(String)],
+    ["agent_spawn", null],
+  ]);
+  expect(results[0]!.data).toMatchObject({ ok: false, error: { code: "interrupted" } });
+  expect(results[1]!.data.result).toMatchObject({ status: "completed", response: "taken over: true" });
   const chat = (await (await api(next, "local", `/api/chats/${turn.chatId}`)).json()) as {
     messages: { role: string; content?: string }[];
   };
@@ -455,8 +460,11 @@ describe("takeover", () => {
       await api(b, "local", `/api/chats/${chatId}/events`, { headers: { "last-event-id": last } }),
     );
     expect(rest.at(-1)).toMatchObject({ event: "done", data: { reason: "text" } });
-    // Nothing ran again after the takeover: the interrupted call's result was fed back, not produced by a run.
-    expect(rest.filter((e) => e.event === "tool_result")).toEqual([]);
+    // Nothing ran again after the takeover: the interrupted call's result was fed back, not produced by a run, and
+    // its followers got it as the call's tool_result (the call had started on A, which never reported its end).
+    const results = rest.filter((e) => e.event === "tool_result");
+    expect(results).toHaveLength(1);
+    expect(results[0]?.data).toMatchObject({ ok: false, error: { code: "interrupted" } });
     const chat = (await (await api(b, "local", `/api/chats/${chatId}`)).json()) as {
       messages: { role: string; content?: string; results?: { content: string }[] }[];
     };
