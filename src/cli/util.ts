@@ -20,11 +20,23 @@ export function parseAssignment(pair: string): [string, unknown] {
     throw new CliError(`Expected name=value, got "${pair}" (e.g. timeoutSeconds=60 or allowedPaths='["/srv"]').`);
   const name = pair.slice(0, eq);
   const text = pair.slice(eq + 1);
+  let value: unknown;
   try {
-    return [name, JSON.parse(text)];
+    value = JSON.parse(text);
   } catch {
     return [name, text];
   }
+  // JSON.parse reads 1e400 as Infinity, which would be stored as null: say what was typed instead.
+  if (hasNonFiniteNumber(value)) {
+    throw new CliError(`The value of ${name}, ${text}, holds a number too large to store; use a smaller one.`);
+  }
+  return [name, value];
+}
+
+function hasNonFiniteNumber(value: unknown): boolean {
+  if (typeof value === "number") return !Number.isFinite(value);
+  if (value && typeof value === "object") return Object.values(value).some(hasNonFiniteNumber);
+  return false;
 }
 
 /**

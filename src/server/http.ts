@@ -117,7 +117,9 @@ export async function readJsonBody<T>(
     const allowed = first ? allowedValuesAt(schema, first.instancePath) : undefined;
     const rule = allowed
       ? `must be one of ${allowed.map((v) => JSON.stringify(v)).join(", ")}`
-      : (first?.message ?? "does not match the schema");
+      : first?.keyword === "boolean" && first.schemaPath.endsWith("/additionalProperties")
+        ? "is not a property this request accepts (check its spelling against the API reference)"
+        : (first?.message ?? "does not match the schema");
     throw new HttpError(400, "bad_request", `Invalid request ${where}: ${rule}.`);
   }
   return body as T;

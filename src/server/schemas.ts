@@ -146,10 +146,14 @@ export const ExecuteToolBody = Type.Object(
       Type.String({ description: "Working directory to bind for this call (absolute)." }),
     ),
     chatId: Type.Optional(
-      Type.String({ description: "Run in this chat's context (its working directory and freshness ledger)." }),
+      Type.String({
+        minLength: 1,
+        description: "Run in this chat's context (its working directory and freshness ledger).",
+      }),
     ),
     approvalId: Type.Optional(
       Type.String({
+        minLength: 1,
         description:
           "Run a call approved earlier: the id from a denied_by_policy result whose approval has since been answered allow_once/allow_always. The arguments must be exactly the approved ones (access_denied otherwise); an approval runs once.",
       }),

@@ -106,8 +106,13 @@ export async function startServer(ctx: AppContext, options: StartServerOptions =
     print(`  ${token}`);
     print(`Try: curl -H "Authorization: Bearer ${token}" ${url}/api/settings/tools`);
   } else {
+    // The CLI opens the database its own environment names: on a shared database it needs the same URL.
+    const sameDatabase =
+      ctx.database.dialect === "sqlite"
+        ? ""
+        : " (run it with this server's TOOLHOST_DATABASE_URL, or it writes to a local SQLite file this server never reads)";
     print(
-      "API tokens exist (printed when created; only their hashes are stored). Need one? `toolhost token create --user NAME` prints a new one; `toolhost token list` shows the existing ones.",
+      `API tokens exist (printed when created; only their hashes are stored). Need one? \`toolhost token create --user NAME\` prints a new one${sameDatabase}; \`toolhost token list\` shows the existing ones.`,
     );
   }
   return {
