@@ -1,0 +1,51 @@
+/**
+ * The refusals of the path policy (core/path-policy.ts): the AccessDeniedError of a path outside the allowed
+ * directories or covered by a denied or protected path, and of a write into a Git directory.
+ */
+import { sep } from "node:path";
+import { AccessDeniedError, clip } from "./errors.js";
+
+/**
+ * The AccessDeniedError for a refused path: names the input (at most ~100 characters of it) and the rule, never
+ * the resolved target. A protected path (Toolhost's own data and code) gets exactly the answer of a path covered by
+ * deniedPaths (message and `details.rule` "deniedPaths"), so the refusal does not reveal where Toolhost keeps its
+ * files.
+ */
+export function accessDenied(input: string, rule: string, argument = "path"): AccessDeniedError {
+  const publicRule = rule === "protected" ? "deniedPaths" : rule;
+  const why =
+    publicRule === "deniedPaths"
+      ? "it is covered by the deniedPaths setting or is one of the paths tools never touch (Toolhost's own data and installation)"
+      : rule === "workingDirectoryMoved"
+        ? "the working directory is a symbolic link, or was replaced by one after it was bound (bind the directory's real path)"
+        : rule === "noWorkingDirectory"
+          ? "no working directory is bound to this call (bind one when creating the chat, within TOOLHOST_CHAT_ROOTS, or ask an admin for allowedPaths)"
+          : rule === "allowedPaths"
+            ? "it resolves outside the directories allowed by the allowedPaths setting"
+            : "it resolves outside the chat working directory (the only allowed directory while restrictPaths is on and allowedPaths is empty)";
+  return new AccessDeniedError(
+    `Access denied to "${clip(input)}": ${why}. Use a path inside the allowed directories, or ask the user to change the tool's path settings.`,
+    { path: clip(input), argument, rule: publicRule },
+  );
+}
+
+/**
+ * The refusal of a write into a Git directory: a path with a `.git` component (the directory, a file in it, or a
+ * `.git` pointer file), in its written or its real form. A repository's hooks and config run commands (`core.hooksPath`,
+ * `core.fsmonitor`, …) when someone runs git there, so a file tool that could write them would let a later `git status`
+ * run anything, approved or not; the shell sandbox keeps `.git` read-only for the same reason. Git commands change a
+ * repository; file tools do not.
+ */
+export function gitDirectoryRefusal(
+  input: string,
+  absolute: string,
+  real: string,
+  argument = "path",
+): AccessDeniedError | undefined {
+  const inGit = (path: string) => path.split(sep).includes(".git");
+  if (!inGit(absolute) && !inGit(real)) return undefined;
+  return new AccessDeniedError(
+    `Access denied to "${clip(input)}": it is in a Git directory (.git), which file tools never write (its hooks and config run commands). Use git commands to change a repository.`,
+    { path: clip(input), argument, rule: "gitDirectory" },
+  );
+}
