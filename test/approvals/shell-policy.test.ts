@@ -200,6 +200,106 @@ describe("shell approval bypass table", () => {
   });
 });
 
+/**
+ * Lines a tester found bash running differently from what the policy saw (each confirmed with `bash -c`). Under
+ * `approval: allow` with deny rules none may be allowed (it runs a denied program); under `approval: ask` with
+ * narrow allow rules none may be allowed (it runs more than those commands). Asking is the safe answer.
+ */
+const DENY_RULES: ApprovalRule[] = [
+  { decision: "deny", match: "rm" },
+  { decision: "deny", match: "curl" },
+  { decision: "deny", match: "git push" },
+];
+const NARROW_ALLOW: ApprovalRule[] = [
+  { decision: "allow", match: "echo" },
+  { decision: "allow", match: "ls" },
+  { decision: "allow", match: "cat" },
+  { decision: "allow", match: "git status" },
+];
+const RUNS_A_DENIED_PROGRAM = [
+  "echo \\ #; rm f",
+  "echo \\\t#; rm f",
+  "cat <<$':'\nx\n:\nrm f\n$':'\n",
+  "cat <<E'O'F\nEOF\nrm f\nE'O'F\n",
+  'cat <<$"EOF"\nEOF\nrm f\n$"EOF"\n',
+  "trap 'rm f' EXIT",
+  "bash -c -- 'rm f'",
+  "bash -c -e 'rm f'",
+  "sh -c -- 'rm f'",
+  "rbash -c 'rm f'",
+  "eval -- rm f",
+  "timeout -- 5 rm f",
+  "timeout -k 1 -- 5 rm f",
+  "taskset -c 0 rm f",
+  "echo x | xargs --replace rm f",
+  "echo x | xargs --eof rm f",
+  "echo rm f | xargs env",
+  "find /usr/bin -name rm -exec {} f \\;",
+  "hash -p /usr/bin/rm ls; ls f",
+  "coproc rm f",
+  "shopt -s expand_aliases\nalias ls='rm f'\nls",
+  "printf -v 'a[$(rm f)]' x",
+  "read 'a[$(rm f)]' <<< x",
+  "test -v 'a[$(rm f)]'",
+  "[ -v 'a[$(rm f)]' ]",
+  "[[ -v 'a[$(rm f)]' ]]",
+  "let 'x=a[$(rm f)]'",
+  "command declare -i 'x=a[$(rm f)]'",
+  "mapfile -t -C 'rm f' -c 1 arr <<< x",
+  "sed -n '1e rm f' /etc/hostname",
+  "sed 's/x/rm f/e' /etc/hostname",
+  "git -c alias.x='!rm f' x",
+  "tar -cf /dev/null --checkpoint=1 --checkpoint-action=exec='rm f' /etc/hostname",
+  "tar -cf /dev/null -I 'rm f; cat' /etc/hostname",
+  "vim -es -c '!rm f' -c 'q!'",
+  "sqlite3 :memory: '.shell rm f'",
+  "ed -s /etc/hostname <<< '!rm f'",
+  "sudo -h rm f",
+];
+const RUNS_MORE_THAN_ALLOWED = [
+  "echo \\ #; touch pwn",
+  "cat <<$':'\nx\n:\ntouch pwn\n$':'\n",
+  "echo hi; (( 'a[$(touch pwn)]' ))",
+  "echo hi; [[ -v 'a[$(touch pwn)]' ]]",
+  "echo hi; [ -v 'a[$(touch pwn)]' ]",
+  "for i in 'a[$(touch pwn)]'; do echo ${PATH:i}; done",
+  "for i in 'a[$(touch pwn)]'; do echo ${x:0:i}; done",
+  "for i in 'a[$(touch pwn)]'; do echo ${@:i}; done",
+  "for i in 'a[$(touch pwn)]'; do for ((;i;)); do echo; done; done",
+  "for PATH in .; do cat notes.txt; done",
+  "for HOME in .; do git status --short; done",
+  "cat <<$':'\n:\n>pwn\n$':'",
+];
+const STILL_ALLOWED = [
+  "echo hi",
+  "ls -la",
+  "git status",
+  "for f in *.txt; do cat $f; done",
+  "echo ${x:-default} ${x:1:2}",
+  "[ -f x ] && ls",
+  "cat <<EOF\nhi\nEOF",
+  "cat <<'EOF'\nhi\nEOF",
+  "ls | xargs -I{} echo {}",
+];
+
+async function decideWith(command: string, setting: ApprovalDecision, rules: ApprovalRule[]) {
+  const settings = { enabled: true, values: { approval: setting, approvalRules: rules } };
+  return (await evaluateApproval(bash, { command }, settings, { baseDirectory: "/tmp" })).decision;
+}
+
+describe("what bash runs is what the policy judges", () => {
+  it.each(RUNS_A_DENIED_PROGRAM)("approval allow, deny rules: %j is not allowed", async (command) => {
+    expect(await decideWith(command, "allow", DENY_RULES)).not.toBe("allow");
+  });
+  it.each(RUNS_MORE_THAN_ALLOWED)("approval ask, narrow allow rules: %j is not allowed", async (command) => {
+    expect(await decideWith(command, "ask", NARROW_ALLOW)).not.toBe("allow");
+  });
+  it.each(STILL_ALLOWED)("ordinary lines stay allowed: %j", async (command) => {
+    expect(await decideWith(command, "ask", NARROW_ALLOW)).toBe("allow");
+    expect(await decideWith(command, "allow", DENY_RULES)).toBe("allow");
+  });
+});
+
 /** The rule of docs/approvals.md ("How a call is decided"), row by row: command × setting × rules × sandbox. */
 const RULE_SETS: Record<string, ApprovalRule[]> = {
   none: [],

@@ -10,6 +10,7 @@
 import { createRequire } from "node:module";
 import { basename } from "node:path";
 import type { Node, Parser } from "web-tree-sitter";
+import { commandHazards, lineHazards, runsViaArguments, SUBSCRIPT_WITH_SUBSTITUTION } from "./shell-hazards.js";
 import { RUNNERS, SHELLS, WRAPPERS, type WrapperSpec } from "./shell-wrappers.js";
 
 /** One word of a command: its literal text, or null when it depends on an expansion at run time. */
@@ -97,6 +98,7 @@ export function parseShellCommand(source: string, depth = 0): ParsedShell {
       }
     }
     if (tree.rootNode.hasError) out.doubts.push("the command does not parse as shell syntax");
+    out.doubts.push(...lineHazards(joined, tree.rootNode));
     visit(tree.rootNode, out, depth);
   } finally {
     tree?.delete();
@@ -170,8 +172,27 @@ function visit(node: Node, out: ParsedShell, depth: number): void {
     case "arithmetic_expansion":
     case "subscript":
     case "test_command":
+    case "c_style_for_statement":
       checkArithmetic(node, out);
       break;
+    case "raw_string":
+    case "string":
+      // `[[ -v 'a[$(cmd)]' ]]`, `[ -v … ]`: a quoted subscript is evaluated where a variable name is expected.
+      if (SUBSCRIPT_WITH_SUBSTITUTION.test(node.text) && node.parent?.type !== "command")
+        out.doubts.push("a quoted word holds an array subscript with a substitution, which tests of a variable run");
+      break;
+    case "compound_statement":
+      // `(( … ))` evaluates its body as arithmetic.
+      if (node.firstChild?.type === "((") checkArithmetic(node, out);
+      break;
+    case "for_statement":
+    case "select_statement": {
+      // The loop assigns its variable: an exported one (PATH, HOME, …) changes what the body's commands do.
+      const variable = node.childForFieldName("variable")?.text ?? "";
+      if (!/[a-z]/.test(variable))
+        out.doubts.push(`the loop assigns ${variable || "a variable"}, which may be exported`);
+      break;
+    }
     default:
       break;
   }
@@ -190,7 +211,17 @@ const ARITHMETIC_TESTS = /\s-(eq|ne|lt|le|gt|ge)\s/;
  */
 function checkArithmetic(node: Node, out: ParsedShell): void {
   if (node.type === "test_command" && !ARITHMETIC_TESTS.test(` ${node.text} `)) return;
-  const body = node.type === "subscript" ? (node.childForFieldName("index")?.text ?? "") : node.text;
+  const body =
+    node.type === "subscript"
+      ? (node.childForFieldName("index")?.text ?? "")
+      : node.type === "c_style_for_statement"
+        ? node.children
+            .filter((c): c is Node => c !== null && c.type !== "do_group" && c.type !== "compound_statement")
+            .map((c) => (c.type === "for" ? "" : c.text))
+            .join(" ")
+        : node.type === "compound_statement"
+          ? node.text.replace(/^\(\(|\)\)$/g, "")
+          : node.text;
   if (/[A-Za-z_]/.test(body.replace(/^\$\(\(|\)\)$/g, "").replace(/\[\[|\]\]|-(eq|ne|lt|le|gt|ge)\b/g, ""))) {
     out.doubts.push(
       `the command evaluates a variable's value as arithmetic (${clip(node.text)}), which can run commands`,
@@ -231,6 +262,12 @@ function checkExpansion(node: Node, out: ParsedShell): void {
   if (operators[1] === "!") out.doubts.push(`the command uses an indirect parameter expansion (${clip(node.text)})`);
   if (operators.includes("@"))
     out.doubts.push(`the command transforms a parameter expansion at run time (${clip(node.text)})`);
+  // ${x:offset:length}: both are arithmetic, and a variable in them is evaluated (subscripts and all).
+  if (operators.includes(":") && node.namedChildren.slice(1).some((c) => c && /[A-Za-z_]/.test(c.text))) {
+    out.doubts.push(
+      `the command evaluates a substring offset as arithmetic (${clip(node.text)}), which can run commands`,
+    );
+  }
   for (const child of node.namedChildren) {
     if (child && !EXPANSION_PARTS.has(child.type))
       out.doubts.push(`the command uses a parameter expansion the approval policy cannot read (${clip(node.text)})`);
@@ -353,7 +390,13 @@ function commandsOf(node: Node, out: ParsedShell, depth: number): ShellCommand[]
 
 function doubtful(argv: ShellWord[], doubts: string[], wrappers: ShellWord[][]): ShellCommand {
   const name = argv[0];
-  return { argv, wrappers, doubts, runner: typeof name === "string" && RUNNERS.has(basename(name)) };
+  doubts.push(...commandHazards(argv));
+  return {
+    argv,
+    wrappers,
+    doubts,
+    runner: (typeof name === "string" && RUNNERS.has(basename(name))) || runsViaArguments(argv),
+  };
 }
 
 /** Glob syntax in a command name (`*`, `?`, a bracket expression); `[` and `[[` alone are the test commands. */
@@ -381,11 +424,13 @@ function unwrap(argv: ShellWord[], doubts: string[], out: ParsedShell, depth: nu
     if (SHELLS.has(name)) {
       const index = rest.findIndex((w, i) => i > 0 && typeof w === "string" && /^-[a-z]*c[a-z]*$/.test(w));
       if (index > 0) {
-        const script = rest[index + 1];
+        // Options may follow -c (`bash -c -e 'cmd'`, `sh -c -- 'cmd'`): the script is the first word after them.
+        const at = scriptIndex(rest, index + 1);
+        const script = at === undefined ? null : rest[at];
         if (typeof script === "string" && depth < MAX_NESTING) {
           const inner = parseShellCommand(script, depth + 1);
           out.doubts.push(...inner.doubts);
-          const layer = rest.slice(0, index + 2);
+          const layer = rest.slice(0, (at ?? index) + 1);
           const inside = inner.commands.map((c) => ({
             ...c,
             doubts: [...doubts, ...c.doubts],
@@ -398,7 +443,7 @@ function unwrap(argv: ShellWord[], doubts: string[], out: ParsedShell, depth: nu
       break;
     }
     if (name === "eval") {
-      const words = rest.slice(1);
+      const words = rest[1] === "--" ? rest.slice(2) : rest.slice(1);
       if (words.every((w): w is string => typeof w === "string") && depth < MAX_NESTING) {
         const inner = parseShellCommand(words.join(" "), depth + 1);
         out.doubts.push(...inner.doubts);
@@ -412,12 +457,32 @@ function unwrap(argv: ShellWord[], doubts: string[], out: ParsedShell, depth: nu
       doubts.push("eval runs a command line that is computed at run time");
       return [{ argv: rest, wrappers, doubts, runner: true }];
     }
+    if (name === "trap") {
+      // trap ACTION SIGNAL…: the action is a command line the shell runs later (at exit, on a signal).
+      const args = rest.slice(1).filter((w) => w !== "--");
+      const action = args[0];
+      if (args.length >= 2 && typeof action === "string" && !action.startsWith("-") && depth < MAX_NESTING) {
+        const inner = parseShellCommand(action, depth + 1);
+        out.doubts.push(...inner.doubts);
+        return [
+          { argv: rest, wrappers, doubts, runner: false },
+          ...inner.commands.map((c) => ({ ...c, wrappers: [...wrappers, rest, ...c.wrappers] })),
+        ];
+      }
+      if (args.some((w) => w === null)) doubts.push("trap sets an action computed at run time");
+      break;
+    }
     if (name === "find") {
       for (let i = 1; i < rest.length; i += 1) {
         const w = rest[i];
         if (w === "-exec" || w === "-execdir" || w === "-ok" || w === "-okdir") {
           let end = rest.findIndex((x, j) => j > i && (x === ";" || x === "+"));
           if (end < 0) end = rest.length;
+          // `-exec {} …` runs each file found: the command is whatever matches.
+          const first = rest[i + 1];
+          if (first === null || (typeof first === "string" && first.includes("{}"))) {
+            doubts.push(`find ${w} runs the files it finds`);
+          }
           const inner = rest.slice(i + 1, end).filter((x) => x !== "{}");
           if (inner.length > 0)
             extra.push(
@@ -436,7 +501,13 @@ function unwrap(argv: ShellWord[], doubts: string[], out: ParsedShell, depth: nu
       return [doubtful(rest, doubts, wrappers)];
     }
     if (parsed.assignments) doubts.push(`${name} sets environment variables for the command`);
-    if (parsed.query || parsed.inner.length === 0) break; // runs nothing else (`command -v x`, bare `env`)
+    if (parsed.query) break; // runs nothing else (`command -v x`)
+    if (parsed.inner.length === 0) {
+      // A bare `env`, `nice`, … runs nothing, unless xargs feeds it the command from its input.
+      if (wrappers.some((layer) => typeof layer[0] === "string" && basename(layer[0]) === "xargs"))
+        doubts.push(`xargs supplies the command ${name} runs from its input`);
+      break;
+    }
     wrappers.push(rest.slice(0, rest.length - parsed.inner.length));
     rest = parsed.inner;
   }
@@ -455,7 +526,8 @@ function splitWrapper(
     if (w === undefined) break;
     if (w === null) return { inner: [], unknown: "a computed argument" };
     if (w === "--") {
-      i += 1;
+      // The options end; the operands before the command (timeout's duration) still come first.
+      i += 1 + operands;
       break;
     }
     if (spec.query?.includes(w)) return { inner: [], query: true };
@@ -463,6 +535,11 @@ function splitWrapper(
       const eq = w.indexOf("=");
       const flag = eq > 0 ? w.slice(0, eq) : w;
       if (spec.flags.includes(flag) && eq < 0) {
+        i += 1;
+        continue;
+      }
+      // Options whose value is optional and only ever attached (xargs --replace[=R], -i[R]).
+      if (spec.optional?.some((o) => flag === o || (!o.startsWith("--") && w.startsWith(o)))) {
         i += 1;
         continue;
       }
@@ -499,4 +576,20 @@ function splitWrapper(
     break;
   }
   return { inner: argv.slice(i), assignments };
+}
+
+/** The index of a shell's script word: the first after `from` that is not an option (`--` ends them). */
+function scriptIndex(argv: ShellWord[], from: number): number | undefined {
+  for (let i = from; i < argv.length; i += 1) {
+    const w = argv[i];
+    if (w === null || w === undefined) return undefined;
+    if (w === "--") return i + 1 < argv.length ? i + 1 : undefined;
+    if (w === "-o" || w === "+o" || w === "-O" || w === "+O") {
+      i += 1;
+      continue;
+    }
+    if (/^[-+][A-Za-z]+$/.test(w)) continue;
+    return i;
+  }
+  return undefined;
 }

@@ -14,6 +14,8 @@ export interface WrapperSpec {
   query?: string[];
   /** NAME=VALUE operands are assignments (env). */
   assignments?: boolean;
+  /** Options whose value is optional and, when given, attached (`--replace=R`, `-iR`): one word either way. */
+  optional?: string[];
 }
 
 export const WRAPPERS: Record<string, WrapperSpec> = {
@@ -45,9 +47,8 @@ export const WRAPPERS: Record<string, WrapperSpec> = {
       "-E",
       "-a",
       "--arg-file",
-      "--replace",
-      "--eof",
     ],
+    optional: ["--replace", "--eof", "--max-lines", "-i", "-e", "-l"],
     flags: [
       "-0",
       "--null",
@@ -59,7 +60,6 @@ export const WRAPPERS: Record<string, WrapperSpec> = {
       "--exit",
       "-p",
       "--interactive",
-      "-i",
       "-o",
       "--open-tty",
     ],
@@ -74,7 +74,6 @@ export const WRAPPERS: Record<string, WrapperSpec> = {
       "--close-from",
       "-D",
       "--chdir",
-      "-h",
       "--host",
       "-p",
       "--prompt",
@@ -117,13 +116,28 @@ export const WRAPPERS: Record<string, WrapperSpec> = {
     flags: ["-t", "--ignore"],
   },
   setsid: { withValue: [], flags: ["-c", "--ctty", "-f", "--fork", "-w", "--wait"] },
-  taskset: { withValue: ["-c", "--cpu-list"], flags: ["-a", "--all-tasks"], operands: 1 },
+  // -c only says the operand is a CPU list; -p acts on a running process (no command).
+  taskset: { withValue: [], flags: ["-c", "--cpu-list", "-a", "--all-tasks"], operands: 1, query: ["-p", "--pid"] },
+  coproc: { withValue: [], flags: [] },
   chrt: { withValue: [], flags: ["-b", "-d", "-f", "-i", "-o", "-r", "-R", "-a", "-m", "-v"], operands: 1 },
   caffeinate: { withValue: ["-t", "-w"], flags: ["-d", "-i", "-m", "-s", "-u"] },
 };
 
 /** Shells whose `-c STRING` is parsed as a command line of its own. */
-export const SHELLS = new Set(["sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "busybox-sh"]);
+export const SHELLS = new Set([
+  "sh",
+  "bash",
+  "rbash",
+  "zsh",
+  "dash",
+  "ksh",
+  "ksh93",
+  "ash",
+  "mksh",
+  "yash",
+  "posh",
+  "busybox-sh",
+]);
 
 /**
  * Programs that run other programs the parser cannot see into: a call of one is never allowed by the tool's
@@ -177,5 +191,27 @@ export const RUNNERS = new Set([
   "at",
   "batch",
   "crontab",
+  // editors and tools with a shell escape or a command language of their own
+  "vim",
+  "vi",
+  "nvim",
+  "ex",
+  "view",
+  "vimdiff",
+  "emacs",
+  "ed",
+  "red",
+  "sqlite3",
+  "tclsh",
+  "wish",
+  "csh",
+  "tcsh",
+  "fish",
+  "nawk",
+  "busybox-ash",
+  "less",
+  "more",
+  "man",
+  "pager",
   ...SHELLS,
 ]);
