@@ -6,12 +6,13 @@
  * is reported to it, and each parent's waiting agent_spawn call, run again, waits for the agent it had spawned (no
  * second spawn) and answers with its result. The fake model is in-process; the tool calls and databases are real.
  */
-import { readdirSync, readFileSync, rmSync } from "node:fs";
+import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ChatService, type ChatTurnEvent } from "../../src/app/chat-service.js";
 import { type AppContext, createAppContext } from "../../src/app/context.js";
 import type { AgentSpawnResult } from "../../src/core/agents.js";
+import { sleeping } from "../helpers/processes.js";
 import { recordingLogger } from "../helpers/runtime.js";
 import { tempDir } from "../helpers/server.js";
 import { until } from "../helpers/until.js";
@@ -46,22 +47,6 @@ afterAll(async () => {
   for (const ctx of contexts) await ctx.close();
   rmSync(root, { recursive: true, force: true });
 });
-
-/** Pids of live `sleep <marker>` processes (Linux /proc). */
-function sleeping(marker: string): number[] {
-  return readdirSync("/proc")
-    .filter((entry) => /^\d+$/.test(entry))
-    .filter((entry) => {
-      try {
-        const stat = readFileSync(`/proc/${entry}/stat`, "latin1");
-        if (!stat.includes("(sleep) ") || stat.includes("(sleep) Z")) return false;
-        return readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0")[1] === marker;
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
 
 it("a turn handed over mid-grandchild: the other instance resumes the whole tree, nothing run twice, every parent answered", async () => {
   const [a, b] = contexts as [AppContext, AppContext];

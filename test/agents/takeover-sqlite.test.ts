@@ -5,7 +5,7 @@
  * (which creates one file per run) is not run again, the interrupted `sleep` is reported to it, not re-run — and the
  * chat turn gets the agent's answer. The same code paths as on PostgreSQL (test/e2e/multi-instance.test.ts).
  */
-import { readdirSync, readFileSync, rmSync } from "node:fs";
+import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { createAppContext } from "../../src/app/context.js";
@@ -16,6 +16,7 @@ import {
   type FakeTurnAction,
   startFakeProvider,
 } from "../fakes/provider-server.js";
+import { killAll, sleeping } from "../helpers/processes.js";
 import { tempDir } from "../helpers/temp.js";
 import { until } from "../helpers/until.js";
 
@@ -45,25 +46,6 @@ function dispatch(request: FakeRequest): FakeTurnAction {
   if (seen === 0) return { kind: "tools", calls: [{ name: "bash", arguments: { command: `mktemp ${file}.XXXXXX` } }] };
   if (seen === 1) return { kind: "tools", calls: [{ name: "bash", arguments: { command: `sleep ${marker}` } }] };
   return { kind: "text", text: `resumed: ${request.lastToolResults[0]?.content.includes("interrupted")}` };
-}
-
-/** Pids of live `sleep <marker>` processes (Linux /proc). */
-function sleeping(marker: string): number[] {
-  return readdirSync("/proc")
-    .filter((entry) => /^\d+$/.test(entry))
-    .filter((entry) => {
-      try {
-        const stat = readFileSync(`/proc/${entry}/stat`, "latin1");
-        return (
-          stat.includes("(sleep) ") &&
-          !stat.includes("(sleep) Z") &&
-          readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0")[1] === marker
-        );
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
 }
 
 async function startServer() {
@@ -127,7 +109,7 @@ it("a serve process SIGKILLed mid-agent on a shared SQLite data directory: the o
   a.p.child.kill("SIGKILL");
   await a.p.exited;
   await drained;
-  for (const pid of sleeping(marker)) process.kill(pid, "SIGKILL");
+  killAll(sleeping(marker));
   // B replays the chat's stored events and follows the turn it took over to its end.
   const rest = await (await api(`${b.url}/api/chats/${chat.id}/events?after=0`)).text();
   expect(rest).toMatch(/event: done\ndata: \{"type":"done","reason":"text"/);

@@ -9,7 +9,7 @@
  * once — and likewise a turn's running sub-agent, resumed from its journal with the turn, its parent's agent_spawn
  * answered with its result.
  */
-import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -21,6 +21,7 @@ import {
   startFakeProvider,
 } from "../fakes/provider-server.js";
 import { freshPostgresDatabase } from "../helpers/postgres.js";
+import { killAll, sleeping } from "../helpers/processes.js";
 import { tempDir } from "../helpers/temp.js";
 import { assertBuilt, type CliProcess, cleanEnv, startCli } from "./chat-process.js";
 
@@ -36,23 +37,6 @@ let work: string;
 let fake: FakeProvider;
 const instances: Instance[] = [];
 const tokens: Record<string, string> = {};
-
-/** Pids of live `sleep <marker>` processes (Linux /proc). */
-function sleeping(marker: string): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "latin1");
-      if (!stat.includes("(sleep) ") || stat.includes("(sleep) Z")) continue;
-      const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
-      if (argv[1] === marker) pids.push(Number(entry));
-    } catch {
-      // ended while we looked
-    }
-  }
-  return pids;
-}
 
 const uniqueMarker = () => `${300 + Math.floor(Math.random() * 100)}.${process.pid}${Math.floor(Math.random() * 1e6)}`;
 
@@ -452,7 +436,7 @@ describe("takeover", () => {
     a.p.child.kill("SIGKILL");
     await a.p.exited;
     await Promise.all([stream, agent.stream]);
-    for (const pid of [...sleeping(marker), ...sleeping(agent.marker)]) process.kill(pid, "SIGKILL");
+    killAll([...sleeping(marker), ...sleeping(agent.marker)]);
     const agentChecked = checkAgentTakenOver(agent, b, a);
     // Follow the turn on B from the last event A delivered, until the instance that took it over ends it.
     const last = seen.at(-1)?.id ?? "0";
