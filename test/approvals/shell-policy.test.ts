@@ -255,6 +255,47 @@ const RUNS_A_DENIED_PROGRAM = [
   "sqlite3 :memory: '.shell rm f'",
   "ed -s /etc/hostname <<< '!rm f'",
   "sudo -h rm f",
+  // a second round
+  "echo\u000b#; rm f",
+  "echo hi\u000b# ; rm f",
+  "echo; [[ -v $'a[\\x24(rm f)]' ]]",
+  "for v in $'a[\\x24(rm f)]'; do [[ -v $v ]]; echo; done",
+  "for v in $'a[\\x24(rm f)]'; do echo {a[v]}>/dev/stdout; done",
+  "for x in $'\\x24(rm f)'; do echo `echo \\${x@P}`; done",
+  "for v in $'a[\\x24(rm f)]'; do echo `echo \\$[v]`; done",
+  "cat <<EOF\n$(cat <<EOF2\nEOF\nrm f\nEOF2\n)\nEOF\n",
+  "echo '; rm f' | xargs -I{} bash -c 'echo {}'",
+  "bash <(echo rm f) -c ls",
+  "bash --rcfile <(echo rm f) -ic ls",
+  "sh -c \"echo \\$'\\\\'; rm f #'\"",
+  "sh -c 'echo x &>/dev/null rm f'",
+  "r{m,} f",
+  "read PS4 <<< '$(rm f)'; set -x; :",
+  "builtin declare PS4='$(rm f)'; set -x; :",
+  "printf -v PS4 '$(rm f)'; set -x; :",
+  "command export PS4='$(rm f)'; set -x; :",
+  "printf -v 'BASH_CMDS[ls]' /usr/bin/rm; ls f",
+  "builtin declare 'BASH_CMDS[ls]=/usr/bin/rm'; ls f",
+  "hash -rp /usr/bin/rm ls; ls f",
+  "set -o posix; read 'BASH_ALIASES[ls]' <<< 'rm f'\nls",
+  "mapfile -tC 'rm f' -c 1 arr <<< x",
+  "compgen -W '$(rm f)' x",
+  "compgen -C 'rm f' x",
+  "set -o history; history -s x; fc -e 'rm f' -1",
+  "trap -- '-x; rm f' EXIT",
+  "coproc { rm f; }",
+  "bash -c -xo posix 'rm f'",
+  "echo rm f | xargs -I{} bash -c {}",
+  "let $'x=a[\\x24(rm f)]'$z",
+  "printf -v v 'a[\\x24(rm f)]'; let x=v",
+  "printf -v $'a[\\x24(rm f)]'$z x",
+  "test -v $'a[\\x24(rm f)]'$z",
+  "for v in x; do printf -v 'a[v]' x; done",
+  "for v in x; do read 'a[v]' <<< x; done",
+  "for v in x; do test -v 'a[v]'; done",
+  "echo hi >&$'a[\\x24(rm f)]'",
+  "echo 'rm f' > x; chmod +x x; ./x",
+  "git init -q r && printf '[alias]\\n\\tx = !rm ../f\\n' > r/.git/config && git -C r x",
 ];
 const RUNS_MORE_THAN_ALLOWED = [
   "echo \\ #; touch pwn",
@@ -269,6 +310,16 @@ const RUNS_MORE_THAN_ALLOWED = [
   "for PATH in .; do cat notes.txt; done",
   "for HOME in .; do git status --short; done",
   "cat <<$':'\n:\n>pwn\n$':'",
+  "echo\f#; touch pwn",
+  "echo; [[ -v $'a[\\x24(touch pwn)]' ]]",
+  "for v in $'a[\\x24(touch pwn)]'; do [[ -v a[v] ]]; echo; done",
+  "for v in $'a[\\x24(touch pwn)]'; do ls {a[v]}>/dev/null; done",
+  "for v in $'a[\\x24(touch pwn)]'; do echo `echo \\${a[v]}`; done",
+  "cat <<EOF\n$(cat <<EOF2\nEOF\ntouch pwn\nEOF2\n)\nEOF\n",
+  "echo '; touch pwn' | xargs -I{} bash -c 'echo {}'",
+  "bash /dev/stdin -c ls <<< 'touch pwn'",
+  "bash --rcfile <(echo touch pwn) -ic ls",
+  "sh -c 'echo x &>/dev/null touch pwn'",
 ];
 const STILL_ALLOWED = [
   "echo hi",
@@ -280,7 +331,10 @@ const STILL_ALLOWED = [
   "cat <<EOF\nhi\nEOF",
   "cat <<'EOF'\nhi\nEOF",
   "ls | xargs -I{} echo {}",
+  "for i in 1 2 3; do echo $i; done",
 ];
+/** Lines no deny rule is about, which approval allow runs. */
+const RUNS_UNDER_ALLOW = ["git -C . log --oneline", "set -euo pipefail; ls", "git --version", "ls -la | sort"];
 
 async function decideWith(command: string, setting: ApprovalDecision, rules: ApprovalRule[]) {
   const settings = { enabled: true, values: { approval: setting, approvalRules: rules } };
@@ -296,6 +350,9 @@ describe("what bash runs is what the policy judges", () => {
   });
   it.each(STILL_ALLOWED)("ordinary lines stay allowed: %j", async (command) => {
     expect(await decideWith(command, "ask", NARROW_ALLOW)).toBe("allow");
+    expect(await decideWith(command, "allow", DENY_RULES)).toBe("allow");
+  });
+  it.each(RUNS_UNDER_ALLOW)("approval allow, deny rules: %j runs", async (command) => {
     expect(await decideWith(command, "allow", DENY_RULES)).toBe("allow");
   });
 });

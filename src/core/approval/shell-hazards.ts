@@ -2,7 +2,8 @@
  * What bash does that the shell grammar does not show, found by testing lines against bash itself: forms the grammar
  * reads differently from bash (so the commands it finds are not the ones that run), and commands whose arguments
  * run other commands or change what a later command name means. shell-parse.ts turns each finding into a doubt (an
- * allow becomes an ask, never the reverse) or a runner.
+ * allow becomes an ask, never the reverse) or a runner. Also bash's reading of a line the grammar does not do: line
+ * continuations joined before parsing, and the value of a `$'…'` string.
  */
 import { basename } from "node:path";
 import type { Node } from "web-tree-sitter";
@@ -19,6 +20,29 @@ export function lineHazards(source: string, root: Node): string[] {
   const doubts: string[] = [];
   if (/\\[ \t\v\f]/.test(source))
     doubts.push("the command escapes a blank (bash and the approval parser split it differently)");
+  // A vertical tab, a form feed or another control character: bash keeps it in a word, the grammar splits there.
+  if (/[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]/.test(source)) doubts.push("the command contains a control character");
+  // `{var}>file` assigns the descriptor to var: a subscript in the name is evaluated.
+  if (/\{[^}\s]*\[[^}\s]*\}[<>]/.test(source)) doubts.push("a redirection assigns its descriptor to an array element");
+  for (const node of root.descendantsOfType(["heredoc_redirect", "command_substitution", "ansi_c_string"])) {
+    if (!node) continue;
+    if (node.type === "heredoc_redirect") {
+      // A here-document inside a substitution inside a here-document: bash ends the outer one first.
+      for (let up = node.parent; up; up = up.parent) {
+        if (up.type === "heredoc_body") {
+          doubts.push("the command nests a here-document in another one's body");
+          break;
+        }
+      }
+    } else if (node.type === "command_substitution") {
+      // Backticks remove their backslashes and read the text again (`\${x@P}` becomes an expansion).
+      if (node.text.startsWith("`") && node.text.includes("\\"))
+        doubts.push("a backtick substitution re-reads escaped text");
+    } else if (SPELLED_SYNTAX.test(decodeAnsiC(node.text.slice(2, -1)))) {
+      // $'\x24(cmd)' spells `$(cmd)`: wherever the value is evaluated again (a subscript, a test), it runs.
+      doubts.push(`an ANSI-C string spells out shell syntax (${node.text.slice(0, 40)})`);
+    }
+  }
   for (const start of root.descendantsOfType("heredoc_start")) {
     if (start && !/^(?:[\w.-]+|'[^']*'|"[^"$`\\]*")$/.test(start.text)) {
       doubts.push(`the here-document's delimiter ${start.text} is quoted in part (where it ends is read differently)`);
@@ -26,6 +50,9 @@ export function lineHazards(source: string, root: Node): string[] {
   }
   return doubts;
 }
+
+/** Shell syntax a string's value may hold, to be run where the value is evaluated again. */
+const SPELLED_SYNTAX = /\$\(|`|\$\{|\$\[|[<>]\(/;
 
 /** A literal word holding an array subscript with a substitution: builtins that take a variable name evaluate it. */
 export const SUBSCRIPT_WITH_SUBSTITUTION = /\[[^\]]*(?:\$\(|`|\$\{|[<>]\()/;
@@ -44,23 +71,101 @@ export function commandHazards(argv: ShellWord[]): string[] {
   }
   const name = typeof argv[0] === "string" ? basename(argv[0]) : null;
   const args = argv.slice(1);
-  const has = (...flags: string[]) => args.some((w) => typeof w === "string" && flags.some((f) => w.startsWith(f)));
+  const cluster = (letter: string) =>
+    args.some((w) => typeof w === "string" && new RegExp(`^-[a-zA-Z]*${letter}`).test(w));
   if (
     name === "alias" ||
     name === "enable" ||
-    (name === "hash" && has("-p")) ||
+    (name === "hash" && cluster("p")) ||
     (name === "shopt" && args.includes("expand_aliases"))
   ) {
     doubts.push(`${name} changes what a later command name runs`);
   }
-  if ((name === "mapfile" || name === "readarray") && has("-C")) doubts.push(`${name} -C runs a callback`);
+  if ((name === "mapfile" || name === "readarray") && cluster("C")) doubts.push(`${name} -C runs a callback`);
+  if (name === "compgen" || name === "complete" || name === "fc" || name === "let") {
+    doubts.push(`${name} evaluates or runs text it is given`);
+  }
+  if (name === "set" && args.some((w) => typeof w === "string" && /^-[a-zA-Z]*x|^(xtrace|posix|history)$/.test(w))) {
+    doubts.push("set turns on tracing, POSIX mode or history, which run or expand code later");
+  }
+  if (name === "{" || name === "(") doubts.push(`the command name is ${name}: a compound command a wrapper runs`);
+  if (name !== null && NAME_TAKING.has(name)) {
+    if (DECLARATIONS.has(name)) doubts.push(`the command uses ${name}`);
+    for (const w of args) {
+      if (w === null) {
+        doubts.push(`${name} takes a variable name computed at run time`);
+        break;
+      }
+      const variable = /^[A-Za-z_][A-Za-z0-9_]*/.exec(w)?.[0] ?? "";
+      if (SHELL_VARIABLES.has(variable) || variable.startsWith("BASH_FUNC")) {
+        doubts.push(`${name} sets ${variable}, which changes how the shell runs commands`);
+        break;
+      }
+      if (/\[[^\]]*[A-Za-z_$`(]/.test(w)) {
+        doubts.push(`${name} evaluates the subscript of ${w.slice(0, 40)}`);
+        break;
+      }
+    }
+  }
   return doubts;
 }
+
+/** Builtins that take variable names (and so evaluate a subscript in one, or set a special variable). */
+const NAME_TAKING = new Set([
+  "read",
+  "printf",
+  "declare",
+  "typeset",
+  "local",
+  "export",
+  "readonly",
+  "unset",
+  "mapfile",
+  "readarray",
+  "getopts",
+  "test",
+  "[",
+  "wait",
+]);
+/** Declarations: seen as commands when a wrapper (`builtin`, `command`) hides them from the grammar. */
+const DECLARATIONS = new Set(["declare", "typeset", "local", "export", "readonly", "unset"]);
+/** Variables that change what the shell runs or how (prompts and traces expand, lookups, start-up files). */
+const SHELL_VARIABLES = new Set(
+  (
+    "PS0 PS1 PS2 PS3 PS4 PROMPT_COMMAND BASH_CMDS BASH_ALIASES BASH_ENV ENV SHELLOPTS BASHOPTS PATH HOME IFS CDPATH " +
+    "GLOBIGNORE FCEDIT EDITOR VISUAL PAGER GIT_PAGER LD_PRELOAD LD_LIBRARY_PATH"
+  ).split(" "),
+);
 
 /** Options of git that set configuration (aliases, hooks, pagers and fsmonitor run commands). */
 const GIT_CONFIG_OPTIONS = ["-c", "--config-env", "--exec-path"];
 /** git subcommands (or their options) that run a command given on the command line or stored for later. */
 const GIT_RUNNING = new Set(["config", "bisect", "submodule", "filter-branch", "difftool", "mergetool"]);
+
+/** git subcommands that run no command of the line's choosing (an unknown one may be an alias or a git-x program). */
+const KNOWN_GIT = new Set(
+  (
+    "status log diff show add commit checkout switch branch tag fetch pull push clone init merge rebase reset " +
+    "restore stash rm mv remote rev-parse ls-files blame grep describe cherry-pick revert shortlog reflog clean " +
+    "worktree apply am format-patch cat-file ls-tree rev-list notes archive bundle gc fsck prune count-objects help " +
+    "version name-rev symbolic-ref update-index write-tree read-tree commit-tree hash-object for-each-ref show-ref " +
+    "merge-base cherry range-diff whatchanged sparse-checkout diff-tree diff-files diff-index ls-remote var"
+  ).split(" "),
+);
+
+/** git's subcommand: the first word after its global options (`-C dir`, `--git-dir=…`, `-p`, …). */
+function gitSubcommand(words: string[]): string | undefined {
+  for (let i = 0; i < words.length; i += 1) {
+    const w = words[i] as string;
+    if (w === "-C" || w === "--git-dir" || w === "--work-tree" || w === "--namespace") {
+      i += 1;
+      continue;
+    }
+    if (w.startsWith("-")) continue;
+    return w;
+  }
+  return undefined;
+}
 
 /** tar options that run a program. */
 const TAR_RUNNING = [
@@ -87,6 +192,7 @@ export function runsViaArguments(argv: ShellWord[]): boolean {
     case "git":
       return (
         computed ||
+        !KNOWN_GIT.has(gitSubcommand(words) ?? "status") ||
         words.some((w) => GIT_CONFIG_OPTIONS.some((o) => w === o || w.startsWith(`${o}=`)) || w.includes("ext::")) ||
         words.some((w) => GIT_RUNNING.has(w) || w.startsWith("--upload-pack") || w.startsWith("--receive-pack")) ||
         words.some((w) => w === "-x" || w.startsWith("--exec") || w.startsWith("--extcmd"))
@@ -120,4 +226,58 @@ function sedRuns(word: string): boolean {
     return true;
   // The e flag of s: s<d>…<d>…<d>FLAGS with e among the flags.
   return /(?:^|[;\n{}\s])s(.)(?:(?!\1).|\\.)*\1(?:(?!\1).|\\.)*\1[gpiImMw\d]*e/.test(word);
+}
+
+/** Nodes inside which a backslash-newline is kept as it is (no line continuation there). */
+const KEEPS_CONTINUATIONS = new Set(["raw_string", "ansi_c_string", "comment"]);
+
+/**
+ * `source` with bash's line continuations removed: each backslash-newline whose backslash is not itself escaped,
+ * outside single quotes, `$'…'`, comments and the bodies of quoted here-documents (where bash keeps it). `root` is
+ * the parse of `source`, which says where each one stands.
+ */
+export function joinLineContinuations(source: string, root: Node): string {
+  let joined = "";
+  let from = 0;
+  for (let i = source.indexOf("\\\n"); i !== -1; i = source.indexOf("\\\n", i + 2)) {
+    let run = 1;
+    while (i - run >= 0 && source[i - run] === "\\") run++;
+    if (run % 2 === 0) continue; // an escaped backslash, then a newline
+    if (!continuesHere(root.descendantForIndex(i))) continue;
+    joined += source.slice(from, i);
+    from = i + 2;
+  }
+  return from === 0 ? source : joined + source.slice(from);
+}
+
+/** Whether bash removes a backslash-newline standing in `node` (see {@link joinLineContinuations}). */
+function continuesHere(node: Node | null): boolean {
+  for (let n = node; n; n = n.parent) {
+    if (KEEPS_CONTINUATIONS.has(n.type)) return false;
+    if (n.type === "heredoc_body") {
+      const start = n.parent?.children.find((c) => c?.type === "heredoc_start")?.text ?? "";
+      return !/['"\\]/.test(start);
+    }
+  }
+  return true;
+}
+
+/** The value of a `$'…'` string's body (its escapes decoded). */
+export function decodeAnsiC(body: string): string {
+  const simple: Record<string, string> = {
+    n: "\n",
+    t: "\t",
+    r: "\r",
+    a: "\x07",
+    b: "\b",
+    e: "\x1b",
+    E: "\x1b",
+    f: "\f",
+    v: "\v",
+  };
+  return body.replace(/\\(x[0-9a-fA-F]{1,2}|u[0-9a-fA-F]{1,4}|U[0-9a-fA-F]{1,8}|[0-7]{1,3}|.)/gs, (_, esc: string) => {
+    if (/^[xuU]/.test(esc)) return String.fromCodePoint(Number.parseInt(esc.slice(1), 16));
+    if (/^[0-7]+$/.test(esc)) return String.fromCharCode(Number.parseInt(esc, 8));
+    return simple[esc] ?? esc;
+  });
 }

@@ -10,7 +10,14 @@
 import { createRequire } from "node:module";
 import { basename } from "node:path";
 import type { Node, Parser } from "web-tree-sitter";
-import { commandHazards, lineHazards, runsViaArguments, SUBSCRIPT_WITH_SUBSTITUTION } from "./shell-hazards.js";
+import {
+  commandHazards,
+  decodeAnsiC,
+  joinLineContinuations,
+  lineHazards,
+  runsViaArguments,
+  SUBSCRIPT_WITH_SUBSTITUTION,
+} from "./shell-hazards.js";
 import { RUNNERS, SHELLS, WRAPPERS, type WrapperSpec } from "./shell-wrappers.js";
 
 /** One word of a command: its literal text, or null when it depends on an expansion at run time. */
@@ -106,40 +113,6 @@ export function parseShellCommand(source: string, depth = 0): ParsedShell {
   return out;
 }
 
-/** Nodes inside which a backslash-newline is kept as it is (no line continuation there). */
-const KEEPS_CONTINUATIONS = new Set(["raw_string", "ansi_c_string", "comment"]);
-
-/**
- * `source` with bash's line continuations removed: each backslash-newline whose backslash is not itself escaped,
- * outside single quotes, `$'…'`, comments and the bodies of quoted here-documents (where bash keeps it). `root` is
- * the parse of `source`, which says where each one stands.
- */
-function joinLineContinuations(source: string, root: Node): string {
-  let joined = "";
-  let from = 0;
-  for (let i = source.indexOf("\\\n"); i !== -1; i = source.indexOf("\\\n", i + 2)) {
-    let run = 1;
-    while (i - run >= 0 && source[i - run] === "\\") run++;
-    if (run % 2 === 0) continue; // an escaped backslash, then a newline
-    if (!continuesHere(root.descendantForIndex(i))) continue;
-    joined += source.slice(from, i);
-    from = i + 2;
-  }
-  return from === 0 ? source : joined + source.slice(from);
-}
-
-/** Whether bash removes a backslash-newline standing in `node` (see {@link joinLineContinuations}). */
-function continuesHere(node: Node | null): boolean {
-  for (let n = node; n; n = n.parent) {
-    if (KEEPS_CONTINUATIONS.has(n.type)) return false;
-    if (n.type === "heredoc_body") {
-      const start = n.parent?.children.find((c) => c?.type === "heredoc_start")?.text ?? "";
-      return !/['"\\]/.test(start);
-    }
-  }
-  return true;
-}
-
 const HARMLESS_TARGETS = new Set(["/dev/null", "/dev/stdout", "/dev/stderr"]);
 
 function visit(node: Node, out: ParsedShell, depth: number): void {
@@ -172,6 +145,11 @@ function visit(node: Node, out: ParsedShell, depth: number): void {
     case "arithmetic_expansion":
     case "subscript":
     case "test_command":
+      // -v / -R take a variable name: a subscript in it, or a name that is a variable's value, is evaluated.
+      if (/\s-[vR]\s/.test(` ${node.text} `) && /[$[`]/.test(node.text))
+        out.doubts.push(`the test evaluates a variable name computed at run time (${clip(node.text)})`);
+      checkArithmetic(node, out);
+      break;
     case "c_style_for_statement":
       checkArithmetic(node, out);
       break;
@@ -351,25 +329,6 @@ export function literal(node: Node): string | null {
   }
 }
 
-function decodeAnsiC(body: string): string {
-  const simple: Record<string, string> = {
-    n: "\n",
-    t: "\t",
-    r: "\r",
-    a: "\x07",
-    b: "\b",
-    e: "\x1b",
-    E: "\x1b",
-    f: "\f",
-    v: "\v",
-  };
-  return body.replace(/\\(x[0-9a-fA-F]{1,2}|u[0-9a-fA-F]{1,4}|U[0-9a-fA-F]{1,8}|[0-7]{1,3}|.)/gs, (_, esc: string) => {
-    if (/^[xuU]/.test(esc)) return String.fromCodePoint(Number.parseInt(esc.slice(1), 16));
-    if (/^[0-7]+$/.test(esc)) return String.fromCharCode(Number.parseInt(esc, 8));
-    return simple[esc] ?? esc;
-  });
-}
-
 function commandsOf(node: Node, out: ParsedShell, depth: number): ShellCommand[] {
   const argv: ShellWord[] = [];
   const doubts: string[] = [];
@@ -391,16 +350,21 @@ function commandsOf(node: Node, out: ParsedShell, depth: number): ShellCommand[]
 function doubtful(argv: ShellWord[], doubts: string[], wrappers: ShellWord[][]): ShellCommand {
   const name = argv[0];
   doubts.push(...commandHazards(argv));
+  // A program named by a path outside the system's directories (`./x`, a script the line may have just written).
+  const ownProgram = typeof name === "string" && name.includes("/") && !SYSTEM_PROGRAM.test(name);
   return {
     argv,
     wrappers,
     doubts,
-    runner: (typeof name === "string" && RUNNERS.has(basename(name))) || runsViaArguments(argv),
+    runner: (typeof name === "string" && RUNNERS.has(basename(name))) || runsViaArguments(argv) || ownProgram,
   };
 }
 
+/** A program of the system's own directories. */
+const SYSTEM_PROGRAM = /^\/(?:usr\/)?(?:local\/)?s?bin\/[^/]+$/;
+
 /** Glob syntax in a command name (`*`, `?`, a bracket expression); `[` and `[[` alone are the test commands. */
-const NAME_PATTERN = /[*?]|\[.*\]/;
+const NAME_PATTERN = /[*?]|\[.*\]|\{[^}]*(,|\.\.)[^}]*\}/;
 
 /** Splits off every known wrapper; the inner commands of `sh -c`, `eval` and `find -exec` are parsed as well. */
 function unwrap(argv: ShellWord[], doubts: string[], out: ParsedShell, depth: number): ShellCommand[] {
@@ -423,6 +387,13 @@ function unwrap(argv: ShellWord[], doubts: string[], out: ParsedShell, depth: nu
     // sh -c "…", bash -c "…": the string is a command line of its own.
     if (SHELLS.has(name)) {
       const index = rest.findIndex((w, i) => i > 0 && typeof w === "string" && /^-[a-z]*c[a-z]*$/.test(w));
+      // `bash FILE -c …` runs FILE (-c is only its argument); start-up files run before any script.
+      const before = index < 0 ? rest.slice(1) : rest.slice(1, index);
+      if (before.some((w) => w === null || !/^[-+]/.test(w))) doubts.push(`${name} runs a script file`);
+      if (rest.some((w) => typeof w === "string" && /^--(rcfile|init-file|login)|^-[a-zA-Z]*[il]/.test(w)))
+        doubts.push(`${name} reads start-up files that run commands`);
+      // The line is parsed with bash's grammar; another shell (dash as sh, …) may read it differently.
+      if (name !== "bash" && name !== "rbash") doubts.push(`${name} reads its script with its own grammar, not bash's`);
       if (index > 0) {
         // Options may follow -c (`bash -c -e 'cmd'`, `sh -c -- 'cmd'`): the script is the first word after them.
         const at = scriptIndex(rest, index + 1);
@@ -459,9 +430,16 @@ function unwrap(argv: ShellWord[], doubts: string[], out: ParsedShell, depth: nu
     }
     if (name === "trap") {
       // trap ACTION SIGNAL…: the action is a command line the shell runs later (at exit, on a signal).
-      const args = rest.slice(1).filter((w) => w !== "--");
+      const dashes = rest.indexOf("--");
+      const args = dashes > 0 ? rest.slice(dashes + 1) : rest.slice(1);
       const action = args[0];
-      if (args.length >= 2 && typeof action === "string" && !action.startsWith("-") && depth < MAX_NESTING) {
+      if (depth >= MAX_NESTING) doubts.push("trap is nested too deep to read");
+      if (
+        args.length >= 2 &&
+        typeof action === "string" &&
+        (dashes > 0 || !action.startsWith("-")) &&
+        depth < MAX_NESTING
+      ) {
         const inner = parseShellCommand(action, depth + 1);
         out.doubts.push(...inner.doubts);
         return [
@@ -502,6 +480,13 @@ function unwrap(argv: ShellWord[], doubts: string[], out: ParsedShell, depth: nu
     }
     if (parsed.assignments) doubts.push(`${name} sets environment variables for the command`);
     if (parsed.query) break; // runs nothing else (`command -v x`)
+    if (
+      name === "xargs" &&
+      typeof parsed.inner[0] === "string" &&
+      (SHELLS.has(basename(parsed.inner[0])) || basename(parsed.inner[0]) === "eval")
+    ) {
+      doubts.push(`xargs feeds its input into the command line ${basename(parsed.inner[0])} runs`);
+    }
     if (parsed.inner.length === 0) {
       // A bare `env`, `nice`, … runs nothing, unless xargs feeds it the command from its input.
       if (wrappers.some((layer) => typeof layer[0] === "string" && basename(layer[0]) === "xargs"))
@@ -584,7 +569,8 @@ function scriptIndex(argv: ShellWord[], from: number): number | undefined {
     const w = argv[i];
     if (w === null || w === undefined) return undefined;
     if (w === "--") return i + 1 < argv.length ? i + 1 : undefined;
-    if (w === "-o" || w === "+o" || w === "-O" || w === "+O") {
+    // -o NAME, +O NAME, and a cluster ending in o or O (`-xo posix`) take the next word.
+    if (/^[-+][A-Za-z]*[oO]$/.test(w)) {
       i += 1;
       continue;
     }
