@@ -137,11 +137,6 @@ const SHELL_VARIABLES = new Set(
   ).split(" "),
 );
 
-/** Options of git that set configuration (aliases, hooks, pagers and fsmonitor run commands). */
-const GIT_CONFIG_OPTIONS = ["-c", "--config-env", "--exec-path"];
-/** git subcommands (or their options) that run a command given on the command line or stored for later. */
-const GIT_RUNNING = new Set(["config", "bisect", "submodule", "filter-branch", "difftool", "mergetool"]);
-
 /** git subcommands that run no command of the line's choosing (an unknown one may be an alias or a git-x program). */
 const KNOWN_GIT = new Set(
   (
@@ -188,44 +183,89 @@ export function runsViaArguments(argv: ShellWord[]): boolean {
   const name = typeof argv[0] === "string" ? basename(argv[0]) : null;
   const words = argv.slice(1).filter((w): w is string => typeof w === "string");
   const computed = argv.slice(1).some((w) => w === null);
+  // GNU and git long options may be abbreviated to any unambiguous prefix (`--upload-pac`, `--exe`).
+  const long = (...options: string[]) =>
+    words.some((w) => {
+      const flag = w.split("=")[0] as string;
+      return flag.length >= 5 && flag.startsWith("--") && options.some((o) => o.startsWith(flag));
+    });
+  const short = (letters: string) => words.some((w) => new RegExp(`^-[a-zA-Z]*[${letters}]`).test(w));
   switch (name) {
-    case "git":
+    case "git": {
+      const sub = gitSubcommand(words) ?? "status";
       return (
         computed ||
-        !KNOWN_GIT.has(gitSubcommand(words) ?? "status") ||
-        words.some((w) => GIT_CONFIG_OPTIONS.some((o) => w === o || w.startsWith(`${o}=`)) || w.includes("ext::")) ||
-        words.some((w) => GIT_RUNNING.has(w) || w.startsWith("--upload-pack") || w.startsWith("--receive-pack")) ||
-        words.some((w) => w === "-x" || w.startsWith("--exec") || w.startsWith("--extcmd"))
+        !KNOWN_GIT.has(sub) ||
+        words.some((w) => w === "-c" || w.includes("ext::")) ||
+        long(
+          "--config-env",
+          "--exec-path",
+          "--upload-pack",
+          "--receive-pack",
+          "--exec",
+          "--extcmd",
+          "--open-files-in-pager",
+        ) ||
+        (sub === "clone" && short("u")) ||
+        (sub === "rebase" && short("x")) ||
+        (sub === "grep" && short("O")) ||
+        (sub === "difftool" && short("x"))
       );
+    }
     case "tar":
       return (
         computed ||
-        words.some((w) =>
-          TAR_RUNNING.some((o) => w === o || w.startsWith(`${o}=`) || (o.length === 2 && w.startsWith(o))),
-        )
+        long(...TAR_RUNNING.filter((o) => o.startsWith("--"))) ||
+        short("IF") ||
+        // an old-style bundle (`tar cIf …`) as the first word
+        (typeof argv[1] === "string" && !argv[1].startsWith("-") && /[IF]/.test(argv[1]))
       );
     case "sed":
     case "gsed":
-      return computed || words.some(sedRuns);
+      return computed || short("f") || long("--file") || sedScripts(words).some(sedRuns);
     case "rsync":
-      return words.some((w) => w === "-e" || w.startsWith("--rsh") || /^-[a-zA-Z]*e/.test(w));
+      return short("e") || long("--rsh");
     case "sort":
-      return words.some((w) => w.startsWith("--compress-program"));
+      return long("--compress-program");
     case "zip":
-      return words.some((w) => w === "-TT" || w.startsWith("--unzip-command"));
+      return words.some((w) => w.startsWith("-TT")) || long("--unzip-command");
+    case "split":
+      return long("--filter");
     default:
       return false;
   }
 }
 
+/** The script words of a sed command line: `-e SCRIPT`, `-eSCRIPT`, `--expression=SCRIPT`, or the first operand. */
+function sedScripts(words: string[]): string[] {
+  const scripts: string[] = [];
+  let sawExpression = false;
+  for (let i = 0; i < words.length; i += 1) {
+    const w = words[i] as string;
+    if (w === "-e" || w === "--expression") {
+      scripts.push(words[i + 1] ?? "");
+      sawExpression = true;
+      i += 1;
+    } else if (/^-[a-zA-Z]*e./.test(w) && !w.startsWith("--")) {
+      scripts.push(w.slice(w.indexOf("e") + 1));
+      sawExpression = true;
+    } else if (w.startsWith("--expression=")) {
+      scripts.push(w.slice("--expression=".length));
+      sawExpression = true;
+    } else if (!w.startsWith("-") && !sawExpression) {
+      scripts.push(w);
+      sawExpression = true;
+    }
+  }
+  return scripts;
+}
+
 /** Whether a sed script word uses the `e` command or the `s///e` flag (GNU sed runs it with the shell). */
-function sedRuns(word: string): boolean {
-  if (word.startsWith("-")) return false;
-  // The e command: at a command's start (after an optional address and !), alone or with a command after it.
-  if (/(?:^|[;\n{}])\s*(?:[\d$]+|\/[^/]*\/)?(?:\s*,\s*(?:[\d$]+|\/[^/]*\/))?\s*!?\s*e(?:\s|;|$)/.test(word))
-    return true;
+function sedRuns(script: string): boolean {
+  // The e command after any address form (`1`, `$`, `/re/I`, `\%re%`, `1~2`, `1,+3`, `!`), alone or with a command.
+  if (/(?:^|[;\n{}!\s\d$/%~+,IM])e(?:\s|;|$)/.test(script)) return true;
   // The e flag of s: s<d>…<d>…<d>FLAGS with e among the flags.
-  return /(?:^|[;\n{}\s])s(.)(?:(?!\1).|\\.)*\1(?:(?!\1).|\\.)*\1[gpiImMw\d]*e/.test(word);
+  return /(?:^|[;\n{}\s])s(.)(?:(?!\1).|\\.)*\1(?:(?!\1).|\\.)*\1[gpiImMw\d]*e/.test(script);
 }
 
 /** Nodes inside which a backslash-newline is kept as it is (no line continuation there). */

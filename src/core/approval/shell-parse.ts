@@ -200,7 +200,8 @@ function checkArithmetic(node: Node, out: ParsedShell): void {
         : node.type === "compound_statement"
           ? node.text.replace(/^\(\(|\)\)$/g, "")
           : node.text;
-  if (/[A-Za-z_]/.test(body.replace(/^\$\(\(|\)\)$/g, "").replace(/\[\[|\]\]|-(eq|ne|lt|le|gt|ge)\b/g, ""))) {
+  // A letter names a variable; a quote or a backslash may spell one (`$'\142'` is b) without any letter.
+  if (/[A-Za-z_'"\\]/.test(body.replace(/^\$\(\(|\)\)$/g, "").replace(/\[\[|\]\]|-(eq|ne|lt|le|gt|ge)\b/g, ""))) {
     out.doubts.push(
       `the command evaluates a variable's value as arithmetic (${clip(node.text)}), which can run commands`,
     );
@@ -240,6 +241,9 @@ function checkExpansion(node: Node, out: ParsedShell): void {
   if (operators[1] === "!") out.doubts.push(`the command uses an indirect parameter expansion (${clip(node.text)})`);
   if (operators.includes("@"))
     out.doubts.push(`the command transforms a parameter expansion at run time (${clip(node.text)})`);
+  // ${x:=value}, ${x=value}: the expansion assigns the variable.
+  if (operators.includes(":=") || operators.includes("="))
+    out.doubts.push(`the command assigns a variable in an expansion (${clip(node.text)})`);
   // ${x:offset:length}: both are arithmetic, and a variable in them is evaluated (subscripts and all).
   if (operators.includes(":") && node.namedChildren.slice(1).some((c) => c && /[A-Za-z_]/.test(c.text))) {
     out.doubts.push(
@@ -471,6 +475,11 @@ function unwrap(argv: ShellWord[], doubts: string[], out: ParsedShell, depth: nu
       }
       return [{ argv: rest, wrappers, doubts, runner: false }, ...extra];
     }
+    // coproc NAME { … }: the grammar reads NAME { … as one command.
+    if (name === "coproc" && rest.slice(1, 3).some((w) => w === "{" || w === "(" || w === null)) {
+      doubts.push("coproc runs a compound command");
+      break;
+    }
     const spec = WRAPPERS[name];
     if (!spec) break;
     const parsed = splitWrapper(rest, spec);
@@ -479,6 +488,10 @@ function unwrap(argv: ShellWord[], doubts: string[], out: ParsedShell, depth: nu
       return [doubtful(rest, doubts, wrappers)];
     }
     if (parsed.assignments) doubts.push(`${name} sets environment variables for the command`);
+    // GNU time -o FILE writes (or appends to) a file, like a redirection.
+    const output =
+      name === "time" ? rest.findIndex((w) => typeof w === "string" && /^(-o|--output|-[a-z]*o)/.test(w)) : -1;
+    if (output > 0) doubts.push(`${REDIRECT_DOUBT}output to ${rest[output + 1] ?? "a file"} (time -o)`);
     if (parsed.query) break; // runs nothing else (`command -v x`)
     if (
       name === "xargs" &&
