@@ -12,6 +12,7 @@ import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createAppContext } from "../../src/app/context.js";
 import { startFakeProvider } from "../fakes/provider-server.js";
+import { sleeping } from "../helpers/processes.js";
 import { until } from "../helpers/until.js";
 import { assertBuilt, CLI, type CliProcess, cleanEnv, startCli } from "./chat-process.js";
 
@@ -24,27 +25,6 @@ beforeAll(() => {
   work = mkdtempSync(join(tmpdir(), "toolhost-shutdown-"));
 });
 afterAll(() => rmSync(work, { recursive: true, force: true }));
-
-/**
- * Pids of live `sleep <duration>` processes (Linux /proc). One read per process (its stat line: name and state);
- * the command line only of live processes named sleep — the tests poll this while the process under test starts.
- */
-function processesWith(duration: string): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "latin1");
-      // "<pid> (<name>) <state> …"
-      if (!stat.includes("(sleep) ") || stat.includes("(sleep) Z")) continue;
-      const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
-      if (argv[0]?.endsWith("sleep") && argv[1] === duration) pids.push(Number(entry));
-    } catch {
-      // The process ended while we looked.
-    }
-  }
-  return pids;
-}
 
 /**
  * Pids of live `sleep <duration>` processes among the descendants of `root` (through /proc/<pid>/task/<tid>/children):
@@ -144,7 +124,7 @@ describe.runIf(existsSync("/proc/self/cmdline")).concurrent("shutdown while bash
       p.child.kill("SIGINT");
       expect(await p.exited, p.stderr()).toBe(130);
       expect(p.stderr()).not.toMatch(/destroyed/);
-      expect(processesWith(marker)).toEqual([]);
+      expect(sleeping(marker)).toEqual([]);
       expect(bashAudit(dataDir)).toEqual([{ outcome: "error", error_code: "aborted", termination: "aborted" }]);
     } finally {
       await fake.close();
@@ -163,7 +143,7 @@ describe.runIf(existsSync("/proc/self/cmdline")).concurrent("shutdown while bash
     expect(await p.exited, p.stderr()).toBe(143);
     expect(p.stdout()).toBe("");
     expect(p.stderr()).toMatch(/^error: aborted: /m);
-    expect(processesWith(marker)).toEqual([]);
+    expect(sleeping(marker)).toEqual([]);
     expect(bashAudit(dataDir)).toEqual([{ outcome: "error", error_code: "aborted", termination: "aborted" }]);
   });
 
@@ -192,7 +172,7 @@ describe.runIf(existsSync("/proc/self/cmdline")).concurrent("shutdown while bash
     await until(() => descendantsWith(p.child.pid!, marker).length > 0, "the sleep to start", watching(p));
     child.kill("SIGTERM");
     expect(await exited, err).toBe(0);
-    expect(processesWith(marker)).toEqual([]);
+    expect(sleeping(marker)).toEqual([]);
     expect(bashAudit(dataDir)).toEqual([{ outcome: "error", error_code: "aborted", termination: "aborted" }]);
   });
 
@@ -308,7 +288,7 @@ describe.runIf(existsSync("/proc/self/cmdline")).concurrent("shutdown while bash
       expect(sse).toMatch(/event: done\ndata: \{"type":"done","reason":"error"/);
       await fake.stallClosed();
       expect(await call).toMatchObject({ status: 200, body: { ok: false, error: { code: "aborted" } } });
-      expect(processesWith(marker)).toEqual([]);
+      expect(sleeping(marker)).toEqual([]);
       expect(bashAudit(dataDir)).toEqual([{ outcome: "error", error_code: "aborted", termination: "aborted" }]);
     } finally {
       await fake.close();
