@@ -30,7 +30,7 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
  * Pids of live `sleep <duration>` processes among the descendants of `root` (through /proc/<pid>/task/<tid>/children):
  * what the tests poll while the process under test starts, ~0.2 ms a look where a scan of every process on a busy
  * machine costs ~15 ms. Whether any such process outlives the process under test is checked with a full scan
- * ({@link processesWith}): an orphan is no descendant any more.
+ * ({@link sleeping}): an orphan is no descendant any more.
  */
 function descendantsWith(root: number, duration: string): number[] {
   const found: number[] = [];
