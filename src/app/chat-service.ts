@@ -44,24 +44,6 @@ import type { TurnCoordinator, TurnStopReason } from "./turn-coordinator.js";
 import { resumeStepFromJournal, type TakeoverState, TurnEventLog } from "./turn-journal.js";
 import { type BindingCaller, WorkingDirectoryBinder } from "./working-directory.js";
 
-export {
-  type AdapterFactory,
-  CHAT_PROVIDERS,
-  ChatBusyError,
-  ChatConfigError,
-  type ChatMessageView,
-  type ChatServiceOptions,
-  type ChatTurnEvent,
-  type ChatWithMessages,
-  type CreateChatInput,
-  chatSystemPrompt,
-  DEFAULT_CHAT_MODELS,
-  defaultAdapterFactory,
-  type PreparedTurn,
-  parseProvider,
-  type TurnOptions,
-} from "./chat-types.js";
-
 /** Chat creation, reading and turn orchestration over the ChatRepository and the tool loop. */
 export class ChatService {
   readonly #chats: ChatRepository;

@@ -16,7 +16,7 @@ import { tableCredentialSource } from "../providers/table.js";
 import { AgentRepository } from "../storage/agent-repository.js";
 import { TurnLeaseRepository } from "../storage/turn-leases.js";
 import { registerBuiltinTools } from "../tools/index.js";
-import { CHAT_PROVIDERS } from "./chat-service.js";
+import { CHAT_PROVIDERS } from "./chat-types.js";
 import { type CoreContext, type CoreContextOptions, openCoreContext } from "./core-context.js";
 import { newInstanceId } from "./instance.js";
 import { SignalBus } from "./signals.js";

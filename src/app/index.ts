@@ -25,17 +25,17 @@ export type {
   ApprovalResponder,
   ApprovalService,
 } from "./approvals/service.js";
+export { ChatService } from "./chat-service.js";
 export {
   ChatBusyError,
   ChatConfigError,
   type ChatMessageView,
-  ChatService,
   type ChatServiceOptions,
   type ChatTurnEvent,
   type ChatWithMessages,
   type CreateChatInput,
   DEFAULT_CHAT_MODELS,
-} from "./chat-service.js";
+} from "./chat-types.js";
 export type { AppContext, AppContextOptions } from "./context.js";
 export { SqlImageStore } from "./sql-image-store.js";
 export {

@@ -8,7 +8,7 @@
 import { execFileSync } from "node:child_process";
 import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { CHAT_PROVIDERS } from "../app/chat-service.js";
+import { CHAT_PROVIDERS } from "../app/chat-types.js";
 import type { AppContext } from "../app/context.js";
 import { ConfigError, readConfig, type ToolhostConfig } from "../core/config.js";
 import { loadProviderFileConfig, providerConfigPath } from "../core/credentials.js";

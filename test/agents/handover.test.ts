@@ -9,7 +9,8 @@
 import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { ChatService, type ChatTurnEvent } from "../../src/app/chat-service.js";
+import { ChatService } from "../../src/app/chat-service.js";
+import type { ChatTurnEvent } from "../../src/app/chat-types.js";
 import { type AppContext, createAppContext } from "../../src/app/context.js";
 import type { AgentSpawnResult } from "../../src/core/agents.js";
 import { sleeping } from "../helpers/processes.js";

@@ -4,7 +4,8 @@
  * claims it again.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ChatConfigError, ChatService } from "../../src/app/chat-service.js";
+import { ChatService } from "../../src/app/chat-service.js";
+import { ChatConfigError } from "../../src/app/chat-types.js";
 import { type AppContext, createAppContext } from "../../src/app/context.js";
 import { tempDir } from "../helpers/server.js";
 import { until } from "../helpers/until.js";

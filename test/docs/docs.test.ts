@@ -5,7 +5,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_CHAT_MODELS } from "../../src/app/chat-service.js";
+import { DEFAULT_CHAT_MODELS } from "../../src/app/chat-types.js";
 import { CONFIG_VARIABLES } from "../../src/core/config.js";
 import { HTTP_STATUS_BY_CODE, TOOL_ERROR_STATUS } from "../../src/server/http.js";
 import { assertNoSsrf } from "../../src/tools/web/ssrf.js";

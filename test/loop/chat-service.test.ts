@@ -2,13 +2,8 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  ChatBusyError,
-  ChatConfigError,
-  ChatService,
-  type ChatTurnEvent,
-  chatSystemPrompt,
-} from "../../src/app/chat-service.js";
+import { ChatService } from "../../src/app/chat-service.js";
+import { ChatBusyError, ChatConfigError, type ChatTurnEvent, chatSystemPrompt } from "../../src/app/chat-types.js";
 import { type AppContext, createAppContext } from "../../src/app/context.js";
 import type { LoopEvent } from "../../src/loop/events.js";
 import type { ProviderAdapter } from "../../src/providers/types.js";

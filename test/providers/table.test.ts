@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CHAT_PROVIDERS, DEFAULT_CHAT_MODELS, defaultAdapterFactory } from "../../src/app/chat-service.js";
+import { CHAT_PROVIDERS, DEFAULT_CHAT_MODELS, defaultAdapterFactory } from "../../src/app/chat-types.js";
 import { credentialSourceFor, MissingCredentialsError, resolveCredentials } from "../../src/core/credentials.js";
 import {
   createProviderAdapter,

@@ -8,7 +8,8 @@ import type { Command } from "commander";
 import { Option } from "commander";
 // Only types from the chat service here: it (with the tool loop and storage) loads when a chat runs, not when the
 // program is built for `--version` or another command.
-import type { ChatService, ChatTurnEvent } from "../../app/chat-service.js";
+import type { ChatService } from "../../app/chat-service.js";
+import type { ChatTurnEvent } from "../../app/chat-types.js";
 import type { AppContext } from "../../app/context.js";
 import { ToolError } from "../../core/errors.js";
 import { describeProviderVariables, PROVIDER_NAMES, PROVIDER_TABLE, providerEntry } from "../../providers/table.js";
@@ -342,7 +343,10 @@ export function registerChatCommand(program: Command): void {
         }
       }
 
-      const { ChatService, parseProvider } = await import("../../app/chat-service.js");
+      const [{ ChatService }, { parseProvider }] = await Promise.all([
+        import("../../app/chat-service.js"),
+        import("../../app/chat-types.js"),
+      ]);
       const { cliResponder } = await import("../approval-prompt.js");
       const ctx = await createAppContext();
       // External MCP servers connect in the background; the turn does not wait for them.
