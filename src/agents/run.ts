@@ -24,24 +24,49 @@ import { agentSpawnsTotal, agentsActive } from "./metrics.js";
 import type { AgentTemplate } from "./templates.js";
 import type { AgentRun, AgentRunState, AgentTree } from "./types.js";
 
+/** What a run of an agent is started with. */
+export interface RunSetup {
+  adapter: ProviderAdapter;
+  model: string;
+  template: AgentTemplate;
+  tools: Set<string>;
+  messages: ConversationMessage[];
+  limits: AgentSpawnLimits;
+  /** Resuming a run taken over from another instance: the step to resume (when a call had started). */
+  resume?: LoopStepSnapshot;
+  takenOver?: boolean;
+}
+
+/** The adapter for `provider` in `tree`: the tree's own for its provider, else a new one (throws what the factory throws). */
+export function adapterFor(tree: AgentTree, provider: ProviderName): ProviderAdapter {
+  return provider === tree.provider ? tree.adapter : tree.adapterFactory(provider, tree.env);
+}
+
+/** A stored agent's template and adapter, or why it cannot run now (its template is gone, its provider unconfigured). */
+export function storedAgentSetup(
+  host: AgentHost,
+  tree: AgentTree,
+  agent: AgentRecord,
+): { template: AgentTemplate; adapter: ProviderAdapter } | { error: string } {
+  let template: AgentTemplate;
+  try {
+    template = host.templates.get(agent.template);
+  } catch {
+    return { error: `Template "${agent.template}" no longer exists.` };
+  }
+  try {
+    return { template, adapter: adapterFor(tree, (agent.provider as ProviderName | null) ?? tree.provider) };
+  } catch (error) {
+    return { error: (error as Error).message };
+  }
+}
+
 /** Starts a run of a reserved (running) agent in the background; returns it. */
 export function startRun(
   host: AgentHost,
   parent: AgentRun | undefined,
   record: AgentRecord,
-  setup: {
-    adapter: ProviderAdapter;
-    model: string;
-    template: AgentTemplate;
-    tools: Set<string>;
-    messages: ConversationMessage[];
-    limits: AgentSpawnLimits;
-    task: string;
-    wokenByMail?: boolean;
-    /** Resuming a run taken over from another instance: the step to resume (when a call had started). */
-    resume?: LoopStepSnapshot;
-    takenOver?: boolean;
-  },
+  setup: RunSetup & { task: string; wokenByMail?: boolean },
 ): AgentRun {
   const tree = (parent?.tree ?? host.runs.get(record.rootId)?.tree) as AgentTree;
   let settle!: () => void;
@@ -101,20 +126,7 @@ export function startRun(
  * here): its tools, system prompt, limits, the queue delivery before each model turn, the token budget, and the
  * grace turn after a turn or time limit.
  */
-export async function execute(
-  host: AgentHost,
-  run: AgentRun,
-  setup: {
-    adapter: ProviderAdapter;
-    model: string;
-    template: AgentTemplate;
-    tools: Set<string>;
-    messages: ConversationMessage[];
-    limits: AgentSpawnLimits;
-    resume?: LoopStepSnapshot;
-    takenOver?: boolean;
-  },
-): Promise<void> {
+export async function execute(host: AgentHost, run: AgentRun, setup: RunSetup): Promise<void> {
   const { record, tree } = run;
   const started = performance.now();
   const usage: AgentUsage = { ...record.usage };
@@ -363,23 +375,12 @@ export async function resumeIdle(host: AgentHost, tree: AgentTree, agent: AgentR
   if (!limits || !tree.open || host.closed || agent.kind !== "child" || host.runs.has(agent.id)) return false;
   if (!(await host.repo.resume(agent.id, limits.maxConcurrent, host.instanceId))) return false;
   const parentRun = agent.parentId ? host.runs.get(agent.parentId) : undefined;
-  let template: AgentTemplate;
-  try {
-    template = host.templates.get(agent.template);
-  } catch {
-    await host.repo.finish(agent.id, "error", { note: `Template "${agent.template}" no longer exists.` });
+  const setup = storedAgentSetup(host, tree, agent);
+  if ("error" in setup) {
+    await host.repo.finish(agent.id, "error", { note: setup.error });
     return true;
   }
-  const provider = (agent.provider as ProviderName | null) ?? tree.provider;
-  let adapter = tree.adapter;
-  if (provider !== tree.provider) {
-    try {
-      adapter = tree.adapterFactory(provider, tree.env);
-    } catch (error) {
-      await host.repo.finish(agent.id, "error", { note: (error as Error).message });
-      return true;
-    }
-  }
+  const { template, adapter } = setup;
   const parentTools = parentRun?.tools ?? host.runs.get(tree.rootId)?.tools ?? new Set<string>();
   const names = new Set([...parentTools].filter((n) => template.tools === null || template.tools.includes(n)));
   if (agent.depth >= limits.maxDepth) for (const name of AGENT_TOOL_NAMES) names.delete(name);

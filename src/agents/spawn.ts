@@ -10,8 +10,7 @@ import type { AgentRecord } from "../storage/agent-records.js";
 import { type AgentHost, tagOf, ZERO_USAGE } from "./host.js";
 import { waitFor } from "./mail.js";
 import { agentSpawnsTotal } from "./metrics.js";
-import { startRun } from "./run.js";
-import type { AgentTemplate } from "./templates.js";
+import { adapterFor, startRun, storedAgentSetup } from "./run.js";
 import type { AgentRun, AgentTree } from "./types.js";
 
 /** Spawns a child of `parent` (see AgentToolService.spawn). */
@@ -38,16 +37,12 @@ export async function spawn(
   // A template of another provider without a model gets that provider's default model (the provider table's).
   const model = template.model ?? (provider === tree.provider ? tree.model : providerEntry(provider).defaultModel);
   let adapter: ProviderAdapter;
-  if (provider === tree.provider) {
-    adapter = tree.adapter;
-  } else {
-    try {
-      adapter = tree.adapterFactory(provider, tree.env);
-    } catch (error) {
-      throw new ToolExecutionError(
-        `Template "${template.id}" needs provider ${provider}, which is not configured: ${(error as Error).message}`,
-      );
-    }
+  try {
+    adapter = adapterFor(tree, provider);
+  } catch (error) {
+    throw new ToolExecutionError(
+      `Template "${template.id}" needs provider ${provider}, which is not configured: ${(error as Error).message}`,
+    );
   }
   const depth = parent.record.depth + 1;
   const names = new Set([...parent.tools].filter((name) => template.tools === null || template.tools.includes(name)));
@@ -174,23 +169,12 @@ export async function takeOver(host: AgentHost, tree: AgentTree, agent: AgentRec
     await fail("interrupted", "The server running this agent stopped before it started; it was not resumed.");
     return;
   }
-  let template: AgentTemplate;
-  try {
-    template = host.templates.get(agent.template);
-  } catch {
-    await fail("error", `Template "${agent.template}" no longer exists.`);
+  const setup = storedAgentSetup(host, tree, agent);
+  if ("error" in setup) {
+    await fail("error", setup.error);
     return;
   }
-  const provider = (agent.provider as ProviderName | null) ?? tree.provider;
-  let adapter = tree.adapter;
-  if (provider !== tree.provider) {
-    try {
-      adapter = tree.adapterFactory(provider, tree.env);
-    } catch (error) {
-      await fail("error", (error as Error).message);
-      return;
-    }
-  }
+  const { template, adapter } = setup;
   tree.limits ??= state.limits;
   host.logger?.info({ agentId: agent.id, rootId: agent.rootId }, "taking over a running agent");
   startRun(host, agent.parentId ? host.runs.get(agent.parentId) : undefined, agent, {
