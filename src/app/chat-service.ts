@@ -18,7 +18,7 @@ import { DEFAULT_MAX_ITERATIONS } from "../loop/run-tool-loop.js";
 import type { ConversationMessage, ProviderAdapter, ProviderName } from "../providers/types.js";
 import type { ApprovalTurnRecord } from "../storage/approvals.js";
 import type { Chat, ChatRepository } from "../storage/repositories.js";
-import { type Lease, LeaseBusyError, StaleLeaseError } from "../storage/turn-leases.js";
+import { type Lease, LeaseBusyError, StaleLeaseError } from "../storage/turn-lease-records.js";
 import { type ApprovalResponder, type ApprovalService, TurnSuspended } from "./approvals/service.js";
 import type { SuspendedTurnState } from "./approvals/turns.js";
 import { type ChatTurnDeps, runChatTurn } from "./chat-turn.js";

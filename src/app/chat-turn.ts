@@ -11,7 +11,7 @@ import type { LoopEvent } from "../loop/events.js";
 import { runToolLoop } from "../loop/run-tool-loop.js";
 import type { ConversationMessage, ProviderAdapter, ProviderName } from "../providers/types.js";
 import type { Chat, ChatRepository } from "../storage/repositories.js";
-import { type Lease, StaleLeaseError } from "../storage/turn-leases.js";
+import { type Lease, StaleLeaseError } from "../storage/turn-lease-records.js";
 import { ApprovalGate } from "./approvals/gate.js";
 import { type ApprovalResponder, type ApprovalService, isSuspension } from "./approvals/service.js";
 import { ChatTurnKeeper, type SuspendedTurnState } from "./approvals/turns.js";

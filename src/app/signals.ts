@@ -11,7 +11,8 @@
  */
 import type { Logger } from "../core/types.js";
 import type { ToolhostDatabase } from "../storage/database.js";
-import type { SignalRow, TurnLeaseRepository } from "../storage/turn-leases.js";
+import type { SignalRow } from "../storage/turn-lease-records.js";
+import type { TurnLeaseRepository } from "../storage/turn-leases.js";
 
 /** The kinds of signal, each naming what its `target` id is. */
 export type SignalKind =

@@ -9,7 +9,8 @@
  */
 
 import type { Logger } from "../core/types.js";
-import type { Lease, TurnLeaseRepository } from "../storage/turn-leases.js";
+import type { Lease } from "../storage/turn-lease-records.js";
+import type { TurnLeaseRepository } from "../storage/turn-leases.js";
 import { newInstanceId } from "./instance.js";
 import type { SignalBus } from "./signals.js";
 

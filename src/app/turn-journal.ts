@@ -14,8 +14,8 @@ import {
   type JournalEntry,
   type Lease,
   type StoredTurnEvent,
-  type TurnLeaseRepository,
-} from "../storage/turn-leases.js";
+} from "../storage/turn-lease-records.js";
+import type { TurnLeaseRepository } from "../storage/turn-leases.js";
 import type { TurnCoordinator } from "./turn-coordinator.js";
 
 /** The takeover state of a turn (`chat_leases.state`, version 1). */

@@ -24,18 +24,6 @@ import {
   type TurnTables,
 } from "./turn-lease-records.js";
 
-export {
-  JOURNAL_STATE_ROW,
-  type JournalEntry,
-  type Lease,
-  LeaseBusyError,
-  type SignalRow,
-  StaleLeaseError,
-  type StoredTurnEvent,
-  TAKEOVER_SEQ_GAP,
-  type TurnTables,
-} from "./turn-lease-records.js";
-
 /** Leases, events, journal and signals over one Kysely instance. */
 export class TurnLeaseRepository {
   readonly #db: Kysely<TurnTables>;

@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentRepository } from "../../src/storage/agent-repository.js";
 import { openDatabase, type ToolhostDatabase } from "../../src/storage/database.js";
 import { ChatRepository } from "../../src/storage/repositories.js";
-import { LeaseBusyError, StaleLeaseError, TurnLeaseRepository } from "../../src/storage/turn-leases.js";
+import { LeaseBusyError, StaleLeaseError } from "../../src/storage/turn-lease-records.js";
+import { TurnLeaseRepository } from "../../src/storage/turn-leases.js";
 import { freshPostgresDatabase } from "../helpers/postgres.js";
 import { tempDir } from "../helpers/temp.js";
 
