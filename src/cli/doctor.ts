@@ -147,7 +147,7 @@ function providerChecks(env: NodeJS.ProcessEnv): DoctorCheck[] {
 }
 
 function ripgrepCheck(config: ToolhostConfig): DoctorCheck {
-  const rg = ripgrepPath(config.ripgrepPath ?? "");
+  const rg = ripgrepPath(config);
   if (!rg)
     return check(
       "ripgrep",

@@ -24,9 +24,18 @@ export function lineHazards(source: string, root: Node): string[] {
   if (/[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]/.test(source)) doubts.push("the command contains a control character");
   // `{var}>file` assigns the descriptor to var: a subscript in the name is evaluated.
   if (/\{[^}\s]*\[[^}\s]*\}[<>]/.test(source)) doubts.push("a redirection assigns its descriptor to an array element");
-  for (const node of root.descendantsOfType(["heredoc_redirect", "command_substitution", "ansi_c_string"])) {
+  for (const node of root.descendantsOfType([
+    "heredoc_start",
+    "heredoc_redirect",
+    "command_substitution",
+    "ansi_c_string",
+  ])) {
     if (!node) continue;
-    if (node.type === "heredoc_redirect") {
+    if (node.type === "heredoc_start") {
+      if (!/^(?:[\w.-]+|'[^']*'|"[^"$`\\]*")$/.test(node.text)) {
+        doubts.push(`the here-document's delimiter ${node.text} is quoted in part (where it ends is read differently)`);
+      }
+    } else if (node.type === "heredoc_redirect") {
       // A here-document inside a substitution inside a here-document: bash ends the outer one first.
       for (let up = node.parent; up; up = up.parent) {
         if (up.type === "heredoc_body") {
@@ -41,11 +50,6 @@ export function lineHazards(source: string, root: Node): string[] {
     } else if (SPELLED_SYNTAX.test(decodeAnsiC(node.text.slice(2, -1)))) {
       // $'\x24(cmd)' spells `$(cmd)`: wherever the value is evaluated again (a subscript, a test), it runs.
       doubts.push(`an ANSI-C string spells out shell syntax (${node.text.slice(0, 40)})`);
-    }
-  }
-  for (const start of root.descendantsOfType("heredoc_start")) {
-    if (start && !/^(?:[\w.-]+|'[^']*'|"[^"$`\\]*")$/.test(start.text)) {
-      doubts.push(`the here-document's delimiter ${start.text} is quoted in part (where it ends is read differently)`);
     }
   }
   return doubts;

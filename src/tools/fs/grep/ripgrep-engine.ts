@@ -11,7 +11,7 @@ import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
-import { readConfig } from "../../../core/config.js";
+import { readConfig, type ToolhostConfig } from "../../../core/config.js";
 import type { RegexWorker } from "../regex-worker.js";
 import {
   cutLineBytes,
@@ -30,12 +30,12 @@ import {
 let rgPathCache: string | null | undefined;
 
 /**
- * The ripgrep binary: $TOOLHOST_RG_PATH (`configured`, read from the environment when not given), else
- * @vscode/ripgrep's, else null. Throws ConfigError when it reads a malformed environment.
+ * The ripgrep binary: $TOOLHOST_RG_PATH (from `config`, by default the environment's), else @vscode/ripgrep's, else
+ * null. Throws ConfigError when it reads a malformed environment.
  */
-export function ripgrepPath(configured?: string): string | null {
+export function ripgrepPath(config?: Pick<ToolhostConfig, "ripgrepPath">): string | null {
   if (rgPathCache !== undefined) return rgPathCache;
-  const fromEnv = configured ?? readConfig().ripgrepPath;
+  const fromEnv = (config ?? readConfig()).ripgrepPath;
   if (fromEnv) {
     rgPathCache = existsSync(fromEnv) ? fromEnv : null;
     return rgPathCache;
