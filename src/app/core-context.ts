@@ -145,10 +145,13 @@ export async function openCoreContext(options: CoreContextOptions = {}): Promise
     loadStored: () => dataSourceRepository.list(),
     onError: (error) => logger.warn({ source: error.name, err: error.message }, "a data source was skipped"),
   });
+  const ledger = new SqlFreshnessLedger(database.db, (error) =>
+    logger.warn({ err: String(error) }, "storing file reads failed; retrying"),
+  );
   const runtime = new ToolRuntime({
     registry,
     store,
-    ledger: new SqlFreshnessLedger(database.db),
+    ledger,
     audit,
     logger,
     dataDir,
@@ -212,6 +215,7 @@ export async function openCoreContext(options: CoreContextOptions = {}): Promise
     unsubscribeStore();
     // Audit lines still queued (settings changes, approvals' own records) are written before the database closes.
     await audit.flush();
+    await ledger.flush().catch((error: unknown) => logger.warn({ err: String(error) }, "file reads were not stored"));
     await database.close();
     // What the context set process-wide goes back: executeTool and trigger no longer reach a closed database.
     releaseDefaultRuntime(runtime);

@@ -292,8 +292,16 @@ export interface EffectivePathPolicy {
   protected: string[];
   /** True when no working directory is bound and the process working directory may not stand in for it. */
   noWorkingDirectory: boolean;
-  /** True when the bound working directory no longer resolves to itself (a symlink, or one swapped in). */
-  workingDirectoryMoved: boolean;
+  /**
+   * True when the bound working directory no longer resolves to itself (a symlink, or one swapped in). Looked up
+   * when first read (a realpath), and only when {@link policyRefusal} cannot tell from the path it decides.
+   */
+  readonly workingDirectoryMoved: boolean;
+  /**
+   * The bound working directory while it stands as the allowed root without having been looked up: a location
+   * inside it counts as allowed only when it proves the directory resolves to itself (see policyRefusal).
+   */
+  readonly uncheckedRoot?: string;
 }
 
 /** Reads allowedPaths / deniedPaths / restrictPaths from the call's settings (stored settings coerce to defaults). */
@@ -305,27 +313,36 @@ export async function effectivePathPolicy(context: ToolContext): Promise<Effecti
   const deniedList = stringListSetting(params, DENIED_PATHS_DESCRIPTOR);
   const explicitRoots = allowedList.length > 0;
   const noWorkingDirectory = !context.workingDirectory && context.processCwdFallback === false;
+  const bound = !!context.workingDirectory;
   // The working directory counts as a root only while it resolves to itself: a bound directory that a symlink has
-  // replaced since binding must not carry the allowed root to wherever the link points.
-  const workingDirectoryMoved = !!context.workingDirectory && realNow(base) !== base;
-  const implicitRoots = noWorkingDirectory || workingDirectoryMoved ? [] : [base];
-  // A bound working directory that resolves to itself (just checked) is its own real form: no second lookup.
+  // replaced since binding must not carry the allowed root to wherever the link points. That takes a realpath,
+  // made only when the location decided does not prove it already (see policyRefusal).
+  let moved: boolean | undefined;
+  const isMoved = () => {
+    moved ??= bound && realNow(base) !== base;
+    return moved;
+  };
   const allowed = !restrict
     ? []
-    : explicitRoots || !context.workingDirectory
-      ? rootForms(explicitRoots ? allowedList : implicitRoots, base)
-      : implicitRoots;
+    : explicitRoots
+      ? rootForms(allowedList, base)
+      : bound
+        ? [base]
+        : rootForms(noWorkingDirectory ? [] : [base], base);
   const denied = rootForms(deniedList, base);
   const protectedForms = protectedRootForms(context.protectedPaths ?? [], base);
   return {
     restrict: restrict || noWorkingDirectory,
     allowed,
     // Protected paths are denied too, so every walker that skips denied entries skips them.
-    denied: [...new Set([...denied, ...protectedForms])],
+    denied: denied.length === 0 ? protectedForms : [...new Set([...denied, ...protectedForms])],
     explicitRoots,
     protected: protectedForms,
     noWorkingDirectory: noWorkingDirectory && !explicitRoots,
-    workingDirectoryMoved: workingDirectoryMoved && !explicitRoots,
+    get workingDirectoryMoved() {
+      return !explicitRoots && isMoved();
+    },
+    ...(restrict && bound && !explicitRoots ? { uncheckedRoot: base } : {}),
   };
 }
 
@@ -333,12 +350,22 @@ export async function effectivePathPolicy(context: ToolContext): Promise<Effecti
  * Decides one already-resolved location against a policy. Returns null when allowed, else the rule that refuses
  * it: the confinement rule first ("noWorkingDirectory", "workingDirectoryMoved", "allowedPaths" or
  * "workingDirectory"), so a path outside the allowed directories gets the same answer whatever it is; then
- * "protected" (Toolhost's own files) or "deniedPaths". `lexical` and `real` are absolute.
+ * "protected" (Toolhost's own files) or "deniedPaths". `lexical` and `real` are absolute; `canonical` says that
+ * `real` is a realpath of something that exists (it then proves the working directory, see uncheckedRoot).
  */
-export function policyRefusal(policy: EffectivePathPolicy, lexical: string, real: string): string | null {
+export function policyRefusal(
+  policy: EffectivePathPolicy,
+  lexical: string,
+  real: string,
+  canonical = false,
+): string | null {
   const inside = (list: readonly string[] | undefined) =>
     (list ?? []).some((d) => isPathInside(real, d) || isPathInside(lexical, d));
-  if (policy.restrict && !policy.allowed.some((root) => isPathInside(real, root))) {
+  // A canonical `real` (no link in it, every part existing) inside the unchecked working directory proves that the
+  // directory resolves to itself; anything else asks the file system.
+  const allowedIn = (root: string) =>
+    isPathInside(real, root) && (root !== policy.uncheckedRoot || canonical || !policy.workingDirectoryMoved);
+  if (policy.restrict && !policy.allowed.some(allowedIn)) {
     if (policy.noWorkingDirectory) return "noWorkingDirectory";
     if (policy.workingDirectoryMoved) return "workingDirectoryMoved";
     return policy.explicitRoots ? "allowedPaths" : "workingDirectory";
@@ -435,9 +462,11 @@ export async function resolveAndValidatePath(
     if (outside) throw accessDenied(input, outside, argument);
     throw pathSystemError(error, input, argument);
   });
-  const ownSpill = options.purpose === "read" && isOwnSpillPath(context, absolute, real);
-  const rule = ownSpill ? null : policyRefusal(policy, absolute, real);
-  if (rule) throw accessDenied(input, rule, argument);
+  // A reading tool may open the call's own spill files, which the policy refuses (they are Toolhost's data).
+  const rule = policyRefusal(policy, absolute, real, exists);
+  if (rule && !(options.purpose === "read" && isOwnSpillPath(context, absolute, real))) {
+    throw accessDenied(input, rule, argument);
+  }
   if (options.purpose === "write") {
     const git = gitDirectoryRefusal(input, absolute, real, argument);
     if (git) throw git;

@@ -190,6 +190,8 @@ export interface FreshnessLedger {
   recordRead(chatId: string, absolutePath: string, sha256: string): Promise<void>;
   /** The hash recorded for that chat and path, or undefined when the chat never read it. */
   getRead(chatId: string, absolutePath: string): Promise<string | undefined>;
+  /** Stores reads recorded so far, where the ledger stores them later (optional; called before it closes). */
+  flush?(): Promise<void>;
 }
 
 /** One entry of the security audit log (shell executions and other sensitive actions). */

@@ -250,3 +250,58 @@ describe("resolveAndValidatePath on real trees", () => {
     expect(toResultPath(join(proj, "x"), makeContext({ workingDirectory: null }))).toBe(join(proj, "x"));
   });
 });
+
+describe("a bound working directory swapped for a symbolic link", () => {
+  // The directory was bound while real; then it is replaced by a link elsewhere (or removed). Every path under it,
+  // existing or not, read or written, must be refused with the workingDirectoryMoved rule, not followed.
+  let dir: string;
+  let cleanup: () => void;
+  beforeAll(() => {
+    ({ dir, cleanup } = tempDir());
+  });
+  afterAll(() => cleanup());
+
+  function swapped(name: string): { proj: string; elsewhere: string } {
+    const proj = join(dir, name);
+    const elsewhere = join(dir, `${name}-elsewhere`);
+    mkdirSync(join(elsewhere, "sub"), { recursive: true });
+    writeFileSync(join(elsewhere, "secret.txt"), "x\n");
+    symlinkSync(elsewhere, proj);
+    return { proj, elsewhere };
+  }
+
+  it.each([
+    ["an existing file", "secret.txt", "file"],
+    ["an existing directory", "sub", "directory"],
+    ["a missing file", "new.txt", "any"],
+    ["the directory itself", ".", "directory"],
+  ] as const)("refuses %s", async (_what, path, kind) => {
+    const { proj } = swapped(`moved-${path.replace(/\W/g, "_")}`);
+    const context = makeContext({ workingDirectory: proj });
+    await expect(resolveAndValidatePath(path, context, { kind })).rejects.toMatchObject({
+      code: "access_denied",
+      details: { rule: "workingDirectoryMoved" },
+    });
+  });
+
+  it("refuses a path under a working directory that was removed", async () => {
+    const proj = join(dir, "removed");
+    const context = makeContext({ workingDirectory: proj });
+    await expect(resolveAndValidatePath("new.txt", context)).rejects.toMatchObject({
+      details: { rule: "workingDirectoryMoved" },
+    });
+  });
+
+  it("still allows paths under a working directory that resolves to itself", async () => {
+    const proj = join(dir, "real");
+    mkdirSync(proj);
+    writeFileSync(join(proj, "a.txt"), "a\n");
+    const context = makeContext({ workingDirectory: proj });
+    await expect(resolveAndValidatePath("a.txt", context, { kind: "file" })).resolves.toMatchObject({
+      real: join(proj, "a.txt"),
+    });
+    await expect(resolveAndValidatePath("missing/b.txt", context)).resolves.toMatchObject({
+      real: join(proj, "missing", "b.txt"),
+    });
+  });
+});

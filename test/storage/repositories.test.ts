@@ -96,6 +96,30 @@ function repositoryContract(name: string, open: () => Opener) {
       expect(await ledger.getRead("c2", "/a")).toBeUndefined();
     });
 
+    it("stores the ledger's reads in one upsert per batch, newest read winning, and flushes them for the next reader", async () => {
+      const writer = new SqlFreshnessLedger(database.db);
+      const other = new SqlFreshnessLedger(database.db);
+      // Kept at once for this process, not yet stored for another.
+      await writer.recordRead("b1", "/x", "old");
+      expect(await writer.getRead("b1", "/x")).toBe("old");
+      for (let i = 0; i < 450; i++) await writer.recordRead("b1", `/f${i % 300}`, `h${i}`);
+      await writer.recordRead("b1", "/x", "new");
+      await writer.flush();
+      // A second process (another instance) reads what was stored: the newest read of each path, across batches.
+      expect(await other.getRead("b1", "/x")).toBe("new");
+      expect(await other.getRead("b1", "/f0")).toBe("h300");
+      expect(await other.getRead("b1", "/f299")).toBe("h299");
+      const count = await database.db
+        .selectFrom("file_reads")
+        .select((eb) => eb.fn.countAll<number>().as("n"))
+        .where("chat_id", "=", "b1")
+        .executeTakeFirstOrThrow();
+      expect(Number(count.n)).toBe(301);
+      // Without flush, the batch is stored by its timer.
+      await writer.recordRead("b2", "/y", "later");
+      await vi.waitFor(async () => expect(await other.getRead("b2", "/y")).toBe("later"), { timeout: 5_000 });
+    });
+
     it("scopes chats by user and appends messages in order", async () => {
       const chats = new ChatRepository(database.db);
       const chat = await chats.create({ userId: "ana", workingDirectory: "/tmp", provider: "openai", model: "m" });

@@ -68,9 +68,10 @@ export async function openRegularFile(real: string, input: string, argument = "p
 }
 
 /**
- * Reads everything the descriptor yields, up to `cap` bytes, hashing as it goes. The cap bounds the bytes read,
- * not what stat claimed: a file that grows mid-read or under-reports its size stops at cap + 1 bytes with
- * `exceeded: true`. Throws the signal's reason when aborted.
+ * Reads everything a regular file's descriptor yields, up to `cap` bytes, hashing as it goes. The cap bounds the
+ * bytes read, not what stat claimed: a file that grows mid-read or under-reports its size stops at cap + 1 bytes
+ * with `exceeded: true`. `sizeHint` is the size stat gave: a read that yields exactly that, short of what it asked
+ * for, is taken as the end of the file. Throws the signal's reason when aborted.
  */
 export async function readAllCapped(
   handle: Awaited<ReturnType<typeof open>>,
@@ -88,11 +89,15 @@ export async function readAllCapped(
       buffer.copy(grown, 0, 0, length);
       buffer = grown;
     }
-    const { bytesRead } = await handle.read(buffer, length, buffer.length - length, null);
+    const asked = buffer.length - length;
+    const { bytesRead } = await handle.read(buffer, length, asked, null);
     if (bytesRead === 0) break;
     hash.update(buffer.subarray(length, length + bytesRead));
     length += bytesRead;
     if (length > cap) return { bytes: buffer.subarray(0, cap), sha256: "", exceeded: true };
+    // The size stat gave, read with room to spare: that is the end of the file, no second read to meet it. (Not
+    // otherwise: /proc and sysfs files claim 0 or 4096 bytes and yield theirs in pieces.)
+    if (bytesRead < asked && sizeHint > 0 && length === sizeHint) break;
   }
   return { bytes: buffer.subarray(0, length), sha256: hash.digest("hex"), exceeded: false };
 }
