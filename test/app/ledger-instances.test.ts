@@ -8,8 +8,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ChatService } from "../../src/app/chat-service.js";
 import { type AppContext, createAppContext } from "../../src/app/context.js";
-import { scriptedAdapter, textTurn, toolTurn } from "../loop/scripted-adapter.js";
 import { tempDir } from "../helpers/server.js";
+import { scriptedAdapter, textTurn, toolTurn } from "../loop/scripted-adapter.js";
 
 describe("the freshness ledger across instances", () => {
   let root: string;
