@@ -181,9 +181,11 @@ export async function* runChatTurn(
         continue;
       }
       // The turn's file reads are stored before it ends: the chat's next turn may run on another instance.
-      await deps.runtime.ledger.flush?.().catch((error: unknown) =>
-        deps.logger?.warn({ err: String(error), chatId: chat.id }, "storing the turn's file reads failed"),
-      );
+      await deps.runtime.ledger
+        .flush?.()
+        .catch((error: unknown) =>
+          deps.logger?.warn({ err: String(error), chatId: chat.id }, "storing the turn's file reads failed"),
+        );
       if (suspended()) {
         // The lease ends here; the suspended turn's stored state keeps the chat busy until an answer resumes it
         // (which takes a lease of its own), on this instance or another.
