@@ -15,13 +15,13 @@ import { NotFoundError, ToolArgumentError } from "../core/errors.js";
 import type { ToolRuntime } from "../core/runtime.js";
 import type { Logger } from "../core/types.js";
 import { DEFAULT_MAX_ITERATIONS } from "../loop/run-tool-loop.js";
-import type { ConversationMessage, ProviderAdapter, ProviderName } from "../providers/types.js";
+import type { ConversationMessage, ProviderAdapter } from "../providers/types.js";
 import type { ApprovalTurnRecord } from "../storage/approvals.js";
 import type { Chat, ChatRepository } from "../storage/repositories.js";
 import { type Lease, LeaseBusyError, StaleLeaseError } from "../storage/turn-lease-records.js";
-import { type ApprovalResponder, type ApprovalService, TurnSuspended } from "./approvals/service.js";
+import { type ApprovalService, TurnSuspended } from "./approvals/service.js";
 import type { SuspendedTurnState } from "./approvals/turns.js";
-import { type ChatTurnDeps, runChatTurn } from "./chat-turn.js";
+import { type ChatTurnDeps, type ChatTurnOptions, runChatTurn } from "./chat-turn.js";
 import {
   type AdapterFactory,
   CHAT_PROVIDERS,
@@ -235,9 +235,11 @@ export class ChatService {
       },
       async *run(signal?: AbortSignal) {
         try {
-          yield* service.#runOwned(chat, provider, adapter, model, userId, userMessage, lease, ids, signal, {
-            responder: options.responder,
-          });
+          yield* service.#runOwned(
+            { chat, provider, adapter, model, userId, userMessage, signal, responder: options.responder },
+            lease,
+            ids,
+          );
         } finally {
           release();
         }
@@ -263,38 +265,18 @@ export class ChatService {
    * lease still has its epoch.
    */
   async *#runOwned(
-    chat: Chat,
-    provider: ProviderName,
-    adapter: ProviderAdapter,
-    model: string,
-    userId: string,
-    userMessage: ConversationMessage,
+    turn: Omit<ChatTurnOptions, "owned">,
     lease: Lease | undefined,
     ids: { last: number },
-    signal: AbortSignal | undefined,
-    extra: {
-      responder?: ApprovalResponder;
-      resume?: { turnId?: string; step: SuspendedTurnState["step"] };
-      /** Taking a turn over: the root agent of its tree (its running sub-agents resume here). */
-      adoptRootId?: string;
-    },
+    /** Taking a turn over: the root agent of its tree (its running sub-agents resume here). */
+    adoptRootId?: string,
   ): AsyncGenerator<ChatTurnEvent, void, undefined> {
     const turns = this.#turns;
     if (!turns || !lease) {
-      yield* runChatTurn(
-        this.#turnDeps,
-        chat,
-        provider,
-        adapter,
-        model,
-        userId,
-        userMessage,
-        signal,
-        extra.responder,
-        extra.resume,
-      );
+      yield* runChatTurn(this.#turnDeps, turn);
       return;
     }
+    const signal = turn.signal;
     const controller = new AbortController();
     let stopped: TurnStopReason | undefined;
     const stop = (reason: TurnStopReason) => {
@@ -316,19 +298,11 @@ export class ChatService {
     });
     let finished = false;
     try {
-      for await (const event of runChatTurn(
-        this.#turnDeps,
-        chat,
-        provider,
-        adapter,
-        model,
-        userId,
-        userMessage,
-        controller.signal,
-        extra.responder,
-        extra.resume,
-        { lease, log, stopped: () => stopped, ...(extra.adoptRootId ? { adoptRootId: extra.adoptRootId } : {}) },
-      )) {
+      for await (const event of runChatTurn(this.#turnDeps, {
+        ...turn,
+        signal: controller.signal,
+        owned: { lease, log, stopped: () => stopped, ...(adoptRootId ? { adoptRootId } : {}) },
+      })) {
         // `done` was numbered and stored with the end of the lease by the turn itself.
         if (event.type === "done") {
           ids.last = log.isLast(event) ? log.lastId : log.push(event);
@@ -380,16 +354,17 @@ export class ChatService {
       this.#running.add(chat.id);
       try {
         for await (const event of this.#runOwned(
-          chat,
-          provider,
-          adapter,
-          chat.model ?? DEFAULT_CHAT_MODELS[provider],
-          turn.userId,
-          state.userMessage,
+          {
+            chat,
+            provider,
+            adapter,
+            model: chat.model ?? DEFAULT_CHAT_MODELS[provider],
+            userId: turn.userId,
+            userMessage: state.userMessage,
+            resume: { turnId: turn.id, step: state.step },
+          },
           lease,
           { last: 0 },
-          undefined,
-          { resume: { turnId: turn.id, step: state.step } },
         )) {
           if (event.type === "error")
             this.#logger?.warn({ chatId: chat.id, ...event }, "resumed turn reported an error");
@@ -443,19 +418,18 @@ export class ChatService {
       running = true;
       try {
         for await (const event of this.#runOwned(
-          chat,
-          provider,
-          adapter,
-          chat.model ?? DEFAULT_CHAT_MODELS[provider],
-          lease.userId,
-          state.userMessage,
+          {
+            chat,
+            provider,
+            adapter,
+            model: chat.model ?? DEFAULT_CHAT_MODELS[provider],
+            userId: lease.userId,
+            userMessage: state.userMessage,
+            ...(step ? { resume: { step } } : {}),
+          },
           lease,
           { last: 0 },
-          undefined,
-          {
-            ...(step ? { resume: { step } } : {}),
-            ...(state.agentRootId ? { adoptRootId: state.agentRootId } : {}),
-          },
+          state.agentRootId,
         )) {
           if (event.type === "error")
             this.#logger?.warn({ chatId: chat.id, ...event }, "a turn taken over reported an error");
