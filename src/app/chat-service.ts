@@ -262,7 +262,8 @@ export class ChatService {
   /**
    * Runs a turn under its lease (when there is a coordinator): links the lease's stop (cancel, lost lease, handover)
    * to the turn's signal, numbers and stores its events, journals its calls, and stores its messages only while the
-   * lease still has its epoch.
+   * lease still has its epoch. Without a coordinator or lease, `turn` runs as it is. `ids.last` follows the id of
+   * the last event stored.
    */
   async *#runOwned(
     turn: Omit<ChatTurnOptions, "owned">,
@@ -332,8 +333,7 @@ export class ChatService {
         if (!chat || state?.version !== 1) await approvals?.repository.deleteTurn(turn.id);
         return;
       }
-      const provider = parseProvider(chat.provider ?? "openai");
-      const adapter = this.#adapterFactory(provider, this.#env);
+      const stored = this.#storedTurn(chat, turn.userId, state.userMessage);
       let lease: Lease | undefined;
       if (this.#turns) {
         try {
@@ -353,19 +353,9 @@ export class ChatService {
       }
       this.#running.add(chat.id);
       try {
-        for await (const event of this.#runOwned(
-          {
-            chat,
-            provider,
-            adapter,
-            model: chat.model ?? DEFAULT_CHAT_MODELS[provider],
-            userId: turn.userId,
-            userMessage: state.userMessage,
-            resume: { turnId: turn.id, step: state.step },
-          },
-          lease,
-          { last: 0 },
-        )) {
+        for await (const event of this.#runOwned({ ...stored, resume: { turnId: turn.id, step: state.step } }, lease, {
+          last: 0,
+        })) {
           if (event.type === "error")
             this.#logger?.warn({ chatId: chat.id, ...event }, "resumed turn reported an error");
         }
@@ -407,8 +397,7 @@ export class ChatService {
         );
         return;
       }
-      const provider = parseProvider(chat.provider ?? "openai");
-      const adapter = this.#adapterFactory(provider, this.#env);
+      const stored = this.#storedTurn(chat, lease.userId, state.userMessage);
       const step = state.step
         ? await resumeStepFromJournal(state.step, await turns.repository.journal(lease.turnId), (name) =>
             this.#rerunnable(name),
@@ -418,15 +407,7 @@ export class ChatService {
       running = true;
       try {
         for await (const event of this.#runOwned(
-          {
-            chat,
-            provider,
-            adapter,
-            model: chat.model ?? DEFAULT_CHAT_MODELS[provider],
-            userId: lease.userId,
-            userMessage: state.userMessage,
-            ...(step ? { resume: { step } } : {}),
-          },
+          { ...stored, ...(step ? { resume: { step } } : {}) },
           lease,
           { last: 0 },
           state.agentRootId,
@@ -447,6 +428,17 @@ export class ChatService {
       // error and `done` on the chat's event stream; the lease ends (fenced: a newer owner is left alone).
       if (!running) await this.#endUnstartable(lease, error);
     }
+  }
+
+  /**
+   * A stored turn continued with no client attached (resumed after an approval, or taken over): the chat's provider
+   * (OpenAI when it has none) and model (the provider's default when it has none), and a new adapter for it. Throws
+   * what the adapter factory throws (e.g. MissingCredentialsError when this instance has no key for the provider).
+   */
+  #storedTurn(chat: Chat, userId: string, userMessage: ConversationMessage): Omit<ChatTurnOptions, "owned"> {
+    const provider = parseProvider(chat.provider ?? "openai");
+    const adapter = this.#adapterFactory(provider, this.#env);
+    return { chat, provider, adapter, model: chat.model ?? DEFAULT_CHAT_MODELS[provider], userId, userMessage };
   }
 
   /** Ends a taken-over turn that could not start: stores `error` and `done`, ends the lease, drops the journal. */
