@@ -6,17 +6,16 @@
 
 import { defaultRegistry, type ToolRegistryStore } from "../core/registry.js";
 import type { RegisteredTool } from "../core/types.js";
+import { registerBuiltinTool } from "../tools/register-builtin.js";
 
 /** Loads a built-in tool's module and registers that tool in the registry given (once). */
 type ToolModuleLoader = (registry: ToolRegistryStore) => Promise<unknown>;
 
-/** The loader of one tool object exported by a module. */
+/** The loader of one tool object exported by a module (registered as every built-in is: registerBuiltinTool). */
 const one =
   (load: () => Promise<RegisteredTool>): ToolModuleLoader =>
-  async (registry) => {
-    const tool = await load();
-    if (!registry.get(tool.definition.name)) registry.register(tool);
-  };
+  async (registry) =>
+    registerBuiltinTool(await load(), registry);
 
 /** The interpreter shells: registered together, for the interpreters on PATH. */
 const shells: ToolModuleLoader = async (registry) => {

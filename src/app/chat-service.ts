@@ -15,13 +15,13 @@ import { NotFoundError, ToolArgumentError } from "../core/errors.js";
 import type { ToolRuntime } from "../core/runtime.js";
 import type { Logger } from "../core/types.js";
 import { DEFAULT_MAX_ITERATIONS } from "../loop/run-tool-loop.js";
-import type { ConversationMessage, ProviderAdapter, ProviderName } from "../providers/types.js";
+import type { ConversationMessage, ProviderAdapter } from "../providers/types.js";
 import type { ApprovalTurnRecord } from "../storage/approvals.js";
 import type { Chat, ChatRepository } from "../storage/repositories.js";
 import { type Lease, LeaseBusyError, StaleLeaseError } from "../storage/turn-lease-records.js";
-import { type ApprovalResponder, type ApprovalService, TurnSuspended } from "./approvals/service.js";
+import { type ApprovalService, TurnSuspended } from "./approvals/service.js";
 import type { SuspendedTurnState } from "./approvals/turns.js";
-import { type ChatTurnDeps, runChatTurn } from "./chat-turn.js";
+import { type ChatTurnDeps, type ChatTurnOptions, runChatTurn } from "./chat-turn.js";
 import {
   type AdapterFactory,
   CHAT_PROVIDERS,
@@ -235,9 +235,11 @@ export class ChatService {
       },
       async *run(signal?: AbortSignal) {
         try {
-          yield* service.#runOwned(chat, provider, adapter, model, userId, userMessage, lease, ids, signal, {
-            responder: options.responder,
-          });
+          yield* service.#runOwned(
+            { chat, provider, adapter, model, userId, userMessage, signal, responder: options.responder },
+            lease,
+            ids,
+          );
         } finally {
           release();
         }
@@ -260,41 +262,22 @@ export class ChatService {
   /**
    * Runs a turn under its lease (when there is a coordinator): links the lease's stop (cancel, lost lease, handover)
    * to the turn's signal, numbers and stores its events, journals its calls, and stores its messages only while the
-   * lease still has its epoch.
+   * lease still has its epoch. Without a coordinator or lease, `turn` runs as it is. `ids.last` follows the id of
+   * the last event stored.
    */
   async *#runOwned(
-    chat: Chat,
-    provider: ProviderName,
-    adapter: ProviderAdapter,
-    model: string,
-    userId: string,
-    userMessage: ConversationMessage,
+    turn: Omit<ChatTurnOptions, "owned">,
     lease: Lease | undefined,
     ids: { last: number },
-    signal: AbortSignal | undefined,
-    extra: {
-      responder?: ApprovalResponder;
-      resume?: { turnId?: string; step: SuspendedTurnState["step"] };
-      /** Taking a turn over: the root agent of its tree (its running sub-agents resume here). */
-      adoptRootId?: string;
-    },
+    /** Taking a turn over: the root agent of its tree (its running sub-agents resume here). */
+    adoptRootId?: string,
   ): AsyncGenerator<ChatTurnEvent, void, undefined> {
     const turns = this.#turns;
     if (!turns || !lease) {
-      yield* runChatTurn(
-        this.#turnDeps,
-        chat,
-        provider,
-        adapter,
-        model,
-        userId,
-        userMessage,
-        signal,
-        extra.responder,
-        extra.resume,
-      );
+      yield* runChatTurn(this.#turnDeps, turn);
       return;
     }
+    const signal = turn.signal;
     const controller = new AbortController();
     let stopped: TurnStopReason | undefined;
     const stop = (reason: TurnStopReason) => {
@@ -316,19 +299,11 @@ export class ChatService {
     });
     let finished = false;
     try {
-      for await (const event of runChatTurn(
-        this.#turnDeps,
-        chat,
-        provider,
-        adapter,
-        model,
-        userId,
-        userMessage,
-        controller.signal,
-        extra.responder,
-        extra.resume,
-        { lease, log, stopped: () => stopped, ...(extra.adoptRootId ? { adoptRootId: extra.adoptRootId } : {}) },
-      )) {
+      for await (const event of runChatTurn(this.#turnDeps, {
+        ...turn,
+        signal: controller.signal,
+        owned: { lease, log, stopped: () => stopped, ...(adoptRootId ? { adoptRootId } : {}) },
+      })) {
         // `done` was numbered and stored with the end of the lease by the turn itself.
         if (event.type === "done") {
           ids.last = log.isLast(event) ? log.lastId : log.push(event);
@@ -358,8 +333,7 @@ export class ChatService {
         if (!chat || state?.version !== 1) await approvals?.repository.deleteTurn(turn.id);
         return;
       }
-      const provider = parseProvider(chat.provider ?? "openai");
-      const adapter = this.#adapterFactory(provider, this.#env);
+      const stored = this.#storedTurn(chat, turn.userId, state.userMessage);
       let lease: Lease | undefined;
       if (this.#turns) {
         try {
@@ -379,18 +353,9 @@ export class ChatService {
       }
       this.#running.add(chat.id);
       try {
-        for await (const event of this.#runOwned(
-          chat,
-          provider,
-          adapter,
-          chat.model ?? DEFAULT_CHAT_MODELS[provider],
-          turn.userId,
-          state.userMessage,
-          lease,
-          { last: 0 },
-          undefined,
-          { resume: { turnId: turn.id, step: state.step } },
-        )) {
+        for await (const event of this.#runOwned({ ...stored, resume: { turnId: turn.id, step: state.step } }, lease, {
+          last: 0,
+        })) {
           if (event.type === "error")
             this.#logger?.warn({ chatId: chat.id, ...event }, "resumed turn reported an error");
         }
@@ -432,8 +397,7 @@ export class ChatService {
         );
         return;
       }
-      const provider = parseProvider(chat.provider ?? "openai");
-      const adapter = this.#adapterFactory(provider, this.#env);
+      const stored = this.#storedTurn(chat, lease.userId, state.userMessage);
       const step = state.step
         ? await resumeStepFromJournal(state.step, await turns.repository.journal(lease.turnId), (name) =>
             this.#rerunnable(name),
@@ -443,19 +407,10 @@ export class ChatService {
       running = true;
       try {
         for await (const event of this.#runOwned(
-          chat,
-          provider,
-          adapter,
-          chat.model ?? DEFAULT_CHAT_MODELS[provider],
-          lease.userId,
-          state.userMessage,
+          { ...stored, ...(step ? { resume: { step } } : {}) },
           lease,
           { last: 0 },
-          undefined,
-          {
-            ...(step ? { resume: { step } } : {}),
-            ...(state.agentRootId ? { adoptRootId: state.agentRootId } : {}),
-          },
+          state.agentRootId,
         )) {
           if (event.type === "error")
             this.#logger?.warn({ chatId: chat.id, ...event }, "a turn taken over reported an error");
@@ -473,6 +428,17 @@ export class ChatService {
       // error and `done` on the chat's event stream; the lease ends (fenced: a newer owner is left alone).
       if (!running) await this.#endUnstartable(lease, error);
     }
+  }
+
+  /**
+   * A stored turn continued with no client attached (resumed after an approval, or taken over): the chat's provider
+   * (OpenAI when it has none) and model (the provider's default when it has none), and a new adapter for it. Throws
+   * what the adapter factory throws (e.g. MissingCredentialsError when this instance has no key for the provider).
+   */
+  #storedTurn(chat: Chat, userId: string, userMessage: ConversationMessage): Omit<ChatTurnOptions, "owned"> {
+    const provider = parseProvider(chat.provider ?? "openai");
+    const adapter = this.#adapterFactory(provider, this.#env);
+    return { chat, provider, adapter, model: chat.model ?? DEFAULT_CHAT_MODELS[provider], userId, userMessage };
   }
 
   /** Ends a taken-over turn that could not start: stores `error` and `done`, ends the lease, drops the journal. */

@@ -34,23 +34,58 @@ export interface ChatTurnDeps {
   rerunnable(name: string): boolean;
 }
 
+/** Where a resumed turn picks up: the stored step it stopped in (and the suspended turn's id, when it had one). */
+export interface ChatTurnResume {
+  /** The suspended turn's id (an approval resume), absent for a takeover from the journal. */
+  turnId?: string;
+  /** The step to continue: its iteration count and the messages it had already added. */
+  step: SuspendedTurnState["step"];
+}
+
+/** A turn run under a lease: its event log, why it was stopped (if it was), and the agent tree it adopts. */
+export interface OwnedTurn {
+  /** The chat's turn lease; messages are stored only while it still has its epoch. */
+  lease: Lease;
+  /** The turn's numbered, stored events; the turn pushes `done` itself, together with the end of the lease. */
+  log: TurnEventLog;
+  /** Why the lease's owner stopped the turn (cancel, lost lease, handover), or undefined while it runs. */
+  stopped: () => TurnStopReason | undefined;
+  /** Taking a turn over: the root agent of its tree (its running sub-agents resume here). */
+  adoptRootId?: string;
+}
+
+/** One chat turn to run: the chat, the provider and model it runs on, who sends which message, and how it runs. */
+export interface ChatTurnOptions {
+  /** The chat the turn belongs to (its id, working directory and title). */
+  chat: Chat;
+  provider: ProviderName;
+  /** The provider's adapter, already built for `provider`. */
+  adapter: ProviderAdapter;
+  model: string;
+  /** The user the turn runs for (approvals, sub-agents and tool calls are theirs). */
+  userId: string;
+  /** The message that starts the turn; stored with the turn's messages once it completes something. */
+  userMessage: ConversationMessage;
+  /** Stops the turn; a suspension reason (`isSuspension`) keeps pending asks pending. */
+  signal?: AbortSignal | undefined;
+  /** How this surface answers asks (`TurnOptions.responder`); absent, asks stay pending for an answer via the API. */
+  responder?: ApprovalResponder | undefined;
+  /** Continue a stored step instead of asking the provider afresh. */
+  resume?: ChatTurnResume | undefined;
+  /** The turn runs under a lease, its events logged. */
+  owned?: OwnedTurn | undefined;
+}
+
 /**
  * Runs a chat turn and yields its events, `done` last and only once the messages are stored (or the turn was left
- * suspended, or moved to another instance). `owned`: the turn runs under a lease, its events logged.
+ * suspended, or moved to another instance). Failures of the turn (the model stream, storing its messages, a lost lease) arrive
+ * as `error` events before `done`; reading the chat's history first may throw the repository's errors.
  */
 export async function* runChatTurn(
   deps: ChatTurnDeps,
-  chat: Chat,
-  provider: ProviderName,
-  adapter: ProviderAdapter,
-  model: string,
-  userId: string,
-  userMessage: ConversationMessage,
-  signal: AbortSignal | undefined,
-  responder?: ApprovalResponder,
-  resume?: { turnId?: string; step: SuspendedTurnState["step"] },
-  owned?: { lease: Lease; log: TurnEventLog; stopped: () => TurnStopReason | undefined; adoptRootId?: string },
+  turn: ChatTurnOptions,
 ): AsyncGenerator<ChatTurnEvent, void, undefined> {
+  const { chat, provider, adapter, model, userId, userMessage, signal, responder, resume, owned } = turn;
   const history: ConversationMessage[] = [];
   for (const row of await deps.chats.messages(chat.id)) {
     const message = toConversationMessage(row.content);

@@ -140,12 +140,29 @@ export class ToolError extends BrandedError {
   }
 }
 
+/** What {@link withCode} returns: ToolError's statics, and a constructor `(message, details?)` making a ToolError. */
+type FixedCodeErrorClass = Omit<typeof ToolError, "prototype"> & {
+  new (message: string, details?: Record<string, unknown>): ToolError;
+  readonly prototype: ToolError;
+};
+
+/**
+ * The base of a ToolError subclass whose class fixes its code: its constructor is `(message, details?)`, and
+ * the subclass states only its brand, e.g.
+ * `class NotFoundError extends withCode("not_found") { static override readonly brand = errorBrand("NotFoundError"); }`.
+ * The base has no brand of its own, so `instanceof` and the brands on an instance are the subclass's and ToolError's.
+ */
+function withCode(code: ToolErrorCode): FixedCodeErrorClass {
+  return class extends ToolError {
+    constructor(message: string, details?: Record<string, unknown>) {
+      super(code, message, details);
+    }
+  };
+}
+
 /** A model-supplied argument is missing, of the wrong type, or out of range (code `validation_failed`). */
-export class ToolArgumentError extends ToolError {
+export class ToolArgumentError extends withCode("validation_failed") {
   static override readonly brand: symbol = errorBrand("ToolArgumentError");
-  constructor(message: string, details?: Record<string, unknown>) {
-    super("validation_failed", message, details);
-  }
 }
 
 /**
@@ -197,11 +214,8 @@ export function argumentRefusal(message: string, details?: Record<string, unknow
  * disallowed (`details.parameter` names it), or an update refused as a whole, e.g. disabling a tool whose
  * `canDisable` is false. One class under two names: {@link ToolParameterError} is this class.
  */
-export class ToolSettingsError extends ToolError {
+export class ToolSettingsError extends withCode("invalid_settings") {
   static override readonly brand: symbol = errorBrand("ToolSettingsError");
-  constructor(message: string, details?: Record<string, unknown>) {
-    super("invalid_settings", message, details);
-  }
 }
 
 /**
@@ -213,34 +227,25 @@ export const ToolParameterError = ToolSettingsError;
 export type ToolParameterError = ToolSettingsError;
 
 /** Path policy, SSRF guard or allowlist refused the operation (code `access_denied`). */
-export class AccessDeniedError extends ToolError {
+export class AccessDeniedError extends withCode("access_denied") {
   static override readonly brand: symbol = errorBrand("AccessDeniedError");
-  constructor(message: string, details?: Record<string, unknown>) {
-    super("access_denied", message, details);
-  }
 }
 
 /** The tool, file or other named thing does not exist (code `not_found`). */
-export class NotFoundError extends ToolError {
+export class NotFoundError extends withCode("not_found") {
   static override readonly brand: symbol = errorBrand("NotFoundError");
-  constructor(message: string, details?: Record<string, unknown>) {
-    super("not_found", message, details);
-  }
 }
 
 /** The tool exceeded its time budget (code `timeout`). */
-export class ToolTimeoutError extends ToolError {
+export class ToolTimeoutError extends withCode("timeout") {
   static override readonly brand: symbol = errorBrand("ToolTimeoutError");
-  constructor(message: string, details?: Record<string, unknown>) {
-    super("timeout", message, details);
-  }
 }
 
 /** The caller cancelled the call (user cancel, stream teardown); never reported as a timeout (code `aborted`). */
-export class ToolAbortedError extends ToolError {
+export class ToolAbortedError extends withCode("aborted") {
   static override readonly brand: symbol = errorBrand("ToolAbortedError");
   constructor(message = "The tool call was cancelled by the caller.", details?: Record<string, unknown>) {
-    super("aborted", message, details);
+    super(message, details);
   }
 }
 
@@ -256,32 +261,26 @@ export class ToolExecutionError extends ToolError {
  * A person refused the call when asked, or nobody answered before the ask expired (code `denied_by_user`). The
  * message carries the person's words, so the model can act on them (try something else, ask the user).
  */
-export class DeniedByUserError extends ToolError {
+export class DeniedByUserError extends withCode("denied_by_user") {
   static override readonly brand: symbol = errorBrand("DeniedByUserError");
-  constructor(message: string, details?: Record<string, unknown>) {
-    super("denied_by_user", message, details);
-  }
 }
 
 /**
  * The approval policy refused the call: a deny rule or setting, or an ask with no one to ask (code
  * `denied_by_policy`). The message names the rule.
  */
-export class DeniedByPolicyError extends ToolError {
+export class DeniedByPolicyError extends withCode("denied_by_policy") {
   static override readonly brand: symbol = errorBrand("DeniedByPolicyError");
-  constructor(message: string, details?: Record<string, unknown>) {
-    super("denied_by_policy", message, details);
-  }
 }
 
 /**
  * A bounded resource ran out: an agent depth, quota, cap, queue or rate limit (code `limit_exceeded`). `details`
  * names the limit (`limit`, e.g. "MAX_AGENT_DEPTH") and its value (`value`), so a caller can tell which one.
  */
-export class LimitExceededError extends ToolError {
+export class LimitExceededError extends withCode("limit_exceeded") {
   static override readonly brand: symbol = errorBrand("LimitExceededError");
   constructor(message: string, details: { limit: string; value: number } & Record<string, unknown>) {
-    super("limit_exceeded", message, details);
+    super(message, details);
   }
 }
 

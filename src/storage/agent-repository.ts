@@ -31,6 +31,69 @@ type Db = Kysely<DatabaseSchema> | Transaction<DatabaseSchema>;
  */
 export type WriteFence = (trx: Kysely<any>) => Promise<void>;
 
+/**
+ * A new agent's row: its place in its tree and its limits (`fields`); who runs it on which model for what task, and
+ * on which instance (`input`); and what every new agent starts with (NEW_RUN: running, no usage, counters at zero),
+ * its heartbeat, creation and update times now, not finished.
+ */
+function newAgentRow(
+  input: { userId: string; provider: string | null; model: string | null; task: string; instanceId: string },
+  fields: Pick<
+    AgentsTable,
+    "id" | "chat_id" | "kind" | "root_id" | "parent_id" | "depth" | "path" | "template" | "max_turns" | "time_ms"
+  >,
+): AgentsTable {
+  const at = now();
+  return {
+    ...fields,
+    user_id: input.userId,
+    provider: input.provider,
+    model: input.model,
+    ...NEW_RUN,
+    task: input.task,
+    instance_id: input.instanceId,
+    heartbeat_at: at,
+    created_at: at,
+    updated_at: at,
+    finished_at: null,
+  };
+}
+
+/**
+ * The columns that record an agent's progress: its latest answer, its conversation (as JSON) and the usage given
+ * (turns, tool calls, duration in whole ms), each only when given, and `updated_at` = `at`.
+ */
+function progressColumns(
+  fields: { result?: string | null; transcript?: unknown[]; usage?: Partial<AgentUsage> },
+  at: string,
+): Partial<AgentsTable> {
+  const set: Partial<AgentsTable> = { updated_at: at };
+  if (fields.result !== undefined) set.result = fields.result;
+  if (fields.transcript !== undefined) set.transcript = JSON.stringify(fields.transcript);
+  const u = fields.usage;
+  if (u?.turns !== undefined) set.turns = u.turns;
+  if (u?.toolCalls !== undefined) set.tool_calls = u.toolCalls;
+  if (u?.durationMs !== undefined) set.duration_ms = Math.round(u.durationMs);
+  return set;
+}
+
+/** The counters of an agent row that a reserve takes one of, each up to its cap. */
+type AgentCounter = "children_count" | "tree_count" | "active_count";
+
+/**
+ * Takes one of agent `id`'s `counter` in one conditional statement (`SET n = n + 1 WHERE id = ? AND n < cap`):
+ * true when taken, false (nothing changed) when the counter is at `cap` or there is no such agent.
+ */
+async function takeOne(trx: Db, id: string, counter: AgentCounter, cap: number): Promise<boolean> {
+  const taken = await trx
+    .updateTable("agents")
+    .set((eb) => ({ [counter]: eb(counter, "+", 1) }))
+    .where("id", "=", id)
+    .where(counter, "<", cap)
+    .executeTakeFirst();
+  return changed(taken) > 0;
+}
+
 /** Agents, their queues and the pair rate window. Every read is scoped by user id. */
 export class AgentRepository {
   constructor(private readonly db: Kysely<DatabaseSchema>) {}
@@ -53,10 +116,8 @@ export class AgentRepository {
     instanceId: string;
   }): Promise<AgentRecord> {
     const id = randomUUID();
-    const at = now();
-    const row: AgentsTable = {
+    const row = newAgentRow(input, {
       id,
-      user_id: input.userId,
       chat_id: input.chatId,
       kind: "root",
       root_id: id,
@@ -64,18 +125,9 @@ export class AgentRepository {
       depth: 0,
       path: id,
       template: "chat",
-      provider: input.provider,
-      model: input.model,
-      ...NEW_RUN,
-      task: input.task,
       max_turns: 0,
       time_ms: 0,
-      instance_id: input.instanceId,
-      heartbeat_at: at,
-      created_at: at,
-      updated_at: at,
-      finished_at: null,
-    };
+    });
     await this.db.insertInto("agents").values(row).execute();
     return toRecord(row);
   }
@@ -119,37 +171,19 @@ export class AgentRepository {
           { limit: "MAX_AGENT_DEPTH", value: limits.maxDepth },
         );
       }
-      const quota = await trx
-        .updateTable("agents")
-        .set((eb) => ({ children_count: eb("children_count", "+", 1) }))
-        .where("id", "=", parent.id)
-        .where("children_count", "<", limits.maxSubAgents)
-        .executeTakeFirst();
-      if (changed(quota) === 0) {
+      if (!(await takeOne(trx, parent.id, "children_count", limits.maxSubAgents))) {
         throw new LimitExceededError(
           `Cannot spawn: this agent already spawned ${limits.maxSubAgents} sub-agents (DEFAULT_MAX_SUB_AGENTS ${limits.maxSubAgents}). Reuse one with agent_send or do the work yourself.`,
           { limit: "DEFAULT_MAX_SUB_AGENTS", value: limits.maxSubAgents },
         );
       }
-      const tree = await trx
-        .updateTable("agents")
-        .set((eb) => ({ tree_count: eb("tree_count", "+", 1) }))
-        .where("id", "=", parent.root_id)
-        .where("tree_count", "<", limits.maxTreeAgents)
-        .executeTakeFirst();
-      if (changed(tree) === 0) {
+      if (!(await takeOne(trx, parent.root_id, "tree_count", limits.maxTreeAgents))) {
         throw new LimitExceededError(
           `Cannot spawn: this agent tree already holds ${limits.maxTreeAgents} sub-agents (MAX_TREE_AGENTS ${limits.maxTreeAgents}).`,
           { limit: "MAX_TREE_AGENTS", value: limits.maxTreeAgents },
         );
       }
-      const slot = await trx
-        .updateTable("agents")
-        .set((eb) => ({ active_count: eb("active_count", "+", 1) }))
-        .where("id", "=", parent.root_id)
-        .where("active_count", "<", limits.maxConcurrent)
-        .executeTakeFirst();
-      if (changed(slot) === 0) {
+      if (!(await takeOne(trx, parent.root_id, "active_count", limits.maxConcurrent))) {
         throw new LimitExceededError(
           `Cannot spawn: ${limits.maxConcurrent} agents of this tree are already running (MAX_CONCURRENT_AGENTS ${limits.maxConcurrent}). Wait for one with agent_wait, or close one with agent_close, then retry.`,
           { limit: "MAX_CONCURRENT_AGENTS", value: limits.maxConcurrent },
@@ -167,10 +201,8 @@ export class AgentRepository {
         );
       }
       const id = randomUUID();
-      const at = now();
-      const row: AgentsTable = {
+      const row = newAgentRow(input, {
         id,
-        user_id: input.userId,
         chat_id: parent.chat_id,
         kind: "child",
         root_id: parent.root_id,
@@ -178,18 +210,9 @@ export class AgentRepository {
         depth,
         path: `${parent.path}/${id}`,
         template: input.template,
-        provider: input.provider,
-        model: input.model,
-        ...NEW_RUN,
-        task: input.task,
         max_turns: input.maxTurns,
         time_ms: input.timeMs,
-        instance_id: input.instanceId,
-        heartbeat_at: at,
-        created_at: at,
-        updated_at: at,
-        finished_at: null,
-      };
+      });
       await trx.insertInto("agents").values(row).execute();
       const record = toRecord(row);
       await input.inTransaction?.(trx, record);
@@ -306,13 +329,7 @@ export class AgentRepository {
     fields: { result?: string | null; transcript?: unknown[]; usage?: Partial<AgentUsage> },
     fence?: WriteFence,
   ): Promise<void> {
-    const set: Partial<AgentsTable> = { updated_at: now() };
-    if (fields.result !== undefined) set.result = fields.result;
-    if (fields.transcript !== undefined) set.transcript = JSON.stringify(fields.transcript);
-    const u = fields.usage;
-    if (u?.turns !== undefined) set.turns = u.turns;
-    if (u?.toolCalls !== undefined) set.tool_calls = u.toolCalls;
-    if (u?.durationMs !== undefined) set.duration_ms = Math.round(u.durationMs);
+    const set = progressColumns(fields, now());
     if (!fence) {
       await this.db.updateTable("agents").set(set).where("id", "=", id).execute();
       return;
@@ -373,13 +390,7 @@ export class AgentRepository {
     fields: { result?: string | null; note?: string | null; transcript?: unknown[]; usage?: Partial<AgentUsage> },
   ): Promise<boolean> {
     const at = now();
-    const set: Partial<AgentsTable> = { updated_at: at };
-    if (fields.result !== undefined) set.result = fields.result;
-    if (fields.transcript !== undefined) set.transcript = JSON.stringify(fields.transcript);
-    const u = fields.usage;
-    if (u?.turns !== undefined) set.turns = u.turns;
-    if (u?.toolCalls !== undefined) set.tool_calls = u.toolCalls;
-    if (u?.durationMs !== undefined) set.duration_ms = Math.round(u.durationMs);
+    const set = progressColumns(fields, at);
     const transition = await trx
       .updateTable("agents")
       .set({ ...set, status, finished_at: at, ...(fields.note !== undefined ? { note: fields.note } : {}) })
@@ -419,13 +430,7 @@ export class AgentRepository {
           .executeTakeFirst();
         if (changed(woke) === 0) return false;
         const row = await trx.selectFrom("agents").select("root_id").where("id", "=", id).executeTakeFirstOrThrow();
-        const slot = await trx
-          .updateTable("agents")
-          .set((eb) => ({ active_count: eb("active_count", "+", 1) }))
-          .where("id", "=", row.root_id)
-          .where("active_count", "<", maxConcurrent)
-          .executeTakeFirst();
-        if (changed(slot) === 0) throw noSlot;
+        if (!(await takeOne(trx, row.root_id, "active_count", maxConcurrent))) throw noSlot;
         return true;
       });
     } catch (error) {

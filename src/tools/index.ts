@@ -22,6 +22,7 @@ import { sqlSchemaTool } from "./builtin/sql-schema.js";
 import { webFetchTool } from "./builtin/web-fetch.js";
 import { webSearchTool } from "./builtin/web-search.js";
 import { writeFileTool } from "./builtin/write-file.js";
+import { registerBuiltinTool } from "./register-builtin.js";
 import { shellExecTool } from "./shell/shell-exec.js";
 import { registerShellToolsOnce } from "./shell/shell-tool.js";
 
@@ -67,9 +68,4 @@ export function registerBuiltinTools(registry: ToolRegistryStore = defaultRegist
   }
   for (const tool of BUILTIN_TOOLS) registerBuiltinTool(tool, registry);
   registerShellToolsOnce(registry);
-}
-
-/** Registers one built-in in `registry` unless it is there already (see {@link registerBuiltinTools}). */
-export function registerBuiltinTool(tool: RegisteredTool, registry: ToolRegistryStore = defaultRegistry): void {
-  if (!registry.get(tool.definition.name)) registry.register(tool);
 }

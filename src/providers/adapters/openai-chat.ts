@@ -27,7 +27,7 @@ import type {
   ChatCompletionMessageParam,
   ChatCompletionTool,
 } from "openai/resources/chat/completions";
-import { loadOpenAISdk } from "../sdk.js";
+import { createOpenAIClient } from "../sdk.js";
 import type {
   ConversationMessage,
   FinishReason,
@@ -103,12 +103,7 @@ export class OpenAIChatAdapter implements ProviderAdapter {
   private readonly chatStrict: boolean;
 
   constructor(private readonly config: ProviderConfig = {}) {
-    this.#sdk = lazily(() =>
-      loadOpenAISdk().then(
-        ({ default: Client }) =>
-          new Client({ apiKey: config.apiKey ?? "", baseURL: config.baseURL, maxRetries: config.maxRetries ?? 0 }),
-      ),
-    );
+    this.#sdk = lazily(() => createOpenAIClient(config));
     this.chatStrict =
       config.chatStrict ?? (!config.baseURL || /^https:\/\/api\.openai\.com(\/|$)/.test(config.baseURL));
   }

@@ -18,7 +18,7 @@
 // The SDK loads on first use, not at import time (CLI and MCP start-up stay fast).
 import type OpenAI from "openai";
 import type { ResponseInputItem, ResponseStreamEvent, Tool } from "openai/resources/responses/responses";
-import { loadOpenAISdk } from "../sdk.js";
+import { createOpenAIClient } from "../sdk.js";
 import type {
   ConversationMessage,
   FinishReason,
@@ -93,12 +93,7 @@ export class OpenAIResponsesAdapter implements ProviderAdapter {
   readonly #sdk: () => Promise<OpenAI>;
 
   constructor(private readonly config: ProviderConfig = {}) {
-    this.#sdk = lazily(() =>
-      loadOpenAISdk().then(
-        ({ default: Client }) =>
-          new Client({ apiKey: config.apiKey ?? "", baseURL: config.baseURL, maxRetries: config.maxRetries ?? 0 }),
-      ),
-    );
+    this.#sdk = lazily(() => createOpenAIClient(config));
   }
 
   async *stream(request: ProviderRequest): AsyncIterable<ProviderStreamEvent> {

@@ -12,6 +12,7 @@ import {
   ToolTimeoutError,
 } from "../../core/errors.js";
 import { scrubSecret } from "./sources.js";
+import type { QueryColumn, QueryResult } from "./types.js";
 
 /** Connections opened per source at most (each call holds one while it runs). */
 export const POOL_SIZE = 3;
@@ -107,4 +108,44 @@ export function sourceFailure(source: string, url: string, error: unknown): Tool
   if (error instanceof ToolError) return error;
   const message = scrubSecret(error instanceof Error ? error.message : String(error), url).slice(0, 500);
   return new ToolExecutionError(`Data source "${source}" failed: ${message}`, { source });
+}
+
+/**
+ * A statement's QueryResult: `rowCount` is the number of rows returned (at most maxRows), `durationMs` the whole
+ * milliseconds from `started` (a `performance.now()` reading taken when the call began) until now.
+ */
+export function queryResult(
+  started: number,
+  outcome: { columns: QueryColumn[]; rows: unknown[][]; truncated: boolean },
+): QueryResult {
+  return {
+    columns: outcome.columns,
+    rows: outcome.rows,
+    rowCount: outcome.rows.length,
+    truncated: outcome.truncated,
+    durationMs: Math.round(performance.now() - started),
+  };
+}
+
+/**
+ * The check of a source's account (a role or grants that could bypass a read-only transaction), run once per driver
+ * and shared by the calls that meet it under way; forgotten when it fails (or the driver closes), so the next
+ * connection runs it again.
+ */
+export class AccountCheck<T> {
+  #result: Promise<T> | undefined;
+
+  /** The check's result: the one held, else `check()`'s (held until it rejects). Rejects as `check` does. */
+  run(check: () => Promise<T>): Promise<T> {
+    this.#result ??= check().catch((error) => {
+      this.#result = undefined;
+      throw error;
+    });
+    return this.#result;
+  }
+
+  /** Drops the held result: the next run checks again. */
+  forget(): void {
+    this.#result = undefined;
+  }
 }

@@ -13,12 +13,14 @@
 import mysql from "mysql2";
 import { ToolError } from "../../core/errors.js";
 import {
+  AccountCheck,
   abortError,
   CONNECT_TIMEOUT_MS,
   IDLE_CLOSE_MS,
   isoLocal,
   jsonSafe,
   POOL_SIZE,
+  queryResult,
   readOnlyRefusal,
   severalStatements,
   sourceFailure,
@@ -51,7 +53,7 @@ interface MysqlError {
 export class MysqlDriver implements DataDriver {
   readonly dialect = "mysql" as const;
   #pool: mysql.Pool | undefined;
-  #checked: Promise<{ mariadb: boolean; version: string }> | undefined;
+  readonly #checked = new AccountCheck<{ mariadb: boolean; version: string }>();
 
   constructor(
     private readonly source: string,
@@ -93,11 +95,7 @@ export class MysqlDriver implements DataDriver {
       throw unreachable(this.source, this.url, error);
     }
     try {
-      this.#checked ??= this.#checkAccount(connection).catch((error) => {
-        this.#checked = undefined;
-        throw error;
-      });
-      return { connection, ...(await this.#checked) };
+      return { connection, ...(await this.#checked.run(() => this.#checkAccount(connection))) };
     } catch (error) {
       connection.release();
       throw error instanceof ToolError ? error : sourceFailure(this.source, this.url, error);
@@ -248,13 +246,7 @@ export class MysqlDriver implements DataDriver {
         });
       });
     });
-    return {
-      columns: outcome.columns,
-      rows: outcome.rows,
-      rowCount: outcome.rows.length,
-      truncated: outcome.truncated,
-      durationMs: Math.round(performance.now() - started),
-    };
+    return queryResult(started, outcome);
   }
 
   async schema(request: SchemaRequest): Promise<SchemaTable[]> {
@@ -340,7 +332,7 @@ export class MysqlDriver implements DataDriver {
   async close(): Promise<void> {
     const pool = this.#pool;
     this.#pool = undefined;
-    this.#checked = undefined;
+    this.#checked.forget();
     if (pool) await new Promise<void>((resolve) => pool.end(() => resolve()));
   }
 }

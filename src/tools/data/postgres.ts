@@ -14,11 +14,13 @@ import type { FieldDef, PoolClient } from "pg";
 import pg from "pg";
 import { ToolError } from "../../core/errors.js";
 import {
+  AccountCheck,
   abortError,
   CONNECT_TIMEOUT_MS,
   IDLE_CLOSE_MS,
   isoLocal,
   POOL_SIZE,
+  queryResult,
   readOnlyRefusal,
   severalStatements,
   sourceFailure,
@@ -182,7 +184,7 @@ interface PgError {
 export class PostgresDriver implements DataDriver {
   readonly dialect = "postgres" as const;
   #pool: pg.Pool | undefined;
-  #roleChecked: Promise<void> | undefined;
+  readonly #roleChecked = new AccountCheck<void>();
 
   constructor(
     private readonly source: string,
@@ -214,11 +216,7 @@ export class PostgresDriver implements DataDriver {
       throw unreachable(this.source, this.url, error);
     }
     try {
-      this.#roleChecked ??= this.#checkRole(client).catch((error) => {
-        this.#roleChecked = undefined;
-        throw error;
-      });
-      await this.#roleChecked;
+      await this.#roleChecked.run(() => this.#checkRole(client));
     } catch (error) {
       client.release();
       throw error;
@@ -331,7 +329,7 @@ export class PostgresDriver implements DataDriver {
     const columns: QueryColumn[] = outcome.fields.map((f) =>
       TYPE_NAMES[f.dataTypeID] ? { name: f.name, type: TYPE_NAMES[f.dataTypeID] } : { name: f.name },
     );
-    return { columns, rows, rowCount: rows.length, truncated, durationMs: Math.round(performance.now() - started) };
+    return queryResult(started, { columns, rows, truncated });
   }
 
   async schema(request: SchemaRequest): Promise<SchemaTable[]> {
@@ -413,7 +411,7 @@ export class PostgresDriver implements DataDriver {
   async close(): Promise<void> {
     const pool = this.#pool;
     this.#pool = undefined;
-    this.#roleChecked = undefined;
+    this.#roleChecked.forget();
     await pool?.end().catch(() => {});
   }
 }

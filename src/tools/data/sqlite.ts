@@ -15,6 +15,7 @@ import { ToolError } from "../../core/errors.js";
 import {
   abortError,
   POOL_SIZE,
+  queryResult,
   readOnlyRefusal,
   severalStatements,
   sourceFailure,
@@ -255,13 +256,7 @@ export class SqliteDriver implements DataDriver {
       request.signal,
       request.timeoutMs,
     );
-    return {
-      columns: result.columns,
-      rows: result.rows,
-      rowCount: result.rows.length,
-      truncated: result.truncated,
-      durationMs: Math.round(performance.now() - started),
-    };
+    return queryResult(started, result);
   }
 
   schema(request: SchemaRequest): Promise<SchemaTable[]> {

@@ -1,9 +1,12 @@
 /**
  * Security audit of shell executions: every bash / zsh / powershell / shell_exec call is recorded, refusals included (termination
- * `refused`), through the runtime's AuditSink (the `audit_log` table in the server and CLI).
+ * `refused`), through the runtime's AuditSink (the `audit_log` table in the server and CLI). Also the part of a
+ * shell call around its process that every shell tool shares ({@link runAuditedShellCall}).
  */
+import { ToolAbortedError, ToolTimeoutError } from "../../core/errors.js";
 import { resolveAndValidatePath } from "../../core/path-policy.js";
 import type { AuditEntry, ToolContext } from "../../core/types.js";
+import type { Termination } from "./process-runner.js";
 
 /** Terminations recorded in the audit log: the runner's, plus `refused` (allowlist / path policy) and `failed`. */
 export type AuditTermination = "exited" | "timed_out" | "aborted" | "signalled" | "refused" | "failed";
@@ -58,6 +61,79 @@ export async function resolveShellCwd(
   } catch (error) {
     return refuseShellCall(context, tool, command, cwdArgument ?? null, error);
   }
+}
+
+/** What a shell call's run reports, as far as its audit and its end need it. */
+export interface ShellRunOutcome {
+  stdout: string;
+  stderr: string;
+  /** Exit code, or null when the process was killed by a signal. */
+  exitCode: number | null;
+  termination: Termination;
+  /** Wall time in milliseconds. */
+  durationMs: number;
+}
+
+/**
+ * Runs a shell call's process and ends the call as every shell tool does. `run` receives the `onOutput` that passes
+ * each stdout / stderr chunk to the runtime's full-output capture (when it has one). The run is audited (for `tool`,
+ * `command`, `cwd`, `sandboxed`): with its exit code, termination and duration, or as `failed` when `run` throws,
+ * which is rethrown. A run that timed out then throws ToolTimeoutError (`messages.timedOut`; details: tool,
+ * termination, timeoutMs, and the last 2,000 characters of stdout and stderr), one the caller cancelled
+ * ToolAbortedError (`messages.aborted`); any other run is returned.
+ */
+export async function runAuditedShellCall<R extends ShellRunOutcome>(
+  context: ToolContext,
+  call: {
+    tool: string;
+    command: string | string[];
+    cwd: string;
+    sandboxed: boolean;
+    timeoutMs: number;
+    messages: { timedOut: string; aborted: string };
+  },
+  run: (onOutput: (stream: "stdout" | "stderr", chunk: Buffer) => void) => Promise<R>,
+): Promise<R> {
+  const { tool, command, cwd, sandboxed, timeoutMs } = call;
+  const stdoutSink = context.captureFullOutput?.("stdout");
+  const stderrSink = context.captureFullOutput?.("stderr");
+  let result: R;
+  try {
+    result = await run((stream, chunk) => (stream === "stdout" ? stdoutSink : stderrSink)?.write(chunk));
+  } catch (error) {
+    await recordShellAudit(context, {
+      tool,
+      command,
+      cwd,
+      exitCode: null,
+      termination: "failed",
+      durationMs: 0,
+      sandboxed,
+    });
+    throw error;
+  }
+  await recordShellAudit(context, {
+    tool,
+    command,
+    cwd,
+    exitCode: result.exitCode,
+    termination: result.termination,
+    durationMs: result.durationMs,
+    sandboxed,
+  });
+  if (result.termination === "timed_out") {
+    throw new ToolTimeoutError(call.messages.timedOut, {
+      tool,
+      termination: "timed_out",
+      timeoutMs,
+      stdoutTail: lastChars(result.stdout),
+      stderrTail: lastChars(result.stderr),
+    });
+  }
+  if (result.termination === "aborted") {
+    throw new ToolAbortedError(call.messages.aborted, { tool, termination: "aborted" });
+  }
+  return result;
 }
 
 /** The last `max` characters of a text (for error details), prefixed with "…" when cut. */

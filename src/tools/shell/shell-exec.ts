@@ -13,7 +13,7 @@
  * - Every execution (refusals included) is recorded in the security audit log.
  * - Disabled by default, like the interactive shells.
  */
-import { ToolAbortedError, ToolArgumentError, ToolTimeoutError } from "../../core/errors.js";
+import { ToolArgumentError } from "../../core/errors.js";
 import { PATH_POLICY_DESCRIPTORS } from "../../core/path-policy.js";
 import { defineTool } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolParameterDescriptor } from "../../core/types.js";
@@ -23,7 +23,7 @@ import {
   effectiveAllowlist,
   resolveAllowedExecutable,
 } from "./allowlist.js";
-import { lastChars, recordShellAudit, refuseShellCall, resolveShellCwd } from "./audit.js";
+import { refuseShellCall, resolveShellCwd, runAuditedShellCall } from "./audit.js";
 import { filterEnvironment } from "./env.js";
 import { runProcess, type Termination } from "./process-runner.js";
 import {
@@ -158,58 +158,30 @@ export const shellExecTool: RegisteredTool = defineTool({
     } catch (error) {
       return refuse(error, cwd.absolute);
     }
-    const stdoutSink = context.captureFullOutput?.("stdout");
-    const stderrSink = context.captureFullOutput?.("stderr");
-    let run: Awaited<ReturnType<typeof runProcess>>;
-    try {
-      run = await runProcess({
-        ...launchSpec(plan, { file, args: argv.slice(1), argv0: name, env }),
-        cwd: cwd.real,
-        timeoutMs,
-        onOutput: (stream, chunk) => (stream === "stdout" ? stdoutSink : stderrSink)?.write(chunk),
-        signal: context.signal,
-        maxStdoutBytes: SHELL_EXEC_MAX_STDOUT_BYTES,
-        maxStderrBytes: SHELL_EXEC_MAX_STDERR_BYTES,
-      });
-    } catch (error) {
-      await recordShellAudit(context, {
+    const run = await runAuditedShellCall(
+      context,
+      {
         tool: "shell_exec",
         command: [...argv],
         cwd: cwd.absolute,
-        exitCode: null,
-        termination: "failed",
-        durationMs: 0,
         sandboxed: plan.sandboxed,
-      });
-      throw error;
-    }
-    await recordShellAudit(context, {
-      tool: "shell_exec",
-      command: [...argv],
-      cwd: cwd.absolute,
-      exitCode: run.exitCode,
-      termination: run.termination,
-      durationMs: run.durationMs,
-      sandboxed: plan.sandboxed,
-    });
-    if (run.termination === "timed_out") {
-      throw new ToolTimeoutError(
-        `"${name}" did not finish within ${timeoutMs} ms and was killed with every process it started. Pass a larger "timeout" (milliseconds, up to ${SHELL_EXEC_MAX_TIMEOUT_MS}) or a narrower command.`,
-        {
-          tool: "shell_exec",
-          termination: "timed_out",
-          timeoutMs,
-          stdoutTail: lastChars(run.stdout),
-          stderrTail: lastChars(run.stderr),
+        timeoutMs,
+        messages: {
+          timedOut: `"${name}" did not finish within ${timeoutMs} ms and was killed with every process it started. Pass a larger "timeout" (milliseconds, up to ${SHELL_EXEC_MAX_TIMEOUT_MS}) or a narrower command.`,
+          aborted: `"${name}" was cancelled by the caller and killed with every process it started.`,
         },
-      );
-    }
-    if (run.termination === "aborted") {
-      throw new ToolAbortedError(`"${name}" was cancelled by the caller and killed with every process it started.`, {
-        tool: "shell_exec",
-        termination: "aborted",
-      });
-    }
+      },
+      (onOutput) =>
+        runProcess({
+          ...launchSpec(plan, { file, args: argv.slice(1), argv0: name, env }),
+          cwd: cwd.real,
+          timeoutMs,
+          onOutput,
+          signal: context.signal,
+          maxStdoutBytes: SHELL_EXEC_MAX_STDOUT_BYTES,
+          maxStderrBytes: SHELL_EXEC_MAX_STDERR_BYTES,
+        }),
+    );
     return {
       stdout: run.stdout,
       stderr: run.stderr,

@@ -13,14 +13,14 @@
  * - A genuine timeout is a ToolTimeoutError (code `timeout`); a caller's abort a ToolAbortedError; any exit,
  *   including a non-zero one or death by a signal the command sent itself, is a result.
  */
-import { NotFoundError, ToolAbortedError, ToolArgumentError, ToolTimeoutError } from "../../core/errors.js";
+import { NotFoundError, ToolArgumentError } from "../../core/errors.js";
 import { PATH_POLICY_DESCRIPTORS } from "../../core/path-policy.js";
 import { defaultRegistry, type ToolRegistryStore } from "../../core/registry.js";
 import { defineTool, integerSetting } from "../../core/settings-declaration.js";
 import { TIMEOUT_SECONDS_DESCRIPTOR } from "../../core/settings-policy.js";
 import type { EffectiveToolSettings, RegisteredTool, ToolParameterDescriptor } from "../../core/types.js";
 import { findExecutable } from "./allowlist.js";
-import { lastChars, recordShellAudit, refuseShellCall, resolveShellCwd } from "./audit.js";
+import { refuseShellCall, resolveShellCwd, runAuditedShellCall } from "./audit.js";
 import { filterEnvironment } from "./env.js";
 import { runProcess, type Termination } from "./process-runner.js";
 import {
@@ -238,64 +238,32 @@ export function buildShellTool(shell: ShellKind, executable: string): Registered
       } catch (error) {
         return refuseShellCall(context, shell, args.command, cwd.absolute, error);
       }
-      const stdoutSink = context.captureFullOutput?.("stdout");
-      const stderrSink = context.captureFullOutput?.("stderr");
-      let result: ShellCommandResult;
-      try {
-        result = await runShellCommand({
-          shell,
-          executable,
-          command: args.command,
-          cwd: cwd.real,
-          timeoutMs,
-          maxOutputBytes,
-          signal: context.signal,
-          sandbox: plan,
-          onOutput: (stream, chunk) => (stream === "stdout" ? stdoutSink : stderrSink)?.write(chunk),
-        });
-      } catch (error) {
-        await recordShellAudit(context, {
+      return runAuditedShellCall(
+        context,
+        {
           tool: shell,
           command: args.command,
           cwd: cwd.absolute,
-          exitCode: null,
-          termination: "failed",
-          durationMs: 0,
           sandboxed: plan.sandboxed,
-        });
-        throw error;
-      }
-      await recordShellAudit(context, {
-        tool: shell,
-        command: args.command,
-        cwd: cwd.absolute,
-        exitCode: result.exitCode,
-        termination: result.termination,
-        durationMs: result.durationMs,
-        sandboxed: plan.sandboxed,
-      });
-      if (result.termination === "timed_out") {
-        throw new ToolTimeoutError(
-          `The ${shell} command did not finish within ${Math.round(timeoutMs / 1000)}s; it was killed with every process it started. Run a shorter or narrower command, run long jobs in smaller steps, or ask the user to raise timeoutSeconds.`,
-          {
-            tool: shell,
-            termination: "timed_out",
+          timeoutMs,
+          messages: {
+            timedOut: `The ${shell} command did not finish within ${Math.round(timeoutMs / 1000)}s; it was killed with every process it started. Run a shorter or narrower command, run long jobs in smaller steps, or ask the user to raise timeoutSeconds.`,
+            aborted: `The ${shell} command was cancelled by the caller; it was killed with every process it started.`,
+          },
+        },
+        (onOutput) =>
+          runShellCommand({
+            shell,
+            executable,
+            command: args.command,
+            cwd: cwd.real,
             timeoutMs,
-            stdoutTail: lastChars(result.stdout),
-            stderrTail: lastChars(result.stderr),
-          },
-        );
-      }
-      if (result.termination === "aborted") {
-        throw new ToolAbortedError(
-          `The ${shell} command was cancelled by the caller; it was killed with every process it started.`,
-          {
-            tool: shell,
-            termination: "aborted",
-          },
-        );
-      }
-      return result;
+            maxOutputBytes,
+            signal: context.signal,
+            sandbox: plan,
+            onOutput,
+          }),
+      );
     },
   });
 }
