@@ -23,13 +23,8 @@ import type { Logger } from "../core/types.js";
 import { ApprovalRepository } from "../storage/approvals.js";
 import { DataSourceRepository } from "../storage/data-source-repository.js";
 import { openDatabase, type ToolhostDatabase } from "../storage/database.js";
-import {
-  ChatRepository,
-  SqlAuditLog,
-  SqlFreshnessLedger,
-  SqlToolSettingsStore,
-  TokenRepository,
-} from "../storage/repositories.js";
+import { SqlFreshnessLedger } from "../storage/freshness-ledger.js";
+import { ChatRepository, SqlAuditLog, SqlToolSettingsStore, TokenRepository } from "../storage/repositories.js";
 import { ServerSecretRepository } from "../storage/server-secrets.js";
 import { SqlSpillStore } from "../storage/spill-repository.js";
 import { DataSourceCatalog } from "../tools/data/sources.js";

@@ -16,29 +16,10 @@
 import { realpathSync } from "node:fs";
 import { stat } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
-import {
-  AccessDeniedError,
-  argumentRefusal,
-  clip,
-  messageWithoutPaths,
-  NotFoundError,
-  ToolArgumentError,
-  ToolError,
-  ToolExecutionError,
-  type ToolRefusal,
-} from "./errors.js";
+import { argumentRefusal, clip, NotFoundError, ToolArgumentError, type ToolRefusal } from "./errors.js";
 import { isSpillName, spillIdOfFileName } from "./output-spill.js";
-import { accessDenied, gitDirectoryRefusal } from "./path-refusals.js";
-import {
-  errnoOf,
-  expandPath,
-  loopError,
-  ownedRealPath,
-  protectedRootForms,
-  realNow,
-  realpathLoose,
-  rootForms,
-} from "./path-resolve.js";
+import { accessDenied, gitDirectoryRefusal, MAX_NAME_BYTES, MAX_PATH_BYTES, pathSystemError } from "./path-refusals.js";
+import { expandPath, ownedRealPath, protectedRootForms, realNow, realpathLoose, rootForms } from "./path-resolve.js";
 import { booleanSetting, defaultParametersOf, stringListSetting } from "./settings-declaration.js";
 
 import type { ToolContext, ToolParameterDescriptor } from "./types.js";
@@ -157,11 +138,6 @@ export function hasLoneSurrogate(text: string): boolean {
   return isWellFormed ? !isWellFormed.call(text) : LONE_SURROGATE.test(text);
 }
 
-/** Longest path a path argument may have, or resolve to, in UTF-8 bytes (Linux PATH_MAX less its final NUL). */
-export const MAX_PATH_BYTES = 4095;
-/** Longest file or directory name (one path component), in UTF-8 bytes (NAME_MAX of Linux filesystems). */
-export const MAX_NAME_BYTES = 255;
-
 /**
  * A RegisteredTool.validateArguments for tools whose arguments `names` are paths: each one present is checked with
  * {@link pathArgumentProblem}, so a path no file can have is refused before the call runs (its time budget, its
@@ -229,54 +205,6 @@ export function pathArgumentProblem(input: unknown, argument = "path"): ToolRefu
     }
   }
   return undefined;
-}
-
-/**
- * Classifies a filesystem error met while resolving or opening a path argument, naming only the argument as the
- * caller gave it (never the server's absolute path): ENAMETOOLONG → validation_failed (path_too_long), ELOOP →
- * validation_failed (symlink_loop), ENOTDIR → validation_failed (not_a_directory), EACCES/EPERM → access_denied
- * (permissions), ENOENT → not_found; anything else → execution_failed without paths. A ToolError is returned as is.
- */
-export function pathSystemError(error: unknown, input: string, argument = "path"): ToolError {
-  if (error instanceof ToolError) return error;
-  const code = errnoOf(error);
-  const shown = clip(input);
-  switch (code) {
-    case "ENAMETOOLONG":
-      return new ToolArgumentError(
-        `Invalid argument "${argument}": "${shown}" is too long for the filesystem once resolved (with the working directory in front and symbolic links followed: at most ${MAX_PATH_BYTES} bytes, ${MAX_NAME_BYTES} per name). Send a shorter path.`,
-        { argument, path: shown, rule: "path_too_long" },
-      );
-    case "ELOOP":
-      return loopError(input, argument);
-    case "ENOTDIR":
-      return new ToolArgumentError(
-        `Invalid argument "${argument}": a parent of "${shown}" is a file, not a directory. Check the path (list_directory or glob can help).`,
-        { argument, path: shown, rule: "not_a_directory" },
-      );
-    case "EACCES":
-    case "EPERM":
-      return new AccessDeniedError(
-        `Access denied to "${shown}": the operating system does not let Toolhost open it (permissions).`,
-        { argument, path: shown, rule: "permissions" },
-      );
-    case "ENOENT":
-      return new NotFoundError(
-        `No such file or directory: "${shown}". Check the path (list_directory or glob can help).`,
-        {
-          argument,
-          path: shown,
-        },
-      );
-    default:
-      return error instanceof Error
-        ? new ToolExecutionError(
-            `"${shown}": ${messageWithoutPaths(error)}`,
-            { argument, path: shown },
-            { cause: error },
-          )
-        : new ToolExecutionError(`"${shown}": ${String(error)}`, { argument, path: shown });
-  }
 }
 
 /** The effective path policy of a call, as read from its settings. */

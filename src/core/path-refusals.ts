@@ -1,9 +1,24 @@
 /**
  * The refusals of the path policy (core/path-policy.ts): the AccessDeniedError of a path outside the allowed
- * directories or covered by a denied or protected path, and of a write into a Git directory.
+ * directories or covered by a denied or protected path, and of a write into a Git directory; the length limits of a
+ * path; and the classified error of a filesystem failure met on a path argument.
  */
 import { sep } from "node:path";
-import { AccessDeniedError, clip } from "./errors.js";
+import {
+  AccessDeniedError,
+  clip,
+  messageWithoutPaths,
+  NotFoundError,
+  ToolArgumentError,
+  ToolError,
+  ToolExecutionError,
+} from "./errors.js";
+import { errnoOf, loopError } from "./path-resolve.js";
+
+/** Longest path a path argument may have, or resolve to, in UTF-8 bytes (Linux PATH_MAX less its final NUL). */
+export const MAX_PATH_BYTES = 4095;
+/** Longest file or directory name (one path component), in UTF-8 bytes (NAME_MAX of Linux filesystems). */
+export const MAX_NAME_BYTES = 255;
 
 /**
  * The AccessDeniedError for a refused path: names the input (at most ~100 characters of it) and the rule, never
@@ -48,4 +63,52 @@ export function gitDirectoryRefusal(
     `Access denied to "${clip(input)}": it is in a Git directory (.git), which file tools never write (its hooks and config run commands). Use git commands to change a repository.`,
     { path: clip(input), argument, rule: "gitDirectory" },
   );
+}
+
+/**
+ * Classifies a filesystem error met while resolving or opening a path argument, naming only the argument as the
+ * caller gave it (never the server's absolute path): ENAMETOOLONG → validation_failed (path_too_long), ELOOP →
+ * validation_failed (symlink_loop), ENOTDIR → validation_failed (not_a_directory), EACCES/EPERM → access_denied
+ * (permissions), ENOENT → not_found; anything else → execution_failed without paths. A ToolError is returned as is.
+ */
+export function pathSystemError(error: unknown, input: string, argument = "path"): ToolError {
+  if (error instanceof ToolError) return error;
+  const code = errnoOf(error);
+  const shown = clip(input);
+  switch (code) {
+    case "ENAMETOOLONG":
+      return new ToolArgumentError(
+        `Invalid argument "${argument}": "${shown}" is too long for the filesystem once resolved (with the working directory in front and symbolic links followed: at most ${MAX_PATH_BYTES} bytes, ${MAX_NAME_BYTES} per name). Send a shorter path.`,
+        { argument, path: shown, rule: "path_too_long" },
+      );
+    case "ELOOP":
+      return loopError(input, argument);
+    case "ENOTDIR":
+      return new ToolArgumentError(
+        `Invalid argument "${argument}": a parent of "${shown}" is a file, not a directory. Check the path (list_directory or glob can help).`,
+        { argument, path: shown, rule: "not_a_directory" },
+      );
+    case "EACCES":
+    case "EPERM":
+      return new AccessDeniedError(
+        `Access denied to "${shown}": the operating system does not let Toolhost open it (permissions).`,
+        { argument, path: shown, rule: "permissions" },
+      );
+    case "ENOENT":
+      return new NotFoundError(
+        `No such file or directory: "${shown}". Check the path (list_directory or glob can help).`,
+        {
+          argument,
+          path: shown,
+        },
+      );
+    default:
+      return error instanceof Error
+        ? new ToolExecutionError(
+            `"${shown}": ${messageWithoutPaths(error)}`,
+            { argument, path: shown },
+            { cause: error },
+          )
+        : new ToolExecutionError(`"${shown}": ${String(error)}`, { argument, path: shown });
+  }
 }

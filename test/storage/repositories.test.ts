@@ -1,12 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { openDatabase, type ToolhostDatabase } from "../../src/storage/database.js";
-import {
-  ChatRepository,
-  SqlAuditLog,
-  SqlFreshnessLedger,
-  SqlToolSettingsStore,
-  TokenRepository,
-} from "../../src/storage/repositories.js";
+import { SqlFreshnessLedger } from "../../src/storage/freshness-ledger.js";
+import { ChatRepository, SqlAuditLog, SqlToolSettingsStore, TokenRepository } from "../../src/storage/repositories.js";
 import { findPgBin, freshPostgresDatabase } from "../helpers/postgres.js";
 import { tempDir } from "../helpers/server.js";
 

@@ -20,12 +20,12 @@ import { argumentRefusal, quote, type ToolRefusal } from "../../core/errors.js";
 import {
   PATH_POLICY_DESCRIPTORS,
   pathArgumentsCheck,
-  pathSystemError,
   policyRefusal,
   resolveAndValidatePath,
   resultPathMapper,
   walkExclusion,
 } from "../../core/path-policy.js";
+import { pathSystemError } from "../../core/path-refusals.js";
 import { booleanSetting, defineTool, integerSetting } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
 import { lstatOrUndefined } from "../fs/common.js";

@@ -33,11 +33,11 @@ import {
   hasExclusionsWithin,
   PATH_POLICY_DESCRIPTORS,
   pathArgumentsCheck,
-  pathSystemError,
   resolveAndValidatePath,
   resultPathMapper,
   walkExclusion,
 } from "../../core/path-policy.js";
+import { pathSystemError } from "../../core/path-refusals.js";
 import { booleanSetting, defineTool, integerSetting, stringSetting } from "../../core/settings-declaration.js";
 import type { RegisteredTool, SpillReader, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
 import type { EngineOutcome, GrepPlan, GrepResult } from "../fs/grep/common.js";

@@ -8,7 +8,7 @@ import { chmod, lstat, open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { clip, NotFoundError, ToolArgumentError, ToolExecutionError } from "../../core/errors.js";
 import { makeDirectories } from "../../core/make-directory.js";
-import { pathSystemError } from "../../core/path-policy.js";
+import { pathSystemError } from "../../core/path-refusals.js";
 import type { ToolContext } from "../../core/types.js";
 
 /** Result of reading a whole file through one descriptor under a byte cap. */

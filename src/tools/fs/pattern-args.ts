@@ -5,7 +5,8 @@
  */
 import picomatch from "picomatch";
 import { argumentRefusal, clip, quote, ToolArgumentError, type ToolRefusal } from "../../core/errors.js";
-import { hasLoneSurrogate, MAX_NAME_BYTES } from "../../core/path-policy.js";
+import { hasLoneSurrogate } from "../../core/path-policy.js";
+import { MAX_NAME_BYTES } from "../../core/path-refusals.js";
 
 /** Longest glob pattern accepted, in UTF-16 code units (the matcher's own ceiling is 64 KiB). */
 export const MAX_GLOB_PATTERN_CHARS = 16 * 1024;
