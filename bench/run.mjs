@@ -9,6 +9,8 @@
  *            POST /api/tools/read_file/execute vs bare Hono reading the same file per request (req/s);
  *   - mcp:   `toolhost mcp` over stdio vs the reference filesystem MCP server, the official SDK client on both, the
  *            same 12 KB file (read_file vs read_text_file) and the same 200-entry folder (list_directory), calls/s;
+ *   - turn:  one agent turn with 5 tool calls through Toolhost's tool loop vs the AI SDK's streamText with the same
+ *            tools (toolhost/ai-sdk) and the same model stream, CPU per turn;
  *   - grep:  the grep tool through ToolRuntime.executeTool (settings and path policy on) vs ripgrep, same flags;
  *   - glob:  the glob tool through executeTool vs fdir + picomatch (and tinyglobby, find);
  *   - read:  read_file through executeTool vs cat;
@@ -34,7 +36,7 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 7);
 // a data directory (and their spill areas) use a throwaway one.
 process.env.TOOLHOST_DATA_DIR ||= mkdtempSync(join(tmpdir(), "toolhost-bench-data-"));
 
-const ALL_GROUPS = "call,cli,http,mcp,grep,glob,read,sandbox";
+const ALL_GROUPS = "call,cli,http,mcp,turn,grep,glob,read,sandbox";
 const ONLY = new Set((process.env.BENCH_ONLY ?? ALL_GROUPS).split(","));
 const HTTP_MS = Number(process.env.BENCH_HTTP_MS ?? 5000);
 /** The `toolhost` executable as installed: package.json's bin (the bundled CLI). */
@@ -345,6 +347,18 @@ if (ONLY.has("http")) {
   rmSync(workDir, { recursive: true, force: true });
 }
 
+// ---- One agent turn: Toolhost's loop vs the AI SDK's ----
+if (ONLY.has("turn")) {
+  const { measureTurns } = await import(join(ROOT, "bench", "turn.mjs"));
+  const { toolhost, reference } = await measureTurns({ rounds: RUNS });
+  const stat = (xs) => ({ ms: median(xs), min: Math.min(...xs), max: Math.max(...xs) });
+  row("turn", "AI SDK streamText, 5 read_file calls then text (reference)", stat(reference), stat(reference));
+  row("turn", "Toolhost runToolLoop with the approval gate, same calls and stream", stat(toolhost), stat(reference), {
+    note: "CPU per turn; both run each call through toolhost's policy, executeTool and audit",
+    target: "≤ 1.0x",
+  });
+}
+
 // ---- MCP over stdio ----
 if (ONLY.has("mcp")) {
   const { mcpFixture, startMcpPair, callsPerSecond, processCpuMs } = await import(join(ROOT, "bench", "mcp.mjs"));
@@ -589,6 +603,7 @@ if (process.env.BENCH_WRITE !== "0" && ONLY.size === ALL_GROUPS.split(",").lengt
     "- cli: CPU time (user + sys) of the whole child process, from bash's `times`. Reference: `node -e 0`.",
     "- http: `GET /api/settings/tools` with a valid bearer token, 16 keep-alive connections from a separate load process (bench/load.mjs, undici), 3 rounds alternating with the reference: bare Hono on @hono/node-server serving the same bytes. Execute: `POST /api/tools/read_file/execute` of a 12 KB file (the whole path: auth, body limits, approval gate, settings, path policy, read, audit) vs bare Hono reading the same file from disk per request.",
     "- mcp: `toolhost mcp` and the reference filesystem MCP server (`@modelcontextprotocol/server-filesystem`) started side by side, each driven over stdio by the official SDK client (`@modelcontextprotocol/sdk` Client, sequential calls); the same 12 KB file (`read_file` vs `read_text_file`) and the same folder of 200 entries (`list_directory`); rounds of 200 calls alternate between the servers (bench/mcp.mjs).",
+    "- turn: one agent turn — the model streams five read_file calls, then a text answer — through Toolhost's tool loop (runToolLoop with the approval gate a chat turn uses) vs the Vercel AI SDK's streamText with the same tools from toolhost/ai-sdk (so both run each call through the same policy, executeTool and audit) and the same two steps from the SDK's MockLanguageModelV3; CPU time per turn, rounds alternating (bench/turn.mjs).",
     "- grep at default settings: the same search with the default cap (48 KiB, 2000 lines), so the result is cut and the rest written to a spill file; it alternates with ripgrep and the ceiling case.",
     "- call: executeTool of a no-op tool (argument parsing, settings resolution, budget timer, metrics) vs calling its function directly, 20,000 calls per run.",
     '- sandbox: the bash tool through executeTool running `echo hello; ls >/dev/null` in a temp directory with `sandbox: "required"` (bwrap with the default profile and the seccomp filter) vs `sandbox: "off"`, at least 15 runs; plus bare `bwrap … bash -c` vs bare `bash -c` with spawnSync. The note gives the milliseconds the sandbox adds per command (target: under 40 ms).',
