@@ -1,5 +1,5 @@
 /**
- * Property tests of argument handling (test/fs/fuzz/property.ts) for glob, grep: 100,000 defective arguments
+ * Property tests of argument handling (test/fs/fuzz/property.ts) for glob, grep: 20,000 defective arguments
  * per tool (TOOLHOST_FUZZ_RUNS) all validation_failed with a short message, and executed arguments
  * (TOOLHOST_FUZZ_EXEC_RUNS) never an argument-handling execution_failed.
  */

@@ -197,10 +197,14 @@ export function describeSettingsWrites(dialect: "sqlite" | "postgres"): void {
     }, 180_000);
 
     it("ETag is the stored version; If-Match applies only to that version (412 otherwise)", async () => {
-      // As the first-start token's user ("local"), whose grep settings no other test writes.
-      const first = await s.api("/api/settings/tools/grep");
+      // As user "local", whose grep settings no other test writes, with a token of its own: the first-start token
+      // is printed by whichever of the two servers (started at once on the fresh database) made it first, so `s`
+      // may have none.
+      const local = (await s.ctx.tokens.create("local")).token;
+      const api: typeof s.api = (path, init = {}) => s.api(path, { ...init, token: local });
+      const first = await api("/api/settings/tools/grep");
       expect(first.headers.get("etag")).toBe('"0"');
-      const a = await s.api("/api/settings/tools/grep", {
+      const a = await api("/api/settings/tools/grep", {
         method: "PUT",
         headers: { "if-match": '"0"' },
         json: { parameters: { maxResults: 10 } },
@@ -212,7 +216,7 @@ export function describeSettingsWrites(dialect: "sqlite" | "postgres"): void {
       const changes = async () => (await s.ctx.audit.list({ kind: "settings_change", userId: "local" })).length;
       const audited = await changes();
       for (const headers of [{ "if-match": '"1"' }, {}] as Record<string, string>[]) {
-        const same = await s.api("/api/settings/tools/grep", {
+        const same = await api("/api/settings/tools/grep", {
           method: "PUT",
           headers,
           json: { parameters: { maxResults: 10 } },
@@ -221,7 +225,7 @@ export function describeSettingsWrites(dialect: "sqlite" | "postgres"): void {
         expect(same.headers.get("etag")).toBe('"1"');
       }
       expect(await changes()).toBe(audited);
-      const stale = await s.api("/api/settings/tools/grep", {
+      const stale = await api("/api/settings/tools/grep", {
         method: "PUT",
         headers: { "if-match": '"0"' },
         json: { parameters: { maxResults: 20 } },
@@ -233,7 +237,7 @@ export function describeSettingsWrites(dialect: "sqlite" | "postgres"): void {
         details: { actual: 1 },
       });
       expect((await s.ctx.settings.get("local", "grep")).parameters.maxResults).toBe(10);
-      const bad = await s.api("/api/settings/tools/grep", {
+      const bad = await api("/api/settings/tools/grep", {
         method: "PUT",
         headers: { "if-match": "W/1" },
         json: { parameters: { maxResults: 20 } },
@@ -242,7 +246,7 @@ export function describeSettingsWrites(dialect: "sqlite" | "postgres"): void {
       // Concurrent conditional writes on one version: exactly one wins.
       const racers = await Promise.all(
         Array.from({ length: 10 }, (_, i) =>
-          s.api("/api/settings/tools/grep", {
+          api("/api/settings/tools/grep", {
             method: "PUT",
             headers: { "if-match": '"1"' },
             json: { parameters: { maxResults: 100 + i } },

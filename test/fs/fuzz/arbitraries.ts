@@ -5,7 +5,7 @@
  *   filesystem (NUL bytes, lone surrogates, names over 255 bytes, paths over 4,095 bytes, empty strings, glob
  *   patterns ending in "/" or over the length limit, invalid or oversized regexes, wrong types, numbers out of range,
  *   unknown or missing keys, text that is not a JSON object). Every one must end as `validation_failed`. They are
- *   cheap, so they carry the 100,000-per-tool count.
+ *   cheap, so they carry the large per-tool count (TOOLHOST_FUZZ_RUNS, 20,000 by default).
  * - `free(tool)`: arguments drawn from the tree's real names and hostile text alike (symbolic links inside, out,
  *   dangling and looping, the denied directory, Toolhost's data directory, directories given as files, `..`, `~`,
  *   huge numbers), which really execute. None may end as an unclassified `execution_failed`.

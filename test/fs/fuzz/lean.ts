@@ -2,8 +2,8 @@
  * Lean generators for the fuzz tests: a generator is a plain function of a random source ({@link Rand}), composed
  * by the few combinators below, and {@link arbitrary} turns one into a fast-check Arbitrary. fast-check's own
  * combinators cost a Value, a shrink context and a clone check per layer (≈10 µs for one argument object of
- * arbitraries.ts); these draw the same families in a small fraction of that, which is what lets 100,000 arguments
- * per file tool stay in the normal suite.
+ * arbitraries.ts); these draw the same families in a small fraction of that, which is what lets tens of thousands of
+ * arguments per file tool stay in the normal suite.
  *
  * The random source of one generated value is a small PRNG (sfc32) seeded from fast-check's own source when the
  * value is generated: fast-check's seed (and replay path) still decides every value, while each of the dozens of

@@ -2,7 +2,7 @@
  * The fuzz tests' world: a small real tree (files, a binary file, a denied directory, symbolic links inside, out,
  * dangling and in a loop, a FIFO), Toolhost's data directory beside it, and a runtime as a host builds it (settings
  * store with deniedPaths saved, path policy on, protected paths = the data directory and the installation), with a
- * silent logger and an audit sink that redacts but keeps nothing, so 100,000 calls cost no memory.
+ * silent logger and an audit sink that redacts but keeps nothing, so 100,000 calls (TOOLHOST_FUZZ_RUNS) cost no memory.
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
