@@ -152,7 +152,9 @@ function row(group, name, t, ref, { note = "", unit = "ms", target = "" } = {}) 
 }
 
 const lib = await import(join(ROOT, "dist", "index.js"));
-const { ToolRuntime, MemoryToolSettingsStore, ToolRegistryStore } = lib;
+const { ToolRuntime, ToolRegistryStore } = lib;
+// The in-memory settings store is part of the application subpath (toolhost/app), not the root API.
+const { MemoryToolSettingsStore } = await import(join(ROOT, "dist", "app", "index.js"));
 // The shell tool's internals are not part of the public API: load their built modules by path.
 const shell = {
   ...(await import(join(ROOT, "dist", "tools", "shell", "sandbox", "index.js"))),
