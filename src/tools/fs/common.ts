@@ -80,7 +80,8 @@ export async function readAllCapped(
   sizeHint = 0,
 ): Promise<CappedRead> {
   const hash = createHash("sha256");
-  let buffer = Buffer.allocUnsafe(Math.min(Math.max(sizeHint + 1, 64 * 1024), cap + 1));
+  // Room for the size stat gave and one byte more (to see the file grew); 64 KiB when it gave none (/proc).
+  let buffer = Buffer.allocUnsafe(Math.min(sizeHint > 0 ? sizeHint + 1 : 64 * 1024, cap + 1));
   let length = 0;
   for (;;) {
     if (signal?.aborted) throw signal.reason;
