@@ -194,6 +194,32 @@ describe("the cap for other tools", () => {
     expect(await runtime.executeTool("small", {}, { userId: "carol" })).toMatchObject({ ok: true, result: { ok: 1 } });
   });
 
+  it("a spill over grep's maxFileSizeBytes is still searched by its spill name, as the cut result suggests", async () => {
+    const { runtime, registry } = setup();
+    registry.register(grepTool);
+    // About 2 MB of lines: over the 1 MB default of maxFileSizeBytes, which keeps directory searches out of big files.
+    const text = Array.from({ length: 300_000 }, (_, i) => `row ${i + 1}`).join("\n");
+    registry.register(bigTool("big_rows", () => ({ text })));
+    const outcome = await runtime.executeTool("big_rows", {}, { userId: "dave", chatId: "c", workingDirectory: wd });
+    const field = (outcome as { result: { outputTruncated: { fields: { spillFile: string; howToRead: string }[] } } })
+      .result.outputTruncated.fields[0]!;
+    expect(field.howToRead).toMatch(/grep/);
+    const found = await runtime.executeTool(
+      "grep",
+      { pattern: "^row 299999$", path: field.spillFile },
+      { userId: "dave", chatId: "c", workingDirectory: wd },
+    );
+    expect(found).toMatchObject({ ok: true, result: { matches: [{ line: 299_999, text: "row 299999" }] } });
+    // A directory search still skips a file that size (the setting keeps walks out of huge files).
+    writeFileSync(join(wd, "huge.txt"), text);
+    const walked = await runtime.executeTool(
+      "grep",
+      { pattern: "^row 299999$", path: "." },
+      { userId: "dave", chatId: "c", workingDirectory: wd },
+    );
+    expect(walked).toMatchObject({ ok: true, result: { matches: [] } });
+  }, 60_000);
+
   it("per-user settings change the cap (maxResultBytes / maxResultLines are common settings)", async () => {
     const { runtime, registry, store } = setup();
     registry.register(bigTool("lines", () => Array.from({ length: 300 }, (_, i) => `x${i}`).join("\n")));

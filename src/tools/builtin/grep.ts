@@ -9,8 +9,9 @@
  *   refused as too costly. Patterns over MAX_REGEX_CHARS are refused before any parsing.
  * - Lines split on LF with one trailing CR removed (`^foo$` matches `foo\r\n`); BOM-marked UTF-8/UTF-16 decoded,
  *   invalid UTF-8 read as U+FFFD (text-probe.ts).
- * - A file with a NUL byte in its first 8 KiB is binary and skipped (the probe shared with read_file); a file
- *   above maxFileSizeBytes is skipped.
+ * - A file with a NUL byte in its first 8 KiB is binary and skipped (the probe shared with read_file); in a
+ *   directory search a file above maxFileSizeBytes is skipped, while a file named by `path` (a spill, a log) is
+ *   searched up to that setting's ceiling (100 MiB).
  * - Directory searches skip `.git`, names starting with "." (unless includeDotfiles), files ignored by
  *   `.gitignore` files inside the searched directory (unless respectGitignore is false), symbolic links (never
  *   followed), and entries covered by deniedPaths. `glob` filters files: without "/" it matches the file name at
@@ -123,7 +124,8 @@ const D = {
   maxFileSizeBytes: {
     name: "maxFileSizeBytes",
     type: "integer",
-    description: "Files larger than this are skipped.",
+    description:
+      "Files larger than this are skipped when a directory is searched; a file named by path is searched up to 100 MiB.",
     min: 1,
     max: 100 * 1024 * 1024,
     default: 1_000_000,
@@ -211,17 +213,20 @@ export async function planGrep(
     throw pathSystemError(error, args.path);
   });
   const params = context.settings.values;
+  const isFile = !info.isDirectory();
   return {
     pattern: args.pattern,
     regex,
     ignoreCase,
     rootAbs: absolute,
     rootReal: real,
-    isFile: !info.isDirectory(),
+    isFile,
     glob: args.glob,
     maxResults: integerSetting(params, D.maxResults),
     maxPerFile: integerSetting(params, D.maxMatchesPerFile),
-    maxFileSize: integerSetting(params, D.maxFileSizeBytes),
+    // maxFileSizeBytes keeps a walk out of huge files; a file the caller names (a spill, a log) is what they want
+    // searched, up to the setting's ceiling.
+    maxFileSize: isFile ? (D.maxFileSizeBytes.max as number) : integerSetting(params, D.maxFileSizeBytes),
     dot: booleanSetting(params, D.includeDotfiles),
     gitignore: booleanSetting(params, D.respectGitignore),
     policy,
