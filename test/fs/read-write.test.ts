@@ -332,3 +332,20 @@ describe("the cap bounds what the descriptor yields, and reported paths round-tr
     }
   });
 });
+
+describe("the freshness refusal outside a chat", () => {
+  it("names the scope it checked: the user's calls outside any chat, not a chat", async () => {
+    const { dir, cleanup } = tempDir();
+    try {
+      writeFileSync(join(dir, "kept.txt"), "one\n");
+      const { call } = fsRuntime(dir, null);
+      const refused = await call("write_file", { path: "kept.txt", content: "two\n" });
+      expect(refused).toMatchObject({ ok: false, error: { details: { rule: "read_before_write" } } });
+      expect((refused as { error: { message: string } }).error.message).toMatch(/you have not read it outside a chat/);
+      expect(await call("read_file", { path: "kept.txt" })).toMatchObject({ ok: true });
+      expect(await call("write_file", { path: "kept.txt", content: "two\n" })).toMatchObject({ ok: true });
+    } finally {
+      cleanup();
+    }
+  });
+});
