@@ -66,7 +66,7 @@ export function registerDataSourcesCommand(program: Command): void {
         });
         const [result] = await service.test(added.name);
         print(
-          `Added ${added.name} (${added.dialect}, ${added.location}): ${result?.reachable ? `reachable, ${result.version}` : `unreachable — ${result?.error}`}`,
+          `Added ${added.name} (${added.dialect}, ${added.location}): ${result?.reachable ? `reachable, ${result.version}` : `not usable — ${result?.error}`}`,
         );
         print(
           "Enable the tools for a user: toolhost settings set sql_query --enable (and sql_schema; -u USER for another user).",
@@ -88,7 +88,7 @@ export function registerDataSourcesCommand(program: Command): void {
 
   group
     .command("test")
-    .description("Connect to the data sources (or one) and print each server's version or why it is unreachable.")
+    .description("Connect to the data sources (or one) and print each server's version or why it cannot be used (unreachable, refused, not read-only).")
     .argument("[name]", "only this source")
     .option("--json", "print JSON")
     .action(async (name: string | undefined, opts: { json?: boolean }) =>
@@ -99,7 +99,7 @@ export function registerDataSourcesCommand(program: Command): void {
         else
           for (const r of results)
             print(
-              `${r.name} (${r.dialect}, ${r.location}): ${r.reachable ? `reachable, ${r.version}` : `unreachable — ${r.error}`}`,
+              `${r.name} (${r.dialect}, ${r.location}): ${r.reachable ? `reachable, ${r.version}` : `not usable — ${r.error}`}`,
             );
         if (results.some((r) => !r.reachable)) process.exitCode = 1;
       }),
