@@ -88,7 +88,9 @@ export function registerDataSourcesCommand(program: Command): void {
 
   group
     .command("test")
-    .description("Connect to the data sources (or one) and print each server's version or why it cannot be used (unreachable, refused, not read-only).")
+    .description(
+      "Connect to the data sources (or one) and print each server's version or why it cannot be used (unreachable, refused, not read-only).",
+    )
     .argument("[name]", "only this source")
     .option("--json", "print JSON")
     .action(async (name: string | undefined, opts: { json?: boolean }) =>
