@@ -308,6 +308,15 @@ describe("closed routes answer alike, whatever they would have found", () => {
   );
 });
 
+describe("the audit listing's time bounds", () => {
+  it("take an ISO-8601 time or a duration ago, as the CLI's --since and --until do", async () => {
+    for (const query of ["since=2h", "since=15m&until=0s", "since=7d", "since=2026-12-01T10:00:00Z"]) {
+      const res = await server.api(`/api/admin/audit?${query}`);
+      expect(res.status, query).toBe(200);
+    }
+  });
+});
+
 describe("malformed queries and user ids", () => {
   it.concurrent.each([
     ["GET", "/api/chats?limit=abc"],
@@ -318,6 +327,7 @@ describe("malformed queries and user ids", () => {
     ["GET", "/api/admin/audit?limit=x"],
     ["GET", "/api/admin/audit?kind=other"],
     ["GET", "/api/admin/audit?since=yesterday"],
+    ["GET", "/api/admin/audit?since=99999999999999d"],
     ["GET", "/api/admin/audit?user=..%2F..%2Fetc"],
     ["GET", "/api/admin/audit?user=%ZZ"],
     ["GET", "/api/admin/tokens?user=a%20b"],

@@ -3,21 +3,18 @@
  * approval decision and who made it) and every settings change (who changed what for whom), newest first, filtered
  * by user, tool, kind and time. `toolhost approvals`: list the pending asks and answer one from the terminal.
  */
+
 import type { Command } from "commander";
+import { parseTimeBound, TIME_BOUND_RULE } from "../../app/time-bound.js";
 import { withContext } from "../app-context.js";
 import { parseUserId } from "../options.js";
 import { CliError, clip, print, table } from "../util.js";
 
 /** Parses a time option: ISO-8601, or a duration back from now such as 15m, 2h, 7d. */
 export function parseTimeOption(value: string, name: string): string {
-  const relative = /^(\d+)\s*([smhd])$/.exec(value.trim());
-  if (relative) {
-    const unit = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[relative[2] as "s" | "m" | "h" | "d"];
-    return new Date(Date.now() - Number(relative[1]) * unit).toISOString();
-  }
-  const ms = Date.parse(value);
-  if (Number.isNaN(ms)) throw new CliError(`${name} must be an ISO-8601 time or a duration like 15m, 2h, 7d.`);
-  return new Date(ms).toISOString();
+  const time = parseTimeBound(value);
+  if (time === undefined) throw new CliError(`${name} must be ${TIME_BOUND_RULE}.`);
+  return time;
 }
 
 const short = (value: unknown, max = 60): string =>

@@ -6,6 +6,7 @@
 import { Hono } from "hono";
 import { isUserId, USER_ID_RULE } from "../../app/admin.js";
 import type { AppContext } from "../../app/context.js";
+import { parseTimeBound, TIME_BOUND_RULE } from "../../app/time-bound.js";
 import type { UpdateToolSettingsBody } from "../../app/tool-settings-service.js";
 import { SETTINGS_BODY_LIMITS } from "../../core/json-limits.js";
 import { parseTokenLifetime } from "../../storage/token-repository.js";
@@ -29,13 +30,12 @@ import { etag, parseIfMatch, preconditionFailed } from "./settings.js";
  * GET /api/admin/tokens?user=, POST /api/admin/tokens, DELETE /api/admin/tokens/:id,
  * POST /api/admin/tokens/:id/rotate.
  */
-/** Reads an ISO-8601 time query parameter; throws HttpError 400 when it does not parse. */
+/** Reads a time bound query parameter (ISO-8601 or a duration ago); throws HttpError 400 when it is neither. */
 function timeParam(value: string | undefined, name: string): string | undefined {
   if (value === undefined || value === "") return undefined;
-  const ms = Date.parse(value);
-  if (Number.isNaN(ms))
-    throw new HttpError(400, "bad_request", `${name} must be an ISO-8601 time, e.g. 2026-12-01T10:00:00Z.`);
-  return new Date(ms).toISOString();
+  const time = parseTimeBound(value);
+  if (time === undefined) throw new HttpError(400, "bad_request", `${name} must be ${TIME_BOUND_RULE}.`);
+  return time;
 }
 
 /** A user id named in a path or query: the CLI's rule, HttpError 400 `bad_request` otherwise. */
