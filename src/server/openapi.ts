@@ -4,6 +4,7 @@
  * `components.schemas` and are referenced (`$ref`), so the document holds no repeated `$id`; every secured
  * operation documents its 401, and admin-only ones their 403, through shared `components.responses`.
  */
+import { TIME_BOUND_RULE } from "../app/time-bound.js";
 import { ChatMessageSchema, ChatSchema } from "./routes/chats.js";
 import { AddMcpServerBody } from "./routes/mcp-servers.js";
 import {
@@ -197,10 +198,24 @@ export function buildOpenApiDocument(
       "/api/admin/audit": {
         get: {
           ...secured,
-          summary: "Security audit log of shell executions, newest first (admins only).",
+          summary: "The audit log of tool calls and settings changes, newest first (admins only).",
           parameters: [
             { name: "user", in: "query", schema: { type: "string" } },
-            { name: "limit", in: "query", schema: { type: "integer", minimum: 1, maximum: 1000 } },
+            { name: "tool", in: "query", schema: { type: "string" } },
+            { name: "kind", in: "query", schema: { type: "string", enum: ["tool_call", "settings_change"] } },
+            {
+              name: "since",
+              in: "query",
+              description: `Entries at or after this time: ${TIME_BOUND_RULE}.`,
+              schema: { type: "string" },
+            },
+            {
+              name: "until",
+              in: "query",
+              description: `Entries before this time: ${TIME_BOUND_RULE}.`,
+              schema: { type: "string" },
+            },
+            { name: "limit", in: "query", schema: { type: "integer", minimum: 1, maximum: 1000, default: 100 } },
           ],
           responses: {
             200: { description: "Entries", content: json(AuditListResponse) },
