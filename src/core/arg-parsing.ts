@@ -191,6 +191,21 @@ function valueAt(root: unknown, instancePath: string): unknown {
   return node;
 }
 
+/**
+ * What one Ajv error says a value must be, readable: an enum's values and a union's types separated by ", " (Ajv
+ * joins a union with bare commas: `must be string,number`); otherwise Ajv's own message (else the keyword).
+ */
+export function ajvErrorRule(error: ErrorObject): string {
+  const params = error.params as Record<string, unknown>;
+  if (error.keyword === "enum" && Array.isArray(params.allowedValues))
+    return `must be one of ${params.allowedValues.map((v) => JSON.stringify(v)).join(", ")}`;
+  if (error.keyword === "type" && params.type !== undefined) {
+    const types = Array.isArray(params.type) ? params.type.map(String) : String(params.type).split(",");
+    return `must be ${types.join(", ")}`;
+  }
+  return error.message ?? error.keyword;
+}
+
 function toArgumentError(error: ErrorObject, args: unknown, schema: JsonSchema): ToolRefusal {
   const params = error.params as Record<string, unknown>;
   if (error.keyword === "required") {
@@ -210,9 +225,7 @@ function toArgumentError(error: ErrorObject, args: unknown, schema: JsonSchema):
   }
   const key = keyName(error.instancePath) || "(arguments)";
   const value = valueAt(args, error.instancePath);
-  let rule = error.message ?? error.keyword;
-  if (error.keyword === "enum")
-    rule = `must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(", ")}`;
+  const rule = ajvErrorRule(error);
   return argumentRefusal(`Invalid argument "${key}": ${rule}, got ${describeValue(value)}.`, {
     argument: key,
     rule: error.keyword,

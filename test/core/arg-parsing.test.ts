@@ -98,6 +98,20 @@ describe("null vs absent vs wrong type, table-driven", () => {
     }
   });
 
+  it("lists a union of types with spaces between them", () => {
+    const schema: JsonSchema = {
+      type: "object",
+      properties: { values: { type: "array", items: { type: ["string", "number", "boolean", "null"] } } },
+    };
+    expect(failure(schema, '{"values":["a",{"b":1}]}').message).toBe(
+      'Invalid argument "values[1]": must be string, number, boolean, null, got object {"b":1}.',
+    );
+    const one: JsonSchema = { type: "object", properties: { id: { type: ["string", "integer"] } } };
+    expect(failure(one, '{"id":true}').message).toBe(
+      'Invalid argument "id": must be string, integer, got boolean true.',
+    );
+  });
+
   it("accepts a decoded object as well as JSON text, and empty text or null as no arguments", () => {
     expect(parseToolArguments(listSchema, { path: "a", limit: null })).toEqual({ path: "a", limit: 100 });
     expect(failure(listSchema, "").details).toMatchObject({ argument: "path", rule: "required" });

@@ -367,6 +367,32 @@ for (const { name, skip, make } of cases) {
       expect(String(injected.rows[0]?.[0])).toBe("0");
     });
 
+    it("binds an object or array parameter as its JSON text, on every driver", async () => {
+      const p = fixture.placeholder;
+      const source = (await catalog.list()).find((s) => s.name === "ro");
+      if (!source) throw new Error("no source ro");
+      const driver = await catalog.driver(source);
+      const bound = await driver.query({
+        sql: `SELECT ${p(1)} AS doc, ${p(2)} AS list, ${p(3)} AS empty`,
+        params: [{ a: 1, b: [true, null] }, [1, "two"], []],
+        maxRows: 10,
+        timeoutMs: 10_000,
+        signal: new AbortController().signal,
+      });
+      expect(bound.rows).toEqual([['{"a":1,"b":[true,null]}', '[1,"two"]', "[]"]]);
+      if (fixture.dialect === "postgres") {
+        // pg would send a JavaScript array as a PostgreSQL array literal; it arrives as JSON text instead.
+        const doc = await driver.query({
+          sql: "SELECT $1::jsonb AS doc, jsonb_typeof($1::jsonb) AS kind",
+          params: [[{ a: 1 }]],
+          maxRows: 10,
+          timeoutMs: 10_000,
+          signal: new AbortController().signal,
+        });
+        expect(doc.rows).toEqual([[[{ a: 1 }], "array"]]);
+      }
+    });
+
     it("refuses every write shape as read-only and changes nothing", async () => {
       const before = await fixture.counts();
       const hash = fixture.fingerprint?.();

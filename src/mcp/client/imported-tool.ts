@@ -9,6 +9,7 @@
  * returns the server's content marked as external output, text capped at {@link MAX_EXTERNAL_TEXT_CHARS}.
  */
 import type { ErrorObject } from "ajv";
+import { ajvErrorRule } from "../../core/arg-parsing.js";
 import { ToolAbortedError, ToolArgumentError, ToolError, ToolExecutionError } from "../../core/errors.js";
 import type { RegisteredTool, ToolAnnotationHints, ToolParameterDescriptor } from "../../core/types.js";
 import type { McpClientManager } from "./manager.js";
@@ -69,7 +70,7 @@ export function contentText(content: unknown): string {
 function formatAjvErrors(errors: ErrorObject[] | null | undefined): string {
   return (errors ?? [])
     .slice(0, 5)
-    .map((e) => `${e.instancePath || "(arguments)"} ${e.message ?? "is invalid"}`)
+    .map((e) => `${e.instancePath || "(arguments)"} ${ajvErrorRule(e)}`)
     .join("; ");
 }
 

@@ -215,7 +215,7 @@ export class MysqlDriver implements DataDriver {
         let dateColumns: boolean[] = [];
         const rows: unknown[][] = [];
         let truncated = false;
-        const query = connection.query({ sql: request.sql, values: request.params, rowsAsArray: true });
+        const query = connection.query({ sql: request.sql, values: request.params.map(bindValue), rowsAsArray: true });
         query.on("fields", (fields: mysql.FieldPacket[] | undefined) => {
           if (!fields) return;
           columns = fields.map((f) => {
@@ -335,4 +335,12 @@ export class MysqlDriver implements DataDriver {
     this.#checked.forget();
     if (pool) await new Promise<void>((resolve) => pool.end(() => resolve()));
   }
+}
+
+/**
+ * A parameter as mysql2 binds it: an object or array as its JSON text (mysql2 would otherwise expand an array into a
+ * list and an object into `key = value` pairs); anything else unchanged.
+ */
+function bindValue(value: unknown): unknown {
+  return value !== null && typeof value === "object" ? JSON.stringify(value) : value;
 }

@@ -5,7 +5,10 @@
  *
  * Each call opens the file read-only (`readonly`, `fileMustExist`), sets `PRAGMA query_only`, prepares the SQL —
  * better-sqlite3 refuses a string with a second statement — and runs it only when SQLite itself reports the
- * statement read-only (`sqlite3_stmt_readonly`: a read-only connection still lets `VACUUM INTO` write a new file).
+ * statement read-only (`sqlite3_stmt_readonly`: a read-only connection still lets `VACUUM INTO` write a new file;
+ * an EXPLAIN counts as its explained statement does). SQLite reports ATTACH and DETACH read-only, so every statement
+ * but an EXPLAIN (which lists a program without running it) is refused when its program calls the internal
+ * sqlite_attach or sqlite_detach function.
  * Rows are stepped one at a time and the statement is left after maxRows + 1. The connection is closed after the
  * call, so nothing (an ATTACH, a PRAGMA) carries over to the next one.
  */
@@ -35,6 +38,25 @@ const safe = (v) => {
   return v;
 };
 const bind = (v) => (typeof v === "boolean" ? (v ? 1 : 0) : v !== null && typeof v === "object" ? JSON.stringify(v) : v);
+// The statement's first word, lower-cased, past whitespace and comments as SQLite's tokenizer skips them ("" if none).
+function firstWord(sql) {
+  let i = 0;
+  for (;;) {
+    while (i < sql.length && " \t\n\v\f\r".includes(sql[i])) i++;
+    if (sql.startsWith("--", i)) { const end = sql.indexOf("\n", i); if (end < 0) return ""; i = end + 1; }
+    else if (sql.startsWith("/*", i)) { const end = sql.indexOf("*/", i + 2); if (end < 0) return ""; i = end + 2; }
+    else break;
+  }
+  const word = /^[A-Za-z_][A-Za-z0-9_$\u0080-\uffff]*/.exec(sql.slice(i));
+  return word ? word[0].toLowerCase() : "";
+}
+// An EXPLAIN or EXPLAIN QUERY PLAN statement: it starts with EXPLAIN and lists a program or a plan, by its columns.
+const EXPLAIN_COLUMNS = ["addr,opcode,p1,p2,p3,p4,p5,comment", "id,parent,notused,detail"];
+const isExplain = (stmt, sql) =>
+  firstWord(sql) === "explain" && stmt.reader && EXPLAIN_COLUMNS.includes(stmt.columns().map((c) => c.name).join(","));
+// The opcode that runs ATTACH or DETACH: a call of the internal sqlite_attach or sqlite_detach function (p4 names it,
+// with its argument count). A string constant's p4 is its text, which may name the functions too.
+const attaches = (op) => /^(Function|PureFunc)0?$/.test(op.opcode) && /^sqlite_(attach|detach)\(/.test(String(op.p4));
 function open(path) {
   let db;
   try { db = new Database(path, { readonly: true, fileMustExist: true }); }
@@ -56,9 +78,12 @@ function query(m) {
     const stmt = prepare(db, m.sql);
     if (!stmt.readonly) { const err = new Error("SQLite reports the statement as one that writes"); err.kind = "readonly"; throw err; }
     const params = m.params.map(bind);
-    // ATTACH counts as read-only to SQLite, but would open another file: the source is this one file.
-    const program = db.prepare("EXPLAIN " + m.sql).all(...params);
-    if (program.some((op) => /sqlite_(attach|detach)/.test(String(op.p4)))) { const err = new Error("ATTACH and DETACH open other database files"); err.kind = "readonly"; throw err; }
+    // ATTACH counts as read-only to SQLite, but would open another file: the source is this one file. An EXPLAIN
+    // lists a program without running it (and cannot be explained again): only other statements are checked.
+    if (!isExplain(stmt, m.sql)) {
+      const program = db.prepare("EXPLAIN " + m.sql).all(...params);
+      if (program.some(attaches)) { const err = new Error("ATTACH and DETACH open other database files"); err.kind = "readonly"; throw err; }
+    }
     if (!stmt.reader) { stmt.run(...params); return { columns: [], rows: [], truncated: false }; }
     stmt.raw(true); stmt.safeIntegers(true);
     const columns = stmt.columns().map((c) => (c.type ? { name: c.name, type: c.type } : { name: c.name }));

@@ -91,7 +91,7 @@ export interface SchemaTable {
 /** One query of a call: a single statement, its bound parameters and the call's limits. */
 export interface QueryRequest {
   sql: string;
-  /** Bound by the driver: `$1…` for PostgreSQL, `?` for MySQL and SQLite. */
+  /** Bound by the driver: `$1…` for PostgreSQL, `?` for MySQL and SQLite; objects and arrays as their JSON text. */
   params: unknown[];
   /** Rows to return at most; the statement is stopped after maxRows + 1 rows. */
   maxRows: number;
