@@ -21,7 +21,8 @@ const definition: ToolDefinition = {
       sql: { type: "string", description: "One SQL statement." },
       params: {
         type: "array",
-        description: "Values bound to the statement's placeholders, in order.",
+        description:
+          "Values bound to the statement's placeholders, in order. Pass a JSON value as its text (e.g. with $1::jsonb).",
         items: { type: ["string", "number", "boolean", "null"] },
       },
       maxRows: {
