@@ -101,8 +101,16 @@ function schema(m) {
     let list = db.prepare("SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name").all().map((r) => r.name);
     if (m.table !== undefined) list = list.filter((n) => n === m.table);
     return list.map((name) => {
-      const columns = db.prepare("SELECT name, type, \"notnull\" AS nn FROM pragma_table_info(?) ORDER BY cid").all(name)
-        .map((c) => ({ name: c.name, type: c.type, nullable: c.nn === 0 }));
+      const info = db.prepare("SELECT name, type, \"notnull\" AS nn, pk FROM pragma_table_info(?) ORDER BY cid").all(name);
+      // A primary key never holds NULL in a WITHOUT ROWID table, nor as the rowid's alias (a lone INTEGER PRIMARY
+      // KEY), whatever NOT NULL says; other primary keys of rowid tables may (SQLite's old quirk).
+      const withoutRowid = db.prepare("SELECT wr FROM pragma_table_list WHERE name = ?").get(name)?.wr === 1;
+      const keys = info.filter((c) => c.pk > 0).length;
+      const columns = info.map((c) => ({
+        name: c.name,
+        type: c.type,
+        nullable: c.nn === 0 && !(c.pk > 0 && (withoutRowid || (keys === 1 && String(c.type).toUpperCase() === "INTEGER"))),
+      }));
       const table = { name, columns };
       if (m.table !== undefined) {
         table.indexes = db.prepare("SELECT name, \"unique\" AS u FROM pragma_index_list(?) ORDER BY name").all(name).map((i) => ({
