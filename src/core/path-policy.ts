@@ -505,10 +505,16 @@ function realOf(dir: string): string | null {
   return value;
 }
 
+/** A relative result path that would read as a spill name (`spill:…`) written as `./spill:…`, the file it is. */
+function notSpillName(rel: string): string {
+  return isSpillName(rel) ? `./${rel}` : rel;
+}
+
 /**
  * A result path relative to the chat working directory ("." for the directory itself), or absolute when no
  * directory is bound or the path lies outside it (the path convention). Separators are `/`-style on POSIX. A file of
- * the call's spill directory is shown as its spill name (`spill:<id>`).
+ * the call's spill directory is shown as its spill name (`spill:<id>`); a relative path that begins with `spill:`
+ * (a file of that name in the working directory) as `./spill:…`, so that a tool given it back reaches the file.
  */
 export function toResultPath(
   absolutePath: string,
@@ -523,7 +529,7 @@ export function toResultPath(
   if (!context.workingDirectory) return target;
   const wd = resolve(context.workingDirectory);
   for (const root of [wd, realOf(wd)]) {
-    if (root && isPathInside(target, root)) return relative(root, target) || ".";
+    if (root && isPathInside(target, root)) return notSpillName(relative(root, target)) || ".";
   }
   return target;
 }
@@ -546,6 +552,6 @@ export function resultPathMapper(
     if (forms.some((f) => f && f !== root && isPathInside(f, root))) return single;
   }
   const base = toResultPath(root, context);
-  if (base === ".") return (rel) => rel || ".";
+  if (base === ".") return (rel) => notSpillName(rel) || ".";
   return (rel) => (rel ? `${base === "/" ? "" : base}/${rel}` : base);
 }

@@ -53,7 +53,7 @@ describe("writing tools refuse a spill name", () => {
     const local = `./${name}`;
     expect(await call("write_file", { path: local, content: "mine\n" })).toMatchObject({
       ok: true,
-      result: { created: true },
+      result: { created: true, path: local },
     });
     expect(readFileSync(join(dir, name), "utf8")).toBe("mine\n");
     expect(await call("read_file", { path: local })).toMatchObject({ ok: true, result: { content: "     1\tmine" } });
@@ -65,5 +65,8 @@ describe("writing tools refuse a spill name", () => {
       ).ok,
     ).toBe(true);
     expect(readFileSync(join(dir, name), "utf8")).toBe("ours\n");
+    // Found by glob or grep, it is shown as the path that reaches it, never as the spill name.
+    expect(await call("glob", { pattern: "spill:*" })).toMatchObject({ ok: true, result: { matches: [local] } });
+    expect(JSON.stringify(await call("grep", { pattern: "ours", path: "." }))).toContain(`"${local}`);
   });
 });
