@@ -70,3 +70,18 @@ export async function loadBuiltinTool(name: string, registry: ToolRegistryStore 
   await load(registry);
   return registry.get(name) !== undefined;
 }
+
+/**
+ * The built-in tools that read spills (those declaring RegisteredTool.spillReader), by name; a test keeps it equal
+ * to the built-ins' declarations.
+ */
+export const SPILL_READER_TOOLS: readonly string[] = Object.freeze(["read_file", "grep"]);
+
+/**
+ * Loads and registers in `registry` the built-in tools that read spills ({@link SPILL_READER_TOOLS}), each once:
+ * the runtime of a one-tool process asks for them when a result is cut (ToolRuntimeOptions.loadSpillReaders), so
+ * the cut result's reading hint names the reader enabled for the user.
+ */
+export async function loadSpillReaderTools(registry: ToolRegistryStore = defaultRegistry): Promise<void> {
+  await Promise.all(SPILL_READER_TOOLS.map((name) => loadBuiltinTool(name, registry)));
+}

@@ -93,6 +93,11 @@ export interface CoreContextOptions {
   logger?: Logger;
   /** The tools the runtime runs (default: the process-wide registry, holding the tools whose modules loaded). */
   registry?: ToolRegistryStore;
+  /**
+   * Registers the tools that read spills when a result is cut (ToolRuntimeOptions.loadSpillReaders): for a process
+   * that loaded only the tool it runs. Default: none.
+   */
+  loadSpillReaders?: (registry: ToolRegistryStore) => Promise<void>;
   /** Admin user ids; default TOOLHOST_ADMIN_USERS (comma-separated), else "local". */
   adminUsers?: Iterable<string>;
   /** Chat roots (`{user}` templates allowed); default TOOLHOST_CHAT_ROOTS; null: none. */
@@ -155,6 +160,7 @@ export async function openCoreContext(options: CoreContextOptions = {}): Promise
     services: { ...options.services, imageStore: new SqlImageStore(database.db), dataSources },
     // Spilled outputs live in the database, so every instance on it reads them.
     spill: new SpillArea(dataDir, { store: new SqlSpillStore(database.db) }),
+    loadSpillReaders: options.loadSpillReaders,
   });
   configureDefaultRuntime(runtime);
   // A change signal about a user's tools (this process's, or another instance's relayed here) drops their cached rows.

@@ -22,6 +22,7 @@ import {
   isPlainObject as isRecord,
   NAME_MAP_KEYWORDS,
   SUBSCHEMA_KEYWORDS,
+  setOwn,
 } from "./json-schema.js";
 import type { JsonSchema } from "./types.js";
 
@@ -137,16 +138,12 @@ export function stripNulls(schema: JsonSchema | undefined, value: unknown, depth
   for (let i = 0; i < keys.length; i++) {
     const key = keys[i] as string;
     const v = (value as Record<string, unknown>)[key];
-    const propSchema = properties?.[key];
+    // Own properties only: "constructor" or "__proto__" must not find Object.prototype's members as a schema.
+    const propSchema = properties && Object.hasOwn(properties, key) ? properties[key] : undefined;
     if (v === null && !admitsNull(propSchema)) continue;
     const stripped = stripNulls(propSchema, v, depth + 1);
-    // defineProperty keeps a "__proto__" key an ordinary (and then rejected) argument instead of a prototype; every
-    // other key is a plain assignment (much faster).
-    if (key === "__proto__") {
-      Object.defineProperty(out, key, { value: stripped, enumerable: true, writable: true, configurable: true });
-    } else {
-      out[key] = stripped;
-    }
+    // A "__proto__" key stays an ordinary (and then rejected) argument instead of a prototype.
+    setOwn(out, key, stripped);
   }
   return out;
 }

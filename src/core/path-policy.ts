@@ -18,7 +18,14 @@ import { stat } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { argumentRefusal, clip, NotFoundError, ToolArgumentError, type ToolRefusal } from "./errors.js";
 import { isSpillName, spillIdOfFileName } from "./output-spill.js";
-import { accessDenied, gitDirectoryRefusal, MAX_NAME_BYTES, MAX_PATH_BYTES, pathSystemError } from "./path-refusals.js";
+import {
+  accessDenied,
+  gitDirectoryRefusal,
+  MAX_NAME_BYTES,
+  MAX_PATH_BYTES,
+  pathSystemError,
+  spillWriteRefusal,
+} from "./path-refusals.js";
 import { expandPath, ownedRealPath, protectedRootForms, realNow, realpathLoose, rootForms } from "./path-resolve.js";
 import { booleanSetting, defaultParametersOf, stringListSetting } from "./settings-declaration.js";
 
@@ -363,14 +370,20 @@ export async function resolveAndValidatePath(
     argument?: string;
     /**
      * "read" lets the call open its own spill files (context.spillDirectory) despite the data directory's
-     * protection; "write" refuses a path in a Git directory (see {@link gitDirectoryRefusal}).
+     * protection, and reads a spill name (`spill:<id>`) as the caller's spill; "write" refuses a spill name
+     * (spills are read-only, see {@link spillWriteRefusal}) and a path in a Git directory (see
+     * {@link gitDirectoryRefusal}).
      */
     purpose?: "read" | "write";
   } = {},
 ): Promise<{ absolute: string; real: string; policy: EffectivePathPolicy }> {
   const argument = options.argument ?? "path";
   checkPathArgument(input, argument);
-  if (options.purpose === "read" && isSpillName(input)) return resolveSpillName(input, context, argument);
+  if (isSpillName(input)) {
+    // A spill name is read as the caller's spill and never written (spills are read-only); `./spill:…` is a file.
+    if (options.purpose === "read") return resolveSpillName(input, context, argument);
+    if (options.purpose === "write") throw spillWriteRefusal(input, argument);
+  }
   const absolute = expandPath(input, baseDirectory(context));
   const absoluteBytes = Buffer.byteLength(absolute, "utf8");
   if (absoluteBytes > MAX_PATH_BYTES) {
@@ -492,10 +505,16 @@ function realOf(dir: string): string | null {
   return value;
 }
 
+/** A relative result path that would read as a spill name (`spill:…`) written as `./spill:…`, the file it is. */
+function notSpillName(rel: string): string {
+  return isSpillName(rel) ? `./${rel}` : rel;
+}
+
 /**
  * A result path relative to the chat working directory ("." for the directory itself), or absolute when no
  * directory is bound or the path lies outside it (the path convention). Separators are `/`-style on POSIX. A file of
- * the call's spill directory is shown as its spill name (`spill:<id>`).
+ * the call's spill directory is shown as its spill name (`spill:<id>`); a relative path that begins with `spill:`
+ * (a file of that name in the working directory) as `./spill:…`, so that a tool given it back reaches the file.
  */
 export function toResultPath(
   absolutePath: string,
@@ -510,7 +529,7 @@ export function toResultPath(
   if (!context.workingDirectory) return target;
   const wd = resolve(context.workingDirectory);
   for (const root of [wd, realOf(wd)]) {
-    if (root && isPathInside(target, root)) return relative(root, target) || ".";
+    if (root && isPathInside(target, root)) return notSpillName(relative(root, target)) || ".";
   }
   return target;
 }
@@ -533,6 +552,6 @@ export function resultPathMapper(
     if (forms.some((f) => f && f !== root && isPathInside(f, root))) return single;
   }
   const base = toResultPath(root, context);
-  if (base === ".") return (rel) => rel || ".";
+  if (base === ".") return (rel) => notSpillName(rel) || ".";
   return (rel) => (rel ? `${base === "/" ? "" : base}/${rel}` : base);
 }

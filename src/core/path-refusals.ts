@@ -1,7 +1,7 @@
 /**
  * The refusals of the path policy (core/path-policy.ts): the AccessDeniedError of a path outside the allowed
- * directories or covered by a denied or protected path, and of a write into a Git directory; the length limits of a
- * path; and the classified error of a filesystem failure met on a path argument.
+ * directories or covered by a denied or protected path, and of a write into a Git directory; the refusal of a write
+ * to a spill name; the length limits of a path; and the classified error of a filesystem failure met on a path argument.
  */
 import { sep } from "node:path";
 import {
@@ -62,6 +62,19 @@ export function gitDirectoryRefusal(
   return new AccessDeniedError(
     `Access denied to "${clip(input)}": it is in a Git directory (.git), which file tools never write (its hooks and config run commands). Use git commands to change a repository.`,
     { path: clip(input), argument, rule: "gitDirectory" },
+  );
+}
+
+/**
+ * The refusal of a spill name (`spill:<id>`) given to a writing tool: spills are the read-only full outputs of cut
+ * results, and a file written under that name would never be read back by it (a reading tool reads the spill). A
+ * relative file of that name is written as `./spill:…`. ToolArgumentError (validation_failed, `details.rule`
+ * "spill_read_only").
+ */
+export function spillWriteRefusal(input: string, argument = "path"): ToolArgumentError {
+  return new ToolArgumentError(
+    `Invalid argument "${argument}": "${clip(input)}" is a spill name, and spills are read-only (the full output of a cut result; read it with read_file or grep). To write a file of that name in the working directory, give its path as "./${clip(input)}".`,
+    { argument, path: clip(input), rule: "spill_read_only" },
   );
 }
 

@@ -70,6 +70,12 @@ export interface ToolRuntimeOptions {
    * now and hourly). Results are capped either way; without an area (`false`) nothing is saved.
    */
   spill?: SpillArea | false;
+  /**
+   * Registers the tools that read spills (RegisteredTool.spillReader) in the registry, asked each time a result is
+   * cut, before its reading hint is chosen: a process that loaded only the tool it runs (a one-tool `toolhost call`)
+   * loads the readers then, instead of at start. Default: none (the registry holds what it holds).
+   */
+  loadSpillReaders?: (registry: ToolRegistryStore) => Promise<void>;
 }
 
 export { installationPaths };
@@ -129,6 +135,7 @@ export class ToolRuntime {
   readonly #running = new Set<LazyAbort>();
   /** What the run stage sees of the runtime. */
   readonly #runEnvironment: RunEnvironment;
+  readonly #loadSpillReaders: ((registry: ToolRegistryStore) => Promise<void>) | undefined;
 
   constructor(options: ToolRuntimeOptions = {}) {
     this.registry = options.registry ?? defaultRegistry;
@@ -143,6 +150,7 @@ export class ToolRuntime {
     this.spill?.start();
     this.#settings = new EffectiveSettingsCache(this.logger);
     this.#runEnvironment = { closing: this.#closing.signal, running: this.#running, spill: this.spill };
+    this.#loadSpillReaders = options.loadSpillReaders;
   }
 
   /** Effective settings of one tool for a user; corrupt saved settings fall back to defaults (logged). */
@@ -400,9 +408,12 @@ export class ToolRuntime {
     }
   }
 
-  /** Which tools the user may read a spill file with (asked only when a result is cut). */
-  /** The registered tools that read spill files, best first: those enabled for `userId`, and all their names. */
+  /**
+   * The registered tools that read spill files, best first: those enabled for `userId`, and all their names. Asked
+   * only when a result is cut; the readers not yet registered are loaded first (ToolRuntimeOptions.loadSpillReaders).
+   */
   async #spillReaders(userId: string): Promise<SpillReaders> {
+    await this.#loadSpillReaders?.(this.registry);
     const all = this.registry
       .list()
       .flatMap((tool) => (tool.spillReader ? [tool.spillReader] : []))

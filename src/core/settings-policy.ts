@@ -6,6 +6,7 @@
  * (getSafeEffectiveToolSettings) because there is no model turn to hand a correctable error to.
  */
 import { ToolParameterError, ToolSettingsError } from "./errors.js";
+import { setOwn } from "./json-schema.js";
 import type {
   EffectiveToolSettings,
   Logger,
@@ -28,7 +29,7 @@ export function cloneSettingValue<T>(value: T): T {
   if (value === null || typeof value !== "object") return value;
   if (Array.isArray(value)) return value.map(cloneSettingValue) as T;
   const out: Record<string, unknown> = {};
-  for (const key of Object.keys(value)) out[key] = cloneSettingValue((value as Record<string, unknown>)[key]);
+  for (const key of Object.keys(value)) setOwn(out, key, cloneSettingValue((value as Record<string, unknown>)[key]));
   return out as T;
 }
 

@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { BUILTIN_TOOL_MODULES, loadBuiltinTool } from "../../src/app/builtin-tools.js";
+import {
+  BUILTIN_TOOL_MODULES,
+  loadBuiltinTool,
+  loadSpillReaderTools,
+  SPILL_READER_TOOLS,
+} from "../../src/app/builtin-tools.js";
 import { ToolRegistryStore } from "../../src/core/registry.js";
 import { BUILTIN_TOOLS, registerBuiltinTools } from "../../src/tools/index.js";
 
@@ -34,5 +39,21 @@ describe("the built-in tool catalog (one tool loaded alone)", () => {
     // A one-tool process may later open a full context: the built-ins then join the one it loaded.
     registerBuiltinTools(registry);
     expect(registry.list().length).toBeGreaterThan(BUILTIN_TOOLS.length);
+  });
+
+  it("lists the built-ins that read spills, and loads exactly those", async () => {
+    expect([...SPILL_READER_TOOLS].sort()).toEqual(
+      BUILTIN_TOOLS.filter((t) => t.spillReader)
+        .map((t) => t.definition.name)
+        .sort(),
+    );
+    const registry = new ToolRegistryStore();
+    await loadSpillReaderTools(registry);
+    expect(
+      registry
+        .list()
+        .map((t) => t.definition.name)
+        .sort(),
+    ).toEqual([...SPILL_READER_TOOLS].sort());
   });
 });

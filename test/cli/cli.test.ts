@@ -21,6 +21,24 @@ describe("toolhost CLI: the built bin as a real process", () => {
     expect(result.local).toMatch(/\+05:45$/);
   });
 
+  it("a one-tool call whose result is cut names the enabled reader of its spill, which reads it", async () => {
+    // `call bash` loads bash's module alone; the reading tools join only when a result is cut.
+    const cwd = tempDir();
+    expect((await runCliInProcess(["settings", "set", "bash", "--enable"], env)).code).toBe(0);
+    const run = await runCli(["call", "-y", "bash", '{"command":"seq 1 100000"}', "--cwd", cwd], env);
+    expect(run.code).toBe(0);
+    const [field] = JSON.parse(run.stdout).outputTruncated.fields;
+    expect(field.howToRead).toMatch(
+      /^Read the rest with read_file \{"path": "spill:[0-9a-f]{24}", "startLine": \d+, "maxLines": 500\}/,
+    );
+    const read = await runCli(
+      ["call", "read_file", JSON.stringify({ path: field.spillFile, startLine: 99_999, maxLines: 5 }), "--cwd", cwd],
+      env,
+    );
+    expect(read.code).toBe(0);
+    expect(JSON.parse(read.stdout).content).toBe(" 99999\t99999\n100000\t100000");
+  });
+
   it("--version and a parser error exit 0 and 2 from the process itself", async () => {
     expect((await runCli(["--version"], env)).code).toBe(0);
     const bogus = await runCli(["bogus-cmd"], env);

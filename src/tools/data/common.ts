@@ -11,6 +11,7 @@ import {
   ToolExecutionError,
   ToolTimeoutError,
 } from "../../core/errors.js";
+import { setOwn } from "../../core/json-schema.js";
 import { scrubSecret } from "./sources.js";
 import type { QueryColumn, QueryResult } from "./types.js";
 
@@ -40,7 +41,8 @@ export function jsonSafe(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(jsonSafe);
   if (typeof value === "object") {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value as Record<string, unknown>)) out[k] = jsonSafe(v);
+    // A column named "__proto__" stays a column (setOwn), not the row's prototype.
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) setOwn(out, k, jsonSafe(v));
     return out;
   }
   return String(value);
