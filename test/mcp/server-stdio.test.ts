@@ -120,6 +120,17 @@ describe("MCP over stdio: malformed requests", () => {
     expect(checkJsonRpcLine('{"jsonrpc":"2.0","method":"notifications/initialized"}')).toBeUndefined();
     expect(checkJsonRpcLine('{"jsonrpc":"2.0","method":"x","params":[1]}')).toBeUndefined();
     expect(checkJsonRpcLine('{"jsonrpc":"1.0","id":"a","method":"x"}')?.error.code).toBe(-32600);
+    // A "__proto__" key in a tool's arguments would become a prototype in the SDK's copy and vanish unrefused.
+    for (const args of ['{"path":"a","__proto__":{"startLine":40}}', '{"edits":[{"__proto__":{}}]}']) {
+      const reply = checkJsonRpcLine(
+        `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read_file","arguments":${args}}}`,
+      );
+      expect(reply?.error.code, args).toBe(-32602);
+      expect(reply?.error.message, args).toMatch(/"__proto__" key cannot be a tool argument/);
+    }
+    expect(
+      checkJsonRpcLine('{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"x","arguments":{"proto":1}}}'),
+    ).toBeUndefined();
     const tidy = tidyOutgoing({
       jsonrpc: "2.0",
       id: 1,

@@ -65,6 +65,17 @@ function replyOf(id: string | number | null, code: number, message: string): Jso
   return { jsonrpc: "2.0", id, error: { code, message } };
 }
 
+/** Where in a parsed JSON value an own "__proto__" key is (e.g. `arguments.edits.0`), or undefined (depth ≤ 64). */
+function protoKeyPath(value: unknown, at: string, depth: number): string | undefined {
+  if (value === null || typeof value !== "object" || depth > 64) return undefined;
+  if (!Array.isArray(value) && Object.hasOwn(value, "__proto__")) return `${at}.__proto__`;
+  for (const [key, child] of Object.entries(value)) {
+    const found = protoKeyPath(child, `${at}.${key}`, depth + 1);
+    if (found) return found;
+  }
+  return undefined;
+}
+
 /** The error reply for a parsed inbound message that is not well-formed JSON-RPC (see checkJsonRpcLine). */
 function screenMessage(message: unknown): JsonRpcErrorReply | undefined {
   const reply = replyOf;
@@ -93,6 +104,16 @@ function screenMessage(message: unknown): JsonRpcErrorReply | undefined {
         id,
         -32602,
         "Invalid params: params._meta does not match the MCP schema (an object; its progressToken, when present, a string or an integer; its io.modelcontextprotocol/related-task an object).",
+      );
+    }
+    // JSON may carry a "__proto__" key as data, but the SDK's schema copies `arguments` by assignment, which makes
+    // such a key the copy's prototype: the key would vanish unseen instead of being refused as an unknown argument.
+    const args = isRecord(message.params) ? message.params.arguments : undefined;
+    if (hasId && message.method === "tools/call" && protoKeyPath(args, "arguments", 0) !== undefined) {
+      return reply(
+        id,
+        -32602,
+        `Invalid params: ${protoKeyPath(args, "arguments", 0)}: a "__proto__" key cannot be a tool argument; remove it.`,
       );
     }
     return undefined;
