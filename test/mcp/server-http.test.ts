@@ -348,6 +348,17 @@ describe("protocol edges over HTTP", () => {
       expect(reply.error.message).toMatch(new RegExp(`^Invalid params for ${method}: params\\.`));
       expect(reply.error.message).not.toContain('"expected"');
     }
+    // A "__proto__" key in a tool's arguments is refused as on stdio (the SDK's copy would make it a prototype).
+    const proto = await message(
+      await post(s.token, {
+        jsonrpc: "2.0",
+        id: 4,
+        method: "tools/call",
+        params: { name: "read_file", arguments: JSON.parse('{"path":"a.txt","__proto__":{"startLine":40}}') },
+      }),
+    );
+    expect(proto).toMatchObject({ id: 4, error: { code: -32602 } });
+    expect(proto.error.message).toMatch(/arguments\.__proto__: a "__proto__" key cannot be a tool argument/);
     // The sub-agent tools need a chat turn's calling agent: not offered over MCP.
     const list = await message(await post(s.token, { jsonrpc: "2.0", id: 3, method: "tools/list" }));
     const names = (list.result.tools as { name: string }[]).map((t) => t.name);

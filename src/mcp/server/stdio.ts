@@ -20,7 +20,7 @@ import {
   type TransportSendOptions,
 } from "@modelcontextprotocol/server";
 import { StdioServerTransport, serveStdio } from "@modelcontextprotocol/server/stdio";
-import { createMcpServer, type McpSessionOptions, toolListFingerprint } from "./tool-server.js";
+import { createMcpServer, type McpSessionOptions, protoArgumentRefusal, toolListFingerprint } from "./tool-server.js";
 
 type JsonRpcErrorReply = { jsonrpc: "2.0"; id: string | number | null; error: { code: number; message: string } };
 
@@ -65,17 +65,6 @@ function replyOf(id: string | number | null, code: number, message: string): Jso
   return { jsonrpc: "2.0", id, error: { code, message } };
 }
 
-/** Where in a parsed JSON value an own "__proto__" key is (e.g. `arguments.edits.0`), or undefined (depth ≤ 64). */
-function protoKeyPath(value: unknown, at: string, depth: number): string | undefined {
-  if (value === null || typeof value !== "object" || depth > 64) return undefined;
-  if (!Array.isArray(value) && Object.hasOwn(value, "__proto__")) return `${at}.__proto__`;
-  for (const [key, child] of Object.entries(value)) {
-    const found = protoKeyPath(child, `${at}.${key}`, depth + 1);
-    if (found) return found;
-  }
-  return undefined;
-}
-
 /** The error reply for a parsed inbound message that is not well-formed JSON-RPC (see checkJsonRpcLine). */
 function screenMessage(message: unknown): JsonRpcErrorReply | undefined {
   const reply = replyOf;
@@ -106,16 +95,8 @@ function screenMessage(message: unknown): JsonRpcErrorReply | undefined {
         "Invalid params: params._meta does not match the MCP schema (an object; its progressToken, when present, a string or an integer; its io.modelcontextprotocol/related-task an object).",
       );
     }
-    // JSON may carry a "__proto__" key as data, but the SDK's schema copies `arguments` by assignment, which makes
-    // such a key the copy's prototype: the key would vanish unseen instead of being refused as an unknown argument.
-    const args = isRecord(message.params) ? message.params.arguments : undefined;
-    if (hasId && message.method === "tools/call" && protoKeyPath(args, "arguments", 0) !== undefined) {
-      return reply(
-        id,
-        -32602,
-        `Invalid params: ${protoKeyPath(args, "arguments", 0)}: a "__proto__" key cannot be a tool argument; remove it.`,
-      );
-    }
+    const proto = hasId ? protoArgumentRefusal(message) : undefined;
+    if (proto) return reply(id, -32602, proto);
     return undefined;
   }
   if (hasId && ("result" in message || "error" in message)) return undefined;

@@ -130,6 +130,30 @@ async function answerInBand(
   return { approvalId: record.id };
 }
 
+/** Where in a parsed JSON value an own "__proto__" key is (e.g. `arguments.edits.0.__proto__`), or undefined. */
+function protoKeyPath(value: unknown, at: string, depth: number): string | undefined {
+  if (value === null || typeof value !== "object" || depth > 64) return undefined;
+  if (!Array.isArray(value) && Object.hasOwn(value, "__proto__")) return `${at}.__proto__`;
+  for (const [key, child] of Object.entries(value)) {
+    const found = protoKeyPath(child, `${at}.${key}`, depth + 1);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/**
+ * The -32602 message for a parsed `tools/call` request whose arguments hold a "__proto__" key, else undefined. JSON
+ * may carry such a key as data, but the SDK's schema copies `arguments` by assignment, which makes it the copy's
+ * prototype: the key would vanish unseen instead of being refused like any unknown argument. Both transports ask.
+ */
+export function protoArgumentRefusal(message: unknown): string | undefined {
+  if (message === null || typeof message !== "object") return undefined;
+  const { method, params } = message as { method?: unknown; params?: unknown };
+  if (method !== "tools/call" || params === null || typeof params !== "object") return undefined;
+  const where = protoKeyPath((params as { arguments?: unknown }).arguments, "arguments", 0);
+  return where ? `Invalid params: ${where}: a "__proto__" key cannot be a tool argument; remove it.` : undefined;
+}
+
 /** The text of the server's `instructions`: who the tools act for and where relative paths resolve. */
 export function serverInstructions(options: McpSessionOptions): string {
   const where = options.workingDirectory
