@@ -492,6 +492,8 @@ export class ToolRuntime {
 
   /** Keeps `work` in the pending set until it settles. */
   #track<T>(work: Promise<T>): Promise<T> {
+    // The lines of one audit batch share their promise: tracked once.
+    if (this.#pending.has(work)) return work;
     this.#pending.add(work);
     const done = () => {
       this.#pending.delete(work);

@@ -75,10 +75,21 @@ function parseJson(text: string | null): unknown {
   }
 }
 
+/** Tool-call lines written by one INSERT, and the promise they share. */
+interface AuditBatch {
+  rows: Insertable<AuditLogTable>[];
+  done: Promise<void>;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
 /** The audit log in `audit_log`: every tool call and every settings change. */
 export class SqlAuditLog implements AuditSink {
-  /** Tool-call lines waiting for the next batch, each with its writer's promise. */
-  #queue: { row: Insertable<AuditLogTable>; resolve: () => void; reject: (error: unknown) => void }[] = [];
+  /**
+   * Tool-call lines waiting to be written, in batches of at most {@link AUDIT_BATCH_ROWS}; the lines of a batch share
+   * one promise (a promise per line, kept until its batch was written, was a good part of a call's garbage).
+   */
+  #queue: AuditBatch[] = [];
   /** The batch being written (undefined: none). */
   #writing: Promise<void> | undefined;
   #scheduled = false;
@@ -115,18 +126,40 @@ export class SqlAuditLog implements AuditSink {
   }
 
   async #drain(): Promise<void> {
-    while (this.#queue.length > 0) {
-      const batch = this.#queue.splice(0, AUDIT_BATCH_ROWS);
+    for (let batch = this.#queue.shift(); batch; batch = this.#queue.shift()) {
+      const rows = batch.rows;
       try {
-        await this.db
-          .insertInto("audit_log")
-          .values(batch.map((b) => b.row))
-          .execute();
-        for (const b of batch) b.resolve();
+        // Compiled once per batch size: building and compiling a multi-row INSERT costs more than running it.
+        // Every row has the same columns in the same order (see recordEvent), so its values are the parameters.
+        await runCompiledOnce(
+          this.db,
+          `audit_log.insert_tool_calls.${rows.length}`,
+          rows.flatMap((row) => Object.values(row)),
+          () => this.db.insertInto("audit_log").values(rows),
+        );
+        batch.resolve();
       } catch (error) {
-        for (const b of batch) b.reject(error);
+        batch.reject(error);
       }
     }
+  }
+
+  /** The batch a new line joins: the last queued one while it has room, else a new one. */
+  #batch(): AuditBatch {
+    const last = this.#queue.at(-1);
+    if (last && last.rows.length < AUDIT_BATCH_ROWS) return last;
+    let resolve: () => void = () => {};
+    let reject: (error: unknown) => void = () => {};
+    const done = new Promise<void>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    // Every line's writer hears a failure through `done`; this keeps a batch nobody waits on from being reported as
+    // an unhandled rejection.
+    done.catch(() => {});
+    const batch = { rows: [], done, resolve, reject };
+    this.#queue.push(batch);
+    return batch;
   }
 
   /** Resolves once every line recorded so far is written (failures are reported to their writers). */
@@ -156,35 +189,19 @@ export class SqlAuditLog implements AuditSink {
       .execute();
   }
 
-  async recordEvent(event: AuditEvent): Promise<void> {
-    const base = { id: randomUUID(), created_at: now() };
-    if (event.kind === "settings_change") {
-      const row = {
-        ...base,
-        kind: "settings_change",
-        user_id: event.userId,
-        actor: event.actor,
-        chat_id: null,
-        tool: event.tool,
-        command: "null",
-        cwd: null,
-        exit_code: null,
-        termination: "settings_change",
-        duration_ms: 0,
-        details: JSON.stringify({ old: event.old, new: event.new }),
-      };
-      // Every settings write ends here: the statement is compiled once (the columns are the row's keys, in order).
-      await runCompiledOnce(this.db, "audit_log.insert_settings_change", Object.values(row), () =>
-        this.db.insertInto("audit_log").values(row),
-      );
-      return;
-    }
+  /**
+   * Records one event: a settings change is written at once; a tool call joins the next batch (see #schedule), and
+   * the promise (shared by the batch's lines) settles once it is written.
+   */
+  recordEvent(event: AuditEvent): Promise<void> {
+    if (event.kind === "settings_change") return this.#recordSettingsChange(event);
     const t = event.toolEntry;
     // A call made through a framework adapter names the framework (core/call-surface.ts), read now, while the
     // call's async context is current.
     const surface = currentCallSurface();
     const row = {
-      ...base,
+      id: randomUUID(),
+      created_at: now(),
       kind: "tool_call",
       user_id: event.userId,
       actor: event.userId,
@@ -201,13 +218,35 @@ export class SqlAuditLog implements AuditSink {
       approval: event.approval,
       approved_by: event.approvedBy,
       sandboxed: t?.sandboxed === undefined ? null : t.sandboxed ? 1 : 0,
-      // Every row of a batch has the same columns (one multi-row INSERT).
+      // Every row of a batch has the same columns in the same order (one multi-row INSERT, compiled once).
       details: surface ? JSON.stringify({ surface }) : null,
     };
-    return new Promise<void>((resolve, reject) => {
-      this.#queue.push({ row, resolve, reject });
-      this.#schedule();
-    });
+    const batch = this.#batch();
+    batch.rows.push(row);
+    this.#schedule();
+    return batch.done;
+  }
+
+  async #recordSettingsChange(event: AuditEvent & { kind: "settings_change" }): Promise<void> {
+    const row = {
+      id: randomUUID(),
+      created_at: now(),
+      kind: "settings_change",
+      user_id: event.userId,
+      actor: event.actor,
+      chat_id: null,
+      tool: event.tool,
+      command: "null",
+      cwd: null,
+      exit_code: null,
+      termination: "settings_change",
+      duration_ms: 0,
+      details: JSON.stringify({ old: event.old, new: event.new }),
+    };
+    // Every settings write ends here: the statement is compiled once (the columns are the row's keys, in order).
+    await runCompiledOnce(this.db, "audit_log.insert_settings_change", Object.values(row), () =>
+      this.db.insertInto("audit_log").values(row),
+    );
   }
 
   /** The newest entries first, filtered by user, tool, kind and time (lines still queued are written first). */

@@ -71,6 +71,9 @@ export interface CallRecord {
   decoding?: ArgumentDecoding;
 }
 
+/** The never-rejecting form of each promise a sink's recordEvent returned (shared by the lines of a batch). */
+const guardedWrites = new WeakMap<Promise<void>, Promise<void>>();
+
 /**
  * Records one call in `sink`. Sinks without recordEvent get only the tool's own entries. Never rejects: a failing
  * audit is logged. The sink is called synchronously (an in-memory sink holds the line when this returns).
@@ -78,13 +81,21 @@ export interface CallRecord {
 export function recordCall(sink: AuditSink, logger: Logger, record: CallRecord): Promise<void> {
   const entries = record.toolEntries ?? [];
   const failed = (error: unknown) => {
-    logger.error({ tool: record.name, err: String(error) }, "recording the tool call in the audit log failed");
+    // Logged once per failed write: the lines of a batch share it (`tool` names the first).
+    logger.error({ tool: record.name, err: String(error) }, "recording tool calls in the audit log failed");
   };
   try {
     if (entries.length === 0 && sink.recordEvent) {
       // The common case: one event, no entry of the tool's own to fold in.
       const event = callEvent(record.name, record.args, record.call, record.outcome, undefined, record.decoding);
-      return sink.recordEvent(event).then(undefined, failed);
+      // A batching sink returns one promise for a batch of lines: one guarded form serves them all.
+      const written = sink.recordEvent(event);
+      let safe = guardedWrites.get(written);
+      if (!safe) {
+        safe = written.then(undefined, failed);
+        guardedWrites.set(written, safe);
+      }
+      return safe;
     }
     return recordInOrder(sink, record, entries).then(undefined, failed);
   } catch (error) {
