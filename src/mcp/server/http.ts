@@ -107,14 +107,6 @@ export class McpHttpEndpoint {
       workingDirectory: caller.workingDirectory,
     };
     const handler = await this.#handlerFor(caller.userId);
-    // A "__proto__" key in a tool call's arguments is refused here, as on stdio (see protoArgumentRefusal); only a
-    // body that spells it is parsed an extra time.
-    if (request.method === "POST") {
-      const body = Buffer.from(await request.arrayBuffer());
-      const refusal = body.includes('"__proto__"') ? await protoRefusalOf(body.toString("utf8")) : undefined;
-      if (refusal) return Response.json(refusal);
-      request = new Request(request, { body });
-    }
     return handler.fetch(request, {
       authInfo: { token: extra.tokenKey, clientId: caller.userId, scopes: [], extra },
     });
@@ -203,25 +195,6 @@ export class McpHttpEndpoint {
       },
     );
   }
-}
-
-/** The JSON-RPC error answering a request body whose tool call arguments hold a "__proto__" key, else undefined. */
-async function protoRefusalOf(text: string): Promise<Record<string, unknown> | undefined> {
-  let message: unknown;
-  try {
-    message = JSON.parse(text);
-  } catch {
-    return undefined; // the SDK answers malformed JSON itself
-  }
-  const { protoArgumentRefusal } = await import("./tool-server.js");
-  const refusal = protoArgumentRefusal(message);
-  if (!refusal) return undefined;
-  const id = (message as { id?: unknown }).id;
-  return {
-    jsonrpc: "2.0",
-    id: typeof id === "string" || typeof id === "number" ? id : null,
-    error: { code: -32602, message: refusal },
-  };
 }
 
 /**

@@ -20,7 +20,7 @@ import {
   type TransportSendOptions,
 } from "@modelcontextprotocol/server";
 import { StdioServerTransport, serveStdio } from "@modelcontextprotocol/server/stdio";
-import { createMcpServer, type McpSessionOptions, protoArgumentRefusal, toolListFingerprint } from "./tool-server.js";
+import { createMcpServer, type McpSessionOptions, toolListFingerprint } from "./tool-server.js";
 
 type JsonRpcErrorReply = { jsonrpc: "2.0"; id: string | number | null; error: { code: number; message: string } };
 
@@ -95,8 +95,6 @@ function screenMessage(message: unknown): JsonRpcErrorReply | undefined {
         "Invalid params: params._meta does not match the MCP schema (an object; its progressToken, when present, a string or an integer; its io.modelcontextprotocol/related-task an object).",
       );
     }
-    const proto = hasId ? protoArgumentRefusal(message) : undefined;
-    if (proto) return reply(id, -32602, proto);
     return undefined;
   }
   if (hasId && ("result" in message || "error" in message)) return undefined;

@@ -130,30 +130,6 @@ async function answerInBand(
   return { approvalId: record.id };
 }
 
-/** Where in a parsed JSON value an own "__proto__" key is (e.g. `arguments.edits.0.__proto__`), or undefined. */
-function protoKeyPath(value: unknown, at: string, depth: number): string | undefined {
-  if (value === null || typeof value !== "object" || depth > 64) return undefined;
-  if (!Array.isArray(value) && Object.hasOwn(value, "__proto__")) return `${at}.__proto__`;
-  for (const [key, child] of Object.entries(value)) {
-    const found = protoKeyPath(child, `${at}.${key}`, depth + 1);
-    if (found) return found;
-  }
-  return undefined;
-}
-
-/**
- * The -32602 message for a parsed `tools/call` request whose arguments hold a "__proto__" key, else undefined. JSON
- * may carry such a key as data, but the SDK's schema copies `arguments` by assignment, which makes it the copy's
- * prototype: the key would vanish unseen instead of being refused like any unknown argument. Both transports ask.
- */
-export function protoArgumentRefusal(message: unknown): string | undefined {
-  if (message === null || typeof message !== "object") return undefined;
-  const { method, params } = message as { method?: unknown; params?: unknown };
-  if (method !== "tools/call" || params === null || typeof params !== "object") return undefined;
-  const where = protoKeyPath((params as { arguments?: unknown }).arguments, "arguments", 0);
-  return where ? `Invalid params: ${where}: a "__proto__" key cannot be a tool argument; remove it.` : undefined;
-}
-
 /** The text of the server's `instructions`: who the tools act for and where relative paths resolve. */
 export function serverInstructions(options: McpSessionOptions): string {
   const where = options.workingDirectory
@@ -241,9 +217,10 @@ function describeIssues(issues: Issue[]): string {
 }
 
 /**
- * The MCP SDK's Server, with one protocol rule made uniform: a request whose params fail the method's schema
+ * The MCP SDK's Server, with two protocol rules made uniform: a request whose params fail the method's schema
  * answers -32602 (invalid params) with a readable message on every method and transport (the SDK answers -32603
- * with raw validator output outside tools/call). Everything else is the SDK's.
+ * with raw validator output outside tools/call), and so does a tool call whose arguments hold a "__proto__" key.
+ * Everything else is the SDK's.
  */
 class ToolhostMcpServer extends Server {
   protected override _wrapHandler(
@@ -252,6 +229,17 @@ class ToolhostMcpServer extends Server {
   ): ReturnType<Server["_wrapHandler"]> {
     const wrapped = super._wrapHandler(method, handler);
     return async (request, ctx) => {
+      // JSON may carry a "__proto__" key as data; the method's schema drops it from `arguments` when it copies them,
+      // so it would vanish unseen instead of being refused like any unknown argument (nested ones survive the copy
+      // and are refused by the tool's argument check). Asked here, on the request as it arrived, for every transport.
+      const args =
+        method === "tools/call" ? (request.params as { arguments?: unknown } | undefined)?.arguments : undefined;
+      if (args !== null && typeof args === "object" && Object.hasOwn(args, "__proto__")) {
+        throw new ProtocolError(
+          ProtocolErrorCode.InvalidParams,
+          'Invalid params for tools/call: arguments.__proto__: a "__proto__" key cannot be a tool argument; remove it.',
+        );
+      }
       try {
         return await wrapped(request, ctx);
       } catch (error) {
