@@ -5,6 +5,7 @@
 import type { Kysely } from "kysely";
 import type { FreshnessLedger } from "../core/types.js";
 import type { DatabaseSchema } from "./database.js";
+import { WriteBehind } from "./write-behind.js";
 
 const now = () => new Date().toISOString();
 
@@ -35,9 +36,7 @@ interface PendingRead {
 export class SqlFreshnessLedger implements FreshnessLedger {
   /** Reads not yet stored, by chat and path. */
   #pending = new Map<string, PendingRead>();
-  #scheduled = false;
-  /** The upsert in progress (undefined: none). */
-  #writing: Promise<void> | undefined;
+  readonly #writer = new WriteBehind(() => this.#upsert(), LEDGER_BATCH_MS, { unref: true });
 
   /** `onError` hears a failed upsert (its reads stay queued for the next batch). */
   constructor(
@@ -50,8 +49,8 @@ export class SqlFreshnessLedger implements FreshnessLedger {
     // Re-inserted, so the batch's order is the order of the newest reads.
     this.#pending.delete(key);
     this.#pending.set(key, { chat_id: chatId, path: absolutePath, sha256, read_at: now() });
-    if (this.#pending.size >= LEDGER_BATCH_ROWS) void this.#write();
-    else this.#schedule();
+    if (this.#pending.size >= LEDGER_BATCH_ROWS) void this.#writer.now().catch(() => {});
+    else this.#writer.soon();
   }
 
   async getRead(chatId: string, absolutePath: string): Promise<string | undefined> {
@@ -69,28 +68,7 @@ export class SqlFreshnessLedger implements FreshnessLedger {
 
   /** Stores every read recorded so far; rejects when the database refuses them (they stay queued). */
   async flush(): Promise<void> {
-    while (this.#pending.size > 0 || this.#writing) await this.#write(true);
-  }
-
-  /** Writes the queued reads in `ms` (unless a write is scheduled already). */
-  #schedule(ms = LEDGER_BATCH_MS): void {
-    if (this.#scheduled) return;
-    this.#scheduled = true;
-    setTimeout(() => {
-      this.#scheduled = false;
-      void this.#write();
-    }, ms).unref?.();
-  }
-
-  /** The upsert in progress, or a new one of the queued reads. `rethrow`: a failure rejects (else it is reported). */
-  #write(rethrow = false): Promise<void> {
-    const writing =
-      this.#writing ??
-      this.#upsert().finally(() => {
-        this.#writing = undefined;
-      });
-    this.#writing = writing;
-    return rethrow ? writing : writing.catch(() => {});
+    while (this.#pending.size > 0 || this.#writer.busy) await this.#writer.now();
   }
 
   async #upsert(): Promise<void> {
@@ -116,9 +94,9 @@ export class SqlFreshnessLedger implements FreshnessLedger {
       }
       this.onError(error);
       // The database may be restarting: try again in a second, not at once.
-      this.#schedule(LEDGER_RETRY_MS);
+      this.#writer.soon(LEDGER_RETRY_MS);
       throw error;
     }
-    if (this.#pending.size > 0) this.#schedule();
+    if (this.#pending.size > 0) this.#writer.soon();
   }
 }

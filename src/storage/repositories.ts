@@ -11,6 +11,7 @@ import type { AuditEntry, AuditEvent, AuditSink } from "../core/types.js";
 import { runCompiledOnce } from "./compiled-once.js";
 import type { AuditLogTable, ChatMessagesTable, ChatsTable, DatabaseSchema } from "./database.js";
 import { inTransaction } from "./transaction.js";
+import { WriteBehind } from "./write-behind.js";
 
 export { SETTINGS_CACHE_MS, SqlToolSettingsStore } from "./tool-settings-repository.js";
 
@@ -90,40 +91,15 @@ export class SqlAuditLog implements AuditSink {
    * one promise (a promise per line, kept until its batch was written, was a good part of a call's garbage).
    */
   #queue: AuditBatch[] = [];
-  /** The batch being written (undefined: none). */
-  #writing: Promise<void> | undefined;
-  #scheduled = false;
-
-  constructor(private readonly db: Kysely<DatabaseSchema>) {}
-
   /**
    * Writes the queued tool-call lines {@link AUDIT_BATCH_MS} after the first of them (after the answer the call was
    * made for has been sent), as one multi-row INSERT per batch of at most {@link AUDIT_BATCH_ROWS}: a client's
    * back-to-back calls share one write. Lines recorded while a batch is written form the next one. `flush` (and
    * `list`) write at once.
    */
-  #schedule(): void {
-    if (this.#scheduled || this.#writing) return;
-    this.#scheduled = true;
-    setTimeout(() => {
-      this.#scheduled = false;
-      void this.#write();
-    }, AUDIT_BATCH_MS);
-  }
+  readonly #writer = new WriteBehind(() => this.#drain(), AUDIT_BATCH_MS);
 
-  /**
-   * The write in progress, or a new one of every queued line. `#writing` is cleared by the write's own settlement
-   * (never synchronously inside it: an empty queue settles at once, and a promise left behind would make `flush`
-   * spin and stop the scheduling of later lines).
-   */
-  #write(): Promise<void> {
-    if (this.#writing) return this.#writing;
-    const writing: Promise<void> = this.#drain().finally(() => {
-      if (this.#writing === writing) this.#writing = undefined;
-    });
-    this.#writing = writing;
-    return writing;
-  }
+  constructor(private readonly db: Kysely<DatabaseSchema>) {}
 
   async #drain(): Promise<void> {
     for (let batch = this.#queue.shift(); batch; batch = this.#queue.shift()) {
@@ -164,7 +140,7 @@ export class SqlAuditLog implements AuditSink {
 
   /** Resolves once every line recorded so far is written (failures are reported to their writers). */
   async flush(): Promise<void> {
-    while (this.#queue.length > 0 || this.#writing) await this.#write();
+    while (this.#queue.length > 0 || this.#writer.busy) await this.#writer.now();
   }
 
   /** A tool's own entry recorded outside a call the runtime audits (kept as a tool_call line). */
@@ -190,7 +166,7 @@ export class SqlAuditLog implements AuditSink {
   }
 
   /**
-   * Records one event: a settings change is written at once; a tool call joins the next batch (see #schedule), and
+   * Records one event: a settings change is written at once; a tool call joins the next batch (see #writer), and
    * the promise (shared by the batch's lines) settles once it is written.
    */
   recordEvent(event: AuditEvent): Promise<void> {
@@ -223,7 +199,7 @@ export class SqlAuditLog implements AuditSink {
     };
     const batch = this.#batch();
     batch.rows.push(row);
-    this.#schedule();
+    this.#writer.soon();
     return batch.done;
   }
 
