@@ -148,16 +148,18 @@ export async function assertFresh(
 ): Promise<void> {
   const recorded = await context.ledger.getRead(ledgerChat(context), real);
   // Whose reads count: the chat's, or (a call outside any chat) those of the user's calls outside any chat.
-  const inChat = !!context.chatId;
+  const [notRead, lastRead] = context.chatId
+    ? ["this chat has not read it", "this chat last read it"]
+    : ["you have not read it outside a chat", "you last read it outside a chat"];
   if (recorded === undefined) {
     throw new ToolExecutionError(
-      `Refusing to overwrite "${clip(input)}": ${inChat ? "this chat has" : "you have"} not read it${inChat ? "" : " outside a chat"}. Call read_file on "${clip(input)}" first (any view), then retry.`,
+      `Refusing to overwrite "${clip(input)}": ${notRead}. Call read_file on "${clip(input)}" first (any view), then retry.`,
       { path: clip(input), rule: "read_before_write" },
     );
   }
   if (recorded !== currentSha) {
     throw new ToolExecutionError(
-      `Refusing to overwrite "${clip(input)}": it changed since ${inChat ? "this chat" : "you"} last read it${inChat ? "" : " outside a chat"}. Call read_file on "${clip(input)}" again, re-apply your change to the current content, then retry.`,
+      `Refusing to overwrite "${clip(input)}": it changed since ${lastRead}. Call read_file on "${clip(input)}" again, re-apply your change to the current content, then retry.`,
       { path: clip(input), rule: "stale_read" },
     );
   }
