@@ -13,8 +13,7 @@
  *   link is followed as a path (never created through), so a dangling link inside pointing outside is refused.
  * - A refusal is an AccessDeniedError naming the input path and the rule, never what lies outside.
  */
-import { realpathSync } from "node:fs";
-import { stat } from "node:fs/promises";
+import { realpathSync, type Stats, statSync } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { argumentRefusal, clip, NotFoundError, ToolArgumentError, type ToolRefusal } from "./errors.js";
 import { isSpillName, spillIdOfFileName } from "./output-spill.js";
@@ -26,7 +25,15 @@ import {
   pathSystemError,
   spillWriteRefusal,
 } from "./path-refusals.js";
-import { expandPath, ownedRealPath, protectedRootForms, realNow, realpathLoose, rootForms } from "./path-resolve.js";
+import {
+  expandPath,
+  type LooseReal,
+  ownedRealPath,
+  protectedRootForms,
+  realNow,
+  realpathLoose,
+  rootForms,
+} from "./path-resolve.js";
 import { booleanSetting, defaultParametersOf, stringListSetting } from "./settings-declaration.js";
 
 import type { ToolContext, ToolParameterDescriptor } from "./types.js";
@@ -392,17 +399,19 @@ export async function resolveAndValidatePath(
       { argument, rule: "path_too_long", bytes: absoluteBytes, max: MAX_PATH_BYTES },
     );
   }
-  // The policy's roots are resolved synchronously (local configuration, and it never throws); the path itself,
-  // which may lie anywhere, asynchronously.
   const policy = await effectivePathPolicy(context);
-  const { real, exists } = await realpathLoose(absolute, input, 0, argument).catch((error: unknown) => {
+  let resolved: LooseReal;
+  try {
+    resolved = realpathLoose(absolute, input, 0, argument);
+  } catch (error) {
     // A path that cannot be resolved (a link loop, a name too long, no permission on the way) is first judged
     // where it is written: outside the allowed directories it answers access_denied like every other outside path,
     // so its failure says nothing about what lies there.
     const outside = policyRefusal(policy, absolute, absolute);
     if (outside) throw accessDenied(input, outside, argument);
     throw pathSystemError(error, input, argument);
-  });
+  }
+  const { real, exists } = resolved;
   // A reading tool may open the call's own spill files, which the policy refuses (they are Toolhost's data).
   const rule = policyRefusal(policy, absolute, real, exists);
   if (rule && !(options.purpose === "read" && isOwnSpillPath(context, absolute, real))) {
@@ -432,9 +441,12 @@ export async function resolveAndValidatePath(
     );
   }
   if (exists && (kind !== "any" || namesDirectory)) {
-    const info = await stat(real).catch((error: unknown) => {
+    let info: Stats;
+    try {
+      info = statSync(real);
+    } catch (error) {
       throw pathSystemError(error, input, argument);
-    });
+    }
     if (namesDirectory && !info.isDirectory()) {
       throw new ToolArgumentError(
         `Invalid argument "${argument}": "${clip(input)}" ends with "/", which names a directory, but it is a file; drop the trailing "/" to name the file.`,

@@ -4,7 +4,6 @@
  * the configured roots. Used by path-policy.ts; nothing here decides what is allowed.
  */
 import { lstatSync, readlinkSync, realpathSync } from "node:fs";
-import { lstat, readlink, realpath } from "node:fs/promises";
 import { homedir } from "node:os";
 import { basename, dirname, isAbsolute, join, resolve, sep } from "node:path";
 import { clip, ToolArgumentError } from "./errors.js";
@@ -37,51 +36,23 @@ export interface LooseReal {
 /**
  * Resolves `absolute` (already lexically normalized) through symlinks. When it does not exist, the nearest
  * existing ancestor is resolved and the missing tail appended; a dangling link is followed to where it points.
- * Throws ToolArgumentError on a symlink loop.
+ * Throws ToolArgumentError on a symlink loop (naming `argument`), and the system error of anything else that
+ * stops the lookup (no permission on the way, a name too long).
+ *
+ * Synchronous on purpose: a lookup of a local path is a few microseconds of the event loop (the kernel's
+ * dentry cache answers it), where the thread pool's round trip of `fs.promises.realpath` cost tens of
+ * microseconds of CPU on each side, more under load (see docs/filesystem.md, "Synchronous lookups").
  */
-export async function realpathLoose(absolute: string, input: string, hops = 0, argument = "path"): Promise<LooseReal> {
+export function realpathLoose(absolute: string, input: string, hops = 0, argument = "path"): LooseReal {
   if (hops > MAX_LINK_HOPS) throw loopError(input, argument);
   try {
-    return { real: await realpath(absolute), exists: true };
+    return { real: realpathSync.native(absolute), exists: true };
   } catch (error) {
     const code = errnoOf(error);
     if (code === "ELOOP") throw loopError(input, argument);
     if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
   }
   // Something on the way is missing. Is the last component itself a (dangling) link?
-  let isLink = false;
-  try {
-    isLink = (await lstat(absolute)).isSymbolicLink();
-  } catch (error) {
-    const code = errnoOf(error);
-    if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
-  }
-  const parent = dirname(absolute);
-  if (parent === absolute) return { real: absolute, exists: false };
-  const parentReal = await realpathLoose(parent, input, hops, argument);
-  if (isLink) {
-    const target = await readlink(absolute);
-    const next = isAbsolute(target) ? resolve(target) : resolve(parentReal.real, target);
-    const followed = await realpathLoose(next, input, hops + 1, argument);
-    return { real: followed.real, exists: false };
-  }
-  return { real: join(parentReal.real, basename(absolute)), exists: false };
-}
-
-/**
- * {@link realpathLoose} with synchronous calls, for the configured roots (resolved on every call): a handful of
- * lookups of local directories, a few microseconds each on the event loop, where the thread-pool round trip of the
- * asynchronous calls cost ten times their CPU.
- */
-export function realpathLooseSync(absolute: string, input: string, hops = 0): LooseReal {
-  if (hops > MAX_LINK_HOPS) throw loopError(input);
-  try {
-    return { real: realpathSync.native(absolute), exists: true };
-  } catch (error) {
-    const code = errnoOf(error);
-    if (code === "ELOOP") throw loopError(input);
-    if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
-  }
   let isLink = false;
   try {
     isLink = lstatSync(absolute).isSymbolicLink();
@@ -91,11 +62,11 @@ export function realpathLooseSync(absolute: string, input: string, hops = 0): Lo
   }
   const parent = dirname(absolute);
   if (parent === absolute) return { real: absolute, exists: false };
-  const parentReal = realpathLooseSync(parent, input, hops);
+  const parentReal = realpathLoose(parent, input, hops, argument);
   if (isLink) {
     const target = readlinkSync(absolute);
     const next = isAbsolute(target) ? resolve(target) : resolve(parentReal.real, target);
-    return { real: realpathLooseSync(next, input, hops + 1).real, exists: false };
+    return { real: realpathLoose(next, input, hops + 1, argument).real, exists: false };
   }
   return { real: join(parentReal.real, basename(absolute)), exists: false };
 }
@@ -109,7 +80,7 @@ export function loopError(input: string, argument = "path"): ToolArgumentError {
 
 /**
  * Every form under which a configured root may be met: its lexical and its real location. The roots are resolved
- * afresh on every call, synchronously (see {@link realpathLooseSync}).
+ * afresh on every call (see {@link realpathLoose}).
  */
 export function rootForms(entries: readonly string[], base: string): string[] {
   const out = new Set<string>();
@@ -118,7 +89,7 @@ export function rootForms(entries: readonly string[], base: string): string[] {
     const lexical = expandPath(entry.trim(), base);
     out.add(lexical);
     try {
-      out.add(realpathLooseSync(lexical, entry).real);
+      out.add(realpathLoose(lexical, entry).real);
     } catch {
       // an unresolvable root (loop) still counts under its lexical form
     }

@@ -12,6 +12,7 @@
  *
  * Result: { content, path, size, sha256, totalLines, startLine, endLine, truncated } plus `view` when not text.
  */
+import { closeSync } from "node:fs";
 import { argumentRefusal, clip, ToolArgumentError, type ToolRefusal } from "../../core/errors.js";
 import {
   PATH_POLICY_DESCRIPTORS,
@@ -70,12 +71,12 @@ export async function readFileForChat(
     purpose: "read",
   });
   const cap = view === "text" ? TEXT_VIEW_CAP : BYTE_VIEW_CAP;
-  const { handle, info } = await openRegularFile(real, input);
+  const { fd, info } = openRegularFile(real, input);
   let read: Awaited<ReturnType<typeof readAllCapped>>;
   try {
-    read = await readAllCapped(handle, cap, context.signal, info.size);
+    read = await readAllCapped(fd, cap, context.signal, info.size);
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
   if (read.exceeded) {
     throw new ToolArgumentError(

@@ -3,7 +3,7 @@
  * write_file / apply_patch, atomic writes (temp file + rename, mode kept), and the settings descriptors.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { constants, type Stats } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, read, readSync, type Stats } from "node:fs";
 import { chmod, lstat, open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { clip, NotFoundError, ToolArgumentError, ToolExecutionError } from "../../core/errors.js";
@@ -30,11 +30,30 @@ export function ledgerChat(context: ToolContext): string {
   return context.chatId ?? `user:${context.userId}`;
 }
 
-/** Opens a regular file read-only without following a final symlink and without blocking on FIFOs. */
-export async function openRegularFile(real: string, input: string, argument = "path") {
-  let handle: Awaited<ReturnType<typeof open>>;
+/**
+ * Files of at most this many bytes (by fstat) are read with synchronous calls on the event loop; larger ones, and
+ * those whose size stat does not tell (/proc, sysfs: 0), through the thread pool, so one call's large read never
+ * holds the other requests up. A local read of this size takes microseconds; the thread pool's round trips cost
+ * more CPU than the read itself (see docs/filesystem.md, "Synchronous lookups").
+ */
+export const SYNC_READ_MAX_BYTES = 256 * 1024;
+
+/** A regular file opened for reading: its descriptor (close it with closeSync) and what fstat said of it. */
+export interface OpenedFile {
+  fd: number;
+  info: Stats;
+}
+
+/**
+ * Opens a regular file read-only without following a final symlink and without blocking on FIFOs (O_NONBLOCK:
+ * the open returns at once whatever the file is; fstat then refuses anything but a regular file). Synchronous, as
+ * the path lookups before it. Throws NotFoundError, ToolArgumentError (`symlink_race`, `regular_file`) or the
+ * classified system error.
+ */
+export function openRegularFile(real: string, input: string, argument = "path"): OpenedFile {
+  let fd: number;
   try {
-    handle = await open(real, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY);
+    fd = openSync(real, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT") throw new NotFoundError(`No such file: "${clip(input)}".`, { path: clip(input), argument });
@@ -46,9 +65,15 @@ export async function openRegularFile(real: string, input: string, argument = "p
     }
     throw pathSystemError(error, input, argument);
   }
-  const info = await handle.stat();
+  let info: Stats;
+  try {
+    info = fstatSync(fd);
+  } catch (error) {
+    closeSync(fd);
+    throw pathSystemError(error, input, argument);
+  }
   if (!info.isFile()) {
-    await handle.close();
+    closeSync(fd);
     const what = info.isDirectory()
       ? "a directory (use list_directory or glob)"
       : info.isFIFO()
@@ -64,25 +89,29 @@ export async function openRegularFile(real: string, input: string, argument = "p
       path: clip(input),
     });
   }
-  return { handle, info };
+  return { fd, info };
+}
+
+/** fs.read on a descriptor, through the thread pool: resolves with the number of bytes read. */
+function readThroughPool(fd: number, buffer: Buffer, offset: number, length: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    read(fd, buffer, offset, length, null, (error, bytesRead) => (error ? reject(error) : resolve(bytesRead)));
+  });
 }
 
 /**
  * Reads everything a regular file's descriptor yields, up to `cap` bytes, hashing as it goes. The cap bounds the
  * bytes read, not what stat claimed: a file that grows mid-read or under-reports its size stops at cap + 1 bytes
  * with `exceeded: true`. `sizeHint` is the size stat gave: a read that yields exactly that, short of what it asked
- * for, is taken as the end of the file. Throws the signal's reason when aborted.
+ * for, is taken as the end of the file; up to {@link SYNC_READ_MAX_BYTES} it is read synchronously. Throws the
+ * signal's reason when aborted.
  */
-export async function readAllCapped(
-  handle: Awaited<ReturnType<typeof open>>,
-  cap: number,
-  signal?: AbortSignal,
-  sizeHint = 0,
-): Promise<CappedRead> {
+export async function readAllCapped(fd: number, cap: number, signal?: AbortSignal, sizeHint = 0): Promise<CappedRead> {
   const hash = createHash("sha256");
   // Room for the size stat gave and one byte more (to see the file grew); 64 KiB when it gave none (/proc).
   let buffer = Buffer.allocUnsafe(Math.min(sizeHint > 0 ? sizeHint + 1 : 64 * 1024, cap + 1));
   let length = 0;
+  const small = sizeHint > 0 && sizeHint <= SYNC_READ_MAX_BYTES;
   for (;;) {
     if (signal?.aborted) throw signal.reason;
     if (length === buffer.length) {
@@ -91,7 +120,11 @@ export async function readAllCapped(
       buffer = grown;
     }
     const asked = buffer.length - length;
-    const { bytesRead } = await handle.read(buffer, length, asked, null);
+    // A small file is read on the event loop, and so is what it grows by, up to the same limit.
+    const bytesRead =
+      small && length <= SYNC_READ_MAX_BYTES
+        ? readSync(fd, buffer, length, asked, null)
+        : await readThroughPool(fd, buffer, length, asked);
     if (bytesRead === 0) break;
     hash.update(buffer.subarray(length, length + bytesRead));
     length += bytesRead;
@@ -110,9 +143,9 @@ export function sha256(data: Uint8Array | string): string {
 
 /** Reads a whole existing regular file (no cap besides `cap`) for the freshness guard and patching. */
 export async function readWholeFile(real: string, input: string, cap: number, signal?: AbortSignal) {
-  const { handle, info } = await openRegularFile(real, input);
+  const { fd, info } = openRegularFile(real, input);
   try {
-    const read = await readAllCapped(handle, cap, signal, info.size);
+    const read = await readAllCapped(fd, cap, signal, info.size);
     if (read.exceeded) {
       throw new ToolArgumentError(
         `"${clip(input)}" is larger than ${formatBytes(cap)}; it cannot be edited with this tool.`,
@@ -124,7 +157,7 @@ export async function readWholeFile(real: string, input: string, cap: number, si
     }
     return { ...read, info };
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
 }
 
