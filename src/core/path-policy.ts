@@ -354,6 +354,15 @@ export function hasExclusionsWithin(policy: EffectivePathPolicy, rootLexical: st
   return policy.denied.some((d) => isPathInside(d, rootLexical) || isPathInside(d, rootReal));
 }
 
+/** What resolveAndValidatePath resolved: see there. */
+export interface ResolvedPath {
+  absolute: string;
+  real: string;
+  policy: EffectivePathPolicy;
+  /** stat of `real`, when the kind check (a `kind` other than "any", or a trailing "/") made one. */
+  stats?: Stats;
+}
+
 /**
  * Resolves a model-supplied path (absolute, ~-prefixed, or relative to context.workingDirectory, else
  * process.cwd()) and enforces the policy from context.settings.values (allowedPaths, deniedPaths,
@@ -383,7 +392,7 @@ export async function resolveAndValidatePath(
      */
     purpose?: "read" | "write";
   } = {},
-): Promise<{ absolute: string; real: string; policy: EffectivePathPolicy }> {
+): Promise<ResolvedPath> {
   const argument = options.argument ?? "path";
   checkPathArgument(input, argument);
   if (isSpillName(input)) {
@@ -440,8 +449,8 @@ export async function resolveAndValidatePath(
       { argument, rule: "kind", path: clip(input) },
     );
   }
+  let info: Stats | undefined;
   if (exists && (kind !== "any" || namesDirectory)) {
-    let info: Stats;
     try {
       info = statSync(real);
     } catch (error) {
@@ -466,7 +475,7 @@ export async function resolveAndValidatePath(
       );
     }
   }
-  return { absolute, real, policy };
+  return info ? { absolute, real, policy, stats: info } : { absolute, real, policy };
 }
 
 /**

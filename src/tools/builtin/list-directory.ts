@@ -6,7 +6,7 @@
  * `maxEntries` (setting, default 1000) are returned, with `truncated: true` and `totalEntries` when more exist.
  * A symlink is reported as "symlink" and never followed.
  */
-import type { Dirent } from "node:fs";
+import { type Dirent, readdirSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import {
   PATH_POLICY_DESCRIPTORS,
@@ -17,6 +17,7 @@ import {
 } from "../../core/path-policy.js";
 import { defineTool, integerSetting } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
+import { SYNC_READDIR_MAX_BYTES } from "../fs/common.js";
 
 /** Entry kinds reported by list_directory. */
 export type EntryType = "file" | "directory" | "symlink" | "other";
@@ -53,13 +54,17 @@ export interface ListDirectoryResult {
  * Throws what resolveAndValidatePath throws (access_denied, not_found, validation_failed for a file).
  */
 export async function readDirectoryEntries(input: string, context: ToolContext) {
-  const { absolute, real, policy } = await resolveAndValidatePath(input, context, {
+  const { absolute, real, policy, stats } = await resolveAndValidatePath(input, context, {
     mustExist: true,
     kind: "directory",
   });
   // One read of the whole directory (the entries are all kept anyway): an entry-by-entry iteration cost a promise
-  // per entry.
-  const entries: Dirent[] = await readdir(real, { withFileTypes: true });
+  // per entry. A small directory is read on the event loop, like the lookups before it (docs/filesystem.md).
+  const size = stats?.size ?? 0;
+  const entries: Dirent[] =
+    size > 0 && size <= SYNC_READDIR_MAX_BYTES
+      ? readdirSync(real, { withFileTypes: true })
+      : await readdir(real, { withFileTypes: true });
   if (context.signal.aborted) throw context.signal.reason;
   // Containment of the denied paths is decided once for the directory, not per entry (an entry is never followed).
   const excluded = walkExclusion(policy, absolute, real);

@@ -38,6 +38,13 @@ export function ledgerChat(context: ToolContext): string {
  */
 export const SYNC_READ_MAX_BYTES = 256 * 1024;
 
+/**
+ * Directories whose stat size is at most this many bytes are read with readdirSync; larger ones (or a size of 0,
+ * which tells nothing) through the thread pool. A directory's size grows with its entries (about 30 bytes each on
+ * ext4, 20 on tmpfs), so this admits directories of about two to three thousand entries.
+ */
+export const SYNC_READDIR_MAX_BYTES = 64 * 1024;
+
 /** A regular file opened for reading: its descriptor (close it with closeSync) and what fstat said of it. */
 export interface OpenedFile {
   fd: number;
