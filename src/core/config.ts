@@ -185,13 +185,16 @@ function list(env: NodeJS.ProcessEnv, name: string): string[] | undefined {
 function number(
   env: NodeJS.ProcessEnv,
   name: string,
-  check: { integer?: boolean; min: number; exclusive?: boolean; expected: string },
+  check: { integer?: boolean; min: number; max?: number; exclusive?: boolean; expected: string },
 ): number | undefined {
   const raw = text(env, name);
   if (raw === undefined) return undefined;
   const n = Number(raw);
   const ok =
-    Number.isFinite(n) && (!check.integer || Number.isInteger(n)) && (check.exclusive ? n > check.min : n >= check.min);
+    Number.isFinite(n) &&
+    (!check.integer || Number.isInteger(n)) &&
+    (check.exclusive ? n > check.min : n >= check.min) &&
+    (check.max === undefined || n <= check.max);
   if (!ok) throw new ConfigError(name, check.expected, raw);
   return n;
 }
@@ -246,7 +249,9 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): ToolhostConfig
     ripgrepPath: text(env, V.ripgrepPath),
     traceContent: flag(env, V.traceContent),
     logLevel: text(env, V.logLevel) ?? "warn",
-    port: text(env, V.port) ?? "8787",
+    port: String(
+      number(env, V.port, { integer: true, min: 0, max: 65535, expected: "a port number from 0 to 65535" }) ?? 8787,
+    ),
     host: text(env, V.host) ?? "127.0.0.1",
     spillTtlMs: ttlDays === undefined ? undefined : ttlDays * DAY_MS,
     spillQuotaBytes: quotaMb === undefined ? undefined : quotaMb * MIB,

@@ -13,7 +13,7 @@
  *   link is followed as a path (never created through), so a dangling link inside pointing outside is refused.
  * - A refusal is an AccessDeniedError naming the input path and the rule, never what lies outside.
  */
-import { realpathSync, type Stats, statSync } from "node:fs";
+import { existsSync, realpathSync, type Stats, statSync } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { argumentRefusal, clip, NotFoundError, ToolArgumentError, type ToolRefusal } from "./errors.js";
 import { isSpillName, spillIdOfFileName } from "./output-spill.js";
@@ -272,7 +272,7 @@ export async function effectivePathPolicy(context: ToolContext): Promise<Effecti
         ? [base]
         : rootForms(noWorkingDirectory ? [] : [base], base);
   const denied = rootForms(deniedList, base);
-  const protectedForms = protectedRootForms(context.protectedPaths ?? [], base);
+  const protectedForms = [...protectedRootForms(context.protectedPaths ?? [], base), ...OWN_PROCESS_ROOTS];
   return {
     restrict: restrict || noWorkingDirectory,
     allowed,
@@ -312,9 +312,23 @@ export function policyRefusal(
     if (policy.workingDirectoryMoved) return "workingDirectoryMoved";
     return policy.explicitRoots ? "allowedPaths" : "workingDirectory";
   }
-  if (inside(policy.protected)) return "protected";
+  if (inside(policy.protected) || isOwnProcessEntry(lexical) || isOwnProcessEntry(real)) return "protected";
   if (inside(policy.denied)) return "deniedPaths";
   return null;
+}
+
+/** This process's directory under /proc: protected, so walks of /proc skip it (see isOwnProcessEntry). */
+const OWN_PROCESS_ROOTS: readonly string[] = process.platform === "linux" ? [`/proc/${process.pid}`] : [];
+
+/**
+ * True for this process's own entries under /proc (`self`, `thread-self`, its pid, or the id of any of its threads):
+ * its environment holds the provider keys and the database URL, which no tool may read, whatever its settings.
+ */
+function isOwnProcessEntry(path: string): boolean {
+  if (!path.startsWith("/proc/") || process.platform !== "linux") return false;
+  const id = path.slice(6).split("/", 1)[0] ?? "";
+  if (id === "self" || id === "thread-self" || id === String(process.pid)) return true;
+  return /^\d+$/.test(id) && existsSync(`/proc/self/task/${id}`);
 }
 
 /** True when a walked entry must be left out: covered by deniedPaths or a protected path. */

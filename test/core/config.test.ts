@@ -36,6 +36,7 @@ describe("readConfig", () => {
       TOOLHOST_OTEL_CAPTURE_CONTENT: "TRUE",
       TOOLHOST_SPILL_TTL_DAYS: "2",
       TOOLHOST_SPILL_QUOTA_MB: "3",
+      TOOLHOST_PORT: " 0 ",
     });
     expect(config).toMatchObject({
       dataDir: "/srv/th",
@@ -48,6 +49,7 @@ describe("readConfig", () => {
       traceContent: true,
       spillTtlMs: 2 * 24 * 60 * 60 * 1000,
       spillQuotaBytes: 3 * 1024 * 1024,
+      port: "0",
     });
     expect([...config.adminUsers]).toEqual(["ana", "bo"]);
     // Set but empty: no admins at all (a deliberate choice doctor warns about), unlike unset.
@@ -61,6 +63,9 @@ describe("readConfig", () => {
     ["TOOLHOST_APPROVAL_TIMEOUT_SECONDS", "-1", /TOOLHOST_APPROVAL_TIMEOUT_SECONDS must be positive seconds/],
     ["TOOLHOST_APPROVAL_STALE_MS", "soon", /TOOLHOST_APPROVAL_STALE_MS must be milliseconds/],
     ["TOOLHOST_SPILL_QUOTA_MB", "Infinity", /TOOLHOST_SPILL_QUOTA_MB must be a positive number of MiB/],
+    ["TOOLHOST_PORT", "abc", /TOOLHOST_PORT must be a port number from 0 to 65535; got "abc"/],
+    ["TOOLHOST_PORT", "99999", /TOOLHOST_PORT must be a port number from 0 to 65535/],
+    ["TOOLHOST_PORT", "1.5", /TOOLHOST_PORT must be a port number from 0 to 65535/],
   ])("a malformed %s=%s is a ConfigError naming it, never a silent default", (name, value, message) => {
     let error: unknown;
     try {

@@ -146,6 +146,32 @@ describe("executeTool", () => {
     expect(reason).toBeInstanceOf(ToolTimeoutError);
   });
 
+  it("a timeout names timeoutSeconds as the way out only to a tool that has that setting", async () => {
+    const hang = () => new Promise((resolve) => setTimeout(resolve, 5_000).unref());
+    const { registry, runtime } = setup();
+    registry.register(echoTool({ timeoutMs: () => 20, execute: hang }));
+    registry.register(
+      echoTool(
+        { definition: { ...echoTool().definition, name: "slow" }, timeoutMs: () => 20, execute: hang },
+        {
+          defaultParameters: {},
+          parameterDescriptors: [
+            { name: "timeoutSeconds", type: "integer", description: "budget", min: 1, max: 60, default: 30 },
+          ],
+        },
+      ),
+    );
+    const fixed = await runtime.executeTool("echo", { text: "x" }, { userId: "u" });
+    expect(fixed).toMatchObject({ ok: false, error: { code: "timeout" } });
+    if (!fixed.ok) {
+      expect(fixed.error.message).not.toMatch(/timeoutSeconds/);
+      expect(fixed.error.message).toMatch(/Narrow the request/);
+    }
+    const settable = await runtime.executeTool("slow", { text: "x" }, { userId: "u" });
+    expect(settable).toMatchObject({ ok: false, error: { code: "timeout" } });
+    if (!settable.ok) expect(settable.error.message).toMatch(/raise timeoutSeconds in the tool settings/);
+  });
+
   it("reports a parent abort as aborted, never as a timeout", async () => {
     const { registry, runtime } = setup();
     registry.register(echoTool({ execute: () => new Promise((resolve) => setTimeout(resolve, 5_000).unref()) }));

@@ -3,12 +3,12 @@
  * path-validation tests (modelcontextprotocol/servers, src/filesystem/__tests__/path-validation.test.ts), then
  * resolveAndValidatePath is exercised on real trees with real symlinks.
  */
-import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isPathWithinRoots, resolveAndValidatePath, toResultPath } from "../../src/core/path-policy.js";
-import { makeContext, tempDir } from "./helpers.js";
+import { fsRuntime, makeContext, tempDir } from "./helpers.js";
 
 type Row = [path: unknown, roots: unknown, expected: boolean, why: string];
 const P = "/home/user/project";
@@ -303,5 +303,50 @@ describe("a bound working directory swapped for a symbolic link", () => {
     await expect(resolveAndValidatePath("missing/b.txt", context)).resolves.toMatchObject({
       real: join(proj, "missing", "b.txt"),
     });
+  });
+});
+
+// The server's own process under /proc: its environment holds provider keys and the database URL, which the shell
+// tools never pass on. No setting opens it, as no setting opens the data directory; other processes stay as open as
+// any other path the server's user can read.
+describe.runIf(process.platform === "linux")("the server's own /proc entries are Toolhost itself", () => {
+  const thread = () => readdirSync("/proc/self/task").find((t) => t !== String(process.pid));
+  const own = () => [
+    "/proc/self/environ",
+    `/proc/${process.pid}/environ`,
+    "/proc/thread-self/environ",
+    `/proc/self/task/${process.pid}/environ`,
+    ...(thread() ? [`/proc/${thread()}/environ`] : []),
+  ];
+
+  it("read_file refuses them with restrictPaths off, as deniedPaths would, and names no secret", async () => {
+    const { call } = fsRuntime(null);
+    for (const path of own()) {
+      const outcome = await call("read_file", { path, view: "base64" }, { restrictPaths: false });
+      expect(outcome, path).toMatchObject({
+        ok: false,
+        error: { code: "access_denied", details: { rule: "deniedPaths" } },
+      });
+    }
+    const listing = await call("list_directory", { path: "/proc/self" }, { restrictPaths: false });
+    expect(listing).toMatchObject({ ok: false, error: { code: "access_denied" } });
+  });
+
+  it("allowedPaths covering /proc does not open them either", async () => {
+    for (const path of own())
+      await expect(
+        resolveAndValidatePath(path, makeContext({ parameters: { allowedPaths: ["/proc"] } })),
+        path,
+      ).rejects.toMatchObject({ code: "access_denied" });
+  });
+
+  it("another process's entries and /proc itself stay readable with restrictPaths off", async () => {
+    const { call } = fsRuntime(null);
+    expect(await call("read_file", { path: "/proc/version" }, { restrictPaths: false })).toMatchObject({ ok: true });
+    const listing = await call("list_directory", { path: "/proc" }, { restrictPaths: false });
+    const names = listing.ok ? (listing.result as { entries: { name: string }[] }).entries.map((e) => e.name) : [];
+    expect(names).toContain("1");
+    expect(names, "a walk of /proc skips the server's own entry").not.toContain(String(process.pid));
+    expect(await call("read_file", { path: "/proc/1/comm" }, { restrictPaths: false })).toMatchObject({ ok: true });
   });
 });

@@ -81,9 +81,11 @@ export async function runStage(env: RunEnvironment, request: RunRequest, trackin
   env.running.add(cancel);
   const backstopMs = tool.managesOwnTimeout ? budget + OWN_TIMEOUT_GRACE_MS : budget;
   const timer = setTimeout(() => {
+    // Only a tool that declares timeoutSeconds has a budget a user can raise; the others' budget is fixed.
+    const settable = tool.settings.parameterDescriptors.some((p) => p.name === "timeoutSeconds");
     cancel.abort(
       new ToolTimeoutError(
-        `Tool "${name}" did not finish within its ${Math.round(budget / 1000)}s budget and was cancelled. Narrow the request, or raise timeoutSeconds in the tool settings.`,
+        `Tool "${name}" did not finish within its ${Math.round(budget / 1000)}s budget and was cancelled. Narrow the request${settable ? ", or raise timeoutSeconds in the tool settings" : " (this tool's budget is fixed)"}.`,
         { tool: name, budgetMs: budget },
       ),
     );
