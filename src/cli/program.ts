@@ -69,7 +69,15 @@ export async function buildProgram(only?: CommandName | ""): Promise<Command> {
           throw new CliError(`--port must be 0–65535, got "${opts.port}".`);
         const { startServer } = await import("../server/serve.js");
         const ctx = await createAppContext();
-        const server = await startServer(ctx, { port, host: opts.host ?? config.host });
+        const host = opts.host ?? config.host;
+        const server = await startServer(ctx, { port, host }).catch(async (error: unknown) => {
+          await ctx.close();
+          throw listenError(error, {
+            host,
+            port,
+            hostFrom: opts.host !== undefined ? "--host" : "TOOLHOST_HOST",
+          });
+        });
         // SIGTERM or Ctrl-C: stop accepting, cancel running chats and tools, wait (bounded) for their audit lines and
         // stored steps, close the database, exit 0. A second signal exits at once.
         onStopSignals(() => {
@@ -272,4 +280,32 @@ export async function buildProgram(only?: CommandName | ""): Promise<Command> {
   }
 
   return program;
+}
+
+/**
+ * What `serve` says when it cannot listen: which option or variable to change, instead of the bare system error
+ * (`getaddrinfo ENOTFOUND`, `listen EADDRINUSE`). Anything else is returned as it is. Exit code 1: the usage was
+ * well-formed, the machine refused it.
+ */
+function listenError(error: unknown, where: { host: string; port: number; hostFrom: string }): unknown {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (code === "EADDRINUSE") {
+    return new CliError(
+      `Port ${where.port} on ${where.host} is already in use. Stop what holds it, or pick another port with --port (or TOOLHOST_PORT; 0 picks a free one).`,
+      1,
+    );
+  }
+  if (code === "EACCES") {
+    return new CliError(
+      `Not allowed to listen on port ${where.port} (ports below 1024 need privileges). Pick another port with --port (or TOOLHOST_PORT).`,
+      1,
+    );
+  }
+  if (code === "ENOTFOUND" || code === "EAI_AGAIN" || code === "EADDRNOTAVAIL" || code === "EINVAL") {
+    return new CliError(
+      `Cannot listen on host "${where.host}" (${where.hostFrom}): ${code === "EADDRNOTAVAIL" ? "no interface of this machine has that address" : "it is not an address or name this machine can resolve"}. Use an address of this machine, such as 127.0.0.1 (the default) or 0.0.0.0 for every interface.`,
+      1,
+    );
+  }
+  return error;
 }

@@ -1,5 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
+import { type AddressInfo, createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -207,5 +208,28 @@ describe("toolhost CLI: the process and its stdout", () => {
     );
     expect(direct.stderr).toContain("status=0");
     expect(direct.stderr).not.toContain("EPIPE");
+  });
+});
+
+describe("serve says which option to change when it cannot listen", () => {
+  it("names --host or TOOLHOST_HOST for an address it cannot bind, and --port for a port in use", async () => {
+    const env = { TOOLHOST_DATA_DIR: tempDir("toolhost-serve-listen-") };
+    const badHost = await runCliInProcess(["serve", "--port", "0", "--host", "999.1.1.1"], env);
+    expect(badHost.code).toBe(1);
+    expect(badHost.stderr).toMatch(/Cannot listen on host "999\.1\.1\.1" \(--host\)/);
+    expect(badHost.stderr).not.toMatch(/getaddrinfo/);
+    const fromEnv = await runCliInProcess(["serve", "--port", "0"], { ...env, TOOLHOST_HOST: "999.1.1.1" });
+    expect(fromEnv.code).toBe(1);
+    expect(fromEnv.stderr).toMatch(/\(TOOLHOST_HOST\)/);
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
+    try {
+      const port = (holder.address() as AddressInfo).port;
+      const taken = await runCliInProcess(["serve", "--port", String(port)], env);
+      expect(taken.code).toBe(1);
+      expect(taken.stderr).toMatch(new RegExp(`Port ${port} on 127\\.0\\.0\\.1 is already in use.*--port`));
+    } finally {
+      holder.close();
+    }
   });
 });

@@ -246,4 +246,16 @@ describe("moves and all-or-nothing refusals", () => {
     expect(existsSync(join(proj, "new1.txt"))).toBe(false);
     expect(get("c.txt")).toBe("c\n");
   });
+
+  it("a patch adding one file twice names it once among the files not created", async () => {
+    const err = await patch(
+      ["*** Begin Patch", "*** Add File: twice.txt", "+a", "*** Add File: twice.txt", "+b", "*** End Patch"].join(
+        "\n",
+      ),
+    ).catch((e) => e);
+    expect(err.message).toMatch(/Nothing was written/);
+    expect(err.message.match(/"twice\.txt"/g)?.length ?? 0).toBeLessThanOrEqual(2);
+    expect(err.message).toMatch(/and "twice\.txt" was not created\./);
+    expect(existsSync(join(proj, "twice.txt"))).toBe(false);
+  });
 });

@@ -355,7 +355,8 @@ export function nothingWritten<E>(error: E, ops: FileOp[] | undefined): E {
     error.code === "timeout"
   )
     return error;
-  const added = (ops ?? []).filter((op) => op.kind === "add").map((op) => `"${clip(op.path)}"`);
+  // Each file once, though the patch may add the same path twice (the refusal it gets may be just that).
+  const added = [...new Set((ops ?? []).filter((op) => op.kind === "add").map((op) => `"${clip(op.path)}"`))];
   const note = ` Nothing was written: the patch is all or nothing, so no file was changed, moved or deleted${
     added.length > 0 ? `, and ${added.join(", ")} ${added.length === 1 ? "was" : "were"} not created` : ""
   }. Fix the problem and send the whole patch again.`;
