@@ -249,9 +249,7 @@ describe("moves and all-or-nothing refusals", () => {
 
   it("a patch adding one file twice names it once among the files not created", async () => {
     const err = await patch(
-      ["*** Begin Patch", "*** Add File: twice.txt", "+a", "*** Add File: twice.txt", "+b", "*** End Patch"].join(
-        "\n",
-      ),
+      ["*** Begin Patch", "*** Add File: twice.txt", "+a", "*** Add File: twice.txt", "+b", "*** End Patch"].join("\n"),
     ).catch((e) => e);
     expect(err.message).toMatch(/Nothing was written/);
     expect(err.message.match(/"twice\.txt"/g)?.length ?? 0).toBeLessThanOrEqual(2);
