@@ -16,7 +16,7 @@ import { CallToolContext, type LazyAbort } from "./execution/call-context.js";
 import { capLimitsOf, capStage } from "./execution/cap.js";
 import { type CheckedCall, checkCall, EffectiveSettingsCache, type RefusedCall } from "./execution/check.js";
 import { observeCall } from "./execution/observe.js";
-import { type RunEnvironment, type RunTracking, runStage } from "./execution/run.js";
+import { type RunEnvironment, type RunTracking, runStage, withResultJson } from "./execution/run.js";
 import type { EnabledToolRuntime, InspectedCall, ToolCallContext, ToolCallOutcome } from "./execution/types.js";
 import { SpillArea } from "./output-spill.js";
 import { installationPaths } from "./package-root.js";
@@ -232,7 +232,9 @@ export class ToolRuntime {
             chatId: call.chatId ?? null,
             readers: () => this.#spillReaders(call.userId),
           });
-          return { ok: true, result, durationMs: Math.round(performance.now() - clock.started) };
+          const done = { ok: true as const, result, durationMs: Math.round(performance.now() - clock.started) };
+          // An uncut result keeps the JSON text the run stage made (resultJsonText): a surface need not make it again.
+          return result === ran.value ? withResultJson(done, ran.json) : done;
         } catch (thrown) {
           return this.#failed(name, thrown, clock.started);
         }

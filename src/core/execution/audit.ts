@@ -80,9 +80,13 @@ const guardedWrites = new WeakMap<Promise<void>, Promise<void>>();
  */
 export function recordCall(sink: AuditSink, logger: Logger, record: CallRecord): Promise<void> {
   const entries = record.toolEntries ?? [];
+  // The handler keeps only the tool's name: a batching sink holds it until its write is done (20 ms or more), and
+  // holding the record would keep the call's whole result alive that long, long enough to survive into the old
+  // generation (most of a read_file call's GC time went there).
+  const tool = record.name;
   const failed = (error: unknown) => {
     // Logged once per failed write: the lines of a batch share it (`tool` names the first).
-    logger.error({ tool: record.name, err: String(error) }, "recording tool calls in the audit log failed");
+    logger.error({ tool, err: String(error) }, "recording tool calls in the audit log failed");
   };
   try {
     if (entries.length === 0 && sink.recordEvent) {

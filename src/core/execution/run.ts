@@ -33,6 +33,8 @@ export interface RunTracking {
 export interface RunResult {
   value: unknown;
   bytes: number;
+  /** The JSON text of `value` when it is 4 KiB or more (for {@link withResultJson}); undefined otherwise. */
+  json: string | undefined;
   /** Full outputs the tool streamed, by field (undefined: it opened none). */
   streams: Map<string, SpillStream> | undefined;
 }
@@ -127,7 +129,7 @@ export async function runStage(env: RunEnvironment, request: RunRequest, trackin
       );
     });
     const serialized = toSerializable(name, result);
-    return { value: serialized.value, bytes: serialized.bytes, streams };
+    return { value: serialized.value, bytes: serialized.bytes, json: serialized.json, streams };
   } catch (error) {
     if (streams) for (const stream of streams.values()) await stream.discard();
     // A tool that throws after the signal fired (e.g. its fetch rejected with AbortError) is reported by the
@@ -143,26 +145,34 @@ export async function runStage(env: RunEnvironment, request: RunRequest, trackin
   }
 }
 
-/**
- * The JSON text of each result object the run stage returned (JSON data, never changed after: a tool must not change
- * a result it returned, which is kept as it is when it is JSON data already).
- */
-const jsonTexts = new WeakMap<object, string>();
+/** The hidden field of an outcome that carries its result's JSON text (see {@link withResultJson}). */
+const RESULT_JSON = Symbol("toolhost.resultJson");
 
 /**
- * `JSON.stringify(result)` of a large result executeTool returned uncut (4 KiB of JSON or more), without serializing
- * it again (the run stage already did); undefined for any other value (serialize it yourself).
+ * `outcome` carrying `json`, the JSON text of its result, in a field of its own that is not enumerable (so neither
+ * JSON.stringify nor a spread of the outcome sees it). The text dies with the outcome. Kept on the outcome rather
+ * than in a WeakMap keyed by the result: every entry of a WeakMap costs each young-generation GC an ephemeron to
+ * process, which for large results was most of a read_file call's GC time.
  */
-export function resultJsonText(result: unknown): string | undefined {
-  return typeof result === "object" && result !== null ? jsonTexts.get(result) : undefined;
+export function withResultJson<T extends object>(outcome: T, json: string | undefined): T {
+  if (json !== undefined) Object.defineProperty(outcome, RESULT_JSON, { value: json });
+  return outcome;
+}
+
+/**
+ * `JSON.stringify(outcome.result)` of a large result executeTool returned uncut (4 KiB of JSON or more), without
+ * serializing it again (the run stage already did); undefined for any other outcome (serialize it yourself).
+ */
+export function resultJsonText(outcome: object): string | undefined {
+  return (outcome as { [RESULT_JSON]?: string })[RESULT_JSON];
 }
 
 /**
  * A tool's result as JSON data (its JSON round trip: undefined becomes null, class instances plain objects) and
  * the UTF-8 size of its JSON, from one serialization. Throws ToolExecutionError when the value cannot be serialized.
  */
-function toSerializable(tool: string, value: unknown): { value: unknown; bytes: number } {
-  if (value === undefined) return { value: null, bytes: 4 };
+function toSerializable(tool: string, value: unknown): { value: unknown; bytes: number; json: string | undefined } {
+  if (value === undefined) return { value: null, bytes: 4, json: undefined };
   try {
     const json = JSON.stringify(value);
     // A result that is JSON data already (every built-in's) is its own round trip: parsing it again would only
@@ -170,8 +180,7 @@ function toSerializable(tool: string, value: unknown): { value: unknown; bytes: 
     const parsed: unknown = isJsonData(value, { left: MAX_JSON_DATA_NODES }) ? value : JSON.parse(json);
     const bytes = Buffer.byteLength(json, "utf8");
     // Kept for results worth not serializing twice; a small one is cheaper to serialize again than to remember.
-    if (bytes >= KEEP_JSON_TEXT_BYTES && typeof parsed === "object" && parsed !== null) jsonTexts.set(parsed, json);
-    return { value: parsed, bytes };
+    return { value: parsed, bytes, json: bytes >= KEEP_JSON_TEXT_BYTES ? json : undefined };
   } catch (error) {
     throw new ToolExecutionError(
       `Tool "${tool}" returned a value that is not JSON-serializable: ${(error as Error).message}`,
@@ -179,7 +188,7 @@ function toSerializable(tool: string, value: unknown): { value: unknown; bytes: 
   }
 }
 
-/** Results of at least this many bytes of JSON keep their JSON text for {@link resultJsonText}. */
+/** Results of at least this many bytes of JSON keep their JSON text (see {@link withResultJson}). */
 const KEEP_JSON_TEXT_BYTES = 4096;
 
 /** How many values {@link isJsonData} looks at before it gives up (the result is then parsed from its JSON). */

@@ -343,7 +343,7 @@ export function createMcpServer(options: McpSessionOptions): Server {
         content: [
           {
             type: "text",
-            text: typeof result === "string" ? result : (resultJsonText(result) ?? JSON.stringify(result)),
+            text: typeof result === "string" ? result : (resultJsonText(outcome) ?? JSON.stringify(result)),
           },
         ],
         ...(structured ? { structuredContent: result as Record<string, unknown> } : {}),
