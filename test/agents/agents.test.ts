@@ -586,7 +586,13 @@ describe("runs cut short at their wall time are never reported completed", () =>
         await sleep(10);
       }
       await vi.advanceTimersByTimeAsync(999);
-      await sleep(50);
+      // No wait to prove the limit has not fired: when it fires, it aborts the child's loop at once (stopRun), and
+      // with it the signal of the model request the child waits in.
+      const waiting = model.requests.filter((r) => r.messages.some((m) => m.role === "user" && m.content === "slow"));
+      expect(
+        waiting.map((r) => r.signal?.aborted),
+        "stopped before its time limit",
+      ).toEqual([false]);
       const early = await ctx.agents.list("slow", { chatId: chat.id });
       expect(
         early.map((a) => a.status),

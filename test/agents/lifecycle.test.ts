@@ -266,7 +266,13 @@ describe("a parent's time limit", () => {
         await sleep(10);
       }
       await vi.advanceTimersByTimeAsync(999);
-      await sleep(50);
+      // No wait to prove the limit has not fired: when it fires, it aborts A's loop at once (stopRun), and with it
+      // the signal of the model request A waits in (and, cancelling B, B's).
+      const waiting = (task: string) =>
+        (model.requests as { messages: { content?: string }[]; signal?: AbortSignal }[])
+          .filter((r) => r.messages[0]?.content === task)
+          .at(-1)?.signal?.aborted;
+      expect([waiting("A"), waiting("B")], "stopped before the time limit").toEqual([false, false]);
       const early = await ctx.agents.list("dave", { chatId: run.chat.id });
       expect(
         early.map((x) => x.status),

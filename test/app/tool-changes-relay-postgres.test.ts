@@ -9,11 +9,11 @@ import { type AppContext, createAppContext } from "../../src/app/context.js";
 import { freshStore, HAVE_POSTGRES, type TestStore } from "../helpers/stores.js";
 import { until } from "../helpers/until.js";
 
-/** How many tools_changed signals the shared database holds. */
-async function toolsChangedSignals(ctx: AppContext): Promise<number> {
-  const { rows } = await sql<{ n: string }>`select count(*) as n from signals where kind = 'tools_changed'`.execute(
-    ctx.database.db,
-  );
+/** How many tools_changed signals (for `target`, or all) the shared database holds. */
+async function toolsChangedSignals(ctx: AppContext, target?: string): Promise<number> {
+  const { rows } = await sql<{ n: string }>`select count(*) as n from signals where kind = 'tools_changed'${
+    target === undefined ? sql`` : sql` and target = ${target}`
+  }`.execute(ctx.database.db);
   return Number(rows[0]!.n);
 }
 
@@ -33,15 +33,21 @@ describe.skipIf(!HAVE_POSTGRES)("tool-list changes relayed between instances", (
   it("a settings write is heard as a remote change once per relaying context, and no signal echoes", async () => {
     const heard: string[] = [];
     const off = a.runtime.registry.changes.subscribe((user, origin) => {
-      if (origin === "remote" && user === "relay-user") heard.push(user);
+      if (origin === "remote" && (user === "relay-user" || user === "relay-marker")) heard.push(user);
     });
     try {
-      const before = await toolsChangedSignals(a);
+      const before = await toolsChangedSignals(a, "relay-user");
       await a.settings.update("relay-user", "grep", { parameters: { maxResults: 7 } });
-      await until(() => heard.length > 0, "the change relayed by the other context", { timeoutMs: 5_000 });
-      // Give an echo time to show: at least a few rounds of the 50 ms coalescing and the 250 ms poll.
-      await new Promise((r) => setTimeout(r, 1_500));
-      const published = (await toolsChangedSignals(a)) - before;
+      await until(() => heard.includes("relay-user"), "the change relayed by the other context", { timeoutMs: 5_000 });
+      // A marker through the same channel instead of a wait: a local change made now goes through each relay's
+      // 50 ms coalescing after any echo of the remote change just heard (a relay that passed it on would hold it
+      // first in the same batch, or have published it already), so once the other context has heard the
+      // marker, an echo would be among the signals counted below.
+      await a.settings.update("relay-marker", "grep", { parameters: { maxResults: 8 } });
+      await until(() => heard.includes("relay-marker"), "the marker relayed by the other context", {
+        timeoutMs: 5_000,
+      });
+      const published = (await toolsChangedSignals(a, "relay-user")) - before;
       // One signal per context that saw the local change (both share the registry), none more.
       expect(published).toBeGreaterThanOrEqual(1);
       expect(published).toBeLessThanOrEqual(2);

@@ -195,10 +195,17 @@ describe("npm pack, installed into an empty project", () => {
         if (found) pending.push(found);
       }
     }
+    // One `cp -al` per destination folder (node_modules, node_modules/@scope), as for the seed above: a process per
+    // package cost ~90 starts of cp, each a fork of this (large) worker.
+    const byFolder = new Map<string, string[]>();
     for (const key of closure) {
       if (key.split("node_modules/").length !== 2 || existsSync(join(project, key))) continue;
-      mkdirSync(dirname(join(project, key)), { recursive: true });
-      execFileSync("cp", ["-al", join(repo, key), join(project, key)]);
+      const folder = dirname(join(project, key));
+      byFolder.set(folder, [...(byFolder.get(folder) ?? []), join(repo, key)]);
+    }
+    for (const [folder, sources] of byFolder) {
+      mkdirSync(folder, { recursive: true });
+      execFileSync("cp", ["-al", ...sources, `${folder}/`]);
     }
     const work = join(project, "work");
     mkdirSync(work, { recursive: true });
