@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { type AppContext, createAppContext } from "../../src/app/context.js";
 import { recordingLogger } from "../helpers/runtime.js";
 import { tempDir } from "../helpers/temp.js";
+import { until } from "../helpers/until.js";
 
 /** Major version of the running Node (AI SDK 7 and the current Agents SDK need 22 or later). */
 export const NODE_MAJOR = Number(process.versions.node.split(".")[0]);
@@ -38,14 +39,9 @@ export async function askBeforeWrites(ctx: AppContext, userId: string): Promise<
   await ctx.settings.update(userId, "write_file", { parameters: { approval: "ask" } });
 }
 
-/** Waits until `check` holds (polling every 20 ms), failing after `ms`. */
+/** Waits until `check` holds (the shared until(), polling every 20 ms), failing after `ms`. */
 export async function eventually(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
-  const end = Date.now() + ms;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  await until(check, what, { timeoutMs: ms, intervalMs: 20 });
 }
 
 /** Whether a process exists. */

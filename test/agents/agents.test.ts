@@ -804,8 +804,7 @@ describe.concurrent("cancellation follows the tree", () => {
     expect(alive(pid)).toBe(true);
 
     controller.abort();
-    const deadline = Date.now() + 2_000;
-    while (alive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await until(() => !alive(pid), "the sub-agent's process to be gone", { timeoutMs: 2_000, intervalMs: 20 });
     expect(alive(pid)).toBe(false);
 
     const events = await turn;

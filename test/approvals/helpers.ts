@@ -3,6 +3,7 @@
  * directory that survives restarts, and an incremental SSE reader (read up to an event, act, read on).
  */
 import { type CliProcess, startCli } from "../e2e/chat-process.js";
+import { until } from "../helpers/until.js";
 
 /** One Server-Sent Event with its JSON data. */
 export interface SseEvent {
@@ -128,11 +129,7 @@ export async function startServerProcess(
   };
 }
 
-/** Polls `read` until it returns something truthy (no fixed sleeps: 25 ms between polls). */
+/** Polls `read` until it returns something truthy (the shared until(), 25 ms between polls; 25 s at most). */
 export async function eventually<T>(read: () => Promise<T | undefined | null | false>): Promise<T> {
-  for (;;) {
-    const value = await read();
-    if (value) return value;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+  return (await until(read, "a truthy value", { intervalMs: 25, timeoutMs: 25_000 })) as T;
 }

@@ -22,6 +22,7 @@ import { DataSourceCatalog } from "../../src/tools/data/sources.js";
 import { freshMariadbDatabase, mariadbSkipReason } from "../helpers/mariadb.js";
 import { findPgBin, freshPostgresDatabase } from "../helpers/postgres.js";
 import { recordingLogger } from "../helpers/runtime.js";
+import { until } from "../helpers/until.js";
 import { tempDir } from "../shell/helpers.js";
 
 const ROWS = 100_000;
@@ -241,13 +242,9 @@ async function sqliteFixture(dir: string): Promise<Fixture> {
 const pgSkip = findPgBin() ? undefined : "PostgreSQL is not installed";
 const mariadbSkip = mariadbSkipReason();
 
-/** Resolves once `check` holds; fails after 5 s. */
+/** Resolves once `check` holds (the shared until()); fails after 5 s. */
 async function waitFor(check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error("condition not reached within 5 s");
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await until(check, "the condition", { timeoutMs: 5_000, intervalMs: 20 });
 }
 
 const cases: { name: string; skip: string | undefined; make: (dir: string) => Promise<Fixture> }[] = [
@@ -442,12 +439,12 @@ for (const { name, skip, make } of cases) {
       expect(outcome.ok ? "ran" : outcome.error.code).toBe("timeout");
       if (fixture.running) {
         // Gone at once, or within the second the server-side statement limit allows (a busy machine).
-        const deadline = Date.now() + 2_000;
-        let left = await fixture.running("marker_sleep");
-        while (left > 0 && Date.now() < deadline) {
-          await new Promise((r) => setTimeout(r, 25));
-          left = await fixture.running("marker_sleep");
-        }
+        const running = fixture.running;
+        const left = await until(() => running("marker_sleep"), "no marker_sleep statement left on the server", {
+          accept: (count) => count === 0,
+          timeoutMs: 2_000,
+          intervalMs: 25,
+        });
         expect(left).toBe(0);
       }
       // The source still answers afterwards (SQLite: from a new worker process, the old one was killed).

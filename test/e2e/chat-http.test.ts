@@ -11,6 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { ProviderName } from "../../src/providers/types.js";
 import { type FakeProvider, type FakeRequest, type FakeTurn, startFakeProvider } from "../fakes/provider-server.js";
 import { runCliInProcess } from "../helpers/cli.js";
+import { until } from "../helpers/until.js";
 import { assertBuilt, type CliProcess, cleanEnv, startCli } from "./chat-process.js";
 import { makeProject, SECRET_FILE, SECRET_LINE, scenarioScript } from "./chat-scenario.js";
 
@@ -329,7 +330,10 @@ describe("chat API rules", () => {
     const controller = new AbortController();
     const response = await send(main, chat.id, "Run the long job.", controller.signal);
     await readSse(response, (e) => e.event === "tool_call_completed");
-    while (!existsSync(join(dir, "started.marker"))) await new Promise((resolve) => setTimeout(resolve, 25));
+    await until(() => existsSync(join(dir, "started.marker")), "the long job to start", {
+      timeoutMs: 25_000,
+      intervalMs: 25,
+    });
     controller.abort();
     // The shell tool records its outcome in the audit log once its process group is gone.
     let entry: any;

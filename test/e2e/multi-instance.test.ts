@@ -23,6 +23,7 @@ import {
 import { freshPostgresDatabase } from "../helpers/postgres.js";
 import { killAll, sleeping } from "../helpers/processes.js";
 import { tempDir } from "../helpers/temp.js";
+import { until } from "../helpers/until.js";
 import { assertBuilt, type CliProcess, cleanEnv, startCli } from "./chat-process.js";
 
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
@@ -40,12 +41,9 @@ const tokens: Record<string, string> = {};
 
 const uniqueMarker = () => `${300 + Math.floor(Math.random() * 100)}.${process.pid}${Math.floor(Math.random() * 1e6)}`;
 
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 60_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+/** The shared polling helper with this file's patience (the instances run real processes on a busy machine). */
+async function waitUntil(what: string, check: () => boolean | Promise<boolean>, ms = 60_000): Promise<void> {
+  await until(check, what, { timeoutMs: ms, intervalMs: 25 });
 }
 
 /** The fake model: what it does depends on the user's message and how many tool results it has seen. */
@@ -240,14 +238,14 @@ describe("several serve instances on one PostgreSQL", () => {
     const chatId = await newChat(a);
     const res = await api(a, "local", `/api/chats/${chatId}/messages`, { json: { content: `SLEEP ${marker}` } });
     const events = readSse(res);
-    await until("the sleep to start", () => sleeping(marker).length > 0);
+    await waitUntil("the sleep to start", () => sleeping(marker).length > 0);
     // Any instance says which instance runs the turn.
     const view = (await (await api(b, "local", `/api/chats/${chatId}`)).json()) as { turn: { owner: string } };
     expect(view.turn.owner.split(":")[1]).toBe(String(a.p.child.pid));
     const cancel = await api(b, "local", `/api/chats/${chatId}/cancel`, { json: {} });
     expect(cancel.status).toBe(200);
     expect(await cancel.json()).toMatchObject({ cancelled: true });
-    await until("the sleep to be gone", () => sleeping(marker).length === 0);
+    await waitUntil("the sleep to be gone", () => sleeping(marker).length === 0);
     expect((await events).at(-1)).toMatchObject({ event: "done", data: { reason: "aborted" } });
     // Another user's chat is not found; a chat with nothing running reports so.
     expect((await api(b, "asker", `/api/chats/${chatId}/cancel`, { json: {} })).status).toBe(404);
@@ -263,7 +261,7 @@ describe("several serve instances on one PostgreSQL", () => {
     const chatId = await newChat(a);
     const res = await api(a, "local", `/api/chats/${chatId}/messages`, { json: { content: `AGENT ${marker}` } });
     const events = readSse(res);
-    await until("the sub-agent's sleep to start", () => sleeping(marker).length > 0);
+    await waitUntil("the sub-agent's sleep to start", () => sleeping(marker).length > 0);
     const list = (await (await api(c, "local", `/api/agents?chatId=${chatId}`)).json()) as {
       agents: { id: string; status: string; owner: string | null }[];
     };
@@ -271,7 +269,7 @@ describe("several serve instances on one PostgreSQL", () => {
     const cancel = await api(b, "local", `/api/agents/${agent.id}/cancel`, { json: {} });
     expect(cancel.status).toBe(200);
     expect((agent as { owner?: string }).owner?.split(":")[1]).toBe(String(a.p.child.pid));
-    await until("the sub-agent's sleep to be gone", () => sleeping(marker).length === 0);
+    await waitUntil("the sub-agent's sleep to be gone", () => sleeping(marker).length === 0);
     expect((await events).at(-1)).toMatchObject({ event: "done", data: { reason: "text" } });
   });
 
@@ -288,13 +286,13 @@ describe("several serve instances on one PostgreSQL", () => {
         params: { name: "bash", arguments: { command: `sleep ${marker}` } },
       },
     });
-    await until("the sleep to start", () => sleeping(marker).length > 0);
+    await waitUntil("the sleep to start", () => sleeping(marker).length > 0);
     const cancel = await api(b, "local", "/mcp", {
       headers,
       json: { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 77, reason: "stop" } },
     });
     expect(cancel.status).toBe(202);
-    await until("the sleep to be gone", () => sleeping(marker).length === 0);
+    await waitUntil("the sleep to be gone", () => sleeping(marker).length === 0);
     await call.then((r) => r.text()).catch(() => "");
   });
 
@@ -357,7 +355,7 @@ async function startAgentTurn(owner: Instance, home: Instance) {
   });
   const seen: SseEvent[] = [];
   const stream = readSse(res, (e) => seen.push(e));
-  await until("the sub-agent's sleep to start", () => sleeping(marker).length > 0, 20_000).catch((e) => {
+  await waitUntil("the sub-agent's sleep to start", () => sleeping(marker).length > 0, 20_000).catch((e) => {
     throw new Error(`${e.message}: ${JSON.stringify(seen)}`);
   });
   return { marker, chatId, seen, stream };
@@ -429,7 +427,7 @@ describe("takeover", () => {
     const stream = readSse(res, (e) => seen.push(e));
     // A second turn on A, whose sub-agent runs the same script: it moves with its turn.
     const agentTurn = startAgentTurn(a, b);
-    await until("the second call's sleep to start", () => sleeping(marker).length > 0, 20_000).catch((e) => {
+    await waitUntil("the second call's sleep to start", () => sleeping(marker).length > 0, 20_000).catch((e) => {
       throw new Error(`${e.message}: ${JSON.stringify(seen)}`);
     });
     const agent = await agentTurn;
@@ -469,7 +467,7 @@ describe("takeover", () => {
     const seen: SseEvent[] = [];
     const stream = readSse(res, (e) => seen.push(e));
     const agentTurn = startAgentTurn(b, c);
-    await until("the second call's sleep to start", () => sleeping(marker).length > 0);
+    await waitUntil("the second call's sleep to start", () => sleeping(marker).length > 0);
     const agent = await agentTurn;
     b.p.child.kill("SIGTERM");
     expect(await b.p.exited).toBe(0);

@@ -10,6 +10,7 @@ import { createAppContext } from "../../src/app/context.js";
 import { type FakeProvider, type FakeTurnAction, startFakeProvider } from "../fakes/provider-server.js";
 import { findPgBin, type LaunchedCluster, launchPrivatePostgres } from "../helpers/postgres.js";
 import { tempDir } from "../helpers/temp.js";
+import { until } from "../helpers/until.js";
 import { assertBuilt, type CliProcess, cleanEnv, startCli } from "./chat-process.js";
 
 vi.setConfig({ testTimeout: 180_000, hookTimeout: 120_000 });
@@ -107,7 +108,10 @@ it("a PostgreSQL restart under a settings PUT storm through two instances: nothi
     }
   });
   // Let the storm run, then restart the database under it.
-  while ([...acknowledged.values()].length < users.length) await new Promise((r) => setTimeout(r, 20));
+  await until(() => acknowledged.size >= users.length, "a first acknowledged turn of every user", {
+    timeoutMs: 60_000,
+    intervalMs: 20,
+  });
   await cluster.restart();
   restarted = true;
   await Promise.all(storm);

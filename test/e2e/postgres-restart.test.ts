@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { openDatabase } from "../../src/storage/database.js";
 import { TokenRepository } from "../../src/storage/token-repository.js";
 import { findPgBin, type LaunchedCluster, launchPrivatePostgres } from "../helpers/postgres.js";
+import { until } from "../helpers/until.js";
 import { assertBuilt, type CliProcess, cleanEnv, startCli } from "./chat-process.js";
 
 vi.setConfig({ testTimeout: 180_000, hookTimeout: 120_000 });
@@ -94,24 +95,20 @@ describe.skipIf(!findPgBin())("a PostgreSQL restart under a settings PUT storm",
         }
       }
     });
-    const until = async (what: string, condition: () => boolean) => {
-      const deadline = Date.now() + 60_000;
-      while (!condition()) {
-        if (Date.now() > deadline) {
-          const seen = writers.map(
-            (w) => `${w.tool}: ${w.acked.length} acked, failures ${JSON.stringify([...w.failures])}`,
-          );
-          const logs = servers.map((s) => s.process.stderr().slice(-2000));
-          throw new Error(`timed out waiting for ${what}\n${seen.join("\n")}\n${logs.join("\n---\n")}`);
-        }
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    };
+    // The shared polling helper; a timeout also tells what each writer and server saw.
+    const waitFor = (what: string, condition: () => boolean) =>
+      until(condition, what, { timeoutMs: 60_000, intervalMs: 20 }).catch((error: Error) => {
+        const seen = writers.map(
+          (w) => `${w.tool}: ${w.acked.length} acked, failures ${JSON.stringify([...w.failures])}`,
+        );
+        const logs = servers.map((s) => s.process.stderr().slice(-2000));
+        throw new Error(`${error.message}\n${seen.join("\n")}\n${logs.join("\n---\n")}`);
+      });
     try {
-      await until("writes before the restart", () => writers.every((w) => w.acked.length >= 5));
+      await waitFor("writes before the restart", () => writers.every((w) => w.acked.length >= 5));
       await cluster!.restart();
       restarted = true;
-      await until("writes after the restart on both instances", () => writers.every((w) => w.ackedAfterRestart >= 5));
+      await waitFor("writes after the restart on both instances", () => writers.every((w) => w.ackedAfterRestart >= 5));
     } finally {
       stop = true;
       await Promise.all(storm);

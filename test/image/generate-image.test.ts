@@ -5,6 +5,7 @@ import { ToolAbortedError, ToolTimeoutError } from "../../src/core/errors.js";
 import type { ToolProgressEvent } from "../../src/core/types.js";
 import { generateImageTool } from "../../src/tools/builtin/generate-image.js";
 import type { GenerateImageResult } from "../../src/tools/image/run.js";
+import { until } from "../helpers/until.js";
 import {
   type FakeServer,
   geminiImageBody,
@@ -258,9 +259,10 @@ describe("generate_image time budget", () => {
       imageGeneration: { openai: { apiKey: "k", baseUrl: fake.baseUrl } },
     });
     const running = generateImageTool.execute({ prompt: "slow", count: 3 }, context) as Promise<GenerateImageResult>;
-    while (fake.requests.length < 3 || !events.some((e) => e.kind === "image_generated")) {
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await until(
+      () => fake.requests.length >= 3 && events.some((e) => e.kind === "image_generated"),
+      "three requests and a first image",
+    );
     controller.abort(new ToolTimeoutError("budget ran out"));
     const result = await running;
     await fake.waitForCancelled(2);
@@ -281,7 +283,7 @@ describe("generate_image time budget", () => {
       imageGeneration: { gemini: { apiKey: "k", baseUrl: fake.baseUrl } },
     });
     const running = generateImageTool.execute({ prompt: "slow", count: 2, model: "gemini-2.5-flash-image" }, context);
-    while (fake.requests.length < 2) await new Promise((r) => setTimeout(r, 10));
+    await until(() => fake.requests.length >= 2, "two requests");
     controller.abort(new ToolTimeoutError("budget ran out"));
     await expect(running).rejects.toMatchObject({
       code: "timeout",
@@ -298,7 +300,7 @@ describe("generate_image time budget", () => {
       imageGeneration: { openai: { apiKey: "k", baseUrl: fake.baseUrl } },
     });
     const running = generateImageTool.execute({ prompt: "slow", count: 2 }, context);
-    while (fake.requests.length < 2) await new Promise((r) => setTimeout(r, 10));
+    await until(() => fake.requests.length >= 2, "two requests");
     controller.abort(new ToolAbortedError());
     await expect(running).rejects.toBeInstanceOf(ToolAbortedError);
     await fake.waitForCancelled(2);

@@ -9,6 +9,7 @@ import { Client as V1Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as V1HttpTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer, tempDir } from "../helpers/server.js";
+import { until } from "../helpers/until.js";
 
 let server: TestServer | undefined;
 afterEach(async () => {
@@ -28,11 +29,7 @@ function v2Client(s: TestServer, mode: Mode, headers: Record<string, string> = {
 
 /** Polls until `check` holds, failing after `ms` (the issue's bound for a killed process to disappear). */
 async function eventually(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  await until(check, what, { timeoutMs: ms, intervalMs: 25 });
 }
 
 function alive(pid: number): boolean {

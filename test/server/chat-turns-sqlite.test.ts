@@ -12,6 +12,7 @@ import {
   startFakeProvider,
 } from "../fakes/provider-server.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
+import { until } from "../helpers/until.js";
 
 let fake: FakeProvider;
 let s: TestServer;
@@ -83,9 +84,10 @@ describe("chat turns on SQLite", () => {
     const chatId = await newChat();
     const res = await s.api(`/api/chats/${chatId}/messages`, { method: "POST", json: { content: "stall please" } });
     const streamed = sseEvents(res);
-    const deadline = Date.now() + 30_000;
-    while (!(await s.ctx.turns.repository.current(chatId)) && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 20));
+    await until(() => s.ctx.turns.repository.current(chatId), "the turn to hold its lease", {
+      timeoutMs: 30_000,
+      intervalMs: 20,
+    });
     const follow = s.api(`/api/chats/${chatId}/events`).then(sseEvents);
     const cancel = await s.api(`/api/chats/${chatId}/cancel`, { method: "POST", json: {} });
     expect(await cancel.json()).toMatchObject({ cancelled: true });

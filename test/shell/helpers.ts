@@ -2,8 +2,8 @@
 import { mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { isProcessAlive } from "../../src/tools/shell/process-tree.js";
+import { until } from "../helpers/until.js";
 
 /** A fresh real temp directory (symlinks resolved) and its cleanup. */
 export function tempDir(prefix = "toolhost-shell-"): { dir: string; cleanup: () => void } {
@@ -32,22 +32,18 @@ export function survivors(pids: readonly number[]): number[] {
 
 /** Polls until none of `pids` is alive or `ms` passed; returns the survivors. */
 export async function survivorsAfter(pids: readonly number[], ms: number): Promise<number[]> {
-  const deadline = Date.now() + ms;
-  let alive = survivors(pids);
-  while (alive.length > 0 && Date.now() < deadline) {
-    await sleep(20);
-    alive = survivors(pids);
-  }
-  return alive;
+  return until(() => survivors(pids), "every process gone", {
+    accept: (alive) => alive.length === 0,
+    timeoutMs: ms,
+    intervalMs: 20,
+  }).catch(() => survivors(pids));
 }
 
 /** Waits until `file` lists at least `count` pids (or `ms` passed). */
 export async function waitForPids(file: string, count: number, ms = 3000): Promise<number[]> {
-  const deadline = Date.now() + ms;
-  let pids = readPids(file);
-  while (pids.length < count && Date.now() < deadline) {
-    await sleep(20);
-    pids = readPids(file);
-  }
-  return pids;
+  return until(() => readPids(file), `${count} pids in ${file}`, {
+    accept: (pids) => pids.length >= count,
+    timeoutMs: ms,
+    intervalMs: 20,
+  }).catch(() => readPids(file));
 }

@@ -7,6 +7,7 @@ import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { trigger } from "../../src/core/trigger.js";
 import type { WebFetchResult } from "../../src/tools/builtin/web-fetch.js";
+import { until } from "../helpers/until.js";
 import { startServer, type TestServer, webRuntime } from "./servers.js";
 
 const fixture = (name: string) => readFileSync(new URL(`./fixtures/${name}`, import.meta.url));
@@ -243,7 +244,7 @@ describe("web_fetch limits", () => {
     const controller = new AbortController();
     const pending = call("web_fetch", { url: `${server.origin}/hang` }, { settings, signal: controller.signal });
     const start = hanging;
-    while (hanging === start) await new Promise((r) => setTimeout(r, 10));
+    await until(() => hanging !== start, "the request to reach the hanging route");
     controller.abort();
     const aborted = await pending;
     expect(aborted.ok).toBe(false);
