@@ -10,7 +10,7 @@ import {
   parseProcStat,
   processStartTime,
 } from "../../src/tools/shell/process-tree.js";
-import { survivors } from "./helpers.js";
+import { survivors, survivorsAfter } from "./helpers.js";
 
 describe("parseProcStat", () => {
   it("reads state, ppid, pgrp, session and start time even when the name holds spaces and parentheses", () => {
@@ -40,8 +40,8 @@ describe.skipIf(!hasProcFs())("findCallProcesses", () => {
       expect(findCallProcesses(root.pid as number, tag, startedAt)).toEqual([root.pid]);
       expect(findCallProcesses(root.pid as number, tag).sort()).toEqual([older.pid, root.pid].sort());
       expect(await killProcessTree(root.pid as number, tag, { startedAt })).toBe(true);
-      await sleep(20);
-      expect(survivors([root.pid as number])).toEqual([]);
+      // The root's death is the barrier: any signal to the older process was sent before it.
+      expect(await survivorsAfter([root.pid as number], 5_000)).toEqual([]);
       expect(survivors([older.pid as number])).toEqual([older.pid]);
     } finally {
       older.kill("SIGKILL");
