@@ -13,7 +13,7 @@
  *   link is followed as a path (never created through), so a dangling link inside pointing outside is refused.
  * - A refusal is an AccessDeniedError naming the input path and the rule, never what lies outside.
  */
-import { existsSync, realpathSync, type Stats, statSync } from "node:fs";
+import { realpathSync, type Stats, statSync } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { argumentRefusal, clip, NotFoundError, ToolArgumentError, type ToolRefusal } from "./errors.js";
 import { isSpillName, spillIdOfFileName } from "./output-spill.js";
@@ -27,7 +27,10 @@ import {
 } from "./path-refusals.js";
 import {
   expandPath,
+  isOwnProcessEntry,
   type LooseReal,
+  lexicalRootForms,
+  OWN_PROCESS_ROOTS,
   ownedRealPath,
   protectedRootForms,
   realNow,
@@ -244,6 +247,11 @@ export interface EffectivePathPolicy {
    * inside it counts as allowed only when it proves the directory resolves to itself (see policyRefusal).
    */
   readonly uncheckedRoot?: string;
+  /**
+   * Every form of the allowed roots, lexical and real (a realpath each, made on the first call): asked only for a
+   * location that none of `allowed` (their lexical forms) contains. Absent when `allowed` is complete.
+   */
+  readonly resolvedAllowed?: () => readonly string[];
 }
 
 /** Reads allowedPaths / deniedPaths / restrictPaths from the call's settings (stored settings coerce to defaults). */
@@ -264,13 +272,17 @@ export async function effectivePathPolicy(context: ToolContext): Promise<Effecti
     moved ??= bound && realNow(base) !== base;
     return moved;
   };
+  // The allowed roots' lexical forms decide first; their real forms (a realpath each) are looked up only for a
+  // location none of the lexical forms contains (see resolvedAllowed).
   const allowed = !restrict
     ? []
     : explicitRoots
-      ? rootForms(allowedList, base)
-      : bound
-        ? [base]
-        : rootForms(noWorkingDirectory ? [] : [base], base);
+      ? lexicalRootForms(allowedList, base)
+      : noWorkingDirectory
+        ? []
+        : [base];
+  const rootsResolvedLater = restrict && (explicitRoots || (!bound && !noWorkingDirectory));
+  let resolvedAllowed: string[] | undefined;
   const denied = rootForms(deniedList, base);
   const protectedForms = [...protectedRootForms(context.protectedPaths ?? [], base), ...OWN_PROCESS_ROOTS];
   return {
@@ -285,6 +297,9 @@ export async function effectivePathPolicy(context: ToolContext): Promise<Effecti
       return !explicitRoots && isMoved();
     },
     ...(restrict && bound && !explicitRoots ? { uncheckedRoot: base } : {}),
+    ...(rootsResolvedLater && {
+      resolvedAllowed: () => (resolvedAllowed ??= rootForms(explicitRoots ? allowedList : [base], base)),
+    }),
   };
 }
 
@@ -307,7 +322,7 @@ export function policyRefusal(
   // directory resolves to itself; anything else asks the file system.
   const allowedIn = (root: string) =>
     isPathInside(real, root) && (root !== policy.uncheckedRoot || canonical || !policy.workingDirectoryMoved);
-  if (policy.restrict && !policy.allowed.some(allowedIn)) {
+  if (policy.restrict && !policy.allowed.some(allowedIn) && !policy.resolvedAllowed?.().some(allowedIn)) {
     if (policy.noWorkingDirectory) return "noWorkingDirectory";
     if (policy.workingDirectoryMoved) return "workingDirectoryMoved";
     return policy.explicitRoots ? "allowedPaths" : "workingDirectory";
@@ -315,20 +330,6 @@ export function policyRefusal(
   if (inside(policy.protected) || isOwnProcessEntry(lexical) || isOwnProcessEntry(real)) return "protected";
   if (inside(policy.denied)) return "deniedPaths";
   return null;
-}
-
-/** This process's directory under /proc: protected, so walks of /proc skip it (see isOwnProcessEntry). */
-const OWN_PROCESS_ROOTS: readonly string[] = process.platform === "linux" ? [`/proc/${process.pid}`] : [];
-
-/**
- * True for this process's own entries under /proc (`self`, `thread-self`, its pid, or the id of any of its threads):
- * its environment holds the provider keys and the database URL, which no tool may read, whatever its settings.
- */
-function isOwnProcessEntry(path: string): boolean {
-  if (!path.startsWith("/proc/") || process.platform !== "linux") return false;
-  const id = path.slice(6).split("/", 1)[0] ?? "";
-  if (id === "self" || id === "thread-self" || id === String(process.pid)) return true;
-  return /^\d+$/.test(id) && existsSync(`/proc/self/task/${id}`);
 }
 
 /** True when a walked entry must be left out: covered by deniedPaths or a protected path. */

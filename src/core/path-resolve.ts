@@ -3,7 +3,7 @@
  * without requiring the target to exist (a dangling link leads where it points), and the lexical and real forms of
  * the configured roots. Used by path-policy.ts; nothing here decides what is allowed.
  */
-import { lstatSync, readlinkSync, realpathSync } from "node:fs";
+import { existsSync, lstatSync, readlinkSync, realpathSync } from "node:fs";
 import { homedir } from "node:os";
 import { basename, dirname, isAbsolute, join, resolve, sep } from "node:path";
 import { clip, ToolArgumentError } from "./errors.js";
@@ -85,7 +85,7 @@ export function loopError(input: string, argument = "path"): ToolArgumentError {
 export function rootForms(entries: readonly string[], base: string): string[] {
   const out = new Set<string>();
   for (const entry of entries) {
-    if (typeof entry !== "string" || entry.trim() === "" || entry.includes("\0")) continue;
+    if (!isRootEntry(entry)) continue;
     const lexical = expandPath(entry.trim(), base);
     out.add(lexical);
     try {
@@ -95,6 +95,16 @@ export function rootForms(entries: readonly string[], base: string): string[] {
     }
   }
   return [...out];
+}
+
+/** Whether a configured root entry is usable (a non-blank string without NUL); others are skipped. */
+function isRootEntry(entry: unknown): entry is string {
+  return typeof entry === "string" && entry.trim() !== "" && !entry.includes("\0");
+}
+
+/** The lexical forms of configured roots: {@link rootForms} without the lookups of their real forms. */
+export function lexicalRootForms(entries: readonly string[], base: string): string[] {
+  return [...new Set(entries.filter(isRootEntry).map((entry) => expandPath(entry.trim(), base)))];
 }
 
 /** How long (ms) the resolved forms of a runtime's protected paths are reused before they are resolved again. */
@@ -144,4 +154,18 @@ export function realNow(dir: string): string | null {
   } catch {
     return null;
   }
+}
+
+/** This process's directory under /proc: protected, so walks of /proc skip it (see isOwnProcessEntry). */
+export const OWN_PROCESS_ROOTS: readonly string[] = process.platform === "linux" ? [`/proc/${process.pid}`] : [];
+
+/**
+ * True for this process's own entries under /proc (`self`, `thread-self`, its pid, or the id of any of its threads):
+ * its environment holds the provider keys and the database URL, which no tool may read, whatever its settings.
+ */
+export function isOwnProcessEntry(path: string): boolean {
+  if (!path.startsWith("/proc/") || process.platform !== "linux") return false;
+  const id = path.slice(6).split("/", 1)[0] ?? "";
+  if (id === "self" || id === "thread-self" || id === String(process.pid)) return true;
+  return /^\d+$/.test(id) && existsSync(`/proc/self/task/${id}`);
 }

@@ -216,6 +216,30 @@ describe("resolveAndValidatePath on real trees", () => {
       real: join(outside, "passwd"),
     });
   });
+  it("an allowedPaths root that is a symlink admits its target's files by either name, and nothing beside it", async () => {
+    // The roots' lexical forms decide first; their real forms are looked up only for a location none contains.
+    const base = tempDir("toolhost-rootlink-").dir;
+    const realRoot = join(base, "real-root");
+    mkdirSync(realRoot);
+    writeFileSync(join(realRoot, "in.txt"), "in\n");
+    writeFileSync(join(base, "beside.txt"), "beside\n");
+    symlinkSync(realRoot, join(base, "root-link"));
+    const settings = { allowedPaths: [join(base, "root-link")] };
+    for (const path of [join(base, "root-link", "in.txt"), join(realRoot, "in.txt")]) {
+      await expect(resolveAndValidatePath(path, ctx(settings))).resolves.toMatchObject({
+        real: join(realRoot, "in.txt"),
+      });
+    }
+    await expect(resolveAndValidatePath(join(base, "beside.txt"), ctx(settings))).rejects.toMatchObject({
+      code: "access_denied",
+      details: { rule: "allowedPaths" },
+    });
+    await expect(
+      resolveAndValidatePath(join(base, "root-link", "..", "beside.txt"), ctx(settings)),
+    ).rejects.toMatchObject({
+      code: "access_denied",
+    });
+  });
   it("resolves relative, absolute, and ~ paths; decides a missing file on its nearest ancestor", async () => {
     const r = await resolveAndValidatePath("src/deep/new/file.txt", ctx());
     expect(r.absolute).toBe(join(proj, "src/deep/new/file.txt"));

@@ -373,7 +373,8 @@ async function matchSubjects(
         const lexical = expandAgainst(input, call.baseDirectory);
         tally.subjects.push(lexical);
         tally.candidates.push(lexical);
-        const forms = [...new Set([lexical, realLoose(lexical)])];
+        // Without rules every form gets the setting (and the reason names the first): no lookup needed.
+        const forms = rules.length === 0 ? [lexical] : [...new Set([lexical, realLoose(lexical)])];
         for (const form of forms) {
           const hit = strictestMatch(rules, (r) => matchPathRule(r.match, form, call.baseDirectory));
           if (hit) tally.add(hit.decision, byRule(hit, form), hit);
