@@ -49,3 +49,16 @@ describe("a large result's JSON text on its outcome", () => {
     expect(resultJsonText(cut)).toBeUndefined();
   });
 });
+
+describe("outcomeJsonText", () => {
+  it("is JSON.stringify of the outcome, large or small, succeeded or failed", async () => {
+    const { outcomeJsonText } = await import("../../src/core/execution/run.js");
+    const big = { text: 'é\n\t"quoted" \u2028'.repeat(400), n: [1, 2.5, -0.25] };
+    for (const value of [big, { a: 1 }, "a string", null]) {
+      const outcome = await runtimeWith(() => value).executeTool("make", {}, { userId: "u" });
+      expect(outcomeJsonText(outcome)).toBe(JSON.stringify(outcome));
+    }
+    const failed = await runtimeWith(() => ({})).executeTool("missing", {}, { userId: "u" });
+    expect(outcomeJsonText(failed)).toBe(JSON.stringify(failed));
+  });
+});

@@ -168,6 +168,16 @@ export function resultJsonText(outcome: object): string | undefined {
 }
 
 /**
+ * `JSON.stringify(outcome)` of an executeTool outcome, with the result's JSON text spliced in when the outcome
+ * carries it (see {@link resultJsonText}) instead of serializing the result a second time.
+ */
+export function outcomeJsonText(outcome: { ok: boolean; result?: unknown; durationMs: number }): string {
+  const json = outcome.ok ? resultJsonText(outcome) : undefined;
+  if (json === undefined || Object.keys(outcome).join() !== "ok,result,durationMs") return JSON.stringify(outcome);
+  return `{"ok":true,"result":${json},"durationMs":${JSON.stringify(outcome.durationMs)}}`;
+}
+
+/**
  * A tool's result as JSON data (its JSON round trip: undefined becomes null, class instances plain objects) and
  * the UTF-8 size of its JSON, from one serialization. Throws ToolExecutionError when the value cannot be serialized.
  */

@@ -6,8 +6,9 @@
 import { Hono } from "hono";
 import { runGatedCall } from "../../app/approvals/one-off.js";
 import type { AppContext } from "../../app/context.js";
+import { outcomeJsonText } from "../../core/execution/run.js";
 import { markCheckedJson, TOOL_ARGUMENT_LIMITS } from "../../core/json-limits.js";
-import { type AuthEnv, HttpError, readJsonBody, sendJson } from "../http.js";
+import { type AuthEnv, HttpError, readJsonBody, sendJson, sendJsonText } from "../http.js";
 import { ExecuteToolBody, ExecuteToolResponse, ToolListResponse } from "../schemas.js";
 
 /** Routes to list the user's enabled tools and to execute one. */
@@ -59,7 +60,8 @@ export function toolRoutes(ctx: AppContext): Hono<AuthEnv> {
     });
     // Every tool outcome is 200 (a missing file, spill or approval included): 404 only for a tool that does not exist.
     const unknownTool = !outcome.ok && outcome.error.code === "not_found" && !ctx.runtime.registry.get(toolName);
-    return sendJson(c, ExecuteToolResponse, outcome, unknownTool ? 404 : 200);
+    // The result's JSON text from the run stage, when it kept one (large results): not serialized a second time.
+    return sendJsonText(c, ExecuteToolResponse, outcomeJsonText(outcome), unknownTool ? 404 : 200);
   });
   return app;
 }
