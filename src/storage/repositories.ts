@@ -199,7 +199,10 @@ export class SqlAuditLog implements AuditSink {
     };
     const batch = this.#batch();
     batch.rows.push(row);
-    this.#writer.soon();
+    // A full batch is written at once: calls that never yield to the timers (a library loop whose tools finish in
+    // microtasks) would otherwise queue lines without bound until the loop ends.
+    if (batch.rows.length >= AUDIT_BATCH_ROWS) void this.#writer.now().catch(() => {});
+    else this.#writer.soon();
     return batch.done;
   }
 

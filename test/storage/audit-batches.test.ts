@@ -47,6 +47,21 @@ describe("audit batches", () => {
     expect(new Set(stored.map((e) => (e.arguments as { i: number }).i)).size).toBe(450);
   });
 
+  it("writes a full batch at once, without waiting for the batch timer (a loop that never yields to timers)", async () => {
+    const audit = new SqlAuditLog(database.db);
+    const written = Array.from({ length: 450 }, (_, i) => audit.recordEvent({ ...call(i), userId: "full-batch" }));
+    // setImmediate runs before the 20 ms batch timer could fire: only writes started at once are done by then.
+    await new Promise((resolve) => setImmediate(resolve));
+    const early = await database.db
+      .selectFrom("audit_log")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .where("user_id", "=", "full-batch")
+      .executeTakeFirstOrThrow();
+    expect(Number(early.n)).toBeGreaterThanOrEqual(400);
+    await Promise.all(written);
+    expect(await audit.list({ userId: "full-batch", limit: 1000 })).toHaveLength(450);
+  });
+
   it("a refused batch rejects its lines; the runtime answers anyway, logs once, and writes the next batch", async () => {
     const audit = new SqlAuditLog(database.db);
     const logger = recordingLogger();
