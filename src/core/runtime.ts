@@ -117,12 +117,26 @@ export class ToolRuntime {
    * (context.processCwdFallback). Everyone by default; the HTTP service limits it to admins.
    */
   processCwdFallback: (userId: string) => boolean = () => true;
-  /** executeTool calls in flight (until their outcome is settled): what shutdown waits for, with #pending. */
+  /** executeTool calls in flight (until their outcome is settled): what shutdown waits for, with #writes. */
   #calls = 0;
   /** Resolved when #calls drops to 0 (made when a shutdown waits). */
   #idle: { promise: Promise<void>; resolve: () => void } | undefined;
-  /** Audit writes not yet done (and lines waiting for a cancelled call to stop): what shutdown waits for. */
-  readonly #pending = new Set<Promise<unknown>>();
+  /**
+   * Audit writes not yet done (and lines waiting for a cancelled call to stop): what shutdown and flushAudit wait
+   * for. A count, not a set of promises: adding and deleting a set entry per call cost more than the rest of the
+   * audit stage of a call.
+   */
+  #writes = 0;
+  /** Resolved when #writes drops to 0 (made when someone waits). */
+  #writesIdle: { promise: Promise<void>; resolve: () => void } | undefined;
+  /** The write tracked last: the lines of one audit batch share their promise, so consecutive lines count it once. */
+  #lastWrite: Promise<unknown> | undefined;
+  readonly #writeSettled = (): void => {
+    if (--this.#writes === 0 && this.#writesIdle) {
+      this.#writesIdle.resolve();
+      this.#writesIdle = undefined;
+    }
+  };
   /** Aborted by {@link shutdown}: every running call is cancelled, and a new one ends as `aborted` at once. */
   readonly #closing = new AbortController();
   /** Resolved when shutdown's grace is over: audit lines stop waiting for calls that ignore cancellation. */
@@ -384,7 +398,7 @@ export class ToolRuntime {
 
   /** Resolves once every audit line started so far is written (or failed, logged). */
   async flushAudit(): Promise<void> {
-    while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
+    while (this.#writes > 0) await this.#writesDone();
   }
 
   /**
@@ -454,7 +468,7 @@ export class ToolRuntime {
     this.#graceOver();
     await this.#settle(2_000);
     this.logger.warn(
-      { running: this.#calls + this.#pending.size },
+      { running: this.#calls + this.#writes },
       "tool calls were still running when the shutdown grace ended; their audit lines were recorded as cancelled",
     );
     return false;
@@ -462,15 +476,15 @@ export class ToolRuntime {
 
   /** Waits until nothing is pending (work added meanwhile included), at most `ms`; true when idle in time. */
   async #settle(ms: number): Promise<boolean> {
-    if (this.#calls === 0 && this.#pending.size === 0) return true;
+    if (this.#calls === 0 && this.#writes === 0) return true;
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<false>((resolve) => {
       timer = setTimeout(() => resolve(false), ms);
       timer.unref?.();
     });
     try {
-      while (this.#calls > 0 || this.#pending.size > 0) {
-        const idle = Promise.allSettled([...this.#pending, this.#callsDone()]).then(() => true as const);
+      while (this.#calls > 0 || this.#writes > 0) {
+        const idle = Promise.all([this.#writesDone(), this.#callsDone()]).then(() => true as const);
         if (!(await Promise.race([idle, expired]))) return false;
       }
       return true;
@@ -492,15 +506,27 @@ export class ToolRuntime {
     return this.#idle.promise;
   }
 
-  /** Keeps `work` in the pending set until it settles. */
+  /** Resolves once no audit write is pending (at once when none is). */
+  #writesDone(): Promise<void> {
+    if (this.#writes === 0) return Promise.resolve();
+    if (!this.#writesIdle) {
+      let resolve = noop;
+      const promise = new Promise<void>((r) => {
+        resolve = r;
+      });
+      this.#writesIdle = { promise, resolve };
+    }
+    return this.#writesIdle.promise;
+  }
+
+  /** Counts `work` among the pending writes until it settles. */
   #track<T>(work: Promise<T>): Promise<T> {
-    // The lines of one audit batch share their promise: tracked once.
-    if (this.#pending.has(work)) return work;
-    this.#pending.add(work);
-    const done = () => {
-      this.#pending.delete(work);
-    };
-    work.then(done, done);
+    // Consecutive lines of one audit batch share their promise: counted once (counting it again would be as correct,
+    // each count being undone by its own settlement, only costlier).
+    if (work === this.#lastWrite) return work;
+    this.#lastWrite = work;
+    this.#writes++;
+    work.then(this.#writeSettled, this.#writeSettled);
     return work;
   }
 }

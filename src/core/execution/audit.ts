@@ -71,8 +71,13 @@ export interface CallRecord {
   decoding?: ArgumentDecoding;
 }
 
-/** The never-rejecting form of each promise a sink's recordEvent returned (shared by the lines of a batch). */
-const guardedWrites = new WeakMap<Promise<void>, Promise<void>>();
+/**
+ * The never-rejecting form of the promise a sink's recordEvent returned last: consecutive lines of one batch share
+ * it. One pair, not a WeakMap of every write: a WeakMap entry per call cost each young-generation GC an ephemeron
+ * (lines of interleaved sinks each get a guard of their own, which is as correct).
+ */
+let lastWritten: Promise<void> | undefined;
+let lastGuarded: Promise<void> = Promise.resolve();
 
 /**
  * Records one call in `sink`. Sinks without recordEvent get only the tool's own entries. Never rejects: a failing
@@ -94,12 +99,11 @@ export function recordCall(sink: AuditSink, logger: Logger, record: CallRecord):
       const event = callEvent(record.name, record.args, record.call, record.outcome, undefined, record.decoding);
       // A batching sink returns one promise for a batch of lines: one guarded form serves them all.
       const written = sink.recordEvent(event);
-      let safe = guardedWrites.get(written);
-      if (!safe) {
-        safe = written.then(undefined, failed);
-        guardedWrites.set(written, safe);
+      if (written !== lastWritten) {
+        lastWritten = written;
+        lastGuarded = written.then(undefined, failed);
       }
-      return safe;
+      return lastGuarded;
     }
     return recordInOrder(sink, record, entries).then(undefined, failed);
   } catch (error) {
