@@ -118,25 +118,16 @@ export class ToolRuntime {
    */
   processCwdFallback: (userId: string) => boolean = () => true;
   /** executeTool calls in flight (until their outcome is settled): what shutdown waits for, with #writes. */
-  #calls = 0;
-  /** Resolved when #calls drops to 0 (made when a shutdown waits). */
-  #idle: { promise: Promise<void>; resolve: () => void } | undefined;
+  readonly #calls = new InFlight();
   /**
    * Audit writes not yet done (and lines waiting for a cancelled call to stop): what shutdown and flushAudit wait
    * for. A count, not a set of promises: adding and deleting a set entry per call cost more than the rest of the
    * audit stage of a call.
    */
-  #writes = 0;
-  /** Resolved when #writes drops to 0 (made when someone waits). */
-  #writesIdle: { promise: Promise<void>; resolve: () => void } | undefined;
+  readonly #writes = new InFlight();
   /** The write tracked last: the lines of one audit batch share their promise, so consecutive lines count it once. */
   #lastWrite: Promise<unknown> | undefined;
-  readonly #writeSettled = (): void => {
-    if (--this.#writes === 0 && this.#writesIdle) {
-      this.#writesIdle.resolve();
-      this.#writesIdle = undefined;
-    }
-  };
+  readonly #writeSettled = (): void => this.#writes.done();
   /** Aborted by {@link shutdown}: every running call is cancelled, and a new one ends as `aborted` at once. */
   readonly #closing = new AbortController();
   /** Resolved when shutdown's grace is over: audit lines stop waiting for calls that ignore cancellation. */
@@ -208,7 +199,7 @@ export class ToolRuntime {
    */
   async executeTool(name: string, args: unknown, call: ToolCallContext): Promise<ToolCallOutcome> {
     // Counted from here until the outcome is settled: what shutdown waits for.
-    this.#calls++;
+    this.#calls.add();
     try {
       const started = performance.now();
       const tool = this.registry.get(name);
@@ -259,10 +250,7 @@ export class ToolRuntime {
       }
       return outcome;
     } finally {
-      if (--this.#calls === 0 && this.#idle) {
-        this.#idle.resolve();
-        this.#idle = undefined;
-      }
+      this.#calls.done();
     }
   }
 
@@ -398,7 +386,7 @@ export class ToolRuntime {
 
   /** Resolves once every audit line started so far is written (or failed, logged). */
   async flushAudit(): Promise<void> {
-    while (this.#writes > 0) await this.#writesDone();
+    while (this.#writes.count > 0) await this.#writes.idle();
   }
 
   /**
@@ -468,7 +456,7 @@ export class ToolRuntime {
     this.#graceOver();
     await this.#settle(2_000);
     this.logger.warn(
-      { running: this.#calls + this.#writes },
+      { running: this.#calls.count + this.#writes.count },
       "tool calls were still running when the shutdown grace ended; their audit lines were recorded as cancelled",
     );
     return false;
@@ -476,15 +464,15 @@ export class ToolRuntime {
 
   /** Waits until nothing is pending (work added meanwhile included), at most `ms`; true when idle in time. */
   async #settle(ms: number): Promise<boolean> {
-    if (this.#calls === 0 && this.#writes === 0) return true;
+    if (this.#calls.count === 0 && this.#writes.count === 0) return true;
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<false>((resolve) => {
       timer = setTimeout(() => resolve(false), ms);
       timer.unref?.();
     });
     try {
-      while (this.#calls > 0 || this.#writes > 0) {
-        const idle = Promise.all([this.#writesDone(), this.#callsDone()]).then(() => true as const);
+      while (this.#calls.count > 0 || this.#writes.count > 0) {
+        const idle = Promise.all([this.#writes.idle(), this.#calls.idle()]).then(() => true as const);
         if (!(await Promise.race([idle, expired]))) return false;
       }
       return true;
@@ -493,9 +481,40 @@ export class ToolRuntime {
     }
   }
 
-  /** Resolves once no executeTool call is in flight (at once when none is). */
-  #callsDone(): Promise<void> {
-    if (this.#calls === 0) return Promise.resolve();
+  /** Counts `work` among the pending writes until it settles. */
+  #track<T>(work: Promise<T>): Promise<T> {
+    // Consecutive lines of one audit batch share their promise: counted once (counting it again would be as correct,
+    // each count being undone by its own settlement, only costlier).
+    if (work === this.#lastWrite) return work;
+    this.#lastWrite = work;
+    this.#writes.add();
+    work.then(this.#writeSettled, this.#writeSettled);
+    return work;
+  }
+}
+
+function noop(): void {}
+
+/** A count of things in flight, and a promise for the moment it drops to 0. */
+class InFlight {
+  count = 0;
+  /** Made when someone waits; resolved and dropped when the count reaches 0. */
+  #idle: { promise: Promise<void>; resolve: () => void } | undefined;
+
+  add(): void {
+    this.count++;
+  }
+
+  done(): void {
+    if (--this.count === 0 && this.#idle) {
+      this.#idle.resolve();
+      this.#idle = undefined;
+    }
+  }
+
+  /** Resolves once the count is 0 (at once when it is). */
+  idle(): Promise<void> {
+    if (this.count === 0) return Promise.resolve();
     if (!this.#idle) {
       let resolve = noop;
       const promise = new Promise<void>((r) => {
@@ -505,33 +524,7 @@ export class ToolRuntime {
     }
     return this.#idle.promise;
   }
-
-  /** Resolves once no audit write is pending (at once when none is). */
-  #writesDone(): Promise<void> {
-    if (this.#writes === 0) return Promise.resolve();
-    if (!this.#writesIdle) {
-      let resolve = noop;
-      const promise = new Promise<void>((r) => {
-        resolve = r;
-      });
-      this.#writesIdle = { promise, resolve };
-    }
-    return this.#writesIdle.promise;
-  }
-
-  /** Counts `work` among the pending writes until it settles. */
-  #track<T>(work: Promise<T>): Promise<T> {
-    // Consecutive lines of one audit batch share their promise: counted once (counting it again would be as correct,
-    // each count being undone by its own settlement, only costlier).
-    if (work === this.#lastWrite) return work;
-    this.#lastWrite = work;
-    this.#writes++;
-    work.then(this.#writeSettled, this.#writeSettled);
-    return work;
-  }
 }
-
-function noop(): void {}
 
 /** A failed outcome with the duration since `started`. */
 function failure(error: ToolError | ToolRefusal, started: number): ToolCallOutcome {
