@@ -15,6 +15,7 @@ import {
   toResultPath,
   walkExclusion,
 } from "../../core/path-policy.js";
+import { pathSystemError } from "../../core/path-refusals.js";
 import { defineTool, integerSetting } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
 import { SYNC_READDIR_MAX_BYTES } from "../fs/common.js";
@@ -60,11 +61,18 @@ export async function readDirectoryEntries(input: string, context: ToolContext) 
   });
   // One read of the whole directory (the entries are all kept anyway): an entry-by-entry iteration cost a promise
   // per entry. A small directory is read on the event loop, like the lookups before it (docs/filesystem.md).
+  // Its failure (no permission to read it, a directory removed meanwhile) is classified as every failure on a path
+  // argument is, naming the path as given (pathSystemError), not left to surface as an unclassified system error.
   const size = stats?.size ?? 0;
-  const entries: Dirent[] =
-    size > 0 && size <= SYNC_READDIR_MAX_BYTES
-      ? readdirSync(real, { withFileTypes: true })
-      : await readdir(real, { withFileTypes: true });
+  let entries: Dirent[];
+  try {
+    entries =
+      size > 0 && size <= SYNC_READDIR_MAX_BYTES
+        ? readdirSync(real, { withFileTypes: true })
+        : await readdir(real, { withFileTypes: true });
+  } catch (error) {
+    throw pathSystemError(error, input);
+  }
   if (context.signal.aborted) throw context.signal.reason;
   // Containment of the denied paths is decided once for the directory, not per entry (an entry is never followed).
   const excluded = walkExclusion(policy, absolute, real);

@@ -3,7 +3,7 @@
  * write_file / apply_patch, atomic writes (temp file + rename, mode kept), and the settings descriptors.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { closeSync, constants, fstatSync, openSync, read, readSync, type Stats } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, openSync, read, readSync, type Stats } from "node:fs";
 import { chmod, lstat, open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { clip, NotFoundError, ToolArgumentError, ToolExecutionError } from "../../core/errors.js";
@@ -70,6 +70,12 @@ export function openRegularFile(real: string, input: string, argument = "path"):
         rule: "symlink_race",
       });
     }
+    // A socket (ENXIO) or a device without a driver or terminal (ENXIO, ENODEV) cannot be opened at all: it is
+    // refused as what it is, like a FIFO, not as a system failure.
+    if (code === "ENXIO" || code === "ENODEV") {
+      const kind = lstatSyncOrUndefined(real);
+      if (kind && !kind.isFile()) throw notRegularFile(kind, input, argument);
+    }
     throw pathSystemError(error, input, argument);
   }
   let info: Stats;
@@ -81,22 +87,36 @@ export function openRegularFile(real: string, input: string, argument = "path"):
   }
   if (!info.isFile()) {
     closeSync(fd);
-    const what = info.isDirectory()
-      ? "a directory (use list_directory or glob)"
-      : info.isFIFO()
-        ? "a FIFO (named pipe)"
-        : info.isCharacterDevice() || info.isBlockDevice()
-          ? "a device"
-          : info.isSocket()
-            ? "a socket"
-            : "not a regular file";
-    throw new ToolArgumentError(`"${clip(input)}" is ${what}; only regular files can be read.`, {
-      argument,
-      rule: "regular_file",
-      path: clip(input),
-    });
+    throw notRegularFile(info, input, argument);
   }
   return { fd, info };
+}
+
+/** The refusal of something that is not a regular file (`rule: "regular_file"`), naming what it is. */
+function notRegularFile(info: Stats, input: string, argument: string): ToolArgumentError {
+  const what = info.isDirectory()
+    ? "a directory (use list_directory or glob)"
+    : info.isFIFO()
+      ? "a FIFO (named pipe)"
+      : info.isCharacterDevice() || info.isBlockDevice()
+        ? "a device"
+        : info.isSocket()
+          ? "a socket"
+          : "not a regular file";
+  return new ToolArgumentError(`"${clip(input)}" is ${what}; only regular files can be read.`, {
+    argument,
+    rule: "regular_file",
+    path: clip(input),
+  });
+}
+
+/** lstatSync, or undefined when it fails. */
+function lstatSyncOrUndefined(path: string): Stats | undefined {
+  try {
+    return lstatSync(path);
+  } catch {
+    return undefined;
+  }
 }
 
 /** fs.read on a descriptor, through the thread pool: resolves with the number of bytes read. */
