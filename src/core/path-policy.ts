@@ -374,8 +374,6 @@ export interface ResolvedPath {
   absolute: string;
   real: string;
   policy: EffectivePathPolicy;
-  /** stat of `real`, when the kind check (a `kind` other than "any", or a trailing "/") made one. */
-  stats?: Stats;
 }
 
 /**
@@ -464,8 +462,8 @@ export async function resolveAndValidatePath(
       { argument, rule: "kind", path: clip(input) },
     );
   }
-  let info: Stats | undefined;
   if (exists && (kind !== "any" || namesDirectory)) {
+    let info: Stats;
     try {
       info = statSync(real);
     } catch (error) {
@@ -490,7 +488,7 @@ export async function resolveAndValidatePath(
       );
     }
   }
-  return info ? { absolute, real, policy, stats: info } : { absolute, real, policy };
+  return { absolute, real, policy };
 }
 
 /**

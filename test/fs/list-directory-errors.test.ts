@@ -10,28 +10,20 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 
 const failing = new Set<string>();
 function eaccess(path: unknown): NodeJS.ErrnoException {
-  const error: NodeJS.ErrnoException = new Error(`EACCES: permission denied, scandir '${String(path)}'`);
+  const error: NodeJS.ErrnoException = new Error(`EACCES: permission denied, opendir '${String(path)}'`);
   error.code = "EACCES";
-  error.syscall = "scandir";
+  error.syscall = "opendir";
   error.path = String(path);
   return error;
 }
 
 vi.mock("node:fs", async (original) => {
   const fs = await original<typeof import("node:fs")>();
-  const readdirSync = ((path: string, ...rest: unknown[]) => {
+  const opendirSync = ((path: string, ...rest: unknown[]) => {
     if (failing.has(String(path))) throw eaccess(path);
-    return (fs.readdirSync as (...a: unknown[]) => unknown)(path, ...rest);
-  }) as typeof fs.readdirSync;
-  return { ...fs, default: { ...fs, readdirSync }, readdirSync };
-});
-vi.mock("node:fs/promises", async (original) => {
-  const fs = await original<typeof import("node:fs/promises")>();
-  const readdir = (async (path: string, ...rest: unknown[]) => {
-    if (failing.has(String(path))) throw eaccess(path);
-    return (fs.readdir as (...a: unknown[]) => unknown)(path, ...rest);
-  }) as typeof fs.readdir;
-  return { ...fs, default: { ...fs, readdir }, readdir };
+    return (fs.opendirSync as (...a: unknown[]) => unknown)(path, ...rest);
+  }) as typeof fs.opendirSync;
+  return { ...fs, default: { ...fs, opendirSync }, opendirSync };
 });
 
 // The setup file loaded the tools with the real node:fs: load them again, with the mocks above.

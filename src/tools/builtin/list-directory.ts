@@ -6,8 +6,7 @@
  * `maxEntries` (setting, default 1000) are returned, with `truncated: true` and `totalEntries` when more exist.
  * A symlink is reported as "symlink" and never followed.
  */
-import { type Dirent, readdirSync } from "node:fs";
-import { readdir } from "node:fs/promises";
+import type { Dirent } from "node:fs";
 import {
   PATH_POLICY_DESCRIPTORS,
   pathArgumentsCheck,
@@ -18,7 +17,7 @@ import {
 import { pathSystemError } from "../../core/path-refusals.js";
 import { defineTool, integerSetting } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
-import { SYNC_READDIR_MAX_BYTES } from "../fs/common.js";
+import { readDirectory } from "../fs/common.js";
 
 /** Entry kinds reported by list_directory. */
 export type EntryType = "file" | "directory" | "symlink" | "other";
@@ -55,21 +54,17 @@ export interface ListDirectoryResult {
  * Throws what resolveAndValidatePath throws (access_denied, not_found, validation_failed for a file).
  */
 export async function readDirectoryEntries(input: string, context: ToolContext) {
-  const { absolute, real, policy, stats } = await resolveAndValidatePath(input, context, {
+  const { absolute, real, policy } = await resolveAndValidatePath(input, context, {
     mustExist: true,
     kind: "directory",
   });
-  // One read of the whole directory (the entries are all kept anyway): an entry-by-entry iteration cost a promise
-  // per entry. A small directory is read on the event loop, like the lookups before it (docs/filesystem.md).
-  // Its failure (no permission to read it, a directory removed meanwhile) is classified as every failure on a path
-  // argument is, naming the path as given (pathSystemError), not left to surface as an unclassified system error.
-  const size = stats?.size ?? 0;
+  // The whole directory (the entries are all kept anyway), its first entries on the event loop like the lookups
+  // before it (readDirectory, docs/filesystem.md). Its failure (no permission to read it, a directory removed
+  // meanwhile) is classified as every failure on a path argument is, naming the path as given (pathSystemError),
+  // not left to surface as an unclassified system error.
   let entries: Dirent[];
   try {
-    entries =
-      size > 0 && size <= SYNC_READDIR_MAX_BYTES
-        ? readdirSync(real, { withFileTypes: true })
-        : await readdir(real, { withFileTypes: true });
+    entries = await readDirectory(real);
   } catch (error) {
     throw pathSystemError(error, input);
   }

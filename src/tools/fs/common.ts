@@ -3,7 +3,18 @@
  * write_file / apply_patch, atomic writes (temp file + rename, mode kept), and the settings descriptors.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { closeSync, constants, fstatSync, lstatSync, openSync, read, readSync, type Stats } from "node:fs";
+import {
+  closeSync,
+  constants,
+  type Dirent,
+  fstatSync,
+  lstatSync,
+  opendirSync,
+  openSync,
+  read,
+  readSync,
+  type Stats,
+} from "node:fs";
 import { chmod, lstat, open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { clip, NotFoundError, ToolArgumentError, ToolExecutionError } from "../../core/errors.js";
@@ -39,11 +50,33 @@ export function ledgerChat(context: ToolContext): string {
 export const SYNC_READ_MAX_BYTES = 256 * 1024;
 
 /**
- * Directories whose stat size is at most this many bytes are read with readdirSync; larger ones (or a size of 0,
- * which tells nothing) through the thread pool. A directory's size grows with its entries (about 30 bytes each on
- * ext4, 20 on tmpfs), so this admits directories of about two to three thousand entries.
+ * At most this many entries of a directory are read with synchronous calls on the event loop (see
+ * {@link readDirectory}); the rest, in a larger directory, through the thread pool.
  */
-export const SYNC_READDIR_MAX_BYTES = 64 * 1024;
+export const SYNC_READDIR_MAX_ENTRIES = 2000;
+
+/**
+ * Every entry of directory `real`: the first {@link SYNC_READDIR_MAX_ENTRIES} read synchronously (a few
+ * microseconds each, where a thread-pool round trip cost more than a small directory's whole read), the rest of a
+ * larger one through the thread pool, so a huge directory never holds the event loop for long whatever its file
+ * system reports. Throws the system error of opening or reading it.
+ */
+export async function readDirectory(real: string): Promise<Dirent[]> {
+  const dir = opendirSync(real, { bufferSize: 256 });
+  const entries: Dirent[] = [];
+  try {
+    for (let entry = dir.readSync(); entry !== null; entry = dir.readSync()) {
+      entries.push(entry);
+      if (entries.length >= SYNC_READDIR_MAX_ENTRIES) {
+        for (let more = await dir.read(); more !== null; more = await dir.read()) entries.push(more);
+        break;
+      }
+    }
+  } finally {
+    dir.closeSync();
+  }
+  return entries;
+}
 
 /** A regular file opened for reading: its descriptor (close it with closeSync) and what fstat said of it. */
 export interface OpenedFile {
