@@ -297,7 +297,7 @@ function listenError(error: unknown, where: { host: string; port: number; hostFr
   }
   if (code === "EACCES") {
     return new CliError(
-      `Not allowed to listen on port ${where.port} (ports below 1024 need privileges). Pick another port with --port (or TOOLHOST_PORT).`,
+      `Not allowed to listen on port ${where.port}${where.port > 0 && where.port < 1024 ? " (ports below 1024 need privileges)" : ""}. Pick another port with --port (or TOOLHOST_PORT).`,
       1,
     );
   }
