@@ -7,7 +7,7 @@
  * (or the process-wide default the table registers).
  */
 
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { readConfig } from "./config.js";
@@ -80,11 +80,25 @@ export function providerConfigPath(env: NodeJS.ProcessEnv = process.env): string
 }
 
 /**
- * Reads the config file; returns `{}` when it does not exist. Throws an Error naming the file when it is not a
+ * Reads the config file (parsed again only when it changed since the last read; the result is shared, do not change
+ * it); returns `{}` when it does not exist. Throws an Error naming the file when it is not a
  * JSON object or a provider entry has a non-string `apiKey`/`baseURL`.
  */
 export function loadProviderFileConfig(env: NodeJS.ProcessEnv = process.env): ProviderFileConfig {
   const path = providerConfigPath(env);
+  // Read again only when the file changed (a stat is a few microseconds; the settings list asks on every request).
+  let signature: string;
+  try {
+    // A missing file (the common case) answers undefined without an exception being made.
+    const stats = statSync(path, { throwIfNoEntry: false });
+    if (!stats) return {};
+    signature = `${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return {};
+    throw new Error(`Cannot read the config file ${path}: ${(error as Error).message}`);
+  }
+  const cached = parsedConfigFiles.get(path);
+  if (cached?.signature === signature) return cached.config;
   let text: string;
   try {
     text = readFileSync(path, "utf8");
@@ -115,8 +129,16 @@ export function loadProviderFileConfig(env: NodeJS.ProcessEnv = process.env): Pr
       }
     }
   }
+  if (parsedConfigFiles.size >= 16) parsedConfigFiles.clear();
+  parsedConfigFiles.set(path, { signature, config: value as ProviderFileConfig });
   return value as ProviderFileConfig;
 }
+
+/**
+ * The config files read so far, by path, with the stat signature (inode, size, mtime, ctime) they had: a file is
+ * parsed again only when it changed. The parsed object is shared: callers read it, never change it.
+ */
+const parsedConfigFiles = new Map<string, { signature: string; config: ProviderFileConfig }>();
 
 /**
  * Resolves one provider's credentials: the key from the first set variable of `spec.apiKeyEnv`, else the first

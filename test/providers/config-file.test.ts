@@ -53,3 +53,23 @@ describe("provider keys from a config file", () => {
     expect(providerConfigPath({ XDG_CONFIG_HOME: "/x" })).toBe("/x/toolhost/config.json");
   });
 });
+
+describe("the config file, read again when it changes", () => {
+  it("sees a rewritten key, a new file and a removed one on the next read", async () => {
+    const { rmSync, renameSync } = await import("node:fs");
+    const TOOLHOST_CONFIG = configFile(JSON.stringify({ providers: { openai: { apiKey: "sk-one" } } }));
+    expect(providerCredentials("openai", { TOOLHOST_CONFIG }).apiKey).toBe("sk-one");
+    // Same size, rewritten in place.
+    writeFileSync(TOOLHOST_CONFIG, JSON.stringify({ providers: { openai: { apiKey: "sk-two" } } }));
+    expect(providerCredentials("openai", { TOOLHOST_CONFIG }).apiKey).toBe("sk-two");
+    // Replaced by rename, as editors and the CLI write files.
+    writeFileSync(`${TOOLHOST_CONFIG}.tmp`, JSON.stringify({ providers: { openai: { apiKey: "sk-three-longer" } } }));
+    renameSync(`${TOOLHOST_CONFIG}.tmp`, TOOLHOST_CONFIG);
+    expect(providerCredentials("openai", { TOOLHOST_CONFIG }).apiKey).toBe("sk-three-longer");
+    // Broken: the error, not the last good content.
+    writeFileSync(TOOLHOST_CONFIG, "{ not json");
+    expect(() => loadProviderFileConfig({ TOOLHOST_CONFIG })).toThrow(/not valid JSON/);
+    rmSync(TOOLHOST_CONFIG);
+    expect(loadProviderFileConfig({ TOOLHOST_CONFIG })).toEqual({});
+  });
+});
