@@ -63,12 +63,6 @@ export async function startServer(ctx: AppContext, options: StartServerOptions =
   ctx.onClose(() => mcpClients.close());
   void mcpClients.start();
   const app = createServerApp(ctx, { host, mcpClients });
-  if (!isLoopbackHost(host) && ctx.config.mcpAllowedHosts === undefined) {
-    ctx.logger.warn(
-      { host },
-      "bound to a non-loopback address: /mcp accepts any Host header; set TOOLHOST_MCP_ALLOWED_HOSTS to the names clients use (DNS-rebinding protection), and TOOLHOST_PUBLIC_URL to the URL they reach the service at",
-    );
-  }
   const headersTimeout = ctx.config.headersTimeoutMs;
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const s = serve(
@@ -96,6 +90,13 @@ export async function startServer(ctx: AppContext, options: StartServerOptions =
   // the keep-alive timeout governs it); its body has a deadline of its own (bodyDeadline in ./unread-body.ts).
   http.headersTimeout = headersTimeout;
   const port = (server.address() as AddressInfo).port;
+  // Said once the socket is bound (a host that cannot be bound gets its own error instead).
+  if (!isLoopbackHost(host) && ctx.config.mcpAllowedHosts === undefined) {
+    ctx.logger.warn(
+      { host },
+      "bound to a non-loopback address: /mcp accepts any Host header; set TOOLHOST_MCP_ALLOWED_HOSTS to the names clients use (DNS-rebinding protection), and TOOLHOST_PUBLIC_URL to the URL they reach the service at",
+    );
+  }
   // Expire unanswered approvals and resume turns whose process stopped while they waited.
   const stopSweeper = ctx.approvals.startSweeper();
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
