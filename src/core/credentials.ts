@@ -94,7 +94,6 @@ export function loadProviderFileConfig(env: NodeJS.ProcessEnv = process.env): Pr
     if (!stats) return {};
     signature = `${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`;
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return {};
     throw new Error(`Cannot read the config file ${path}: ${(error as Error).message}`);
   }
   const cached = parsedConfigFiles.get(path);

@@ -7,23 +7,19 @@ import { resultJsonText } from "../../src/core/execution/run.js";
 import { ToolRegistryStore } from "../../src/core/registry.js";
 import { ToolRuntime } from "../../src/core/runtime.js";
 import { MemoryToolSettingsStore } from "../../src/core/stores.js";
+import { tool } from "../../src/core/typed-tool.js";
 import { tempDir } from "../helpers/server.js";
 
 function runtimeWith(result: () => unknown) {
   const registry = new ToolRegistryStore();
-  registry.register({
-    definition: { name: "make", description: "Returns a value.", parameters: { type: "object", properties: {} } },
-    settings: {
-      title: "Make",
+  registry.register(
+    tool({
+      name: "make",
       description: "Returns a value.",
-      category: "system",
-      enabledByDefault: true,
-      canDisable: true,
-      defaultParameters: {},
-      parameterDescriptors: [],
-    },
-    execute: async () => result(),
-  });
+      inputSchema: { type: "object", properties: {} },
+      execute: async () => result(),
+    }),
+  );
   return new ToolRuntime({ registry, store: new MemoryToolSettingsStore(), dataDir: tempDir("toolhost-json-") });
 }
 

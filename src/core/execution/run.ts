@@ -39,10 +39,15 @@ export interface RunResult {
   streams: Map<string, SpillStream> | undefined;
 }
 
+/** The tool's own timeoutSeconds setting (a budget its users can change), or undefined when it has none. */
+function timeoutSetting(tool: RegisteredTool) {
+  return tool.settings.parameterDescriptors.find((p) => p.name === "timeoutSeconds");
+}
+
 /** The time budget (ms) of a call: the tool's own rule, else its timeoutSeconds setting, else the default. */
 export function budgetMs(tool: RegisteredTool, args: Record<string, unknown>, settings: EffectiveToolSettings): number {
   if (tool.timeoutMs) return tool.timeoutMs(args, settings);
-  const d = tool.settings.parameterDescriptors.find((p) => p.name === "timeoutSeconds");
+  const d = timeoutSetting(tool);
   if (d && typeof d.default === "number") return integerSetting(settings.values, d) * 1000;
   const seconds = settings.values.timeoutSeconds;
   return typeof seconds === "number" && seconds > 0 ? seconds * 1000 : DEFAULT_TOOL_TIMEOUT_MS;
@@ -84,7 +89,7 @@ export async function runStage(env: RunEnvironment, request: RunRequest, trackin
   const backstopMs = tool.managesOwnTimeout ? budget + OWN_TIMEOUT_GRACE_MS : budget;
   const timer = setTimeout(() => {
     // Only a tool that declares timeoutSeconds has a budget a user can raise; the others' budget is fixed.
-    const settable = tool.settings.parameterDescriptors.some((p) => p.name === "timeoutSeconds");
+    const settable = timeoutSetting(tool) !== undefined;
     cancel.abort(
       new ToolTimeoutError(
         `Tool "${name}" did not finish within its ${Math.round(budget / 1000)}s budget and was cancelled. Narrow the request${settable ? ", or raise timeoutSeconds in the tool settings" : " (this tool's budget is fixed)"}.`,

@@ -12,7 +12,6 @@
  *
  * Result: { content, path, size, sha256, totalLines, startLine, endLine, truncated } plus `view` when not text.
  */
-import { closeSync } from "node:fs";
 import { argumentRefusal, clip, ToolArgumentError, type ToolRefusal } from "../../core/errors.js";
 import {
   PATH_POLICY_DESCRIPTORS,
@@ -23,7 +22,7 @@ import {
 import { defineTool } from "../../core/settings-declaration.js";
 import { decodeText, isBinaryHead, splitLines } from "../../core/text-probe.js";
 import type { RegisteredTool, ResultPaging, SpillReader, ToolContext } from "../../core/types.js";
-import { formatBytes, ledgerChat, MIB, openRegularFile, readAllCapped } from "../fs/common.js";
+import { formatBytes, ledgerChat, MIB, readRegularFile } from "../fs/common.js";
 
 /** Ceiling of the text view (bytes the descriptor may yield). */
 export const TEXT_VIEW_CAP = 10 * MIB;
@@ -71,13 +70,7 @@ export async function readFileForChat(
     purpose: "read",
   });
   const cap = view === "text" ? TEXT_VIEW_CAP : BYTE_VIEW_CAP;
-  const { fd, info } = openRegularFile(real, input);
-  let read: Awaited<ReturnType<typeof readAllCapped>>;
-  try {
-    read = await readAllCapped(fd, cap, context.signal, info.size);
-  } finally {
-    closeSync(fd);
-  }
+  const read = await readRegularFile(real, input, cap, context.signal);
   if (read.exceeded) {
     throw new ToolArgumentError(
       view === "text"

@@ -201,24 +201,37 @@ export function sha256(data: Uint8Array | string): string {
   return createHash("sha256").update(data).digest("hex");
 }
 
-/** Reads a whole existing regular file (no cap besides `cap`) for the freshness guard and patching. */
-export async function readWholeFile(real: string, input: string, cap: number, signal?: AbortSignal) {
+/**
+ * Opens the regular file `real` (see {@link openRegularFile}), reads it under `cap` (see {@link readAllCapped}) and
+ * closes it. Resolves with the read and what fstat said; the caller decides what an exceeded cap means.
+ */
+export async function readRegularFile(
+  real: string,
+  input: string,
+  cap: number,
+  signal?: AbortSignal,
+): Promise<CappedRead & { info: Stats }> {
   const { fd, info } = openRegularFile(real, input);
   try {
-    const read = await readAllCapped(fd, cap, signal, info.size);
-    if (read.exceeded) {
-      throw new ToolArgumentError(
-        `"${clip(input)}" is larger than ${formatBytes(cap)}; it cannot be edited with this tool.`,
-        {
-          path: clip(input),
-          rule: "size_cap",
-        },
-      );
-    }
-    return { ...read, info };
+    return { ...(await readAllCapped(fd, cap, signal, info.size)), info };
   } finally {
     closeSync(fd);
   }
+}
+
+/** Reads a whole existing regular file (no cap besides `cap`) for the freshness guard and patching. */
+export async function readWholeFile(real: string, input: string, cap: number, signal?: AbortSignal) {
+  const read = await readRegularFile(real, input, cap, signal);
+  if (read.exceeded) {
+    throw new ToolArgumentError(
+      `"${clip(input)}" is larger than ${formatBytes(cap)}; it cannot be edited with this tool.`,
+      {
+        path: clip(input),
+        rule: "size_cap",
+      },
+    );
+  }
+  return read;
 }
 
 /** "10 MiB", "256 KiB", "12 bytes". */
