@@ -79,13 +79,20 @@ const shellCall = { userId: USER, chatId: "c1", workingDirectory: "" };
  * Runs a call that never finishes against its budget (`budgetMs`) on a fake clock for setTimeout — which arms every
  * budget here: the runtime's, the shell runner's, generate_image's — so the test need not wait it out in real time.
  * Waits, in real time, until `running()` says the call is under way; moves the clock to 1 ms before the budget, where
- * the call must still run — not settled, and `running()` still true (its processes alive, its requests not cancelled)
- * after a moment of real time — then to the budget, and returns the outcome. Everything after
- * the budget (killing processes, cancelling requests) runs in real time; the clock stays there, so a longer budget
- * would never end the call (the test times out).
+ * the call must still run; then to the budget, and returns the outcome. Everything after the budget (killing
+ * processes, cancelling requests) runs in real time; the clock stays there, so a longer budget would never end the
+ * call (the test times out).
+ *
+ * "Still runs" is checked without waiting: every way a budget ends a call starts synchronously in its timer's
+ * callback — an AbortController aborted (the runtime's budget, generate_image's, and through them every request a
+ * tool makes) or a process signalled (the shell runner's kill of the process tree) — and advancing the fake clock
+ * runs every callback due by then, with the promise jobs they queue. So 1 ms before the budget the call has not
+ * settled, no controller has been aborted and no process signalled since it got under way.
  */
 async function atTheBudget<T>(budgetMs: number, start: () => Promise<T>, running: () => boolean): Promise<T> {
   vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+  const aborts = vi.spyOn(AbortController.prototype, "abort");
+  const kills = vi.spyOn(process, "kill");
   try {
     let settled = false;
     const call = start().finally(() => {
@@ -96,12 +103,21 @@ async function atTheBudget<T>(budgetMs: number, start: () => Promise<T>, running
       if (Date.now() > deadline) throw new Error("the call did not get under way within 10 s");
       await sleep(10);
     }
+    aborts.mockClear();
+    kills.mockClear();
     await vi.advanceTimersByTimeAsync(budgetMs - 1);
-    await sleep(50);
-    expect(settled || !running(), "the call was ended before its budget").toBe(false);
+    expect(settled, "the call settled before its budget").toBe(false);
+    expect(aborts, "a controller was aborted before the budget").not.toHaveBeenCalled();
+    // Signal 0 only asks whether a process exists.
+    expect(kills.mock.calls.filter(([, sig]) => sig !== 0), "a process was signalled before the budget").toEqual([]);
     await vi.advanceTimersByTimeAsync(1);
-    return await call;
+    const outcome = await call;
+    // The probes can fail: the budget itself ended the call through one of them.
+    expect(aborts.mock.calls.length + kills.mock.calls.length).toBeGreaterThan(0);
+    return outcome;
   } finally {
+    aborts.mockRestore();
+    kills.mockRestore();
     vi.useRealTimers();
   }
 }
