@@ -10,7 +10,6 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { createServer, type Server } from "node:net";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { ToolRegistryStore } from "../../src/core/registry.js";
 import { ToolRuntime } from "../../src/core/runtime.js";
@@ -27,6 +26,7 @@ import { buildSeccompFilter } from "../../src/tools/shell/sandbox/seccomp.js";
 import { shellExecTool } from "../../src/tools/shell/shell-exec.js";
 import { buildShellTool, findInterpreter } from "../../src/tools/shell/shell-tool.js";
 import { recordingLogger } from "../helpers/runtime.js";
+import { until } from "../helpers/until.js";
 import { tempDir } from "./helpers.js";
 
 const BASH = findInterpreter("bash") as string;
@@ -79,15 +79,6 @@ function processesWith(needle: string): number[] {
     }
   }
   return out;
-}
-
-async function waitUntil(check: () => boolean, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (check()) return true;
-    await sleep(20);
-  }
-  return check();
 }
 
 beforeAll(() => {
@@ -291,9 +282,11 @@ for fam in (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6):
       },
     );
     (child.stdio[3] as NodeJS.WritableStream).end(buildSeccompFilter());
-    expect(await waitUntil(() => processesWith(`sleep ${marker}`).length === 1, 5000)).toBe(true);
+    await until(() => processesWith(`sleep ${marker}`).length === 1, "the setsid sleep to start", { timeoutMs: 5000 });
     process.kill(child.pid as number, "SIGKILL"); // not the group, not the tree: only bwrap itself
-    expect(await waitUntil(() => processesWith(`sleep ${marker}`).length === 0, 5000)).toBe(true);
+    await until(() => processesWith(`sleep ${marker}`).length === 0, "the setsid sleep to die with bwrap", {
+      timeoutMs: 5000,
+    });
   });
 
   it.skipIf(!probe.available)(
@@ -314,7 +307,9 @@ for fam in (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6):
         { userId: USER, chatId: "c1", workingDirectory: wd },
       );
       expect(outcome).toMatchObject({ ok: false, error: { code: "timeout" } });
-      expect(await waitUntil(() => processesWith(`sleep ${marker}`).length === 0, 3000)).toBe(true);
+      await until(() => processesWith(`sleep ${marker}`).length === 0, "every process of the call to die", {
+        timeoutMs: 3000,
+      });
       expect(audit.entries.at(-1)).toMatchObject({ tool: "shell_exec", termination: "timed_out", sandboxed: true });
     },
   );
