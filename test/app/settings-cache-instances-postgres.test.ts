@@ -17,6 +17,7 @@ import { defaultRegistry, ToolRegistryStore } from "../../src/core/registry.js";
 import { SETTINGS_CACHE_MS } from "../../src/storage/tool-settings-repository.js";
 import "../../src/tools/index.js";
 import { freshStore, HAVE_POSTGRES, type TestStore } from "../helpers/stores.js";
+import { until } from "../helpers/until.js";
 
 /** A registry of its own holding the built-in tools (what another process would have). */
 function ownRegistry(): ToolRegistryStore {
@@ -26,14 +27,6 @@ function ownRegistry(): ToolRegistryStore {
 }
 
 /** Polls `check` every 10 ms for at most 10 s of real time (performance.now: Date.now is frozen here). */
-async function eventually(check: () => Promise<boolean>, what: string): Promise<void> {
-  const deadline = performance.now() + 10_000;
-  while (!(await check())) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 describe.skipIf(!HAVE_POSTGRES)("settings cache across instances on one PostgreSQL", () => {
   let store: TestStore;
   let a: AppContext;
@@ -98,7 +91,7 @@ describe.skipIf(!HAVE_POSTGRES)("settings cache across instances on one PostgreS
         { parameters: { deniedPaths: [join(work, "secret")] } },
         { admin: true },
       );
-      await eventually(async () => (await readOnB(user)) === "access_denied", "B to obey A's narrowing");
+      await until(async () => (await readOnB(user)) === "access_denied", "B to obey A's narrowing");
       // From then on, every call of B obeys it.
       expect(await Promise.all([readOnB(user), readOnB(user), readOnB(user)])).toEqual([
         "access_denied",

@@ -12,6 +12,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
+import { until } from "./until.js";
 
 declare module "vitest" {
   interface ProvidedContext {
@@ -109,11 +110,10 @@ export async function launchPostgres(
   const template = options.saveTemplate ? join(dir, "template") : undefined;
   const started = (async () => {
     if (options.template) {
-      const deadline = Date.now() + 60_000;
-      while (!existsSync(`${options.template}.ready`)) {
-        if (Date.now() > deadline) throw new Error(`no PostgreSQL template at ${options.template} after 60 s`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await until(() => existsSync(`${options.template}.ready`), `the PostgreSQL template at ${options.template}`, {
+        timeoutMs: 60_000,
+        intervalMs: 50,
+      });
       // -a keeps the owner (the postgres user, as root) and initdb's 0700 modes; a real copy, never links: the
       // server writes into its files.
       await copy(options.template, data);

@@ -11,6 +11,7 @@ import { ToolRegistryStore } from "../../src/core/registry.js";
 import { normalizeImportedSchema } from "../../src/mcp/client/schema.js";
 import { toolDefsToResponsesAPI } from "../../src/providers/tool-mapper.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
+import { until } from "../helpers/until.js";
 
 let server: TestServer | undefined;
 let http: HttpServer | undefined;
@@ -107,13 +108,11 @@ describe("importing a Streamable HTTP server", () => {
     const s = server;
     const added = await s.api("/api/admin/mcp-servers", { method: "POST", json: { name: "remote", url } });
     expect(added.status).toBe(201);
-    const deadline = Date.now() + 15_000;
-    let status: any;
-    do {
-      status = await (await s.api("/api/admin/mcp-servers/remote")).json();
-      if (status.state !== "connecting") break;
-      await new Promise((r) => setTimeout(r, 50));
-    } while (Date.now() < deadline);
+    const status = await until(
+      async () => (await (await s.api("/api/admin/mcp-servers/remote")).json()) as { state?: string },
+      "the remote server to leave the connecting state",
+      { accept: (value: { state?: string }) => value.state !== "connecting", timeoutMs: 15_000, intervalMs: 50 },
+    );
     expect(status).toMatchObject({ state: "connected", transport: "http", serverInfo: { name: "remote" } });
     const outcome = await s.ctx.runtime.executeTool(
       "mcp__remote__lookup",
