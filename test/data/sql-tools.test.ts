@@ -37,6 +37,8 @@ interface Fixture {
   counts(): Promise<Record<string, number>>;
   /** Statements currently running on the server that contain `marker`. */
   running?(marker: string): Promise<number>;
+  /** Ends, from another session, the connections running a statement that contains `marker` (as an admin would). */
+  terminate?(marker: string): Promise<void>;
   /** Fingerprint of everything on disk (SQLite) for "unchanged". */
   fingerprint?(): string;
   placeholder(n: number): string;
@@ -104,6 +106,12 @@ async function postgresFixture(): Promise<Fixture> {
       );
       return rows[0].n;
     },
+    async terminate(marker) {
+      await admin.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE $1 AND pid <> pg_backend_pid()",
+        [`%${marker}%`],
+      );
+    },
     placeholder: (n) => `$${n}`,
     sleep: "SELECT pg_sleep(30) AS marker_sleep",
     writes: [
@@ -167,6 +175,13 @@ async function mysqlFixture(): Promise<Fixture> {
         [`%${marker}%`],
       );
       return Number((rows as { n: number }[])[0]?.n);
+    },
+    async terminate(marker) {
+      const [rows] = await admin.query(
+        "SELECT ID AS id FROM information_schema.PROCESSLIST WHERE INFO LIKE ? AND ID <> CONNECTION_ID()",
+        [`%${marker}%`],
+      );
+      for (const { id } of rows as { id: number }[]) await admin.query(`KILL ${Number(id)}`);
     },
     placeholder: () => "?",
     sleep: "SELECT SLEEP(30) AS marker_sleep",
@@ -414,6 +429,14 @@ for (const { name, skip, make } of cases) {
       for (const sql of ["SELECT 1; DELETE FROM items", "COMMIT; DELETE FROM items", "SELECT 1; SELECT 2"]) {
         const outcome = await query("rw", sql);
         expect(outcome.ok ? "ran" : outcome.error.code, sql).toBe("validation_failed");
+        if (!outcome.ok) expect(outcome.error.message, sql).toMatch(/one SQL statement per call/);
+      }
+      // A statement's own error is the server's to explain, not "a second statement": a syntax error, and a
+      // data-modifying WITH (refused as a write where the dialect has it, a syntax error on MariaDB).
+      for (const sql of ["SELEC 1", "SELECT 1 FROM items WHERE;", "WITH x AS (SELECT 1) DELETE FROM items"]) {
+        const outcome = await query("rw", sql);
+        expect(outcome.ok ? "ran" : outcome.error.code, sql).toMatch(/^(validation_failed|access_denied)$/);
+        if (!outcome.ok) expect(outcome.error.message, sql).not.toMatch(/one SQL statement per call/);
       }
       expect(await fixture.counts()).toEqual(before);
       // The connection is still good afterwards.
@@ -467,6 +490,22 @@ for (const { name, skip, make } of cases) {
       if (fixture.running) await waitFor(async () => (await fixture.running?.("marker_cancel")) === 0);
       expect(rows(await query("ro", "SELECT 3 AS three")).rows).toEqual([[3]]);
     });
+
+    it.skipIf(name === "SQLite")(
+      "fails a call at once when the server ends its connection mid-statement, and keeps serving",
+      async () => {
+        // An unhandled 'error' on the connection would end this process (the whole server); a lost connection
+        // nothing notices would leave the call waiting out its budget.
+        const sql = fixture.sleep.replace("marker_sleep", "marker_terminated");
+        const pending = query("ro", sql);
+        await waitFor(async () => (await fixture.running?.("marker_terminated")) === 1);
+        await fixture.terminate?.("marker_terminated");
+        const outcome = await pending;
+        expect(outcome.ok ? "ran" : outcome.error.code).toBe("execution_failed");
+        if (!outcome.ok) expect(outcome.error.message).toMatch(/connection/i);
+        expect(rows(await query("ro", "SELECT 4 AS four")).rows).toEqual([[4]]);
+      },
+    );
 
     it("names the source, never its URL or password, when it is unreachable", async () => {
       const outcome = await query("down", "SELECT 1");

@@ -89,6 +89,19 @@ export function unreachable(source: string, url: string, error: unknown): ToolEx
   );
 }
 
+/**
+ * A connection the database server ended while a statement ran on it (a restart, a failover, an administrator's
+ * terminate or KILL): the call fails at once, and nothing was written (every session is read-only).
+ */
+export function connectionLost(source: string, url: string, error: unknown): ToolExecutionError {
+  const raw = error instanceof Error ? error.message : String(error);
+  const reason = scrubSecret(raw, url).slice(0, 300);
+  return new ToolExecutionError(
+    `Data source "${source}" lost its connection while the statement ran (${reason}): the database server ended it. Nothing was changed; the next call opens a new connection, so run it again unless the statement is what the server stopped.`,
+    { source, cause: "connection_lost" },
+  );
+}
+
 /** The classified error a call's abort stands for (its signal's reason, or a plain cancel). */
 export function abortError(signal: AbortSignal, source: string, timeoutMs: number): ToolError {
   const reason = signal.reason;

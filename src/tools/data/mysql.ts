@@ -16,6 +16,7 @@ import {
   AccountCheck,
   abortError,
   CONNECT_TIMEOUT_MS,
+  connectionLost,
   IDLE_CLOSE_MS,
   isoLocal,
   jsonSafe,
@@ -130,6 +131,7 @@ export class MysqlDriver implements DataDriver {
     signal: AbortSignal,
     timeoutMs: number,
     work: (connection: Connection, state: { broken: boolean; killed?: Promise<void> }) => Promise<T>,
+    sql?: string,
   ): Promise<T> {
     if (signal.aborted) throw abortError(signal, this.source, timeoutMs);
     const { connection, mariadb } = await this.#connect();
@@ -137,6 +139,18 @@ export class MysqlDriver implements DataDriver {
     const onAbort = () => {
       state.killed ??= this.#kill(connection.threadId);
     };
+    // A connection the server ends mid-statement reaches only the connection's "error" (the streamed query has no
+    // callback to be told): it fails the call at once instead of leaving it to wait out its budget.
+    let connectionError: unknown;
+    let onLost: (error: unknown) => void = () => {};
+    const lost = new Promise<never>((_, reject) => {
+      onLost = (error) => {
+        connectionError ??= error;
+        reject(error);
+      };
+    });
+    lost.catch(() => {});
+    connection.on("error", onLost);
     try {
       if (mariadb) await run(connection, "SET SESSION max_statement_time = ?", [timeoutMs / 1000]);
       else await run(connection, "SET SESSION max_execution_time = ?", [timeoutMs]);
@@ -146,16 +160,22 @@ export class MysqlDriver implements DataDriver {
       await run(connection, "START TRANSACTION READ ONLY");
       signal.addEventListener("abort", onAbort, { once: true });
       if (signal.aborted) onAbort();
-      return await work(connection, state);
+      return await Promise.race([work(connection, state), lost]);
     } catch (error) {
       if ((error as MysqlError).fatal) state.broken = true;
       if (signal.aborted) {
         await state.killed;
         throw abortError(signal, this.source, timeoutMs);
       }
-      throw this.#classify(error, timeoutMs);
+      // 1927: MariaDB's "Connection was killed", the answer to a statement whose connection an administrator ended.
+      if (connectionError !== undefined || (error as MysqlError).errno === 1927) {
+        state.broken = true;
+        throw connectionLost(this.source, this.url, error);
+      }
+      throw this.#classify(error, timeoutMs, sql);
     } finally {
       signal.removeEventListener("abort", onAbort);
+      connection.removeListener("error", onLost);
       await state.killed;
       if (state.broken) connection.destroy();
       else {
@@ -170,7 +190,8 @@ export class MysqlDriver implements DataDriver {
     }
   }
 
-  #classify(error: unknown, timeoutMs: number): ToolError {
+  /** The classified error of a failed statement; `sql` (the caller's statement) tells a second statement apart. */
+  #classify(error: unknown, timeoutMs: number, sql?: string): ToolError {
     if (error instanceof ToolError) return error;
     const e = error as MysqlError;
     const message = e.sqlMessage ?? e.message ?? "";
@@ -192,7 +213,9 @@ export class MysqlDriver implements DataDriver {
       default:
         break;
     }
-    if (e.errno === 1064 && /;\s*\S/.test(message)) return severalStatements(this.source);
+    if (e.errno === 1064 && sql !== undefined && startsSecondStatement(sql, message)) {
+      return severalStatements(this.source);
+    }
     if (e.errno !== undefined && e.errno >= 1000 && e.errno < 2000 && !e.fatal) {
       return sqlRejected(this.source, message, { errno: e.errno });
     }
@@ -209,43 +232,52 @@ export class MysqlDriver implements DataDriver {
   async query(request: QueryRequest): Promise<QueryResult> {
     const started = performance.now();
     const limit = request.maxRows;
-    const outcome = await this.#session(request.signal, request.timeoutMs, (connection, state) => {
-      return new Promise<{ columns: QueryColumn[]; rows: unknown[][]; truncated: boolean }>((resolve, reject) => {
-        let columns: QueryColumn[] = [];
-        let dateColumns: boolean[] = [];
-        const rows: unknown[][] = [];
-        let truncated = false;
-        const query = connection.query({ sql: request.sql, values: request.params.map(bindValue), rowsAsArray: true });
-        query.on("fields", (fields: mysql.FieldPacket[] | undefined) => {
-          if (!fields) return;
-          columns = fields.map((f) => {
-            const type = (mysql.Types as unknown as Record<number, string | undefined>)[f.type ?? -1];
-            return type ? { name: f.name, type: type.toLowerCase() } : { name: f.name };
+    const outcome = await this.#session(
+      request.signal,
+      request.timeoutMs,
+      (connection, state) => {
+        return new Promise<{ columns: QueryColumn[]; rows: unknown[][]; truncated: boolean }>((resolve, reject) => {
+          let columns: QueryColumn[] = [];
+          let dateColumns: boolean[] = [];
+          const rows: unknown[][] = [];
+          let truncated = false;
+          const query = connection.query({
+            sql: request.sql,
+            values: request.params.map(bindValue),
+            rowsAsArray: true,
           });
-          dateColumns = fields.map((f) => DATETIME_TYPES.has(f.type ?? -1));
+          query.on("fields", (fields: mysql.FieldPacket[] | undefined) => {
+            if (!fields) return;
+            columns = fields.map((f) => {
+              const type = (mysql.Types as unknown as Record<number, string | undefined>)[f.type ?? -1];
+              return type ? { name: f.name, type: type.toLowerCase() } : { name: f.name };
+            });
+            dateColumns = fields.map((f) => DATETIME_TYPES.has(f.type ?? -1));
+          });
+          query.on("result", (row: unknown) => {
+            if (truncated) return;
+            if (!Array.isArray(row)) return; // a statement without rows (its OK packet)
+            if (rows.length >= limit) {
+              // One row past the limit: stop the statement on the server and drop the connection unread.
+              truncated = true;
+              connection.pause();
+              state.broken = true;
+              state.killed ??= this.#kill(connection.threadId);
+              void state.killed.then(() => resolve({ columns, rows, truncated }));
+              return;
+            }
+            rows.push(row.map((v, i) => (dateColumns[i] && typeof v === "string" ? isoLocal(v) : jsonSafe(v))));
+          });
+          query.on("error", (error: unknown) => {
+            if (!truncated) reject(error);
+          });
+          query.on("end", () => {
+            if (!truncated) resolve({ columns, rows, truncated });
+          });
         });
-        query.on("result", (row: unknown) => {
-          if (truncated) return;
-          if (!Array.isArray(row)) return; // a statement without rows (its OK packet)
-          if (rows.length >= limit) {
-            // One row past the limit: stop the statement on the server and drop the connection unread.
-            truncated = true;
-            connection.pause();
-            state.broken = true;
-            state.killed ??= this.#kill(connection.threadId);
-            void state.killed.then(() => resolve({ columns, rows, truncated }));
-            return;
-          }
-          rows.push(row.map((v, i) => (dateColumns[i] && typeof v === "string" ? isoLocal(v) : jsonSafe(v))));
-        });
-        query.on("error", (error: unknown) => {
-          if (!truncated) reject(error);
-        });
-        query.on("end", () => {
-          if (!truncated) resolve({ columns, rows, truncated });
-        });
-      });
-    });
+      },
+      request.sql,
+    );
     return queryResult(started, outcome);
   }
 
@@ -343,4 +375,19 @@ export class MysqlDriver implements DataDriver {
  */
 function bindValue(value: unknown): unknown {
   return value !== null && typeof value === "object" ? JSON.stringify(value) : value;
+}
+
+/**
+ * Whether a syntax error (1064) points at a second statement: the server quotes the text from where it stopped
+ * ("… near 'SELECT 2' at line 1"), and in the caller's SQL that text follows a `;`. Any other syntax error is the
+ * statement's own, and the model needs the server's words for it.
+ */
+function startsSecondStatement(sql: string, message: string): boolean {
+  const near = /near '([\s\S]*)' at line \d+/.exec(message)?.[1];
+  if (!near) return false;
+  // The server quotes at most about 80 characters of what follows; look for where that text starts.
+  for (let at = sql.indexOf(near); at >= 0; at = sql.indexOf(near, at + 1)) {
+    if (sql.slice(0, at).trimEnd().endsWith(";")) return true;
+  }
+  return false;
 }

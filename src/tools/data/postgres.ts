@@ -17,6 +17,7 @@ import {
   AccountCheck,
   abortError,
   CONNECT_TIMEOUT_MS,
+  connectionLost,
   IDLE_CLOSE_MS,
   isoLocal,
   POOL_SIZE,
@@ -202,8 +203,10 @@ export class PostgresDriver implements DataDriver {
         application_name: "toolhost-data",
         allowExitOnIdle: true,
       });
-      // An idle connection that breaks (server restart) must not crash the process; the next call reconnects.
+      // A connection that breaks must not crash the process: an idle one (the pool's "error") or one in use, whose
+      // client emits "error" when the server ends it mid-statement (the statement itself fails, see #session).
       this.#pool.on("error", () => {});
+      this.#pool.on("connect", (client) => client.on("error", () => {}));
     }
     return this.#pool;
   }
@@ -250,6 +253,11 @@ export class PostgresDriver implements DataDriver {
       cancelled = this.#cancel(pid);
     };
     let broken = false;
+    let lost: unknown;
+    const onLost = (error: unknown) => {
+      lost ??= error;
+    };
+    client.on("error", onLost);
     try {
       await client.query("BEGIN READ ONLY");
       await client.query("SELECT set_config('statement_timeout', $1, true)", [String(timeoutMs)]);
@@ -261,14 +269,22 @@ export class PostgresDriver implements DataDriver {
         await cancelled;
         throw abortError(signal, this.source, timeoutMs);
       }
+      // 57P01–57P03: the server's own "terminating connection" (administrator, crash, shutdown), sent before it hangs up.
+      if (lost !== undefined || /^57P0[123]$/.test((error as PgError).code ?? "")) {
+        broken = true;
+        throw connectionLost(this.source, this.url, error);
+      }
       throw this.#classify(error, timeoutMs);
     } finally {
       signal.removeEventListener("abort", onAbort);
-      try {
-        await client.query("ROLLBACK");
-        await client.query("DISCARD ALL");
-      } catch {
-        broken = true;
+      client.removeListener("error", onLost);
+      if (!broken) {
+        try {
+          await client.query("ROLLBACK");
+          await client.query("DISCARD ALL");
+        } catch {
+          broken = true;
+        }
       }
       client.release(broken);
     }
