@@ -109,7 +109,10 @@ async function atTheBudget<T>(budgetMs: number, start: () => Promise<T>, running
     expect(settled, "the call settled before its budget").toBe(false);
     expect(aborts, "a controller was aborted before the budget").not.toHaveBeenCalled();
     // Signal 0 only asks whether a process exists.
-    expect(kills.mock.calls.filter(([, sig]) => sig !== 0), "a process was signalled before the budget").toEqual([]);
+    expect(
+      kills.mock.calls.filter(([, sig]) => sig !== 0),
+      "a process was signalled before the budget",
+    ).toEqual([]);
     await vi.advanceTimersByTimeAsync(1);
     const outcome = await call;
     // The probes can fail: the budget itself ended the call through one of them.
