@@ -57,10 +57,12 @@ const sleepStarted = (marker: string) =>
   ).length > 0;
 
 /**
- * Waits until no `sleep <marker>` is left anywhere on the machine (a scan of every process: an orphaned sleep is no
- * instance's descendant), looking every 100 ms.
+ * Waits until no `sleep <marker>` is left anywhere on the machine: first until none runs under the instances (the
+ * cheap look), then until a scan of every process finds none either (an orphaned sleep is no instance's
+ * descendant), looking every 100 ms.
  */
 async function sleepGone(what: string, marker: string): Promise<void> {
+  await waitUntil(what, () => !sleepStarted(marker));
   await until(() => sleeping(marker).length === 0, what, { timeoutMs: 60_000, intervalMs: 100 });
 }
 
