@@ -26,7 +26,6 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-/** Polls `check` until it holds (every 50 ms, at most 60 s); throws naming `what` and the process's output otherwise. */
 /** Waits on a server process: gives up at once (with its output) when the process exits first. */
 function watching(p: CliProcess) {
   return {
