@@ -73,15 +73,21 @@ async function newChat(s: ServerProcess, dir: string): Promise<string> {
   return ((await response.json()) as { id: string }).id;
 }
 
+/** The write the fake model asks for. */
+const writeCall = (content: string): FakeTurn => ({
+  kind: "tools",
+  calls: [{ name: "write_file", arguments: { path: "notes/todo.md", content, createDirectories: true } }],
+});
+
+/** The model's final answer, quoting the tool result it received. */
+const answer: FakeTurn = (request) => ({
+  kind: "text",
+  text: `Tool said: ${request.lastToolResults[0]?.content ?? "nothing"}`,
+});
+
 /** The write the fake model asks for, then a final answer quoting the tool result it received. */
 function writeThenAnswer(content: string) {
-  script.push(
-    {
-      kind: "tools",
-      calls: [{ name: "write_file", arguments: { path: "notes/todo.md", content, createDirectories: true } }],
-    },
-    (request) => ({ kind: "text", text: `Tool said: ${request.lastToolResults[0]?.content ?? "nothing"}` }),
-  );
+  script.push(writeCall(content), answer);
 }
 
 async function send(s: ServerProcess, chatId: string, content: string): Promise<SseReader> {
@@ -254,22 +260,41 @@ describe("the ask round-trip over SSE and REST", () => {
 });
 
 describe("pending approvals survive a restart", () => {
-  it("after the server is killed, the ask is still pending; allowing it runs the call once and finishes the turn", async () => {
+  // Two asks pending when the server is killed, answered after one restart: the untouched one runs its call once and
+  // finishes its turn; the other's stored call, altered while the server was down, is refused.
+  it("after the server is killed, the asks are still pending; allowing one runs the call once and finishes the turn, one whose stored arguments were altered meanwhile is refused (access_denied)", async () => {
     await askOnNotes(server);
     const dir = project();
     const chatId = await newChat(server, dir);
-    writeThenAnswer("after restart\n");
+    const alteredDir = project();
+    const alteredChatId = await newChat(server, alteredDir);
     const before = fake.requests.length;
+    // One ask at a time, so that each turn takes its own scripted call; their answers are scripted when allowed.
+    script.push(writeCall("after restart\n"));
     const stream = await send(server, chatId, "Remember this across a restart.");
     const ask = (await stream.until((e) => e.event === "approval_requested")).data;
+    script.push(writeCall("harmless\n"));
+    const alteredStream = await send(server, alteredChatId, "Write a harmless note.");
+    const alteredAsk = (await alteredStream.until((e) => e.event === "approval_requested")).data;
     await server.kill();
-    await stream.rest();
+    await Promise.all([stream.rest(), alteredStream.rest()]);
+    // Someone with access to the database swaps the second stored call's arguments.
+    const db = new Database(join(env.TOOLHOST_DATA_DIR!, "toolhost.db"));
+    const row = db.prepare("SELECT id, state FROM approval_turns WHERE chat_id = ?").get(alteredChatId) as {
+      id: string;
+      state: string;
+    };
+    const state = JSON.parse(row.state);
+    state.step.assistant.toolCalls[0].arguments = JSON.stringify({ path: "notes/todo.md", content: "evil\n" });
+    db.prepare("UPDATE approval_turns SET state = ? WHERE id = ?").run(JSON.stringify(state), row.id);
+    db.close();
     server = await startServerProcess(env, server.token);
 
     const listed = (await (await server.api(`/api/chats/${chatId}/approvals`)).json()) as any;
     expect(listed.approvals.map((a: any) => [a.id, a.status])).toEqual([[ask.approvalId, "pending"]]);
     const busy = await server.api(`/api/chats/${chatId}/messages`, { method: "POST", json: { content: "hello?" } });
     expect(busy.status).toBe(409);
+    script.push(answer);
     const allowed = await server.api(`/api/approvals/${ask.approvalId}`, {
       method: "POST",
       json: { decision: "allow_once" },
@@ -284,48 +309,30 @@ describe("pending approvals survive a restart", () => {
     expect(chat.messages[2].results[0]).toMatchObject({ name: "write_file", ok: true });
     expect(chat.messages[3].content).toContain("Tool said:");
     expect(readFileSync(join(dir, "notes/todo.md"), "utf8")).toBe("after restart\n");
-    // The provider was asked for the calls once and then for the answer: the decided call was not requested again.
-    expect(fake.requests.length - before).toBe(2);
+    // The provider was asked for the two turns' calls once and then for this turn's answer: the decided call was not
+    // requested again.
+    expect(fake.requests.length - before).toBe(3);
     const audit = (await (await server.api(`/api/admin/audit?tool=write_file&limit=100`)).json()) as any;
     expect(audit.entries.filter((e: any) => e.chatId === chatId && e.outcome === "ok")).toHaveLength(1);
     // The turn is finished: the chat takes new messages again.
     script.push({ kind: "text", text: "Hello again." });
     const next = await send(server, chatId, "hello?");
     expect((await next.rest()).at(-1)?.data).toMatchObject({ type: "done", reason: "text" });
-  });
 
-  it("refuses a stored call whose arguments were altered while the server was down (access_denied)", async () => {
-    await askOnNotes(server);
-    const dir = project();
-    const chatId = await newChat(server, dir);
-    writeThenAnswer("harmless\n");
-    const stream = await send(server, chatId, "Write a harmless note.");
-    const ask = (await stream.until((e) => e.event === "approval_requested")).data;
-    await server.kill();
-    await stream.rest();
-    // Someone with access to the database swaps the stored call's arguments.
-    const db = new Database(join(env.TOOLHOST_DATA_DIR!, "toolhost.db"));
-    const row = db.prepare("SELECT id, state FROM approval_turns WHERE chat_id = ?").get(chatId) as {
-      id: string;
-      state: string;
-    };
-    const state = JSON.parse(row.state);
-    state.step.assistant.toolCalls[0].arguments = JSON.stringify({ path: "notes/todo.md", content: "evil\n" });
-    db.prepare("UPDATE approval_turns SET state = ? WHERE id = ?").run(JSON.stringify(state), row.id);
-    db.close();
-    server = await startServerProcess(env, server.token);
-    const allowed = await server.api(`/api/approvals/${ask.approvalId}`, {
+    // The altered call: allowed, it is refused when it would run, and nothing is written.
+    script.push(answer);
+    const allowedAltered = await server.api(`/api/approvals/${alteredAsk.approvalId}`, {
       method: "POST",
       json: { decision: "allow_once" },
     });
-    expect(allowed.status).toBe(200);
-    const chat = await eventually(async () => {
-      const c = (await (await server.api(`/api/chats/${chatId}`)).json()) as any;
+    expect(allowedAltered.status).toBe(200);
+    const altered = await eventually(async () => {
+      const c = (await (await server.api(`/api/chats/${alteredChatId}`)).json()) as any;
       return c.messages.length >= 4 ? c : undefined;
     });
-    expect(chat.messages[2].results[0]).toMatchObject({ name: "write_file", ok: false });
-    expect(JSON.parse(chat.messages[2].results[0].content).error.code).toBe("access_denied");
-    expect(existsSync(join(dir, "notes/todo.md"))).toBe(false);
+    expect(altered.messages[2].results[0]).toMatchObject({ name: "write_file", ok: false });
+    expect(JSON.parse(altered.messages[2].results[0].content).error.code).toBe("access_denied");
+    expect(existsSync(join(alteredDir, "notes/todo.md"))).toBe(false);
   });
 });
 

@@ -1,10 +1,13 @@
 /**
- * Approvals that mean what they say, through the built CLI (no terminal, no --yes) and the application services:
+ * Approvals that mean what they say, through the CLI's commands (no terminal, no --yes) and the application services:
  * `approval: allow` runs redirections and computed names unattended while the user's deny rules bind; a denial
  * without a terminal names its reason, suggests only what helps and carries no approval id; "allow always" is offered
  * only where the rule it stores makes the same call run unasked (answered, the repeat runs without an ask); an
  * admin's locked ask/deny is a floor no allow rule of the user's lifts (422 naming the lock); the re-check before an
  * approved call runs asks again when a rule has since turned to ask.
+ *
+ * The `toolhost call` runs are command rules: they run the same main(argv) the bin runs, in this process, whose stdin
+ * and stderr are not terminals (checked before each run), as a process's would not be without one.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,14 +15,14 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { runGatedCall } from "../../src/app/approvals/one-off.js";
 import { type AppContext, createAppContext } from "../../src/app/context.js";
-import { assertBuilt, cleanEnv, runCli } from "../e2e/chat-process.js";
+import { cleanEnv } from "../e2e/chat-process.js";
+import { runCliInProcess } from "../helpers/cli.js";
 
 vi.setConfig({ testTimeout: 120_000 });
 
 let work: string;
 
 beforeAll(() => {
-  assertBuilt();
   work = mkdtempSync(join(tmpdir(), "toolhost-meaning-"));
 });
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -34,20 +37,25 @@ async function setBash(dataDir: string, parameters: Record<string, unknown>): Pr
   }
 }
 
-// The two cases have a data directory and a working directory each and wait mostly on the CLI processes they start:
-// side by side, those waits overlap.
-describe("toolhost call without a terminal", { concurrent: true }, () => {
+/**
+ * `toolhost …args` through main(argv) in this process, without a terminal, with `env` (and no database URL of this
+ * process's: the data directory's SQLite). One run at a time.
+ */
+const runCli = (args: string[], env: NodeJS.ProcessEnv) => {
+  expect(process.stdin.isTTY && process.stderr.isTTY).toBeFalsy();
+  return runCliInProcess(args, { TOOLHOST_DATABASE_URL: "", ...(env as Record<string, string>) });
+};
+
+describe("toolhost call without a terminal", () => {
   it("approval allow runs a redirection and a computed name; a deny rule still binds", async () => {
     const dataDir = join(work, "cli-allow");
     const env = cleanEnv({ TOOLHOST_DATA_DIR: dataDir });
     await setBash(dataDir, { approval: "allow" });
     const dir = mkdtempSync(join(work, "allow-"));
-    const [redirect, computed, outside] = await Promise.all([
-      runCli(["call", "bash", '{"command":"echo x > notes.txt"}', "--cwd", dir], env),
-      runCli(["call", "bash", '{"command":"cmd=echo; $cmd y > computed.txt"}', "--cwd", dir], env),
-      // The sandbox still confines: a write outside the working directory fails.
-      runCli(["call", "bash", `{"command":"echo z > ${work}/outside.txt"}`, "--cwd", dir], env),
-    ]);
+    const redirect = await runCli(["call", "bash", '{"command":"echo x > notes.txt"}', "--cwd", dir], env);
+    const computed = await runCli(["call", "bash", '{"command":"cmd=echo; $cmd y > computed.txt"}', "--cwd", dir], env);
+    // The sandbox still confines: a write outside the working directory fails.
+    const outside = await runCli(["call", "bash", `{"command":"echo z > ${work}/outside.txt"}`, "--cwd", dir], env);
     expect(redirect.code, redirect.stderr).toBe(0);
     expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("x\n");
     expect(computed.code, computed.stderr).toBe(0);

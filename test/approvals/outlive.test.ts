@@ -3,6 +3,10 @@
  * against the fake provider: a pending ask survives its SSE client disconnecting and a SIGTERM of the server; the
  * answer given afterwards (REST) runs the approved call exactly once and completes the turn, whose messages the chat
  * then shows. `onDisconnect: "cancel"` keeps the old behaviour (the ask is cancelled with the stream).
+ *
+ * The cases share one data directory, one fake model and a line of server processes: the client cases run on the
+ * first server; each restart case asks on the running server, kills it (SIGTERM, then SIGKILL) and starts the next
+ * one on the same directory, which the following case goes on with. Every case has a chat and a file of its own.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,44 +16,24 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createAppContext } from "../../src/app/context.js";
 import { openDatabase } from "../../src/storage/database.js";
 import { assertBuilt, type CliProcess, cleanEnv, startCli } from "../e2e/chat-process.js";
-import { type FakeProvider, type FakeTurn, startFakeProvider } from "../fakes/provider-server.js";
+import { type FakeProvider, type FakeRequest, startFakeProvider } from "../fakes/provider-server.js";
 import { until } from "../helpers/until.js";
 
-vi.setConfig({ testTimeout: 120_000 });
+vi.setConfig({ testTimeout: 120_000, hookTimeout: 60_000 });
 
 let work: string;
-const fakes: FakeProvider[] = [];
+let dir: string;
+let fake: FakeProvider;
+/** The server the next case talks to (a restart case replaces it). */
+let server: Server | undefined;
+/** user `local`'s token, printed by the first start (a restart prints none). */
+let token: string;
 
-beforeAll(() => {
-  assertBuilt();
-  work = mkdtempSync(join(tmpdir(), "toolhost-outlive-"));
-});
-afterAll(async () => {
-  await Promise.all(fakes.map((f) => f.close()));
-  rmSync(work, { recursive: true, force: true });
-});
-
-/** A fake provider of its own for one case: the model appends a line to `file` with bash, then answers. */
-async function fakeModel(file: string): Promise<FakeProvider> {
-  const script: FakeTurn[] = [
-    { kind: "tools", calls: [{ name: "bash", arguments: { command: `echo line >> ${file}` } }] },
-    (request) => ({ kind: "text", text: `Done: ${request.lastToolResults[0]?.content ?? "nothing"}` }),
-  ];
-  const fake = await startFakeProvider("openai", script);
-  fakes.push(fake);
-  return fake;
-}
-
-/** A data directory where user `local` may run bash (approval: ask, the default). */
-async function dataDir(name: string): Promise<string> {
-  const dir = join(work, name);
-  const ctx = await createAppContext({ dataDir: dir });
-  try {
-    await ctx.settings.update("local", "bash", { enabled: true }, { admin: true, lock: false });
-  } finally {
-    await ctx.close();
-  }
-  return dir;
+/** The user's message of the turn a request belongs to. */
+function userText(request: FakeRequest): string {
+  const users = (request.body?.input ?? []).filter((item: { role?: string }) => item.role === "user");
+  const content = users.at(-1)?.content;
+  return typeof content === "string" ? content : JSON.stringify(content ?? "");
 }
 
 interface Server {
@@ -57,7 +41,7 @@ interface Server {
   url: string;
 }
 
-async function serve(dir: string, fake: FakeProvider): Promise<Server> {
+async function serve(): Promise<Server> {
   const p = startCli(
     ["serve", "--port", "0"],
     // A short turn lease, so a dead owner's lease expires (and is swept) within a second.
@@ -73,15 +57,21 @@ async function serve(dir: string, fake: FakeProvider): Promise<Server> {
   return { p, url: /http:\/\/[\d.]+:\d+/.exec(p.stdout())![0] };
 }
 
+/** The running server (a case before this one that failed may have left none). */
+function current(): Server {
+  if (!server) throw new Error("no server is running (an earlier case failed while replacing it)");
+  return server;
+}
+
 /** Polls `check` every 50 ms until it returns a value (at most 60 s). */
 const poll = <T>(what: string, check: () => Promise<T | undefined>) =>
   until(check, what, { accept: (value) => value !== undefined, timeoutMs: 60_000, intervalMs: 50 });
 
 /**
- * Starts a chat turn (its model appends a line to a file with bash: see fakeModel), reads its stream until the ask, then returns
+ * Starts a chat turn (its model appends a line to `file` with bash), reads its stream until the ask, then returns
  * the approval id and a function that drops the client (aborts the fetch).
  */
-async function askThenLeave(server: Server, token: string, body: Record<string, unknown> = {}) {
+async function askThenLeave(server: Server, file: string, body: Record<string, unknown> = {}) {
   const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
   const created = await fetch(`${server.url}/api/chats`, {
     method: "POST",
@@ -93,7 +83,7 @@ async function askThenLeave(server: Server, token: string, body: Record<string, 
   const stream = await fetch(`${server.url}/api/chats/${chatId}/messages`, {
     method: "POST",
     headers,
-    body: JSON.stringify({ content: "Append a line.", ...body }),
+    body: JSON.stringify({ content: `Append a line to ${file}.`, ...body }),
     signal: client.signal,
   });
   expect(stream.status).toBe(200);
@@ -125,14 +115,47 @@ function completed(server: Server, headers: Record<string, string>, chatId: stri
   });
 }
 
-describe.runIf(existsSync("/proc/self/cmdline")).concurrent("asks that outlive their client", () => {
-  it("a client that leaves keeps its ask pending; answering it completes the turn, the file written once", async () => {
-    const dir = await dataDir("disconnect");
-    const file = "disconnect.txt";
-    const server = await serve(dir, await fakeModel(file));
+describe.runIf(existsSync("/proc/self/cmdline"))("asks that outlive their client", () => {
+  beforeAll(async () => {
+    assertBuilt();
+    work = mkdtempSync(join(tmpdir(), "toolhost-outlive-"));
+    // The model appends a line with bash to the file the user's message names ("Append a line to <file>."), then
+    // answers with the tool's result.
+    fake = await startFakeProvider(
+      "openai",
+      Array.from({ length: 40 }, () => (request: FakeRequest) => {
+        if (request.lastToolResults.length > 0)
+          return { kind: "text", text: `Done: ${request.lastToolResults[0]?.content ?? "nothing"}` };
+        const file = /Append a line to (\S+)\./.exec(userText(request))![1]!;
+        return { kind: "tools", calls: [{ name: "bash", arguments: { command: `echo line >> ${file}` } }] };
+      }),
+    );
+    // A data directory where user `local` may run bash (approval: ask, the default).
+    dir = join(work, "data");
+    const ctx = await createAppContext({ dataDir: dir });
     try {
-      const token = /th_[A-Za-z0-9_-]+/.exec(server.p.stdout())![0];
-      const turn = await askThenLeave(server, token);
+      await ctx.settings.update("local", "bash", { enabled: true }, { admin: true, lock: false });
+    } finally {
+      await ctx.close();
+    }
+    server = await serve();
+    token = /th_[A-Za-z0-9_-]+/.exec(server.p.stdout())![0];
+  });
+  afterAll(async () => {
+    if (server) {
+      server.p.child.kill("SIGTERM");
+      await server.p.exited;
+    }
+    await fake?.close();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  // Two clients of the first server, side by side.
+  describe.concurrent("clients that leave", () => {
+    it("a client that leaves keeps its ask pending; answering it completes the turn, the file written once", async () => {
+      const server = current();
+      const file = "disconnect.txt";
+      const turn = await askThenLeave(server, file);
       turn.leave();
       // Still pending once the server has dealt with the client leaving (the documented promise): the turn ends its
       // lease only after its gate has decided the ask's fate (a cancel is stored before the turn ends, as the
@@ -153,18 +176,11 @@ describe.runIf(existsSync("/proc/self/cmdline")).concurrent("asks that outlive t
       expect(messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
       expect(messages[2]?.results?.[0]?.ok).toBe(true);
       expect(readFileSync(join(work, file), "utf8")).toBe("line\n");
-    } finally {
-      server.p.child.kill("SIGTERM");
-      await server.p.exited;
-    }
-  });
+    });
 
-  it('onDisconnect: "cancel" cancels the ask with its stream', async () => {
-    const dir = await dataDir("cancel");
-    const server = await serve(dir, await fakeModel("cancel.txt"));
-    try {
-      const token = /th_[A-Za-z0-9_-]+/.exec(server.p.stdout())![0];
-      const turn = await askThenLeave(server, token, { onDisconnect: "cancel" });
+    it('onDisconnect: "cancel" cancels the ask with its stream', async () => {
+      const server = current();
+      const turn = await askThenLeave(server, "cancel.txt", { onDisconnect: "cancel" });
       turn.leave();
       await poll("the ask to be cancelled", async () =>
         (await approvalStatus(server, turn.headers, turn.approvalId)).length === 0 ? true : undefined,
@@ -176,68 +192,60 @@ describe.runIf(existsSync("/proc/self/cmdline")).concurrent("asks that outlive t
       });
       expect(answered.status).toBe(409);
       expect(existsSync(join(work, "cancel.txt"))).toBe(false);
-    } finally {
-      server.p.child.kill("SIGTERM");
-      await server.p.exited;
-    }
+    });
   });
 
+  // In order: each kills the running server and leaves the one it started for the next.
   for (const signal of ["SIGTERM", "SIGKILL"] as const) {
     it(`${signal} keeps the ask pending; answered after the restart, the call runs once and the turn completes`, async () => {
-      const dir = await dataDir(`restart-${signal}`);
       const file = `restart-${signal}.txt`;
-      const fake = await fakeModel(file);
-      const first = await serve(dir, fake);
-      const token = /th_[A-Za-z0-9_-]+/.exec(first.p.stdout())![0];
-      const turn = await askThenLeave(first, token);
+      const first = current();
+      const turn = await askThenLeave(first, file);
+      server = undefined;
       first.p.child.kill(signal);
       const code = await first.p.exited;
       if (signal === "SIGTERM") expect(code, first.p.stderr()).toBe(0);
-      const second = await serve(dir, fake);
+      const second = await serve();
+      server = second;
+      expect(await approvalStatus(second, turn.headers, turn.approvalId)).toEqual(["pending"]);
+      // The new instance's sweep claims the dead owner's expired lease and, finding the turn suspended, lets it go:
+      // from then on no instance holds it. A follower of the chat's events opened now stays open and follows the
+      // turn to its end once the answer resumes it.
+      const database = await openDatabase({ dataDir: dir });
       try {
-        expect(await approvalStatus(second, turn.headers, turn.approvalId)).toEqual(["pending"]);
-        // The new instance's sweep claims the dead owner's expired lease and, finding the turn suspended, lets it go:
-        // from then on no instance holds it. A follower of the chat's events opened now stays open and follows the
-        // turn to its end once the answer resumes it.
-        const database = await openDatabase({ dataDir: dir });
-        try {
-          await poll("the suspended turn's lease to be let go", async () => {
-            // The lease tables are typed by their repository (storage/turn-lease-records.ts), not the schema.
-            const row = await (database.db as Kysely<any>)
-              .selectFrom("chat_leases")
-              .select("turn_id")
-              .where("chat_id", "=", turn.chatId)
-              .executeTakeFirst();
-            return row?.turn_id === null ? true : undefined;
-          });
-        } finally {
-          await database.close();
-        }
-        const follower = await fetch(`${second.url}/api/chats/${turn.chatId}/events?after=0`, {
-          headers: turn.headers,
+        await poll("the suspended turn's lease to be let go", async () => {
+          // The lease tables are typed by their repository (storage/turn-lease-records.ts), not the schema.
+          const row = await (database.db as Kysely<any>)
+            .selectFrom("chat_leases")
+            .select("turn_id")
+            .where("chat_id", "=", turn.chatId)
+            .executeTakeFirst();
+          return row?.turn_id === null ? true : undefined;
         });
-        expect(follower.status).toBe(200);
-        const followed = follower.text();
-        const answeredAt = Date.now();
-        const answered = await fetch(`${second.url}/api/approvals/${turn.approvalId}`, {
-          method: "POST",
-          headers: turn.headers,
-          body: JSON.stringify({ decision: "allow_once" }),
-        });
-        expect(answered.status).toBe(200);
-        const messages = await completed(second, turn.headers, turn.chatId);
-        // Measured, not asserted (timings are not asserted in tests): how long the resumed turn took after the answer.
-        process.stderr.write(`[outlive] ${signal}: turn completed ${Date.now() - answeredAt} ms after the answer\n`);
-        expect(messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
-        expect(readFileSync(join(work, file), "utf8")).toBe("line\n");
-        const events = [...(await followed).matchAll(/^event: (\w+)$/gm)].map((m) => m[1]);
-        expect(events).toContain("approval_requested");
-        expect(events).toContain("tool_result");
-        expect(events.at(-1)).toBe("done");
       } finally {
-        second.p.child.kill("SIGTERM");
-        await second.p.exited;
+        await database.close();
       }
+      const follower = await fetch(`${second.url}/api/chats/${turn.chatId}/events?after=0`, {
+        headers: turn.headers,
+      });
+      expect(follower.status).toBe(200);
+      const followed = follower.text();
+      const answeredAt = Date.now();
+      const answered = await fetch(`${second.url}/api/approvals/${turn.approvalId}`, {
+        method: "POST",
+        headers: turn.headers,
+        body: JSON.stringify({ decision: "allow_once" }),
+      });
+      expect(answered.status).toBe(200);
+      const messages = await completed(second, turn.headers, turn.chatId);
+      // Measured, not asserted (timings are not asserted in tests): how long the resumed turn took after the answer.
+      process.stderr.write(`[outlive] ${signal}: turn completed ${Date.now() - answeredAt} ms after the answer\n`);
+      expect(messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+      expect(readFileSync(join(work, file), "utf8")).toBe("line\n");
+      const events = [...(await followed).matchAll(/^event: (\w+)$/gm)].map((m) => m[1]);
+      expect(events).toContain("approval_requested");
+      expect(events).toContain("tool_result");
+      expect(events.at(-1)).toBe("done");
     });
   }
 });

@@ -21,7 +21,7 @@ import {
   startFakeProvider,
 } from "../fakes/provider-server.js";
 import { freshPostgresDatabase } from "../helpers/postgres.js";
-import { killAll, sleeping } from "../helpers/processes.js";
+import { killAll, sleeping, sleepingUnder } from "../helpers/processes.js";
 import { tempDir } from "../helpers/temp.js";
 import { until } from "../helpers/until.js";
 import { assertBuilt, type CliProcess, cleanEnv, startCli } from "./chat-process.js";
@@ -44,6 +44,26 @@ const uniqueMarker = () => `${300 + Math.floor(Math.random() * 100)}.${process.p
 /** The shared polling helper with this file's patience (the instances run real processes on a busy machine). */
 async function waitUntil(what: string, check: () => boolean | Promise<boolean>, ms = 60_000): Promise<void> {
   await until(check, what, { timeoutMs: ms, intervalMs: 25 });
+}
+
+/**
+ * Whether a `sleep <marker>` runs under one of the instances: a look at their descendants, cheap enough to poll
+ * every 25 ms (a scan of every process, {@link sleeping}, costs ~15 ms on a busy machine).
+ */
+const sleepStarted = (marker: string) =>
+  sleepingUnder(
+    instances.map((i) => i.p.child.pid!),
+    marker,
+  ).length > 0;
+
+/**
+ * Waits until no `sleep <marker>` is left anywhere on the machine: first until none runs under the instances (the
+ * cheap look), then until a scan of every process finds none either (an orphaned sleep is no instance's
+ * descendant), looking every 100 ms.
+ */
+async function sleepGone(what: string, marker: string): Promise<void> {
+  await waitUntil(what, () => !sleepStarted(marker));
+  await until(() => sleeping(marker).length === 0, what, { timeoutMs: 60_000, intervalMs: 100 });
 }
 
 /** The fake model: what it does depends on the user's message and how many tool results it has seen. */
@@ -238,14 +258,14 @@ describe("several serve instances on one PostgreSQL", () => {
     const chatId = await newChat(a);
     const res = await api(a, "local", `/api/chats/${chatId}/messages`, { json: { content: `SLEEP ${marker}` } });
     const events = readSse(res);
-    await waitUntil("the sleep to start", () => sleeping(marker).length > 0);
+    await waitUntil("the sleep to start", () => sleepStarted(marker));
     // Any instance says which instance runs the turn.
     const view = (await (await api(b, "local", `/api/chats/${chatId}`)).json()) as { turn: { owner: string } };
     expect(view.turn.owner.split(":")[1]).toBe(String(a.p.child.pid));
     const cancel = await api(b, "local", `/api/chats/${chatId}/cancel`, { json: {} });
     expect(cancel.status).toBe(200);
     expect(await cancel.json()).toMatchObject({ cancelled: true });
-    await waitUntil("the sleep to be gone", () => sleeping(marker).length === 0);
+    await sleepGone("the sleep to be gone", marker);
     expect((await events).at(-1)).toMatchObject({ event: "done", data: { reason: "aborted" } });
     // Another user's chat is not found; a chat with nothing running reports so.
     expect((await api(b, "asker", `/api/chats/${chatId}/cancel`, { json: {} })).status).toBe(404);
@@ -261,7 +281,7 @@ describe("several serve instances on one PostgreSQL", () => {
     const chatId = await newChat(a);
     const res = await api(a, "local", `/api/chats/${chatId}/messages`, { json: { content: `AGENT ${marker}` } });
     const events = readSse(res);
-    await waitUntil("the sub-agent's sleep to start", () => sleeping(marker).length > 0);
+    await waitUntil("the sub-agent's sleep to start", () => sleepStarted(marker));
     const list = (await (await api(c, "local", `/api/agents?chatId=${chatId}`)).json()) as {
       agents: { id: string; status: string; owner: string | null }[];
     };
@@ -269,7 +289,7 @@ describe("several serve instances on one PostgreSQL", () => {
     const cancel = await api(b, "local", `/api/agents/${agent.id}/cancel`, { json: {} });
     expect(cancel.status).toBe(200);
     expect((agent as { owner?: string }).owner?.split(":")[1]).toBe(String(a.p.child.pid));
-    await waitUntil("the sub-agent's sleep to be gone", () => sleeping(marker).length === 0);
+    await sleepGone("the sub-agent's sleep to be gone", marker);
     expect((await events).at(-1)).toMatchObject({ event: "done", data: { reason: "text" } });
   });
 
@@ -286,13 +306,13 @@ describe("several serve instances on one PostgreSQL", () => {
         params: { name: "bash", arguments: { command: `sleep ${marker}` } },
       },
     });
-    await waitUntil("the sleep to start", () => sleeping(marker).length > 0);
+    await waitUntil("the sleep to start", () => sleepStarted(marker));
     const cancel = await api(b, "local", "/mcp", {
       headers,
       json: { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 77, reason: "stop" } },
     });
     expect(cancel.status).toBe(202);
-    await waitUntil("the sleep to be gone", () => sleeping(marker).length === 0);
+    await sleepGone("the sleep to be gone", marker);
     await call.then((r) => r.text()).catch(() => "");
   });
 
@@ -355,7 +375,7 @@ async function startAgentTurn(owner: Instance, home: Instance) {
   });
   const seen: SseEvent[] = [];
   const stream = readSse(res, (e) => seen.push(e));
-  await waitUntil("the sub-agent's sleep to start", () => sleeping(marker).length > 0, 20_000).catch((e) => {
+  await waitUntil("the sub-agent's sleep to start", () => sleepStarted(marker), 20_000).catch((e) => {
     throw new Error(`${e.message}: ${JSON.stringify(seen)}`);
   });
   return { marker, chatId, seen, stream };
@@ -427,7 +447,7 @@ describe("takeover", () => {
     const stream = readSse(res, (e) => seen.push(e));
     // A second turn on A, whose sub-agent runs the same script: it moves with its turn.
     const agentTurn = startAgentTurn(a, b);
-    await waitUntil("the second call's sleep to start", () => sleeping(marker).length > 0, 20_000).catch((e) => {
+    await waitUntil("the second call's sleep to start", () => sleepStarted(marker), 20_000).catch((e) => {
       throw new Error(`${e.message}: ${JSON.stringify(seen)}`);
     });
     const agent = await agentTurn;
@@ -467,7 +487,7 @@ describe("takeover", () => {
     const seen: SseEvent[] = [];
     const stream = readSse(res, (e) => seen.push(e));
     const agentTurn = startAgentTurn(b, c);
-    await waitUntil("the second call's sleep to start", () => sleeping(marker).length > 0);
+    await waitUntil("the second call's sleep to start", () => sleepStarted(marker));
     const agent = await agentTurn;
     b.p.child.kill("SIGTERM");
     expect(await b.p.exited).toBe(0);

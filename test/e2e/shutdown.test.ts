@@ -5,14 +5,14 @@
  * it was written).
  */
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createAppContext } from "../../src/app/context.js";
 import { startFakeProvider } from "../fakes/provider-server.js";
-import { sleeping } from "../helpers/processes.js";
+import { sleeping, sleepingUnder } from "../helpers/processes.js";
 import { until } from "../helpers/until.js";
 import { assertBuilt, CLI, type CliProcess, cleanEnv, startCli } from "./chat-process.js";
 
@@ -26,45 +26,6 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-/**
- * Pids of live `sleep <duration>` processes among the descendants of `root` (through /proc/<pid>/task/<tid>/children):
- * what the tests poll while the process under test starts, ~0.2 ms a look where a scan of every process on a busy
- * machine costs ~15 ms. Whether any such process outlives the process under test is checked with a full scan
- * ({@link sleeping}): an orphan is no descendant any more.
- */
-function descendantsWith(root: number, duration: string): number[] {
-  const found: number[] = [];
-  const queue = [root];
-  while (queue.length > 0) {
-    const pid = queue.pop()!;
-    let tasks: string[] = [];
-    try {
-      tasks = readdirSync(`/proc/${pid}/task`);
-    } catch {
-      continue; // ended while we looked
-    }
-    for (const task of tasks) {
-      let children: string[] = [];
-      try {
-        children = readFileSync(`/proc/${pid}/task/${task}/children`, "latin1").split(" ").filter(Boolean);
-      } catch {
-        continue;
-      }
-      for (const child of children) {
-        queue.push(Number(child));
-        try {
-          const argv = readFileSync(`/proc/${child}/cmdline`, "utf8").split("\0");
-          if (argv[0]?.endsWith("sleep") && argv[1] === duration) found.push(Number(child));
-        } catch {
-          // ended while we looked
-        }
-      }
-    }
-  }
-  return found;
-}
-
-/** Polls `check` until it holds (every 50 ms, at most 60 s); throws naming `what` and the process's output otherwise. */
 /** Waits on a server process: gives up at once (with its output) when the process exits first. */
 function watching(p: CliProcess) {
   return {
@@ -120,7 +81,7 @@ describe.runIf(existsSync("/proc/self/cmdline")).concurrent("shutdown while bash
         ["chat", "Wait a while.", "--provider", "openai", "--model", "fake-model", "--cwd", work],
         cleanEnv({ TOOLHOST_DATA_DIR: dataDir, OPENAI_API_KEY: "test-key", OPENAI_BASE_URL: fake.baseURL }),
       );
-      await until(() => descendantsWith(p.child.pid!, marker).length > 0, "the sleep to start", watching(p));
+      await until(() => sleepingUnder([p.child.pid!], marker).length > 0, "the sleep to start", watching(p));
       p.child.kill("SIGINT");
       expect(await p.exited, p.stderr()).toBe(130);
       expect(p.stderr()).not.toMatch(/destroyed/);
@@ -138,7 +99,7 @@ describe.runIf(existsSync("/proc/self/cmdline")).concurrent("shutdown while bash
       ["call", "bash", JSON.stringify({ command }), "--cwd", work],
       cleanEnv({ TOOLHOST_DATA_DIR: dataDir }),
     );
-    await until(() => descendantsWith(p.child.pid!, marker).length > 0, "the sleep to start", watching(p));
+    await until(() => sleepingUnder([p.child.pid!], marker).length > 0, "the sleep to start", watching(p));
     p.child.kill("SIGTERM");
     expect(await p.exited, p.stderr()).toBe(143);
     expect(p.stdout()).toBe("");
@@ -169,7 +130,7 @@ describe.runIf(existsSync("/proc/self/cmdline")).concurrent("shutdown while bash
     send({ jsonrpc: "2.0", method: "notifications/initialized" });
     send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "bash", arguments: { command } } });
     const p = { child, stdout: () => out, stderr: () => err } as unknown as CliProcess;
-    await until(() => descendantsWith(p.child.pid!, marker).length > 0, "the sleep to start", watching(p));
+    await until(() => sleepingUnder([p.child.pid!], marker).length > 0, "the sleep to start", watching(p));
     child.kill("SIGTERM");
     expect(await exited, err).toBe(0);
     expect(sleeping(marker)).toEqual([]);
@@ -278,7 +239,7 @@ describe.runIf(existsSync("/proc/self/cmdline")).concurrent("shutdown while bash
         async (res) => ({ status: res.status, body: (await res.json()) as { ok: boolean; error?: { code: string } } }),
         (error: Error) => ({ status: 0, body: { ok: false, error: { code: error.message } } }),
       );
-      await until(() => descendantsWith(p.child.pid!, marker).length > 0, "the sleep to start", watching(p));
+      await until(() => sleepingUnder([p.child.pid!], marker).length > 0, "the sleep to start", watching(p));
       p.child.kill("SIGTERM");
       expect(await p.exited, p.stderr()).toBe(0);
       // Both clients got their answers before the connections closed: the turn and the call were cancelled.

@@ -43,9 +43,10 @@ async function schemaOf(database: ToolhostDatabase) {
  * The process a SIGKILL test kills: it opens a fresh data directory's database — creating the file, switching it to
  * WAL and migrating it — with openDatabase, the function every command's first start runs, and that is all a first
  * start writes. The Toolhost part is bundled once (esbuild) into one file, so that a child costs a Node start and
- * the few modules it runs rather than the import of the whole CLI. The child prints "started" before it loads that
- * file. Written into node_modules/.cache so that it resolves better-sqlite3 as the source does. Returns the child's
- * script and a function that removes what it wrote.
+ * the few modules it runs rather than the import of the whole CLI. The child prints "started" once it has loaded that
+ * file, right before openDatabase: loading writes nothing, so the kills are aimed at the part that writes. Written
+ * into node_modules/.cache so that it resolves better-sqlite3 as the source does. Returns the child's script and a
+ * function that removes what it wrote.
  */
 async function bundleFirstStart(): Promise<{ script: string; remove(): void }> {
   const { build } = await import("esbuild");
@@ -69,8 +70,8 @@ async function bundleFirstStart(): Promise<{ script: string; remove(): void }> {
   });
   writeFileSync(
     script,
-    `process.stdout.write("started\\n");
-const { openDatabase } = await import(${JSON.stringify(pathToFileURL(opener).href)});
+    `const { openDatabase } = await import(${JSON.stringify(pathToFileURL(opener).href)});
+process.stdout.write("started\\n");
 const database = await openDatabase({ dataDir: process.argv[2], url: "" });
 await database.close();
 `,
@@ -85,7 +86,7 @@ await database.close();
 // they run concurrently.
 describe("migrations", { concurrent: true }, () => {
   describe("SIGKILL during a first start", () => {
-    it("never leaves a data directory that fails to start (20 kills at random points)", async () => {
+    it("never leaves a data directory that fails to start (14 kills at random points of its writing part)", async () => {
       const { script, remove } = await bundleFirstStart();
       try {
         /** Starts a first start on a fresh data directory; `opening` resolves once the process has started. */
@@ -101,9 +102,10 @@ describe("migrations", { concurrent: true }, () => {
           const opening = new Promise<number>((resolve) => child.stdout.once("data", () => resolve(performance.now())));
           return { store, child, exited, opening };
         };
-        // How long a first start takes here once Node is up, so that the kills land across all of it (loading the
-        // code, creating the file, WAL, migrating); Node's own start, which writes nothing, is not aimed at. The
-        // shorter of two runs, so that one slowed down by the machine does not send most kills after the end.
+        // How long a first start takes here once its code is loaded, so that the kills land across all of what it
+        // writes (creating the file, WAL, migrating); Node's start and the code's loading, which write nothing, are
+        // not aimed at (aimed across the loading too, 20 kills put 11–14 into the writing part; 14 do now). The shorter of
+        // two runs, so that one slowed down by the machine does not send most kills after the end.
         const probe = async () => {
           const run = await firstStart();
           const began = await run.opening;
@@ -121,11 +123,11 @@ describe("migrations", { concurrent: true }, () => {
           clearTimeout(timer);
           return { store, at: Math.round(at), exited: how };
         };
-        // Ten at a time, the kills overlapping; this process does nothing else meanwhile, so that its timers fire
+        // Seven at a time, the kills overlapping; this process does nothing else meanwhile, so that its timers fire
         // when they are due.
         const kills = [
-          ...(await Promise.all(Array.from({ length: 10 }, killed))),
-          ...(await Promise.all(Array.from({ length: 10 }, killed))),
+          ...(await Promise.all(Array.from({ length: 7 }, killed))),
+          ...(await Promise.all(Array.from({ length: 7 }, killed))),
         ];
         // Then the next start of each directory, in this process: the same start a command makes (open the data
         // directory, migrate, list the tools), without paying for a fresh Node process each time.
@@ -143,12 +145,12 @@ describe("migrations", { concurrent: true }, () => {
           const errors = logger.lines.filter((l) => l.level === "error");
           expect({ at, after, errors }).toEqual({ at, after: "listed", errors: [] });
         }
-        expect(kills).toHaveLength(20);
-        // Most kills must have hit a running start (not one that had already finished).
+        expect(kills).toHaveLength(14);
+        // At least half the kills must have hit a running start (not one that had already finished).
         expect(
           kills.filter((k) => k.exited === "SIGKILL").length,
           JSON.stringify({ duration, kills: kills.map(({ at, exited }) => ({ at, exited })) }),
-        ).toBeGreaterThanOrEqual(10);
+        ).toBeGreaterThanOrEqual(7);
       } finally {
         remove();
       }
