@@ -8,6 +8,7 @@
 
 import { setMaxListeners } from "node:events";
 import { readConfig, type ToolhostConfig } from "../core/config.js";
+import { providerConfigPath } from "../core/credentials.js";
 import { chooseDataDir, type DataDirSource } from "../core/data-dir.js";
 import { SpillArea } from "../core/output-spill.js";
 import { defaultRegistry, type ToolRegistryStore } from "../core/registry.js";
@@ -155,8 +156,9 @@ export async function openCoreContext(options: CoreContextOptions = {}): Promise
     audit,
     logger,
     dataDir,
-    // The database file is Toolhost's data even when TOOLHOST_DATABASE_URL puts it outside the data directory.
-    protectedPaths: [dataDir, ...database.files, ...installationPaths()],
+    // The database file is Toolhost's data even when TOOLHOST_DATABASE_URL puts it outside the data directory; the
+    // config file holds provider keys and data-source passwords.
+    protectedPaths: [dataDir, ...database.files, providerConfigPath(env), ...installationPaths()],
     services: { ...options.services, imageStore: new SqlImageStore(database.db), dataSources },
     // Spilled outputs live in the database, so every instance on it reads them.
     spill: new SpillArea(dataDir, { store: new SqlSpillStore(database.db) }),

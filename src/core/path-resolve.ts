@@ -3,7 +3,7 @@
  * without requiring the target to exist (a dangling link leads where it points), and the lexical and real forms of
  * the configured roots. Used by path-policy.ts; nothing here decides what is allowed.
  */
-import { existsSync, lstatSync, readlinkSync, realpathSync } from "node:fs";
+import { existsSync, lstatSync, readFileSync, readlinkSync, realpathSync } from "node:fs";
 import { homedir } from "node:os";
 import { basename, dirname, isAbsolute, join, resolve, sep } from "node:path";
 import { clip, ToolArgumentError } from "./errors.js";
@@ -156,16 +156,44 @@ export function realNow(dir: string): string | null {
   }
 }
 
-/** This process's directory under /proc: protected, so walks of /proc skip it (see isOwnProcessEntry). */
-export const OWN_PROCESS_ROOTS: readonly string[] = process.platform === "linux" ? [`/proc/${process.pid}`] : [];
+/**
+ * The pids of this process's ancestors (parent, grandparent, … up to init), read once from /proc at startup: they
+ * started it, so their environments hold the same provider keys and database URL (`npm start` runs it under npm
+ * and a shell; a container's first process may be npm itself). Empty off Linux.
+ */
+function ancestorPids(): string[] {
+  if (process.platform !== "linux") return [];
+  const pids: string[] = [];
+  let pid = process.ppid;
+  while (pid > 0 && pids.length < 64 && !pids.includes(String(pid))) {
+    pids.push(String(pid));
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      // Fields after the command's closing parenthesis: state, then ppid.
+      pid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    } catch {
+      break;
+    }
+  }
+  return pids;
+}
+
+const PROTECTED_PIDS = new Set(process.platform === "linux" ? [String(process.pid), ...ancestorPids()] : []);
 
 /**
- * True for this process's own entries under /proc (`self`, `thread-self`, its pid, or the id of any of its threads):
- * its environment holds the provider keys and the database URL, which no tool may read, whatever its settings.
+ * The /proc directories of this process and its ancestors: protected, so walks of /proc skip them (see
+ * isOwnProcessEntry).
+ */
+export const OWN_PROCESS_ROOTS: readonly string[] = [...PROTECTED_PIDS].map((pid) => `/proc/${pid}`);
+
+/**
+ * True for the /proc entries of this process (`self`, `thread-self`, its pid, or the id of any of its threads) and
+ * of its ancestors: their environments hold the provider keys and the database URL, which no tool may read, whatever
+ * its settings.
  */
 export function isOwnProcessEntry(path: string): boolean {
   if (!path.startsWith("/proc/") || process.platform !== "linux") return false;
   const id = path.slice(6).split("/", 1)[0] ?? "";
-  if (id === "self" || id === "thread-self" || id === String(process.pid)) return true;
+  if (id === "self" || id === "thread-self" || PROTECTED_PIDS.has(id)) return true;
   return /^\d+$/.test(id) && existsSync(`/proc/self/task/${id}`);
 }

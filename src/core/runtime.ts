@@ -9,6 +9,7 @@
  * `getEnabledToolRuntime` use a process-wide default runtime (in-memory storage unless configured).
  */
 import type { ArgumentDecoding } from "./arg-parsing.js";
+import { providerConfigPath } from "./credentials.js";
 import { resolveDataDir } from "./data-dir.js";
 import { NotFoundError, ToolAbortedError, ToolError, type ToolRefusal, toToolError } from "./errors.js";
 import { type CallRecord, recordCall } from "./execution/audit.js";
@@ -63,7 +64,10 @@ export interface ToolRuntimeOptions {
   dataDir?: string;
   /** Host services every call receives in `context.services` (a call's own services override them). */
   services?: Record<string, unknown>;
-  /** Paths no tool may touch (context.protectedPaths); default: the data directory and Toolhost's installed code. */
+  /**
+   * Paths no tool may touch (context.protectedPaths); default: the data directory, the config file (provider keys)
+   * and Toolhost's installed code.
+   */
   protectedPaths?: string[];
   /**
    * Where the full output of cut results goes (default: `<dataDir>/spill`, 7-day expiry, 256 MiB per user; cleaned
@@ -150,7 +154,7 @@ export class ToolRuntime {
     this.logger = options.logger ?? createLogger();
     this.dataDir = resolveDataDir(options.dataDir);
     this.services = options.services ?? {};
-    this.protectedPaths = options.protectedPaths ?? [this.dataDir, ...installationPaths()];
+    this.protectedPaths = options.protectedPaths ?? [this.dataDir, providerConfigPath(), ...installationPaths()];
     this.spill = options.spill === false ? null : (options.spill ?? new SpillArea(this.dataDir));
     this.spill?.start();
     this.#settings = new EffectiveSettingsCache(this.logger);

@@ -3,6 +3,7 @@
  * path-validation tests (modelcontextprotocol/servers, src/filesystem/__tests__/path-validation.test.ts), then
  * resolveAndValidatePath is exercised on real trees with real symlinks.
  */
+import { spawn } from "node:child_process";
 import { mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
@@ -330,9 +331,9 @@ describe("a bound working directory swapped for a symbolic link", () => {
   });
 });
 
-// The server's own process under /proc: its environment holds provider keys and the database URL, which the shell
-// tools never pass on. No setting opens it, as no setting opens the data directory; other processes stay as open as
-// any other path the server's user can read.
+// The server's own process under /proc, and its ancestors (npm, the shell that started it): their environments hold
+// provider keys and the database URL, which the shell tools never pass on. No setting opens them, as no setting opens
+// the data directory; other processes stay as open as any other path the server's user can read.
 describe.runIf(process.platform === "linux")("the server's own /proc entries are Toolhost itself", () => {
   const thread = () => readdirSync("/proc/self/task").find((t) => t !== String(process.pid));
   const own = () => [
@@ -341,6 +342,8 @@ describe.runIf(process.platform === "linux")("the server's own /proc entries are
     "/proc/thread-self/environ",
     `/proc/self/task/${process.pid}/environ`,
     ...(thread() ? [`/proc/${thread()}/environ`] : []),
+    `/proc/${process.ppid}/environ`,
+    "/proc/1/environ",
   ];
 
   it("read_file refuses them with restrictPaths off, as deniedPaths would, and names no secret", async () => {
@@ -366,11 +369,21 @@ describe.runIf(process.platform === "linux")("the server's own /proc entries are
 
   it("another process's entries and /proc itself stay readable with restrictPaths off", async () => {
     const { call } = fsRuntime(null);
-    expect(await call("read_file", { path: "/proc/version" }, { restrictPaths: false })).toMatchObject({ ok: true });
-    const listing = await call("list_directory", { path: "/proc" }, { restrictPaths: false });
-    const names = listing.ok ? (listing.result as { entries: { name: string }[] }).entries.map((e) => e.name) : [];
-    expect(names).toContain("1");
-    expect(names, "a walk of /proc skips the server's own entry").not.toContain(String(process.pid));
-    expect(await call("read_file", { path: "/proc/1/comm" }, { restrictPaths: false })).toMatchObject({ ok: true });
+    // A process the server started: not one of those that started the server.
+    const other = spawn("sleep", ["30"], { stdio: "ignore" });
+    try {
+      expect(await call("read_file", { path: "/proc/version" }, { restrictPaths: false })).toMatchObject({ ok: true });
+      const listing = await call("list_directory", { path: "/proc" }, { restrictPaths: false });
+      const names = listing.ok ? (listing.result as { entries: { name: string }[] }).entries.map((e) => e.name) : [];
+      expect(names).toContain(String(other.pid));
+      expect(names, "a walk of /proc skips the server's own entry").not.toContain(String(process.pid));
+      expect(names, "…and its parent's").not.toContain(String(process.ppid));
+      expect(await call("read_file", { path: `/proc/${other.pid}/comm` }, { restrictPaths: false })).toMatchObject({
+        ok: true,
+        result: { content: expect.stringContaining("sleep") },
+      });
+    } finally {
+      other.kill("SIGKILL");
+    }
   });
 });

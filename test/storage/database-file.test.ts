@@ -3,7 +3,7 @@
  * Toolhost's data, so tools refuse it (as they refuse a deniedPaths entry) and the shell sandbox hides it; a new file is private
  * (mode 0600).
  */
-import { mkdirSync, statSync } from "node:fs";
+import { mkdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { createAppContext } from "../../src/app/context.js";
@@ -38,5 +38,26 @@ describe("a database file outside the data directory", () => {
       { userId: "local", chatId: "c1", workingDirectory: elsewhere },
     );
     expect(wal).toMatchObject({ ok: false, error: { code: "access_denied", details: { rule: "deniedPaths" } } });
+  });
+
+  it("the config file (provider keys, data-source passwords) is protected the same way, wherever it is", async () => {
+    const { dir, cleanup } = tempDir("toolhost-config-");
+    onTestFinished(cleanup);
+    const config = join(dir, "work", "toolhost.json");
+    mkdirSync(join(dir, "work"));
+    writeFileSync(config, JSON.stringify({ providers: { openai: { apiKey: "sk-secret" } } }));
+    const ctx = await createAppContext({
+      dataDir: join(dir, "data"),
+      env: { ...process.env, TOOLHOST_CONFIG: config },
+    });
+    onTestFinished(() => ctx.close());
+    expect(ctx.runtime.protectedPaths).toContain(config);
+    const outcome = await ctx.runtime.executeTool(
+      "read_file",
+      { path: "toolhost.json" },
+      { userId: "local", chatId: "c1", workingDirectory: join(dir, "work") },
+    );
+    expect(outcome).toMatchObject({ ok: false, error: { code: "access_denied", details: { rule: "deniedPaths" } } });
+    expect(JSON.stringify(outcome)).not.toContain("sk-secret");
   });
 });
