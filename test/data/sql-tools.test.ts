@@ -457,6 +457,47 @@ for (const { name, skip, make } of cases) {
       expect(rows(await query("ro", "SELECT 1 AS one")).rows).toEqual([[1]]);
     });
 
+    it("cuts a value past 65,536 characters, and stops reading rows past the result's 4 MiB of values", async () => {
+      const sql = {
+        postgres: {
+          text: "SELECT repeat('x', 200000) AS t",
+          blob: "SELECT decode(repeat('ab', 100000), 'hex') AS b",
+          many: "SELECT repeat('y', 60000) AS t FROM generate_series(1, 100)",
+        },
+        mysql: {
+          text: "SELECT REPEAT('x', 200000) AS t",
+          blob: "SELECT UNHEX(REPEAT('ab', 100000)) AS b",
+          many: "SELECT REPEAT('y', 60000) AS t FROM big LIMIT 100",
+        },
+        sqlite: {
+          text: "SELECT replace(hex(zeroblob(100000)), '0', 'x') AS t",
+          blob: "SELECT unhex(replace(hex(zeroblob(100000)), '00', 'AB')) AS b",
+          many: "SELECT replace(hex(zeroblob(30000)), '0', 'y') AS t FROM big LIMIT 100",
+        },
+      }[fixture.dialect];
+      // The driver's own result: the tool's result cap (at most 1 MiB, the rest spilled) would hide what it read.
+      const source = (await catalog.list()).find((s) => s.name === "ro");
+      if (!source) throw new Error("no source ro");
+      const driver = await catalog.driver(source);
+      const read = (statement: string) =>
+        driver.query({
+          sql: statement,
+          params: [],
+          maxRows: 1000,
+          timeoutMs: 20_000,
+          signal: new AbortController().signal,
+        });
+      const text = (await read(sql.text)).rows[0]?.[0] as string;
+      expect(text).toBe(`${"x".repeat(65_536)}…[cut: 200000 characters in all]`);
+      const blob = (await read(sql.blob)).rows[0]?.[0] as string;
+      expect(blob).toBe(`${Buffer.alloc(49_152, 0xab).toString("base64")}…[cut: 100000 bytes in all]`);
+      const many = await read(sql.many);
+      expect(many.truncated).toBe(true);
+      // 4,194,304 characters of 60,000 each: the row that passes them is the last one read.
+      expect(many.rowCount).toBe(70);
+      expect(many.rows.every(([t]) => t === "y".repeat(60_000))).toBe(true);
+    });
+
     it("stops a statement that runs past timeoutSeconds on the server", async () => {
       const outcome = await query("ro", fixture.sleep, {}, "short");
       expect(outcome.ok ? "ran" : outcome.error.code).toBe("timeout");

@@ -22,11 +22,80 @@ export const CONNECT_TIMEOUT_MS = 5_000;
 /** How long an unused pooled connection stays open. */
 export const IDLE_CLOSE_MS = 30_000;
 
-/** A value a driver returned, made JSON-safe. Strings, numbers, booleans and null pass through. */
+/**
+ * Most characters one value of a result carries: a text's characters, a blob's base64, a JSON value's text. A longer
+ * value is cut there and ends with a marker saying how long it was (cutValueText), so one `repeat('x', 200000000)`
+ * neither fills the result nor holds the server while it is serialized and spilled.
+ */
+export const VALUE_MAX_CHARS = 65_536;
+/** Most bytes of a blob kept (their base64 is VALUE_MAX_CHARS characters). */
+export const VALUE_MAX_BYTES = (VALUE_MAX_CHARS / 4) * 3;
+/** Most characters of values in one result: past them the rest of the rows are left unread (`truncated`). */
+export const RESULT_MAX_CHARS = 4_194_304;
+
+/** The kept start of a cut value and its marker. Plain JavaScript: the SQLite worker's program embeds its source. */
+export function cutValueText(kept: string, total: number, unit: string): string {
+  return `${kept}…[cut: ${total} ${unit} in all]`;
+}
+
+/** A text value, cut at VALUE_MAX_CHARS. */
+export function cutText(text: string): string {
+  return text.length > VALUE_MAX_CHARS ? cutValueText(text.slice(0, VALUE_MAX_CHARS), text.length, "characters") : text;
+}
+
+/** A blob as base64, cut at VALUE_MAX_BYTES before it is encoded. */
+export function blobText(bytes: Uint8Array): string {
+  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return buffer.length > VALUE_MAX_BYTES
+    ? cutValueText(buffer.subarray(0, VALUE_MAX_BYTES).toString("base64"), buffer.length, "bytes")
+    : buffer.toString("base64");
+}
+
+/**
+ * The characters a result's rows may still take (RESULT_MAX_CHARS in all): `take(row)` counts one row's values
+ * (texts by their length, structured values by their JSON text, others as a few characters) and says whether the
+ * result has room for more rows.
+ */
+export class ResultBudget {
+  #left = RESULT_MAX_CHARS;
+
+  /** Counts `row` (already JSON-safe); false once the result is full: the caller stops reading rows. */
+  take(row: readonly unknown[]): boolean {
+    for (const value of row) {
+      this.#left -=
+        typeof value === "string" ? value.length : value !== null && typeof value === "object" ? jsonLength(value) : 8;
+    }
+    return this.#left > 0;
+  }
+}
+
+function jsonLength(value: object): number {
+  try {
+    return JSON.stringify(value).length;
+  } catch {
+    return 8;
+  }
+}
+
+/**
+ * A value a driver returned, made JSON-safe. Strings, numbers, booleans and null pass through; a text or blob
+ * longer than VALUE_MAX_CHARS is cut (cutText, blobText), and so is a structured value whose JSON text is: it
+ * becomes that text, cut.
+ */
 export function jsonSafe(value: unknown): unknown {
+  const safe = jsonSafeValue(value);
+  if (safe !== null && typeof safe === "object") {
+    const text = JSON.stringify(safe);
+    if (text.length > VALUE_MAX_CHARS) return cutText(text);
+  }
+  return safe;
+}
+
+function jsonSafeValue(value: unknown): unknown {
   if (value === null || value === undefined) return null;
   switch (typeof value) {
     case "string":
+      return cutText(value);
     case "boolean":
       return value;
     case "number":
@@ -37,12 +106,12 @@ export function jsonSafe(value: unknown): unknown {
       break;
   }
   if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value.toISOString();
-  if (Buffer.isBuffer(value) || value instanceof Uint8Array) return Buffer.from(value).toString("base64");
-  if (Array.isArray(value)) return value.map(jsonSafe);
+  if (value instanceof Uint8Array) return blobText(value);
+  if (Array.isArray(value)) return value.map(jsonSafeValue);
   if (typeof value === "object") {
     const out: Record<string, unknown> = {};
     // A column named "__proto__" stays a column (setOwn), not the row's prototype.
-    for (const [k, v] of Object.entries(value as Record<string, unknown>)) setOwn(out, k, jsonSafe(v));
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) setOwn(out, k, jsonSafeValue(v));
     return out;
   }
   return String(value);

@@ -22,6 +22,7 @@ import {
   jsonSafe,
   POOL_SIZE,
   queryResult,
+  ResultBudget,
   readOnlyRefusal,
   severalStatements,
   sourceFailure,
@@ -240,6 +241,8 @@ export class MysqlDriver implements DataDriver {
           let columns: QueryColumn[] = [];
           let dateColumns: boolean[] = [];
           const rows: unknown[][] = [];
+          const budget = new ResultBudget();
+          let full = false;
           let truncated = false;
           const query = connection.query({
             sql: request.sql,
@@ -257,8 +260,9 @@ export class MysqlDriver implements DataDriver {
           query.on("result", (row: unknown) => {
             if (truncated) return;
             if (!Array.isArray(row)) return; // a statement without rows (its OK packet)
-            if (rows.length >= limit) {
-              // One row past the limit: stop the statement on the server and drop the connection unread.
+            if (rows.length >= limit || full) {
+              // One row past the limit (of rows, or of the result's characters): stop the statement on the server
+              // and drop the connection unread.
               truncated = true;
               connection.pause();
               state.broken = true;
@@ -266,7 +270,9 @@ export class MysqlDriver implements DataDriver {
               void state.killed.then(() => resolve({ columns, rows, truncated }));
               return;
             }
-            rows.push(row.map((v, i) => (dateColumns[i] && typeof v === "string" ? isoLocal(v) : jsonSafe(v))));
+            const values = row.map((v, i) => (dateColumns[i] && typeof v === "string" ? isoLocal(v) : jsonSafe(v)));
+            rows.push(values);
+            full = !budget.take(values);
           });
           query.on("error", (error: unknown) => {
             if (!truncated) reject(error);

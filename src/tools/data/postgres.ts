@@ -18,16 +18,21 @@ import {
   abortError,
   CONNECT_TIMEOUT_MS,
   connectionLost,
+  cutText,
+  cutValueText,
   IDLE_CLOSE_MS,
   isoLocal,
   POOL_SIZE,
   queryResult,
+  ResultBudget,
   readOnlyRefusal,
   severalStatements,
   sourceFailure,
   sqlRejected,
   statementTimeout,
   unreachable,
+  VALUE_MAX_BYTES,
+  VALUE_MAX_CHARS,
 } from "./common.js";
 import type { DataDriver, QueryColumn, QueryRequest, QueryResult, SchemaRequest, SchemaTable } from "./types.js";
 
@@ -57,6 +62,13 @@ const TYPE_NAMES: Record<number, string> = {
 /** A value in PostgreSQL's text format, made JSON-safe by its type's oid. */
 function fromText(text: string | null, oid: number): unknown {
   if (text === null) return null;
+  if (oid === 17 && text.startsWith("\\x") && text.length > 2 + VALUE_MAX_BYTES * 2) {
+    // A blob too long to carry whole: its first bytes, decoded from only as much of the hex as they need.
+    const kept = Buffer.from(text.slice(2, 2 + VALUE_MAX_BYTES * 2), "hex").toString("base64");
+    return cutValueText(kept, (text.length - 2) / 2, "bytes");
+  }
+  // Any other value too long to carry whole: its first characters (a JSON value stays its text).
+  if (text.length > VALUE_MAX_CHARS && !(oid === 17 && text.startsWith("\\x"))) return cutText(text);
   switch (oid) {
     case 16:
       return text === "t";
@@ -111,6 +123,8 @@ interface PortalOutcome {
 class PortalQuery {
   #fields: FieldDef[] = [];
   readonly #rows: unknown[][] = [];
+  readonly #budget = new ResultBudget();
+  #full = false;
   #truncated = false;
   #error: unknown;
   #done = false;
@@ -136,8 +150,15 @@ class PortalQuery {
   }
 
   handleDataRow(message: { fields: (string | null)[] }): void {
+    // Past the result's characters, the rows still arriving (at most maxRows + 1 in all) are dropped unread.
+    if (this.#full) {
+      this.#truncated = true;
+      return;
+    }
     const fields = this.#fields;
-    this.#rows.push(message.fields.map((v, i) => fromText(v, fields[i]?.dataTypeID ?? 25)));
+    const row = message.fields.map((v, i) => fromText(v, fields[i]?.dataTypeID ?? 25));
+    this.#rows.push(row);
+    this.#full = !this.#budget.take(row);
   }
 
   handlePortalSuspended(): void {

@@ -17,23 +17,33 @@ import { createRequire } from "node:module";
 import { ToolError } from "../../core/errors.js";
 import {
   abortError,
+  cutValueText,
   POOL_SIZE,
   queryResult,
+  RESULT_MAX_CHARS,
   readOnlyRefusal,
   severalStatements,
   sourceFailure,
   sqlRejected,
   statementTimeout,
   unreachable,
+  VALUE_MAX_BYTES,
+  VALUE_MAX_CHARS,
 } from "./common.js";
 import type { DataDriver, QueryRequest, QueryResult, SchemaRequest, SchemaTable } from "./types.js";
 
 /** The child's program (CommonJS, run with `node -e`; argv[1] is better-sqlite3's resolved path). */
 const CHILD_SOURCE = String.raw`
 const Database = require(process.argv[1]);
+// The limits and the marker of a cut value are common.ts's, written in here.
+const VALUE_MAX_CHARS = ${VALUE_MAX_CHARS}, VALUE_MAX_BYTES = ${VALUE_MAX_BYTES}, RESULT_MAX_CHARS = ${RESULT_MAX_CHARS};
+const cutValueText = ${cutValueText.toString()};
 const safe = (v) => {
   if (typeof v === "bigint") return v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v.toString();
-  if (Buffer.isBuffer(v)) return v.toString("base64");
+  if (Buffer.isBuffer(v)) {
+    return v.length > VALUE_MAX_BYTES ? cutValueText(v.subarray(0, VALUE_MAX_BYTES).toString("base64"), v.length, "bytes") : v.toString("base64");
+  }
+  if (typeof v === "string" && v.length > VALUE_MAX_CHARS) return cutValueText(v.slice(0, VALUE_MAX_CHARS), v.length, "characters");
   if (typeof v === "number" && !Number.isFinite(v)) return String(v);
   return v;
 };
@@ -87,10 +97,13 @@ function query(m) {
     if (!stmt.reader) { stmt.run(...params); return { columns: [], rows: [], truncated: false }; }
     stmt.raw(true); stmt.safeIntegers(true);
     const columns = stmt.columns().map((c) => (c.type ? { name: c.name, type: c.type } : { name: c.name }));
-    const rows = []; let truncated = false;
+    // Rows stop at maxRows, or once their values pass RESULT_MAX_CHARS characters (common.ts's ResultBudget).
+    const rows = []; let truncated = false; let left = RESULT_MAX_CHARS;
     for (const row of stmt.iterate(...params)) {
-      if (rows.length >= m.maxRows) { truncated = true; break; }
-      rows.push(row.map(safe));
+      if (rows.length >= m.maxRows || left <= 0) { truncated = true; break; }
+      const values = row.map(safe);
+      rows.push(values);
+      for (const v of values) left -= typeof v === "string" ? v.length : 8;
     }
     return { columns, rows, truncated };
   } finally { db.close(); }
