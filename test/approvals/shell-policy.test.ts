@@ -501,6 +501,32 @@ describe("the rule: approval allow runs, rules bind, narrow allow rules stay nar
   });
 });
 
+describe("lines too long or too deep to read", () => {
+  // A doubt, never an error: under approval allow with no rules they run; a rule they could hide a command from
+  // makes them ask.
+  const lines = [
+    ["10,000 &&", `${"true && ".repeat(10_000)}rm -rf x`],
+    ["300 KB", `echo ${"a".repeat(300_000)} && rm -rf x`],
+  ] as const;
+  it.each(lines)("%s: allowed without rules, asked with a deny rule, never an error", async (_name, command) => {
+    const bare = await evaluateApproval(
+      bash,
+      { command },
+      { enabled: true, values: { approval: "allow", approvalRules: [] } },
+      { baseDirectory: "/tmp" },
+    );
+    expect(bare.decision).toBe("allow");
+    const guarded = await evaluateApproval(
+      bash,
+      { command },
+      { enabled: true, values: { approval: "allow", approvalRules: RULE_SETS["deny rm"] } },
+      { baseDirectory: "/tmp" },
+    );
+    expect(guarded.decision).toBe("ask");
+    expect(guarded.reason).toMatch(/too (deep|long) to read/);
+  });
+});
+
 describe("rule examples", () => {
   it("a computed argument may stand for one word a deny rule needs", async () => {
     expect(await decide("git push $REMOTE $FLAGS")).toBe("deny");

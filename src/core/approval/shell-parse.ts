@@ -74,6 +74,12 @@ export function shellParserReady(): boolean {
 const MAX_NESTING = 4;
 
 /**
+ * Longest command line parsed (characters): parsing is synchronous, about 1.7 s per MB on this machine. A longer
+ * line is a doubt, as is one nested deeper than the walk of its tree can follow (thousands of `&&`).
+ */
+const MAX_PARSE_CHARS = 256 * 1024;
+
+/**
  * Parses a command line (bash syntax; zsh lines that bash parses the same way). Synchronous once
  * {@link loadShellParser} has resolved; throws Error when it has not.
  */
@@ -87,6 +93,12 @@ export function parseShellCommand(source: string, depth = 0): ParsedShell {
   // bash takes a carriage return for an ordinary character (`\<CR><LF>` escapes the CR and the LF ends the
   // command) where the grammar sees a line continuation: what runs would not be what is matched.
   if (source.includes("\r")) out.doubts.push("the command contains a carriage return");
+  if (source.length > MAX_PARSE_CHARS) {
+    out.doubts.push(
+      `the command is too long to read (${source.length} characters; at most ${MAX_PARSE_CHARS} are parsed)`,
+    );
+    return out;
+  }
   let tree = parser.parse(source);
   if (!tree) {
     out.doubts.push("the command could not be parsed");
@@ -107,6 +119,10 @@ export function parseShellCommand(source: string, depth = 0): ParsedShell {
     if (tree.rootNode.hasError) out.doubts.push("the command does not parse as shell syntax");
     out.doubts.push(...lineHazards(joined, tree.rootNode));
     visit(tree.rootNode, out, depth);
+  } catch (error) {
+    // The walks recurse along the tree: a line of thousands of `&&` or nested groups runs out of stack.
+    if (!(error instanceof RangeError)) throw error;
+    out.doubts.push("the command nests too deep to read");
   } finally {
     tree?.delete();
   }
