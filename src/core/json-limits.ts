@@ -55,9 +55,13 @@ export const DEFAULT_BODY_LIMITS: JsonLimits = {
   maxValues: 20_000,
 };
 
-/** A limit an input broke: which one, its value, and a sentence saying what to send instead. */
+/**
+ * A limit an input broke: which one, its value, and a sentence saying what to send instead. `limit` "finiteNumber"
+ * is not a size: a number too large for a double (`1e400`), which JSON.parse makes Infinity and JSON then writes as
+ * null — a value silently replaced, so it is refused (`max` is then 0).
+ */
 export interface JsonLimitViolation {
-  limit: keyof JsonLimits;
+  limit: keyof JsonLimits | "finiteNumber";
   max: number;
   message: string;
 }
@@ -117,6 +121,25 @@ export function scanJsonText(text: string, limits: JsonLimits): JsonLimitViolati
       // Counted below, at the value or key that follows.
     } else if (ch === 0x20 || ch === 0x0a || ch === 0x0d || ch === 0x09) {
       i++;
+      continue;
+    } else if ((ch >= 0x30 && ch <= 0x39) || ch === 0x2d /* - */) {
+      // A number: only one with an exponent or more digits than a double holds can overflow to Infinity.
+      let end = i + 1;
+      let exponent = false;
+      for (; end < n; end++) {
+        const c = text.charCodeAt(end);
+        if (c === 0x65 || c === 0x45) exponent = true;
+        else if (!((c >= 0x30 && c <= 0x39) || c === 0x2e || c === 0x2b || c === 0x2d)) break;
+      }
+      if ((exponent || end - i > 300) && Math.abs(Number(text.slice(i, end))) === Number.POSITIVE_INFINITY) {
+        const number = text.slice(i, Math.min(end, i + 24));
+        return {
+          limit: "finiteNumber",
+          max: 0,
+          message: `the number ${number}${end - i > 24 ? "…" : ""} is too large for a double (JSON would carry it as null); send a smaller number, or a string.`,
+        };
+      }
+      i = end;
       continue;
     }
     // A value (or an object key) starts here when the previous significant character opened a container, or was a

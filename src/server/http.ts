@@ -102,6 +102,8 @@ export async function readJsonBody<T>(
     const large = text.length > LARGE_BODY_CHARS;
     if (large) await yieldToEventLoop();
     const violation = scanJsonText(text, limits);
+    if (violation?.limit === "finiteNumber")
+      throw new HttpError(400, "bad_request", `Request body: ${violation.message}`);
     if (violation) throw tooLarge(violation);
     if (large) await yieldToEventLoop();
     body = JSON.parse(text);

@@ -6,6 +6,7 @@
 import { request } from "node:http";
 import { connect } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { parseToolArguments } from "../../src/core/arg-parsing.js";
 import { readConfig } from "../../src/core/config.js";
 import {
   checkValueLimits,
@@ -36,6 +37,17 @@ describe("JSON limits", () => {
     // Brackets and commas inside strings are text, not structure.
     expect(scanJsonText(`{"a":"${"[,".repeat(100)}\\""}`, SETTINGS_BODY_LIMITS)).toBeUndefined();
     expect(scanJsonText("x".repeat(SETTINGS_BODY_LIMITS.maxBytes + 1), SETTINGS_BODY_LIMITS)?.limit).toBe("maxBytes");
+  });
+
+  it("a number too large for a double is refused, never carried on as null; large finite ones pass", () => {
+    for (const text of ['{"a":1e400}', '{"a":-1E+309}', `{"a":${"9".repeat(400)}}`, '[1,2,{"b":[3e999]}]']) {
+      expect(scanJsonText(text, SETTINGS_BODY_LIMITS)?.limit, text).toBe("finiteNumber");
+    }
+    for (const text of ['{"a":1e308}', '{"a":-2.5e-400}', `{"a":"1e400"}`, `{"a":${"9".repeat(300)}}`, "[0,-1,2.5]"]) {
+      expect(scanJsonText(text, SETTINGS_BODY_LIMITS), text).toBeUndefined();
+    }
+    // Tool arguments: a validation error naming the number, before any tool sees a null.
+    expect(() => parseToolArguments({ type: "object" }, '{"params":[1e400]}')).toThrow(/1e400 is too large/);
   });
 
   it("values from library callers: limits, and what JSON cannot carry", () => {
@@ -99,6 +111,10 @@ describe("HTTP bodies", () => {
     const wide = await put(`{"parameters":${manyKeys(SETTINGS_BODY_LIMITS.maxKeys + 1)}}`);
     expect(wide.status).toBe(413);
     expect(((await wide.json()) as { error: { message: string } }).error.message).toMatch(/maxKeys/);
+    // A number JSON.parse would make Infinity (and JSON then null): 400, not a setting silently reset.
+    const overflow = await put('{"parameters":{"maxResults":1e309}}');
+    expect(overflow.status).toBe(400);
+    expect(((await overflow.json()) as { error: { message: string } }).error.message).toMatch(/1e309 is too large/);
   });
 
   it("a body answered unread (413 on its declared length, 401) is discarded and the connection kept; a stalled one ends it", async () => {
