@@ -326,7 +326,7 @@ export function registerChatCommand(program: Command): void {
         .map((line) => `  ${line}`)
         .join(
           "\n",
-        )}\nor from the config file $TOOLHOST_CONFIG (default ~/.config/toolhost/config.json): {"providers":{"openai":{"apiKey":"…"}}}\nDefault models: ${PROVIDER_TABLE.map(
+        )}\nor from the config file $TOOLHOST_CONFIG (default $XDG_CONFIG_HOME/toolhost/config.json or ~/.config/toolhost/config.json): {"providers":{"openai":{"apiKey":"…"}}}\nDefault models: ${PROVIDER_TABLE.map(
         (entry) => `${entry.id}=${entry.defaultModel}`,
       ).join(", ")}\n`,
     )

@@ -97,7 +97,8 @@ export function summarizeImages(
   const planned = plan.images.length;
   const head = `Generated ${images.length} of ${planned} image${planned === 1 ? "" : "s"} with ${plan.model} (${plan.provider}, quality ${plan.quality}).`;
   const made = images.map((i) => `Image ${i.index}: ${i.url}${i.path ? ` (file ${i.path})` : ""}.`);
-  const failed = failures.map((f) => `Image ${f.index} failed (${f.code}): ${f.reason}.`);
+  // A reason that ends a sentence of its own ("Connection error.") gets no second period.
+  const failed = failures.map((f) => `Image ${f.index} failed (${f.code}): ${f.reason.replace(/[.\s]+$/, "")}.`);
   return [head, ...made, ...failed, ...plan.notes].join(" ");
 }
 
