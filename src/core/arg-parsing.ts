@@ -15,7 +15,7 @@ import { createRequire } from "node:module";
 import type { Ajv, Options as AjvOptions, ErrorObject, ValidateFunction } from "ajv";
 import { argumentRefusal, clip, ToolArgumentError, ToolRefusal } from "./errors.js";
 import { PRECOMPILED_ARGUMENT_VALIDATORS } from "./generated/argument-validators.js";
-import { checkValueLimits, scanJsonText, TOOL_ARGUMENT_LIMITS } from "./json-limits.js";
+import { checkValueLimits, loneSurrogatePath, scanJsonText, TOOL_ARGUMENT_LIMITS } from "./json-limits.js";
 import {
   COMBINATOR_KEYWORDS,
   hasCombinator,
@@ -265,8 +265,10 @@ export function checkToolArguments(
   decoding?: ArgumentDecoding,
 ): Record<string, unknown> | ToolRefusal {
   let value = raw;
+  let sourceText: string | undefined;
   if (typeof raw === "string") {
     const text = raw.trim();
+    sourceText = text;
     // What the audit would decode from the raw text is known here only when trimming changed nothing.
     const untrimmed = decoding !== undefined && text.length === raw.length;
     const violation = scanJsonText(text, TOOL_ARGUMENT_LIMITS);
@@ -301,6 +303,15 @@ export function checkToolArguments(
       return argumentRefusal(problem, { rule: "json" });
     }
     if (decoding) decoding.decoded = raw;
+  }
+  // Half a character reaches a file, a process or a database as U+FFFD: refused, never replaced without a word.
+  const lone = loneSurrogatePath(value, "", sourceText);
+  if (lone !== undefined) {
+    const argument = lone.replace(/^\./, "") || "(arguments)";
+    return argumentRefusal(
+      `Invalid argument "${argument}": it contains a lone UTF-16 surrogate (half of a character), which UTF-8 cannot carry; send valid Unicode text.`,
+      { argument, rule: "invalid_unicode" },
+    );
   }
   let args: Record<string, unknown>;
   try {

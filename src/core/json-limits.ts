@@ -303,3 +303,46 @@ export function markCheckedJson<T>(value: T, limits: JsonLimits): T {
   if (value !== null && typeof value === "object") checkedJson.set(value, limits);
   return value;
 }
+
+/** Matches a lone UTF-16 surrogate (a pair is one code point in `u` mode, so only halves match). */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * Whether `text` holds a lone UTF-16 surrogate: `!text.isWellFormed()` (a builtin several times faster than the
+ * LONE_SURROGATE scan on two-byte text), or the scan where the runtime lacks it.
+ */
+export function hasLoneSurrogate(text: string): boolean {
+  const isWellFormed = (text as { isWellFormed?: () => boolean }).isWellFormed;
+  return isWellFormed ? !isWellFormed.call(text) : LONE_SURROGATE.test(text);
+}
+
+/** A `\uD800`–`\uDFFF` escape in JSON text: it may decode to a lone surrogate. */
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+
+/**
+ * Where a value decoded from JSON (or passed by a library caller) holds a lone UTF-16 surrogate — half a character,
+ * which UTF-8 cannot carry: a file, a process argument or a database would silently get U+FFFD instead. Returns the
+ * path of the first string or key that holds one (`root.a[2]`), or undefined. `text`, the JSON text the value was
+ * decoded from, answers most values without a walk: without a lone surrogate or a surrogate escape in it, none can
+ * be in the value. Walks iteratively, at most as many nodes as the value has (its limits were checked before).
+ */
+export function loneSurrogatePath(value: unknown, root: string, text?: string): string | undefined {
+  if (text !== undefined && !hasLoneSurrogate(text) && !SURROGATE_ESCAPE.test(text)) return undefined;
+  const stack: { node: unknown; path: string }[] = [{ node: value, path: root }];
+  while (stack.length > 0) {
+    const { node, path } = stack.pop()!;
+    if (typeof node === "string") {
+      if (hasLoneSurrogate(node)) return path;
+    } else if (Array.isArray(node)) {
+      for (let i = node.length - 1; i >= 0; i--) stack.push({ node: node[i], path: `${path}[${i}]` });
+    } else if (node !== null && typeof node === "object") {
+      const entries = Object.entries(node as Record<string, unknown>);
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [key, child] = entries[i]!;
+        if (hasLoneSurrogate(key)) return `${path} (a key)`;
+        stack.push({ node: child, path: `${path}.${key}` });
+      }
+    }
+  }
+  return undefined;
+}

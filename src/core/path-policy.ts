@@ -16,6 +16,7 @@
 import { realpathSync, type Stats, statSync } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { argumentRefusal, clip, NotFoundError, ToolArgumentError, type ToolRefusal } from "./errors.js";
+import { hasLoneSurrogate } from "./json-limits.js";
 import { isSpillName, spillIdOfFileName } from "./output-spill.js";
 import {
   accessDenied,
@@ -142,18 +143,6 @@ export function baseDirectory(context: Pick<ToolContext, "workingDirectory">): s
 
 /** A path that ends in a separator, or a separator and ".": it names a directory (never the root alone). */
 const TRAILING_DIRECTORY = sep === "\\" ? /.[\\/]\.?$/ : /.\/\.?$/;
-
-/** Matches a lone UTF-16 surrogate (a pair is one code point in `u` mode, so only halves match). */
-export const LONE_SURROGATE = /\p{Cs}/u;
-
-/**
- * Whether `text` holds a lone UTF-16 surrogate: `!text.isWellFormed()` (a builtin several times faster than the
- * LONE_SURROGATE scan on two-byte text), or the scan where the runtime lacks it.
- */
-export function hasLoneSurrogate(text: string): boolean {
-  const isWellFormed = (text as { isWellFormed?: () => boolean }).isWellFormed;
-  return isWellFormed ? !isWellFormed.call(text) : LONE_SURROGATE.test(text);
-}
 
 /**
  * A RegisteredTool.validateArguments for tools whose arguments `names` are paths: each one present is checked with

@@ -7,7 +7,13 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { Compile } from "typebox/compile";
 import { readConfig } from "../core/config.js";
 import { BrandedError, classifiedError, errorBrand, type ToolErrorCode } from "../core/errors.js";
-import { DEFAULT_BODY_LIMITS, type JsonLimits, type JsonLimitViolation, scanJsonText } from "../core/json-limits.js";
+import {
+  DEFAULT_BODY_LIMITS,
+  type JsonLimits,
+  type JsonLimitViolation,
+  loneSurrogatePath,
+  scanJsonText,
+} from "../core/json-limits.js";
 import { isDatabaseUnavailable } from "../storage/unavailable.js";
 
 /** Variables the auth middleware sets on every authenticated request. */
@@ -107,6 +113,14 @@ export async function readJsonBody<T>(
     if (violation) throw tooLarge(violation);
     if (large) await yieldToEventLoop();
     body = JSON.parse(text);
+    const lone = loneSurrogatePath(body, "body", text);
+    if (lone !== undefined) {
+      throw new HttpError(
+        400,
+        "bad_request",
+        `Request ${lone} contains a lone UTF-16 surrogate (half of a character), which cannot be stored; send valid Unicode text.`,
+      );
+    }
     if (large) await yieldToEventLoop();
   } catch (error) {
     if (error instanceof HttpError) throw error;

@@ -50,6 +50,31 @@ describe("JSON limits", () => {
     expect(() => parseToolArguments({ type: "object" }, '{"params":[1e400]}')).toThrow(/1e400 is too large/);
   });
 
+  it("half a character (a lone surrogate) in any argument or body string is refused, never stored as U+FFFD", async () => {
+    const schema = { type: "object" } as const;
+    // As JSON text (escaped or raw) and as a library caller's value; in a value and in a key.
+    for (const raw of ['{"content":"a\\ud800b"}', '{"content":"a\ud800b"}', { content: "a\ud800b" }]) {
+      expect(() => parseToolArguments(schema, raw), JSON.stringify(raw)).toThrow(/"content": it contains a lone/);
+    }
+    expect(() => parseToolArguments(schema, { params: ["ok", "\udc00"] })).toThrow(/"params\[1\]"/);
+    expect(() => parseToolArguments(schema, '{"a":{"\\udfff":1}}')).toThrow(/"a \(a key\)"/);
+    // Pairs are characters: fine.
+    expect(parseToolArguments(schema, '{"content":"\\ud83d\\ude00 \u{1F600}"}')).toEqual({
+      content: "\u{1F600} \u{1F600}",
+    });
+    server = await startTestServer();
+    const s = server;
+    const put = await s.api("/api/settings/tools/read_file", {
+      method: "PUT",
+      body: '{"parameters":{"deniedPaths":["/tmp/\\ud800x"]}}',
+      headers: { "content-type": "application/json" },
+    });
+    expect(put.status).toBe(400);
+    expect(((await put.json()) as { error: { message: string } }).error.message).toMatch(
+      /body.parameters.deniedPaths\[0\]/,
+    );
+  });
+
   it("values from library callers: limits, and what JSON cannot carry", () => {
     expect(checkValueLimits({ a: [1, "x", { b: null }] }, TOOL_ARGUMENT_LIMITS)).toBeUndefined();
     const cyclic: Record<string, unknown> = {};

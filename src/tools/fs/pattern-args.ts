@@ -5,7 +5,7 @@
  */
 import picomatch from "picomatch";
 import { argumentRefusal, clip, quote, ToolArgumentError, type ToolRefusal } from "../../core/errors.js";
-import { hasLoneSurrogate } from "../../core/path-policy.js";
+import { hasLoneSurrogate } from "../../core/json-limits.js";
 import { MAX_NAME_BYTES } from "../../core/path-refusals.js";
 
 /** Longest glob pattern accepted, in UTF-16 code units (the matcher's own ceiling is 64 KiB). */
