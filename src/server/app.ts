@@ -219,7 +219,14 @@ export function createServerApp(ctx: AppContext, options: ServerAppOptions = {})
       if (requested) workingDirectory = ctx.binder.bind(requested, { userId, admin: ctx.admins.isAdmin(userId) });
     } catch (error) {
       if (!(error instanceof ToolError)) throw error;
-      // An MCP client reads JSON-RPC errors, not the REST error shape: name the header, like the Host check does.
+      // An MCP client reads JSON-RPC errors, not the REST error shape: name the header, like the Host check does,
+      // and answer the request's own id (a POST of one request; the body is already capped by the limit above), so
+      // the client can match the refusal to what it sent.
+      let id: string | number | null = null;
+      if (c.req.method === "POST") {
+        const body = (await c.req.json().catch(() => undefined)) as { id?: unknown } | undefined;
+        if (typeof body?.id === "string" || typeof body?.id === "number") id = body.id;
+      }
       return c.json(
         {
           jsonrpc: "2.0",
@@ -228,7 +235,7 @@ export function createServerApp(ctx: AppContext, options: ServerAppOptions = {})
             message: `${WORKING_DIRECTORY_HEADER} refused (${error.code}): ${error.message}`,
             data: { header: WORKING_DIRECTORY_HEADER, code: error.code },
           },
-          id: null,
+          id,
         },
         error.code === "access_denied" ? 403 : 400,
       );

@@ -332,6 +332,8 @@ describe("protocol edges over HTTP", () => {
     const error = await message(refused);
     expect(error).toMatchObject({
       jsonrpc: "2.0",
+      // The request's own id, so the client can match the answer to it.
+      id: 1,
       error: { code: -32000, data: { header: "Toolhost-Working-Directory" } },
     });
     expect(error.error.message).toMatch(/^Toolhost-Working-Directory refused \(access_denied\)/);
