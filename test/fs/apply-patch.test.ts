@@ -115,6 +115,16 @@ describe("apply_patch: unified diff", () => {
     expect(get("new/file.txt")).toBe("hello\nworld\n");
     expect(existsSync(join(proj, "gone.txt"))).toBe(false);
   });
+  it("refuses a symbolic link or submodule (mode 120000 / 160000) instead of writing its target as a file", async () => {
+    for (const mode of ["new file mode 120000", "new mode 120000", "new file mode 160000"]) {
+      const p = ["diff --git a/link b/link", mode, "--- /dev/null", "+++ b/link", "@@ -0,0 +1 @@", "+/etc/passwd", ""];
+      await expect(patch(p.join("\n")), mode).rejects.toMatchObject({
+        code: "validation_failed",
+        message: expect.stringMatching(/symbolic link or a submodule/),
+      });
+      expect(existsSync(join(proj, "link"))).toBe(false);
+    }
+  });
   it("tolerates wrong hunk counts, a bare @@, a context line without its leading space, and shifted lines", async () => {
     put("t.py", "def f():\n    x = 1\n\n    return x\n");
     await read("t.py");

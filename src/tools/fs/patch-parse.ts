@@ -271,6 +271,13 @@ function parseUnified(lines: string[], defaultPath?: string): FileOp[] {
       i += 2;
       continue;
     }
+    // Mode 120000 is a symbolic link (its "content" is the target) and 160000 a submodule: writing either as a regular
+    // file would not be what the patch says.
+    if (/^(new file mode|new mode|old mode|deleted file mode) 1[26]0000\s*$/.test(line)) {
+      fail(
+        `"${line.trim()}" makes a symbolic link or a submodule, which apply_patch does not create; use the shell (ln -s) or git instead.`,
+      );
+    }
     if (/^(index |similarity index |dissimilarity index |old mode |new mode |copy from |copy to )/.test(line)) {
       i++;
       continue;
