@@ -105,7 +105,8 @@ it("a serve process SIGKILLed mid-agent on a shared SQLite data directory: the o
     body: JSON.stringify({ content: `AGENT ${ran},${marker}` }),
   });
   const drained = res.text().catch(() => "");
-  await until(() => sleeping(marker).length > 0, "the sub-agent's sleep");
+  // Every 100 ms: each look reads the stat file of every process on the machine, and the sleep lasts minutes.
+  await until(() => sleeping(marker).length > 0, "the sub-agent's sleep", { intervalMs: 100 });
   a.p.child.kill("SIGKILL");
   await a.p.exited;
   await drained;

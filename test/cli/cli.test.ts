@@ -32,7 +32,8 @@ describe("toolhost CLI: the built bin as a real process", () => {
     expect(field.howToRead).toMatch(
       /^Read the rest with read_file \{"path": "spill:[0-9a-f]{24}", "startLine": \d+, "maxLines": 500\}/,
     );
-    const read = await runCli(
+    // The spill is read by a later command; a second process would prove nothing more (main(argv) in this process).
+    const read = await runCliInProcess(
       ["call", "read_file", JSON.stringify({ path: field.spillFile, startLine: 99_999, maxLines: 5 }), "--cwd", cwd],
       env,
     );

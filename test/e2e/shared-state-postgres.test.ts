@@ -12,9 +12,10 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { openDatabase } from "../../src/storage/database.js";
 import { TokenRepository } from "../../src/storage/token-repository.js";
+import { runCliInProcess } from "../helpers/cli.js";
 import { findPgBin, freshPostgresDatabase } from "../helpers/postgres.js";
 import { type FakeServer, PNG_1x1, startFakeOpenAI } from "../image/fakes.js";
-import { assertBuilt, type CliProcess, cleanEnv, runCli, startCli } from "./chat-process.js";
+import { assertBuilt, type CliProcess, cleanEnv, startCli } from "./chat-process.js";
 
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
 
@@ -186,7 +187,9 @@ describe.skipIf(!findPgBin())("two instances on one PostgreSQL database", { conc
     mkdirSync(dataDir, { recursive: true });
     const keyFile = join(dataDir, "approval.key");
     writeFileSync(keyFile, `${randomBytes(32).toString("hex")}\n`, { mode: 0o600 });
-    const refused = await runCli(["serve", "--port", "0"], env(dataDir));
+    // main(argv) in this process: the refusal comes before anything listens, and its exit code and message are the
+    // same as a process's; a fresh process would prove nothing more.
+    const refused = await runCliInProcess(["serve", "--port", "0"], env(dataDir) as Record<string, string>);
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain(
       `The approval signing key in ${keyFile} differs from the one stored in the database`,
