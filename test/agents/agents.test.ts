@@ -5,7 +5,6 @@
  */
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { AgentStreamEvent } from "../../src/agents/service.js";
 import type { ApprovalRequestView } from "../../src/app/approvals/service.js";
@@ -575,16 +574,12 @@ describe("runs cut short at their wall time are never reported completed", () =>
     try {
       const turn = runTurn(service, "slow", chat.id, "go");
       // The child waits in its first turn: its limit is armed (on the fake clock, which stands still).
-      const deadline = Date.now() + 10_000;
       const asked = () =>
         model.requests.some((r) => {
           const first = r.messages.find((m) => m.role === "user");
           return first?.role === "user" && first.content === "slow";
         });
-      while (!asked()) {
-        if (Date.now() > deadline) throw new Error("the child did not get under way within 10 s");
-        await sleep(10);
-      }
+      await until(asked, "the child to get under way");
       await vi.advanceTimersByTimeAsync(999);
       // No wait to prove the limit has not fired: when it fires, it aborts the child's loop at once (stopRun), and
       // with it the signal of the model request the child waits in.

@@ -7,7 +7,6 @@
  */
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { GENERAL_TEMPLATE, loadAgentTemplates } from "../../src/agents/templates.js";
 import { ChatService } from "../../src/app/chat-service.js";
@@ -260,11 +259,7 @@ describe("a parent's time limit", () => {
       const asked = (task: string) =>
         (model.requests as { messages: { content?: string }[] }[]).filter((r) => r.messages[0]?.content === task)
           .length;
-      const deadline = Date.now() + 10_000;
-      while (asked("A") < 2 || asked("B") < 1) {
-        if (Date.now() > deadline) throw new Error("A and B did not get under way within 10 s");
-        await sleep(10);
-      }
+      await until(() => asked("A") >= 2 && asked("B") >= 1, "A and B to get under way");
       await vi.advanceTimersByTimeAsync(999);
       // No wait to prove the limit has not fired: when it fires, it aborts A's loop at once (stopRun), and with it
       // the signal of the model request A waits in (and, cancelling B, B's).

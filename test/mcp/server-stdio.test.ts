@@ -14,6 +14,7 @@ import { checkJsonRpcLine, tidyOutgoing } from "../../src/mcp/server/stdio.js";
 // main(argv) in this test's process, which is not the server's.
 import { BIN, runCliInProcess as runCli } from "../helpers/cli.js";
 import { tempDir } from "../helpers/server.js";
+import { until } from "../helpers/until.js";
 
 function env(dataDir: string): Record<string, string> {
   return { ...(process.env as Record<string, string>), TOOLHOST_DATA_DIR: dataDir, TOOLHOST_LOG_LEVEL: "error" };
@@ -185,9 +186,7 @@ async function listsReadsRefusesAnnounces(client: Client, dataDir: string, legac
   });
   const subscription = legacy ? undefined : await client.listen({ toolsListChanged: true });
   expect((await runCli(["settings", "set", "glob", "--disable"], env(dataDir))).code).toBe(0);
-  const deadline = Date.now() + 10_000;
-  while (changed === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-  expect(changed).toBeGreaterThan(0);
+  await until(() => changed > 0, "a tools/list_changed notification", { intervalMs: 50 });
   expect((await client.listTools()).tools.map((t) => t.name)).not.toContain("glob");
   await subscription?.close();
 }

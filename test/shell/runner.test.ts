@@ -6,11 +6,11 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ToolAbortedError, ToolTimeoutError } from "../../src/core/errors.js";
 import { listProcesses, PROCESS_TAG_VARIABLE } from "../../src/tools/shell/process-tree.js";
 import { findInterpreter, runShellCommand, type ShellCommandResult } from "../../src/tools/shell/shell-tool.js";
+import { until } from "../helpers/until.js";
 import { readPids, survivors, tempDir, waitForPids } from "./helpers.js";
 
 const REPEATS = 3;
@@ -258,11 +258,10 @@ describe("no process survives a timeout of a flood", () => {
         });
         return { p, seen, result };
       });
-      const deadline = Date.now() + 10_000;
-      while (started.some(({ seen }) => seen.stdout < 1_000_000 || seen.stderr < 1_000_000)) {
-        if (Date.now() > deadline) throw new Error("the floods did not reach a megabyte per stream within 10 s");
-        await sleep(10);
-      }
+      await until(
+        () => started.every(({ seen }) => seen.stdout >= 1_000_000 && seen.stderr >= 1_000_000),
+        "the floods to reach a megabyte per stream",
+      );
       await vi.advanceTimersByTimeAsync(1000);
       runs = await Promise.all(started.map(async ({ p, result }) => ({ result: await result, pids: readPids(p) })));
     } finally {

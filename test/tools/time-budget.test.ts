@@ -13,7 +13,6 @@
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ToolRegistryStore } from "../../src/core/registry.js";
 import { ToolRuntime } from "../../src/core/runtime.js";
@@ -28,6 +27,7 @@ import { readPids, survivors, tempDir } from "../shell/helpers.js";
 import { startServer, type TestServer } from "../web/servers.js";
 // The provider table registers the credential reader generate_image falls back to (as the library entry does).
 import "../../src/providers/table.js";
+import { until } from "../helpers/until.js";
 
 const USER = "u1";
 let root: string;
@@ -98,11 +98,7 @@ async function atTheBudget<T>(budgetMs: number, start: () => Promise<T>, running
     const call = start().finally(() => {
       settled = true;
     });
-    const deadline = Date.now() + 10_000;
-    while (!running()) {
-      if (Date.now() > deadline) throw new Error("the call did not get under way within 10 s");
-      await sleep(10);
-    }
+    await until(running, "the call to get under way");
     aborts.mockClear();
     kills.mockClear();
     await vi.advanceTimersByTimeAsync(budgetMs - 1);
