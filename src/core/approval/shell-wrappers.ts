@@ -4,6 +4,9 @@
  * see into.
  */
 
+import { basename } from "node:path";
+import type { ShellWord } from "./shell-parse.js";
+
 /** Option grammar of a wrapper: options that take a value, options that take none, and how many operands precede the command. */
 export interface WrapperSpec {
   withValue: string[];
@@ -248,3 +251,85 @@ export const RUNNERS = new Set([
   "gradle",
   ...SHELLS,
 ]);
+
+/** Splits a wrapper's own words (its options and operands) from the command it runs. */
+export function splitWrapper(
+  argv: ShellWord[],
+  spec: WrapperSpec,
+): { inner: ShellWord[]; unknown?: string; query?: boolean; assignments?: boolean } {
+  let i = 1;
+  let operands = spec.operands ?? 0;
+  let assignments = false;
+  while (i < argv.length) {
+    const w = argv[i];
+    if (w === undefined) break;
+    if (w === null) return { inner: [], unknown: "a computed argument" };
+    if (w === "--") {
+      // The options end; the operands before the command (timeout's duration) still come first.
+      i += 1 + operands;
+      break;
+    }
+    if (spec.query?.includes(w)) return { inner: [], query: true };
+    if (w.startsWith("-") && w !== "-") {
+      const eq = w.indexOf("=");
+      const flag = eq > 0 ? w.slice(0, eq) : w;
+      if (spec.flags.includes(flag) && eq < 0) {
+        i += 1;
+        continue;
+      }
+      // Options whose value is optional and only ever attached (xargs --replace[=R], -i[R]).
+      if (spec.optional?.some((o) => flag === o || (!o.startsWith("--") && w.startsWith(o)))) {
+        i += 1;
+        continue;
+      }
+      if (spec.withValue.includes(flag)) {
+        i += eq > 0 ? 1 : 2;
+        continue;
+      }
+      // Attached short values (-n5, -s9) and numeric nice levels (-10).
+      const short = w.slice(0, 2);
+      if (!w.startsWith("--") && w.length > 2 && spec.withValue.includes(short)) {
+        i += 1;
+        continue;
+      }
+      if (/^-\d+$/.test(w) && typeof argv[0] === "string" && basename(argv[0]) === "nice") {
+        i += 1;
+        continue;
+      }
+      return { inner: [], unknown: w };
+    }
+    if (w === "-" && spec.flags.includes("-")) {
+      i += 1;
+      continue;
+    }
+    if (spec.assignments && /^[A-Za-z_][A-Za-z0-9_]*=/.test(w)) {
+      assignments = true;
+      i += 1;
+      continue;
+    }
+    if (operands > 0) {
+      operands -= 1;
+      i += 1;
+      continue;
+    }
+    break;
+  }
+  return { inner: argv.slice(i), assignments };
+}
+
+/** The index of a shell's script word: the first after `from` that is not an option (`--` ends them). */
+export function scriptIndex(argv: ShellWord[], from: number): number | undefined {
+  for (let i = from; i < argv.length; i += 1) {
+    const w = argv[i];
+    if (w === null || w === undefined) return undefined;
+    if (w === "--") return i + 1 < argv.length ? i + 1 : undefined;
+    // -o NAME, +O NAME, and a cluster ending in o or O (`-xo posix`) take the next word.
+    if (/^[-+][A-Za-z]*[oO]$/.test(w)) {
+      i += 1;
+      continue;
+    }
+    if (/^[-+][A-Za-z]+$/.test(w)) continue;
+    return i;
+  }
+  return undefined;
+}
