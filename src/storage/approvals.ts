@@ -3,7 +3,7 @@
  * PostgreSQL. Every read-modify-write (deciding, expiring, using an approval; claiming a turn) is one transaction
  * or one conditional UPDATE, so two processes never both decide or both resume.
  */
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
 import type { ApprovalsTable, ApprovalTurnsTable, DatabaseSchema } from "./database.js";
 import { inTransaction } from "./transaction.js";
 
@@ -122,9 +122,33 @@ export type DecideResult =
 export class ApprovalRepository {
   constructor(private readonly db: Kysely<DatabaseSchema>) {}
 
-  /** Stores a new pending approval. */
-  async create(record: ApprovalRecord): Promise<void> {
-    await this.db
+  /**
+   * Stores a new pending approval, unless its user already has `maxPending` pending ones that have not expired: then
+   * stores nothing and returns false. Count and insert are one transaction, serialized per user (PostgreSQL: a
+   * transaction-scoped advisory lock; SQLite: `BEGIN IMMEDIATE`), so concurrent asks on any instance never pass it.
+   */
+  async create(record: ApprovalRecord, maxPending = Number.POSITIVE_INFINITY): Promise<boolean> {
+    return inTransaction(this.db, async (trx, tx) => {
+      if (tx.dialect === "postgres") {
+        await sql`SELECT pg_advisory_xact_lock(hashtext(${`toolhost.approvals:${record.userId}`}))`.execute(trx);
+      }
+      if (Number.isFinite(maxPending)) {
+        const { n } = await trx
+          .selectFrom("approvals")
+          .select((eb) => eb.fn.countAll<string | number>().as("n"))
+          .where("user_id", "=", record.userId)
+          .where("status", "=", "pending")
+          .where("expires_at", ">", record.createdAt)
+          .executeTakeFirstOrThrow();
+        if (Number(n) >= maxPending) return false;
+      }
+      await this.#insert(trx, record);
+      return true;
+    });
+  }
+
+  async #insert(db: Kysely<DatabaseSchema>, record: ApprovalRecord): Promise<void> {
+    await db
       .insertInto("approvals")
       .values({
         id: record.id,

@@ -11,6 +11,7 @@ import {
   AccessDeniedError,
   DeniedByPolicyError,
   DeniedByUserError,
+  LimitExceededError,
   ToolAbortedError,
   type ToolError,
 } from "../../core/errors.js";
@@ -111,6 +112,8 @@ export class ApprovalGate implements ToolCallGate {
     try {
       return await decide();
     } catch (error) {
+      // Too many asks waiting: refused as what it is, with what to do next.
+      if (error instanceof LimitExceededError) return this.#refuse(call, error, "deny", "policy", step.signal);
       // The gate never fails open: an unexpected error refuses the call, with the reason for the model.
       this.#o.runtime.logger.error(
         { err: (error as Error)?.stack ?? String(error), tool: call.name },

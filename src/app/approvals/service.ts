@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { APPROVAL_RULES_SETTING, APPROVAL_SETTING } from "../../core/approval/policy.js";
 import type { ApprovalRule } from "../../core/approval/rules.js";
 import { readConfig } from "../../core/config.js";
-import { AccessDeniedError, NotFoundError, ToolSettingsError } from "../../core/errors.js";
+import { AccessDeniedError, LimitExceededError, NotFoundError, ToolSettingsError } from "../../core/errors.js";
 import type { Logger } from "../../core/types.js";
 import type { ApprovalRecord, ApprovalRepository, ApprovalTurnRecord } from "../../storage/approvals.js";
 import { newInstanceId, ownerIsGone } from "../instance.js";
@@ -58,6 +58,12 @@ export {
   lockedApprovalFloor,
   TurnSuspended,
 } from "./types.js";
+
+/**
+ * Most asks one user may have waiting at once: past it a call that would ask is refused (limit_exceeded) without
+ * storing anything, so a model looping over calls cannot pile up asks nobody will read.
+ */
+export const MAX_PENDING_ASKS = 100;
 
 type Waiter = (record: ApprovalRecord) => void;
 
@@ -178,7 +184,10 @@ export class ApprovalService {
     }
   }
 
-  /** Creates a pending ask for a call; returns it (expiring after the configured timeout). */
+  /**
+   * Creates a pending ask for a call; returns it (expiring after the configured timeout). Throws LimitExceededError
+   * when the user already has MAX_PENDING_ASKS asks waiting (nothing is stored).
+   */
   async ask(input: {
     userId: string;
     chatId: string | null;
@@ -232,7 +241,12 @@ export class ApprovalService {
         chatId: input.chatId,
       }),
     };
-    await this.repository.create(record);
+    if (!(await this.repository.create(record, MAX_PENDING_ASKS))) {
+      throw new LimitExceededError(
+        `${MAX_PENDING_ASKS} approvals are already waiting for ${input.userId}'s answer, so this call was not asked about and did not run. Answer or deny the waiting ones (toolhost approvals, GET /api/approvals) or let them expire, then try again.`,
+        { limit: "pendingApprovals", value: MAX_PENDING_ASKS },
+      );
+    }
     return record;
   }
 
