@@ -46,6 +46,42 @@ async function execute(body: Record<string, unknown>) {
 }
 
 describe("the tool-execute route", () => {
+  it("refuses, without asking, a call the path policy refuses anyway (outside the directory, Toolhost's own /proc)", async () => {
+    const ask = await server.api("/api/settings/tools/read_file", {
+      method: "PUT",
+      json: { parameters: { approval: "ask" } },
+    });
+    expect(ask.status).toBe(200);
+    const before = ((await (await server.api("/api/approvals")).json()) as { approvals: unknown[] }).approvals.length;
+    for (const path of ["../elsewhere.txt", "/proc/self/environ", "/etc/hostname"]) {
+      const response = await server.api("/api/tools/read_file/execute", {
+        method: "POST",
+        json: { workingDirectory: work, arguments: { path } },
+      });
+      const body = (await response.json()) as {
+        ok: boolean;
+        error: { code: string; details?: { approvalId?: string } };
+      };
+      expect(body.error.code, path).toBe("access_denied");
+      expect(body.error.details?.approvalId, path).toBeUndefined();
+    }
+    const after = ((await (await server.api("/api/approvals")).json()) as { approvals: unknown[] }).approvals.length;
+    expect(after).toBe(before);
+    // A path it may read still asks.
+    const inside = await server.api("/api/tools/read_file/execute", {
+      method: "POST",
+      json: { workingDirectory: work, arguments: { path: "notes/x.md" } },
+    });
+    expect(
+      ((await inside.json()) as { error: { details: { approvalId?: string } } }).error.details.approvalId,
+    ).toBeTruthy();
+    const reset = await server.api("/api/settings/tools/read_file", {
+      method: "PUT",
+      json: { parameters: { approval: "allow" } },
+    });
+    expect(reset.status).toBe(200);
+  });
+
   it("a re-sent call whose approval was denied is refused as in a turn: denied_by_user with the person's words", async () => {
     const args = { path: "notes/denied.md", content: "no\n" };
     const first = await execute({ arguments: args });

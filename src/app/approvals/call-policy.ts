@@ -11,7 +11,8 @@ import {
   evaluateApproval,
   rulesOf,
 } from "../../core/approval/policy.js";
-import { baseDirectory } from "../../core/path-policy.js";
+import { AccessDeniedError } from "../../core/errors.js";
+import { baseDirectory, resolveAndValidatePath } from "../../core/path-policy.js";
 import type { InspectedCall } from "../../core/runtime.js";
 import type { ApprovalHint } from "../../core/types.js";
 import type { ApprovalService } from "./service.js";
@@ -139,4 +140,25 @@ export async function evaluateCall(
     }
   }
   return { ...verdict, ...(hint ? { hint } : {}) };
+}
+
+/**
+ * The path policy's refusal of a call that would ask, if its path arguments (the approval subject's) are refused
+ * where it would run: outside the allowed directories, denied, or Toolhost's own. Nobody is asked to approve a call
+ * that cannot run; it is refused with the same access_denied it would end with. Only a refusal counts: a path that
+ * does not exist yet (a file to write) is the tool's to judge when it runs.
+ */
+export async function pathRefusal(inspected: InspectedCall): Promise<AccessDeniedError | undefined> {
+  const subject = approvalProfile(inspected.tool).subject;
+  if (subject?.kind !== "path") return undefined;
+  for (const argument of subject.arguments) {
+    const value = inspected.args[argument];
+    if (typeof value !== "string") continue;
+    try {
+      await resolveAndValidatePath(value, inspected.context, { argument });
+    } catch (error) {
+      if (error instanceof AccessDeniedError) return error;
+    }
+  }
+  return undefined;
 }

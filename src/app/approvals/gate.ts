@@ -21,7 +21,7 @@ import type { ApprovalHint } from "../../core/types.js";
 import type { GateStep, GateVerdict, LoopStepSnapshot, ToolCallGate } from "../../loop/gate.js";
 import type { ConversationToolCall, ConversationToolResult } from "../../providers/types.js";
 import type { ApprovalRecord } from "../../storage/approvals.js";
-import { alwaysRefusal, evaluateCall, remedyFor } from "./call-policy.js";
+import { alwaysRefusal, evaluateCall, pathRefusal, remedyFor } from "./call-policy.js";
 import { type ApprovalResponder, type ApprovalService, isSuspension } from "./service.js";
 
 /** Keeps a chat turn's loop state in the database while it waits for approvals (see ChatService). */
@@ -170,6 +170,9 @@ export class ApprovalGate implements ToolCallGate {
       );
     }
 
+    // A call the path policy refuses where it would run is refused now, not asked about.
+    const refusal = await pathRefusal(inspected);
+    if (refusal) return this.#refuse(call, refusal, "deny", "policy", step.signal);
     return this.#ask(call, step, inspected, verdict);
   }
 
