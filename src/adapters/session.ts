@@ -240,6 +240,14 @@ export class AdapterSession {
     }
   }
 
+  async #cancelUnshown(approvalId: string): Promise<void> {
+    try {
+      await this.approvals.repository.cancel(approvalId, new Date());
+    } catch (error) {
+      this.runtime.logger.warn({ err: String(error), approvalId }, "cancelling an ask nobody was shown failed");
+    }
+  }
+
   /**
    * Runs a call the framework decided to execute, through the approval gate. The framework executes a call only when
    * its approval predicate said no approval was needed or its user approved the call, so: a call the policy denies
@@ -268,8 +276,17 @@ export class AdapterSession {
         ...(call.onProgress ? { onProgress: call.onProgress } : {}),
       };
       if (decided.decision === "ask") {
-        // An ask nobody was shown: made only now, at execution, or for arguments other than the approved ones.
-        if ((decided.fresh && !classifiedBefore) || this.#unapprovable.has(call.toolCallId)) {
+        const record = await this.approvals.repository.get(decided.approvalId);
+        // An ask nobody was shown: made only now, at execution, or for arguments other than the approved ones — or
+        // one such ask, cancelled when it was refused before (the same history sent again).
+        if (
+          (decided.fresh && !classifiedBefore) ||
+          this.#unapprovable.has(call.toolCallId) ||
+          record?.status === "cancelled"
+        ) {
+          // That ask was never put to anyone: it is cancelled, so no answer can decide it later (a framework answer
+          // finds the newest ask of the call id, and a re-sent history would otherwise approve what nobody saw).
+          await this.#cancelUnshown(decided.approvalId);
           const outcome: ToolCallOutcome = {
             ok: false,
             error: new DeniedByPolicyError(
@@ -291,7 +308,6 @@ export class AdapterSession {
           );
           return outcome;
         }
-        const record = await this.approvals.repository.get(decided.approvalId);
         if (record?.status === "pending") {
           await this.recordAnswers([{ toolCallId: call.toolCallId, approved: true }]);
         }
