@@ -261,7 +261,6 @@ export async function* runChatTurn(
             [userMessage, ...event.messages].map((m) => ({ role: m.role, content: m })),
             owned ? (trx) => deps.turns!.repository.assertEpoch(trx, chat.id, owned.lease.epoch) : undefined,
           );
-          if (!chat.title) await deps.chats.update(userId, chat.id, { title: content.trim().slice(0, 80) });
         } catch (error) {
           if (error instanceof StaleLeaseError) {
             yield { type: "error", code: "lease_lost", message: error.message };
@@ -277,8 +276,26 @@ export async function* runChatTurn(
             code: "internal_error",
             message: "The turn ran but its messages could not be stored.",
           };
-          yield { ...event, reason: "error" };
+          // The turn ends here, lease and all: another instance taking it over would run it again.
+          const failed: LoopEvent = { ...event, reason: "error" };
+          if (owned) {
+            owned.log.push(failed);
+            await owned.log
+              .finish()
+              .catch((failure) =>
+                deps.logger?.error({ err: String(failure), chatId: chat.id }, "ending the turn's lease failed"),
+              );
+          }
+          yield failed;
           return;
+        }
+        // The messages are stored: a title that cannot be stored is logged, never a reason to run the turn again.
+        if (!chat.title) {
+          await deps.chats
+            .update(userId, chat.id, { title: chatTitleFrom(content) })
+            .catch((error) =>
+              deps.logger?.warn({ err: String(error), chatId: chat.id }, "storing the chat's title failed"),
+            );
         }
       }
       if (owned) {
@@ -331,4 +348,12 @@ class EventQueue<T> implements AsyncIterable<T> {
       });
     }
   }
+}
+
+/** A chat's title from its first message: one line of at most 80 characters, without control characters. */
+function chatTitleFrom(content: string): string {
+  return content
+    .replace(/[\u0000-\u001f\u007f]+/g, " ")
+    .trim()
+    .slice(0, 80);
 }

@@ -15,7 +15,7 @@ import { createRequire } from "node:module";
 import type { Ajv, Options as AjvOptions, ErrorObject, ValidateFunction } from "ajv";
 import { argumentRefusal, clip, ToolArgumentError, ToolRefusal } from "./errors.js";
 import { PRECOMPILED_ARGUMENT_VALIDATORS } from "./generated/argument-validators.js";
-import { checkValueLimits, loneSurrogatePath, scanJsonText, TOOL_ARGUMENT_LIMITS } from "./json-limits.js";
+import { checkValueLimits, scanJsonText, TOOL_ARGUMENT_LIMITS, unstorableText } from "./json-limits.js";
 import {
   COMBINATOR_KEYWORDS,
   hasCombinator,
@@ -305,7 +305,7 @@ export function checkToolArguments(
     if (decoding) decoding.decoded = raw;
   }
   // Half a character reaches a file, a process or a database as U+FFFD: refused, never replaced without a word.
-  const lone = loneSurrogatePath(value, "", sourceText);
+  const lone = unstorableText(value, "", sourceText)?.path;
   if (lone !== undefined) {
     const argument = lone.replace(/^\./, "") || "(arguments)";
     return argumentRefusal(
@@ -327,4 +327,24 @@ export function checkToolArguments(
     return first ? toArgumentError(first, args, schema) : argumentRefusal("Arguments do not match the tool's schema.");
   }
   return args;
+}
+
+/**
+ * A RegisteredTool.validateArguments for text arguments the tool stores (a sub-agent's message): each one present
+ * must not hold a NUL character, which PostgreSQL's text columns refuse. Returns the refusal (not thrown), or
+ * undefined.
+ */
+export function storedTextCheck(...names: string[]): (args: Record<string, unknown>) => ToolRefusal | undefined {
+  return (args) => {
+    for (const name of names) {
+      const value = args[name];
+      if (typeof value === "string" && value.includes("\0")) {
+        return argumentRefusal(
+          `Invalid argument "${name}": it contains a NUL character (\\u0000), which cannot be stored; send the text without it.`,
+          { argument: name, rule: "nul_byte" },
+        );
+      }
+    }
+    return undefined;
+  };
 }

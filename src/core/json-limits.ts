@@ -319,27 +319,55 @@ export function hasLoneSurrogate(text: string): boolean {
 /** A `\uD800`–`\uDFFF` escape in JSON text: it may decode to a lone surrogate. */
 const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
 
+/** What {@link unstorableText} found: where, and what. */
+export interface UnstorableText {
+  /** The path of the string (`root.a[2]`), or of the object holding the key (`root.a (a key)`: the key itself is not quoted). */
+  path: string;
+  /** "a lone UTF-16 surrogate (half of a character)" or "a NUL character (\u0000)". */
+  problem: string;
+}
+
+const LONE = "a lone UTF-16 surrogate (half of a character)";
+const NUL = "a NUL character (\\u0000)";
+
 /**
- * Where a value decoded from JSON (or passed by a library caller) holds a lone UTF-16 surrogate — half a character,
- * which UTF-8 cannot carry: a file, a process argument or a database would silently get U+FFFD instead. Returns the
- * path of the first string or key that holds one (`root.a[2]`), or undefined. `text`, the JSON text the value was
- * decoded from, answers most values without a walk: without a lone surrogate or a surrogate escape in it, none can
- * be in the value. Walks iteratively, at most as many nodes as the value has (its limits were checked before).
+ * Where a value decoded from JSON (or passed by a library caller) holds text that cannot be written as it is: a lone
+ * UTF-16 surrogate — half a character, which UTF-8 cannot carry, so a file, a process argument or a database would
+ * silently get U+FFFD instead — and, with `nul`, a NUL character, which PostgreSQL's text columns refuse. Returns the
+ * first string or key that holds one, or undefined. `text`, the JSON text the value was decoded from, answers most
+ * values without a walk: without such a character or its escape in it, none can be in the value. Walks
+ * iteratively, at most as many nodes as the value has (its limits were checked before).
  */
-export function loneSurrogatePath(value: unknown, root: string, text?: string): string | undefined {
-  if (text !== undefined && !hasLoneSurrogate(text) && !SURROGATE_ESCAPE.test(text)) return undefined;
+export function unstorableText(
+  value: unknown,
+  root: string,
+  text?: string,
+  options: { nul?: boolean } = {},
+): UnstorableText | undefined {
+  const nul = options.nul === true;
+  if (
+    text !== undefined &&
+    !hasLoneSurrogate(text) &&
+    !SURROGATE_ESCAPE.test(text) &&
+    !(nul && (text.includes("\\u0000") || text.includes("\0")))
+  ) {
+    return undefined;
+  }
+  const problemOf = (s: string) => (hasLoneSurrogate(s) ? LONE : nul && s.includes("\0") ? NUL : undefined);
   const stack: { node: unknown; path: string }[] = [{ node: value, path: root }];
   while (stack.length > 0) {
     const { node, path } = stack.pop()!;
     if (typeof node === "string") {
-      if (hasLoneSurrogate(node)) return path;
+      const problem = problemOf(node);
+      if (problem) return { path, problem };
     } else if (Array.isArray(node)) {
       for (let i = node.length - 1; i >= 0; i--) stack.push({ node: node[i], path: `${path}[${i}]` });
     } else if (node !== null && typeof node === "object") {
       const entries = Object.entries(node as Record<string, unknown>);
       for (let i = entries.length - 1; i >= 0; i--) {
         const [key, child] = entries[i]!;
-        if (hasLoneSurrogate(key)) return `${path} (a key)`;
+        const problem = problemOf(key);
+        if (problem) return { path: `${path} (a key)`, problem };
         stack.push({ node: child, path: `${path}.${key}` });
       }
     }

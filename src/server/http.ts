@@ -11,8 +11,8 @@ import {
   DEFAULT_BODY_LIMITS,
   type JsonLimits,
   type JsonLimitViolation,
-  loneSurrogatePath,
   scanJsonText,
+  unstorableText,
 } from "../core/json-limits.js";
 import { isDatabaseUnavailable } from "../storage/unavailable.js";
 
@@ -82,12 +82,15 @@ const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resol
 /**
  * Reads the JSON body and validates it; throws HttpError 413 (`payload_too_large`, naming the limit) when the body
  * breaks `limits` — checked on the Content-Length and a linear scan of the text before anything is parsed — and
- * 400 (malformed JSON or schema mismatch).
+ * 400 (malformed JSON, a number JSON cannot carry, text that cannot be stored, or a schema mismatch).
+ * `options.toolArguments`: the body carries a tool's arguments, which may hold a NUL character (a tool gets them as
+ * they are; the arguments' own checks refuse half a character).
  */
 export async function readJsonBody<T>(
   c: Context,
   schema: object,
   limits: JsonLimits = DEFAULT_BODY_LIMITS,
+  options: { toolArguments?: boolean } = {},
 ): Promise<T> {
   const tooLarge = (v: JsonLimitViolation) =>
     new HttpError(413, "payload_too_large", `Request body: ${v.message}`, { limit: v.limit, max: v.max });
@@ -113,12 +116,14 @@ export async function readJsonBody<T>(
     if (violation) throw tooLarge(violation);
     if (large) await yieldToEventLoop();
     body = JSON.parse(text);
-    const lone = loneSurrogatePath(body, "body", text);
-    if (lone !== undefined) {
+    // Text that cannot be stored as sent: half a character, and (except in tool arguments, which reach the tool as
+    // they are) a NUL character, which PostgreSQL's text columns refuse.
+    const unstorable = unstorableText(body, "body", text, { nul: !options.toolArguments });
+    if (unstorable) {
       throw new HttpError(
         400,
         "bad_request",
-        `Request ${lone} contains a lone UTF-16 surrogate (half of a character), which cannot be stored; send valid Unicode text.`,
+        `Request ${unstorable.path} contains ${unstorable.problem}, which cannot be stored; send valid Unicode text without it.`,
       );
     }
     if (large) await yieldToEventLoop();

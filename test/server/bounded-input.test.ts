@@ -15,6 +15,8 @@ import {
   TOOL_ARGUMENT_LIMITS,
 } from "../../src/core/json-limits.js";
 import { AUDIT_ARGUMENT_BOUNDS, redactBounded } from "../../src/core/redact.js";
+import { agentSendTool } from "../../src/tools/builtin/agent-send.js";
+import { agentSpawnTool } from "../../src/tools/builtin/agent-spawn.js";
 import { memoryRuntime } from "../helpers/runtime.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 
@@ -58,6 +60,14 @@ describe("JSON limits", () => {
     }
     expect(() => parseToolArguments(schema, { params: ["ok", "\udc00"] })).toThrow(/"params\[1\]"/);
     expect(() => parseToolArguments(schema, '{"a":{"\\udfff":1}}')).toThrow(/"a \(a key\)"/);
+    // A sub-agent's message is stored: a NUL in it (which PostgreSQL refuses) is refused as an argument.
+    for (const tool of [agentSpawnTool, agentSendTool]) {
+      const refusal = tool.validateArguments?.(
+        { template: "general", agentId: "a", targetAgentId: "b", message: "a\0b" },
+        {} as never,
+      );
+      expect(refusal, tool.definition.name).toMatchObject({ code: "validation_failed", details: { rule: "nul_byte" } });
+    }
     // Pairs are characters: fine.
     expect(parseToolArguments(schema, '{"content":"\\ud83d\\ude00 \u{1F600}"}')).toEqual({
       content: "\u{1F600} \u{1F600}",

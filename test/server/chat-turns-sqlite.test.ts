@@ -61,6 +61,30 @@ const newChat = async () =>
   ).id;
 
 describe("chat turns on SQLite", () => {
+  it("text no database can store (a NUL) is refused before a turn starts; the title is one line", async () => {
+    const chatId = await newChat();
+    const nul = await s.api(`/api/chats/${chatId}/messages`, { method: "POST", json: { content: "hi\u0000there" } });
+    expect(nul.status).toBe(400);
+    expect(((await nul.json()) as { error: { message: string } }).error.message).toMatch(/body.content contains a NUL/);
+    const title = await s.api(`/api/chats/${chatId}`, { method: "PATCH", json: { title: "a\u0000b" } });
+    expect(title.status).toBe(400);
+    const ok = await s.api(`/api/chats/${chatId}/messages`, {
+      method: "POST",
+      json: { content: "first line\n\tsecond line" },
+    });
+    expect((await sseEvents(ok)).at(-1)?.event).toBe("done");
+    const chat = (await (await s.api(`/api/chats/${chatId}`)).json()) as { title: string; messages: unknown[] };
+    expect(chat.title).toBe("first line second line");
+    expect(chat.messages).toHaveLength(2);
+    // A tool's arguments reach it as they are: NUL is the tool's to judge.
+    const execute = await s.api("/api/tools/get_current_datetime/execute", {
+      method: "POST",
+      json: { arguments: { timezone: "UTC\u0000" } },
+    });
+    expect(execute.status).toBe(200);
+    expect(((await execute.json()) as { ok: boolean }).ok).toBe(false);
+  });
+
   it("two posts at the same moment: exactly one 409 chat_busy every time, and the history holds one turn", async () => {
     for (let round = 0; round < 6; round++) {
       const chatId = await newChat();

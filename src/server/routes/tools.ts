@@ -31,6 +31,7 @@ export function toolRoutes(ctx: AppContext): Hono<AuthEnv> {
       ExecuteToolBody,
       // The arguments plus a few small fields: the tool-argument limits apply to the whole body.
       TOOL_ARGUMENT_LIMITS,
+      { toolArguments: true },
     );
     // Parsed from text that passed the argument limits: the runtime need not walk the arguments again.
     markCheckedJson(body.arguments, TOOL_ARGUMENT_LIMITS);

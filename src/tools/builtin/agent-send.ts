@@ -12,6 +12,7 @@ import {
   MESSAGE_MAX_BYTES,
   MESSAGE_QUEUE_MAX,
 } from "../../core/agents.js";
+import { storedTextCheck } from "../../core/arg-parsing.js";
 import { AccessDeniedError, LimitExceededError, ToolArgumentError } from "../../core/errors.js";
 import { defineTool, integerSettings } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolParameterDescriptor } from "../../core/types.js";
@@ -78,6 +79,7 @@ export const agentSendTool: RegisteredTool = defineTool({
     canDisable: true,
     parameterDescriptors: SEND_SETTINGS,
   },
+  validateArguments: storedTextCheck("message"),
   async execute(args, context) {
     const { agentId, targetAgentId, message } = args as { agentId: string; targetAgentId: string; message: string };
     const agents = agentServiceFrom(context.services, "agent_send");

@@ -20,6 +20,7 @@ import {
   MAX_AGENT_DEPTH,
   MESSAGE_MAX_BYTES,
 } from "../../core/agents.js";
+import { storedTextCheck } from "../../core/arg-parsing.js";
 import { AccessDeniedError, LimitExceededError, ToolArgumentError } from "../../core/errors.js";
 import { defineTool, integerSettings } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolDefinition, ToolParameterDescriptor } from "../../core/types.js";
@@ -149,6 +150,7 @@ export const agentSpawnTool: RegisteredTool = defineTool({
   // A waiting spawn lasts at most the child's wall time plus its grace turn; the host enforces both.
   timeoutMs: (args, settings) =>
     args.wait === false ? 30_000 : spawnLimitsFrom(settings.values).timeSeconds * 1000 + AGENT_GRACE_TURN_MS,
+  validateArguments: storedTextCheck("message"),
   async execute(args, context) {
     const { template, message, parentId, wait } = args as {
       template: string;
