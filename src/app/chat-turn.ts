@@ -208,6 +208,14 @@ export async function* runChatTurn(
   void pump();
   // Suspended, not ended: the signal asked to keep asks pending (client left, server stopping) and one is. The
   // turn's state stays stored and released; an answer resumes it (ApprovalService.wakeTurn), which stores it then.
+  // Stores the turn's last event (its done) with the end of its lease, fenced: from here no instance runs the turn.
+  const endLease = async (last: LoopEvent) => {
+    if (!owned) return;
+    owned.log.push(last);
+    await owned.log
+      .finish()
+      .catch((error) => deps.logger?.error({ err: String(error), chatId: chat.id }, "ending the turn's lease failed"));
+  };
   const suspended = () => isSuspension(signal) && keeper?.persisted === true && gate?.leftPending === true;
   try {
     for await (const event of queue) {
@@ -224,14 +232,7 @@ export async function* runChatTurn(
       if (suspended()) {
         // The lease ends here; the suspended turn's stored state keeps the chat busy until an answer resumes it
         // (which takes a lease of its own), on this instance or another.
-        if (owned) {
-          owned.log.push(event);
-          await owned.log
-            .finish()
-            .catch((error) =>
-              deps.logger?.error({ err: String(error), chatId: chat.id }, "ending a suspended turn's lease failed"),
-            );
-        }
+        await endLease(event);
         yield event;
         continue;
       }
@@ -278,14 +279,7 @@ export async function* runChatTurn(
           };
           // The turn ends here, lease and all: another instance taking it over would run it again.
           const failed: LoopEvent = { ...event, reason: "error" };
-          if (owned) {
-            owned.log.push(failed);
-            await owned.log
-              .finish()
-              .catch((failure) =>
-                deps.logger?.error({ err: String(failure), chatId: chat.id }, "ending the turn's lease failed"),
-              );
-          }
+          await endLease(failed);
           yield failed;
           return;
         }
@@ -298,15 +292,8 @@ export async function* runChatTurn(
             );
         }
       }
-      if (owned) {
-        // The last events (done included) and the end of the lease land together.
-        owned.log.push(event);
-        await owned.log
-          .finish()
-          .catch((error) =>
-            deps.logger?.error({ err: String(error), chatId: chat.id }, "ending the turn's lease failed"),
-          );
-      }
+      // The last events (done included) and the end of the lease land together.
+      await endLease(event);
       yield event;
     }
   } finally {

@@ -2,6 +2,8 @@
  * Helpers of the approval end-to-end tests: the built server (`toolhost serve`) in its own process over a data
  * directory that survives restarts, and an incremental SSE reader (read up to an event, act, read on).
  */
+
+import type { ApprovalRecord } from "../../src/storage/approvals.js";
 import { type CliProcess, startCli } from "../e2e/chat-process.js";
 import { until } from "../helpers/until.js";
 
@@ -132,4 +134,33 @@ export async function startServerProcess(
 /** Polls `read` until it returns something truthy (the shared until(), 25 ms between polls; 25 s at most). */
 export async function eventually<T>(read: () => Promise<T | undefined | null | false>): Promise<T> {
   return (await until(read, "a truthy value", { intervalMs: 25, timeoutMs: 25_000 })) as T;
+}
+
+/** A pending ask of user "ana" for write_file, expiring in a minute; `overrides` replace any field. */
+export function approvalRecord(id: string, overrides: Partial<ApprovalRecord> = {}): ApprovalRecord {
+  const now = Date.now();
+  return {
+    id,
+    userId: "ana",
+    chatId: "chat-1",
+    turnId: null,
+    toolCallId: `call-${id}`,
+    tool: "write_file",
+    argsHash: "h",
+    preview: "{}",
+    rule: { decision: "ask", match: "notes/**" },
+    reason: "asks",
+    candidates: [],
+    agentPath: null,
+    workingDirectory: null,
+    status: "pending",
+    decision: null,
+    message: null,
+    decidedBy: null,
+    decidedAt: null,
+    createdAt: new Date(now).toISOString(),
+    expiresAt: new Date(now + 60_000).toISOString(),
+    hmac: "00",
+    ...overrides,
+  };
 }

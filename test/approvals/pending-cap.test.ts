@@ -9,10 +9,10 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { MAX_PENDING_ASKS } from "../../src/app/approvals/service.js";
-import type { ApprovalRecord } from "../../src/storage/approvals.js";
 import { freshPostgresDatabase } from "../helpers/postgres.js";
 import { startTestServer, type TestServer, tempDir } from "../helpers/server.js";
 import { HAVE_POSTGRES } from "../helpers/stores.js";
+import { approvalRecord } from "./helpers.js";
 
 const servers: TestServer[] = [];
 afterAll(async () => {
@@ -65,30 +65,8 @@ describe.each(cases)("pending asks on $name", ({ skip, databaseUrl }) => {
     const server = await startTestServer(url ? { databaseUrl: url } : {});
     servers.push(server);
     const repository = server.ctx.approvals.repository;
-    const now = new Date();
-    const record = (i: number): ApprovalRecord => ({
-      id: randomUUID(),
-      userId: "racer",
-      chatId: null,
-      turnId: null,
-      toolCallId: `call-${i}`,
-      tool: "write_file",
-      argsHash: "0".repeat(64),
-      preview: "",
-      rule: null,
-      reason: "test",
-      candidates: [],
-      agentPath: null,
-      workingDirectory: null,
-      status: "pending",
-      decision: null,
-      message: null,
-      decidedBy: null,
-      decidedAt: null,
-      createdAt: now.toISOString(),
-      expiresAt: new Date(now.getTime() + 60_000).toISOString(),
-      hmac: "0".repeat(64),
-    });
+    const record = (i: number) =>
+      approvalRecord(randomUUID(), { userId: "racer", chatId: null, toolCallId: `call-${i}`, rule: null });
     const stored = await Promise.all(Array.from({ length: 60 }, (_, i) => repository.create(record(i), 7)));
     expect(stored.filter(Boolean)).toHaveLength(7);
     expect(await repository.listPending("racer")).toHaveLength(7);

@@ -5,39 +5,12 @@
  * with their filters.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ApprovalRecord, ApprovalRepository } from "../../src/storage/approvals.js";
+import { ApprovalRepository } from "../../src/storage/approvals.js";
 import { openDatabase, type ToolhostDatabase } from "../../src/storage/database.js";
 import { SqlAuditLog } from "../../src/storage/repositories.js";
 import { findPgBin, freshPostgresDatabase } from "../helpers/postgres.js";
 import { tempDir } from "../helpers/server.js";
-
-function record(id: string, overrides: Partial<ApprovalRecord> = {}): ApprovalRecord {
-  const now = Date.now();
-  return {
-    id,
-    userId: "ana",
-    chatId: "chat-1",
-    turnId: null,
-    toolCallId: `call-${id}`,
-    tool: "write_file",
-    argsHash: "h",
-    preview: "{}",
-    rule: { decision: "ask", match: "notes/**" },
-    reason: "asks",
-    candidates: [],
-    agentPath: null,
-    workingDirectory: null,
-    status: "pending",
-    decision: null,
-    message: null,
-    decidedBy: null,
-    decidedAt: null,
-    createdAt: new Date(now).toISOString(),
-    expiresAt: new Date(now + 60_000).toISOString(),
-    hmac: "00",
-    ...overrides,
-  };
-}
+import { approvalRecord as record } from "./helpers.js";
 
 function contract(name: string, open: () => Promise<ToolhostDatabase>) {
   describe(`approvals on ${name}`, () => {
