@@ -101,8 +101,9 @@ export async function startServer(ctx: AppContext, options: StartServerOptions =
   const stopSweeper = ctx.approvals.startSweeper();
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
   print(`Toolhost ${url} (data: ${ctx.dataDir}, database: ${ctx.database.dialect} ${ctx.database.location})`);
-  if ((await ctx.tokens.count()) === 0) {
-    const { token } = await ctx.tokens.create("local", "created on first start");
+  const first = await ctx.tokens.createFirst("local", "created on first start");
+  if (first) {
+    const { token } = first;
     print('No API token existed, so one was created for user "local". It is shown only this once:');
     print(`  ${token}`);
     print(`Try: curl -H "Authorization: Bearer ${token}" ${url}/api/settings/tools`);

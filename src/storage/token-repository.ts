@@ -4,7 +4,7 @@
  * stored; the plaintext is returned once, when it is created or rotated.
  */
 import { createHash, randomBytes, randomUUID } from "node:crypto";
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
 import { BrandedError, errorBrand, ToolArgumentError } from "../core/errors.js";
 import type { ApiTokensTable, DatabaseSchema } from "./database.js";
 import { inTransaction, type TransactionContext } from "./transaction.js";
@@ -112,6 +112,9 @@ export class TokenLookupError extends BrandedError {
     return this.reason === "ambiguous" ? "ambiguous_id" : "not_found";
   }
 }
+
+/** The advisory lock key of the first token (an arbitrary constant: "tokn" in ASCII). */
+const FIRST_TOKEN_LOCK = 0x746f6b6e;
 
 /** Bearer tokens mapped to users, stored hashed. */
 export class TokenRepository {
@@ -295,6 +298,24 @@ export class TokenRepository {
   }
 
   /** How many tokens exist (any user). */
+  /**
+   * The first token of an empty table: creates a token for `userId` when no token exists at all and returns it, or
+   * returns undefined when one does. Count and insert are one transaction, serialized across processes
+   * (PostgreSQL: a transaction-scoped advisory lock; SQLite: `BEGIN IMMEDIATE`), so instances starting together on
+   * an empty database create one first token between them, not one each.
+   */
+  async createFirst(userId: string, label: string): Promise<IssuedToken | undefined> {
+    return inTransaction(this.db, async (trx, tx) => {
+      if (tx.dialect === "postgres") await sql`SELECT pg_advisory_xact_lock(${FIRST_TOKEN_LOCK})`.execute(trx);
+      const row = await trx
+        .selectFrom("api_tokens")
+        .select((eb) => eb.fn.countAll<number>().as("n"))
+        .executeTakeFirstOrThrow();
+      if (Number(row.n) > 0) return undefined;
+      return new TokenRepository(trx).create(userId, label);
+    });
+  }
+
   async count(): Promise<number> {
     const row = await this.db
       .selectFrom("api_tokens")
