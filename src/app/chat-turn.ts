@@ -206,8 +206,6 @@ export async function* runChatTurn(
     }
   };
   void pump();
-  // Suspended, not ended: the signal asked to keep asks pending (client left, server stopping) and one is. The
-  // turn's state stays stored and released; an answer resumes it (ApprovalService.wakeTurn), which stores it then.
   // Stores the turn's last event (its done) with the end of its lease, fenced: from here no instance runs the turn.
   const endLease = async (last: LoopEvent) => {
     if (!owned) return;
@@ -216,6 +214,8 @@ export async function* runChatTurn(
       .finish()
       .catch((error) => deps.logger?.error({ err: String(error), chatId: chat.id }, "ending the turn's lease failed"));
   };
+  // Suspended, not ended: the signal asked to keep asks pending (client left, server stopping) and one is. The
+  // turn's state stays stored and released; an answer resumes it (ApprovalService.wakeTurn), which stores it then.
   const suspended = () => isSuspension(signal) && keeper?.persisted === true && gate?.leftPending === true;
   try {
     for await (const event of queue) {

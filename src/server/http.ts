@@ -83,8 +83,8 @@ const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resol
  * Reads the JSON body and validates it; throws HttpError 413 (`payload_too_large`, naming the limit) when the body
  * breaks `limits` — checked on the Content-Length and a linear scan of the text before anything is parsed — and
  * 400 (malformed JSON, a number JSON cannot carry, text that cannot be stored, or a schema mismatch).
- * `options.toolArguments`: the body carries a tool's arguments, which may hold a NUL character (a tool gets them as
- * they are; the arguments' own checks refuse half a character).
+ * `options.toolArguments`: the body carries a tool's arguments, whose text is the runtime's to check (a tool gets
+ * NUL characters as they are; half a character is its validation_failed outcome, answered 200 like any other).
  */
 export async function readJsonBody<T>(
   c: Context,
@@ -116,9 +116,10 @@ export async function readJsonBody<T>(
     if (violation) throw tooLarge(violation);
     if (large) await yieldToEventLoop();
     body = JSON.parse(text);
-    // Text that cannot be stored as sent: half a character, and (except in tool arguments, which reach the tool as
-    // they are) a NUL character, which PostgreSQL's text columns refuse.
-    const unstorable = unstorableText(body, "body", text, { nul: !options.toolArguments });
+    // Text that cannot be stored as sent: half a character, or a NUL character, which PostgreSQL's text columns
+    // refuse. Not in a tool's arguments: a tool gets them as they are (NUL included), and the runtime's argument
+    // check refuses half a character as the tool's validation_failed outcome, as every other argument problem.
+    const unstorable = options.toolArguments ? undefined : unstorableText(body, "body", text, { nul: true });
     if (unstorable) {
       throw new HttpError(
         400,

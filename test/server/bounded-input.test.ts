@@ -83,6 +83,17 @@ describe("JSON limits", () => {
     expect(((await put.json()) as { error: { message: string } }).error.message).toMatch(
       /body.parameters.deniedPaths\[0\]/,
     );
+    // In a tool's arguments it is the tool's validation_failed outcome, answered 200 like any other argument problem.
+    const execute = await s.api("/api/tools/get_current_datetime/execute", {
+      method: "POST",
+      body: '{"arguments":{"timezone":"UTC\\ud800"}}',
+      headers: { "content-type": "application/json" },
+    });
+    expect(execute.status).toBe(200);
+    expect(await execute.json()).toMatchObject({
+      ok: false,
+      error: { code: "validation_failed", details: { argument: "timezone", rule: "invalid_unicode" } },
+    });
   });
 
   it("values from library callers: limits, and what JSON cannot carry", () => {

@@ -112,8 +112,6 @@ export class ApprovalGate implements ToolCallGate {
     try {
       return await decide();
     } catch (error) {
-      // Too many asks waiting: refused as what it is, with what to do next.
-      if (error instanceof LimitExceededError) return this.#refuse(call, error, "deny", "policy", step.signal);
       // The gate never fails open: an unexpected error refuses the call, with the reason for the model.
       this.#o.runtime.logger.error(
         { err: (error as Error)?.stack ?? String(error), tool: call.name },
@@ -205,22 +203,29 @@ export class ApprovalGate implements ToolCallGate {
     }
     // Ask: store the step first (so a restart can resume it), then the ask bound to this exact call.
     if (this.#o.turn) await this.#o.turn.persist(step.snapshot());
-    const record = await service.ask({
-      userId: this.#o.userId,
-      chatId: this.#o.chatId,
-      turnId: this.#o.turn?.turnId ?? null,
-      toolCallId: call.id,
-      tool: call.name,
-      args: call.arguments,
-      preview: redactedPreview(call.arguments),
-      subjects: verdict.subjects,
-      candidates: verdict.candidates,
-      rule: verdict.rule,
-      reason: verdict.reason,
-      alwaysRefusal: await alwaysRefusal(this.#o, inspected, verdict),
-      ...(this.#o.agentPath ? { agentPath: this.#o.agentPath } : {}),
-      workingDirectory: this.#o.workingDirectory,
-    });
+    let record: ApprovalRecord;
+    try {
+      record = await service.ask({
+        userId: this.#o.userId,
+        chatId: this.#o.chatId,
+        turnId: this.#o.turn?.turnId ?? null,
+        toolCallId: call.id,
+        tool: call.name,
+        args: call.arguments,
+        preview: redactedPreview(call.arguments),
+        subjects: verdict.subjects,
+        candidates: verdict.candidates,
+        rule: verdict.rule,
+        reason: verdict.reason,
+        alwaysRefusal: await alwaysRefusal(this.#o, inspected, verdict),
+        ...(this.#o.agentPath ? { agentPath: this.#o.agentPath } : {}),
+        workingDirectory: this.#o.workingDirectory,
+      });
+    } catch (error) {
+      // Too many asks waiting: refused as what it is, saying what to do next; nothing was stored.
+      if (error instanceof LimitExceededError) return this.#refuse(call, error, "deny", "policy", step.signal);
+      throw error;
+    }
     const view = service.view(record, verdict.subjects);
     const { chatId: _c, userId: _u, ...event } = view;
     step.emit({ type: "approval_requested", ...event });

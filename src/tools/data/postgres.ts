@@ -62,13 +62,17 @@ const TYPE_NAMES: Record<number, string> = {
 /** A value in PostgreSQL's text format, made JSON-safe by its type's oid. */
 function fromText(text: string | null, oid: number): unknown {
   if (text === null) return null;
-  if (oid === 17 && text.startsWith("\\x") && text.length > 2 + VALUE_MAX_BYTES * 2) {
-    // A blob too long to carry whole: its first bytes, decoded from only as much of the hex as they need.
-    const kept = Buffer.from(text.slice(2, 2 + VALUE_MAX_BYTES * 2), "hex").toString("base64");
-    return cutValueText(kept, (text.length - 2) / 2, "bytes");
+  if (oid === 17 && text.startsWith("\\x")) {
+    // bytea in the hex format, as base64; one too long to carry whole: its first bytes, decoded from only as much
+    // of the hex as they need.
+    if (text.length > 2 + VALUE_MAX_BYTES * 2) {
+      const kept = Buffer.from(text.slice(2, 2 + VALUE_MAX_BYTES * 2), "hex").toString("base64");
+      return cutValueText(kept, (text.length - 2) / 2, "bytes");
+    }
+    return Buffer.from(text.slice(2), "hex").toString("base64");
   }
   // Any other value too long to carry whole: its first characters (a JSON value stays its text).
-  if (text.length > VALUE_MAX_CHARS && !(oid === 17 && text.startsWith("\\x"))) return cutText(text);
+  if (text.length > VALUE_MAX_CHARS) return cutText(text);
   switch (oid) {
     case 16:
       return text === "t";
@@ -89,7 +93,7 @@ function fromText(text: string | null, oid: number): unknown {
         return text;
       }
     case 17:
-      return text.startsWith("\\x") ? Buffer.from(text.slice(2), "hex").toString("base64") : text;
+      return text; // bytea in the escape format: its text
     case 1114:
       return isoLocal(text);
     case 1184: {

@@ -43,7 +43,8 @@ interface ScannedTag {
  * order; stops when `visit` returns false. Comments and doctypes are skipped. Linear in the length of `html`.
  */
 function scanTags(html: string, visit: (text: string, tag: ScannedTag | undefined) => boolean): void {
-  const lower = html.toLowerCase();
+  // A lowercase copy to find raw-text end tags in, made only for a page that has such an element.
+  let lower: string | undefined;
   let at = 0;
   while (at < html.length) {
     const lt = html.indexOf("<", at);
@@ -69,6 +70,7 @@ function scanTags(html: string, visit: (text: string, tag: ScannedTag | undefine
     const tag: ScannedTag = { name, closing: match[1] === "/", selfClosing: inner.endsWith("/") };
     at = gt + 1;
     if (!tag.closing && !tag.selfClosing && RAW_TEXT.has(name)) {
+      lower ??= html.toLowerCase();
       const end = lower.indexOf(`</${name}`, at);
       tag.raw = html.slice(at, end < 0 ? html.length : end);
       if (end < 0) at = html.length;
