@@ -388,26 +388,24 @@ export class ChatService {
         if (!this.#running.has(lease.chatId)) await turns.repository.release(lease.chatId, lease.epoch);
         return;
       }
-      if (lease.cancelRequested) {
-        // Cancelled while nobody ran it (its owner had died): it ends here instead of resuming.
-        await this.#endTakenOver(
-          lease,
-          { type: "error", code: "aborted", message: "The turn was cancelled." },
-          "aborted",
-        );
-        return;
-      }
-      const stored = this.#storedTurn(chat, lease.userId, state.userMessage);
+      // Cancelled while nobody ran it (its owner had died): it ends here instead of resuming. It still goes through
+      // the turn, already cancelled, so it ends as any cancelled turn does: the step it was in keeps its calls, each
+      // with a result (cancelled, or interrupted for one that was running), its sub-agents stop, and it is stored.
+      const cancelled = lease.cancelRequested === true;
+      const stored = this.#storedTurn(chat, lease.userId, state.userMessage, cancelled);
       const step = state.step
-        ? await resumeStepFromJournal(state.step, await turns.repository.journal(lease.turnId), (name) =>
-            this.#rerunnable(name),
+        ? resumeStepFromJournal(
+            state.step,
+            await turns.repository.journal(lease.turnId),
+            (name) => this.#rerunnable(name),
+            await turns.repository.reportedResults(lease.chatId, lease.turnId),
           )
         : undefined;
       this.#running.add(chat.id);
       running = true;
       try {
         for await (const event of this.#runOwned(
-          { ...stored, ...(step ? { resume: { step } } : {}) },
+          { ...stored, ...(step ? { resume: { step } } : {}), ...(cancelled ? { signal: AbortSignal.abort() } : {}) },
           lease,
           { last: 0 },
           state.agentRootId,
@@ -433,41 +431,46 @@ export class ChatService {
   /**
    * A stored turn continued with no client attached (resumed after an approval, or taken over): the chat's provider
    * (OpenAI when it has none) and model (the provider's default when it has none), and a new adapter for it. Throws
-   * what the adapter factory throws (e.g. MissingCredentialsError when this instance has no key for the provider).
+   * what the adapter factory throws (e.g. MissingCredentialsError when this instance has no key for the provider),
+   * unless the turn is only `ending` (cancelled: it never asks the model, so it needs no key).
    */
-  #storedTurn(chat: Chat, userId: string, userMessage: ConversationMessage): Omit<ChatTurnOptions, "owned"> {
+  #storedTurn(
+    chat: Chat,
+    userId: string,
+    userMessage: ConversationMessage,
+    ending = false,
+  ): Omit<ChatTurnOptions, "owned"> {
     const provider = parseProvider(chat.provider ?? "openai");
-    const adapter = this.#adapterFactory(provider, this.#env);
+    let adapter: ProviderAdapter;
+    try {
+      adapter = this.#adapterFactory(provider, this.#env);
+    } catch (error) {
+      if (!ending) throw error;
+      adapter = {
+        name: provider,
+        stream: () => {
+          throw error;
+        },
+      };
+    }
     return { chat, provider, adapter, model: chat.model ?? DEFAULT_CHAT_MODELS[provider], userId, userMessage };
   }
 
-  /** Ends a taken-over turn that could not start: stores `error` and `done`, ends the lease, drops the journal. */
-  #endUnstartable(lease: Lease, error: unknown): Promise<void> {
+  /** Ends a taken-over turn that could not start: stores `error` and `done`, ends the lease (fenced), drops the journal. */
+  async #endUnstartable(lease: Lease, error: unknown): Promise<void> {
+    const turns = this.#turns;
+    if (!turns) return;
     const code =
       error instanceof ChatConfigError || error instanceof MissingCredentialsError
         ? "provider_error"
         : "internal_error";
-    return this.#endTakenOver(
-      lease,
-      {
-        type: "error",
-        code,
-        message: `The instance that took this turn over could not continue it: ${(error as Error)?.message ?? String(error)}`,
-      },
-      "error",
-    );
-  }
-
-  /** Ends a taken-over turn without running it: stores `failed` and `done`, ends the lease (fenced), drops the journal. */
-  async #endTakenOver(
-    lease: Lease,
-    failed: ChatTurnEvent & { type: "error" },
-    reason: "error" | "aborted",
-  ): Promise<void> {
-    const turns = this.#turns;
-    if (!turns) return;
     const log = new TurnEventLog(turns, lease, () => {});
-    const done: ChatTurnEvent = { type: "done", reason, iterations: 0, messages: [] };
+    const failed: ChatTurnEvent = {
+      type: "error",
+      code,
+      message: `The instance that took this turn over could not continue it: ${(error as Error)?.message ?? String(error)}`,
+    };
+    const done: ChatTurnEvent = { type: "done", reason: "error", iterations: 0, messages: [] };
     log.push(failed);
     log.push(done);
     await log

@@ -36,21 +36,27 @@ export const INTERRUPTED_CODE = "interrupted";
  * The step to resume after a takeover: a call with a result already known keeps it; a call the journal saw end
  * gets its recorded result (it never runs again); a call the journal saw start but not end runs again only when
  * `readOnly(name)` — otherwise the model gets an `interrupted` result saying it may or may not have taken effect;
- * a call that never started runs.
+ * a call that never started runs. `report` lists the calls whose result the resumed step must report: the
+ * interrupted ones, and, when `reported` (the ids whose `tool_result` event was stored) is given, every known result
+ * missing from it (the dead owner may have known a result without having stored its event).
  */
 export function resumeStepFromJournal(
   step: LoopStepSnapshot,
   journal: Map<string, JournalEntry>,
   readOnly: (tool: string) => boolean,
+  reported?: ReadonlySet<string>,
 ): LoopStepSnapshot & { report: number[] } {
   const calls: ConversationToolCall[] = step.assistant.role === "assistant" ? (step.assistant.toolCalls ?? []) : [];
   const report: number[] = [];
   const results = calls.map((call, index): ConversationToolResult | null => {
-    const known = step.results[index];
-    if (known) return known;
     const entry = journal.get(call.id);
+    const known =
+      step.results[index] ?? (entry?.status === "ended" ? (entry.result as ConversationToolResult | null) : null);
+    if (known) {
+      if (reported && !reported.has(call.id)) report.push(index);
+      return known;
+    }
     if (!entry) return null;
-    if (entry.status === "ended" && entry.result) return entry.result as ConversationToolResult;
     if (readOnly(call.name)) return null;
     // Never reported: the call did not end. Its result is reported when the step resumes.
     report.push(index);

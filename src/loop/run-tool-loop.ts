@@ -3,7 +3,7 @@
  * through the ToolRuntime, feed the results back, and repeat until the model answers in text or the iteration limit is
  * hit.
  */
-import type { SerializedToolError } from "../core/errors.js";
+import { type SerializedToolError, ToolAbortedError } from "../core/errors.js";
 import type { ToolCallOutcome, ToolRuntime } from "../core/runtime.js";
 import type { ToolDefinition } from "../core/types.js";
 import {
@@ -116,7 +116,7 @@ export async function* runToolLoop(options: RunToolLoopOptions): AsyncGenerator<
   const resolveName = toolNameResolver(tools);
 
   while (iterations < maxIterations) {
-    if (signal?.aborted) {
+    if (signal?.aborted && !resume) {
       yield done("aborted");
       return;
     }
@@ -133,6 +133,17 @@ export async function* runToolLoop(options: RunToolLoopOptions): AsyncGenerator<
         const call = calls[index];
         const result = known[index];
         if (call && result) yield resultEvent(call, result);
+      }
+      if (signal?.aborted) {
+        // Cancelled before the step could resume: nothing runs. Every call the model asked for still gets its result
+        // (cancelled), and the step is kept, as a cancel during the step would have kept it.
+        calls.forEach((call, index) => {
+          results[index] = known[index] ?? cancelledResult(call);
+        });
+        for (const [index, call] of calls.entries()) if (!known[index]) yield resultEvent(call, results[index]!);
+        added.push(step.assistant, { role: "tool", results });
+        yield done("aborted");
+        return;
       }
       yield* executeCalls(calls, results, options, { iterations, added: [...added], assistant: step.assistant }, known);
       const toolMessage: ConversationMessage = { role: "tool", results };
@@ -416,6 +427,12 @@ function providerErrorMessage(provider: string, error: unknown): string {
   // The provider's message already ends a sentence: strip its final punctuation so exactly one full stop follows.
   const detail = errorMessage(error).replace(/[.:;,\s]+$/u, "");
   return `${prefix}: ${detail}. The turn was not saved past its last complete step; retry the message.`;
+}
+
+/** The result of a call that never ran because its run was cancelled first (what a cancelled call reports). */
+function cancelledResult(call: ConversationToolCall): ConversationToolResult {
+  const error = new ToolAbortedError("The turn was cancelled before this call ran.").toJSON();
+  return toConversationToolResult(call.id, call.name, { ok: false, error, durationMs: 0 });
 }
 
 /** The `tool_result` event of a result known as a conversation message (its content is the JSON the model got). */

@@ -336,6 +336,26 @@ export class TurnLeaseRepository {
     return rows.map((r) => ({ seq: Number(r.seq), turnId: r.turn_id, type: r.type, data: r.data }));
   }
 
+  /**
+   * The ids of the calls whose `tool_result` event the turn's own loop stored (not its sub-agents'): what its
+   * followers were told. A turn resumed elsewhere reports the results it knows that are not among them.
+   */
+  async reportedResults(chatId: string, turnId: string): Promise<Set<string>> {
+    const rows = await this.#db
+      .selectFrom("turn_events")
+      .select("data")
+      .where("chat_id", "=", chatId)
+      .where("turn_id", "=", turnId)
+      .where("type", "=", "tool_result")
+      .execute();
+    const ids = new Set<string>();
+    for (const row of rows) {
+      const event = JSON.parse(row.data) as { id?: unknown; agent?: unknown };
+      if (typeof event.id === "string" && event.agent === undefined) ids.add(event.id);
+    }
+    return ids;
+  }
+
   /** The chat's last stored event seq (0 when none). */
   async lastSeq(chatId: string): Promise<number> {
     return (await this.#nextSeq(this.#db, chatId)) - 1;

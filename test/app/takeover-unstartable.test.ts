@@ -74,9 +74,85 @@ describe("a taken-over turn that cannot start", () => {
     await ctx.turns.tick();
     await until(async () => (await ctx.turns.repository.current(chat.id)) === undefined, "the lease to end");
     const events = await ctx.turns.repository.eventsAfter(chat.id, 0);
-    expect(events.map((e) => [e.type, JSON.parse(e.data).code ?? JSON.parse(e.data).reason])).toEqual([
-      ["error", "aborted"],
-      ["done", "aborted"],
-    ]);
+    // Nothing had run: it ends as a cancel before the first step does, storing nothing.
+    expect(events.map((e) => [e.type, JSON.parse(e.data).reason])).toEqual([["done", "aborted"]]);
+    expect(await ctx.chats.messages(chat.id)).toEqual([]);
   });
+
+  it.each([
+    ["not yet reported", false],
+    ["already reported", true],
+  ])(
+    "a turn cancelled mid-step while its owner was dead gives every call a result once (the finished call's %s), and keeps the step",
+    async (_, alreadyReported) => {
+      const chat = await ctx.chats.create({ userId: "u", provider: "openai", model: "m" });
+      const userMessage = { role: "user" as const, content: "write two files" };
+      const calls = [
+        { id: "call_done", name: "write_file", arguments: '{"path":"a.txt","content":"a"}' },
+        { id: "call_running", name: "write_file", arguments: '{"path":"b.txt","content":"b"}' },
+        { id: "call_unstarted", name: "write_file", arguments: '{"path":"c.txt","content":"c"}' },
+      ];
+      const assistant = { role: "assistant" as const, content: "", toolCalls: calls };
+      const lease = await ctx.turns.repository.acquire({
+        chatId: chat.id,
+        userId: "u",
+        owner: "elsewhere:4244:deadbeef",
+        leaseMs: 60_000,
+        state: { version: 1, userMessage },
+      });
+      // The dead owner's journal: the first call ended (its result known only to the journal), the second started.
+      const step = { iterations: 1, added: [], assistant, results: [null, null, null] };
+      const turn = { turnId: lease.turnId };
+      await ctx.turns.repository.journalStart(
+        chat.id,
+        lease.epoch,
+        { ...turn, callId: "call_done", tool: "write_file" },
+        {
+          version: 1,
+          userMessage,
+          step,
+        },
+      );
+      const doneResult = { id: "call_done", name: "write_file", ok: true, content: '{"written":1}' };
+      await ctx.turns.repository.journalEnd(chat.id, lease.epoch, { ...turn, callId: "call_done", result: doneResult });
+      await ctx.turns.repository.journalStart(chat.id, lease.epoch, {
+        ...turn,
+        callId: "call_running",
+        tool: "write_file",
+      });
+      if (alreadyReported) {
+        const event = { type: "tool_result", id: "call_done", name: "write_file", ok: true, result: { written: 1 } };
+        await ctx.turns.repository.appendEvents(chat.id, lease.epoch, [
+          { seq: 1, turnId: lease.turnId, type: "tool_result", data: JSON.stringify(event) },
+        ]);
+      }
+      // The lease runs out (its owner died), and the user cancels before any instance takes the turn over.
+      await ctx.turns.repository.renew("elsewhere:4244:deadbeef", [{ chatId: chat.id, epoch: lease.epoch }], 1);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      expect((await ctx.turns.cancel(chat.id)).cancelled).toBe(true);
+      await until(async () => {
+        await ctx.turns.tick();
+        return (await ctx.turns.repository.current(chat.id)) === undefined;
+      }, "the lease to end");
+
+      const events = (await ctx.turns.repository.eventsAfter(chat.id, 0)).map((e) => JSON.parse(e.data));
+      const results = events.filter((e) => e.type === "tool_result");
+      expect(results.map((e) => e.id).sort()).toEqual(["call_done", "call_running", "call_unstarted"]);
+      expect(Object.fromEntries(results.map((e) => [e.id, e.ok ? "ok" : e.error.code]))).toEqual({
+        call_done: "ok",
+        call_running: "interrupted",
+        call_unstarted: "aborted",
+      });
+      expect(events.at(-1)).toMatchObject({ type: "done", reason: "aborted" });
+      // Stored like any cancelled turn's step: the user message, the calls and a result for each (nothing ran again).
+      const stored = (await ctx.chats.messages(chat.id)).map((row) => row.content as { role: string });
+      expect(stored.map((m) => m.role)).toEqual(["user", "assistant", "tool"]);
+      const toolMessage = stored[2] as unknown as { results: { id: string; ok: boolean }[] };
+      expect(toolMessage.results.map((r) => [r.id, r.ok])).toEqual([
+        ["call_done", true],
+        ["call_running", false],
+        ["call_unstarted", false],
+      ]);
+    },
+  );
 });
