@@ -72,7 +72,8 @@ export interface ApprovalResolvedEvent {
  * Everything runToolLoop yields, in order per iteration: `iteration {n}` (n counts from 1), the provider's
  * normalized events of that model turn (text_delta, tool_call_*, usage, finish), then for each tool call any
  * `tool_progress` events and one `tool_result` (in completion order; calls of one turn run concurrently).
- * A run ends with an optional `error` (provider failure, iteration limit, cancel) and always exactly one `done`,
+ * A resumed step (`resume`) yields no `iteration` (its model turn was reported when it first ran): only the results
+ * it has to report and those of the calls it runs. A run ends with an optional `error` (provider failure, iteration limit, cancel) and always exactly one `done`,
  * whose `messages` are the complete new messages to append to the conversation (never a half-streamed turn,
  * never a tool call without its result).
  */

@@ -124,8 +124,8 @@ export async function* runToolLoop(options: RunToolLoopOptions): AsyncGenerator<
       // Resuming a step: its calls are known; do not ask the provider for them again.
       const step = resume;
       resume = undefined;
+      // Not a new model turn: its `iteration` event came when the step first ran (a follower has it already).
       iterations = step.iterations;
-      yield { type: "iteration", n: iterations };
       const calls = step.assistant.role === "assistant" ? (step.assistant.toolCalls ?? []) : [];
       const results: ConversationToolResult[] = new Array(calls.length);
       const known = step.results.map((r) => r ?? undefined);

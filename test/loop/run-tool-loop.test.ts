@@ -358,4 +358,53 @@ describe("runToolLoop", () => {
     const events = await collect(runToolLoop({ adapter, model: "m", messages: [user], runtime, userId: "u1" }));
     expect(events.find((e) => e.type === "tool_result")).toMatchObject({ name: "echo", ok: true });
   });
+
+  describe("resuming a step", () => {
+    const calls = [
+      { id: "r1", name: "echo", arguments: '{"text":"known"}' },
+      { id: "r2", name: "echo", arguments: '{"text":"run"}' },
+    ];
+    const step = {
+      iterations: 2,
+      added: [],
+      assistant: { role: "assistant" as const, content: "", toolCalls: calls },
+      results: [{ id: "r1", name: "echo", ok: true, content: '{"echo":"known"}' }, null],
+    };
+
+    it("yields no second iteration event for the step, runs only what has no result, and counts on", async () => {
+      const { runtime } = testRuntime();
+      const adapter = scriptedAdapter([textTurn("done")]);
+      const events = await collect(
+        runToolLoop({ adapter, model: "m", messages: [user], runtime, userId: "u1", resume: step }),
+      );
+      expect(events.filter((e) => e.type === "iteration")).toEqual([{ type: "iteration", n: 3 }]);
+      expect(events.filter((e) => e.type === "tool_result").map((e) => e.type === "tool_result" && e.id)).toEqual([
+        "r2",
+      ]);
+      expect(doneOf(events)).toMatchObject({ reason: "text", iterations: 3 });
+    });
+
+    it("already cancelled: runs nothing, gives each call without a result an aborted one, keeps the step", async () => {
+      const { runtime } = testRuntime();
+      const adapter = scriptedAdapter([]);
+      const events = await collect(
+        runToolLoop({
+          adapter,
+          model: "m",
+          messages: [user],
+          runtime,
+          userId: "u1",
+          resume: step,
+          signal: AbortSignal.abort(),
+        }),
+      );
+      expect(adapter.requests).toHaveLength(0);
+      expect(events.map((e) => e.type)).toEqual(["tool_result", "done"]);
+      expect(events[0]).toMatchObject({ id: "r2", ok: false, error: { code: "aborted" } });
+      const done = doneOf(events);
+      expect(done.reason).toBe("aborted");
+      expect(done.messages.map((m) => m.role)).toEqual(["assistant", "tool"]);
+      expectConsistent(done.messages);
+    });
+  });
 });
