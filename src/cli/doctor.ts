@@ -10,7 +10,7 @@ import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { CHAT_PROVIDERS } from "../app/chat-types.js";
 import type { AppContext } from "../app/context.js";
-import { ConfigError, readConfig, type ToolhostConfig } from "../core/config.js";
+import { ConfigError, LOCAL_USER, readConfig, type ToolhostConfig } from "../core/config.js";
 import { loadProviderFileConfig, providerConfigPath } from "../core/credentials.js";
 import { chooseDataDir, type DataDirChoice } from "../core/data-dir.js";
 import { providerCredentials, providerEntry } from "../providers/table.js";
@@ -168,18 +168,31 @@ function ripgrepCheck(config: ToolhostConfig): DoctorCheck {
   }
 }
 
-function shellChecks(env: NodeJS.ProcessEnv): DoctorCheck[] {
-  return SHELL_KINDS.map((shell) => {
+/**
+ * One line per shell: where its interpreter is, and whether its tool is enabled for the local user (the CLI's
+ * default user; `undefined` when the settings could not be read).
+ */
+async function shellChecks(env: NodeJS.ProcessEnv, ctx: AppContext | undefined): Promise<DoctorCheck[]> {
+  const checks: DoctorCheck[] = [];
+  for (const shell of SHELL_KINDS) {
     const found = findInterpreter(shell, env.PATH);
-    return found
-      ? check(
-          `shell.${shell}`,
-          `shell ${shell}`,
-          "ok",
-          `${found} (tool "${shell}" available; off until an admin enables it)`,
-        )
-      : check(`shell.${shell}`, `shell ${shell}`, "ok", `not installed: the "${shell}" tool is not offered`);
-  });
+    if (!found) {
+      checks.push(check(`shell.${shell}`, `shell ${shell}`, "ok", `not installed: the "${shell}" tool is not offered`));
+      continue;
+    }
+    const enabled = await ctx?.settings
+      .get(LOCAL_USER, shell)
+      .then((descriptor) => descriptor.enabled)
+      .catch(() => undefined);
+    const state =
+      enabled === true
+        ? `enabled for ${LOCAL_USER}`
+        : enabled === false
+          ? `off for ${LOCAL_USER}: \`toolhost settings set ${shell} --enable\` enables it; over HTTP only an admin may`
+          : "off until enabled; only an admin may enable it over HTTP";
+    checks.push(check(`shell.${shell}`, `shell ${shell}`, "ok", `${found} (tool "${shell}" available; ${state})`));
+  }
+  return checks;
 }
 
 async function sandboxCheck(env: NodeJS.ProcessEnv): Promise<DoctorCheck> {
@@ -289,7 +302,7 @@ export async function runDoctor(inputs: DoctorInputs): Promise<DoctorReport> {
   }
   checks.push(...providerChecks(readable));
   checks.push(ripgrepCheck(config));
-  checks.push(...shellChecks(readable));
+  checks.push(...(await shellChecks(readable, ctx)));
   checks.push(await sandboxCheck(readable));
   checks.push(chatRootsCheck(config));
   const admins = [...config.adminUsers];

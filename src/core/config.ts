@@ -145,11 +145,17 @@ export function parsePublicUrl(value: string | undefined): string | undefined {
 }
 
 /**
- * Parses an admin-users list (comma-separated, blanks ignored). Unset means the default "local"; set but empty means
+ * The user of the machine's own process: the CLI's default `--user`, the owner of the first API token `serve`
+ * creates, and the default admin.
+ */
+export const LOCAL_USER = "local";
+
+/**
+ * Parses an admin-users list (comma-separated, blanks ignored). Unset means the default {@link LOCAL_USER}; set but empty means
  * no admins at all (an operator's deliberate choice, which `toolhost doctor` warns about).
  */
 export function parseAdminUsers(value: string | undefined): Set<string> {
-  const users = (value ?? "local")
+  const users = (value ?? LOCAL_USER)
     .split(",")
     .map((s) => s.trim())
     .filter(Boolean);

@@ -52,9 +52,14 @@ describe("toolhost doctor", () => {
     expect(byId(report, "admins")?.detail).toContain("local");
     expect(byId(report, "mcp")).toMatchObject({ status: "ok", detail: "none configured" });
 
+    expect(byId(report, "shell.bash")?.detail).toContain("off for local: `toolhost settings set bash --enable`");
+
+    // What it says follows the settings: enabled for the CLI's user once enabled.
+    expect((await runCliInProcess(["settings", "set", "bash", "--enable"], env)).code).toBe(0);
     const text = await runCliInProcess(["doctor", "--no-mcp"], env);
     expect(text.code).toBe(0);
     expect(text.stdout).toMatch(/^ok {3}data directory +\//m);
+    expect(text.stdout).toMatch(/^ok {3}shell bash +\S+ \(tool "bash" available; enabled for local\)$/m);
     expect(text.stdout).toMatch(/Healthy\.$/m);
   });
 
