@@ -296,7 +296,7 @@ export class ToolSettingsService {
     // Approval rules carry examples checked on save; their shell parser loads asynchronously.
     await prepareApprovalPolicy();
     if (!options.admin) this.#refuseAdminOnly(tool, body);
-    const touched = [...(body.enabled === undefined ? [] : ["enabled"]), ...Object.keys(body.parameters ?? {})];
+    let touched = [...(body.enabled === undefined ? [] : ["enabled"]), ...Object.keys(body.parameters ?? {})];
     const updates = { ...(body.parameters ?? {}) };
     const resets = Object.keys(updates).filter((key) => updates[key] === null);
     for (const key of resets) delete updates[key];
@@ -319,6 +319,11 @@ export class ToolSettingsService {
         };
         const locked = new Set(saved?.locked ?? []);
         if (!options.admin) {
+          // Asking for the on/off state the tool already has changes nothing, so it is no reason to refuse (an
+          // admin may have enabled a shell tool, or locked its state, for this user).
+          const enabledNow = typeof saved?.enabled === "boolean" ? saved.enabled : tool.settings.enabledByDefault;
+          if (body.enabled === enabledNow) touched = touched.filter((key) => key !== "enabled");
+          else if (body.enabled === true && tool.settings.enablingRequiresAdmin) throw adminOnlyEnabling(tool);
           const blocked = touched.filter((key) => locked.has(key));
           if (blocked.length > 0) {
             throw new AccessDeniedError(
@@ -422,14 +427,9 @@ export class ToolSettingsService {
     return { descriptor: this.#describe(tool, written), unlocked };
   }
 
+  /** Refuses a non-admin's change of an admin-only parameter (enabling an admin-only tool is checked in the write). */
   #refuseAdminOnly(tool: RegisteredTool, body: UpdateToolSettingsBody): void {
     const name = tool.definition.name;
-    if (body.enabled === true && tool.settings.enablingRequiresAdmin) {
-      throw new AccessDeniedError(
-        `Only an admin can enable "${name}": it gives the model a shell on the server. Ask an admin (TOOLHOST_ADMIN_USERS) or use \`toolhost settings set ${name} --enable --user YOU\` on the server.`,
-        { tool: name, rule: "admin_only" },
-      );
-    }
     const guarded = new Set(tool.settings.parameterDescriptors.filter((d) => d.adminOnly).map((d) => d.name));
     const blocked = Object.keys(body.parameters ?? {}).filter((key) => guarded.has(key));
     if (blocked.length > 0) {
@@ -452,4 +452,13 @@ export class ToolSettingsService {
     }
     return tool;
   }
+}
+
+/** The refusal of a non-admin's enabling of a tool only an admin may enable (a shell). */
+function adminOnlyEnabling(tool: RegisteredTool): AccessDeniedError {
+  const name = tool.definition.name;
+  return new AccessDeniedError(
+    `Only an admin can enable "${name}": it gives the model a shell on the server. Ask an admin (TOOLHOST_ADMIN_USERS) or use \`toolhost settings set ${name} --enable --user YOU\` on the server.`,
+    { tool: name, rule: "admin_only" },
+  );
 }

@@ -163,6 +163,17 @@ describe("settings API over real HTTP and SQLite", () => {
       (await asUser("/api/settings/tools/read_file", { parameters: { deniedPaths: ["/tmp/secret"] } })).status,
     ).toBe(200);
     expect((await asUser("/api/settings/tools/bash", { enabled: false })).status).toBe(200);
+    // Once an admin enabled bash for mallory (and so locked it), her asking for the state it has changes nothing:
+    // not a refusal. Turning it off is what the lock refuses.
+    const granted = await s.api("/api/admin/users/mallory/settings/tools/bash", {
+      method: "PUT",
+      json: { enabled: true },
+    });
+    expect(granted.status).toBe(200);
+    expect((await asUser("/api/settings/tools/bash", { enabled: true })).status).toBe(200);
+    const off = await asUser("/api/settings/tools/bash", { enabled: false });
+    expect(off.status).toBe(403);
+    expect(((await off.json()) as { error: { details: { rule: string } } }).error.details.rule).toBe("admin_locked");
     const admin = await s.api("/api/settings/tools/read_file", {
       method: "PUT",
       json: { parameters: { allowedPaths: ["/srv"] } },
