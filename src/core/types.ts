@@ -433,6 +433,12 @@ export interface ToolApprovalProfile {
   default: ApprovalDecision;
   /** What argument rules match; absent: the tool has no `approvalRules` setting. */
   subject?: ApprovalSubject;
+  /**
+   * Path arguments the path policy decides before anyone is asked about a call, besides a path subject's: the
+   * argument's name, and the path the tool uses when it is absent (a shell's `cwd` defaults to "."). A call whose
+   * path the policy refuses (outside the allowed directories, denied, no working directory) is refused at once.
+   */
+  checkedPaths?: { argument: string; default?: string }[];
 }
 
 /** A tool's own contribution to an approval decision (see RegisteredTool.approvalHint). */

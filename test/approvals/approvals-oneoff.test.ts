@@ -82,6 +82,43 @@ describe("the tool-execute route", () => {
     expect(reset.status).toBe(200);
   });
 
+  it("refuses, without asking, a shell call whose working directory the path policy refuses", async () => {
+    expect((await server.api("/api/settings/tools/bash", { method: "PUT", json: { enabled: true } })).status).toBe(200);
+    const pending = async () =>
+      ((await (await server.api("/api/approvals")).json()) as { approvals: unknown[] }).approvals.length;
+    const before = await pending();
+    const bash = async (body: Record<string, unknown>) =>
+      (await (await server.api("/api/tools/bash/execute", { method: "POST", json: body })).json()) as {
+        error: { code: string; details?: { approvalId?: string; rule?: string } };
+      };
+    // cwd outside the chat's directory; and no directory at all for a user who may not use the server's own.
+    const outside = await bash({ workingDirectory: work, arguments: { command: "touch x", cwd: "/etc" } });
+    expect(outside.error.code).toBe("access_denied");
+    expect(outside.error.details?.approvalId).toBeUndefined();
+    const ana = await server.ctx.tokens.create("ana-oneoff");
+    expect(
+      (await server.api("/api/admin/users/ana-oneoff/settings/tools/bash", { method: "PUT", json: { enabled: true } }))
+        .status,
+    ).toBe(200);
+    const nowhere = (await (
+      await server.api("/api/tools/bash/execute", {
+        method: "POST",
+        token: ana.token,
+        json: { arguments: { command: "touch x" } },
+      })
+    ).json()) as { error: { code: string; details?: { approvalId?: string; rule?: string } } };
+    expect(nowhere.error.code).toBe("access_denied");
+    expect(nowhere.error.details?.rule).toBe("noWorkingDirectory");
+    expect(nowhere.error.details?.approvalId).toBeUndefined();
+    expect(await pending()).toBe(before);
+    // Inside the directory it still asks.
+    const inside = await bash({ workingDirectory: work, arguments: { command: "touch x" } });
+    expect(inside.error.details?.approvalId).toBeTruthy();
+    expect((await server.api("/api/settings/tools/bash", { method: "PUT", json: { enabled: false } })).status).toBe(
+      200,
+    );
+  });
+
   it("a re-sent call whose approval was denied is refused as in a turn: denied_by_user with the person's words", async () => {
     const args = { path: "notes/denied.md", content: "no\n" };
     const first = await execute({ arguments: args });

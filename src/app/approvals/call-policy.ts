@@ -143,16 +143,20 @@ export async function evaluateCall(
 }
 
 /**
- * The path policy's refusal of a call that would ask, if its path arguments (the approval subject's) are refused
- * where it would run: outside the allowed directories, denied, or Toolhost's own. Nobody is asked to approve a call
- * that cannot run; it is refused with the same access_denied it would end with. Only a refusal counts: a path that
- * does not exist yet (a file to write) is the tool's to judge when it runs.
+ * The path policy's refusal of a call that would ask, if its path arguments (the approval subject's, and the
+ * profile's `checkedPaths` with their defaults) are refused where it would run: outside the allowed directories,
+ * denied, Toolhost's own, or with no working directory to run in. Nobody is asked to approve a call that cannot run;
+ * it is refused with the same access_denied it would end with. Only a refusal counts: a path that does not exist yet
+ * (a file to write) is the tool's to judge when it runs.
  */
 export async function pathRefusal(inspected: InspectedCall): Promise<AccessDeniedError | undefined> {
-  const subject = approvalProfile(inspected.tool).subject;
-  if (subject?.kind !== "path") return undefined;
-  for (const argument of subject.arguments) {
-    const value = inspected.args[argument];
+  const profile = approvalProfile(inspected.tool);
+  const paths: { argument: string; default?: string }[] = [
+    ...(profile.subject?.kind === "path" ? profile.subject.arguments.map((argument) => ({ argument })) : []),
+    ...(profile.checkedPaths ?? []),
+  ];
+  for (const { argument, default: fallback } of paths) {
+    const value = inspected.args[argument] ?? fallback;
     if (typeof value !== "string") continue;
     try {
       await resolveAndValidatePath(value, inspected.context, { argument });

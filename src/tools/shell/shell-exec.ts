@@ -70,7 +70,11 @@ const parameterDescriptors: ToolParameterDescriptor[] = [
 /** The shell_exec tool (registered by src/tools/builtin/shell.ts). */
 export const shellExecTool: RegisteredTool = defineTool({
   // Approval: a person is asked by default; rules match the argv.
-  approval: { default: "ask", subject: { kind: "shell", argument: "argv", dialect: "argv" } },
+  approval: {
+    default: "ask",
+    subject: { kind: "shell", argument: "argv", dialect: "argv" },
+    checkedPaths: [{ argument: "cwd", default: "." }],
+  },
   definition: {
     name: "shell_exec",
     description:

@@ -183,7 +183,11 @@ export function buildShellTool(shell: ShellKind, executable: string): Registered
   const title = TITLES[shell];
   return defineTool({
     // Approval: a person is asked by default; rules match the command line in its dialect.
-    approval: { default: "ask", subject: { kind: "shell", argument: "command", dialect: shell } },
+    approval: {
+      default: "ask",
+      subject: { kind: "shell", argument: "command", dialect: shell },
+      checkedPaths: [{ argument: "cwd", default: "." }],
+    },
     definition: {
       name: shell,
       description: `Runs a ${title} command on the server and returns its stdout, stderr, exit code and timing. stdin is closed; long output keeps its head and tail; the command and everything it started are killed at the timeout.`,
