@@ -304,6 +304,10 @@ export class ChatService {
         signal: controller.signal,
         owned: { lease, log, stopped: () => stopped, ...(adoptRootId ? { adoptRootId } : {}) },
       })) {
+        // A call the handover cut is the next owner's to report (interrupted, or its result when it runs again):
+        // this stream does not say "aborted" for it first.
+        if (stopped === "handed_over" && event.type === "tool_result" && !event.ok && event.error.code === "aborted")
+          continue;
         // `done` was numbered and stored with the end of the lease by the turn itself.
         if (event.type === "done") {
           ids.last = log.isLast(event) ? log.lastId : log.push(event);

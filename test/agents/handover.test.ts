@@ -103,6 +103,14 @@ it("a turn handed over mid-grandchild: the other instance resumes the whole tree
   }, "B to complete the turn");
   expect((messages.at(-1)!.content as { content?: string }).content).toBe("root: L1 got L2 resumed (interrupted)");
   expect(readdirSync(root).filter((f) => f.startsWith(`ran-${marker}.`))).toHaveLength(1);
+  // A's stream leaves the calls the handover cut to the instance that goes on (it would have said "aborted" for a
+  // call whose result the model gets as "interrupted", or gets when it runs again): each root call has exactly one
+  // result, on the chat's stored stream.
+  const cut = seenOnA.filter((e) => e.type === "tool_result" && !e.ok && e.error.code === "aborted");
+  expect(cut).toEqual([]);
+  const stored = (await b.turns.repository.eventsAfter(chat.id, 0, 10_000)).map((e) => JSON.parse(e.data));
+  const rootResults = stored.filter((e) => e.type === "tool_result" && e.agent === undefined).map((e) => e.id);
+  expect(rootResults).toEqual(["s0"]);
   // Two agents, no second spawn; both finished by B, which their rows name.
   const agents = await b.agents.list("u", { chatId: chat.id });
   expect(agents.map((x) => [x.depth, x.status, x.instanceId]).sort()).toEqual([
