@@ -6,6 +6,7 @@
  */
 import { userInfo } from "node:os";
 import { Command, Option } from "commander";
+import { LOCAL_USER } from "../core/config.js";
 import { VERSION } from "../version.js";
 import { createAppContext, withContext } from "./app-context.js";
 import { type CallOptions, runCall } from "./commands/call.js";
@@ -98,7 +99,7 @@ export async function buildProgram(only?: CommandName | ""): Promise<Command> {
       .description(
         "List the tools with their enabled state (yes, no, or unavailable: enabled but not usable on this host, with why) and category for a user.",
       )
-      .option("-u, --user <name>", "user id", parseUserId, "local")
+      .option("-u, --user <name>", "user id", parseUserId, LOCAL_USER)
       .option("--json", "print JSON instead of a table")
       .action(async (opts: { user: string; json?: boolean }) =>
         withContext(async (ctx) => {
@@ -132,7 +133,7 @@ export async function buildProgram(only?: CommandName | ""): Promise<Command> {
       )
       .argument("<tool>", "tool name, e.g. get_current_datetime")
       .argument("[json]", "arguments as a JSON object", "{}")
-      .option("-u, --user <name>", "user id", parseUserId, "local")
+      .option("-u, --user <name>", "user id", parseUserId, LOCAL_USER)
       .option("--cwd <dir>", "bind this working directory, exactly as a chat does")
       .option("--chat <id>", "run in this chat's context (created, bound to --cwd, when it does not exist)")
       .option("-y, --yes", "allow calls the approval policy asks about (without a terminal they are denied)")
@@ -148,7 +149,7 @@ export async function buildProgram(only?: CommandName | ""): Promise<Command> {
         "Print a tool's effective settings: one line per value (marked when it is the default or locked); --json the same as JSON, --full the whole descriptor (descriptions, ranges, defaults, definition).",
       )
       .argument("<tool>")
-      .option("-u, --user <name>", "user id", parseUserId, "local")
+      .option("-u, --user <name>", "user id", parseUserId, LOCAL_USER)
       .option("--json", "print the values as JSON")
       .option("--full", "print the full descriptor as JSON")
       .action(async (toolName: string, opts: { user: string; json?: boolean; full?: boolean }) =>
@@ -179,7 +180,7 @@ export async function buildProgram(only?: CommandName | ""): Promise<Command> {
       .argument("[assignments...]", "name=value pairs, e.g. timeoutSeconds=60")
       .option("--enable", "enable the tool")
       .option("--disable", "disable the tool")
-      .option("-u, --user <name>", "user id", parseUserId, "local")
+      .option("-u, --user <name>", "user id", parseUserId, LOCAL_USER)
       .action(
         async (
           toolName: string,
@@ -245,7 +246,7 @@ export async function buildProgram(only?: CommandName | ""): Promise<Command> {
     program
       .command("mcp")
       .description("Serve the user's enabled tools over MCP on stdio (for desktop assistants, IDEs, agent frameworks).")
-      .option("-u, --user <name>", "user whose tool settings apply", parseUserId, "local")
+      .option("-u, --user <name>", "user whose tool settings apply", parseUserId, LOCAL_USER)
       .option("--cwd <dir>", "working directory bound for path-taking tools (default: the current directory)")
       .option("--poll-ms <ms>", "how often to re-check the tool list for changes made elsewhere (ms)", "2000")
       .action(async (opts: { user: string; cwd?: string; pollMs: string }) => {

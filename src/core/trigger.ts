@@ -3,6 +3,8 @@
  * the classified ToolError on failure. It dispatches through the same executeTool path as a model's tool call
  * (settings, argument validation, time budget, metrics).
  */
+
+import { LOCAL_USER } from "./config.js";
 import {
   AccessDeniedError,
   DeniedByPolicyError,
@@ -67,7 +69,7 @@ export async function trigger<T = any>(
   }
   const { runtime = getDefaultRuntime(), ...call } = options;
   const outcome = await runtime.executeTool(match[1], args, {
-    userId: "local",
+    userId: LOCAL_USER,
     allowDefaultDisabled: true,
     ...call,
   });

@@ -4,6 +4,7 @@
  */
 import type { Command } from "commander";
 import type { AppContext } from "../../app/context.js";
+import { LOCAL_USER } from "../../core/config.js";
 import { withContext } from "../app-context.js";
 import { parseUserId } from "../options.js";
 import { CliError, clip, print, table } from "../util.js";
@@ -15,7 +16,7 @@ export function registerAgentsCommand(program: Command): void {
   agents
     .command("list")
     .description("The user's sub-agents, newest first.")
-    .option("-u, --user <name>", "user id", parseUserId, "local")
+    .option("-u, --user <name>", "user id", parseUserId, LOCAL_USER)
     .option("--chat <id>", "only this chat's agents")
     .option("-n, --limit <n>", "how many (1–1000)", "50")
     .option("--json", "print JSON")
@@ -49,7 +50,7 @@ export function registerAgentsCommand(program: Command): void {
     .command("show")
     .description("One agent: status, usage, response and its conversation, as JSON.")
     .argument("<id>", "agent id from `toolhost agents list` (or its first 6+ characters)")
-    .option("-u, --user <name>", "user id", parseUserId, "local")
+    .option("-u, --user <name>", "user id", parseUserId, LOCAL_USER)
     .action(async (id: string, opts: { user: string }) =>
       withContext(async (ctx) => {
         const agent = await ctx.agents.get(opts.user, await agentId(ctx, opts.user, id));
@@ -63,7 +64,7 @@ export function registerAgentsCommand(program: Command): void {
     .command("cancel")
     .description("Cancel an agent and all its descendants (their model streams and tool processes stop).")
     .argument("<id>", "agent id from `toolhost agents list` (or its first 6+ characters)")
-    .option("-u, --user <name>", "user id", parseUserId, "local")
+    .option("-u, --user <name>", "user id", parseUserId, LOCAL_USER)
     .action(async (given: string, opts: { user: string }) =>
       withContext(async (ctx) => {
         const id = await agentId(ctx, opts.user, given);

@@ -6,6 +6,7 @@
 
 import type { Command } from "commander";
 import { parseTimeBound, TIME_BOUND_RULE } from "../../app/time-bound.js";
+import { LOCAL_USER } from "../../core/config.js";
 import { withContext } from "../app-context.js";
 import { parseUserId } from "../options.js";
 import { CliError, clip, print, table } from "../util.js";
@@ -90,7 +91,7 @@ export function registerApprovalsCommand(program: Command): void {
   approvals
     .command("list")
     .description("A user's pending asks, oldest first.")
-    .option("-u, --user <name>", "user id", parseUserId, "local")
+    .option("-u, --user <name>", "user id", parseUserId, LOCAL_USER)
     .option("--chat <id>", "only this chat's")
     .option("--json", "print JSON")
     .action(async (opts: { user: string; chat?: string; json?: boolean }) =>
@@ -113,7 +114,7 @@ export function registerApprovalsCommand(program: Command): void {
       .command(name)
       .description(help)
       .argument("<id>", "approval id")
-      .option("-u, --user <name>", "user id", parseUserId, "local")
+      .option("-u, --user <name>", "user id", parseUserId, LOCAL_USER)
       .option("--always", "allow: also store an allow rule")
       .option("-m, --message <text>", "words for the model")
       .action(async (id: string, opts: { user: string; always?: boolean; message?: string }) =>

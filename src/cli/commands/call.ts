@@ -4,6 +4,8 @@
  * loads neither commander nor the other commands; anything else goes through the full parser (./program.ts), which
  * runs the same {@link runCall}.
  */
+
+import { LOCAL_USER } from "../../core/config.js";
 import { withToolCallContext } from "../app-context.js";
 import { importMcpTools } from "../mcp-tools.js";
 import {
@@ -20,7 +22,7 @@ import {
   type StopSignal,
 } from "../util.js";
 
-/** Options of `toolhost call` (as commander gives them, with `user` defaulting to "local"). */
+/** Options of `toolhost call` (as commander gives them, with `user` defaulting to LOCAL_USER). */
 export interface CallOptions {
   user: string;
   cwd?: string;
@@ -80,7 +82,7 @@ export function parseCallCommandLine(args: readonly string[]): CallCommandLine |
   return {
     tool: positional[0] as string,
     json: positional[1] ?? "{}",
-    options: { ...options, user: options.user ?? "local" },
+    options: { ...options, user: options.user ?? LOCAL_USER },
   };
 }
 

@@ -11,6 +11,7 @@ import { Option } from "commander";
 import type { ChatService } from "../../app/chat-service.js";
 import type { ChatTurnEvent } from "../../app/chat-types.js";
 import type { AppContext } from "../../app/context.js";
+import { LOCAL_USER } from "../../core/config.js";
 import { ToolError } from "../../core/errors.js";
 import { describeProviderVariables, PROVIDER_NAMES, PROVIDER_TABLE, providerEntry } from "../../providers/table.js";
 import type { ProviderName } from "../../providers/types.js";
@@ -316,7 +317,7 @@ export function registerChatCommand(program: Command): void {
     .option("-m, --model <id>", "model id (default $TOOLHOST_CHAT_MODEL or the provider's default)")
     .option("--cwd <dir>", "working directory the chat binds (default: the current directory)")
     .option("--chat <id>", "continue this chat (created with this id when it does not exist)")
-    .option("-u, --user <name>", "user id", parseUserId, "local")
+    .option("-u, --user <name>", "user id", parseUserId, LOCAL_USER)
     .option("--max-iterations <n>", "model turns before the loop stops (default 10)")
     .option("--json", "print every loop event as a JSON line on stdout instead of rendering")
     .option("-y, --yes", "allow every call the approval policy asks about (without a terminal, asks are denied)")

@@ -3,6 +3,7 @@
  * `toolhost chat` use). `list` pages through them, most recently active first.
  */
 import type { Command } from "commander";
+import { LOCAL_USER } from "../../core/config.js";
 import { withContext } from "../app-context.js";
 import { parseUserId } from "../options.js";
 import { CliError, printable, table } from "../util.js";
@@ -14,7 +15,7 @@ export function registerChatsCommand(program: Command): void {
   chats
     .command("list")
     .description("List a user's chats, most recently active first.")
-    .option("-u, --user <name>", "user id", parseUserId, "local")
+    .option("-u, --user <name>", "user id", parseUserId, LOCAL_USER)
     .option("-n, --limit <n>", "how many (1–1000)", "50")
     .option("--cursor <cursor>", "continue after the page that printed this cursor")
     .option("--json", "print JSON ({ chats, nextCursor })")
@@ -48,7 +49,7 @@ export function registerChatsCommand(program: Command): void {
     .description("Set a chat's title.")
     .argument("<id>", "chat id")
     .argument("<title...>", "the new title")
-    .option("-u, --user <name>", "user id", parseUserId, "local")
+    .option("-u, --user <name>", "user id", parseUserId, LOCAL_USER)
     .action(async (id: string, words: string[], opts: { user: string }) =>
       withContext(async (ctx) => {
         const title = words.join(" ").trim();
@@ -63,7 +64,7 @@ export function registerChatsCommand(program: Command): void {
     .command("delete")
     .description("Delete a chat with its messages.")
     .argument("<id>", "chat id")
-    .option("-u, --user <name>", "user id", parseUserId, "local")
+    .option("-u, --user <name>", "user id", parseUserId, LOCAL_USER)
     .action(async (id: string, opts: { user: string }) =>
       withContext(async (ctx) => {
         const { ChatService } = await import("../../app/chat-service.js");

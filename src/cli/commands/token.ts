@@ -3,6 +3,7 @@
  * once, when it is created or rotated; listings show ids, users, labels, and when each was created and last used.
  */
 import type { Command } from "commander";
+import { LOCAL_USER } from "../../core/config.js";
 import { withContext } from "../app-context.js";
 import { parseUserId } from "../options.js";
 import { CliError, table } from "../util.js";
@@ -14,7 +15,7 @@ export function registerTokenCommand(program: Command): void {
   token
     .command("create")
     .description("Create a bearer token for a user and print it (shown only once; stored hashed).")
-    .option("-u, --user <name>", "user id", parseUserId, "local")
+    .option("-u, --user <name>", "user id", parseUserId, LOCAL_USER)
     .option("--label <text>", "a note to remember the token by (e.g. the laptop or script using it)")
     .option("--expires-in <time>", "lifetime: a number and m, h, d or w (e.g. 30d); default: never expires")
     .action(async (opts: { user: string; label?: string; expiresIn?: string }) => {
