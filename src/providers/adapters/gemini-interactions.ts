@@ -33,7 +33,14 @@ import type {
   ProviderRequest,
   ProviderStreamEvent,
 } from "../types.js";
-import { argumentsObject, classifyProviderError, lazily, streamErrorEvent, truncatedStream } from "./shared.js";
+import {
+  argumentsObject,
+  classifyProviderError,
+  lazily,
+  streamErrorEvent,
+  syntheticCallId,
+  truncatedStream,
+} from "./shared.js";
 import { mapTools } from "./tools.js";
 
 type Step = Record<string, unknown>;
@@ -130,6 +137,7 @@ export class GeminiInteractionsAdapter implements ProviderAdapter {
     const signatures: Record<string, string> = {};
     const thoughts: Step[] = [];
     const completedCalls = new Set<string>();
+    const callIds = new Set<string>();
     let finish: { status: string; usage?: any } | undefined;
     const completeCall = function* (call: { id: string; name: string; args: string; fullArgs?: string }) {
       if (completedCalls.has(call.id)) return;
@@ -151,12 +159,18 @@ export class GeminiInteractionsAdapter implements ProviderAdapter {
                 step.arguments && Object.keys(step.arguments).length > 0 ? JSON.stringify(step.arguments) : undefined;
               const call = {
                 type: "function_call",
-                id: String(step.id),
+                // A call without an id, or with the id of an earlier call of the turn, gets one of its own: the
+                // calls are told apart (and answered) by id.
+                id:
+                  typeof step.id === "string" && step.id && !callIds.has(step.id)
+                    ? step.id
+                    : syntheticCallId(this.name),
                 name: mapped.fromWire(String(step.name)),
                 args: "",
                 fullArgs: args,
                 step,
               };
+              callIds.add(call.id);
               stepsByIndex.set(event.index, call);
               currentCall = call;
               if (typeof step.signature === "string") signatures[call.id] = step.signature;
@@ -239,9 +253,10 @@ export class GeminiInteractionsAdapter implements ProviderAdapter {
       };
     }
     let reason: FinishReason;
-    if (completedCalls.size > 0 || finish.status === "requires_action") reason = "tool_calls";
+    // A turn cut short says so even when it was calling tools (its last call's arguments may be incomplete).
+    if (finish.status === "incomplete" || finish.status === "budget_exceeded") reason = "length";
+    else if (completedCalls.size > 0 || finish.status === "requires_action") reason = "tool_calls";
     else if (finish.status === "completed") reason = "stop";
-    else if (finish.status === "incomplete" || finish.status === "budget_exceeded") reason = "length";
     else reason = "other";
     const providerData: Record<string, unknown> = {};
     if (Object.keys(signatures).length > 0) providerData.geminiSignatures = signatures;

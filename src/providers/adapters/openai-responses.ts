@@ -163,12 +163,13 @@ export class OpenAIResponsesAdapter implements ProviderAdapter {
           case "response.output_item.done":
             if (event.item.type === "function_call") {
               const key = event.item.id ?? event.item.call_id;
-              const call = calls.get(key) ?? {
-                callId: event.item.call_id,
-                name: mapped.fromWire(event.item.name),
-                args: "",
-                completed: false,
-              };
+              let call = calls.get(key);
+              if (!call) {
+                // A call announced only by its done event still starts before it completes.
+                call = { callId: event.item.call_id, name: mapped.fromWire(event.item.name), args: "", completed: false };
+                yield { type: "tool_call_started", id: call.callId, name: call.name };
+              }
+              if (call.completed) break;
               call.completed = true;
               calls.set(key, call);
               const args = event.item.arguments || call.args || "{}";
@@ -190,6 +191,13 @@ export class OpenAIResponsesAdapter implements ProviderAdapter {
             break;
           case "response.completed":
           case "response.incomplete": {
+            // A call still streaming when the response stopped (output limit) completes with what arrived: the
+            // loop answers it as cut short instead of losing it.
+            for (const call of calls.values()) {
+              if (call.completed) continue;
+              call.completed = true;
+              yield { type: "tool_call_completed", id: call.callId, name: call.name, arguments: call.args };
+            }
             const usage = event.response.usage;
             if (usage) {
               const reasoning = usage.output_tokens_details?.reasoning_tokens;

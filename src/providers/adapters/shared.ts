@@ -3,6 +3,7 @@
  * text handling. Adapters never execute tools.
  */
 
+import { randomBytes } from "node:crypto";
 import { ProviderError, type ProviderName } from "../types.js";
 
 /** Where each provider's SDK sends requests when no base URL is configured (named in connection errors). */
@@ -207,4 +208,12 @@ export function lazily<T>(create: () => Promise<T>): () => Promise<T> {
     value ??= create();
     return value;
   };
+}
+
+/**
+ * A call id for a tool call the provider streamed without one (some compatible servers omit it), unique across
+ * turns: results, approvals and the history sent back all name a call by its id, so two calls must never share one.
+ */
+export function syntheticCallId(provider: ProviderName): string {
+  return `${provider === "gemini" ? "fc" : "call"}_${randomBytes(9).toString("base64url")}`;
 }
