@@ -428,7 +428,10 @@ function providerErrorMessage(provider: string, error: unknown): string {
  * were complete JSON: it is neither gated nor run, and the model is told why and what to do instead. Undefined for
  * every other call (a complete call of a cut-short turn runs as usual).
  */
-function cutShortResult(call: ConversationToolCall, reason: FinishReason | undefined): ConversationToolResult | undefined {
+function cutShortResult(
+  call: ConversationToolCall,
+  reason: FinishReason | undefined,
+): ConversationToolResult | undefined {
   if (reason !== "length" && reason !== "content_filter") return undefined;
   try {
     JSON.parse(call.arguments);

@@ -34,7 +34,10 @@ afterEach(async () => {
   fakes = [];
 });
 
-async function setup(name: ProviderName, script: FakeTurn[]): Promise<{ fake: FakeProvider; adapter: ProviderAdapter }> {
+async function setup(
+  name: ProviderName,
+  script: FakeTurn[],
+): Promise<{ fake: FakeProvider; adapter: ProviderAdapter }> {
   const fake = await startFakeProvider(name, script);
   fakes.push(fake);
   return { fake, adapter: createProviderAdapter(name, { apiKey: "test-key", baseURL: fake.baseURL }) };
@@ -49,7 +52,9 @@ async function collect(adapter: ProviderAdapter) {
 }
 
 const completed = (events: ProviderStreamEvent[]) =>
-  events.filter((e) => e.type === "tool_call_completed").map((e) => ({ id: e.id, name: e.name, arguments: e.arguments }));
+  events
+    .filter((e) => e.type === "tool_call_completed")
+    .map((e) => ({ id: e.id, name: e.name, arguments: e.arguments }));
 const finish = (events: ProviderStreamEvent[]) => events.find((e) => e.type === "finish");
 
 // --- wire builders -------------------------------------------------------------------------------------------
@@ -114,7 +119,9 @@ function geminiBody(events: [string, object][], status: string): string {
       },
     ],
   ];
-  return all.map(([type, data]) => `event: ${type}\ndata: ${JSON.stringify({ event_type: type, ...data })}\n\n`).join("");
+  return all
+    .map(([type, data]) => `event: ${type}\ndata: ${JSON.stringify({ event_type: type, ...data })}\n\n`)
+    .join("");
 }
 
 // --- Chat Completions --------------------------------------------------------------------------------------------
@@ -124,21 +131,28 @@ describe("Chat Completions servers", () => {
     const body = chatBody([
       chatDelta({
         role: "assistant",
-        tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "list_dir", arguments: { path: "." } } }],
+        tool_calls: [
+          { index: 0, id: "call_1", type: "function", function: { name: "list_dir", arguments: { path: "." } } },
+        ],
       }),
       chatDelta({}, "tool_calls"),
     ]);
     const { adapter } = await setup("openai-chat", [{ kind: "raw", body }]);
     const events = await collect(adapter);
     expect(completed(events)).toEqual([{ id: "call_1", name: "list_dir", arguments: '{"path":"."}' }]);
-    for (const event of events) if (event.type === "tool_call_arguments_delta") expect(typeof event.delta).toBe("string");
+    for (const event of events)
+      if (event.type === "tool_call_arguments_delta") expect(typeof event.delta).toBe("string");
   });
 
   it("keeps calls apart when the server numbers every call index 0", async () => {
     const body = chatBody([
-      chatDelta({ tool_calls: [{ index: 0, id: "call_a", type: "function", function: { name: "list_dir", arguments: "" } }] }),
+      chatDelta({
+        tool_calls: [{ index: 0, id: "call_a", type: "function", function: { name: "list_dir", arguments: "" } }],
+      }),
       chatDelta({ tool_calls: [{ index: 0, function: { arguments: '{"path":"a"}' } }] }),
-      chatDelta({ tool_calls: [{ index: 0, id: "call_b", type: "function", function: { name: "read_file", arguments: "" } }] }),
+      chatDelta({
+        tool_calls: [{ index: 0, id: "call_b", type: "function", function: { name: "read_file", arguments: "" } }],
+      }),
       chatDelta({ tool_calls: [{ index: 0, function: { arguments: '{"path":"b"}' } }] }),
       chatDelta({}, "tool_calls"),
     ]);
@@ -178,7 +192,11 @@ describe("Chat Completions servers", () => {
 
   it("a finish_reason `length` inside a tool call finishes as length", async () => {
     const body = chatBody([
-      chatDelta({ tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "list_dir", arguments: '{"path":"sr' } }] }),
+      chatDelta({
+        tool_calls: [
+          { index: 0, id: "call_1", type: "function", function: { name: "list_dir", arguments: '{"path":"sr' } },
+        ],
+      }),
       chatDelta({}, "length"),
     ]);
     const { adapter } = await setup("openai-chat", [{ kind: "raw", body }]);
@@ -214,7 +232,11 @@ describe("a turn cut short inside a tool call", () => {
         { index: 0, id: "call_ok", type: "function", function: { name: "list_dir", arguments: '{"path":"."}' } },
       ],
     }),
-    chatDelta({ tool_calls: [{ index: 1, id: "call_cut", type: "function", function: { name: "read_file", arguments: '{"path":"REA' } }] }),
+    chatDelta({
+      tool_calls: [
+        { index: 1, id: "call_cut", type: "function", function: { name: "read_file", arguments: '{"path":"REA' } },
+      ],
+    }),
     chatDelta({}, "length"),
   ]);
 
@@ -246,7 +268,14 @@ describe("a turn cut short inside a tool call", () => {
   });
 
   it("Responses: a call still streaming when the response went incomplete is answered, not lost", async () => {
-    const fc = { id: "fc_1", type: "function_call", status: "in_progress", call_id: "call_r1", name: "read_file", arguments: "" };
+    const fc = {
+      id: "fc_1",
+      type: "function_call",
+      status: "in_progress",
+      call_id: "call_r1",
+      name: "read_file",
+      arguments: "",
+    };
     const body = responsesBody([
       ["response.created", { response: { ...RESPONSE, status: "in_progress" } }],
       ["response.output_item.added", { output_index: 0, item: fc }],
@@ -254,7 +283,12 @@ describe("a turn cut short inside a tool call", () => {
       [
         "response.incomplete",
         {
-          response: { ...RESPONSE, status: "incomplete", incomplete_details: { reason: "max_output_tokens" }, usage: USAGE },
+          response: {
+            ...RESPONSE,
+            status: "incomplete",
+            incomplete_details: { reason: "max_output_tokens" },
+            usage: USAGE,
+          },
         },
       ],
     ]);
@@ -282,7 +316,14 @@ describe("a turn cut short inside a tool call", () => {
 
 describe("Responses streams", () => {
   it("a call announced only by its done event starts before it completes", async () => {
-    const item = { id: "fc_1", type: "function_call", status: "completed", call_id: "call_1", name: "list_dir", arguments: "{}" };
+    const item = {
+      id: "fc_1",
+      type: "function_call",
+      status: "completed",
+      call_id: "call_1",
+      name: "list_dir",
+      arguments: "{}",
+    };
     const body = responsesBody([
       ["response.created", { response: { ...RESPONSE, status: "in_progress" } }],
       ["response.output_item.done", { output_index: 0, item }],
@@ -304,21 +345,22 @@ describe("Gemini Interactions streams", () => {
         ["step.stop", { index: 0 }],
         ["step.start", { index: 1, step: { type: "function_call", name: "read_file", arguments: { path: "b" } } }],
         ["step.stop", { index: 1 }],
-        ["step.start", { index: 2, step: { type: "function_call", id: "dup", name: "list_dir", arguments: { path: "c" } } }],
+        [
+          "step.start",
+          { index: 2, step: { type: "function_call", id: "dup", name: "list_dir", arguments: { path: "c" } } },
+        ],
         ["step.stop", { index: 2 }],
-        ["step.start", { index: 3, step: { type: "function_call", id: "dup", name: "read_file", arguments: { path: "d" } } }],
+        [
+          "step.start",
+          { index: 3, step: { type: "function_call", id: "dup", name: "read_file", arguments: { path: "d" } } },
+        ],
         ["step.stop", { index: 3 }],
       ],
       "requires_action",
     );
     const { adapter } = await setup("gemini", [{ kind: "raw", body }]);
     const calls = completed(await collect(adapter));
-    expect(calls.map((c) => c.arguments)).toEqual([
-      '{"path":"a"}',
-      '{"path":"b"}',
-      '{"path":"c"}',
-      '{"path":"d"}',
-    ]);
+    expect(calls.map((c) => c.arguments)).toEqual(['{"path":"a"}', '{"path":"b"}', '{"path":"c"}', '{"path":"d"}']);
     expect(new Set(calls.map((c) => c.id)).size).toBe(4);
     expect(calls.every((c) => c.id && c.id !== "undefined")).toBe(true);
   });
@@ -329,17 +371,25 @@ describe("Gemini Interactions streams", () => {
 describe("Anthropic streams", () => {
   it("reads a tool_use input sent whole on content_block_start (no input_json_delta)", async () => {
     const body = anthropicBody([
-      ["content_block_start", { index: 0, content_block: { type: "tool_use", id: "toolu_1", name: "list_dir", input: { path: "src" } } }],
+      [
+        "content_block_start",
+        { index: 0, content_block: { type: "tool_use", id: "toolu_1", name: "list_dir", input: { path: "src" } } },
+      ],
       ["content_block_stop", { index: 0 }],
       ["message_delta", { delta: { stop_reason: "tool_use", stop_sequence: null }, usage: { output_tokens: 5 } }],
     ]);
     const { adapter } = await setup("anthropic", [{ kind: "raw", body }]);
-    expect(completed(await collect(adapter))).toEqual([{ id: "toolu_1", name: "list_dir", arguments: '{"path":"src"}' }]);
+    expect(completed(await collect(adapter))).toEqual([
+      { id: "toolu_1", name: "list_dir", arguments: '{"path":"src"}' },
+    ]);
   });
 
   it("completes a tool_use block the message stopped inside", async () => {
     const body = anthropicBody([
-      ["content_block_start", { index: 0, content_block: { type: "tool_use", id: "toolu_1", name: "read_file", input: {} } }],
+      [
+        "content_block_start",
+        { index: 0, content_block: { type: "tool_use", id: "toolu_1", name: "read_file", input: {} } },
+      ],
       ["content_block_delta", { index: 0, delta: { type: "input_json_delta", partial_json: "" } }],
       ["content_block_delta", { index: 0, delta: { type: "input_json_delta", partial_json: '{"path": "RE' } }],
       ["message_delta", { delta: { stop_reason: "max_tokens", stop_sequence: null }, usage: { output_tokens: 5 } }],
@@ -348,5 +398,34 @@ describe("Anthropic streams", () => {
     const events = await collect(adapter);
     expect(completed(events)).toEqual([{ id: "toolu_1", name: "read_file", arguments: '{"path": "RE' }]);
     expect(finish(events)).toMatchObject({ reason: "length", providerReason: "max_tokens" });
+  });
+});
+
+describe("Responses reasoning sent back", () => {
+  it("each reasoning item goes back right before the item that followed it, with that item's id", async () => {
+    const { fake, adapter } = await setup("openai", [
+      {
+        kind: "tools",
+        thinking: "List, then read.",
+        text: "Looking.",
+        calls: [
+          { name: "list_dir", arguments: { path: "." } },
+          { name: "read_file", arguments: { path: "a.txt" } },
+        ],
+      },
+      { kind: "text", text: "Done." },
+    ]);
+    const events = await loop(adapter);
+    expect(events.filter((e) => e.type === "history_rewritten")).toEqual([]);
+    expect(fake.failures).toEqual([]);
+    const input: any[] = fake.requests[1]!.body.input;
+    const at = input.findIndex((i) => i.type === "reasoning");
+    expect(input.slice(at, at + 4).map((i) => [i.type, i.id?.slice(0, 3)])).toEqual([
+      ["reasoning", "rs_"],
+      ["message", "msg"],
+      ["function_call", "fc_"],
+      ["function_call", "fc_"],
+    ]);
+    expect(events.at(-1)).toMatchObject({ type: "done", reason: "text" });
   });
 });

@@ -206,7 +206,12 @@ export class AnthropicAdapter implements ProviderAdapter {
     // A tool_use block the message stopped inside (no content_block_stop) completes with what arrived.
     for (const state of blocks.values()) {
       if (state.kind === "tool") {
-        yield { type: "tool_call_completed", id: state.id, name: state.name, arguments: state.json || state.whole || "{}" };
+        yield {
+          type: "tool_call_completed",
+          id: state.id,
+          name: state.name,
+          arguments: state.json || state.whole || "{}",
+        };
       }
     }
     yield { type: "usage", inputTokens, outputTokens };
