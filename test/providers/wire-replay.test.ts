@@ -4,11 +4,14 @@
  * without ids, turns cut short inside a tool call, whole inputs on a block's start…). Each must give a correct
  * turn or a clear error — never a merged, lost or wrongly run tool call.
  */
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { type LoopEvent, runToolLoop } from "../../src/loop/index.js";
 import {
   createProviderAdapter,
   type ProviderAdapter,
+  ProviderError,
   type ProviderName,
   type ProviderStreamEvent,
 } from "../../src/providers/index.js";
@@ -428,4 +431,51 @@ describe("Responses reasoning sent back", () => {
     ]);
     expect(events.at(-1)).toMatchObject({ type: "done", reason: "text" });
   });
+});
+
+describe("HTTP errors", () => {
+  // Each provider's real error body for a rate limit, answered with `retry-after: 17`.
+  const bodies: Record<ProviderName, object> = {
+    openai: {
+      error: { message: "Rate limit reached for requests", type: "requests", param: null, code: "rate_limit_exceeded" },
+    },
+    "openai-chat": {
+      error: { message: "Rate limit reached for requests", type: "requests", param: null, code: "rate_limit_exceeded" },
+    },
+    anthropic: {
+      type: "error",
+      error: { type: "rate_limit_error", message: "Rate limit reached for requests" },
+      request_id: "req_1",
+    },
+    gemini: { error: { code: 429, message: "Rate limit reached for requests", status: "RESOURCE_EXHAUSTED" } },
+  };
+
+  it.each(Object.keys(bodies) as ProviderName[])(
+    "%s: a 429 names the provider's message (not its JSON body) and the retry-after wait",
+    async (name) => {
+      const server = createServer((req, res) => {
+        req.resume();
+        req.on("end", () => {
+          res.writeHead(429, { "content-type": "application/json", "retry-after": "17" });
+          res.end(JSON.stringify(bodies[name]));
+        });
+      });
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+      const port = (server.address() as AddressInfo).port;
+      const baseURL = name.startsWith("openai") ? `http://127.0.0.1:${port}/v1` : `http://127.0.0.1:${port}`;
+      let error: unknown;
+      try {
+        await collect(createProviderAdapter(name, { apiKey: "k", baseURL }));
+      } catch (e) {
+        error = e;
+      } finally {
+        server.close();
+      }
+      expect(error).toBeInstanceOf(ProviderError);
+      expect((error as ProviderError).status).toBe(429);
+      expect((error as Error).message).toBe(
+        `${name} request failed (HTTP 429): Rate limit reached for requests. Rate limited: retry in 17 s (the provider's retry-after).`,
+      );
+    },
+  );
 });
