@@ -4,6 +4,7 @@
  * without ids, turns cut short inside a tool call, whole inputs on a block's start…). Each must give a correct
  * turn or a clear error — never a merged, lost or wrongly run tool call.
  */
+import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
@@ -478,4 +479,34 @@ describe("HTTP errors", () => {
       );
     },
   );
+});
+
+describe("a server that keeps the stream open after its terminal event", () => {
+  it.each([
+    ["openai", "openai.txt"],
+    ["openai-chat", "openai-chat.txt"],
+    ["anthropic", "anthropic.txt"],
+    ["gemini", "gemini.txt"],
+  ] as const)("%s: the turn ends at the terminal event", async (name, file) => {
+    const body = readFileSync(new URL(`../fixtures/streams/${file}`, import.meta.url), "utf8");
+    // Everything is written, the response is never ended.
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.write(body);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const port = (server.address() as AddressInfo).port;
+    const baseURL = name.startsWith("openai") ? `http://127.0.0.1:${port}/v1` : `http://127.0.0.1:${port}`;
+    try {
+      const events = await collect(createProviderAdapter(name, { apiKey: "k", baseURL }));
+      expect(events.at(-1)).toMatchObject({ type: "finish", reason: "tool_calls" });
+      expect(completed(events)).toHaveLength(2);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
 });

@@ -127,7 +127,8 @@ export class AnthropicAdapter implements ProviderAdapter {
     let stopReason: string | null | undefined;
     let stopped = false;
     try {
-      for await (const event of stream) {
+      // Reading stops at message_stop: a server that keeps the connection open after it must not hold the turn.
+      read: for await (const event of stream) {
         switch (event.type) {
           case "message_start":
             inputTokens = event.message.usage?.input_tokens ?? 0;
@@ -192,7 +193,7 @@ export class AnthropicAdapter implements ProviderAdapter {
             break;
           case "message_stop":
             stopped = true;
-            break;
+            break read;
           default:
             break;
         }

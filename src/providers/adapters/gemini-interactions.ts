@@ -150,7 +150,9 @@ export class GeminiInteractionsAdapter implements ProviderAdapter {
       };
     };
     try {
-      for await (const event of stream) {
+      // Reading stops at interaction.completed: a server that keeps the connection open after it must not hold
+      // the turn.
+      read: for await (const event of stream) {
         switch (event.event_type) {
           case "step.start": {
             const step = event.step ?? {};
@@ -213,7 +215,7 @@ export class GeminiInteractionsAdapter implements ProviderAdapter {
           }
           case "interaction.completed":
             finish = { status: event.interaction?.status ?? "completed", usage: event.interaction?.usage };
-            break;
+            break read;
           case "interaction.status_update":
             if (event.status === "failed") {
               throw streamErrorEvent(this.name, "failed", "the interaction failed");

@@ -148,7 +148,12 @@ export class OpenAIChatAdapter implements ProviderAdapter {
       for await (const chunk of stream) {
         if (chunk.usage) usage = chatCompletionUsage(chunk.usage);
         const choice = chunk.choices?.[0];
-        if (!choice) continue;
+        if (!choice) {
+          // The usage chunk after the finish_reason is the last one with data: stop reading there (a server that
+          // keeps the connection open after it would otherwise hold the turn forever).
+          if (finishReason && chunk.usage) break;
+          continue;
+        }
         const delta = choice.delta ?? {};
         // Thinking-mode servers stream the reasoning apart from the answer: `reasoning_content` (DeepSeek and
         // compatible servers) or `reasoning` (some gateways).
@@ -191,6 +196,7 @@ export class OpenAIChatAdapter implements ProviderAdapter {
           }
         }
         if (choice.finish_reason) finishReason = choice.finish_reason;
+        if (finishReason && chunk.usage) break;
       }
     } catch (error) {
       throw classifyProviderError(this.name, error, signal, this.config.baseURL);

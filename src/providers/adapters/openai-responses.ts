@@ -178,7 +178,8 @@ export class OpenAIResponsesAdapter implements ProviderAdapter {
     }
     let finished = false;
     try {
-      for await (const event of stream) {
+      // Reading stops at the terminal event: a server that keeps the connection open after it must not hold the turn.
+      read: for await (const event of stream) {
         switch (event.type) {
           case "response.output_text.delta":
             if (event.delta) {
@@ -301,7 +302,7 @@ export class OpenAIResponsesAdapter implements ProviderAdapter {
                   : {}),
               },
             };
-            break;
+            break read;
           }
           case "response.failed":
             throw streamErrorEvent(
