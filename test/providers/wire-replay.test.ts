@@ -107,7 +107,7 @@ function anthropicBody(events: [string, object][], stop = true): string {
 }
 
 /** A Gemini Interactions stream, interaction.created first and interaction.completed with `status` last. */
-function geminiBody(events: [string, object][], status: string): string {
+function geminiBody(events: [string, object][], status: string, errors?: object[]): string {
   const all: [string, object][] = [
     ["interaction.created", { interaction: { id: "v1_1", status: "in_progress", object: "interaction" } }],
     ...events,
@@ -119,6 +119,7 @@ function geminiBody(events: [string, object][], status: string): string {
           status,
           object: "interaction",
           usage: { total_input_tokens: 4, total_output_tokens: 3, total_tokens: 7 },
+          ...(errors ? { errors } : {}),
         },
       },
     ],
@@ -508,5 +509,25 @@ describe("a server that keeps the stream open after its terminal event", () => {
       server.closeAllConnections();
       server.close();
     }
+  });
+});
+
+describe("errors reported inside a stream", () => {
+  it("Gemini: a failed interaction names its own recorded error", async () => {
+    const body = geminiBody([["step.start", { index: 0, step: { type: "model_output" } }]], "failed", [
+      { code: "resource_exhausted", message: "The model is overloaded" },
+    ]);
+    const { adapter } = await setup("gemini", [{ kind: "raw", body }]);
+    await expect(collect(adapter)).rejects.toThrow(
+      /^gemini reported an error during the response \(resource_exhausted\): The model is overloaded\. /,
+    );
+  });
+
+  it("Chat Completions: an error chunk with a numeric code (a gateway's upstream status) names the code", async () => {
+    const body = `${chatBody([chatDelta({ content: "Hi" })]).replace("data: [DONE]\n\n", "")}data: ${JSON.stringify({ error: { message: "Provider returned error", code: 502 } })}\n\n`;
+    const { adapter } = await setup("openai-chat", [{ kind: "raw", body }]);
+    await expect(collect(adapter)).rejects.toThrow(
+      /^openai-chat reported an error during the response \(502\): Provider returned error\. /,
+    );
   });
 });

@@ -138,7 +138,7 @@ export class GeminiInteractionsAdapter implements ProviderAdapter {
     const thoughts: Step[] = [];
     const completedCalls = new Set<string>();
     const callIds = new Set<string>();
-    let finish: { status: string; usage?: any } | undefined;
+    let finish: { status: string; usage?: any; error?: { code?: unknown; message?: unknown } } | undefined;
     const completeCall = function* (call: { id: string; name: string; args: string; fullArgs?: string }) {
       if (completedCalls.has(call.id)) return;
       completedCalls.add(call.id);
@@ -214,7 +214,11 @@ export class GeminiInteractionsAdapter implements ProviderAdapter {
             break;
           }
           case "interaction.completed":
-            finish = { status: event.interaction?.status ?? "completed", usage: event.interaction?.usage };
+            finish = {
+              status: event.interaction?.status ?? "completed",
+              usage: event.interaction?.usage,
+              error: Array.isArray(event.interaction?.errors) ? event.interaction.errors[0] : undefined,
+            };
             break read;
           case "interaction.status_update":
             if (event.status === "failed") {
@@ -237,7 +241,15 @@ export class GeminiInteractionsAdapter implements ProviderAdapter {
     if (!finish) {
       throw truncatedStream(this.name, "interaction.completed", signal);
     }
-    if (finish.status === "failed") throw streamErrorEvent(this.name, "failed", "the interaction failed");
+    if (finish.status === "failed") {
+      // The interaction's own diagnostic (its first recorded error), when it gives one.
+      const { code, message } = finish.error ?? {};
+      throw streamErrorEvent(
+        this.name,
+        typeof code === "string" && code ? code : "failed",
+        typeof message === "string" && message ? message : "the interaction failed",
+      );
+    }
     // Calls whose step.stop never came (a server that goes straight to interaction.completed) complete here.
     for (const state of stepsByIndex.values()) {
       if (state.type === "function_call")

@@ -161,6 +161,8 @@ function errorBody(error: Error): { code?: unknown; type?: unknown; message?: un
 function codeOf(error: Error): string | undefined {
   const body = errorBody(error);
   const code = body?.code ?? body?.type ?? (error as { code?: unknown }).code;
+  // Some gateways send a numeric code (OpenRouter: the upstream's HTTP status).
+  if (typeof code === "number" && Number.isFinite(code)) return String(code);
   return typeof code === "string" && code ? code : undefined;
 }
 
