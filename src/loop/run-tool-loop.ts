@@ -10,6 +10,7 @@ import {
   type ConversationMessage,
   type ConversationToolCall,
   type ConversationToolResult,
+  type FinishReason,
   isAbortError,
   type ProviderAdapter,
 } from "../providers/types.js";
@@ -183,6 +184,7 @@ export async function* runToolLoop(options: RunToolLoopOptions): AsyncGenerator<
     let text = "";
     const calls: ConversationToolCall[] = [];
     let providerData: Record<string, unknown> | undefined;
+    let finishReason: FinishReason | undefined;
     for (let attempt = 0; ; attempt++) {
       let received = 0;
       try {
@@ -215,6 +217,7 @@ export async function* runToolLoop(options: RunToolLoopOptions): AsyncGenerator<
               break;
             }
             case "finish":
+              finishReason = event.reason;
               if (event.providerData) providerData = event.providerData;
               yield event;
               break;
@@ -260,7 +263,9 @@ export async function* runToolLoop(options: RunToolLoopOptions): AsyncGenerator<
     }
 
     const results: ConversationToolResult[] = new Array(calls.length);
-    yield* executeCalls(calls, results, options, { iterations, added: [...added], assistant });
+    const cut = calls.map((call) => cutShortResult(call, finishReason));
+    for (const [index, result] of cut.entries()) if (result) yield resultEvent(calls[index]!, result);
+    yield* executeCalls(calls, results, options, { iterations, added: [...added], assistant }, cut);
     const toolMessage: ConversationMessage = { role: "tool", results };
     added.push(assistant, toolMessage);
     history.push(assistant, toolMessage);
@@ -433,6 +438,33 @@ function providerErrorMessage(provider: string, error: unknown): string {
 function cancelledResult(call: ConversationToolCall): ConversationToolResult {
   const error = new ToolAbortedError("The turn was cancelled before this call ran.").toJSON();
   return toConversationToolResult(call.id, call.name, { ok: false, error, durationMs: 0 });
+}
+
+/**
+ * The result of a call whose turn was cut short (finish reason `length` or `content_filter`) before its arguments
+ * were complete JSON: it is neither gated nor run, and the model is told why and what to do instead. Undefined for
+ * every other call (a complete call of a cut-short turn runs as usual).
+ */
+function cutShortResult(
+  call: ConversationToolCall,
+  reason: FinishReason | undefined,
+): ConversationToolResult | undefined {
+  if (reason !== "length" && reason !== "content_filter") return undefined;
+  try {
+    JSON.parse(call.arguments);
+    return undefined;
+  } catch {
+    const why =
+      reason === "length"
+        ? "the response reached the output token limit"
+        : "the provider's content filter stopped the response";
+    const error: SerializedToolError = {
+      code: "validation_failed",
+      message: `The call to ${call.name} was cut off: ${why} before its arguments were complete, so it was not run. Call ${call.name} again with shorter arguments (for a large file, write it in parts).`,
+      details: { rule: "cut_off", finishReason: reason },
+    };
+    return toConversationToolResult(call.id, call.name, { ok: false, error, durationMs: 0 });
+  }
 }
 
 /** The `tool_result` event of a result known as a conversation message (its content is the JSON the model got). */

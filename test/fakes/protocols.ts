@@ -31,6 +31,12 @@ export interface IssuedCall {
   reasoningContent?: string;
 }
 
+/**
+ * OpenAI Responses: for each reasoning item the fake produced, the id of the output item that followed it. The API
+ * refuses an input whose reasoning item is not immediately followed by that item, with its id.
+ */
+const followingItems = new WeakMap<ProtocolContext, Map<string, string>>();
+
 /** Mutable state of one fake server. */
 export interface ProtocolContext {
   model: string;
@@ -152,6 +158,13 @@ const responses: FakeProtocol = {
     }
     const calls = new Map<string, any>();
     const answered = new Set<string>();
+    const following = followingItems.get(ctx);
+    input.forEach((item, i) => {
+      const expected = item.type === "reasoning" ? following?.get(item.id) : undefined;
+      if (expected && input[i + 1]?.id !== expected) {
+        errors.push(`Item '${item.id}' of type 'reasoning' was provided without its required following item.`);
+      }
+    });
     for (const item of input) {
       if (item.type === "function_call") {
         if (typeof item.call_id !== "string" || typeof item.arguments !== "string") {
@@ -274,6 +287,10 @@ const responses: FakeProtocol = {
         output.push(item);
       });
     }
+    if (!followingItems.has(ctx)) followingItems.set(ctx, new Map());
+    output.forEach((item, i) => {
+      if (item.type === "reasoning" && output[i + 1]) followingItems.get(ctx)!.set(item.id, output[i + 1].id);
+    });
     const incomplete = action.kind === "text" && action.finish === "length";
     emit(incomplete ? "response.incomplete" : "response.completed", {
       response: {

@@ -148,6 +148,7 @@ export async function startFakeProvider(
         sendError(res, action.status, action.message, action.retryAfterMs);
         return;
       case "raw":
+        for (const call of action.issues ?? []) ctx.issued.set(call.id, { id: call.id, name: call.name });
         res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8" });
         res.end(action.body);
         return;

@@ -39,7 +39,11 @@ export type FakeTurnAction =
    */
   | { kind: "error"; status: number; message: string; retryAfterMs?: number }
   /** Write this exact body (a recorded stream fixture) as an SSE response. */
-  | { kind: "raw"; body: string };
+  /**
+   * An exact SSE body. `issues` names the tool calls it carries, so the fake accepts their results in the next
+   * request as answers to calls it made.
+   */
+  | { kind: "raw"; body: string; issues?: { id: string; name: string }[] };
 
 /**
  * A scripted turn: a fixed action, optionally with `expect` (throw to fail the request: the fake then answers

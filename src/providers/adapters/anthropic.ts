@@ -119,7 +119,7 @@ export class AnthropicAdapter implements ProviderAdapter {
     }
     const blocks = new Map<
       number,
-      { kind: "tool"; id: string; name: string; json: string } | { kind: "thinking"; block: any }
+      { kind: "tool"; id: string; name: string; json: string; whole?: string } | { kind: "thinking"; block: any }
     >();
     const thinking: unknown[] = [];
     let inputTokens = 0;
@@ -127,7 +127,8 @@ export class AnthropicAdapter implements ProviderAdapter {
     let stopReason: string | null | undefined;
     let stopped = false;
     try {
-      for await (const event of stream) {
+      // Reading stops at message_stop: a server that keeps the connection open after it must not hold the turn.
+      read: for await (const event of stream) {
         switch (event.type) {
           case "message_start":
             inputTokens = event.message.usage?.input_tokens ?? 0;
@@ -137,7 +138,12 @@ export class AnthropicAdapter implements ProviderAdapter {
             const block = event.content_block;
             if (block.type === "tool_use") {
               const name = mapped.fromWire(block.name);
-              blocks.set(event.index, { kind: "tool", id: block.id, name, json: "" });
+              // The input streams as input_json_delta; a server that sends it whole at the start is read too.
+              const whole =
+                block.input && typeof block.input === "object" && Object.keys(block.input).length > 0
+                  ? JSON.stringify(block.input)
+                  : undefined;
+              blocks.set(event.index, { kind: "tool", id: block.id, name, json: "", ...(whole ? { whole } : {}) });
               yield { type: "tool_call_started", id: block.id, name };
             } else if (block.type === "text") {
               if (block.text) yield { type: "text_delta", delta: block.text };
@@ -166,7 +172,12 @@ export class AnthropicAdapter implements ProviderAdapter {
           case "content_block_stop": {
             const state = blocks.get(event.index);
             if (state?.kind === "tool") {
-              yield { type: "tool_call_completed", id: state.id, name: state.name, arguments: state.json || "{}" };
+              yield {
+                type: "tool_call_completed",
+                id: state.id,
+                name: state.name,
+                arguments: state.json || state.whole || "{}",
+              };
             } else if (state?.kind === "thinking") {
               thinking.push(state.block);
             }
@@ -182,7 +193,7 @@ export class AnthropicAdapter implements ProviderAdapter {
             break;
           case "message_stop":
             stopped = true;
-            break;
+            break read;
           default:
             break;
         }
@@ -192,6 +203,17 @@ export class AnthropicAdapter implements ProviderAdapter {
     }
     if (!stopped) {
       throw truncatedStream(this.name, "message_stop", signal);
+    }
+    // A tool_use block the message stopped inside (no content_block_stop) completes with what arrived.
+    for (const state of blocks.values()) {
+      if (state.kind === "tool") {
+        yield {
+          type: "tool_call_completed",
+          id: state.id,
+          name: state.name,
+          arguments: state.json || state.whole || "{}",
+        };
+      }
     }
     yield { type: "usage", inputTokens, outputTokens };
     yield {

@@ -33,7 +33,14 @@ import type {
   ProviderRequest,
   ProviderStreamEvent,
 } from "../types.js";
-import { argumentsObject, classifyProviderError, lazily, streamErrorEvent, truncatedStream } from "./shared.js";
+import {
+  argumentsObject,
+  classifyProviderError,
+  lazily,
+  streamErrorEvent,
+  syntheticCallId,
+  truncatedStream,
+} from "./shared.js";
 import { mapTools } from "./tools.js";
 
 type Step = Record<string, unknown>;
@@ -130,7 +137,8 @@ export class GeminiInteractionsAdapter implements ProviderAdapter {
     const signatures: Record<string, string> = {};
     const thoughts: Step[] = [];
     const completedCalls = new Set<string>();
-    let finish: { status: string; usage?: any } | undefined;
+    const callIds = new Set<string>();
+    let finish: { status: string; usage?: any; error?: { code?: unknown; message?: unknown } } | undefined;
     const completeCall = function* (call: { id: string; name: string; args: string; fullArgs?: string }) {
       if (completedCalls.has(call.id)) return;
       completedCalls.add(call.id);
@@ -142,7 +150,9 @@ export class GeminiInteractionsAdapter implements ProviderAdapter {
       };
     };
     try {
-      for await (const event of stream) {
+      // Reading stops at interaction.completed: a server that keeps the connection open after it must not hold
+      // the turn.
+      read: for await (const event of stream) {
         switch (event.event_type) {
           case "step.start": {
             const step = event.step ?? {};
@@ -151,12 +161,18 @@ export class GeminiInteractionsAdapter implements ProviderAdapter {
                 step.arguments && Object.keys(step.arguments).length > 0 ? JSON.stringify(step.arguments) : undefined;
               const call = {
                 type: "function_call",
-                id: String(step.id),
+                // A call without an id, or with the id of an earlier call of the turn, gets one of its own: the
+                // calls are told apart (and answered) by id.
+                id:
+                  typeof step.id === "string" && step.id && !callIds.has(step.id)
+                    ? step.id
+                    : syntheticCallId(this.name),
                 name: mapped.fromWire(String(step.name)),
                 args: "",
                 fullArgs: args,
                 step,
               };
+              callIds.add(call.id);
               stepsByIndex.set(event.index, call);
               currentCall = call;
               if (typeof step.signature === "string") signatures[call.id] = step.signature;
@@ -198,8 +214,12 @@ export class GeminiInteractionsAdapter implements ProviderAdapter {
             break;
           }
           case "interaction.completed":
-            finish = { status: event.interaction?.status ?? "completed", usage: event.interaction?.usage };
-            break;
+            finish = {
+              status: event.interaction?.status ?? "completed",
+              usage: event.interaction?.usage,
+              error: Array.isArray(event.interaction?.errors) ? event.interaction.errors[0] : undefined,
+            };
+            break read;
           case "interaction.status_update":
             if (event.status === "failed") {
               throw streamErrorEvent(this.name, "failed", "the interaction failed");
@@ -221,7 +241,15 @@ export class GeminiInteractionsAdapter implements ProviderAdapter {
     if (!finish) {
       throw truncatedStream(this.name, "interaction.completed", signal);
     }
-    if (finish.status === "failed") throw streamErrorEvent(this.name, "failed", "the interaction failed");
+    if (finish.status === "failed") {
+      // The interaction's own diagnostic (its first recorded error), when it gives one.
+      const { code, message } = finish.error ?? {};
+      throw streamErrorEvent(
+        this.name,
+        typeof code === "string" && code ? code : "failed",
+        typeof message === "string" && message ? message : "the interaction failed",
+      );
+    }
     // Calls whose step.stop never came (a server that goes straight to interaction.completed) complete here.
     for (const state of stepsByIndex.values()) {
       if (state.type === "function_call")
@@ -239,9 +267,10 @@ export class GeminiInteractionsAdapter implements ProviderAdapter {
       };
     }
     let reason: FinishReason;
-    if (completedCalls.size > 0 || finish.status === "requires_action") reason = "tool_calls";
+    // A turn cut short says so even when it was calling tools (its last call's arguments may be incomplete).
+    if (finish.status === "incomplete" || finish.status === "budget_exceeded") reason = "length";
+    else if (completedCalls.size > 0 || finish.status === "requires_action") reason = "tool_calls";
     else if (finish.status === "completed") reason = "stop";
-    else if (finish.status === "incomplete" || finish.status === "budget_exceeded") reason = "length";
     else reason = "other";
     const providerData: Record<string, unknown> = {};
     if (Object.keys(signatures).length > 0) providerData.geminiSignatures = signatures;

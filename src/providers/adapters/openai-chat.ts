@@ -36,7 +36,7 @@ import type {
   ProviderRequest,
   ProviderStreamEvent,
 } from "../types.js";
-import { classifyProviderError, lazily, truncatedStream } from "./shared.js";
+import { classifyProviderError, lazily, syntheticCallId, truncatedStream } from "./shared.js";
 import { mapTools } from "./tools.js";
 
 /** Renders the provider-neutral conversation as Chat Completions messages. */
@@ -94,6 +94,16 @@ function reasoningOf(delta: object): string | undefined {
   return undefined;
 }
 
+/**
+ * A tool-call arguments piece as text. Some compatible servers send the arguments as an already-parsed JSON object
+ * instead of a string (in one piece): that object is serialized, never concatenated as `[object Object]`.
+ */
+function argumentsText(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (value === null || value === undefined) return "";
+  return JSON.stringify(value) ?? "";
+}
+
 /** The Chat Completions adapter; `config.baseURL` selects the server (default api.openai.com/v1). */
 export class OpenAIChatAdapter implements ProviderAdapter {
   readonly name = "openai-chat" as const;
@@ -127,7 +137,9 @@ export class OpenAIChatAdapter implements ProviderAdapter {
     } catch (error) {
       throw classifyProviderError(this.name, error, signal, this.config.baseURL);
     }
-    const calls = new Map<number, { id: string; name: string; args: string; started: boolean }>();
+    // The turn's calls in the order they appeared, and the call each wire `index` last referred to.
+    const calls: { id: string; name: string; args: string; started: boolean }[] = [];
+    const byIndex = new Map<number, (typeof calls)[number]>();
     let finishReason: string | undefined;
     let refused = false;
     let reasoningText = "";
@@ -136,7 +148,12 @@ export class OpenAIChatAdapter implements ProviderAdapter {
       for await (const chunk of stream) {
         if (chunk.usage) usage = chatCompletionUsage(chunk.usage);
         const choice = chunk.choices?.[0];
-        if (!choice) continue;
+        if (!choice) {
+          // The usage chunk after the finish_reason is the last one with data: stop reading there (a server that
+          // keeps the connection open after it would otherwise hold the turn forever).
+          if (finishReason && chunk.usage) break;
+          continue;
+        }
         const delta = choice.delta ?? {};
         // Thinking-mode servers stream the reasoning apart from the answer: `reasoning_content` (DeepSeek and
         // compatible servers) or `reasoning` (some gateways).
@@ -151,17 +168,20 @@ export class OpenAIChatAdapter implements ProviderAdapter {
           yield { type: "text_delta", delta: delta.refusal };
         }
         for (const piece of delta.tool_calls ?? []) {
-          // Some compatible servers omit `index`: a new id opens a new call, a piece without one continues the last.
-          let index: number = piece.index;
-          if (typeof index !== "number") {
-            const known = piece.id ? [...calls.entries()].find(([, c]) => c.id === piece.id)?.[0] : undefined;
-            index = known ?? (piece.id || calls.size === 0 ? calls.size : calls.size - 1);
+          // Pieces are matched to calls by `index`. Some compatible servers omit it: a new id opens a new call, a
+          // piece without one continues the last. Some number every call 0: a piece with another id and a name of
+          // its own under the index of a started call opens a new call instead of joining that one.
+          const known = piece.id ? calls.find((c) => c.id === piece.id) : undefined;
+          let call = typeof piece.index === "number" ? byIndex.get(piece.index) : piece.id ? known : calls.at(-1);
+          if (call && piece.id && piece.id !== call.id) {
+            if (known) call = known;
+            else if (call.started && piece.function?.name) call = undefined;
           }
-          let call = calls.get(index);
           if (!call) {
-            call = { id: piece.id || `call_${index}`, name: "", args: "", started: false };
-            calls.set(index, call);
+            call = { id: piece.id || syntheticCallId(this.name), name: "", args: "", started: false };
+            calls.push(call);
           }
+          if (typeof piece.index === "number") byIndex.set(piece.index, call);
           // The id and name are fixed once the call has started (some servers repeat them on every piece).
           if (piece.id && !call.started) call.id = piece.id;
           if (piece.function?.name && !call.started) call.name += piece.function.name;
@@ -169,13 +189,14 @@ export class OpenAIChatAdapter implements ProviderAdapter {
             call.started = true;
             yield { type: "tool_call_started", id: call.id, name: mapped.fromWire(call.name) };
           }
-          const args = piece.function?.arguments;
+          const args = argumentsText(piece.function?.arguments);
           if (args) {
             call.args += args;
             if (call.started) yield { type: "tool_call_arguments_delta", id: call.id, delta: args };
           }
         }
         if (choice.finish_reason) finishReason = choice.finish_reason;
+        if (finishReason && chunk.usage) break;
       }
     } catch (error) {
       throw classifyProviderError(this.name, error, signal, this.config.baseURL);
@@ -183,18 +204,23 @@ export class OpenAIChatAdapter implements ProviderAdapter {
     if (!finishReason) {
       throw truncatedStream(this.name, "a finish_reason", signal);
     }
-    for (const call of [...calls.entries()].sort((a, b) => a[0] - b[0]).map(([, c]) => c)) {
+    for (const call of calls) {
       const name = mapped.fromWire(call.name);
       if (!call.started) yield { type: "tool_call_started", id: call.id, name };
       yield { type: "tool_call_completed", id: call.id, name, arguments: call.args || "{}" };
     }
     if (usage) yield { type: "usage", ...usage };
+    // A turn cut short (output limit, content filter) says so even when it was calling tools: its last call's
+    // arguments may be incomplete, and the loop does not run such a call.
+    const mappedReason = FINISH[finishReason];
     const reason: FinishReason =
-      calls.size > 0
-        ? "tool_calls"
-        : refused && finishReason === "stop"
-          ? "content_filter"
-          : (FINISH[finishReason] ?? "other");
+      mappedReason === "length" || mappedReason === "content_filter"
+        ? mappedReason
+        : calls.length > 0
+          ? "tool_calls"
+          : refused && finishReason === "stop"
+            ? "content_filter"
+            : (mappedReason ?? "other");
     yield {
       type: "finish",
       reason,

@@ -11,8 +11,9 @@
  * - `response.failed` / `error` events → a thrown ProviderError.
  *
  * Conversation → input items: user/assistant text as messages, tool calls as `function_call` items and results as
- * `function_call_output` items matched by `call_id` (the call's `arguments` echoed verbatim). Reasoning items of
- * a turn (providerData.openaiReasoning) are echoed back before that turn's calls.
+ * `function_call_output` items matched by `call_id` (the call's `arguments` echoed verbatim). A turn that reasoned
+ * (providerData.openaiReasoning) goes back in its output order (openaiOrder), its messages and calls with their
+ * item ids, since the API pairs each reasoning item with the item that followed it.
  */
 
 // The SDK loads on first use, not at import time (CLI and MCP start-up stay fast).
@@ -40,21 +41,17 @@ export function toResponsesInput(
     if (message.role === "user") {
       items.push({ role: "user", content: message.content });
     } else if (message.role === "assistant") {
+      const ordered = orderedOutputItems(message, toWire);
+      if (ordered) {
+        items.push(...ordered);
+        continue;
+      }
       const reasoning = message.providerData?.openaiReasoning;
       if (Array.isArray(reasoning)) items.push(...(reasoning as ResponseInputItem[]));
       const parts = messageItems(message.providerData?.openaiMessages);
       if (parts) {
         // Each message item goes back as it came (id and phase kept), so commentary stays commentary.
-        for (const part of parts) {
-          items.push({
-            type: "message",
-            role: "assistant",
-            id: part.id,
-            status: "completed",
-            content: [{ type: "output_text", text: part.text, annotations: [] }],
-            ...(part.phase ? { phase: part.phase } : {}),
-          } as ResponseInputItem);
-        }
+        for (const part of parts) items.push(messageItem(part));
       } else if (message.content) items.push({ role: "assistant", content: message.content });
       for (const call of message.toolCalls ?? []) {
         items.push({ type: "function_call", call_id: call.id, name: toWire(call.name), arguments: call.arguments });
@@ -66,6 +63,61 @@ export function toResponsesInput(
     }
   }
   return items;
+}
+
+/**
+ * The output items of a turn that reasoned, in the order the response produced them and with their ids
+ * (providerData.openaiOrder): the API pairs each reasoning item with the item that followed it, by id, and
+ * refuses ("Item 'rs_…' of type 'reasoning' was provided without its required following item") a reasoning item
+ * followed by anything else. A reasoning item that nothing followed is left out. Undefined when the turn did not
+ * record its order (stored before it was kept, or no reasoning): the caller then uses the plain layout.
+ */
+function orderedOutputItems(
+  message: Extract<ConversationMessage, { role: "assistant" }>,
+  toWire: (name: string) => string,
+): ResponseInputItem[] | undefined {
+  const data = message.providerData;
+  const order = data?.openaiOrder;
+  const reasoning = data?.openaiReasoning;
+  const callItems = (data?.openaiCallItems ?? {}) as Record<string, unknown>;
+  if (!Array.isArray(order) || !Array.isArray(reasoning)) return undefined;
+  const messages = messageItems(data?.openaiMessages) ?? [];
+  const calls = message.toolCalls ?? [];
+  const entries: { reasoning: boolean; item: ResponseInputItem; callId?: string; messageId?: string }[] = [];
+  for (const id of order) {
+    if (typeof id !== "string") return undefined;
+    const thought = reasoning.find((r) => (r as { id?: unknown })?.id === id);
+    const part = messages.find((m) => m.id === id);
+    const call = calls.find((c) => callItems[c.id] === id);
+    if (thought) entries.push({ reasoning: true, item: thought as ResponseInputItem });
+    else if (part) entries.push({ reasoning: false, item: messageItem(part), messageId: part.id });
+    else if (call) {
+      const item = { type: "function_call", id, call_id: call.id, name: toWire(call.name), arguments: call.arguments };
+      entries.push({ reasoning: false, item: item as ResponseInputItem, callId: call.id });
+    }
+  }
+  const kept = entries.filter((e, i) => !e.reasoning || (entries[i + 1] && !entries[i + 1]!.reasoning));
+  const items = kept.map((e) => e.item);
+  // Whatever the order did not cover still goes back: the text (when no message item carried it), the calls.
+  if (message.content && !kept.some((e) => e.messageId)) items.push({ role: "assistant", content: message.content });
+  for (const call of calls) {
+    if (!kept.some((e) => e.callId === call.id)) {
+      items.push({ type: "function_call", call_id: call.id, name: toWire(call.name), arguments: call.arguments });
+    }
+  }
+  return items;
+}
+
+/** A message output item sent back as it came (id and phase kept). */
+function messageItem(part: MessageItem): ResponseInputItem {
+  return {
+    type: "message",
+    role: "assistant",
+    id: part.id,
+    status: "completed",
+    content: [{ type: "output_text", text: part.text, annotations: [] }],
+    ...(part.phase ? { phase: part.phase } : {}),
+  } as ResponseInputItem;
 }
 
 /** One assistant message item of a response as stored in providerData.openaiMessages. */
@@ -100,6 +152,9 @@ export class OpenAIResponsesAdapter implements ProviderAdapter {
     const { signal } = request;
     const calls = new Map<string, { callId: string; name: string; args: string; completed: boolean }>();
     const reasoning: unknown[] = [];
+    // Output item ids in output order, and each call's item id: a turn that reasoned is sent back in that order.
+    const order: string[] = [];
+    const callItems: Record<string, string> = {};
     // Message items in output order; texts of separate items are never run together.
     const messages: MessageItem[] = [];
     let textSoFar = false;
@@ -123,7 +178,8 @@ export class OpenAIResponsesAdapter implements ProviderAdapter {
     }
     let finished = false;
     try {
-      for await (const event of stream) {
+      // Reading stops at the terminal event: a server that keeps the connection open after it must not hold the turn.
+      read: for await (const event of stream) {
         switch (event.type) {
           case "response.output_text.delta":
             if (event.delta) {
@@ -161,14 +217,22 @@ export class OpenAIResponsesAdapter implements ProviderAdapter {
             break;
           }
           case "response.output_item.done":
+            if (typeof event.item.id === "string" && event.item.id) order.push(event.item.id);
             if (event.item.type === "function_call") {
+              if (event.item.id) callItems[event.item.call_id] = event.item.id;
               const key = event.item.id ?? event.item.call_id;
-              const call = calls.get(key) ?? {
-                callId: event.item.call_id,
-                name: mapped.fromWire(event.item.name),
-                args: "",
-                completed: false,
-              };
+              let call = calls.get(key);
+              if (!call) {
+                // A call announced only by its done event still starts before it completes.
+                call = {
+                  callId: event.item.call_id,
+                  name: mapped.fromWire(event.item.name),
+                  args: "",
+                  completed: false,
+                };
+                yield { type: "tool_call_started", id: call.callId, name: call.name };
+              }
+              if (call.completed) break;
               call.completed = true;
               calls.set(key, call);
               const args = event.item.arguments || call.args || "{}";
@@ -190,6 +254,13 @@ export class OpenAIResponsesAdapter implements ProviderAdapter {
             break;
           case "response.completed":
           case "response.incomplete": {
+            // A call still streaming when the response stopped (output limit) completes with what arrived: the
+            // loop answers it as cut short instead of losing it.
+            for (const call of calls.values()) {
+              if (call.completed) continue;
+              call.completed = true;
+              yield { type: "tool_call_completed", id: call.callId, name: call.name, arguments: call.args };
+            }
             const usage = event.response.usage;
             if (usage) {
               const reasoning = usage.output_tokens_details?.reasoning_tokens;
@@ -223,11 +294,15 @@ export class OpenAIResponsesAdapter implements ProviderAdapter {
               providerReason,
               providerData: {
                 openaiResponseId: event.response.id,
-                ...(reasoning.length ? { openaiReasoning: reasoning } : {}),
-                ...(messages.length > 1 || messages.some((m) => m.phase) ? { openaiMessages: messages } : {}),
+                ...(reasoning.length
+                  ? { openaiReasoning: reasoning, openaiOrder: order, openaiCallItems: callItems }
+                  : {}),
+                ...(messages.length > 1 || messages.some((m) => m.phase) || (reasoning.length && messages.length)
+                  ? { openaiMessages: messages }
+                  : {}),
               },
             };
-            break;
+            break read;
           }
           case "response.failed":
             throw streamErrorEvent(

@@ -3,6 +3,7 @@
  * text handling. Adapters never execute tools.
  */
 
+import { randomBytes } from "node:crypto";
 import { ProviderError, type ProviderName } from "../types.js";
 
 /** Where each provider's SDK sends requests when no base URL is configured (named in connection errors). */
@@ -24,7 +25,8 @@ export function sentence(text: string): string {
  * failure it was and what to do next:
  *
  * - an HTTP error response: the status and the provider's message (401/403 → check the key; 404 → the model name;
- *   429 → retry later; 400 → the request or the chat's history was refused);
+ *   429 and 5xx → retry, after the provider's retry-after when it sent one; 400 → the request or the chat's
+ *   history was refused);
  * - an error event inside a stream that had started (the SDKs throw an APIError without a status): the provider's
  *   own code and message — the server was reached, so the base URL is not the problem;
  * - no response at all (connection refused, DNS, TLS, reset before any byte): names `baseURL` (the URL tried).
@@ -45,19 +47,24 @@ export function classifyProviderError(
   const status = statusOf(err);
   const detail = sentence(err.message || err.name);
   if (status !== undefined) {
+    // The provider's own message (Anthropic's SDK puts the whole JSON body in `message`), without the SDK's
+    // leading status code (the sentence names it already).
+    const said = sentence(bodyMessage(err) ?? detail.replace(new RegExp(`^${status}\\s+`), "")) || detail;
+    const wait = retryAfterSeconds(err);
+    const later = wait === undefined ? "retry later" : `retry in ${wait} s (the provider's retry-after)`;
     const hint =
       status === 401 || status === 403
         ? " Check the API key."
         : status === 404
           ? " Check the model name and the base URL."
           : status === 429
-            ? " Rate limited: retry later."
+            ? ` Rate limited: ${later}.`
             : status === 400
               ? " The provider refused the request as sent (for a chat, possibly its stored history)."
               : status >= 500
-                ? " The provider had a server error: retry later."
+                ? ` The provider had a server error or is overloaded: ${later}.`
                 : "";
-    return new ProviderError(provider, `${provider} request failed (HTTP ${status}): ${detail}.${hint}`, status, {
+    return new ProviderError(provider, `${provider} request failed (HTTP ${status}): ${said}.${hint}`, status, {
       cause: err,
     });
   }
@@ -154,12 +161,33 @@ function errorBody(error: Error): { code?: unknown; type?: unknown; message?: un
 function codeOf(error: Error): string | undefined {
   const body = errorBody(error);
   const code = body?.code ?? body?.type ?? (error as { code?: unknown }).code;
+  // Some gateways send a numeric code (OpenRouter: the upstream's HTTP status).
+  if (typeof code === "number" && Number.isFinite(code)) return String(code);
   return typeof code === "string" && code ? code : undefined;
 }
 
 function bodyMessage(error: Error): string | undefined {
   const message = errorBody(error)?.message;
   return typeof message === "string" && message ? message : undefined;
+}
+
+/**
+ * How long the provider asked the client to wait, in whole seconds, from the error's response headers:
+ * `retry-after-ms`, else `retry-after` (seconds or an HTTP date). Undefined when absent or unreadable.
+ */
+function retryAfterSeconds(error: Error): number | undefined {
+  const headers = (error as { headers?: unknown }).headers;
+  const get = (name: string): string | undefined => {
+    if (headers && typeof (headers as Headers).get === "function") return (headers as Headers).get(name) ?? undefined;
+    const value = (headers as Record<string, unknown> | undefined)?.[name];
+    return typeof value === "string" ? value : undefined;
+  };
+  const ms = Number(get("retry-after-ms"));
+  if (get("retry-after-ms") && Number.isFinite(ms) && ms >= 0) return Math.ceil(ms / 1000);
+  const after = get("retry-after")?.trim();
+  if (!after) return undefined;
+  const seconds = /^\d+(\.\d+)?$/.test(after) ? Number(after) : (Date.parse(after) - Date.now()) / 1000;
+  return Number.isFinite(seconds) && seconds >= 0 ? Math.ceil(seconds) : undefined;
 }
 
 function statusOf(error: Error): number | undefined {
@@ -207,4 +235,12 @@ export function lazily<T>(create: () => Promise<T>): () => Promise<T> {
     value ??= create();
     return value;
   };
+}
+
+/**
+ * A call id for a tool call the provider streamed without one (some compatible servers omit it), unique across
+ * turns: results, approvals and the history sent back all name a call by its id, so two calls must never share one.
+ */
+export function syntheticCallId(provider: ProviderName): string {
+  return `${provider === "gemini" ? "fc" : "call"}_${randomBytes(9).toString("base64url")}`;
 }
