@@ -27,7 +27,12 @@ import { tempDir } from "../shell/helpers.js";
 
 const ROWS = 100_000;
 const tag = Math.random().toString(36).slice(2, 8);
-const PASSWORDS = { reader: `Rd-${tag}-s3cr3t`, writer: `Wr-${tag}-s3cr3t`, down: `Dn-${tag}-s3cr3t` };
+const PASSWORDS = {
+  reader: `Rd-${tag}-s3cr3t`,
+  writer: `Wr-${tag}-s3cr3t`,
+  down: `Dn-${tag}-s3cr3t`,
+  member: `Mb-${tag}-s3cr3t`,
+};
 
 /** One database under test: its sources (reader, writer, privileged, down) and how to inspect it directly. */
 interface Fixture {
@@ -45,6 +50,11 @@ interface Fixture {
   sleep: string;
   /** Write shapes beyond the common ones, each refused as a write. */
   writes: string[];
+  /**
+   * Sources whose account could get around a read-only transaction (a superuser; a role it may switch to holds what
+   * a read-only transaction does not stop): refused before any statement runs.
+   */
+  privileged: string[];
   close(): Promise<void>;
 }
 
@@ -66,6 +76,9 @@ async function postgresFixture(): Promise<Fixture> {
   await admin.query(`
     CREATE ROLE ${writer} LOGIN PASSWORD '${PASSWORDS.writer}';
     CREATE ROLE ${reader} LOGIN PASSWORD '${PASSWORDS.reader}';
+    CREATE ROLE boss_${tag} NOLOGIN SUPERUSER;
+    CREATE ROLE member_${tag} LOGIN NOINHERIT PASSWORD '${PASSWORDS.member}';
+    GRANT boss_${tag} TO member_${tag};
     GRANT CREATE, USAGE ON SCHEMA public TO ${writer};
     SET ROLE ${writer};
     CREATE TABLE owners (id int PRIMARY KEY, name text NOT NULL);
@@ -91,8 +104,11 @@ async function postgresFixture(): Promise<Fixture> {
       ro: { url: url(reader, PASSWORDS.reader), description: "Shop items and owners" },
       rw: { url: url(writer, PASSWORDS.writer) },
       root: { url: adminUrl },
+      // Not a superuser itself, but may SET ROLE to one (then COPY … TO PROGRAM runs inside a read-only transaction).
+      member: { url: url(`member_${tag}`, PASSWORDS.member) },
       down: { url: `postgres://someone:${PASSWORDS.down}@127.0.0.1:1/nothing` },
     },
+    privileged: ["root", "member"],
     async counts() {
       const { rows } = await admin.query(
         "SELECT (SELECT count(*) FROM items)::int AS items, (SELECT count(*) FROM owners)::int AS owners, (SELECT count(*) FROM big)::int AS big, (SELECT count(*) FROM pg_tables WHERE schemaname = 'public')::int AS tables",
@@ -150,6 +166,13 @@ async function mysqlFixture(): Promise<Fixture> {
     GRANT SELECT, EXECUTE ON \`${database}\`.* TO '${reader}'@'127.0.0.1';
     CREATE USER '${writer}'@'127.0.0.1' IDENTIFIED BY '${PASSWORDS.writer}';
     GRANT ALL PRIVILEGES ON \`${database}\`.* TO '${writer}'@'127.0.0.1';
+    CREATE ROLE filer_${tag};
+    GRANT FILE ON *.* TO filer_${tag};
+    CREATE ROLE outer_${tag};
+    GRANT filer_${tag} TO outer_${tag};
+    CREATE USER 'member_${tag}'@'127.0.0.1' IDENTIFIED BY '${PASSWORDS.member}';
+    GRANT SELECT ON \`${database}\`.* TO 'member_${tag}'@'127.0.0.1';
+    GRANT outer_${tag} TO 'member_${tag}'@'127.0.0.1';
   `);
   const url = (user: string, password: string) => adminUrl.replace(/\/\/[^@]+@/, `//${user}:${password}@`);
   return {
@@ -158,8 +181,11 @@ async function mysqlFixture(): Promise<Fixture> {
       ro: { url: url(reader, PASSWORDS.reader), description: "Shop items and owners" },
       rw: { url: url(writer, PASSWORDS.writer) },
       root: { url: adminUrl },
+      // FILE only through a role (granted to a role granted to the account): SET ROLE, then INTO OUTFILE.
+      member: { url: url(`member_${tag}`, PASSWORDS.member) },
       down: { url: `mysql://someone:${PASSWORDS.down}@127.0.0.1:1/nothing` },
     },
+    privileged: ["root", "member"],
     async counts() {
       const [rows] = await admin.query(
         `SELECT (SELECT count(*) FROM items) AS items, (SELECT count(*) FROM owners) AS owners, (SELECT count(*) FROM big) AS big,
@@ -222,6 +248,7 @@ async function sqliteFixture(dir: string): Promise<Fixture> {
       rw: { url: `sqlite:${file}` },
       down: { url: `sqlite:${join(dir, "missing.db")}` },
     },
+    privileged: [],
     async counts() {
       const check = new Database(file, { readonly: true });
       try {
@@ -557,11 +584,13 @@ for (const { name, skip, make } of cases) {
       }
     });
 
-    it.skipIf(name === "SQLite")("refuses a source whose account can bypass read-only", async () => {
-      if (!fixture.sources.root) return;
-      const outcome = await query("root", "SELECT 1");
-      expect(outcome.ok ? "ran" : outcome.error.code).toBe("access_denied");
-      if (!outcome.ok) expect(outcome.error.message).toMatch(/read-only/);
+    it.skipIf(name === "SQLite")("refuses a source whose account can bypass read-only, or switch to a role that can", async () => {
+      expect(fixture.privileged.length).toBeGreaterThan(0);
+      for (const source of fixture.privileged) {
+        const outcome = await query(source, "SELECT 1");
+        expect(outcome.ok ? "ran" : outcome.error.code, source).toBe("access_denied");
+        if (!outcome.ok) expect(outcome.error.message, source).toMatch(/read-only/);
+      }
     });
 
     it("refuses an unknown source, and a source the user's allowedSources leaves out, naming the allowed ones", async () => {

@@ -8,7 +8,8 @@
  * the connection returns to the source's small pool.
  *
  * A role that can bypass a read-only transaction (a superuser, or a member of pg_execute_server_program or
- * pg_write_server_files: `COPY … TO PROGRAM`, server files) is refused: the source must connect as a read-only role.
+ * pg_write_server_files: `COPY … TO PROGRAM`, server files), or may switch to one (SET ROLE), is refused: the source
+ * must connect as a read-only role.
  */
 import type { FieldDef, PoolClient } from "pg";
 import pg from "pg";
@@ -253,17 +254,18 @@ export class PostgresDriver implements DataDriver {
   }
 
   async #checkRole(client: PoolClient): Promise<void> {
+    // Any role the session may switch to counts (SET ROLE works on every role it is a member of, also without
+    // INHERIT, and a statement may run it first: a DO block), as does the login role behind a role set for it.
     const { rows } = await client.query<{ unsafe: boolean }>(
-      `SELECT r.rolsuper OR EXISTS (
+      `SELECT EXISTS (
          SELECT 1 FROM pg_roles g
-         WHERE g.rolname IN ('pg_execute_server_program', 'pg_write_server_files')
-           AND pg_has_role(current_user, g.oid, 'MEMBER')) AS unsafe
-       FROM pg_roles r WHERE r.rolname = current_user`,
+         WHERE (g.rolsuper OR g.rolname IN ('pg_execute_server_program', 'pg_write_server_files'))
+           AND (pg_has_role(current_user, g.oid, 'MEMBER') OR pg_has_role(session_user, g.oid, 'MEMBER'))) AS unsafe`,
     );
     if (rows[0]?.unsafe) {
       throw readOnlyRefusal(
         this.source,
-        "its role is a superuser or may run programs or write files on the server, which a read-only transaction does not stop; connect it as a read-only role",
+        "its role is a superuser or may run programs or write files on the server, or may switch to a role that can (SET ROLE), which a read-only transaction does not stop; connect it as a read-only role",
       );
     }
   }
