@@ -8,7 +8,8 @@
  * transaction is rolled back and table locks released before the connection returns to the source's small pool.
  *
  * An account holding a global privilege that a read-only transaction does not stop (FILE: `SELECT … INTO OUTFILE`;
- * SUPER; ALL PRIVILEGES on `*.*`) is refused: the source must connect as a read-only account.
+ * SUPER; ALL PRIVILEGES on `*.*`), itself or through a MariaDB role it may enable, is refused: the source must
+ * connect as a read-only account.
  */
 import mysql from "mysql2";
 import { ToolError } from "../../core/errors.js";
@@ -106,17 +107,40 @@ export class MysqlDriver implements DataDriver {
 
   async #checkAccount(connection: Connection): Promise<{ mariadb: boolean; version: string }> {
     const v = (await run<{ v: string }>(connection, "SELECT VERSION() AS v"))[0]?.v ?? "";
-    const grants = await run<Record<string, string>>(connection, "SHOW GRANTS");
-    for (const row of grants) {
-      const grant = String(Object.values(row)[0] ?? "");
-      if (DANGEROUS_GRANT.test(grant)) {
-        throw readOnlyRefusal(
-          this.source,
-          "its account holds FILE, SUPER or all privileges on every database, which a read-only transaction does not stop; connect it as a read-only account",
-        );
+    const mariadb = /mariadb/i.test(v);
+    const refuse = () =>
+      readOnlyRefusal(
+        this.source,
+        "its account holds FILE, SUPER or all privileges on every database, itself or through a role it may enable (SET ROLE), which a read-only transaction does not stop; connect it as a read-only account",
+      );
+    if (await this.#dangerousGrants(connection)) throw refuse();
+    if (mariadb) {
+      // A statement may enable any role granted to the account first (SET ROLE, inside BEGIN NOT ATOMIC … END).
+      // MariaDB's SHOW GRANTS lists the enabled role's grants, and those of the roles granted to it.
+      const login = (await run<{ r: string | null }>(connection, "SELECT CURRENT_ROLE() AS r"))[0]?.r ?? null;
+      const roles = await run<{ r: string }>(
+        connection,
+        "SELECT DISTINCT ROLE_NAME AS r FROM information_schema.APPLICABLE_ROLES WHERE ROLE_NAME IS NOT NULL",
+      );
+      let dangerous = false;
+      for (const { r } of roles) {
+        try {
+          await run(connection, "SET ROLE ?", [r]);
+        } catch {
+          continue; // a role granted to a role, not to the account: covered by the one granting it
+        }
+        if (await this.#dangerousGrants(connection)) dangerous = true;
       }
+      await run(connection, login === null ? "SET ROLE NONE" : "SET ROLE ?", login === null ? [] : [login]);
+      if (dangerous) throw refuse();
     }
-    return { mariadb: /mariadb/i.test(v), version: v };
+    return { mariadb, version: v };
+  }
+
+  /** Whether SHOW GRANTS (the account's, and its enabled role's) holds FILE, SUPER or ALL on `*.*`. */
+  async #dangerousGrants(connection: Connection): Promise<boolean> {
+    const grants = await run<Record<string, string>>(connection, "SHOW GRANTS");
+    return grants.some((row) => DANGEROUS_GRANT.test(String(Object.values(row)[0] ?? "")));
   }
 
   async #kill(threadId: number | null): Promise<void> {
