@@ -220,6 +220,12 @@ async function mysqlFixture(): Promise<Fixture> {
       "CREATE TEMPORARY TABLE intruder (a int)",
       "CREATE USER intruder",
       "LOAD DATA LOCAL INFILE '/etc/hostname' INTO TABLE owners",
+      // One statement holding several (MariaDB's compound statements, also prepared and run at once): it must not
+      // end the read-only transaction, make the session writable and write in a new one.
+      "BEGIN NOT ATOMIC COMMIT; SET SESSION TRANSACTION READ WRITE; INSERT INTO log (note) VALUES ('x'); END",
+      "IF 1 THEN ROLLBACK; SET SESSION tx_read_only = 0; START TRANSACTION; DELETE FROM items; COMMIT; END IF",
+      "FOR i IN 1..1 DO CREATE TABLE intruder (a int); END FOR",
+      "EXECUTE IMMEDIATE 'BEGIN NOT ATOMIC COMMIT; SET SESSION TRANSACTION READ WRITE; INSERT INTO log (note) VALUES (1); END'",
     ],
     close: () => admin.end(),
   };
@@ -445,6 +451,13 @@ for (const { name, skip, make } of cases) {
             expect(outcome.error.message).toMatch(/read-only/);
           }
         }
+      }
+      // A compound statement that swallows its errors ends without one, and still writes nothing.
+      if (name === "MariaDB") {
+        await query(
+          "rw",
+          "BEGIN NOT ATOMIC DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END; COMMIT; SET SESSION TRANSACTION READ WRITE; START TRANSACTION; INSERT INTO log (note) VALUES ('x'); COMMIT; END",
+        );
       }
       expect(await fixture.counts()).toEqual(before);
       expect(fixture.fingerprint?.()).toBe(hash);

@@ -1,5 +1,6 @@
 /**
- * The MySQL / MariaDB driver (`mysql2`). Every call runs in `START TRANSACTION READ ONLY`, on a session whose
+ * The MySQL / MariaDB driver (`mysql2`). Every call runs in `START TRANSACTION READ ONLY` (on MariaDB an XA
+ * transaction, which a compound statement cannot end: see #session), on a session whose
  * transactions are all read-only (a DDL statement's implicit commit would otherwise leave the first), with a server-side
  * statement timeout (MariaDB `max_statement_time`, MySQL `max_execution_time`), on a connection without
  * multi-statement support, so the server refuses a second statement. Parameters (`?`) are bound by the driver.
@@ -11,6 +12,7 @@
  * SUPER; ALL PRIVILEGES on `*.*`), itself or through a MariaDB role it may enable, is refused: the source must
  * connect as a read-only account.
  */
+import { randomBytes } from "node:crypto";
 import mysql from "mysql2";
 import { ToolError } from "../../core/errors.js";
 import {
@@ -160,6 +162,11 @@ export class MysqlDriver implements DataDriver {
   ): Promise<T> {
     if (signal.aborted) throw abortError(signal, this.source, timeoutMs);
     const { connection, mariadb } = await this.#connect();
+    // MariaDB runs several statements as one (BEGIN NOT ATOMIC … END, IF, FOR, EXECUTE IMMEDIATE), which could
+    // COMMIT, make the session writable (SET SESSION TRANSACTION READ WRITE) and write in a new transaction. An XA
+    // transaction cannot be ended by COMMIT, ROLLBACK, START TRANSACTION or an implicit commit, only by its id, which
+    // the statement never sees. It is read-only as the session is.
+    const xid = mariadb ? `toolhost-${randomBytes(16).toString("hex")}` : undefined;
     const state: { broken: boolean; killed?: Promise<void> } = { broken: false };
     const onAbort = () => {
       state.killed ??= this.#kill(connection.threadId);
@@ -182,7 +189,8 @@ export class MysqlDriver implements DataDriver {
       // Read-only for the session too: a statement that commits implicitly (DDL) ends the transaction first, and
       // then runs in a new one, which must be read-only as well.
       await run(connection, "SET SESSION TRANSACTION READ ONLY");
-      await run(connection, "START TRANSACTION READ ONLY");
+      if (xid) await run(connection, "XA START ?", [xid]);
+      else await run(connection, "START TRANSACTION READ ONLY");
       signal.addEventListener("abort", onAbort, { once: true });
       if (signal.aborted) onAbort();
       return await Promise.race([work(connection, state), lost]);
@@ -205,7 +213,10 @@ export class MysqlDriver implements DataDriver {
       if (state.broken) connection.destroy();
       else {
         try {
-          await run(connection, "ROLLBACK");
+          if (xid) {
+            await run(connection, "XA END ?", [xid]);
+            await run(connection, "XA ROLLBACK ?", [xid]);
+          } else await run(connection, "ROLLBACK");
           await run(connection, "UNLOCK TABLES");
           connection.release();
         } catch {
@@ -232,6 +243,11 @@ export class MysqlDriver implements DataDriver {
       case 1148: // ER_NOT_ALLOWED_COMMAND (LOAD DATA LOCAL: local files are off)
       case 4166: // MariaDB ER_LOAD_INFILE_CAPABILITY_DISABLED
         return readOnlyRefusal(this.source, message);
+      case 1399: // ER_XAER_RMFAIL: the statement would end the (XA) read-only transaction
+        return readOnlyRefusal(
+          this.source,
+          "it would end the read-only transaction: COMMIT, ROLLBACK, START TRANSACTION, or a statement that commits implicitly such as DDL",
+        );
       case 1969: // MariaDB ER_STATEMENT_TIMEOUT
       case 3024: // MySQL ER_QUERY_TIMEOUT
         return statementTimeout(this.source, timeoutMs);
