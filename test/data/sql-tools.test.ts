@@ -44,6 +44,8 @@ interface Fixture {
   running?(marker: string): Promise<number>;
   /** Ends, from another session, the connections running a statement that contains `marker` (as an admin would). */
   terminate?(marker: string): Promise<void>;
+  /** A statement taking a session-level lock that outlives its transaction, and whether the lock is held (read directly). */
+  sessionLock?: { sql: string; held(): Promise<boolean> };
   /** Fingerprint of everything on disk (SQLite) for "unchanged". */
   fingerprint?(): string;
   placeholder(n: number): string;
@@ -128,6 +130,15 @@ async function postgresFixture(): Promise<Fixture> {
         [`%${marker}%`],
       );
     },
+    sessionLock: {
+      sql: "SELECT pg_advisory_lock(4242) IS NULL AS locked",
+      async held() {
+        const { rows } = await admin.query(
+          "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND granted",
+        );
+        return rows[0].n > 0;
+      },
+    },
     placeholder: (n) => `$${n}`,
     sleep: "SELECT pg_sleep(30) AS marker_sleep",
     writes: [
@@ -208,6 +219,13 @@ async function mysqlFixture(): Promise<Fixture> {
         [`%${marker}%`],
       );
       for (const { id } of rows as { id: number }[]) await admin.query(`KILL ${Number(id)}`);
+    },
+    sessionLock: {
+      sql: `SELECT GET_LOCK('toolhost_${tag}', 0) AS locked`,
+      async held() {
+        const [rows] = await admin.query(`SELECT IS_USED_LOCK('toolhost_${tag}') AS holder`);
+        return (rows as { holder: unknown }[])[0]?.holder != null;
+      },
     },
     placeholder: () => "?",
     sleep: "SELECT SLEEP(30) AS marker_sleep",
@@ -481,6 +499,25 @@ for (const { name, skip, make } of cases) {
       expect(await fixture.counts()).toEqual(before);
       // The connection is still good afterwards.
       expect(rows(await query("rw", "SELECT 1 AS one")).rows).toEqual([[1]]);
+    });
+
+    it.skipIf(name === "SQLite")("leaves nothing of a call's session to the next call on its connection", async () => {
+      const lock = fixture.sessionLock;
+      if (!lock) throw new Error("no session lock statement");
+      // A session-level lock (never released by the rollback) would stay held by the pooled connection, blocking
+      // everyone else who asks for it.
+      expect((await query("ro", lock.sql)).ok).toBe(true);
+      expect(await lock.held()).toBe(false);
+      // Session variables and settings of one call (another user's, maybe) do not reach the next: every pooled
+      // connection is asked, one call at a time.
+      const set =
+        fixture.dialect === "postgres"
+          ? "SELECT set_config('toolhost.leak', 'secret', false) AS v"
+          : "SELECT @leak := 'secret' AS v";
+      const read =
+        fixture.dialect === "postgres" ? "SELECT current_setting('toolhost.leak', true) AS v" : "SELECT @leak AS v";
+      expect((await query("ro", set)).ok).toBe(true);
+      for (let i = 0; i < 3; i++) expect(rows(await query("ro", read)).rows[0]?.[0] ?? null).not.toBe("secret");
     });
 
     it("cuts a 100,000-row result at maxRows, and a 10-billion-row one without reading it", async () => {

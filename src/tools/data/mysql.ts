@@ -6,7 +6,8 @@
  * multi-statement support, so the server refuses a second statement. Parameters (`?`) are bound by the driver.
  * Rows are streamed; at maxRows + 1 the statement is stopped on the server (`KILL QUERY` from a second connection)
  * and its connection dropped, so the rest is never read. A cancel also runs `KILL QUERY`. After each call the
- * transaction is rolled back and table locks released before the connection returns to the source's small pool.
+ * transaction is rolled back and the session reset (COM_RESET_CONNECTION: variables, named locks, table locks)
+ * before the connection returns to the source's small pool.
  *
  * An account holding a global privilege that a read-only transaction does not stop (FILE: `SELECT … INTO OUTFILE`;
  * SUPER; ALL PRIVILEGES on `*.*`), itself or through a MariaDB role it may enable, is refused: the source must
@@ -217,7 +218,11 @@ export class MysqlDriver implements DataDriver {
             await run(connection, "XA END ?", [xid]);
             await run(connection, "XA ROLLBACK ?", [xid]);
           } else await run(connection, "ROLLBACK");
-          await run(connection, "UNLOCK TABLES");
+          // Nothing of this call's session reaches the next call on the connection (another user's, maybe): user
+          // variables, named locks (GET_LOCK outlives a rollback), HANDLERs, session variables, table locks.
+          await new Promise<void>((resolve, reject) =>
+            connection.reset((error) => (error ? reject(error) : resolve())),
+          );
           connection.release();
         } catch {
           connection.destroy();
