@@ -23,6 +23,7 @@ import {
   connectionLost,
   IDLE_CLOSE_MS,
   isoLocal,
+  jsonColumnValue,
   jsonSafe,
   POOL_SIZE,
   queryResult,
@@ -40,6 +41,7 @@ type Connection = mysql.PoolConnection;
 
 const DANGEROUS_GRANT = /^GRANT\s+(?:.*\b(?:FILE|SUPER)\b.*|ALL(?: PRIVILEGES)?)\s+ON\s+\*\.\*/i;
 const DATETIME_TYPES = new Set([7, 10, 12]); // TIMESTAMP, DATE, DATETIME (mysql2 field types)
+const JSON_TYPE = 245; // MySQL's JSON (MariaDB's JSON is text); read as its text (jsonStrings), see jsonColumnValue
 
 function run<T = Record<string, unknown>>(connection: Connection, sql: string, values: unknown[] = []): Promise<T[]> {
   return new Promise((resolve, reject) =>
@@ -79,6 +81,7 @@ export class MysqlDriver implements DataDriver {
       supportBigNumbers: true,
       bigNumberStrings: true,
       dateStrings: true,
+      jsonStrings: true,
       decimalNumbers: false,
     };
   }
@@ -285,6 +288,7 @@ export class MysqlDriver implements DataDriver {
         return new Promise<{ columns: QueryColumn[]; rows: unknown[][]; truncated: boolean }>((resolve, reject) => {
           let columns: QueryColumn[] = [];
           let dateColumns: boolean[] = [];
+          let jsonColumns: boolean[] = [];
           const rows: unknown[][] = [];
           const budget = new ResultBudget();
           let full = false;
@@ -301,6 +305,7 @@ export class MysqlDriver implements DataDriver {
               return type ? { name: f.name, type: type.toLowerCase() } : { name: f.name };
             });
             dateColumns = fields.map((f) => DATETIME_TYPES.has(f.type ?? -1));
+            jsonColumns = fields.map((f) => f.type === JSON_TYPE);
           });
           query.on("result", (row: unknown) => {
             if (truncated) return;
@@ -315,7 +320,15 @@ export class MysqlDriver implements DataDriver {
               void state.killed.then(() => resolve({ columns, rows, truncated }));
               return;
             }
-            const values = row.map((v, i) => (dateColumns[i] && typeof v === "string" ? isoLocal(v) : jsonSafe(v)));
+            const values = row.map((v, i) =>
+              typeof v !== "string"
+                ? jsonSafe(v)
+                : dateColumns[i]
+                  ? isoLocal(v)
+                  : jsonColumns[i]
+                    ? jsonSafe(jsonColumnValue(v))
+                    : jsonSafe(v),
+            );
             rows.push(values);
             full = !budget.take(values);
           });

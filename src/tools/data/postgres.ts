@@ -23,6 +23,7 @@ import {
   cutValueText,
   IDLE_CLOSE_MS,
   isoLocal,
+  jsonColumnValue,
   POOL_SIZE,
   queryResult,
   ResultBudget,
@@ -88,11 +89,7 @@ function fromText(text: string | null, oid: number): unknown {
     }
     case 114:
     case 3802:
-      try {
-        return JSON.parse(text);
-      } catch {
-        return text;
-      }
+      return jsonColumnValue(text);
     case 17:
       return text; // bytea in the escape format: its text
     case 1114:
