@@ -332,9 +332,13 @@ export class PostgresDriver implements DataDriver {
     if (error instanceof ToolError) return error;
     const { code = "", message = "" } = error as PgError;
     if (code === "25006" || code === "42501" || code === "25001") return readOnlyRefusal(this.source, message);
+    // 2D000: COMMIT or ROLLBACK inside a DO block or procedure, which cannot end the call's read-only transaction.
+    if (code.startsWith("2D")) {
+      return readOnlyRefusal(this.source, `${message}: a statement here cannot end its read-only transaction`);
+    }
     if (code === "57014") return statementTimeout(this.source, timeoutMs);
     if (code === "42601" && /multiple commands/.test(message)) return severalStatements(this.source);
-    if (/^(42|22|0A|21|23|2F|3F|54|08P01)/.test(code) || /bind message supplies/.test(message)) {
+    if (/^(42|22|0A|21|23|2F|3F|54|P0|08P01)/.test(code) || /bind message supplies/.test(message)) {
       return sqlRejected(this.source, message, code ? { sqlState: code } : {});
     }
     if (/^08|^57P/.test(code) || (error as NodeJS.ErrnoException).syscall) {
