@@ -44,6 +44,8 @@ interface Fixture {
   running?(marker: string): Promise<number>;
   /** Ends, from another session, the connections running a statement that contains `marker` (as an admin would). */
   terminate?(marker: string): Promise<void>;
+  /** Lets the server send rows of up to 1 GiB to connections opened afterwards (MariaDB's max_allowed_packet). */
+  allowHugeRows?(): Promise<void>;
   /** A statement taking a session-level lock that outlives its transaction, and whether the lock is held (read directly). */
   sessionLock?: { sql: string; held(): Promise<boolean> };
   /** Fingerprint of everything on disk (SQLite) for "unchanged". */
@@ -106,6 +108,7 @@ async function postgresFixture(): Promise<Fixture> {
       ro: { url: url(reader, PASSWORDS.reader), description: "Shop items and owners" },
       rw: { url: url(writer, PASSWORDS.writer) },
       root: { url: adminUrl },
+      big: { url: url(reader, PASSWORDS.reader) },
       // Not a superuser itself, but may SET ROLE to one (then COPY … TO PROGRAM runs inside a read-only transaction).
       member: { url: url(`member_${tag}`, PASSWORDS.member) },
       down: { url: `postgres://someone:${PASSWORDS.down}@127.0.0.1:1/nothing` },
@@ -194,6 +197,7 @@ async function mysqlFixture(): Promise<Fixture> {
       ro: { url: url(reader, PASSWORDS.reader), description: "Shop items and owners" },
       rw: { url: url(writer, PASSWORDS.writer) },
       root: { url: adminUrl },
+      big: { url: url(reader, PASSWORDS.reader) },
       // FILE only through a role (granted to a role granted to the account): SET ROLE, then INTO OUTFILE.
       member: { url: url(`member_${tag}`, PASSWORDS.member) },
       down: { url: `mysql://someone:${PASSWORDS.down}@127.0.0.1:1/nothing` },
@@ -221,6 +225,9 @@ async function mysqlFixture(): Promise<Fixture> {
         [`%${marker}%`],
       );
       for (const { id } of rows as { id: number }[]) await admin.query(`KILL ${Number(id)}`);
+    },
+    async allowHugeRows() {
+      await admin.query("SET GLOBAL max_allowed_packet = 1073741824");
     },
     sessionLock: {
       sql: `SELECT GET_LOCK('toolhost_${tag}', 0) AS locked`,
@@ -599,6 +606,23 @@ for (const { name, skip, make } of cases) {
       expect(many.rowCount).toBe(70);
       expect(many.rows.every(([t]) => t === "y".repeat(60_000))).toBe(true);
     });
+
+    it.skipIf(name === "SQLite")(
+      "fails a call whose value is too long for a JavaScript string, and keeps serving",
+      async () => {
+        // 600 million characters: past V8's longest string, which pg's parser would throw on outside any call (an
+        // uncaught exception ends the process), and mysql2's ends the connection on ("unreachable" before).
+        // MariaDB sends it only when its max_allowed_packet allows (read by connections opened afterwards).
+        await fixture.allowHugeRows?.();
+        const outcome = await query("big", "SELECT repeat('x', 600000000) AS t");
+        expect(outcome.ok ? null : outcome.error).toMatchObject({
+          code: "validation_failed",
+          message: expect.stringMatching(/too large to read.*substr/),
+        });
+        expect(rows(await query("big", "SELECT 5 AS five")).rows).toEqual([[5]]);
+      },
+      60_000,
+    );
 
     it("stops a statement that runs past timeoutSeconds on the server", async () => {
       const outcome = await query("ro", fixture.sleep, {}, "short");

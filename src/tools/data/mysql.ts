@@ -34,6 +34,7 @@ import {
   sqlRejected,
   statementTimeout,
   unreachable,
+  valueTooLarge,
 } from "./common.js";
 import type { DataDriver, QueryColumn, QueryRequest, QueryResult, SchemaRequest, SchemaTable } from "./types.js";
 
@@ -203,6 +204,12 @@ export class MysqlDriver implements DataDriver {
       if (signal.aborted) {
         await state.killed;
         throw abortError(signal, this.source, timeoutMs);
+      }
+      // A value past the longest JavaScript string (a server whose max_allowed_packet lets it through): mysql2
+      // ends the connection.
+      if ((error as MysqlError).code === "ERR_STRING_TOO_LONG") {
+        state.broken = true;
+        throw valueTooLarge(this.source, error);
       }
       // 1927: MariaDB's "Connection was killed", the answer to a statement whose connection an administrator ended.
       if (connectionError !== undefined || (error as MysqlError).errno === 1927) {

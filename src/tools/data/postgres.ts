@@ -11,6 +11,7 @@
  * pg_write_server_files: `COPY … TO PROGRAM`, server files), or may switch to one (SET ROLE), is refused: the source
  * must connect as a read-only role.
  */
+import { constants } from "node:buffer";
 import type { FieldDef, PoolClient } from "pg";
 import pg from "pg";
 import { ToolError } from "../../core/errors.js";
@@ -35,6 +36,7 @@ import {
   unreachable,
   VALUE_MAX_BYTES,
   VALUE_MAX_CHARS,
+  valueTooLarge,
 } from "./common.js";
 import type { DataDriver, QueryColumn, QueryRequest, QueryResult, SchemaRequest, SchemaTable } from "./types.js";
 
@@ -199,6 +201,63 @@ function bindValue(value: unknown): string | null {
   return String(value);
 }
 
+/** Clients whose server sent a row too large to read, with why: their connection was ended, their call fails with it. */
+const parserFailures = new WeakMap<object, Error>();
+
+/**
+ * Guards the parser of a client's connection. pg parses the server's messages in its socket's "data" listener,
+ * buffering each message whole and then decoding its values as strings: a row longer than the longest JavaScript
+ * string (`repeat('x', 600000000)`) would be buffered (up to a gigabyte) and then throw there, outside any call,
+ * ending the process. The guard follows the messages' headers, and ends the connection at the header of a row
+ * longer than that (recorded in parserFailures for the call); anything the parser still throws ends it too.
+ */
+function guardParser(client: PoolClient): void {
+  type Stream = NodeJS.EventEmitter & { destroy(error?: Error): void };
+  const stream = (client as unknown as { connection?: { stream?: Stream } }).connection?.stream;
+  if (!stream) return;
+  const header = Buffer.alloc(5); // a message's type byte and its length (which counts itself)
+  let headerBytes = 0;
+  let bodyLeft = 0;
+  const fail = (error: Error) => {
+    parserFailures.set(client, error);
+    stream.destroy(error);
+  };
+  /** Whether `chunk` holds only messages the parser may read (false: the connection was ended). */
+  const fits = (chunk: Buffer): boolean => {
+    for (let at = 0; at < chunk.length; ) {
+      if (bodyLeft > 0) {
+        const skip = Math.min(bodyLeft, chunk.length - at);
+        bodyLeft -= skip;
+        at += skip;
+        continue;
+      }
+      const take = Math.min(5 - headerBytes, chunk.length - at);
+      chunk.copy(header, headerBytes, at, at + take);
+      headerBytes += take;
+      at += take;
+      if (headerBytes < 5) break;
+      headerBytes = 0;
+      bodyLeft = header.readUInt32BE(1) - 4;
+      if (header[0] === 0x44 /* DataRow */ && bodyLeft > constants.MAX_STRING_LENGTH) {
+        fail(new Error(`a row of ${bodyLeft} bytes, past the ${constants.MAX_STRING_LENGTH} a string can hold`));
+        return false;
+      }
+    }
+    return true;
+  };
+  for (const listener of stream.listeners("data") as ((chunk: Buffer) => void)[]) {
+    stream.removeListener("data", listener);
+    stream.on("data", (chunk: Buffer) => {
+      if (parserFailures.has(client) || !fits(chunk)) return;
+      try {
+        listener(chunk);
+      } catch (error) {
+        fail(error instanceof Error ? error : new Error(String(error)));
+      }
+    });
+  }
+}
+
 interface PgError {
   code?: string;
   message?: string;
@@ -229,7 +288,10 @@ export class PostgresDriver implements DataDriver {
       // A connection that breaks must not crash the process: an idle one (the pool's "error") or one in use, whose
       // client emits "error" when the server ends it mid-statement (the statement itself fails, see #session).
       this.#pool.on("error", () => {});
-      this.#pool.on("connect", (client) => client.on("error", () => {}));
+      this.#pool.on("connect", (client) => {
+        client.on("error", () => {});
+        guardParser(client);
+      });
     }
     return this.#pool;
   }
@@ -292,6 +354,11 @@ export class PostgresDriver implements DataDriver {
       if (signal.aborted) {
         await cancelled;
         throw abortError(signal, this.source, timeoutMs);
+      }
+      const unreadable = parserFailures.get(client);
+      if (unreadable !== undefined) {
+        broken = true;
+        throw valueTooLarge(this.source, unreadable);
       }
       // 57P01–57P03: the server's own "terminating connection" (administrator, crash, shutdown), sent before it hangs up.
       if (lost !== undefined || /^57P0[123]$/.test((error as PgError).code ?? "")) {
