@@ -480,6 +480,14 @@ for (const { name, skip, make } of cases) {
       },
     );
 
+    it.skipIf(name !== "MariaDB")("returns the first result set of a statement that returns several", async () => {
+      // A compound statement (or a procedure) returns one result set per SELECT; their rows do not share columns.
+      const several = rows(await query("ro", "BEGIN NOT ATOMIC SELECT 1 AS a; SELECT 2 AS b, 3 AS c; END"));
+      expect(several).toMatchObject({ columns: [{ name: "a" }], rows: [[1]], rowCount: 1, truncated: true });
+      const one = rows(await query("ro", "BEGIN NOT ATOMIC DO 1; SELECT 7 AS z; END"));
+      expect(one).toMatchObject({ columns: [{ name: "z" }], rows: [[7]], truncated: false });
+    });
+
     it("refuses every write shape as read-only and changes nothing", async () => {
       const before = await fixture.counts();
       const hash = fixture.fingerprint?.();

@@ -305,8 +305,22 @@ export class MysqlDriver implements DataDriver {
             values: request.params.map(bindValue),
             rowsAsArray: true,
           });
-          query.on("fields", (fields: mysql.FieldPacket[] | undefined) => {
-            if (!fields) return;
+          // One past the limit (of rows, or of the result's characters), or a second result set: stop the statement
+          // on the server and drop the connection unread.
+          const stop = () => {
+            truncated = true;
+            connection.pause();
+            state.broken = true;
+            state.killed ??= this.#kill(connection.threadId);
+            void state.killed.then(() => resolve({ columns, rows, truncated }));
+          };
+          // A statement may return several result sets (a procedure, a compound statement): the first one with
+          // columns is the result; the others would pair their rows with its columns.
+          let resultSet: number | undefined;
+          query.on("fields", (fields: mysql.FieldPacket[] | undefined, index?: number) => {
+            if (!fields || truncated) return;
+            if (resultSet !== undefined) return stop();
+            resultSet = index ?? 0;
             columns = fields.map((f) => {
               const type = (mysql.Types as unknown as Record<number, string | undefined>)[f.type ?? -1];
               return type ? { name: f.name, type: type.toLowerCase() } : { name: f.name };
@@ -317,16 +331,7 @@ export class MysqlDriver implements DataDriver {
           query.on("result", (row: unknown) => {
             if (truncated) return;
             if (!Array.isArray(row)) return; // a statement without rows (its OK packet)
-            if (rows.length >= limit || full) {
-              // One row past the limit (of rows, or of the result's characters): stop the statement on the server
-              // and drop the connection unread.
-              truncated = true;
-              connection.pause();
-              state.broken = true;
-              state.killed ??= this.#kill(connection.threadId);
-              void state.killed.then(() => resolve({ columns, rows, truncated }));
-              return;
-            }
+            if (rows.length >= limit || full) return stop();
             const values = row.map((v, i) =>
               typeof v !== "string"
                 ? jsonSafe(v)
