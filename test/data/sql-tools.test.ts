@@ -466,7 +466,7 @@ for (const { name, skip, make } of cases) {
     });
 
     it.skipIf(name !== "PostgreSQL")(
-      "returns a JSON value nested too deep, or with numbers a double would round, as its text",
+      "returns a JSON value nested too deep, or with numbers a double would round, as its text; timestamps to the microsecond",
       async () => {
         const deep = `${"[".repeat(5000)}${"]".repeat(5000)}`;
         const result = rows(
@@ -475,6 +475,16 @@ for (const { name, skip, make } of cases) {
             `SELECT '${deep}'::json AS deep, '{"id": 9007199254740993, "n": 1e400}'::jsonb AS exact, '{"a": [1, 2]}'::jsonb AS plain`,
           ),
         );
+        // Timestamps keep their microseconds, in UTC.
+        const times = rows(
+          await query(
+            "ro",
+            "SELECT '2024-01-01 10:00:00.123456+05:30'::timestamptz AS a, '2024-01-01 10:00:00.5+00'::timestamptz AS b, '2024-01-01 10:00:00.000001'::timestamp AS c",
+          ),
+        );
+        expect(times.rows).toEqual([
+          ["2024-01-01T04:30:00.123456Z", "2024-01-01T10:00:00.500Z", "2024-01-01T10:00:00.000001"],
+        ]);
         // jsonb writes 1e400 out in full: 1 and 400 zeros.
         expect(result.rows).toEqual([[deep, `{"n": 1${"0".repeat(400)}, "id": 9007199254740993}`, { a: [1, 2] }]]);
       },

@@ -98,7 +98,11 @@ function fromText(text: string | null, oid: number): unknown {
       return isoLocal(text);
     case 1184: {
       const date = new Date(isoLocal(text).replace(/([+-]\d\d)$/, "$1:00"));
-      return Number.isNaN(date.getTime()) ? text : date.toISOString();
+      if (Number.isNaN(date.getTime())) return text;
+      // A Date holds milliseconds: the microseconds PostgreSQL keeps come back from the text (zone offsets are
+      // whole seconds, so the fraction is the same in UTC).
+      const fraction = /:\d\d\.(\d{4,6})(?=[+-])/.exec(text)?.[1];
+      return fraction ? date.toISOString().replace(/\.\d{3}Z$/, `.${fraction}Z`) : date.toISOString();
     }
     default:
       return text; // bigint, numeric, dates, arrays and the rest: their exact text
