@@ -27,7 +27,12 @@ import { tempDir } from "../shell/helpers.js";
 
 const ROWS = 100_000;
 const tag = Math.random().toString(36).slice(2, 8);
-const PASSWORDS = { reader: `Rd-${tag}-s3cr3t`, writer: `Wr-${tag}-s3cr3t`, down: `Dn-${tag}-s3cr3t` };
+const PASSWORDS = {
+  reader: `Rd-${tag}-s3cr3t`,
+  writer: `Wr-${tag}-s3cr3t`,
+  down: `Dn-${tag}-s3cr3t`,
+  member: `Mb-${tag}-s3cr3t`,
+};
 
 /** One database under test: its sources (reader, writer, privileged, down) and how to inspect it directly. */
 interface Fixture {
@@ -39,12 +44,21 @@ interface Fixture {
   running?(marker: string): Promise<number>;
   /** Ends, from another session, the connections running a statement that contains `marker` (as an admin would). */
   terminate?(marker: string): Promise<void>;
+  /** Lets the server send rows of up to 1 GiB to connections opened afterwards (MariaDB's max_allowed_packet). */
+  allowHugeRows?(): Promise<void>;
+  /** A statement taking a session-level lock that outlives its transaction, and whether the lock is held (read directly). */
+  sessionLock?: { sql: string; held(): Promise<boolean> };
   /** Fingerprint of everything on disk (SQLite) for "unchanged". */
   fingerprint?(): string;
   placeholder(n: number): string;
   sleep: string;
   /** Write shapes beyond the common ones, each refused as a write. */
   writes: string[];
+  /**
+   * Sources whose account could get around a read-only transaction (a superuser; a role it may switch to holds what
+   * a read-only transaction does not stop): refused before any statement runs.
+   */
+  privileged: string[];
   close(): Promise<void>;
 }
 
@@ -66,6 +80,9 @@ async function postgresFixture(): Promise<Fixture> {
   await admin.query(`
     CREATE ROLE ${writer} LOGIN PASSWORD '${PASSWORDS.writer}';
     CREATE ROLE ${reader} LOGIN PASSWORD '${PASSWORDS.reader}';
+    CREATE ROLE boss_${tag} NOLOGIN SUPERUSER;
+    CREATE ROLE member_${tag} LOGIN NOINHERIT PASSWORD '${PASSWORDS.member}';
+    GRANT boss_${tag} TO member_${tag};
     GRANT CREATE, USAGE ON SCHEMA public TO ${writer};
     SET ROLE ${writer};
     CREATE TABLE owners (id int PRIMARY KEY, name text NOT NULL);
@@ -91,8 +108,12 @@ async function postgresFixture(): Promise<Fixture> {
       ro: { url: url(reader, PASSWORDS.reader), description: "Shop items and owners" },
       rw: { url: url(writer, PASSWORDS.writer) },
       root: { url: adminUrl },
+      big: { url: url(reader, PASSWORDS.reader) },
+      // Not a superuser itself, but may SET ROLE to one (then COPY … TO PROGRAM runs inside a read-only transaction).
+      member: { url: url(`member_${tag}`, PASSWORDS.member) },
       down: { url: `postgres://someone:${PASSWORDS.down}@127.0.0.1:1/nothing` },
     },
+    privileged: ["root", "member"],
     async counts() {
       const { rows } = await admin.query(
         "SELECT (SELECT count(*) FROM items)::int AS items, (SELECT count(*) FROM owners)::int AS owners, (SELECT count(*) FROM big)::int AS big, (SELECT count(*) FROM pg_tables WHERE schemaname = 'public')::int AS tables",
@@ -112,6 +133,15 @@ async function postgresFixture(): Promise<Fixture> {
         [`%${marker}%`],
       );
     },
+    sessionLock: {
+      sql: "SELECT pg_advisory_lock(4242) IS NULL AS locked",
+      async held() {
+        const { rows } = await admin.query(
+          "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND granted",
+        );
+        return rows[0].n > 0;
+      },
+    },
     placeholder: (n) => `$${n}`,
     sleep: "SELECT pg_sleep(30) AS marker_sleep",
     writes: [
@@ -122,6 +152,8 @@ async function postgresFixture(): Promise<Fixture> {
       "SELECT nextval('counter')",
       "TRUNCATE items",
       "SELECT * INTO intruder FROM items",
+      // Transaction control inside a DO block (or a procedure that commits) cannot end the read-only transaction.
+      "DO $$ BEGIN COMMIT; END $$",
     ],
     close: () => admin.end(),
   };
@@ -150,6 +182,13 @@ async function mysqlFixture(): Promise<Fixture> {
     GRANT SELECT, EXECUTE ON \`${database}\`.* TO '${reader}'@'127.0.0.1';
     CREATE USER '${writer}'@'127.0.0.1' IDENTIFIED BY '${PASSWORDS.writer}';
     GRANT ALL PRIVILEGES ON \`${database}\`.* TO '${writer}'@'127.0.0.1';
+    CREATE ROLE filer_${tag};
+    GRANT FILE ON *.* TO filer_${tag};
+    CREATE ROLE outer_${tag};
+    GRANT filer_${tag} TO outer_${tag};
+    CREATE USER 'member_${tag}'@'127.0.0.1' IDENTIFIED BY '${PASSWORDS.member}';
+    GRANT SELECT ON \`${database}\`.* TO 'member_${tag}'@'127.0.0.1';
+    GRANT outer_${tag} TO 'member_${tag}'@'127.0.0.1';
   `);
   const url = (user: string, password: string) => adminUrl.replace(/\/\/[^@]+@/, `//${user}:${password}@`);
   return {
@@ -158,8 +197,12 @@ async function mysqlFixture(): Promise<Fixture> {
       ro: { url: url(reader, PASSWORDS.reader), description: "Shop items and owners" },
       rw: { url: url(writer, PASSWORDS.writer) },
       root: { url: adminUrl },
+      big: { url: url(reader, PASSWORDS.reader) },
+      // FILE only through a role (granted to a role granted to the account): SET ROLE, then INTO OUTFILE.
+      member: { url: url(`member_${tag}`, PASSWORDS.member) },
       down: { url: `mysql://someone:${PASSWORDS.down}@127.0.0.1:1/nothing` },
     },
+    privileged: ["root", "member"],
     async counts() {
       const [rows] = await admin.query(
         `SELECT (SELECT count(*) FROM items) AS items, (SELECT count(*) FROM owners) AS owners, (SELECT count(*) FROM big) AS big,
@@ -183,6 +226,16 @@ async function mysqlFixture(): Promise<Fixture> {
       );
       for (const { id } of rows as { id: number }[]) await admin.query(`KILL ${Number(id)}`);
     },
+    async allowHugeRows() {
+      await admin.query("SET GLOBAL max_allowed_packet = 1073741824");
+    },
+    sessionLock: {
+      sql: `SELECT GET_LOCK('toolhost_${tag}', 0) AS locked`,
+      async held() {
+        const [rows] = await admin.query(`SELECT IS_USED_LOCK('toolhost_${tag}') AS holder`);
+        return (rows as { holder: unknown }[])[0]?.holder != null;
+      },
+    },
     placeholder: () => "?",
     sleep: "SELECT SLEEP(30) AS marker_sleep",
     writes: [
@@ -194,6 +247,12 @@ async function mysqlFixture(): Promise<Fixture> {
       "CREATE TEMPORARY TABLE intruder (a int)",
       "CREATE USER intruder",
       "LOAD DATA LOCAL INFILE '/etc/hostname' INTO TABLE owners",
+      // One statement holding several (MariaDB's compound statements, also prepared and run at once): it must not
+      // end the read-only transaction, make the session writable and write in a new one.
+      "BEGIN NOT ATOMIC COMMIT; SET SESSION TRANSACTION READ WRITE; INSERT INTO log (note) VALUES ('x'); END",
+      "IF 1 THEN ROLLBACK; SET SESSION tx_read_only = 0; START TRANSACTION; DELETE FROM items; COMMIT; END IF",
+      "FOR i IN 1..1 DO CREATE TABLE intruder (a int); END FOR",
+      "EXECUTE IMMEDIATE 'BEGIN NOT ATOMIC COMMIT; SET SESSION TRANSACTION READ WRITE; INSERT INTO log (note) VALUES (1); END'",
     ],
     close: () => admin.end(),
   };
@@ -222,6 +281,7 @@ async function sqliteFixture(dir: string): Promise<Fixture> {
       rw: { url: `sqlite:${file}` },
       down: { url: `sqlite:${join(dir, "missing.db")}` },
     },
+    privileged: [],
     async counts() {
       const check = new Database(file, { readonly: true });
       try {
@@ -296,6 +356,7 @@ for (const { name, skip, make } of cases) {
       for (const tool of ["sql_query", "sql_schema"]) {
         await store.save("u1", tool, { enabled: true, parameters: {} });
         await store.save("short", tool, { enabled: true, parameters: { timeoutSeconds: 1 } });
+        await store.save("patient", tool, { enabled: true, parameters: { timeoutSeconds: 150 } });
         await store.save("limited", tool, { enabled: true, parameters: { allowedSources: ["rw"] } });
       }
     });
@@ -405,6 +466,39 @@ for (const { name, skip, make } of cases) {
       }
     });
 
+    it.skipIf(name !== "PostgreSQL")(
+      "returns a JSON value nested too deep, or with numbers a double would round, as its text; timestamps to the microsecond",
+      async () => {
+        const deep = `${"[".repeat(5000)}${"]".repeat(5000)}`;
+        const result = rows(
+          await query(
+            "ro",
+            `SELECT '${deep}'::json AS deep, '{"id": 9007199254740993, "n": 1e400}'::jsonb AS exact, '{"a": [1, 2]}'::jsonb AS plain`,
+          ),
+        );
+        // Timestamps keep their microseconds, in UTC.
+        const times = rows(
+          await query(
+            "ro",
+            "SELECT '2024-01-01 10:00:00.123456+05:30'::timestamptz AS a, '2024-01-01 10:00:00.5+00'::timestamptz AS b, '2024-01-01 10:00:00.000001'::timestamp AS c",
+          ),
+        );
+        expect(times.rows).toEqual([
+          ["2024-01-01T04:30:00.123456Z", "2024-01-01T10:00:00.500Z", "2024-01-01T10:00:00.000001"],
+        ]);
+        // jsonb writes 1e400 out in full: 1 and 400 zeros.
+        expect(result.rows).toEqual([[deep, `{"n": 1${"0".repeat(400)}, "id": 9007199254740993}`, { a: [1, 2] }]]);
+      },
+    );
+
+    it.skipIf(name !== "MariaDB")("returns the first result set of a statement that returns several", async () => {
+      // A compound statement (or a procedure) returns one result set per SELECT; their rows do not share columns.
+      const several = rows(await query("ro", "BEGIN NOT ATOMIC SELECT 1 AS a; SELECT 2 AS b, 3 AS c; END"));
+      expect(several).toMatchObject({ columns: [{ name: "a" }], rows: [[1]], rowCount: 1, truncated: true });
+      const one = rows(await query("ro", "BEGIN NOT ATOMIC DO 1; SELECT 7 AS z; END"));
+      expect(one).toMatchObject({ columns: [{ name: "z" }], rows: [[7]], truncated: false });
+    });
+
     it("refuses every write shape as read-only and changes nothing", async () => {
       const before = await fixture.counts();
       const hash = fixture.fingerprint?.();
@@ -418,6 +512,13 @@ for (const { name, skip, make } of cases) {
             expect(outcome.error.message).toMatch(/read-only/);
           }
         }
+      }
+      // A compound statement that swallows its errors ends without one, and still writes nothing.
+      if (name === "MariaDB") {
+        await query(
+          "rw",
+          "BEGIN NOT ATOMIC DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END; COMMIT; SET SESSION TRANSACTION READ WRITE; START TRANSACTION; INSERT INTO log (note) VALUES ('x'); COMMIT; END",
+        );
       }
       expect(await fixture.counts()).toEqual(before);
       expect(fixture.fingerprint?.()).toBe(hash);
@@ -438,9 +539,36 @@ for (const { name, skip, make } of cases) {
         expect(outcome.ok ? "ran" : outcome.error.code, sql).toMatch(/^(validation_failed|access_denied)$/);
         if (!outcome.ok) expect(outcome.error.message, sql).not.toMatch(/one SQL statement per call/);
       }
+      if (name === "PostgreSQL") {
+        // An error the statement raises itself is the SQL's, for the model to read.
+        const raised = await query("rw", "DO $$ BEGIN RAISE 'no such customer'; END $$");
+        expect(raised.ok ? null : raised.error).toMatchObject({
+          code: "validation_failed",
+          message: expect.stringContaining("no such customer"),
+        });
+      }
       expect(await fixture.counts()).toEqual(before);
       // The connection is still good afterwards.
       expect(rows(await query("rw", "SELECT 1 AS one")).rows).toEqual([[1]]);
+    });
+
+    it.skipIf(name === "SQLite")("leaves nothing of a call's session to the next call on its connection", async () => {
+      const lock = fixture.sessionLock;
+      if (!lock) throw new Error("no session lock statement");
+      // A session-level lock (never released by the rollback) would stay held by the pooled connection, blocking
+      // everyone else who asks for it.
+      expect((await query("ro", lock.sql)).ok).toBe(true);
+      expect(await lock.held()).toBe(false);
+      // Session variables and settings of one call (another user's, maybe) do not reach the next: every pooled
+      // connection is asked, one call at a time.
+      const set =
+        fixture.dialect === "postgres"
+          ? "SELECT set_config('toolhost.leak', 'secret', false) AS v"
+          : "SELECT @leak := 'secret' AS v";
+      const read =
+        fixture.dialect === "postgres" ? "SELECT current_setting('toolhost.leak', true) AS v" : "SELECT @leak AS v";
+      expect((await query("ro", set)).ok).toBe(true);
+      for (let i = 0; i < 3; i++) expect(rows(await query("ro", read)).rows[0]?.[0] ?? null).not.toBe("secret");
     });
 
     it("cuts a 100,000-row result at maxRows, and a 10-billion-row one without reading it", async () => {
@@ -497,6 +625,24 @@ for (const { name, skip, make } of cases) {
       expect(many.rowCount).toBe(70);
       expect(many.rows.every(([t]) => t === "y".repeat(60_000))).toBe(true);
     });
+
+    it.skipIf(name === "SQLite")(
+      "fails a call whose value is too long for a JavaScript string, and keeps serving",
+      async () => {
+        // 600 million characters: past V8's longest string, which pg's parser would throw on outside any call (an
+        // uncaught exception ends the process), and mysql2's ends the connection on ("unreachable" before).
+        // MariaDB sends it only when its max_allowed_packet allows (read by connections opened afterwards).
+        await fixture.allowHugeRows?.();
+        // Making and sending 600 MB takes a while on a busy machine: a budget of its own.
+        const outcome = await query("big", "SELECT repeat('x', 600000000) AS t", {}, "patient");
+        expect(outcome.ok ? null : outcome.error).toMatchObject({
+          code: "validation_failed",
+          message: expect.stringMatching(/too large to read.*substr/),
+        });
+        expect(rows(await query("big", "SELECT 5 AS five")).rows).toEqual([[5]]);
+      },
+      180_000,
+    );
 
     it("stops a statement that runs past timeoutSeconds on the server", async () => {
       const outcome = await query("ro", fixture.sleep, {}, "short");
@@ -557,12 +703,17 @@ for (const { name, skip, make } of cases) {
       }
     });
 
-    it.skipIf(name === "SQLite")("refuses a source whose account can bypass read-only", async () => {
-      if (!fixture.sources.root) return;
-      const outcome = await query("root", "SELECT 1");
-      expect(outcome.ok ? "ran" : outcome.error.code).toBe("access_denied");
-      if (!outcome.ok) expect(outcome.error.message).toMatch(/read-only/);
-    });
+    it.skipIf(name === "SQLite")(
+      "refuses a source whose account can bypass read-only, or switch to a role that can",
+      async () => {
+        expect(fixture.privileged.length).toBeGreaterThan(0);
+        for (const source of fixture.privileged) {
+          const outcome = await query(source, "SELECT 1");
+          expect(outcome.ok ? "ran" : outcome.error.code, source).toBe("access_denied");
+          if (!outcome.ok) expect(outcome.error.message, source).toMatch(/read-only/);
+        }
+      },
+    );
 
     it("refuses an unknown source, and a source the user's allowedSources leaves out, naming the allowed ones", async () => {
       const unknown = await query("nope", "SELECT 1");

@@ -117,6 +117,61 @@ function jsonSafeValue(value: unknown): unknown {
   return String(value);
 }
 
+/**
+ * Deepest nesting of arrays and objects a JSON column's value keeps as JSON; a deeper one comes back as its text.
+ * Results pass through recursive code (serialization, audit, providers) that a value thousands of levels deep
+ * would overflow.
+ */
+export const VALUE_MAX_JSON_DEPTH = 32;
+
+/**
+ * A JSON column's text as JSON data, or the text itself when parsing would change it: a value nested deeper than
+ * VALUE_MAX_JSON_DEPTH, a number a double does not hold exactly (an integer past 2^53, more than 15 significant
+ * digits, or out of range: JSON.parse would round it, or make it Infinity and then null), or text that is not JSON.
+ */
+export function jsonColumnValue(text: string): unknown {
+  return jsonTextIsExact(text) ? parseOrText(text) : text;
+}
+
+function parseOrText(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+function jsonTextIsExact(text: string): boolean {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    if (ch === 0x22 /* " */) {
+      // To the closing quote: one preceded by an odd number of backslashes is escaped.
+      for (;;) {
+        i = text.indexOf('"', i + 1);
+        if (i < 0) return true; // not JSON: parseOrText keeps the text
+        let backslashes = 0;
+        while (text.charCodeAt(i - 1 - backslashes) === 0x5c) backslashes++;
+        if (backslashes % 2 === 0) break;
+      }
+    } else if (ch === 0x5b /* [ */ || ch === 0x7b /* { */) {
+      if (++depth > VALUE_MAX_JSON_DEPTH) return false;
+    } else if (ch === 0x5d /* ] */ || ch === 0x7d /* } */) {
+      depth--;
+    } else if (ch === 0x2d /* - */ || (ch >= 0x30 && ch <= 0x39)) {
+      let end = i + 1;
+      while (end < text.length && /[0-9.eE+-]/.test(text[end] ?? "")) end++;
+      const token = text.slice(i, end);
+      const mantissa = token.replace(/^-/, "").split(/[eE]/)[0] ?? "";
+      const digits = mantissa.replace(".", "").replace(/^0+/, "").replace(/0+$/, "");
+      const value = Number(token);
+      if (digits.length > 15 || !Number.isFinite(value) || (value === 0 && digits.length > 0)) return false;
+      i = end - 1;
+    }
+  }
+  return true;
+}
+
 /** `2024-05-01 10:20:30.5` (a database's zone-less datetime text) as `2024-05-01T10:20:30.5`. */
 export function isoLocal(text: string): string {
   return text.replace(/^(\d{4,}-\d\d-\d\d) (\d)/, "$1T$2");
@@ -137,6 +192,15 @@ export function sqlRejected(source: string, detail: string, details: Record<stri
     source,
     ...details,
   });
+}
+
+/** The error for a result row too long for the driver to read (past the longest string JavaScript holds). */
+export function valueTooLarge(source: string, error: unknown): ToolArgumentError {
+  const reason = error instanceof Error ? error.message : String(error);
+  return new ToolArgumentError(
+    `Data source "${source}" returned a row too large to read (${reason.slice(0, 200)}). Select a part of its values instead: substr(column, 1, 65536), length(column), or fewer columns.`,
+    { argument: "sql", source },
+  );
 }
 
 /** The error for more than one statement in one call. */

@@ -1,15 +1,19 @@
 /**
- * The MySQL / MariaDB driver (`mysql2`). Every call runs in `START TRANSACTION READ ONLY`, on a session whose
+ * The MySQL / MariaDB driver (`mysql2`). Every call runs in `START TRANSACTION READ ONLY` (on MariaDB an XA
+ * transaction, which a compound statement cannot end: see #session), on a session whose
  * transactions are all read-only (a DDL statement's implicit commit would otherwise leave the first), with a server-side
  * statement timeout (MariaDB `max_statement_time`, MySQL `max_execution_time`), on a connection without
  * multi-statement support, so the server refuses a second statement. Parameters (`?`) are bound by the driver.
  * Rows are streamed; at maxRows + 1 the statement is stopped on the server (`KILL QUERY` from a second connection)
  * and its connection dropped, so the rest is never read. A cancel also runs `KILL QUERY`. After each call the
- * transaction is rolled back and table locks released before the connection returns to the source's small pool.
+ * transaction is rolled back and the session reset (COM_RESET_CONNECTION: variables, named locks, table locks)
+ * before the connection returns to the source's small pool.
  *
  * An account holding a global privilege that a read-only transaction does not stop (FILE: `SELECT … INTO OUTFILE`;
- * SUPER; ALL PRIVILEGES on `*.*`) is refused: the source must connect as a read-only account.
+ * SUPER; ALL PRIVILEGES on `*.*`), itself or through a MariaDB role it may enable, is refused: the source must
+ * connect as a read-only account.
  */
+import { randomBytes } from "node:crypto";
 import mysql from "mysql2";
 import { ToolError } from "../../core/errors.js";
 import {
@@ -19,6 +23,7 @@ import {
   connectionLost,
   IDLE_CLOSE_MS,
   isoLocal,
+  jsonColumnValue,
   jsonSafe,
   POOL_SIZE,
   queryResult,
@@ -29,6 +34,7 @@ import {
   sqlRejected,
   statementTimeout,
   unreachable,
+  valueTooLarge,
 } from "./common.js";
 import type { DataDriver, QueryColumn, QueryRequest, QueryResult, SchemaRequest, SchemaTable } from "./types.js";
 
@@ -36,6 +42,7 @@ type Connection = mysql.PoolConnection;
 
 const DANGEROUS_GRANT = /^GRANT\s+(?:.*\b(?:FILE|SUPER)\b.*|ALL(?: PRIVILEGES)?)\s+ON\s+\*\.\*/i;
 const DATETIME_TYPES = new Set([7, 10, 12]); // TIMESTAMP, DATE, DATETIME (mysql2 field types)
+const JSON_TYPE = 245; // MySQL's JSON (MariaDB's JSON is text); read as its text (jsonStrings), see jsonColumnValue
 
 function run<T = Record<string, unknown>>(connection: Connection, sql: string, values: unknown[] = []): Promise<T[]> {
   return new Promise((resolve, reject) =>
@@ -75,6 +82,7 @@ export class MysqlDriver implements DataDriver {
       supportBigNumbers: true,
       bigNumberStrings: true,
       dateStrings: true,
+      jsonStrings: true,
       decimalNumbers: false,
     };
   }
@@ -106,17 +114,40 @@ export class MysqlDriver implements DataDriver {
 
   async #checkAccount(connection: Connection): Promise<{ mariadb: boolean; version: string }> {
     const v = (await run<{ v: string }>(connection, "SELECT VERSION() AS v"))[0]?.v ?? "";
-    const grants = await run<Record<string, string>>(connection, "SHOW GRANTS");
-    for (const row of grants) {
-      const grant = String(Object.values(row)[0] ?? "");
-      if (DANGEROUS_GRANT.test(grant)) {
-        throw readOnlyRefusal(
-          this.source,
-          "its account holds FILE, SUPER or all privileges on every database, which a read-only transaction does not stop; connect it as a read-only account",
-        );
+    const mariadb = /mariadb/i.test(v);
+    const refuse = () =>
+      readOnlyRefusal(
+        this.source,
+        "its account holds FILE, SUPER or all privileges on every database, itself or through a role it may enable (SET ROLE), which a read-only transaction does not stop; connect it as a read-only account",
+      );
+    if (await this.#dangerousGrants(connection)) throw refuse();
+    if (mariadb) {
+      // A statement may enable any role granted to the account first (SET ROLE, inside BEGIN NOT ATOMIC … END).
+      // MariaDB's SHOW GRANTS lists the enabled role's grants, and those of the roles granted to it.
+      const login = (await run<{ r: string | null }>(connection, "SELECT CURRENT_ROLE() AS r"))[0]?.r ?? null;
+      const roles = await run<{ r: string }>(
+        connection,
+        "SELECT DISTINCT ROLE_NAME AS r FROM information_schema.APPLICABLE_ROLES WHERE ROLE_NAME IS NOT NULL",
+      );
+      let dangerous = false;
+      for (const { r } of roles) {
+        try {
+          await run(connection, "SET ROLE ?", [r]);
+        } catch {
+          continue; // a role granted to a role, not to the account: covered by the one granting it
+        }
+        if (await this.#dangerousGrants(connection)) dangerous = true;
       }
+      await run(connection, login === null ? "SET ROLE NONE" : "SET ROLE ?", login === null ? [] : [login]);
+      if (dangerous) throw refuse();
     }
-    return { mariadb: /mariadb/i.test(v), version: v };
+    return { mariadb, version: v };
+  }
+
+  /** Whether SHOW GRANTS (the account's, and its enabled role's) holds FILE, SUPER or ALL on `*.*`. */
+  async #dangerousGrants(connection: Connection): Promise<boolean> {
+    const grants = await run<Record<string, string>>(connection, "SHOW GRANTS");
+    return grants.some((row) => DANGEROUS_GRANT.test(String(Object.values(row)[0] ?? "")));
   }
 
   async #kill(threadId: number | null): Promise<void> {
@@ -136,6 +167,11 @@ export class MysqlDriver implements DataDriver {
   ): Promise<T> {
     if (signal.aborted) throw abortError(signal, this.source, timeoutMs);
     const { connection, mariadb } = await this.#connect();
+    // MariaDB runs several statements as one (BEGIN NOT ATOMIC … END, IF, FOR, EXECUTE IMMEDIATE), which could
+    // COMMIT, make the session writable (SET SESSION TRANSACTION READ WRITE) and write in a new transaction. An XA
+    // transaction cannot be ended by COMMIT, ROLLBACK, START TRANSACTION or an implicit commit, only by its id, which
+    // the statement never sees. It is read-only as the session is.
+    const xid = mariadb ? `toolhost-${randomBytes(16).toString("hex")}` : undefined;
     const state: { broken: boolean; killed?: Promise<void> } = { broken: false };
     const onAbort = () => {
       state.killed ??= this.#kill(connection.threadId);
@@ -158,7 +194,8 @@ export class MysqlDriver implements DataDriver {
       // Read-only for the session too: a statement that commits implicitly (DDL) ends the transaction first, and
       // then runs in a new one, which must be read-only as well.
       await run(connection, "SET SESSION TRANSACTION READ ONLY");
-      await run(connection, "START TRANSACTION READ ONLY");
+      if (xid) await run(connection, "XA START ?", [xid]);
+      else await run(connection, "START TRANSACTION READ ONLY");
       signal.addEventListener("abort", onAbort, { once: true });
       if (signal.aborted) onAbort();
       return await Promise.race([work(connection, state), lost]);
@@ -167,6 +204,12 @@ export class MysqlDriver implements DataDriver {
       if (signal.aborted) {
         await state.killed;
         throw abortError(signal, this.source, timeoutMs);
+      }
+      // A value past the longest JavaScript string (a server whose max_allowed_packet lets it through): mysql2
+      // ends the connection.
+      if ((error as MysqlError).code === "ERR_STRING_TOO_LONG") {
+        state.broken = true;
+        throw valueTooLarge(this.source, error);
       }
       // 1927: MariaDB's "Connection was killed", the answer to a statement whose connection an administrator ended.
       if (connectionError !== undefined || (error as MysqlError).errno === 1927) {
@@ -181,8 +224,15 @@ export class MysqlDriver implements DataDriver {
       if (state.broken) connection.destroy();
       else {
         try {
-          await run(connection, "ROLLBACK");
-          await run(connection, "UNLOCK TABLES");
+          if (xid) {
+            await run(connection, "XA END ?", [xid]);
+            await run(connection, "XA ROLLBACK ?", [xid]);
+          } else await run(connection, "ROLLBACK");
+          // Nothing of this call's session reaches the next call on the connection (another user's, maybe): user
+          // variables, named locks (GET_LOCK outlives a rollback), HANDLERs, session variables, table locks.
+          await new Promise<void>((resolve, reject) =>
+            connection.reset((error) => (error ? reject(error) : resolve())),
+          );
           connection.release();
         } catch {
           connection.destroy();
@@ -208,6 +258,11 @@ export class MysqlDriver implements DataDriver {
       case 1148: // ER_NOT_ALLOWED_COMMAND (LOAD DATA LOCAL: local files are off)
       case 4166: // MariaDB ER_LOAD_INFILE_CAPABILITY_DISABLED
         return readOnlyRefusal(this.source, message);
+      case 1399: // ER_XAER_RMFAIL: the statement would end the (XA) read-only transaction
+        return readOnlyRefusal(
+          this.source,
+          "it would end the read-only transaction: COMMIT, ROLLBACK, START TRANSACTION, or a statement that commits implicitly such as DDL",
+        );
       case 1969: // MariaDB ER_STATEMENT_TIMEOUT
       case 3024: // MySQL ER_QUERY_TIMEOUT
         return statementTimeout(this.source, timeoutMs);
@@ -240,6 +295,7 @@ export class MysqlDriver implements DataDriver {
         return new Promise<{ columns: QueryColumn[]; rows: unknown[][]; truncated: boolean }>((resolve, reject) => {
           let columns: QueryColumn[] = [];
           let dateColumns: boolean[] = [];
+          let jsonColumns: boolean[] = [];
           const rows: unknown[][] = [];
           const budget = new ResultBudget();
           let full = false;
@@ -249,28 +305,42 @@ export class MysqlDriver implements DataDriver {
             values: request.params.map(bindValue),
             rowsAsArray: true,
           });
-          query.on("fields", (fields: mysql.FieldPacket[] | undefined) => {
-            if (!fields) return;
+          // One past the limit (of rows, or of the result's characters), or a second result set: stop the statement
+          // on the server and drop the connection unread.
+          const stop = () => {
+            truncated = true;
+            connection.pause();
+            state.broken = true;
+            state.killed ??= this.#kill(connection.threadId);
+            void state.killed.then(() => resolve({ columns, rows, truncated }));
+          };
+          // A statement may return several result sets (a procedure, a compound statement): the first one with
+          // columns is the result; the others would pair their rows with its columns.
+          let resultSet: number | undefined;
+          query.on("fields", (fields: mysql.FieldPacket[] | undefined, index?: number) => {
+            if (!fields || truncated) return;
+            if (resultSet !== undefined) return stop();
+            resultSet = index ?? 0;
             columns = fields.map((f) => {
               const type = (mysql.Types as unknown as Record<number, string | undefined>)[f.type ?? -1];
               return type ? { name: f.name, type: type.toLowerCase() } : { name: f.name };
             });
             dateColumns = fields.map((f) => DATETIME_TYPES.has(f.type ?? -1));
+            jsonColumns = fields.map((f) => f.type === JSON_TYPE);
           });
           query.on("result", (row: unknown) => {
             if (truncated) return;
             if (!Array.isArray(row)) return; // a statement without rows (its OK packet)
-            if (rows.length >= limit || full) {
-              // One row past the limit (of rows, or of the result's characters): stop the statement on the server
-              // and drop the connection unread.
-              truncated = true;
-              connection.pause();
-              state.broken = true;
-              state.killed ??= this.#kill(connection.threadId);
-              void state.killed.then(() => resolve({ columns, rows, truncated }));
-              return;
-            }
-            const values = row.map((v, i) => (dateColumns[i] && typeof v === "string" ? isoLocal(v) : jsonSafe(v)));
+            if (rows.length >= limit || full) return stop();
+            const values = row.map((v, i) =>
+              typeof v !== "string"
+                ? jsonSafe(v)
+                : dateColumns[i]
+                  ? isoLocal(v)
+                  : jsonColumns[i]
+                    ? jsonSafe(jsonColumnValue(v))
+                    : jsonSafe(v),
+            );
             rows.push(values);
             full = !budget.take(values);
           });

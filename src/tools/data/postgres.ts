@@ -8,8 +8,10 @@
  * the connection returns to the source's small pool.
  *
  * A role that can bypass a read-only transaction (a superuser, or a member of pg_execute_server_program or
- * pg_write_server_files: `COPY … TO PROGRAM`, server files) is refused: the source must connect as a read-only role.
+ * pg_write_server_files: `COPY … TO PROGRAM`, server files), or may switch to one (SET ROLE), is refused: the source
+ * must connect as a read-only role.
  */
+import { constants } from "node:buffer";
 import type { FieldDef, PoolClient } from "pg";
 import pg from "pg";
 import { ToolError } from "../../core/errors.js";
@@ -22,6 +24,7 @@ import {
   cutValueText,
   IDLE_CLOSE_MS,
   isoLocal,
+  jsonColumnValue,
   POOL_SIZE,
   queryResult,
   ResultBudget,
@@ -33,6 +36,7 @@ import {
   unreachable,
   VALUE_MAX_BYTES,
   VALUE_MAX_CHARS,
+  valueTooLarge,
 } from "./common.js";
 import type { DataDriver, QueryColumn, QueryRequest, QueryResult, SchemaRequest, SchemaTable } from "./types.js";
 
@@ -87,18 +91,18 @@ function fromText(text: string | null, oid: number): unknown {
     }
     case 114:
     case 3802:
-      try {
-        return JSON.parse(text);
-      } catch {
-        return text;
-      }
+      return jsonColumnValue(text);
     case 17:
       return text; // bytea in the escape format: its text
     case 1114:
       return isoLocal(text);
     case 1184: {
       const date = new Date(isoLocal(text).replace(/([+-]\d\d)$/, "$1:00"));
-      return Number.isNaN(date.getTime()) ? text : date.toISOString();
+      if (Number.isNaN(date.getTime())) return text;
+      // A Date holds milliseconds: the microseconds PostgreSQL keeps come back from the text (zone offsets are
+      // whole seconds, so the fraction is the same in UTC).
+      const fraction = /:\d\d\.(\d{4,6})(?=[+-])/.exec(text)?.[1];
+      return fraction ? date.toISOString().replace(/\.\d{3}Z$/, `.${fraction}Z`) : date.toISOString();
     }
     default:
       return text; // bigint, numeric, dates, arrays and the rest: their exact text
@@ -201,6 +205,63 @@ function bindValue(value: unknown): string | null {
   return String(value);
 }
 
+/** Clients whose server sent a row too large to read, with why: their connection was ended, their call fails with it. */
+const parserFailures = new WeakMap<object, Error>();
+
+/**
+ * Guards the parser of a client's connection. pg parses the server's messages in its socket's "data" listener,
+ * buffering each message whole and then decoding its values as strings: a row longer than the longest JavaScript
+ * string (`repeat('x', 600000000)`) would be buffered (up to a gigabyte) and then throw there, outside any call,
+ * ending the process. The guard follows the messages' headers, and ends the connection at the header of a row
+ * longer than that (recorded in parserFailures for the call); anything the parser still throws ends it too.
+ */
+function guardParser(client: PoolClient): void {
+  type Stream = NodeJS.EventEmitter & { destroy(error?: Error): void };
+  const stream = (client as unknown as { connection?: { stream?: Stream } }).connection?.stream;
+  if (!stream) return;
+  const header = Buffer.alloc(5); // a message's type byte and its length (which counts itself)
+  let headerBytes = 0;
+  let bodyLeft = 0;
+  const fail = (error: Error) => {
+    parserFailures.set(client, error);
+    stream.destroy(error);
+  };
+  /** Whether `chunk` holds only messages the parser may read (false: the connection was ended). */
+  const fits = (chunk: Buffer): boolean => {
+    for (let at = 0; at < chunk.length; ) {
+      if (bodyLeft > 0) {
+        const skip = Math.min(bodyLeft, chunk.length - at);
+        bodyLeft -= skip;
+        at += skip;
+        continue;
+      }
+      const take = Math.min(5 - headerBytes, chunk.length - at);
+      chunk.copy(header, headerBytes, at, at + take);
+      headerBytes += take;
+      at += take;
+      if (headerBytes < 5) break;
+      headerBytes = 0;
+      bodyLeft = header.readUInt32BE(1) - 4;
+      if (header[0] === 0x44 /* DataRow */ && bodyLeft > constants.MAX_STRING_LENGTH) {
+        fail(new Error(`a row of ${bodyLeft} bytes, past the ${constants.MAX_STRING_LENGTH} a string can hold`));
+        return false;
+      }
+    }
+    return true;
+  };
+  for (const listener of stream.listeners("data") as ((chunk: Buffer) => void)[]) {
+    stream.removeListener("data", listener);
+    stream.on("data", (chunk: Buffer) => {
+      if (parserFailures.has(client) || !fits(chunk)) return;
+      try {
+        listener(chunk);
+      } catch (error) {
+        fail(error instanceof Error ? error : new Error(String(error)));
+      }
+    });
+  }
+}
+
 interface PgError {
   code?: string;
   message?: string;
@@ -231,7 +292,10 @@ export class PostgresDriver implements DataDriver {
       // A connection that breaks must not crash the process: an idle one (the pool's "error") or one in use, whose
       // client emits "error" when the server ends it mid-statement (the statement itself fails, see #session).
       this.#pool.on("error", () => {});
-      this.#pool.on("connect", (client) => client.on("error", () => {}));
+      this.#pool.on("connect", (client) => {
+        client.on("error", () => {});
+        guardParser(client);
+      });
     }
     return this.#pool;
   }
@@ -253,17 +317,18 @@ export class PostgresDriver implements DataDriver {
   }
 
   async #checkRole(client: PoolClient): Promise<void> {
+    // Any role the session may switch to counts (SET ROLE works on every role it is a member of, also without
+    // INHERIT, and a statement may run it first: a DO block), as does the login role behind a role set for it.
     const { rows } = await client.query<{ unsafe: boolean }>(
-      `SELECT r.rolsuper OR EXISTS (
+      `SELECT EXISTS (
          SELECT 1 FROM pg_roles g
-         WHERE g.rolname IN ('pg_execute_server_program', 'pg_write_server_files')
-           AND pg_has_role(current_user, g.oid, 'MEMBER')) AS unsafe
-       FROM pg_roles r WHERE r.rolname = current_user`,
+         WHERE (g.rolsuper OR g.rolname IN ('pg_execute_server_program', 'pg_write_server_files'))
+           AND (pg_has_role(current_user, g.oid, 'MEMBER') OR pg_has_role(session_user, g.oid, 'MEMBER'))) AS unsafe`,
     );
     if (rows[0]?.unsafe) {
       throw readOnlyRefusal(
         this.source,
-        "its role is a superuser or may run programs or write files on the server, which a read-only transaction does not stop; connect it as a read-only role",
+        "its role is a superuser or may run programs or write files on the server, or may switch to a role that can (SET ROLE), which a read-only transaction does not stop; connect it as a read-only role",
       );
     }
   }
@@ -293,6 +358,11 @@ export class PostgresDriver implements DataDriver {
       if (signal.aborted) {
         await cancelled;
         throw abortError(signal, this.source, timeoutMs);
+      }
+      const unreadable = parserFailures.get(client);
+      if (unreadable !== undefined) {
+        broken = true;
+        throw valueTooLarge(this.source, unreadable);
       }
       // 57P01–57P03: the server's own "terminating connection" (administrator, crash, shutdown), sent before it hangs up.
       if (lost !== undefined || /^57P0[123]$/.test((error as PgError).code ?? "")) {
@@ -333,9 +403,13 @@ export class PostgresDriver implements DataDriver {
     if (error instanceof ToolError) return error;
     const { code = "", message = "" } = error as PgError;
     if (code === "25006" || code === "42501" || code === "25001") return readOnlyRefusal(this.source, message);
+    // 2D000: COMMIT or ROLLBACK inside a DO block or procedure, which cannot end the call's read-only transaction.
+    if (code.startsWith("2D")) {
+      return readOnlyRefusal(this.source, `${message}: a statement here cannot end its read-only transaction`);
+    }
     if (code === "57014") return statementTimeout(this.source, timeoutMs);
     if (code === "42601" && /multiple commands/.test(message)) return severalStatements(this.source);
-    if (/^(42|22|0A|21|23|2F|3F|54|08P01)/.test(code) || /bind message supplies/.test(message)) {
+    if (/^(42|22|0A|21|23|2F|3F|54|P0|08P01)/.test(code) || /bind message supplies/.test(message)) {
       return sqlRejected(this.source, message, code ? { sqlState: code } : {});
     }
     if (/^08|^57P/.test(code) || (error as NodeJS.ErrnoException).syscall) {

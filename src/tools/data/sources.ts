@@ -59,13 +59,21 @@ export function sqlitePath(url: string): string {
   return decodeURIComponent(rest.startsWith("///") ? rest.slice(2) : rest.startsWith("//") ? rest.slice(1) : rest);
 }
 
-/** The password of a server URL, or "" (none, or SQLite). Used to scrub it from any text before it leaves. */
-export function passwordOf(url: string): string {
+/** Query parameters of a server URL that carry a secret: the drivers read a password from the query string too. */
+const SECRET_PARAMS = ["password", "sslpassword"];
+
+/**
+ * The secrets of a server URL (its password, in the user part or a `password`/`sslpassword` query parameter), none
+ * for SQLite. Used to scrub them from any text before it leaves.
+ */
+export function secretsOf(url: string): string[] {
   try {
     const parsed = new URL(url);
-    return parsed.password ? decodeURIComponent(parsed.password) : "";
+    const secrets = parsed.password ? [decodeURIComponent(parsed.password)] : [];
+    for (const name of SECRET_PARAMS) for (const value of parsed.searchParams.getAll(name)) secrets.push(value);
+    return secrets.filter((secret) => secret !== "");
   } catch {
-    return "";
+    return [];
   }
 }
 
@@ -81,23 +89,26 @@ export function locationOf(url: string): string {
   }
 }
 
-/** The URL with its password replaced by `***` (for an admin's listing). */
+/** The URL with its password (user part and query parameters, see secretsOf) replaced by `***` (for an admin's listing). */
 export function redactedUrl(url: string): string {
   try {
     const parsed = new URL(url);
     if (parsed.password) parsed.password = "***";
+    for (const name of SECRET_PARAMS) {
+      if (parsed.searchParams.has(name)) parsed.searchParams.set(name, "***");
+    }
     return parsed.toString();
   } catch {
     return "(unparsable URL)";
   }
 }
 
-/** Removes every occurrence of the source's password (raw and URL-encoded) from a text. */
+/** Removes every occurrence of the source's secrets (raw and URL-encoded, see secretsOf) from a text. */
 export function scrubSecret(text: string, url: string): string {
-  const password = passwordOf(url);
-  if (!password) return text;
   let out = text;
-  for (const secret of new Set([password, encodeURIComponent(password)])) out = out.split(secret).join("***");
+  for (const password of secretsOf(url)) {
+    for (const secret of new Set([password, encodeURIComponent(password)])) out = out.split(secret).join("***");
+  }
   return out;
 }
 

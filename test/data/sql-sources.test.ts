@@ -1,0 +1,26 @@
+/**
+ * How a data source's URL is shown and scrubbed: its password replaced by `***` in an admin's listing and removed
+ * from any message, wherever the URL carries it — in its user part, or as a `password` query parameter (which the
+ * PostgreSQL driver also reads).
+ */
+import { describe, expect, it } from "vitest";
+import { locationOf, redactedUrl, scrubSecret } from "../../src/tools/data/sources.js";
+
+describe("data source URLs without their password", () => {
+  it("redacts and scrubs a password in the user part", () => {
+    const url = "postgres://reader:pa%40ss@db.internal:5432/shop";
+    expect(redactedUrl(url)).toBe("postgres://reader:***@db.internal:5432/shop");
+    expect(scrubSecret("auth failed for pa@ss (pa%40ss)", url)).toBe("auth failed for *** (***)");
+  });
+
+  it("redacts and scrubs a password given as a query parameter", () => {
+    const url = "postgres://reader@db.internal:5432/shop?sslmode=require&password=Qp-s3cret%21&sslpassword=Key-s3cret";
+    const redacted = redactedUrl(url);
+    expect(redacted).not.toContain("Qp-s3cret");
+    expect(redacted).not.toContain("Key-s3cret");
+    expect(redacted).toContain("sslmode=require");
+    expect(new URL(redacted).searchParams.get("password")).toBe("***");
+    expect(scrubSecret("bad password Qp-s3cret! for key Key-s3cret", url)).toBe("bad password *** for key ***");
+    expect(locationOf(url)).toBe("db.internal:5432/shop");
+  });
+});
