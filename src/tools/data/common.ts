@@ -32,6 +32,12 @@ export const VALUE_MAX_CHARS = 65_536;
 export const VALUE_MAX_BYTES = (VALUE_MAX_CHARS / 4) * 3;
 /** Most characters of values in one result: past them the rest of the rows are left unread (`truncated`). */
 export const RESULT_MAX_CHARS = 4_194_304;
+/**
+ * Most bytes one row may take on the wire where the driver lets Toolhost see a row's size before it is read whole
+ * (PostgreSQL): a longer row fails its call (`validation_failed`, select a part of it) instead of being buffered
+ * whole, only to be cut to VALUE_MAX_CHARS per value. On MySQL and MariaDB the server's max_allowed_packet bounds rows.
+ */
+export const ROW_MAX_BYTES = 64 * 1024 * 1024;
 
 /** The kept start of a cut value and its marker. Plain JavaScript: the SQLite worker's program embeds its source. */
 export function cutValueText(kept: string, total: number, unit: string): string {

@@ -11,7 +11,6 @@
  * pg_write_server_files: `COPY … TO PROGRAM`, server files), or may switch to one (SET ROLE), is refused: the source
  * must connect as a read-only role.
  */
-import { constants } from "node:buffer";
 import type { FieldDef, PoolClient } from "pg";
 import pg from "pg";
 import { ToolError } from "../../core/errors.js";
@@ -28,6 +27,7 @@ import {
   POOL_SIZE,
   queryResult,
   ResultBudget,
+  ROW_MAX_BYTES,
   readOnlyRefusal,
   severalStatements,
   sourceFailure,
@@ -210,10 +210,10 @@ const parserFailures = new WeakMap<object, Error>();
 
 /**
  * Guards the parser of a client's connection. pg parses the server's messages in its socket's "data" listener,
- * buffering each message whole and then decoding its values as strings: a row longer than the longest JavaScript
- * string (`repeat('x', 600000000)`) would be buffered (up to a gigabyte) and then throw there, outside any call,
- * ending the process. The guard follows the messages' headers, and ends the connection at the header of a row
- * longer than that (recorded in parserFailures for the call); anything the parser still throws ends it too.
+ * buffering each message whole and then decoding its values as strings: a huge row would be buffered whole (a
+ * `repeat('x', 600000000)`: most of a gigabyte, then a throw there, outside any call, that ends the process). The
+ * guard follows the messages' headers and ends the connection at the header of a row longer than ROW_MAX_BYTES
+ * (recorded in parserFailures for the call); anything the parser still throws ends it too.
  */
 function guardParser(client: PoolClient): void {
   type Stream = NodeJS.EventEmitter & { destroy(error?: Error): void };
@@ -242,8 +242,8 @@ function guardParser(client: PoolClient): void {
       if (headerBytes < 5) break;
       headerBytes = 0;
       bodyLeft = header.readUInt32BE(1) - 4;
-      if (header[0] === 0x44 /* DataRow */ && bodyLeft > constants.MAX_STRING_LENGTH) {
-        fail(new Error(`a row of ${bodyLeft} bytes, past the ${constants.MAX_STRING_LENGTH} a string can hold`));
+      if (header[0] === 0x44 /* DataRow */ && bodyLeft > ROW_MAX_BYTES) {
+        fail(new Error(`a row of ${bodyLeft} bytes, past the ${ROW_MAX_BYTES} a row may take`));
         return false;
       }
     }
