@@ -3,6 +3,7 @@
  * validation, and the mapping of classified errors to status codes.
  */
 import type { Context } from "hono";
+import { TrieRouter } from "hono/router/trie-router";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { Compile } from "typebox/compile";
 import { readConfig } from "../core/config.js";
@@ -228,4 +229,17 @@ export function errorResponse(c: Context, error: unknown) {
     return c.json({ error: { code: "database_unavailable", message: DATABASE_UNAVAILABLE_MESSAGE } }, 503);
   }
   return c.json({ error: { code: "internal_error", message: "Internal server error; see the server log." } }, 500);
+}
+
+/** The methods a 405 may name, in the order its Allow header lists them. */
+const ROUTE_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+
+/**
+ * From an app's routes (`app.routes`), a function giving the methods a request path has routes for (empty: no route
+ * at all). Middleware (method ALL) does not count: it answers nothing by itself.
+ */
+export function methodsOfPaths(routes: readonly { method: string; path: string }[]): (path: string) => string[] {
+  const router = new TrieRouter<true>();
+  for (const route of routes) if (route.method !== "ALL") router.add(route.method, route.path, true);
+  return (path) => ROUTE_METHODS.filter((method) => router.match(method, path)[0].length > 0);
 }

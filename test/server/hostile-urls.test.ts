@@ -1,0 +1,89 @@
+/**
+ * Hostile request lines, on SQLite and on PostgreSQL (whose text columns refuse a NUL character): a NUL in an id, a
+ * name or a filter is a 400 `bad_request` before anything reaches the database, never a 500; a method a path does
+ * not have is a 405 naming the methods it has (an `Allow` header), distinct from a path that does not exist (404).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { findPgBin, freshPostgresDatabase } from "../helpers/postgres.js";
+import { startTestServer, type TestServer } from "../helpers/server.js";
+
+const backends = [
+  { name: "SQLite", url: async () => undefined },
+  ...(findPgBin() ? [{ name: "PostgreSQL", url: async () => await freshPostgresDatabase() }] : []),
+];
+
+describe.each(backends)("hostile request lines ($name)", ({ url }) => {
+  let server: TestServer;
+  let adminToken: string;
+  beforeAll(async () => {
+    const databaseUrl = await url();
+    server = await startTestServer({ ...(databaseUrl ? { databaseUrl } : {}), adminUsers: ["root"] });
+    adminToken = (await server.ctx.tokens.create("root")).token;
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it("a NUL character in a path id or a query filter is 400 bad_request, never a 500", async () => {
+    const requests: [string, string, unknown?][] = [
+      ["GET", "/api/chats/%00"],
+      ["GET", "/api/chats/a%00b/events"],
+      ["GET", "/api/chats/%00/approvals"],
+      ["PATCH", "/api/chats/%00", { title: "x" }],
+      ["DELETE", "/api/chats/%00"],
+      ["POST", "/api/chats/%00/cancel"],
+      ["POST", "/api/chats/%00/messages", { content: "hi" }],
+      ["GET", "/api/agents/%00"],
+      ["GET", "/api/agents?chatId=%00"],
+      ["POST", "/api/agents/%00/cancel"],
+      ["POST", "/api/approvals/%00", { decision: "deny" }],
+      ["GET", "/api/admin/audit?tool=%00"],
+      ["GET", "/api/admin/audit?chatId=x%00"],
+      ["POST", "/api/admin/data-sources/%00/test"],
+      ["DELETE", "/api/admin/mcp-servers/%00"],
+    ];
+    for (const [method, path, json] of requests) {
+      const res = await server.api(path, { method, json, token: adminToken });
+      const body = (await res.json()) as { error: { code: string; message: string } };
+      expect({ method, path, status: res.status, code: body.error.code }).toEqual({
+        method,
+        path,
+        status: 400,
+        code: "bad_request",
+      });
+      expect(body.error.message).toMatch(/NUL/);
+    }
+    // Still a 401 without a token: nothing is said before authentication.
+    expect((await server.api("/api/chats/%00", { token: null })).status).toBe(401);
+  });
+
+  it("a method the path does not have is 405 with Allow; an unknown path stays 404", async () => {
+    const cases: [string, string, string][] = [
+      ["PUT", "/api/chats", "GET, POST"],
+      ["DELETE", "/api/chats", "GET, POST"],
+      ["PUT", "/api/chats/some-id", "GET, PATCH, DELETE"],
+      ["GET", "/api/chats/some-id/messages", "POST"],
+      ["GET", "/api/chats/some-id/cancel", "POST"],
+      ["GET", "/api/approvals/some-id", "POST"],
+      ["DELETE", "/api/settings/tools/read_file", "GET, PUT"],
+      ["POST", "/api/health", "GET"],
+    ];
+    for (const [method, path, allow] of cases) {
+      const res = await server.api(path, { method, token: adminToken });
+      const body = (await res.json()) as { error: { code: string; message: string } };
+      expect({ method, path, status: res.status, allow: res.headers.get("allow"), code: body.error.code }).toEqual({
+        method,
+        path,
+        status: 405,
+        allow,
+        code: "method_not_allowed",
+      });
+      expect(body.error.message).toContain(allow);
+    }
+    const missing = await server.api("/api/nothing-here", { token: adminToken });
+    expect(missing.status).toBe(404);
+    expect(((await missing.json()) as { error: { code: string } }).error.code).toBe("not_found");
+    // Authentication still comes first on the API.
+    expect((await server.api("/api/chats", { method: "PUT", token: null })).status).toBe(401);
+  });
+});
