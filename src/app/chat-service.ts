@@ -133,10 +133,14 @@ export class ChatService {
   async deleteChat(userId: string, chatId: string): Promise<boolean> {
     // Ownership before state: another user's running chat answers like a missing one (false, a 404), never
     // chat_busy, which would tell them the id exists.
-    const running = this.#running.has(chatId) || Boolean(await this.#turns?.repository.current(chatId));
+    // A turn waiting for approvals holds the chat too: deleted under it, its asks would resume nothing.
+    const running =
+      this.#running.has(chatId) ||
+      Boolean(await this.#turns?.repository.current(chatId)) ||
+      Boolean(await this.#approvals?.repository.activeTurn(chatId));
     if (running && (await this.#chats.get(userId, chatId))) {
       throw new ChatBusyError(
-        `Chat ${chatId} is running a turn; cancel it (or wait for it to finish) before deleting.`,
+        `Chat ${chatId} is running a turn (or one waits for approvals); cancel it (POST /api/chats/${chatId}/cancel) or wait for it to finish before deleting.`,
       );
     }
     const deleted = await this.#chats.delete(userId, chatId);
@@ -212,7 +216,7 @@ export class ChatService {
       const suspended = await this.#approvals?.repository.activeTurn(chat.id);
       if (suspended) {
         throw new ChatBusyError(
-          `Chat ${chat.id} has a turn waiting for approvals (GET /api/chats/${chat.id}/approvals); answer them, or wait until they expire, before sending another message.`,
+          `Chat ${chat.id} has a turn waiting for approvals (GET /api/chats/${chat.id}/approvals); answer them, cancel the turn (POST /api/chats/${chat.id}/cancel), or wait until they expire, before sending another message.`,
         );
       }
     }
@@ -255,8 +259,34 @@ export class ChatService {
   async cancelTurn(userId: string, chatId: string): Promise<{ cancelled: boolean; turnId: string | null }> {
     const chat = await this.#chats.get(userId, chatId);
     if (!chat) throw new NotFoundError(`No chat "${chatId}" for this user.`);
-    if (!this.#turns) return { cancelled: false, turnId: null };
-    return this.#turns.cancel(chat.id);
+    if (this.#turns) {
+      const running = await this.#turns.cancel(chat.id);
+      if (running.cancelled) return running;
+    }
+    const suspended = await this.#cancelSuspended(chat.id);
+    return suspended ? { cancelled: true, turnId: suspended } : { cancelled: false, turnId: null };
+  }
+
+  /**
+   * Cancels the chat's turn that waits for approvals with no process running it (its client left, its server
+   * stopped): its state is marked cancelled and its pending asks are cancelled, then it is woken, so whoever resumes
+   * it (this instance at once, or another instance's sweep) ends it as a cancel ends a running turn, keeping its
+   * complete steps. Returns its id, or undefined when none waits.
+   */
+  async #cancelSuspended(chatId: string): Promise<string | undefined> {
+    const approvals = this.#approvals;
+    const turn = await approvals?.repository.activeTurn(chatId);
+    if (!approvals || !turn) return undefined;
+    const at = new Date();
+    await approvals.repository.updateTurnState(
+      turn.id,
+      (state: SuspendedTurnState) => ({ ...state, cancelled: true }),
+      at,
+    );
+    for (const ask of await approvals.repository.listPending(turn.userId, chatId))
+      if (ask.turnId === turn.id) await approvals.repository.cancel(ask.id, at);
+    await approvals.wakeTurn(turn.id);
+    return turn.id;
   }
 
   /**
@@ -333,7 +363,11 @@ export class ChatService {
         if (!chat || state?.version !== 1) await approvals?.repository.deleteTurn(turn.id);
         return;
       }
-      const stored = this.#storedTurn(chat, turn.userId, state.userMessage);
+      // A turn cancelled while it waited ends at once (its complete steps stored), as a cancelled running turn does.
+      const stored = {
+        ...this.#storedTurn(chat, turn.userId, state.userMessage),
+        ...(state.cancelled ? { signal: AbortSignal.abort() } : {}),
+      };
       let lease: Lease | undefined;
       if (this.#turns) {
         try {
