@@ -1,6 +1,6 @@
 /**
  * Hostile request lines, on SQLite and on PostgreSQL (whose text columns refuse a NUL character): a NUL in an id, a
- * name or a filter is a 400 `bad_request` before anything reaches the database, never a 500; a method a path does
+ * name or a filter (in the URL or in a body) is a 400 `bad_request` before anything reaches the database, never a 500; a method a path does
  * not have is a 405 naming the methods it has (an `Allow` header), distinct from a path that does not exist (404).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -55,6 +55,24 @@ describe.each(backends)("hostile request lines ($name)", ({ url }) => {
     }
     // Still a 401 without a token: nothing is said before authentication.
     expect((await server.api("/api/chats/%00", { token: null })).status).toBe(401);
+  });
+
+  it("a NUL character in the ids of a tool call's body is 400; in the tool's arguments it is the tool's to refuse", async () => {
+    for (const field of ["chatId", "approvalId"]) {
+      const res = await server.api("/api/tools/read_file/execute", {
+        method: "POST",
+        json: { arguments: { path: "x" }, [field]: "a\u0000b" },
+      });
+      const body = (await res.json()) as { error: { code: string; message: string } };
+      expect({ field, status: res.status, code: body.error.code }).toEqual({ field, status: 400, code: "bad_request" });
+      expect(body.error.message).toContain(`body.${field}`);
+    }
+    const res = await server.api("/api/tools/read_file/execute", {
+      method: "POST",
+      json: { arguments: { path: "a\u0000b" } },
+    });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ ok: false, error: { code: "validation_failed" } });
   });
 
   it("a method the path does not have is 405 with Allow; an unknown path stays 404", async () => {
