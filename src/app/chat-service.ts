@@ -133,17 +133,26 @@ export class ChatService {
   async deleteChat(userId: string, chatId: string): Promise<boolean> {
     // Ownership before state: another user's running chat answers like a missing one (false, a 404), never
     // chat_busy, which would tell them the id exists.
-    // A turn waiting for approvals holds the chat too: deleted under it, its asks would resume nothing.
-    const running =
-      this.#running.has(chatId) ||
-      Boolean(await this.#turns?.repository.current(chatId)) ||
-      Boolean(await this.#approvals?.repository.activeTurn(chatId));
-    if (running && (await this.#chats.get(userId, chatId))) {
+    const held = this.#running.has(chatId) || (!this.#turns && (await this.#approvals?.repository.activeTurn(chatId)));
+    if (held && (await this.#chats.get(userId, chatId))) {
       throw new ChatBusyError(
-        `Chat ${chatId} is running a turn (or one waits for approvals); cancel it (POST /api/chats/${chatId}/cancel) or wait for it to finish before deleting.`,
+        `Chat ${chatId} is running a turn; cancel it (POST /api/chats/${chatId}/cancel) or wait for it to finish before deleting.`,
       );
     }
-    const deleted = await this.#chats.delete(userId, chatId);
+    // A turn holding the chat's lease (on any instance), or waiting for approvals, is checked in the delete's own
+    // transaction: a turn starting at the same moment cannot slip in between (it then finds no chat).
+    const turns = this.#turns;
+    let deleted: boolean;
+    try {
+      deleted = await this.#chats.delete(
+        userId,
+        chatId,
+        turns ? (trx) => turns.repository.assertIdle(trx, chatId) : undefined,
+      );
+    } catch (error) {
+      if (error instanceof LeaseBusyError) throw new ChatBusyError(error.message);
+      throw error;
+    }
     if (deleted) await this.#turns?.repository.forget(chatId);
     return deleted;
   }

@@ -1,11 +1,33 @@
 /**
  * Hostile request lines, on SQLite and on PostgreSQL (whose text columns refuse a NUL character): a NUL in an id, a
  * name or a filter (in the URL or in a body) is a 400 `bad_request` before anything reaches the database, never a 500; a method a path does
- * not have is a 405 naming the methods it has (an `Allow` header), distinct from a path that does not exist (404).
+ * not have is a 405 naming the methods it has (an `Allow` header), distinct from a path that does not exist (404); a
+ * chat deleted at the moment a message is posted to it is either deleted (the post then finds no chat) or busy
+ * (409), never deleted under a running turn.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type FakeProvider, startFakeProvider } from "../fakes/provider-server.js";
 import { findPgBin, freshPostgresDatabase } from "../helpers/postgres.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
+
+let fake: FakeProvider;
+const saved = { key: process.env.OPENAI_API_KEY, url: process.env.OPENAI_BASE_URL };
+beforeAll(async () => {
+  // Every turn stalls until it is cancelled.
+  fake = await startFakeProvider(
+    "openai",
+    Array.from({ length: 200 }, () => ({ kind: "stall", text: "thinking" }) as const),
+  );
+  process.env.OPENAI_API_KEY = "test-key";
+  process.env.OPENAI_BASE_URL = fake.baseURL;
+});
+afterAll(async () => {
+  await fake?.close();
+  if (saved.key === undefined) delete process.env.OPENAI_API_KEY;
+  else process.env.OPENAI_API_KEY = saved.key;
+  if (saved.url === undefined) delete process.env.OPENAI_BASE_URL;
+  else process.env.OPENAI_BASE_URL = saved.url;
+});
 
 const backends = [
   { name: "SQLite", url: async () => undefined },
@@ -103,5 +125,27 @@ describe.each(backends)("hostile request lines ($name)", ({ url }) => {
     expect(((await missing.json()) as { error: { code: string } }).error.code).toBe("not_found");
     // Authentication still comes first on the API.
     expect((await server.api("/api/chats", { method: "PUT", token: null })).status).toBe(401);
+  });
+
+  it("a chat deleted while a message is posted to it: deleted (the post is 404) or busy (409), never both accepted", async () => {
+    for (let round = 0; round < 12; round++) {
+      const created = await server.api("/api/chats", { method: "POST", json: { provider: "openai", model: "m" } });
+      const chatId = ((await created.json()) as { id: string }).id;
+      const [post, del] = await Promise.all([
+        server.api(`/api/chats/${chatId}/messages`, { method: "POST", json: { content: "stall" } }),
+        server.api(`/api/chats/${chatId}`, { method: "DELETE" }),
+      ]);
+      const outcome = { round, post: post.status, delete: del.status };
+      expect([
+        { round, post: 200, delete: 409 },
+        { round, post: 404, delete: 204 },
+      ]).toContainEqual(outcome);
+      if (post.status === 200) {
+        const cancel = await server.api(`/api/chats/${chatId}/cancel`, { method: "POST" });
+        expect(cancel.status).toBe(200);
+        expect(await post.text()).toMatch(/"type":"done","reason":"aborted"/);
+      } else await post.text();
+      await del.text();
+    }
   });
 });
