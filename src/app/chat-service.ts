@@ -372,11 +372,17 @@ export class ChatService {
         if (!chat || state?.version !== 1) await approvals?.repository.deleteTurn(turn.id);
         return;
       }
-      // A turn cancelled while it waited ends at once (its complete steps stored), as a cancelled running turn does.
-      const stored = {
-        ...this.#storedTurn(chat, turn.userId, state.userMessage),
-        ...(state.cancelled ? { signal: AbortSignal.abort() } : {}),
-      };
+      let stored: Omit<ChatTurnOptions, "owned"> | undefined;
+      let unstartable: unknown;
+      try {
+        // A turn cancelled while it waited ends at once (its complete steps stored), as a cancelled running turn does.
+        stored = {
+          ...this.#storedTurn(chat, turn.userId, state.userMessage),
+          ...(state.cancelled ? { signal: AbortSignal.abort() } : {}),
+        };
+      } catch (error) {
+        unstartable = error;
+      }
       let lease: Lease | undefined;
       if (this.#turns) {
         try {
@@ -393,6 +399,20 @@ export class ChatService {
           if (error instanceof LeaseBusyError) return;
           throw error;
         }
+      }
+      if (!stored) {
+        // It cannot run here (e.g. this instance has no key for the chat's provider), nor, likely, anywhere: it
+        // ends, as a taken-over turn that cannot start does, instead of keeping the chat busy while every sweep
+        // claims it and fails again.
+        this.#logger?.error({ err: String(unstartable), turnId: turn.id }, "resuming a turn failed");
+        if (lease) await this.#endUnstartable(lease, unstartable);
+        if (approvals) {
+          const at = new Date();
+          for (const ask of await approvals.repository.listPending(turn.userId, chat.id))
+            if (ask.turnId === turn.id) await approvals.repository.cancel(ask.id, at);
+          await approvals.repository.deleteTurn(turn.id);
+        }
+        return;
       }
       this.#running.add(chat.id);
       try {
@@ -484,7 +504,10 @@ export class ChatService {
     return { chat, provider, adapter, model: chat.model ?? DEFAULT_CHAT_MODELS[provider], userId, userMessage };
   }
 
-  /** Ends a taken-over turn that could not start: stores `error` and `done`, ends the lease, drops the journal. */
+  /**
+   * Ends a taken-over (or resumed) turn that could not start: stores `error` and `done`, ends the lease, drops the
+   * journal.
+   */
   #endUnstartable(lease: Lease, error: unknown): Promise<void> {
     const code =
       error instanceof ChatConfigError || error instanceof MissingCredentialsError
@@ -495,7 +518,7 @@ export class ChatService {
       {
         type: "error",
         code,
-        message: `The instance that took this turn over could not continue it: ${(error as Error)?.message ?? String(error)}`,
+        message: `This instance could not continue the turn: ${(error as Error)?.message ?? String(error)}`,
       },
       "error",
     );
