@@ -3,12 +3,15 @@
  * name or a filter (in the URL or in a body) is a 400 `bad_request` before anything reaches the database, never a 500; a method a path does
  * not have is a 405 naming the methods it has (an `Allow` header), distinct from a path that does not exist (404); a
  * chat deleted at the moment a message is posted to it is either deleted (the post then finds no chat) or busy
- * (409), never deleted under a running turn.
+ * (409), never deleted under a running turn; an answer to an approval that loses to a concurrent one changes nothing
+ * (no allow rule stored behind a 409).
  */
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeProvider, startFakeProvider } from "../fakes/provider-server.js";
 import { findPgBin, freshPostgresDatabase } from "../helpers/postgres.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { startTestServer, type TestServer, tempDir } from "../helpers/server.js";
 
 let fake: FakeProvider;
 const saved = { key: process.env.OPENAI_API_KEY, url: process.env.OPENAI_BASE_URL };
@@ -146,6 +149,42 @@ describe.each(backends)("hostile request lines ($name)", ({ url }) => {
         expect(await post.text()).toMatch(/"type":"done","reason":"aborted"/);
       } else await post.text();
       await del.text();
+    }
+  });
+
+  it("an allow_always that loses to a concurrent answer stores no rule: a refused answer changes nothing", async () => {
+    const work = tempDir("toolhost-always-race-");
+    const as = { token: adminToken };
+    const ask = await server.api("/api/settings/tools/list_directory", {
+      method: "PUT",
+      json: { parameters: { approval: "ask" } },
+      ...as,
+    });
+    expect(ask.status).toBe(200);
+    const ruleFor = async (dir: string) => {
+      const res = await server.api("/api/settings/tools/list_directory", as);
+      const rules = ((await res.json()) as { parameters: { approvalRules: { match: string }[] } }).parameters
+        .approvalRules;
+      return rules.some((rule) => rule.match.endsWith(`/${dir}`));
+    };
+    for (let round = 0; round < 8; round++) {
+      const dir = `race-${round}`;
+      mkdirSync(join(work, dir));
+      const asked = await server.api("/api/tools/list_directory/execute", {
+        method: "POST",
+        json: { workingDirectory: work, arguments: { path: dir } },
+        ...as,
+      });
+      const approvalId = ((await asked.json()) as { error: { details: { approvalId: string } } }).error.details
+        .approvalId;
+      const answer = (decision: string) =>
+        server.api(`/api/approvals/${approvalId}`, { method: "POST", json: { decision }, ...as });
+      const [always, deny] = await Promise.all([answer("allow_always"), answer("deny")]);
+      const outcome = { round, always: always.status, deny: deny.status, rule: await ruleFor(dir) };
+      expect([
+        { round, always: 200, deny: 409, rule: true },
+        { round, always: 409, deny: 200, rule: false },
+      ]).toContainEqual(outcome);
     }
   });
 });
