@@ -133,13 +133,26 @@ export class ChatService {
   async deleteChat(userId: string, chatId: string): Promise<boolean> {
     // Ownership before state: another user's running chat answers like a missing one (false, a 404), never
     // chat_busy, which would tell them the id exists.
-    const running = this.#running.has(chatId) || Boolean(await this.#turns?.repository.current(chatId));
-    if (running && (await this.#chats.get(userId, chatId))) {
+    const held = this.#running.has(chatId) || (!this.#turns && (await this.#approvals?.repository.activeTurn(chatId)));
+    if (held && (await this.#chats.get(userId, chatId))) {
       throw new ChatBusyError(
-        `Chat ${chatId} is running a turn; cancel it (or wait for it to finish) before deleting.`,
+        `Chat ${chatId} is running a turn; cancel it (POST /api/chats/${chatId}/cancel) or wait for it to finish before deleting.`,
       );
     }
-    const deleted = await this.#chats.delete(userId, chatId);
+    // A turn holding the chat's lease (on any instance), or waiting for approvals, is checked in the delete's own
+    // transaction: a turn starting at the same moment cannot slip in between (it then finds no chat).
+    const turns = this.#turns;
+    let deleted: boolean;
+    try {
+      deleted = await this.#chats.delete(
+        userId,
+        chatId,
+        turns ? (trx) => turns.repository.assertIdle(trx, chatId) : undefined,
+      );
+    } catch (error) {
+      if (error instanceof LeaseBusyError) throw new ChatBusyError(error.message);
+      throw error;
+    }
     if (deleted) await this.#turns?.repository.forget(chatId);
     return deleted;
   }
@@ -212,7 +225,7 @@ export class ChatService {
       const suspended = await this.#approvals?.repository.activeTurn(chat.id);
       if (suspended) {
         throw new ChatBusyError(
-          `Chat ${chat.id} has a turn waiting for approvals (GET /api/chats/${chat.id}/approvals); answer them, or wait until they expire, before sending another message.`,
+          `Chat ${chat.id} has a turn waiting for approvals (GET /api/chats/${chat.id}/approvals); answer them, cancel the turn (POST /api/chats/${chat.id}/cancel), or wait until they expire, before sending another message.`,
         );
       }
     }
@@ -255,8 +268,34 @@ export class ChatService {
   async cancelTurn(userId: string, chatId: string): Promise<{ cancelled: boolean; turnId: string | null }> {
     const chat = await this.#chats.get(userId, chatId);
     if (!chat) throw new NotFoundError(`No chat "${chatId}" for this user.`);
-    if (!this.#turns) return { cancelled: false, turnId: null };
-    return this.#turns.cancel(chat.id);
+    if (this.#turns) {
+      const running = await this.#turns.cancel(chat.id);
+      if (running.cancelled) return running;
+    }
+    const suspended = await this.#cancelSuspended(chat.id);
+    return suspended ? { cancelled: true, turnId: suspended } : { cancelled: false, turnId: null };
+  }
+
+  /**
+   * Cancels the chat's turn that waits for approvals with no process running it (its client left, its server
+   * stopped): its state is marked cancelled and its pending asks are cancelled, then it is woken, so whoever resumes
+   * it (this instance at once, or another instance's sweep) ends it as a cancel ends a running turn, keeping its
+   * complete steps. Returns its id, or undefined when none waits.
+   */
+  async #cancelSuspended(chatId: string): Promise<string | undefined> {
+    const approvals = this.#approvals;
+    const turn = await approvals?.repository.activeTurn(chatId);
+    if (!approvals || !turn) return undefined;
+    const at = new Date();
+    await approvals.repository.updateTurnState(
+      turn.id,
+      (state: SuspendedTurnState) => ({ ...state, cancelled: true }),
+      at,
+    );
+    for (const ask of await approvals.repository.listPending(turn.userId, chatId))
+      if (ask.turnId === turn.id) await approvals.repository.cancel(ask.id, at);
+    await approvals.wakeTurn(turn.id);
+    return turn.id;
   }
 
   /**
@@ -337,7 +376,17 @@ export class ChatService {
         if (!chat || state?.version !== 1) await approvals?.repository.deleteTurn(turn.id);
         return;
       }
-      const stored = this.#storedTurn(chat, turn.userId, state.userMessage);
+      let stored: Omit<ChatTurnOptions, "owned"> | undefined;
+      let unstartable: unknown;
+      try {
+        // A turn cancelled while it waited ends at once (its complete steps stored), as a cancelled running turn does.
+        stored = {
+          ...this.#storedTurn(chat, turn.userId, state.userMessage, state.cancelled === true),
+          ...(state.cancelled ? { signal: AbortSignal.abort() } : {}),
+        };
+      } catch (error) {
+        unstartable = error;
+      }
       let lease: Lease | undefined;
       if (this.#turns) {
         try {
@@ -354,6 +403,20 @@ export class ChatService {
           if (error instanceof LeaseBusyError) return;
           throw error;
         }
+      }
+      if (!stored) {
+        // It cannot run here (e.g. this instance has no key for the chat's provider), nor, likely, anywhere: it
+        // ends, as a taken-over turn that cannot start does, instead of keeping the chat busy while every sweep
+        // claims it and fails again.
+        this.#logger?.error({ err: String(unstartable), turnId: turn.id }, "resuming a turn failed");
+        if (lease) await this.#endUnstartable(lease, unstartable);
+        if (approvals) {
+          const at = new Date();
+          for (const ask of await approvals.repository.listPending(turn.userId, chat.id))
+            if (ask.turnId === turn.id) await approvals.repository.cancel(ask.id, at);
+          await approvals.repository.deleteTurn(turn.id);
+        }
+        return;
       }
       this.#running.add(chat.id);
       try {
@@ -460,7 +523,10 @@ export class ChatService {
     return { chat, provider, adapter, model: chat.model ?? DEFAULT_CHAT_MODELS[provider], userId, userMessage };
   }
 
-  /** Ends a taken-over turn that could not start: stores `error` and `done`, ends the lease (fenced), drops the journal. */
+  /**
+   * Ends a taken-over (or resumed) turn that could not start: stores `error` and `done`, ends the lease (fenced),
+   * drops the journal.
+   */
   async #endUnstartable(lease: Lease, error: unknown): Promise<void> {
     const turns = this.#turns;
     if (!turns) return;
@@ -472,7 +538,7 @@ export class ChatService {
     const failed: ChatTurnEvent = {
       type: "error",
       code,
-      message: `The instance that took this turn over could not continue it: ${(error as Error)?.message ?? String(error)}`,
+      message: `This instance could not continue the turn: ${(error as Error)?.message ?? String(error)}`,
     };
     const done: ChatTurnEvent = { type: "done", reason: "error", iterations: 0, messages: [] };
     log.push(failed);

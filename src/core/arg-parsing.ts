@@ -330,19 +330,24 @@ export function checkToolArguments(
 }
 
 /**
- * A RegisteredTool.validateArguments for text arguments the tool stores (a sub-agent's message): each one present
- * must not hold a NUL character, which PostgreSQL's text columns refuse. Returns the refusal (not thrown), or
- * undefined.
+ * A RegisteredTool.validateArguments for text arguments the tool stores or looks up in the database (a sub-agent's
+ * message, an agent id): each one present — a string, or each string of an array — must not hold a NUL character,
+ * which PostgreSQL's text columns refuse. Returns the refusal (not thrown), or undefined.
  */
 export function storedTextCheck(...names: string[]): (args: Record<string, unknown>) => ToolRefusal | undefined {
   return (args) => {
     for (const name of names) {
       const value = args[name];
-      if (typeof value === "string" && value.includes("\0")) {
-        return argumentRefusal(
-          `Invalid argument "${name}": it contains a NUL character (\\u0000), which cannot be stored; send the text without it.`,
-          { argument: name, rule: "nul_byte" },
-        );
+      const values = Array.isArray(value)
+        ? value.map((v, i) => [`${name}[${i}]`, v] as const)
+        : [[name, value] as const];
+      for (const [argument, text] of values) {
+        if (typeof text === "string" && text.includes("\0")) {
+          return argumentRefusal(
+            `Invalid argument "${argument}": it contains a NUL character (\\u0000), which cannot be stored or looked up; send the text without it.`,
+            { argument, rule: "nul_byte" },
+          );
+        }
       }
     }
     return undefined;

@@ -20,7 +20,7 @@ import { DataSourceRepository } from "../storage/data-source-repository.js";
 import { VERSION } from "../version.js";
 import { accessLog } from "./access-log.js";
 import { adminOnly, bearerAuth } from "./auth.js";
-import { type AuthEnv, errorResponse, refusal } from "./http.js";
+import { type AuthEnv, errorResponse, HttpError, methodsOfPaths, refusal } from "./http.js";
 import { buildOpenApiDocument } from "./openapi.js";
 import { adminRoutes } from "./routes/admin.js";
 import { agentOpenApiPaths, agentRoutes } from "./routes/agents.js";
@@ -93,9 +93,26 @@ export function createServerApp(ctx: AppContext, options: ServerAppOptions = {})
     }
     return response;
   });
-  app.notFound((c) =>
-    c.json({ error: { code: "not_found", message: `No route for ${c.req.method} ${c.req.path}.` } }, 404),
-  );
+  // A path that exists under other methods is 405 naming them (Allow), not a 404 that reads as "no such thing".
+  let allowedMethods: ((path: string) => string[]) | undefined;
+  app.notFound((c) => {
+    allowedMethods ??= methodsOfPaths(app.routes);
+    const allowed = allowedMethods(c.req.path);
+    if (allowed.length > 0) {
+      const allow = allowed.join(", ");
+      return c.json(
+        {
+          error: {
+            code: "method_not_allowed",
+            message: `${c.req.path} does not take ${c.req.method}; it takes ${allow}.`,
+          },
+        },
+        405,
+        { Allow: allow },
+      );
+    }
+    return c.json({ error: { code: "not_found", message: `No route for ${c.req.method} ${c.req.path}.` } }, 404);
+  });
 
   // The settings page: its own origin only, never framed, no content sniffing (its script and style are inline).
   app.get(
@@ -157,6 +174,15 @@ export function createServerApp(ctx: AppContext, options: ServerAppOptions = {})
   app.use("/api/*", async (c, next) => {
     if (c.req.path === "/api/health" || c.req.path === "/api/openapi.json") return next();
     return auth(c, next);
+  });
+  // A NUL character is in no id, name or filter, and PostgreSQL's text refuses it: refused before any route reads it.
+  app.use("/api/*", async (c, next) => {
+    if (!/%00/i.test(c.req.url)) return next();
+    throw new HttpError(
+      400,
+      "bad_request",
+      "The request URL contains a NUL character (%00), which no id, name or filter holds; remove it.",
+    );
   });
   // Only requests that carry a body are limited: checking a GET would build the full web Request object for nothing,
   // which costs more than answering a cheap read.

@@ -3,6 +3,7 @@
  * validation, and the mapping of classified errors to status codes.
  */
 import type { Context } from "hono";
+import { TrieRouter } from "hono/router/trie-router";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { Compile } from "typebox/compile";
 import { readConfig } from "../core/config.js";
@@ -83,8 +84,9 @@ const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resol
  * Reads the JSON body and validates it; throws HttpError 413 (`payload_too_large`, naming the limit) when the body
  * breaks `limits` — checked on the Content-Length and a linear scan of the text before anything is parsed — and
  * 400 (malformed JSON, a number JSON cannot carry, text that cannot be stored, or a schema mismatch).
- * `options.toolArguments`: the body carries a tool's arguments, whose text is the runtime's to check (a tool gets
- * NUL characters as they are; half a character is its validation_failed outcome, answered 200 like any other).
+ * `options.toolArguments`: the body's `arguments` carry a tool's arguments, whose text is the runtime's to check (a
+ * tool gets NUL characters as they are; half a character is its validation_failed outcome, answered 200 like any
+ * other); the rest of the body is checked as any body is.
  */
 export async function readJsonBody<T>(
   c: Context,
@@ -118,8 +120,14 @@ export async function readJsonBody<T>(
     body = JSON.parse(text);
     // Text that cannot be stored as sent: half a character, or a NUL character, which PostgreSQL's text columns
     // refuse. Not in a tool's arguments: a tool gets them as they are (NUL included), and the runtime's argument
-    // check refuses half a character as the tool's validation_failed outcome, as every other argument problem.
-    const unstorable = options.toolArguments ? undefined : unstorableText(body, "body", text, { nul: true });
+    // check refuses half a character as the tool's validation_failed outcome, as every other argument problem. The
+    // ids beside them (a chat's, an approval's) are looked up in the database like any other.
+    let checked = body;
+    if (options.toolArguments && body !== null && typeof body === "object" && !Array.isArray(body)) {
+      const { arguments: _arguments, ...rest } = body as Record<string, unknown>;
+      checked = rest;
+    }
+    const unstorable = unstorableText(checked, "body", text, { nul: true });
     if (unstorable) {
       throw new HttpError(
         400,
@@ -228,4 +236,17 @@ export function errorResponse(c: Context, error: unknown) {
     return c.json({ error: { code: "database_unavailable", message: DATABASE_UNAVAILABLE_MESSAGE } }, 503);
   }
   return c.json({ error: { code: "internal_error", message: "Internal server error; see the server log." } }, 500);
+}
+
+/** The methods a 405 may name, in the order its Allow header lists them. */
+const ROUTE_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+
+/**
+ * From an app's routes (`app.routes`), a function giving the methods a request path has routes for (empty: no route
+ * at all). Middleware (method ALL) does not count: it answers nothing by itself.
+ */
+export function methodsOfPaths(routes: readonly { method: string; path: string }[]): (path: string) => string[] {
+  const router = new TrieRouter<true>();
+  for (const route of routes) if (route.method !== "ALL") router.add(route.method, route.path, true);
+  return (path) => ROUTE_METHODS.filter((method) => router.match(method, path)[0].length > 0);
 }

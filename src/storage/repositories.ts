@@ -427,13 +427,20 @@ export class ChatRepository {
   /**
    * Deletes the user's chat with its messages and its freshness ledger, in one transaction. Returns false when
    * the user has no such chat (another user's chat is never touched). Generated images stay with their owner.
+   * `guard` runs in the transaction once the chat's row is locked (on PostgreSQL) and may throw to keep the chat
+   * (e.g. a turn holds it: TurnLeaseRepository.assertIdle).
    */
-  async delete(userId: string, chatId: string): Promise<boolean> {
+  async delete(
+    userId: string,
+    chatId: string,
+    guard?: (trx: Kysely<DatabaseSchema>) => Promise<void>,
+  ): Promise<boolean> {
     return inTransaction(this.db, async (trx, tx) => {
       const found = await tx
         .forUpdate(trx.selectFrom("chats").select("id").where("id", "=", chatId).where("user_id", "=", userId))
         .executeTakeFirst();
       if (!found) return false;
+      await guard?.(trx);
       await trx.deleteFrom("chat_messages").where("chat_id", "=", chatId).execute();
       await trx.deleteFrom("file_reads").where("chat_id", "=", chatId).execute();
       await trx.deleteFrom("chats").where("id", "=", chatId).execute();

@@ -56,6 +56,7 @@ export interface TurnTables {
   tool_journal: ToolJournalTable;
   signals: SignalsTable;
   approval_turns: { chat_id: string; status: string };
+  chats: { id: string };
 }
 
 /** Another turn of the chat holds its lease (running here or elsewhere, or being taken over). */

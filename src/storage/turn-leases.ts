@@ -10,6 +10,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { type Kysely, sql } from "kysely";
+import { NotFoundError } from "../core/errors.js";
 import { dialectOf, inTransaction } from "./transaction.js";
 import {
   JOURNAL_STATE_ROW,
@@ -58,6 +59,12 @@ export class TurnLeaseRepository {
     holderIsGone?: (owner: string) => boolean;
   }): Promise<Lease> {
     return inTransaction(this.#db, async (trx, tx) => {
+      // The chat first, its row locked as a delete locks it (ChatRepository.delete): a chat deleted meanwhile takes
+      // no turn, and one cannot be deleted under the turn this takes.
+      const chat = await tx
+        .forUpdate(trx.selectFrom("chats").select("id").where("id", "=", input.chatId))
+        .executeTakeFirst();
+      if (!chat) throw new NotFoundError(`No chat "${input.chatId}" for this user. Create one with POST /api/chats.`);
       await trx
         .insertInto("chat_leases")
         .values({ chat_id: input.chatId, epoch: 0, expires_ms: 0, cancel_requested: 0 })
@@ -83,7 +90,7 @@ export class TurnLeaseRepository {
         .executeTakeFirst();
       if (suspended && !input.resumingSuspended) {
         throw new LeaseBusyError(
-          `Chat ${input.chatId} has a turn waiting for approvals (GET /api/chats/${input.chatId}/approvals); answer them, or wait until they expire, before sending another message.`,
+          `Chat ${input.chatId} has a turn waiting for approvals (GET /api/chats/${input.chatId}/approvals); answer them, cancel the turn (POST /api/chats/${input.chatId}/cancel), or wait until they expire, before sending another message.`,
         );
       }
       const turnId = randomUUID();
@@ -111,6 +118,27 @@ export class TurnLeaseRepository {
         state: input.state,
       };
     });
+  }
+
+  /**
+   * Inside a running transaction (a chat's delete, after it locked the chat's row): throws LeaseBusyError while a
+   * turn of the chat holds its lease or waits for approvals. With {@link acquire} locking the chat's row first, a
+   * turn starting at the same moment either sees the chat gone or is seen here.
+   */
+  async assertIdle(trx: Kysely<any>, chatId: string): Promise<void> {
+    const t = trx as Kysely<TurnTables>;
+    const lease = await t.selectFrom("chat_leases").select("turn_id").where("chat_id", "=", chatId).executeTakeFirst();
+    const suspended = await t
+      .selectFrom("approval_turns")
+      .select("chat_id")
+      .where("chat_id", "=", chatId)
+      .where("status", "!=", "done")
+      .executeTakeFirst();
+    if (lease?.turn_id || suspended) {
+      throw new LeaseBusyError(
+        `Chat ${chatId} is running a turn (or one waits for approvals); cancel it (POST /api/chats/${chatId}/cancel) or wait for it to finish before deleting.`,
+      );
+    }
   }
 
   async #nextSeq(trx: Kysely<TurnTables>, chatId: string): Promise<number> {

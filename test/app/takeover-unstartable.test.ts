@@ -1,7 +1,7 @@
 /**
  * A turn taken over by an instance that cannot start it (no key for the chat's provider there) ends instead of
  * staying busy: the lease ends, its followers get `error` and `done` on the chat's event stream, and no instance
- * claims it again.
+ * claims it again. The same for a turn that waited for approvals, resumed where its provider cannot be built.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ChatService } from "../../src/app/chat-service.js";
@@ -155,4 +155,46 @@ describe("a taken-over turn that cannot start", () => {
       ]);
     },
   );
+
+  it("a turn that waited for approvals, resumed where its provider cannot be built, ends and frees the chat", async () => {
+    const chat = await ctx.chats.create({ userId: "u", provider: "openai", model: "m" });
+    const service = new ChatService({
+      chats: ctx.chats,
+      runtime: ctx.runtime,
+      logger: ctx.logger,
+      turns: ctx.turns,
+      approvals: ctx.approvals,
+      adapterFactory: () => {
+        throw new ChatConfigError("OpenAI is not configured: set OPENAI_API_KEY.");
+      },
+    });
+    // A turn suspended on an ask (its client left), whose ask has since been answered.
+    const call = { id: "call_1", name: "get_current_datetime", arguments: "{}" };
+    const state = {
+      version: 1,
+      userMessage: { role: "user", content: "what time is it?" },
+      step: {
+        iterations: 1,
+        added: [],
+        assistant: { role: "assistant", content: "", toolCalls: [call] },
+        results: [null],
+      },
+    };
+    await ctx.approvals.repository.saveTurn(
+      { id: "suspended-1", chatId: chat.id, userId: "u", state, owner: "gone:1:00000000" },
+      new Date(),
+    );
+    await ctx.approvals.repository.releaseTurn("suspended-1", "gone:1:00000000");
+    const claimed = await ctx.approvals.repository.claimTurn("suspended-1", "here", new Date(), new Date());
+    await service.resumeTurn(claimed!);
+    // Not left busy for every instance to claim and fail again: the turn ended, with error and done on its stream.
+    expect(await ctx.approvals.repository.activeTurn(chat.id)).toBeUndefined();
+    const events = await ctx.turns.repository.eventsAfter(chat.id, 0);
+    expect(events.map((e) => [e.type, JSON.parse(e.data).code ?? JSON.parse(e.data).reason])).toEqual([
+      ["error", "provider_error"],
+      ["done", "error"],
+    ]);
+    expect(JSON.parse(events[0]!.data).message).toContain("OPENAI_API_KEY");
+    expect(await ctx.turns.repository.current(chat.id)).toBeUndefined();
+  });
 });

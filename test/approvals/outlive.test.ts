@@ -193,6 +193,47 @@ describe.runIf(existsSync("/proc/self/cmdline"))("asks that outlive their client
       expect(answered.status).toBe(409);
       expect(existsSync(join(work, "cancel.txt"))).toBe(false);
     });
+
+    it("a turn left waiting for its ask is cancelled by POST /cancel, its ask with it; until then DELETE is 409", async () => {
+      const server = current();
+      const file = "cancel-suspended.txt";
+      const turn = await askThenLeave(server, file);
+      turn.leave();
+      await poll("the turn to stop after the client left", async () => {
+        const res = await fetch(`${server.url}/api/chats/${turn.chatId}`, { headers: turn.headers });
+        return ((await res.json()) as { turn: unknown }).turn === null ? true : undefined;
+      });
+      expect(await approvalStatus(server, turn.headers, turn.approvalId)).toEqual(["pending"]);
+      const chatUrl = `${server.url}/api/chats/${turn.chatId}`;
+      // The waiting turn keeps the chat: deleting it would leave an ask whose answer resumes nothing.
+      const refused = await fetch(chatUrl, { method: "DELETE", headers: turn.headers });
+      expect(refused.status).toBe(409);
+      expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("chat_busy");
+      const cancel = await fetch(`${chatUrl}/cancel`, { method: "POST", headers: turn.headers });
+      expect(cancel.status).toBe(200);
+      expect(await cancel.json()).toMatchObject({ cancelled: true, turnId: expect.any(String) });
+      expect(await approvalStatus(server, turn.headers, turn.approvalId)).toEqual([]);
+      const answered = await fetch(`${server.url}/api/approvals/${turn.approvalId}`, {
+        method: "POST",
+        headers: turn.headers,
+        body: JSON.stringify({ decision: "allow_once" }),
+      });
+      expect(answered.status).toBe(409);
+      // The chat takes a message again once the cancelled turn has ended (its ask now refused at once).
+      const next = await poll("the chat to take a message again", async () => {
+        const res = await fetch(`${chatUrl}/messages`, {
+          method: "POST",
+          headers: turn.headers,
+          body: JSON.stringify({ content: `Append a line to ${file}.`, onAsk: "deny" }),
+        });
+        if (res.status === 200) return res.text();
+        await res.text();
+        return undefined;
+      });
+      expect(next).toMatch(/event: done\ndata: \{"type":"done","reason":"text"/);
+      expect(existsSync(join(work, file))).toBe(false);
+      expect((await fetch(chatUrl, { method: "DELETE", headers: turn.headers })).status).toBe(204);
+    });
   });
 
   // In order: each kills the running server and leaves the one it started for the next.

@@ -15,8 +15,10 @@ import {
   TOOL_ARGUMENT_LIMITS,
 } from "../../src/core/json-limits.js";
 import { AUDIT_ARGUMENT_BOUNDS, redactBounded } from "../../src/core/redact.js";
+import { agentCloseTool } from "../../src/tools/builtin/agent-close.js";
 import { agentSendTool } from "../../src/tools/builtin/agent-send.js";
 import { agentSpawnTool } from "../../src/tools/builtin/agent-spawn.js";
+import { agentWaitTool } from "../../src/tools/builtin/agent-wait.js";
 import { memoryRuntime } from "../helpers/runtime.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 
@@ -67,6 +69,19 @@ describe("JSON limits", () => {
         {} as never,
       );
       expect(refusal, tool.definition.name).toMatchObject({ code: "validation_failed", details: { rule: "nul_byte" } });
+    }
+    // So is one in an agent id the tool looks up in the database (a 0x00 error from PostgreSQL otherwise).
+    const ids: [typeof agentWaitTool, Record<string, unknown>, string][] = [
+      [agentWaitTool, { agentIds: ["ok", "a\0b"] }, "agentIds[1]"],
+      [agentCloseTool, { agentId: "a\0b" }, "agentId"],
+      [agentSendTool, { agentId: "a", targetAgentId: "a\0b", message: "m" }, "targetAgentId"],
+      [agentSpawnTool, { template: "general", message: "m", parentId: "a\0b" }, "parentId"],
+    ];
+    for (const [tool, args, argument] of ids) {
+      expect(tool.validateArguments?.(args, {} as never), tool.definition.name).toMatchObject({
+        code: "validation_failed",
+        details: { rule: "nul_byte", argument },
+      });
     }
     // Pairs are characters: fine.
     expect(parseToolArguments(schema, '{"content":"\\ud83d\\ude00 \u{1F600}"}')).toEqual({

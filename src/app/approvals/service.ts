@@ -23,7 +23,11 @@ import type { Logger } from "../../core/types.js";
 import type { ApprovalRecord, ApprovalRepository, ApprovalTurnRecord } from "../../storage/approvals.js";
 import { newInstanceId, ownerIsGone } from "../instance.js";
 import type { SignalBus } from "../signals.js";
-import { SettingsVersionConflictError, type ToolSettingsService } from "../tool-settings-service.js";
+import {
+  SettingsVersionConflictError,
+  type ToolSettingsDescriptor,
+  type ToolSettingsService,
+} from "../tool-settings-service.js";
 
 import { type ApprovalBinding, ApprovalKeyring, argumentsHash, boundDirectory, type SharedSecrets } from "./binding.js";
 import {
@@ -322,8 +326,9 @@ export class ApprovalService {
         { approvalId, rule: "ask_rule" },
       );
     }
-    if (answer.decision === "allow_always")
-      await this.#storeAlwaysRule(current, answer.decidedBy, answer.admin === true);
+    // An allow rule that could not be stored is refused before the answer is recorded; it is stored only once the
+    // answer is (below): an answer that loses to a concurrent one (409) leaves the settings as they were.
+    if (answer.decision === "allow_always") await this.#alwaysRuleChange(current, answer.admin === true);
     const result = await this.repository.decide(
       approvalId,
       {
@@ -344,10 +349,26 @@ export class ApprovalService {
         result.record,
       );
     }
+    let ruleFailure: unknown;
+    if (answer.decision === "allow_always") {
+      try {
+        await this.#storeAlwaysRule(current, answer.decidedBy, answer.admin === true);
+      } catch (error) {
+        ruleFailure = error;
+      }
+    }
     this.#notify(result.record);
     // The turn waiting for it may run on another instance: tell them all (the owner continues within a second).
     if (this.#signals) await this.#signals.publish("approval", approvalId);
     if (result.record.turnId && !this.#waiters.has(approvalId)) void this.wakeTurn(result.record.turnId);
+    if (ruleFailure instanceof ToolSettingsError || ruleFailure instanceof AccessDeniedError) {
+      // Settings changed between the check and the store (an admin's lock, say): the call is allowed, the rule is not.
+      throw new ToolSettingsError(
+        `The call was allowed once, but its "allow always" rule could not be stored: ${ruleFailure.message}`,
+        { approvalId, rule: "allow_always_not_stored" },
+      );
+    }
+    if (ruleFailure !== undefined) throw ruleFailure;
     return result.record;
   }
 
@@ -368,6 +389,21 @@ export class ApprovalService {
   }
 
   async #storeAlwaysRuleOnce(record: ApprovalRecord, decidedBy: string, admin: boolean): Promise<void> {
+    const { descriptor, parameters } = await this.#alwaysRuleChange(record, admin);
+    if (!parameters) return;
+    // The user's own choice: never a lock against them, whoever they are.
+    const actor = { admin, actor: decidedBy, lock: false, ifMatch: descriptor.version };
+    await this.#settings.update(record.userId, record.tool, { parameters }, actor);
+  }
+
+  /**
+   * The settings change an allow_always answer makes, computed from the tool's settings now (undefined parameters:
+   * the rules are there already). Throws ToolSettingsError (422) when an admin's lock or floor forbids it.
+   */
+  async #alwaysRuleChange(
+    record: ApprovalRecord,
+    admin: boolean,
+  ): Promise<{ descriptor: ToolSettingsDescriptor; parameters?: Record<string, unknown> }> {
     const descriptor = await this.#settings.get(record.userId, record.tool);
     const hasRules = descriptor.parameterDescriptors.some((d) => d.name === APPROVAL_RULES_SETTING);
     if (!admin) {
@@ -386,8 +422,6 @@ export class ApprovalService {
         });
       }
     }
-    // The user's own choice: never a lock against them, whoever they are.
-    const actor = { admin, actor: decidedBy, lock: false, ifMatch: descriptor.version };
     if (!hasRules || record.candidates.length === 0) {
       // An imported tool is allowed as it is now: a changed tool (other content hash) asks again.
       const external = descriptor.external as { contentHash?: string } | undefined;
@@ -395,13 +429,7 @@ export class ApprovalService {
         external?.contentHash && descriptor.parameterDescriptors.some((d) => d.name === "approvedContentHash")
           ? { approvedContentHash: external.contentHash }
           : {};
-      await this.#settings.update(
-        record.userId,
-        record.tool,
-        { parameters: { [APPROVAL_SETTING]: "allow", ...pinned } },
-        actor,
-      );
-      return;
+      return { descriptor, parameters: { [APPROVAL_SETTING]: "allow", ...pinned } };
     }
     const existing = (descriptor.parameters[APPROVAL_RULES_SETTING] as ApprovalRule[] | undefined) ?? [];
     const rules = [...existing];
@@ -415,8 +443,8 @@ export class ApprovalService {
         note: `allow always (${new Date().toISOString().slice(0, 10)})`,
       });
     }
-    if (rules.length === existing.length) return;
-    await this.#settings.update(record.userId, record.tool, { parameters: { [APPROVAL_RULES_SETTING]: rules } }, actor);
+    if (rules.length === existing.length) return { descriptor };
+    return { descriptor, parameters: { [APPROVAL_RULES_SETTING]: rules } };
   }
 
   #notify(record: ApprovalRecord): void {

@@ -15,6 +15,8 @@ export interface SuspendedTurnState {
   /** The user message that started the turn (stored with the turn's messages when it ends). */
   userMessage: ConversationMessage;
   step: LoopStepSnapshot;
+  /** The turn was cancelled while it waited (POST /api/chats/:id/cancel): resumed, it ends at once. */
+  cancelled?: true;
 }
 
 /** Keeps one chat turn's state in the database; every write is queued, so they land in order. */

@@ -200,7 +200,7 @@ export const chatOpenApiPaths: Record<string, unknown> = {
       responses: {
         204: { description: "Deleted" },
         404: error("No such chat for this user"),
-        409: error("A turn of this chat is running"),
+        409: error("A turn of this chat is running or waits for approvals (cancel it first)"),
       },
     },
   },
@@ -209,7 +209,7 @@ export const chatOpenApiPaths: Record<string, unknown> = {
       ...secured,
       parameters: [chatId],
       summary:
-        "Cancel the chat's running turn, on whichever instance runs it: its model stream and tools (their processes) stop within a second; its complete steps are kept.",
+        "Cancel the chat's running turn, on whichever instance runs it: its model stream and tools (their processes) stop within a second; its complete steps are kept. A turn that waits for approvals after its client left is cancelled too (its pending asks with it).",
       responses: {
         200: { description: "Whether a turn was running", content: json(CancelTurnResponse) },
         404: error("No such chat for this user"),

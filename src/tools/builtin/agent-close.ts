@@ -4,6 +4,7 @@
  * so far is kept, with status `cancelled`.
  */
 import { agentServiceFrom } from "../../core/agents.js";
+import { storedTextCheck } from "../../core/arg-parsing.js";
 import { defineTool } from "../../core/settings-declaration.js";
 import type { RegisteredTool } from "../../core/types.js";
 
@@ -28,6 +29,7 @@ export const agentCloseTool: RegisteredTool = defineTool({
     enabledByDefault: true,
     canDisable: true,
   },
+  validateArguments: storedTextCheck("agentId"),
   async execute(args, context) {
     const { agentId } = args as { agentId: string };
     return agentServiceFrom(context.services, "agent_close").close(agentId);

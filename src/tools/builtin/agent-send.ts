@@ -79,7 +79,7 @@ export const agentSendTool: RegisteredTool = defineTool({
     canDisable: true,
     parameterDescriptors: SEND_SETTINGS,
   },
-  validateArguments: storedTextCheck("message"),
+  validateArguments: storedTextCheck("message", "agentId", "targetAgentId"),
   async execute(args, context) {
     const { agentId, targetAgentId, message } = args as { agentId: string; targetAgentId: string; message: string };
     const agents = agentServiceFrom(context.services, "agent_send");

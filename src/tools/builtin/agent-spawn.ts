@@ -150,7 +150,7 @@ export const agentSpawnTool: RegisteredTool = defineTool({
   // A waiting spawn lasts at most the child's wall time plus its grace turn; the host enforces both.
   timeoutMs: (args, settings) =>
     args.wait === false ? 30_000 : spawnLimitsFrom(settings.values).timeSeconds * 1000 + AGENT_GRACE_TURN_MS,
-  validateArguments: storedTextCheck("message"),
+  validateArguments: storedTextCheck("message", "parentId"),
   async execute(args, context) {
     const { template, message, parentId, wait } = args as {
       template: string;

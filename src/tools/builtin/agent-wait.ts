@@ -4,6 +4,7 @@
  * Bounded: `timeoutMs` defaults to 30 s and may be at most 1 hour (and at least the `minTimeoutMs` setting).
  */
 import { agentServiceFrom, DEFAULT_AGENT_WAIT_MS, MAX_AGENT_WAIT_MS } from "../../core/agents.js";
+import { storedTextCheck } from "../../core/arg-parsing.js";
 import { defineTool } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolParameterDescriptor } from "../../core/types.js";
 
@@ -56,6 +57,7 @@ export const agentWaitTool: RegisteredTool = defineTool({
   },
   managesOwnTimeout: true,
   timeoutMs: (args) => Number(args.timeoutMs ?? DEFAULT_AGENT_WAIT_MS) + 5_000,
+  validateArguments: storedTextCheck("agentIds"),
   async execute(args, context) {
     const { agentIds, timeoutMs } = args as { agentIds?: string[]; timeoutMs?: number };
     const agents = agentServiceFrom(context.services, "agent_wait");
