@@ -293,6 +293,7 @@ export function buildOpenApiDocument(
             200: { description: "The keys unlocked and the tool's settings", content: json(UnlockResponse) },
             403: error("Not an admin"),
             404: error("Unknown tool"),
+            422: error("A key the tool does not have (invalid_settings); nothing was unlocked"),
           },
         },
       },
