@@ -20,7 +20,7 @@ import {
 } from "@modelcontextprotocol/server";
 import { runGatedCall } from "../../app/approvals/one-off.js";
 import type { ApprovalResponder, ApprovalService } from "../../app/approvals/service.js";
-import { AGENT_TOOL_NAMES } from "../../core/agents.js";
+import { withoutChatTurnTools } from "../../core/agents.js";
 import { resultJsonText } from "../../core/execution/run.js";
 import type { ToolRuntime } from "../../core/runtime.js";
 import { deriveToolAnnotations } from "../../core/tool-annotations.js";
@@ -157,27 +157,14 @@ export function toMcpTool(tool: RegisteredTool, definition: ToolDefinition): Too
 }
 
 /**
- * Tools that cannot work for an MCP caller, whatever its settings: the sub-agent tools need the calling agent of a
- * chat turn (its lineage comes from the host, never the caller), which an MCP connection has not. Listing them
- * would only offer calls that all answer `access_denied`.
+ * The user's enabled tools an MCP client is offered: their registered tools and definitions, in order; the
+ * sub-agent tools are left out, as for every caller outside a chat turn ({@link withoutChatTurnTools}).
  */
-const NOT_FOR_MCP: ReadonlySet<string> = new Set(AGENT_TOOL_NAMES);
-
-/** The user's enabled tools an MCP client is offered: their registered tools and definitions, in order. */
 export async function mcpListedTools(
   runtime: ToolRuntime,
   userId: string,
 ): Promise<{ tools: RegisteredTool[]; definitions: ToolDefinition[] }> {
-  const enabled = await runtime.getEnabledToolRuntime(userId);
-  const tools: RegisteredTool[] = [];
-  const definitions: ToolDefinition[] = [];
-  enabled.definitions.forEach((definition, i) => {
-    const tool = enabled.tools[i];
-    if (!tool || NOT_FOR_MCP.has(definition.name)) return;
-    tools.push(tool);
-    definitions.push(definition);
-  });
-  return { tools, definitions };
+  return withoutChatTurnTools(await runtime.getEnabledToolRuntime(userId));
 }
 
 /** A stable digest of a user's enabled tool list (names, titles, descriptions, schemas) to notice changes. */
