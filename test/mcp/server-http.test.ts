@@ -264,6 +264,44 @@ describe("cancelling a long shell call over HTTP", () => {
     await call.then((r) => r.text()).catch(() => "");
   });
 
+  it("two running calls of one token with the same request id: a cancellation of that id reaches both", async () => {
+    // Two clients sharing a token each number their requests from the start: neither call may be left where no
+    // cancellation reaches it (the second used to replace the first in the tracking, which then ran on untracked).
+    const { s, work } = await startShell();
+    const headers = { accept: "application/json, text/event-stream", "Toolhost-Working-Directory": work };
+    const pids: number[] = [];
+    const calls: Promise<unknown>[] = [];
+    for (const file of ["pidA", "pidB"]) {
+      const run = `echo $$ | tee ${file} >/dev/null; exec sleep 30`;
+      calls.push(
+        s
+          .api("/mcp", {
+            method: "POST",
+            headers,
+            json: {
+              jsonrpc: "2.0",
+              id: 9,
+              method: "tools/call",
+              params: { name: "bash", arguments: { command: run } },
+            },
+          })
+          .then((r) => r.text())
+          .catch(() => ""),
+      );
+      const path = join(work, file);
+      await eventually(() => existsSync(path) && readFileSync(path, "utf8").trim() !== "", 20_000, `${file}`);
+      pids.push(Number(readFileSync(path, "utf8").trim()));
+    }
+    const cancel = await s.api("/mcp", {
+      method: "POST",
+      headers,
+      json: { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 9 } },
+    });
+    expect(cancel.status).toBe(202);
+    for (const pid of pids) await eventually(() => !alive(pid), 5000, `process ${pid} to be gone`);
+    await Promise.all(calls);
+  });
+
   for (const mode of ["legacy", { pin: "2026-07-28" }] as Mode[]) {
     it(`an SDK client's abort stops the shell (${mode === "legacy" ? "2025 era" : "2026-07-28"})`, async () => {
       const { s, work } = await startShell();

@@ -53,6 +53,12 @@ interface CallerExtra {
   [key: string]: unknown;
 }
 
+/** One running call: its controller, and how a cancellation ends it (see trackCall in #createHandler). */
+interface InFlightCall {
+  controller: AbortController;
+  cancel(reason?: Error): void;
+}
+
 const BINDING_HINT = `Bind a working directory by sending the ${WORKING_DIRECTORY_HEADER} header with every request (a directory within the server's chat roots; admins may bind any directory when no roots are configured).`;
 
 /** The Streamable HTTP endpoint: one SDK handler per user (so change notifications reach only that user). */
@@ -60,7 +66,11 @@ export class McpHttpEndpoint {
   readonly #runtime: ToolRuntime;
   readonly #logger: Logger | undefined;
   readonly #handlers = new Map<string, Promise<McpHttpHandler>>();
-  readonly #inFlight = new Map<string, { controller: AbortController; cancel(reason?: Error): void }>();
+  /**
+   * Running calls by caller and request id. A key may hold several: clients sharing a token each number their own
+   * requests, and a cancellation naming the id reaches every one of them (none is left where no cancellation can).
+   */
+  readonly #inFlight = new Map<string, Set<InFlightCall>>();
   readonly #unsubscribe: () => void;
 
   readonly #approvals: ApprovalService | undefined;
@@ -81,7 +91,7 @@ export class McpHttpEndpoint {
     this.#unsubscribeSignals = signals?.subscribe((signal) => {
       if (signal.kind !== "mcp_cancel") return;
       const key = this.#byHash.get(signal.target);
-      if (key) this.#inFlight.get(key)?.cancel(new Error("Cancelled by the client."));
+      if (key) this.#cancel(key, new Error("Cancelled by the client."));
     });
     const notify = (handler: Promise<McpHttpHandler> | undefined) =>
       void handler?.then(
@@ -96,7 +106,17 @@ export class McpHttpEndpoint {
 
   /** Number of tool calls running through this endpoint (for tests and diagnostics). */
   get inFlight(): number {
-    return this.#inFlight.size;
+    let count = 0;
+    for (const calls of this.#inFlight.values()) count += calls.size;
+    return count;
+  }
+
+  /** Cancels every running call tracked under `key`; returns whether there was one. */
+  #cancel(key: string, reason?: Error): boolean {
+    const calls = this.#inFlight.get(key);
+    if (!calls || calls.size === 0) return false;
+    for (const call of [...calls]) call.cancel(reason);
+    return true;
   }
 
   /** Serves one HTTP request for an authenticated caller. */
@@ -116,7 +136,7 @@ export class McpHttpEndpoint {
   async close(): Promise<void> {
     this.#unsubscribe();
     this.#unsubscribeSignals?.();
-    for (const { controller } of this.#inFlight.values()) controller.abort();
+    for (const calls of this.#inFlight.values()) for (const { controller } of calls) controller.abort();
     await Promise.allSettled([...this.#handlers.values()].map(async (h) => (await h).close()));
     this.#handlers.clear();
   }
@@ -156,7 +176,7 @@ export class McpHttpEndpoint {
           bindingHint: BINDING_HINT,
           trackCall: (requestId, controller) => {
             const key = this.#key(extra, requestId);
-            const entry = {
+            const entry: InFlightCall = {
               controller,
               // A cancelled request gets no response (the specification: the receiver should not answer one):
               // closing this request's server instance aborts the SDK's own handling of it, so the result the
@@ -166,14 +186,16 @@ export class McpHttpEndpoint {
                 void server.close().catch(() => {});
               },
             };
-            this.#inFlight.set(key, entry);
+            const calls = this.#inFlight.get(key) ?? new Set<InFlightCall>();
+            this.#inFlight.set(key, calls);
+            calls.add(entry);
             const hash = this.#hash(key);
             this.#byHash.set(hash, key);
             return () => {
-              if (this.#inFlight.get(key) === entry) {
-                this.#inFlight.delete(key);
-                this.#byHash.delete(hash);
-              }
+              const tracked = this.#inFlight.get(key);
+              if (!tracked?.delete(entry) || tracked.size > 0) return;
+              this.#inFlight.delete(key);
+              this.#byHash.delete(hash);
             };
           },
         });
@@ -182,10 +204,9 @@ export class McpHttpEndpoint {
           server.setNotificationHandler("notifications/cancelled", (notification) => {
             const key = this.#key(extra, notification.params.requestId);
             const reason = notification.params.reason;
-            const entry = this.#inFlight.get(key);
-            if (entry) entry.cancel(reason === undefined ? undefined : new Error(String(reason)));
+            const cancelled = this.#cancel(key, reason === undefined ? undefined : new Error(String(reason)));
             // The call may run on another instance (the load balancer sent its request there): tell them all.
-            else void this.#signals?.publish("mcp_cancel", this.#hash(key));
+            if (!cancelled) void this.#signals?.publish("mcp_cancel", this.#hash(key));
           });
         }
         return server;
