@@ -385,6 +385,15 @@ describe("protocol edges over HTTP", () => {
       expect(reply.error.message).toMatch(new RegExp(`^Invalid params for ${method}: params\\.`));
       expect(reply.error.message).not.toContain('"expected"');
     }
+    // The whole list is one page (no nextCursor), so any cursor is one this server never issued: -32602, as the
+    // protocol's pagination asks for an invalid cursor, not the first page again (a client would loop on it).
+    const forged = await message(
+      await post(s.token, { jsonrpc: "2.0", id: 5, method: "tools/list", params: { cursor: "page-2" } }),
+    );
+    expect(forged).toMatchObject({ id: 5, error: { code: -32602 } });
+    expect(forged.error.message).toMatch(/^Invalid params for tools\/list: params\.cursor: .*without a cursor/);
+    const firstPage = await message(await post(s.token, { jsonrpc: "2.0", id: 6, method: "tools/list" }));
+    expect(firstPage.result.nextCursor).toBeUndefined();
     // A "__proto__" key in a tool's arguments is refused as on stdio (the SDK's copy would make it a prototype).
     const proto = await message(
       await post(s.token, {

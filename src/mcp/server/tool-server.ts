@@ -257,7 +257,15 @@ export function createMcpServer(options: McpSessionOptions): Server {
     { capabilities: { tools: { listChanged: true } }, instructions: serverInstructions(options) },
   );
 
-  server.setRequestHandler("tools/list", async () => {
+  server.setRequestHandler("tools/list", async (request) => {
+    // The whole list is one page (no nextCursor), so a cursor is one this server never issued: refused, as the
+    // protocol asks for an invalid cursor, rather than answered with the first page again (a client would loop).
+    if (request.params?.cursor !== undefined) {
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        "Invalid params for tools/list: params.cursor: this server issued no cursor (it lists every tool in one page, without nextCursor); list without a cursor.",
+      );
+    }
     const { tools, definitions } = await mcpListedTools(runtime, userId);
     return { tools: definitions.map((definition, i) => toMcpTool(tools[i] as RegisteredTool, definition)) };
   });
