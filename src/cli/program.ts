@@ -263,6 +263,7 @@ export async function buildProgram(only?: CommandName | ""): Promise<Command> {
           workingDirectory: asUsageError(() => ctx.binder.bind(opts.cwd ?? process.cwd(), operator(opts.user))),
           bindingHint: "The directory was chosen when the server was started (toolhost mcp --cwd DIR).",
           pollMs,
+          maxMessageBytes: ctx.config.maxBodyBytes,
           onClose: () => void ctx.close(),
         });
         // SIGTERM or Ctrl-C: cancel running tool calls, wait for their audit lines, close the database, exit 0.

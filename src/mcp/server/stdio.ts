@@ -11,8 +11,13 @@
  *
  * Every request with an id thus gets a response. Invalid-params errors the SDK raises from its own validation are
  * reworded from raw validator output into one readable sentence (the details stay in `error.data.issues`).
+ *
+ * Input is decoded as a UTF-8 stream (a character whose bytes straddle two chunks stays whole), and one message is
+ * at most TOOLHOST_MAX_BODY_BYTES, the HTTP body limit: a longer line is dropped as it arrives and answered with
+ * `-32600`, so a client cannot make the server hold an unbounded line.
  */
 import { PassThrough, type Readable, type Writable } from "node:stream";
+import { StringDecoder } from "node:string_decoder";
 import {
   type JSONRPCMessage,
   parseJSONRPCMessage,
@@ -20,6 +25,8 @@ import {
   type TransportSendOptions,
 } from "@modelcontextprotocol/server";
 import { StdioServerTransport, serveStdio } from "@modelcontextprotocol/server/stdio";
+import { DEFAULT_MAX_BODY_BYTES } from "../../core/config.js";
+import { TOOL_ARGUMENT_LIMITS } from "../../core/json-limits.js";
 import { createMcpServer, type McpSessionOptions, toolListFingerprint } from "./tool-server.js";
 
 type JsonRpcErrorReply = { jsonrpc: "2.0"; id: string | number | null; error: { code: number; message: string } };
@@ -143,11 +150,23 @@ export class CheckedStdioServerTransport implements Transport {
   readonly #output: Writable;
   readonly #feed = new PassThrough();
   readonly #inner: StdioServerTransport;
-  #buffer = "";
+  readonly #decoder = new StringDecoder("utf8");
+  readonly #maxMessageBytes: number;
+  /** The parts of the line being read (joined once, at its end) and their size in UTF-8 bytes. */
+  #parts: string[] = [];
+  #bytes = 0;
+  /** The line being read is over the limit: the rest of it is dropped until its end. */
+  #oversized = false;
 
-  constructor(input: Readable = process.stdin, output: Writable = process.stdout) {
+  /** `maxMessageBytes`: the longest message (line) read, in UTF-8 bytes; default the HTTP body limit's default. */
+  constructor(
+    input: Readable = process.stdin,
+    output: Writable = process.stdout,
+    options: { maxMessageBytes?: number } = {},
+  ) {
     this.#input = input;
     this.#output = output;
+    this.#maxMessageBytes = options.maxMessageBytes ?? DEFAULT_MAX_BODY_BYTES;
     this.#inner = new StdioServerTransport(this.#feed, output);
   }
 
@@ -178,19 +197,51 @@ export class CheckedStdioServerTransport implements Transport {
   }
 
   #onData = (chunk: Buffer | string): void => {
-    this.#buffer += chunk.toString();
-    let newline = this.#buffer.indexOf("\n");
+    const text = typeof chunk === "string" ? chunk : this.#decoder.write(chunk);
+    // Only the new text is searched for line ends: a long line arriving in many chunks costs its length once.
+    let start = 0;
+    let newline = text.indexOf("\n");
     while (newline !== -1) {
-      const line = this.#buffer.slice(0, newline).replace(/\r$/, "");
-      this.#buffer = this.#buffer.slice(newline + 1);
-      this.#line(line);
-      newline = this.#buffer.indexOf("\n");
+      this.#append(text.slice(start, newline));
+      this.#endLine();
+      start = newline + 1;
+      newline = text.indexOf("\n", start);
     }
+    this.#append(text.slice(start));
   };
 
+  #append(part: string): void {
+    if (this.#oversized || part === "") return;
+    this.#bytes += Buffer.byteLength(part);
+    if (this.#bytes > this.#maxMessageBytes) {
+      this.#oversized = true;
+      this.#parts = [];
+      return;
+    }
+    this.#parts.push(part);
+  }
+
+  #endLine(): void {
+    const line = this.#parts.join("").replace(/\r$/, "");
+    const oversized = this.#oversized;
+    this.#parts = [];
+    this.#bytes = 0;
+    this.#oversized = false;
+    if (oversized) {
+      const error = replyOf(
+        null,
+        -32600,
+        `Invalid request: the message is larger than ${this.#maxMessageBytes} bytes (TOOLHOST_MAX_BODY_BYTES) and was not read; send less (a tool's arguments hold at most ${TOOL_ARGUMENT_LIMITS.maxBytes} bytes).`,
+      );
+      this.#output.write(`${JSON.stringify(error)}\n`);
+      return;
+    }
+    this.#line(line);
+  }
+
   #onEnd = (): void => {
-    if (this.#buffer.trim() !== "") this.#line(this.#buffer);
-    this.#buffer = "";
+    this.#append(this.#decoder.end());
+    if (this.#oversized || this.#parts.join("").trim() !== "") this.#endLine();
     this.#feed.end();
   };
 
@@ -234,6 +285,8 @@ export interface StdioServeOptions extends McpSessionOptions {
   pollMs?: number;
   input?: Readable;
   output?: Writable;
+  /** Longest message read, in UTF-8 bytes (the CLI passes TOOLHOST_MAX_BODY_BYTES); default 16 MiB. */
+  maxMessageBytes?: number;
   /** Called once the connection has closed (stdin ended or the client went away). */
   onClose?: () => void;
 }
@@ -245,7 +298,11 @@ export interface StdioServeOptions extends McpSessionOptions {
  */
 export function serveMcpStdio(options: StdioServeOptions): { close(): Promise<void> } {
   const servers = new Set<ReturnType<typeof createMcpServer>>();
-  const transport = new CheckedStdioServerTransport(options.input, options.output);
+  const transport = new CheckedStdioServerTransport(
+    options.input,
+    options.output,
+    options.maxMessageBytes === undefined ? {} : { maxMessageBytes: options.maxMessageBytes },
+  );
   let last: string | undefined;
   let checking = false;
   const check = async () => {
