@@ -385,6 +385,21 @@ describe("protocol edges over HTTP", () => {
       expect(reply.error.message).toMatch(new RegExp(`^Invalid params for ${method}: params\\.`));
       expect(reply.error.message).not.toContain('"expected"');
     }
+    // JSON-RPC batches left the protocol in 2025-06-18: a batch under that revision (or a later one) is refused as
+    // on stdio, not served; a 2025-03-26 client (which may batch) still is.
+    const batch = [
+      { jsonrpc: "2.0", id: 11, method: "ping" },
+      { jsonrpc: "2.0", id: 12, method: "tools/list" },
+    ];
+    const refusedBatch = await post(s.token, batch);
+    expect(refusedBatch.status).toBe(400);
+    expect(await message(refusedBatch)).toMatchObject({
+      id: null,
+      error: { code: -32600, message: expect.stringMatching(/batches.*2025-06-18.*one message per request/) },
+    });
+    const oldBatch = await post(s.token, batch, { "mcp-protocol-version": "2025-03-26" });
+    expect(oldBatch.status).toBe(200);
+    expect(await oldBatch.text()).toContain('"id":12');
     // The whole list is one page (no nextCursor), so any cursor is one this server never issued: -32602, as the
     // protocol's pagination asks for an invalid cursor, not the first page again (a client would loop on it).
     const forged = await message(

@@ -121,6 +121,8 @@ export class McpHttpEndpoint {
 
   /** Serves one HTTP request for an authenticated caller. */
   async handle(request: Request, caller: McpHttpCaller): Promise<Response> {
+    const refusal = await batchRefusal(request);
+    if (refusal) return refusal;
     const extra: CallerExtra = {
       userId: caller.userId,
       tokenKey: createHash("sha256").update(caller.token).digest("hex").slice(0, 24),
@@ -215,6 +217,41 @@ export class McpHttpEndpoint {
         onerror: (error) => this.#logger?.debug({ err: error.message }, "mcp http"),
       },
     );
+  }
+}
+
+/** The first protocol revision without JSON-RPC batches (2025-03-26 had them; stdio refuses them for every one). */
+const FIRST_REVISION_WITHOUT_BATCHES = "2025-06-18";
+
+/**
+ * The answer to a POST whose body is a JSON-RPC batch under a revision that has none (the `MCP-Protocol-Version`
+ * header names 2025-06-18 or later): `-32600`, as stdio answers a batch; undefined for anything else. The SDK's
+ * handler serves such a batch as legacy traffic, which is right only for a 2025-03-26 client.
+ */
+async function batchRefusal(request: Request): Promise<Response | undefined> {
+  const revision = request.headers.get("mcp-protocol-version");
+  if (request.method !== "POST" || !revision || revision < FIRST_REVISION_WITHOUT_BATCHES) return undefined;
+  if (!(await startsWithBracket(request))) return undefined;
+  const message = `Invalid request: JSON-RPC batches are not part of MCP ${revision} (they were removed in ${FIRST_REVISION_WITHOUT_BATCHES}); send one message per request.`;
+  return Response.json({ jsonrpc: "2.0", id: null, error: { code: -32600, message } }, { status: 400 });
+}
+
+/** Whether the body's first character after whitespace is "[" (read from a copy, only as far as that character). */
+async function startsWithBracket(request: Request): Promise<boolean> {
+  const reader = request.clone().body?.getReader();
+  if (!reader) return false;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return false;
+      for (const byte of value) {
+        // JSON's whitespace: space, tab, line feed, carriage return.
+        if (byte === 0x20 || byte === 0x09 || byte === 0x0a || byte === 0x0d) continue;
+        return byte === 0x5b;
+      }
+    }
+  } finally {
+    void reader.cancel().catch(() => {});
   }
 }
 
