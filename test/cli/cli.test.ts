@@ -72,6 +72,9 @@ describe("toolhost CLI: commands and parsers (in-process)", () => {
     const run = await runCli(["call", "no_such_tool"], env);
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/not_found/);
+    // An operator's message: where to find the tools, not the model's "call one of the tools you were given".
+    expect(run.stderr).toMatch(/Unknown tool "no_such_tool"\. List the tools with `toolhost tools`/);
+    expect(run.stderr).not.toContain("you were given");
   });
 
   it("settings set applies the API's rules and is seen by the server's context", async () => {

@@ -144,9 +144,14 @@ export async function runCall(toolName: string, json: string, opts: CallOptions)
     });
     removeStopHandlers();
     if (outcome.ok) return print(outcome.result);
+    // The runtime words an unknown name for a model; an operator is told where the tools are listed.
+    const message =
+      outcome.error.code === "not_found" && !ctx.runtime.registry.get(toolName)
+        ? `Unknown tool "${toolName}". List the tools with \`toolhost tools\`${opts.user === "local" ? "" : ` --user ${opts.user}`}.`
+        : outcome.error.message;
     // A failed call is reported once: one line on stderr, `error: <code>: <message>`, exit code 1; stdout stays
     // empty, so what a script reads there is always a result.
-    process.stderr.write(`error: ${outcome.error.code}: ${errorText(outcome.error.message)}\n`);
+    process.stderr.write(`error: ${outcome.error.code}: ${errorText(message)}\n`);
     process.exitCode = stoppedBy && outcome.error.code === "aborted" ? SIGNAL_EXIT_CODE[stoppedBy] : 1;
   });
 }
