@@ -466,4 +466,36 @@ describe("MCP over Streamable HTTP: approval asks through elicitation", () => {
       await client.close();
     }
   });
+
+  it("a 2025-era client that declared elicitation is refused saying why it cannot be asked over HTTP", async () => {
+    const { s } = await startWithWork();
+    await s.api("/api/settings/tools/get_current_datetime", {
+      method: "PUT",
+      json: { parameters: { approval: "ask" } },
+    });
+    const client = new Client(
+      { name: "legacy-asking-client", version: "1.0.0" },
+      { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: "legacy" } },
+    );
+    client.setRequestHandler("elicitation/create", async () => ({
+      action: "accept",
+      content: { decision: "allow_once" },
+    }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${s.server.url}/mcp`), {
+        requestInit: { headers: { Authorization: `Bearer ${s.token}` } },
+      }),
+    );
+    try {
+      const refused = await client.callTool({ name: "get_current_datetime", arguments: {} });
+      expect(refused.isError).toBe(true);
+      const error = JSON.parse((refused.content as { text: string }[])[0]!.text).error;
+      expect(error.code).toBe("denied_by_policy");
+      // It did declare elicitation: the refusal must not say it did not, but what would let it be asked.
+      expect(error.message).not.toContain("did not declare");
+      expect(error.message).toMatch(/2025.*over HTTP.*2026-07-28.*stdio/);
+    } finally {
+      await client.close();
+    }
+  });
 });

@@ -22,6 +22,7 @@ let serverSdk:
   | Promise<{
       createMcpHandler: typeof import("@modelcontextprotocol/server").createMcpHandler;
       createMcpServer: typeof import("./tool-server.js").createMcpServer;
+      MCP_STATELESS_DENY_RESPONDER: typeof import("./tool-server.js").MCP_STATELESS_DENY_RESPONDER;
     }>
   | undefined;
 /**
@@ -30,7 +31,11 @@ let serverSdk:
  */
 function loadServerSdk() {
   serverSdk ??= Promise.all([import("@modelcontextprotocol/server"), import("./tool-server.js")]).then(
-    ([sdk, toolServer]) => ({ createMcpHandler: sdk.createMcpHandler, createMcpServer: toolServer.createMcpServer }),
+    ([sdk, toolServer]) => ({
+      createMcpHandler: sdk.createMcpHandler,
+      createMcpServer: toolServer.createMcpServer,
+      MCP_STATELESS_DENY_RESPONDER: toolServer.MCP_STATELESS_DENY_RESPONDER,
+    }),
   );
   return serverSdk;
 }
@@ -165,7 +170,7 @@ export class McpHttpEndpoint {
   }
 
   async #createHandler(userId: string): Promise<McpHttpHandler> {
-    const { createMcpHandler, createMcpServer } = await loadServerSdk();
+    const { createMcpHandler, createMcpServer, MCP_STATELESS_DENY_RESPONDER } = await loadServerSdk();
     return createMcpHandler(
       ({ era, authInfo }) => {
         const extra = authInfo?.extra as CallerExtra | undefined;
@@ -173,6 +178,8 @@ export class McpHttpEndpoint {
         const server = createMcpServer({
           runtime: this.#runtime,
           ...(this.#approvals ? { approvals: this.#approvals } : {}),
+          // A 2025-era request cannot be asked here (its initialize went to another instance): refused, saying so.
+          ...(era === "legacy" ? { approvalResponder: MCP_STATELESS_DENY_RESPONDER } : {}),
           userId,
           workingDirectory: extra.workingDirectory,
           bindingHint: BINDING_HINT,

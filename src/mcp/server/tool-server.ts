@@ -60,6 +60,17 @@ export const MCP_DENY_RESPONDER: ApprovalResponder = {
 };
 
 /**
+ * The responder of a 2025-era request over stateless HTTP: whatever the client declared at initialize, the instance
+ * serving this request never saw it and cannot send it an elicitation request, so the gate refuses at once, saying
+ * what would let the client be asked.
+ */
+export const MCP_STATELESS_DENY_RESPONDER: ApprovalResponder = {
+  unattended:
+    "This MCP client speaks a 2025 protocol revision over HTTP, where Toolhost cannot ask it (each request reaches a fresh server instance, which cannot send it an elicitation request); a client on revision 2026-07-28 that declares elicitation, or one connected over stdio (toolhost mcp), can be asked.",
+  answer: async () => undefined,
+};
+
+/**
  * How one call's approval asks are answered: through elicitation when the connection is a 2025-era one whose
  * client declared the `elicitation` capability at initialize (stdio; a stateless HTTP instance never saw the
  * initialize, and 2026-07-28 requests cannot carry server-to-client requests), else denied naming the rule.
