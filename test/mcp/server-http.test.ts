@@ -323,6 +323,25 @@ describe("cancelling a long shell call over HTTP", () => {
     });
   }
 
+  it("revoking the token a call runs under stops the call and ends its response, as for a chat turn", async () => {
+    const { s, work } = await startShell();
+    const issued = await s.ctx.tokens.create("local", "to revoke");
+    const call = s
+      .api("/mcp", {
+        method: "POST",
+        token: issued.token,
+        headers: { accept: "application/json, text/event-stream", "Toolhost-Working-Directory": work },
+        json: { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "bash", arguments: { command } } },
+      })
+      .then((r) => r.text());
+    const pid = await pidOf(work);
+    await s.ctx.tokens.revoke(issued.id);
+    await eventually(() => !alive(pid), 5000, "the shell process to be gone");
+    await expectAbortedAudit(s);
+    // The response ends (no result of the call that was stopped).
+    expect(await call).not.toMatch(/"result"/);
+  });
+
   it("a dropped connection stops the shell", async () => {
     const { s, work } = await startShell();
     const controller = new AbortController();

@@ -49,6 +49,12 @@ export interface McpHttpCaller {
   /** The bearer token (only its digest is kept, to tell one client's request ids from another's). */
   token: string;
   workingDirectory: string | null;
+  /**
+   * Watches the bearer token while the request is served: calls `onInvalid` once it stops working (revoked, rotated,
+   * expired) and returns the function that ends the watch. The request then stops as a dropped connection does (its
+   * calls are aborted) and its response ends.
+   */
+  watchToken?: (onInvalid: () => void) => () => void;
 }
 
 interface CallerExtra {
@@ -134,9 +140,23 @@ export class McpHttpEndpoint {
       workingDirectory: caller.workingDirectory,
     };
     const handler = await this.#handlerFor(caller.userId);
-    return handler.fetch(request, {
-      authInfo: { token: extra.tokenKey, clientId: caller.userId, scopes: [], extra },
-    });
+    const invalid = new AbortController();
+    const unwatch = caller.watchToken?.(() => invalid.abort());
+    if (!unwatch) {
+      return handler.fetch(request, {
+        authInfo: { token: extra.tokenKey, clientId: caller.userId, scopes: [], extra },
+      });
+    }
+    try {
+      const watched = new Request(request, { signal: AbortSignal.any([request.signal, invalid.signal]) });
+      const response = await handler.fetch(watched, {
+        authInfo: { token: extra.tokenKey, clientId: caller.userId, scopes: [], extra },
+      });
+      return endsWhen(response, invalid.signal, unwatch);
+    } catch (error) {
+      unwatch();
+      throw error;
+    }
   }
 
   /** Aborts every running call and closes the handlers. */
@@ -225,6 +245,45 @@ export class McpHttpEndpoint {
       },
     );
   }
+}
+
+/**
+ * The response, its body ending early when `stop` aborts (the caller's token stopped working); `done` is called
+ * once the body has ended, however it ended.
+ */
+function endsWhen(response: Response, stop: AbortSignal, done: () => void): Response {
+  const body = response.body;
+  if (!body) {
+    done();
+    return response;
+  }
+  let end: (() => void) | undefined;
+  const piped = new TransformStream<Uint8Array, Uint8Array>({
+    start(controller) {
+      end = () => {
+        try {
+          controller.terminate();
+        } catch {
+          // Already ended.
+        }
+      };
+    },
+  });
+  const onStop = () => end?.();
+  if (stop.aborted) onStop();
+  else stop.addEventListener("abort", onStop, { once: true });
+  void body
+    .pipeTo(piped.writable)
+    .catch(() => {})
+    .finally(() => {
+      stop.removeEventListener("abort", onStop);
+      done();
+    });
+  return new Response(piped.readable, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
 }
 
 /** The first protocol revision without JSON-RPC batches (2025-03-26 had them; stdio refuses them for every one). */
