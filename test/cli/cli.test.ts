@@ -77,6 +77,16 @@ describe("toolhost CLI: commands and parsers (in-process)", () => {
     expect(run.stderr).not.toContain("you were given");
   });
 
+  it("call --chat refuses a chat id the chat API would refuse, and creates no chat", async () => {
+    for (const id of ["../x", "..", "my chat"]) {
+      const run = await runCliInProcess(["call", "get_current_datetime", "{}", "--chat", id, "-y"], env);
+      expect(run.code, id).toBe(2);
+      expect(run.stderr).toMatch(/error: A chat id uses 1–128 letters, digits/);
+    }
+    const listed = await runCliInProcess(["chats", "list", "--json"], env);
+    expect(JSON.parse(listed.stdout).chats).toEqual([]);
+  });
+
   it("settings set applies the API's rules and is seen by the server's context", async () => {
     const bad = await runCli(["settings", "set", "get_current_datetime", "colour=red"], env);
     expect(bad.code).toBe(1);

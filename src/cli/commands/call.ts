@@ -4,6 +4,7 @@
  * loads neither commander nor the other commands; anything else goes through the full parser (./program.ts), which
  * runs the same {@link runCall}.
  */
+import { parseChatId } from "../../app/chat-id.js";
 import { withToolCallContext } from "../app-context.js";
 import { importMcpTools } from "../mcp-tools.js";
 import {
@@ -110,6 +111,8 @@ export async function runCall(toolName: string, json: string, opts: CallOptions)
           : ctx.binder.bind(opts.cwd, caller),
     );
     if (opts.chat && !chat) {
+      // The id becomes the chat's: the same rule as a chat created through the API or `toolhost chat --chat`.
+      asUsageError(() => parseChatId(opts.chat as string));
       if (await ctx.chats.exists(opts.chat)) throw new CliError(`Chat ${opts.chat} belongs to another user.`);
       await ctx.chats.create({ id: opts.chat, userId: opts.user, workingDirectory });
     }
