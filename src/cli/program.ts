@@ -247,12 +247,14 @@ export async function buildProgram(only?: CommandName | ""): Promise<Command> {
       .description("Serve the user's enabled tools over MCP on stdio (for desktop assistants, IDEs, agent frameworks).")
       .option("-u, --user <name>", "user whose tool settings apply", parseUserId, "local")
       .option("--cwd <dir>", "working directory bound for path-taking tools (default: the current directory)")
-      .option("--poll-ms <ms>", "how often to re-check the tool list for changes made elsewhere (ms)", "2000")
-      .action(async (opts: { user: string; cwd?: string; pollMs: string }) => {
-        const pollMs = Number(opts.pollMs);
-        if (!Number.isInteger(pollMs) || pollMs < 100)
-          throw new CliError("--poll-ms must be an integer of at least 100.");
-        const { serveMcpStdio } = await import("../mcp/server/stdio.js");
+      .option("--poll-ms <ms>", "how often to re-check the tool list for changes made elsewhere (ms; default 2000)")
+      .action(async (opts: { user: string; cwd?: string; pollMs?: string }) => {
+        const { serveMcpStdio, TOOL_LIST_POLL_MS: range } = await import("../mcp/server/stdio.js");
+        const pollMs = opts.pollMs === undefined ? range.default : Number(opts.pollMs);
+        if (!Number.isInteger(pollMs) || pollMs < range.min || pollMs > range.max)
+          throw new CliError(
+            `--poll-ms must be an integer from ${range.min} to ${range.max} (default ${range.default}).`,
+          );
         const ctx = await createAppContext();
         // Imported tools join as their servers connect; the connection does not wait for them (list_changed follows).
         await importMcpTools(ctx, false);

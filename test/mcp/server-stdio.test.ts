@@ -10,7 +10,12 @@ import { PassThrough } from "node:stream";
 import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CheckedStdioServerTransport, checkJsonRpcLine, tidyOutgoing } from "../../src/mcp/server/stdio.js";
+import {
+  CheckedStdioServerTransport,
+  checkJsonRpcLine,
+  serveMcpStdio,
+  tidyOutgoing,
+} from "../../src/mcp/server/stdio.js";
 // `toolhost mcp` runs as a process (stdio is the subject); the settings changes made "by another process" run
 // main(argv) in this test's process, which is not the server's.
 import { BIN, runCliInProcess as runCli } from "../helpers/cli.js";
@@ -168,6 +173,17 @@ describe("MCP over stdio: malformed requests", () => {
     expect(replies[0]?.error.message).toMatch(/larger than 1000 bytes.*TOOLHOST_MAX_BODY_BYTES/);
     expect(received[0]?.id).toBe(2);
     await transport.close();
+  });
+
+  it("refuses a --poll-ms a timer cannot hold (it would poll every millisecond), saying the range", async () => {
+    for (const value of ["99999999999", "50", "abc"]) {
+      const run = await runCli(["mcp", "--poll-ms", value], env(tempDir()));
+      expect(run.code, value).toBe(2);
+      expect(run.stderr).toMatch(/--poll-ms must be an integer from 100 to 3600000/);
+    }
+    expect(() =>
+      serveMcpStdio({ runtime: {} as never, userId: "u", pollMs: 99_999_999_999, input: new PassThrough() }),
+    ).toThrow(RangeError);
   });
 
   it("classifies lines and rewords raw validator output (unit)", () => {

@@ -279,9 +279,15 @@ export class CheckedStdioServerTransport implements Transport {
   }
 }
 
+/**
+ * How often (ms) serveMcpStdio re-checks the user's tool list for changes another process made: the default, the
+ * least, and the most (a timer cannot hold more than about 24.8 days; Node then fires every millisecond instead).
+ */
+export const TOOL_LIST_POLL_MS = { default: 2000, min: 100, max: 3_600_000 } as const;
+
 /** Options of serveMcpStdio. */
 export interface StdioServeOptions extends McpSessionOptions {
-  /** How often (ms) to re-check the user's tool list for changes made by another process (default 2000). */
+  /** How often (ms) to re-check the user's tool list for changes made by another process (see TOOL_LIST_POLL_MS). */
   pollMs?: number;
   input?: Readable;
   output?: Writable;
@@ -297,6 +303,12 @@ export interface StdioServeOptions extends McpSessionOptions {
  * CLI, the HTTP service) stored in the shared database.
  */
 export function serveMcpStdio(options: StdioServeOptions): { close(): Promise<void> } {
+  const pollMs = options.pollMs ?? TOOL_LIST_POLL_MS.default;
+  if (!Number.isInteger(pollMs) || pollMs < TOOL_LIST_POLL_MS.min || pollMs > TOOL_LIST_POLL_MS.max) {
+    throw new RangeError(
+      `pollMs must be an integer from ${TOOL_LIST_POLL_MS.min} to ${TOOL_LIST_POLL_MS.max} (milliseconds), got ${pollMs}.`,
+    );
+  }
   const servers = new Set<ReturnType<typeof createMcpServer>>();
   const transport = new CheckedStdioServerTransport(
     options.input,
@@ -324,7 +336,7 @@ export function serveMcpStdio(options: StdioServeOptions): { close(): Promise<vo
   const unsubscribe = options.runtime.registry.changes.subscribe((userId) => {
     if (userId === null || userId === options.userId) void check();
   });
-  const timer = setInterval(() => void check(), options.pollMs ?? 2000);
+  const timer = setInterval(() => void check(), pollMs);
   timer.unref();
   const stop = () => {
     clearInterval(timer);
