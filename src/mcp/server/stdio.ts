@@ -32,8 +32,9 @@ import { createMcpServer, type McpSessionOptions, toolListFingerprint } from "./
 type JsonRpcErrorReply = { jsonrpc: "2.0"; id: string | number | null; error: { code: number; message: string } };
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+/** A JSON-RPC id that can be echoed back exactly: a string, or an integer JSON.parse did not round (|id| ≤ 2^53−1). */
 const usableId = (id: unknown): id is string | number =>
-  typeof id === "string" || (typeof id === "number" && Number.isInteger(id));
+  typeof id === "string" || (typeof id === "number" && Number.isSafeInteger(id));
 
 /** Whether the SDK's JSON-RPC message schema accepts a request carrying this `_meta`. */
 function sdkAcceptsMeta(method: string, meta: unknown): boolean {
@@ -81,7 +82,11 @@ function screenMessage(message: unknown): JsonRpcErrorReply | undefined {
   if (!isRecord(message)) return reply(null, -32600, "Invalid request: a JSON-RPC message must be a JSON object.");
   const hasId = "id" in message;
   if (hasId && !usableId(message.id)) {
-    return reply(null, -32600, "Invalid request: id must be a string or an integer.");
+    return reply(
+      null,
+      -32600,
+      "Invalid request: id must be a string or an integer (a safe integer: at most 9007199254740991 in magnitude).",
+    );
   }
   const id = hasId ? (message.id as string | number) : null;
   if (message.jsonrpc !== "2.0") return reply(id, -32600, 'Invalid request: "jsonrpc" must be "2.0".');
@@ -262,6 +267,12 @@ export class CheckedStdioServerTransport implements Transport {
       message = parseJSONRPCMessage(screened.message);
     } catch (error) {
       this.#inner.onerror?.(error as Error);
+      // A request the screen let through but the SDK's schema refuses still gets an answer.
+      const { id, method } = screened.message as { id?: unknown; method?: unknown };
+      if (usableId(id) && typeof method === "string") {
+        const reply = replyOf(id, -32600, "Invalid request: the message does not match the MCP message schema.");
+        this.#output.write(`${JSON.stringify(reply)}\n`);
+      }
       return;
     }
     this.#inner.onmessage?.(message);
