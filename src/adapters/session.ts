@@ -19,6 +19,7 @@ import { ApprovalGate } from "../app/approvals/gate.js";
 import { runGatedCall } from "../app/approvals/one-off.js";
 import { type ApprovalService, argumentsHash } from "../app/approvals/service.js";
 import type { CoreContext } from "../app/core-context.js";
+import { withoutChatTurnTools } from "../core/agents.js";
 import { withCallSurface } from "../core/call-surface.js";
 import { DeniedByPolicyError } from "../core/errors.js";
 import type { ToolCallOutcome, ToolRuntime } from "../core/runtime.js";
@@ -124,9 +125,12 @@ export class AdapterSession {
     return `${this.surface}:${this.userId}`;
   }
 
-  /** The user's enabled tools that can work on this host, with their definitions (the user's settings applied). */
+  /**
+   * The user's enabled tools that can work on this host, with their definitions (the user's settings applied); not
+   * the sub-agent tools, which work only inside a chat turn ({@link withoutChatTurnTools}).
+   */
   async list(): Promise<ListedTool[]> {
-    const { tools, definitions } = await this.runtime.getEnabledToolRuntime(this.userId);
+    const { tools, definitions } = withoutChatTurnTools(await this.runtime.getEnabledToolRuntime(this.userId));
     return definitions.map((definition, i) => ({ tool: tools[i] as RegisteredTool, definition }));
   }
 

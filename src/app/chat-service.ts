@@ -21,6 +21,7 @@ import type { Chat, ChatRepository } from "../storage/repositories.js";
 import { type Lease, LeaseBusyError, StaleLeaseError } from "../storage/turn-lease-records.js";
 import { type ApprovalService, TurnSuspended } from "./approvals/service.js";
 import type { SuspendedTurnState } from "./approvals/turns.js";
+import { parseChatId } from "./chat-id.js";
 import { type ChatTurnDeps, type ChatTurnOptions, runChatTurn } from "./chat-turn.js";
 import {
   type AdapterFactory,
@@ -117,9 +118,7 @@ export class ChatService {
       throw new ChatConfigError((error as Error).message ?? String(error));
     }
     if (input.id !== undefined) {
-      if (!/^[A-Za-z0-9._-]{1,128}$/.test(input.id)) {
-        throw new ToolArgumentError("A chat id uses 1–128 letters, digits, '.', '_' or '-'.", { argument: "id" });
-      }
+      parseChatId(input.id);
       if (await this.#chats.exists(input.id))
         throw new ToolArgumentError(`A chat with id "${input.id}" already exists.`);
     }

@@ -4,7 +4,7 @@
  */
 
 import { prepareApprovalPolicy } from "../core/approval/policy.js";
-import { AccessDeniedError, BrandedError, errorBrand, NotFoundError } from "../core/errors.js";
+import { AccessDeniedError, BrandedError, errorBrand, NotFoundError, ToolSettingsError } from "../core/errors.js";
 import { redactValue } from "../core/redact.js";
 import type { ToolRegistryStore } from "../core/registry.js";
 import {
@@ -401,7 +401,9 @@ export class ToolSettingsService {
   /**
    * Removes admin locks from the user's settings of a tool (all of them when `keys` is empty), keeping the values:
    * the user may change those keys again. Atomic like {@link update}. Returns the new descriptor and the keys that
-   * were unlocked. Throws NotFoundError for an unknown tool. Callers check that the caller is an admin.
+   * were unlocked. Throws NotFoundError for an unknown tool and ToolSettingsError (`invalid_settings`) for a key the
+   * tool does not have (neither "enabled" nor one of its parameters), naming the keys it has; nothing is written
+   * then, nor when no named key was locked. Callers check that the caller is an admin.
    */
   async unlock(
     userId: string,
@@ -410,16 +412,32 @@ export class ToolSettingsService {
     options: { actor?: string } = {},
   ): Promise<{ descriptor: ToolSettingsDescriptor; unlocked: string[] }> {
     const tool = this.#tool(toolName);
+    const known = ["enabled", ...tool.settings.parameterDescriptors.map((d) => d.name)];
+    const unknown = keys.filter((k) => !known.includes(k));
+    if (unknown.length > 0) {
+      throw new ToolSettingsError(
+        `Unknown key${unknown.length > 1 ? "s" : ""} ${unknown.map((k) => `"${k}"`).join(", ")} of "${toolName}": a lock is on "enabled" or on one of its parameters (${known.slice(1).join(", ") || "it has none"}).`,
+        { tool: toolName, parameter: unknown[0], rule: "unknown parameter" },
+      );
+    }
     let unlocked: string[] = [];
-    const written = await this.store.modify(userId, toolName, (saved) => {
-      const locked = saved?.locked ?? [];
-      unlocked = keys.length === 0 ? [...locked] : locked.filter((k) => keys.includes(k));
-      return {
-        enabled: typeof saved?.enabled === "boolean" ? saved.enabled : null,
-        parameters: saved?.parameters ?? {},
-        locked: locked.filter((k) => !unlocked.includes(k)),
-      };
-    });
+    const written = await this.store
+      .modify(userId, toolName, (saved) => {
+        const locked = saved?.locked ?? [];
+        unlocked = keys.length === 0 ? [...locked] : locked.filter((k) => keys.includes(k));
+        // Nothing to unlock: leave the transaction without writing (the version, the API's ETag, stays).
+        if (unlocked.length === 0) throw new NoChange(saved);
+        return {
+          enabled: typeof saved?.enabled === "boolean" ? saved.enabled : null,
+          parameters: saved?.parameters ?? {},
+          locked: locked.filter((k) => !unlocked.includes(k)),
+        };
+      })
+      .catch((error: unknown) => {
+        if (error instanceof NoChange)
+          return error.current ?? { enabled: null, parameters: {}, locked: [], version: 0 };
+        throw error;
+      });
     if (unlocked.length > 0) {
       this.logger.info({ tool: toolName, userId, actor: options.actor, unlocked }, "admin locks removed");
       this.registry.changes.emit(userId);

@@ -248,12 +248,14 @@ export async function buildProgram(only?: CommandName | ""): Promise<Command> {
       .description("Serve the user's enabled tools over MCP on stdio (for desktop assistants, IDEs, agent frameworks).")
       .option("-u, --user <name>", "user whose tool settings apply", parseUserId, LOCAL_USER)
       .option("--cwd <dir>", "working directory bound for path-taking tools (default: the current directory)")
-      .option("--poll-ms <ms>", "how often to re-check the tool list for changes made elsewhere (ms)", "2000")
-      .action(async (opts: { user: string; cwd?: string; pollMs: string }) => {
-        const pollMs = Number(opts.pollMs);
-        if (!Number.isInteger(pollMs) || pollMs < 100)
-          throw new CliError("--poll-ms must be an integer of at least 100.");
-        const { serveMcpStdio } = await import("../mcp/server/stdio.js");
+      .option("--poll-ms <ms>", "how often to re-check the tool list for changes made elsewhere (ms; default 2000)")
+      .action(async (opts: { user: string; cwd?: string; pollMs?: string }) => {
+        const { serveMcpStdio, TOOL_LIST_POLL_MS: range } = await import("../mcp/server/stdio.js");
+        const pollMs = opts.pollMs === undefined ? range.default : Number(opts.pollMs);
+        if (!Number.isInteger(pollMs) || pollMs < range.min || pollMs > range.max)
+          throw new CliError(
+            `--poll-ms must be an integer from ${range.min} to ${range.max} (default ${range.default}).`,
+          );
         const ctx = await createAppContext();
         // Imported tools join as their servers connect; the connection does not wait for them (list_changed follows).
         await importMcpTools(ctx, false);
@@ -264,6 +266,7 @@ export async function buildProgram(only?: CommandName | ""): Promise<Command> {
           workingDirectory: asUsageError(() => ctx.binder.bind(opts.cwd ?? process.cwd(), operator(opts.user))),
           bindingHint: "The directory was chosen when the server was started (toolhost mcp --cwd DIR).",
           pollMs,
+          maxMessageBytes: ctx.config.maxBodyBytes,
           onClose: () => void ctx.close(),
         });
         // SIGTERM or Ctrl-C: cancel running tool calls, wait for their audit lines, close the database, exit 0.

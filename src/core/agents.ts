@@ -213,6 +213,24 @@ export const AGENT_GRACE_TURN_MS = 30_000;
 /** The agent tools' names; they disappear from a sub-agent's tools at the depth limit. */
 export const AGENT_TOOL_NAMES: readonly string[] = ["agent_spawn", "agent_send", "agent_wait", "agent_close"];
 
+/**
+ * The enabled tools a caller outside a chat turn is offered (an MCP client, a framework adapter's run): all but the
+ * agent tools, which need the calling agent of a chat turn (its lineage comes from the host, never the caller) and
+ * would refuse every call there. Keeps each tool beside its definition.
+ */
+export function withoutChatTurnTools<T extends { definitions: readonly { name: string }[]; tools: readonly unknown[] }>(
+  enabled: T,
+): { tools: T["tools"][number][]; definitions: T["definitions"][number][] } {
+  const tools: T["tools"][number][] = [];
+  const definitions: T["definitions"][number][] = [];
+  enabled.definitions.forEach((definition, i) => {
+    if (AGENT_TOOL_NAMES.includes(definition.name)) return;
+    tools.push(enabled.tools[i]);
+    definitions.push(definition);
+  });
+  return { tools, definitions };
+}
+
 /** The AgentToolService in a tool's context; throws a classified error saying where agent tools work when absent. */
 export function agentServiceFrom(services: Record<string, unknown>, tool: string): AgentToolService {
   const service = services.agents as AgentToolService | undefined;

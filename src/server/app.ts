@@ -266,7 +266,14 @@ export function createServerApp(ctx: AppContext, options: ServerAppOptions = {})
         error.code === "access_denied" ? 403 : 400,
       );
     }
-    return mcp.handle(c.req.raw, { userId, token: c.get("token"), workingDirectory });
+    // A token revoked (or expiring) while a call runs stops it, as it stops a chat turn streaming under it.
+    const token = c.get("token");
+    return mcp.handle(c.req.raw, {
+      userId,
+      token,
+      workingDirectory,
+      watchToken: (onInvalid) => ctx.tokens.watch(token, onInvalid),
+    });
   });
   return app;
 }

@@ -293,6 +293,7 @@ export function buildOpenApiDocument(
             200: { description: "The keys unlocked and the tool's settings", content: json(UnlockResponse) },
             403: error("Not an admin"),
             404: error("Unknown tool"),
+            422: error("A key the tool does not have (invalid_settings); nothing was unlocked"),
           },
         },
       },
@@ -332,6 +333,7 @@ export function buildOpenApiDocument(
           summary: "Replace a token by a new one for the same user and label (admins only).",
           responses: {
             200: { description: "The new token", content: json(IssuedTokenResponse) },
+            400: error("The token has expired (its replacement would keep the expiry): create a new one"),
             404: error("No such token"),
             409: error("The id prefix matches several tokens"),
           },

@@ -270,11 +270,18 @@ export class TokenRepository {
 
   /**
    * Replaces a token by a new one for the same user and label, in one transaction: the old token stops working
-   * the moment the new one exists. Returns the new plaintext token (shown once) with the old token's info.
+   * the moment the new one exists. Returns the new plaintext token (shown once) with the old token's info. An
+   * expired token is refused (ToolArgumentError): its replacement would keep the expiry and never work.
    */
   async rotate(idOrPrefix: string, userId?: string): Promise<IssuedToken & { replaced: TokenInfo }> {
     return inTransaction(this.db, async (trx, tx) => {
       const found = await findIn(trx, idOrPrefix, userId, tx);
+      if (found.expiresAt !== null && found.expiresAt <= now()) {
+        throw new ToolArgumentError(
+          `Token ${found.id} expired at ${found.expiresAt}, and a rotated token keeps the expiry, so its replacement would not work either. Create a new one with \`toolhost token create --user ${found.userId}\` (with --label and --expires-in as needed), then revoke this one.`,
+          { rule: "expired", expiresAt: found.expiresAt },
+        );
+      }
       const token = newToken();
       const id = randomUUID();
       await trx.deleteFrom("api_tokens").where("id", "=", found.id).execute();

@@ -121,6 +121,8 @@ function suite(
     const offered = requests[0].tools.map((t: any) => t.name);
     expect(offered).toContain("list_directory");
     expect(offered).not.toContain("glob");
+    // The sub-agent tools need the calling agent of a chat turn, which a framework's run has not: not offered.
+    expect(offered.filter((name: string) => name.startsWith("agent_"))).toEqual([]);
     const outputs = outputsIn(requests[1]);
     expect(outputs.get("c1")).toContain("notes.txt");
     expect(JSON.parse(outputs.get("c2")!).error.code).toBe("access_denied");

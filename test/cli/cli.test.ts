@@ -72,6 +72,19 @@ describe("toolhost CLI: commands and parsers (in-process)", () => {
     const run = await runCli(["call", "no_such_tool"], env);
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/not_found/);
+    // An operator's message: where to find the tools, not the model's "call one of the tools you were given".
+    expect(run.stderr).toMatch(/Unknown tool "no_such_tool"\. List the tools with `toolhost tools`/);
+    expect(run.stderr).not.toContain("you were given");
+  });
+
+  it("call --chat refuses a chat id the chat API would refuse, and creates no chat", async () => {
+    for (const id of ["../x", "..", "my chat"]) {
+      const run = await runCliInProcess(["call", "get_current_datetime", "{}", "--chat", id, "-y"], env);
+      expect(run.code, id).toBe(2);
+      expect(run.stderr).toMatch(/error: A chat id uses 1–128 letters, digits/);
+    }
+    const listed = await runCliInProcess(["chats", "list", "--json"], env);
+    expect(JSON.parse(listed.stdout).chats).toEqual([]);
   });
 
   it("settings set applies the API's rules and is seen by the server's context", async () => {

@@ -13,6 +13,17 @@ import { tempDir } from "../helpers/server.js";
 const FIXTURE = fileURLToPath(new URL("../fixtures/mcp/fixture-server.mjs", import.meta.url));
 
 describe("toolhost mcp-servers", () => {
+  it("add says what it needs: a command or --url, and not both", async () => {
+    const env = { TOOLHOST_DATA_DIR: tempDir() };
+    const neither = await runCli(["mcp-servers", "add", "x"], env);
+    expect(neither.code).toBe(2);
+    expect(neither.stderr).toMatch(/error: Give the server's command \(after --\) or --url\./);
+    expect(neither.stderr).not.toContain("not both");
+    const both = await runCli(["mcp-servers", "add", "x", "--url", "http://127.0.0.1:1/mcp", "--", "echo"], env);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toMatch(/not both/);
+  });
+
   it("adds, lists, checks, uses and removes servers", async () => {
     const dataDir = tempDir();
     const configDir = tempDir();

@@ -264,6 +264,44 @@ describe("cancelling a long shell call over HTTP", () => {
     await call.then((r) => r.text()).catch(() => "");
   });
 
+  it("two running calls of one token with the same request id: a cancellation of that id reaches both", async () => {
+    // Two clients sharing a token each number their requests from the start: neither call may be left where no
+    // cancellation reaches it (the second used to replace the first in the tracking, which then ran on untracked).
+    const { s, work } = await startShell();
+    const headers = { accept: "application/json, text/event-stream", "Toolhost-Working-Directory": work };
+    const pids: number[] = [];
+    const calls: Promise<unknown>[] = [];
+    for (const file of ["pidA", "pidB"]) {
+      const run = `echo $$ | tee ${file} >/dev/null; exec sleep 30`;
+      calls.push(
+        s
+          .api("/mcp", {
+            method: "POST",
+            headers,
+            json: {
+              jsonrpc: "2.0",
+              id: 9,
+              method: "tools/call",
+              params: { name: "bash", arguments: { command: run } },
+            },
+          })
+          .then((r) => r.text())
+          .catch(() => ""),
+      );
+      const path = join(work, file);
+      await eventually(() => existsSync(path) && readFileSync(path, "utf8").trim() !== "", 20_000, `${file}`);
+      pids.push(Number(readFileSync(path, "utf8").trim()));
+    }
+    const cancel = await s.api("/mcp", {
+      method: "POST",
+      headers,
+      json: { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 9 } },
+    });
+    expect(cancel.status).toBe(202);
+    for (const pid of pids) await eventually(() => !alive(pid), 5000, `process ${pid} to be gone`);
+    await Promise.all(calls);
+  });
+
   for (const mode of ["legacy", { pin: "2026-07-28" }] as Mode[]) {
     it(`an SDK client's abort stops the shell (${mode === "legacy" ? "2025 era" : "2026-07-28"})`, async () => {
       const { s, work } = await startShell();
@@ -284,6 +322,25 @@ describe("cancelling a long shell call over HTTP", () => {
       }
     });
   }
+
+  it("revoking the token a call runs under stops the call and ends its response, as for a chat turn", async () => {
+    const { s, work } = await startShell();
+    const issued = await s.ctx.tokens.create("local", "to revoke");
+    const call = s
+      .api("/mcp", {
+        method: "POST",
+        token: issued.token,
+        headers: { accept: "application/json, text/event-stream", "Toolhost-Working-Directory": work },
+        json: { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "bash", arguments: { command } } },
+      })
+      .then((r) => r.text());
+    const pid = await pidOf(work);
+    await s.ctx.tokens.revoke(issued.id);
+    await eventually(() => !alive(pid), 5000, "the shell process to be gone");
+    await expectAbortedAudit(s);
+    // The response ends (no result of the call that was stopped).
+    expect(await call).not.toMatch(/"result"/);
+  });
 
   it("a dropped connection stops the shell", async () => {
     const { s, work } = await startShell();
@@ -347,6 +404,30 @@ describe("protocol edges over HTTP", () => {
       expect(reply.error.message).toMatch(new RegExp(`^Invalid params for ${method}: params\\.`));
       expect(reply.error.message).not.toContain('"expected"');
     }
+    // JSON-RPC batches left the protocol in 2025-06-18: a batch under that revision (or a later one) is refused as
+    // on stdio, not served; a 2025-03-26 client (which may batch) still is.
+    const batch = [
+      { jsonrpc: "2.0", id: 11, method: "ping" },
+      { jsonrpc: "2.0", id: 12, method: "tools/list" },
+    ];
+    const refusedBatch = await post(s.token, batch);
+    expect(refusedBatch.status).toBe(400);
+    expect(await message(refusedBatch)).toMatchObject({
+      id: null,
+      error: { code: -32600, message: expect.stringMatching(/batches.*2025-06-18.*one message per request/) },
+    });
+    const oldBatch = await post(s.token, batch, { "mcp-protocol-version": "2025-03-26" });
+    expect(oldBatch.status).toBe(200);
+    expect(await oldBatch.text()).toContain('"id":12');
+    // The whole list is one page (no nextCursor), so any cursor is one this server never issued: -32602, as the
+    // protocol's pagination asks for an invalid cursor, not the first page again (a client would loop on it).
+    const forged = await message(
+      await post(s.token, { jsonrpc: "2.0", id: 5, method: "tools/list", params: { cursor: "page-2" } }),
+    );
+    expect(forged).toMatchObject({ id: 5, error: { code: -32602 } });
+    expect(forged.error.message).toMatch(/^Invalid params for tools\/list: params\.cursor: .*without a cursor/);
+    const firstPage = await message(await post(s.token, { jsonrpc: "2.0", id: 6, method: "tools/list" }));
+    expect(firstPage.result.nextCursor).toBeUndefined();
     // A "__proto__" key in a tool's arguments is refused as on stdio (the SDK's copy would make it a prototype).
     const proto = await message(
       await post(s.token, {
@@ -400,6 +481,38 @@ describe("MCP over Streamable HTTP: approval asks through elicitation", () => {
       expect(forms).toHaveLength(2);
       const used = await s.ctx.audit.list({ limit: 10 });
       expect(used.filter((e) => e.tool === "get_current_datetime" && e.outcome === "ok")).toHaveLength(1);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("a 2025-era client that declared elicitation is refused saying why it cannot be asked over HTTP", async () => {
+    const { s } = await startWithWork();
+    await s.api("/api/settings/tools/get_current_datetime", {
+      method: "PUT",
+      json: { parameters: { approval: "ask" } },
+    });
+    const client = new Client(
+      { name: "legacy-asking-client", version: "1.0.0" },
+      { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: "legacy" } },
+    );
+    client.setRequestHandler("elicitation/create", async () => ({
+      action: "accept",
+      content: { decision: "allow_once" },
+    }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${s.server.url}/mcp`), {
+        requestInit: { headers: { Authorization: `Bearer ${s.token}` } },
+      }),
+    );
+    try {
+      const refused = await client.callTool({ name: "get_current_datetime", arguments: {} });
+      expect(refused.isError).toBe(true);
+      const error = JSON.parse((refused.content as { text: string }[])[0]!.text).error;
+      expect(error.code).toBe("denied_by_policy");
+      // It did declare elicitation: the refusal must not say it did not, but what would let it be asked.
+      expect(error.message).not.toContain("did not declare");
+      expect(error.message).toMatch(/2025.*over HTTP.*2026-07-28.*stdio/);
     } finally {
       await client.close();
     }

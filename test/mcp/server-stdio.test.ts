@@ -6,10 +6,16 @@ import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+import { PassThrough } from "node:stream";
 import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { checkJsonRpcLine, tidyOutgoing } from "../../src/mcp/server/stdio.js";
+import {
+  CheckedStdioServerTransport,
+  checkJsonRpcLine,
+  serveMcpStdio,
+  tidyOutgoing,
+} from "../../src/mcp/server/stdio.js";
 // `toolhost mcp` runs as a process (stdio is the subject); the settings changes made "by another process" run
 // main(argv) in this test's process, which is not the server's.
 import { BIN, runCliInProcess as runCli } from "../helpers/cli.js";
@@ -130,11 +136,67 @@ describe("MCP over stdio: malformed requests", () => {
     }
   });
 
+  it("reads a message whose UTF-8 characters are split between chunks intact (unit)", async () => {
+    // A pipe delivers 64 KiB chunks wherever they fall: a character's bytes may arrive in two of them.
+    const input = new PassThrough();
+    const output = new PassThrough();
+    const transport = new CheckedStdioServerTransport(input, output);
+    const received: unknown[] = [];
+    transport.onmessage = (message) => void received.push(message);
+    await transport.start();
+    const content = "é€😀".repeat(3);
+    const bytes = Buffer.from(`${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "x", params: { content } })}\n`);
+    const at = bytes.indexOf(Buffer.from("€")) + 1;
+    input.write(bytes.subarray(0, at));
+    input.write(bytes.subarray(at, at + 3));
+    input.write(bytes.subarray(at + 3));
+    await until(() => received.length === 1, "the message");
+    expect(received[0]).toMatchObject({ id: 1, params: { content } });
+    await transport.close();
+  });
+
+  it("answers a message over the size limit with -32600 and reads the next one (unit)", async () => {
+    const input = new PassThrough();
+    const output = new PassThrough();
+    const replies: Record<string, any>[] = [];
+    createInterface({ input: output }).on("line", (line) => replies.push(JSON.parse(line)));
+    const transport = new CheckedStdioServerTransport(input, output, { maxMessageBytes: 1000 });
+    const received: { id?: unknown }[] = [];
+    transport.onmessage = (message) => void received.push(message as { id?: unknown });
+    await transport.start();
+    const big = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "x", params: { text: "a".repeat(5000) } });
+    // In pieces, as a pipe delivers it: what is over the limit is dropped as it arrives, not kept until its end.
+    for (let i = 0; i < big.length; i += 700) input.write(big.slice(i, i + 700));
+    input.write('\n{"jsonrpc":"2.0","id":2,"method":"ping"}\n');
+    await until(() => received.length === 1 && replies.length === 1, "the refusal and the next message");
+    expect(replies[0]).toMatchObject({ id: null, error: { code: -32600 } });
+    expect(replies[0]?.error.message).toMatch(/larger than 1000 bytes.*TOOLHOST_MAX_BODY_BYTES/);
+    expect(received[0]?.id).toBe(2);
+    await transport.close();
+  });
+
+  it("refuses a --poll-ms a timer cannot hold (it would poll every millisecond), saying the range", async () => {
+    for (const value of ["99999999999", "50", "abc"]) {
+      const run = await runCli(["mcp", "--poll-ms", value], env(tempDir()));
+      expect(run.code, value).toBe(2);
+      expect(run.stderr).toMatch(/--poll-ms must be an integer from 100 to 3600000/);
+    }
+    expect(() =>
+      serveMcpStdio({ runtime: {} as never, userId: "u", pollMs: 99_999_999_999, input: new PassThrough() }),
+    ).toThrow(RangeError);
+  });
+
   it("classifies lines and rewords raw validator output (unit)", () => {
     expect(checkJsonRpcLine('{"jsonrpc":"2.0","id":1,"result":{}}')).toBeUndefined();
     expect(checkJsonRpcLine('{"jsonrpc":"2.0","method":"notifications/initialized"}')).toBeUndefined();
     expect(checkJsonRpcLine('{"jsonrpc":"2.0","method":"x","params":[1]}')).toBeUndefined();
     expect(checkJsonRpcLine('{"jsonrpc":"1.0","id":"a","method":"x"}')?.error.code).toBe(-32600);
+    // An id past 2^53 cannot be echoed exactly (JSON.parse rounds it) and the SDK's schema drops such a request
+    // unanswered: refused here, with id null.
+    expect(checkJsonRpcLine('{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}')?.error).toMatchObject({
+      code: -32600,
+      message: expect.stringMatching(/safe integer/),
+    });
     const tidy = tidyOutgoing({
       jsonrpc: "2.0",
       id: 1,

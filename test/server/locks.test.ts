@@ -120,4 +120,24 @@ describe("admin locks", () => {
     expect(JSON.parse(unlocked.stdout)).toEqual({ name: "web_fetch", unlocked: ["enabled"], lockedKeys: [] });
     expect((await server.ctx.settings.get("eve", "web_fetch")).enabled).toBe(false);
   }, 60_000);
+
+  it("unlocking a key the tool does not have is refused, naming the keys it has (CLI exit 1, API 422)", async () => {
+    server = await startTestServer();
+    const env = { TOOLHOST_DATA_DIR: server.dataDir };
+    await server.ctx.settings.update("eve", "grep", { parameters: { maxResults: 9 } }, { admin: true });
+    const before = await server.ctx.settings.get("eve", "grep");
+    const typo = await runCli(["settings", "unlock", "grep", "maxResult", "--user", "eve"], env);
+    expect(typo.code).toBe(1);
+    expect(typo.stderr).toMatch(/invalid_settings: Unknown key "maxResult" of "grep".*maxResults/);
+    expect(typo.stdout).toBe("");
+    const api = await server.api("/api/admin/users/eve/settings/tools/grep/locks?key=enabled&key=nope", {
+      method: "DELETE",
+    });
+    expect(api.status).toBe(422);
+    // Nothing was unlocked, and a refused or empty unlock writes nothing (the version, the API's ETag, stays).
+    expect(await runCli(["settings", "unlock", "grep", "enabled", "--user", "eve"], env)).toMatchObject({ code: 0 });
+    const after = await server.ctx.settings.get("eve", "grep");
+    expect(after.lockedKeys).toEqual(["maxResults"]);
+    expect(after.version).toBe(before.version);
+  }, 60_000);
 });

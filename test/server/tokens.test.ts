@@ -16,6 +16,20 @@ describe("API tokens", () => {
     await server?.stop();
   });
 
+  it("an expired token is not rotated (its replacement would keep the expiry and never work): CLI exit 1, API 400", async () => {
+    const expired = await server.ctx.tokens.create("zed", { label: "old laptop", expiresInMs: -60_000 });
+    const env = { TOOLHOST_DATA_DIR: server.dataDir };
+    const run = await runCli(["token", "rotate", expired.id], env);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toMatch(/expired at .*toolhost token create --user zed/);
+    const api = await server.api(`/api/admin/tokens/${expired.id}/rotate`, { method: "POST" });
+    expect(api.status).toBe(400);
+    // Nothing was replaced: the expired token is still listed, and no other token of zed's appeared.
+    const listed = await server.ctx.tokens.list("zed");
+    expect(listed.map((t) => t.id)).toEqual([expired.id]);
+  });
+
   it("admins create, list, rotate and revoke tokens over /api/admin/tokens; others get 403", async () => {
     const created = await server.api("/api/admin/tokens", {
       method: "POST",

@@ -4,7 +4,7 @@
  * loads neither commander nor the other commands; anything else goes through the full parser (./program.ts), which
  * runs the same {@link runCall}.
  */
-
+import { parseChatId } from "../../app/chat-id.js";
 import { LOCAL_USER } from "../../core/config.js";
 import { withToolCallContext } from "../app-context.js";
 import { importMcpTools } from "../mcp-tools.js";
@@ -112,6 +112,8 @@ export async function runCall(toolName: string, json: string, opts: CallOptions)
           : ctx.binder.bind(opts.cwd, caller),
     );
     if (opts.chat && !chat) {
+      // The id becomes the chat's: the same rule as a chat created through the API or `toolhost chat --chat`.
+      asUsageError(() => parseChatId(opts.chat as string));
       if (await ctx.chats.exists(opts.chat)) throw new CliError(`Chat ${opts.chat} belongs to another user.`);
       await ctx.chats.create({ id: opts.chat, userId: opts.user, workingDirectory });
     }
@@ -146,9 +148,14 @@ export async function runCall(toolName: string, json: string, opts: CallOptions)
     });
     removeStopHandlers();
     if (outcome.ok) return print(outcome.result);
+    // The runtime words an unknown name for a model; an operator is told where the tools are listed.
+    const message =
+      outcome.error.code === "not_found" && !ctx.runtime.registry.get(toolName)
+        ? `Unknown tool "${toolName}". List the tools with \`toolhost tools\`${opts.user === "local" ? "" : ` --user ${opts.user}`}.`
+        : outcome.error.message;
     // A failed call is reported once: one line on stderr, `error: <code>: <message>`, exit code 1; stdout stays
     // empty, so what a script reads there is always a result.
-    process.stderr.write(`error: ${outcome.error.code}: ${errorText(outcome.error.message)}\n`);
+    process.stderr.write(`error: ${outcome.error.code}: ${errorText(message)}\n`);
     process.exitCode = stoppedBy && outcome.error.code === "aborted" ? SIGNAL_EXIT_CODE[stoppedBy] : 1;
   });
 }

@@ -121,7 +121,12 @@ export function registerMcpServersCommand(program: Command): void {
           callTimeoutMs?: string;
         },
       ) => {
-        if (command.length > 0 === (opts.url !== undefined)) {
+        if (command.length === 0 && opts.url === undefined) {
+          throw new CliError(
+            "Give the server's command (after --) or --url. E.g. toolhost mcp-servers add NAME -- npx -y SERVER, or toolhost mcp-servers add NAME --url https://host/mcp.",
+          );
+        }
+        if (command.length > 0 && opts.url !== undefined) {
           throw new CliError("Give either a command (after --) or --url, not both.");
         }
         const config: Record<string, unknown> = {};

@@ -22,6 +22,7 @@ let serverSdk:
   | Promise<{
       createMcpHandler: typeof import("@modelcontextprotocol/server").createMcpHandler;
       createMcpServer: typeof import("./tool-server.js").createMcpServer;
+      MCP_STATELESS_DENY_RESPONDER: typeof import("./tool-server.js").MCP_STATELESS_DENY_RESPONDER;
     }>
   | undefined;
 /**
@@ -30,7 +31,11 @@ let serverSdk:
  */
 function loadServerSdk() {
   serverSdk ??= Promise.all([import("@modelcontextprotocol/server"), import("./tool-server.js")]).then(
-    ([sdk, toolServer]) => ({ createMcpHandler: sdk.createMcpHandler, createMcpServer: toolServer.createMcpServer }),
+    ([sdk, toolServer]) => ({
+      createMcpHandler: sdk.createMcpHandler,
+      createMcpServer: toolServer.createMcpServer,
+      MCP_STATELESS_DENY_RESPONDER: toolServer.MCP_STATELESS_DENY_RESPONDER,
+    }),
   );
   return serverSdk;
 }
@@ -44,6 +49,12 @@ export interface McpHttpCaller {
   /** The bearer token (only its digest is kept, to tell one client's request ids from another's). */
   token: string;
   workingDirectory: string | null;
+  /**
+   * Watches the bearer token while the request is served: calls `onInvalid` once it stops working (revoked, rotated,
+   * expired) and returns the function that ends the watch. The request then stops as a dropped connection does (its
+   * calls are aborted) and its response ends.
+   */
+  watchToken?: (onInvalid: () => void) => () => void;
 }
 
 interface CallerExtra {
@@ -53,6 +64,12 @@ interface CallerExtra {
   [key: string]: unknown;
 }
 
+/** One running call: its controller, and how a cancellation ends it (see trackCall in #createHandler). */
+interface InFlightCall {
+  controller: AbortController;
+  cancel(reason?: Error): void;
+}
+
 const BINDING_HINT = `Bind a working directory by sending the ${WORKING_DIRECTORY_HEADER} header with every request (a directory within the server's chat roots; admins may bind any directory when no roots are configured).`;
 
 /** The Streamable HTTP endpoint: one SDK handler per user (so change notifications reach only that user). */
@@ -60,7 +77,11 @@ export class McpHttpEndpoint {
   readonly #runtime: ToolRuntime;
   readonly #logger: Logger | undefined;
   readonly #handlers = new Map<string, Promise<McpHttpHandler>>();
-  readonly #inFlight = new Map<string, { controller: AbortController; cancel(reason?: Error): void }>();
+  /**
+   * Running calls by caller and request id. A key may hold several: clients sharing a token each number their own
+   * requests, and a cancellation naming the id reaches every one of them (none is left where no cancellation can).
+   */
+  readonly #inFlight = new Map<string, Set<InFlightCall>>();
   readonly #unsubscribe: () => void;
 
   readonly #approvals: ApprovalService | undefined;
@@ -81,7 +102,7 @@ export class McpHttpEndpoint {
     this.#unsubscribeSignals = signals?.subscribe((signal) => {
       if (signal.kind !== "mcp_cancel") return;
       const key = this.#byHash.get(signal.target);
-      if (key) this.#inFlight.get(key)?.cancel(new Error("Cancelled by the client."));
+      if (key) this.#cancel(key, new Error("Cancelled by the client."));
     });
     const notify = (handler: Promise<McpHttpHandler> | undefined) =>
       void handler?.then(
@@ -96,27 +117,53 @@ export class McpHttpEndpoint {
 
   /** Number of tool calls running through this endpoint (for tests and diagnostics). */
   get inFlight(): number {
-    return this.#inFlight.size;
+    let count = 0;
+    for (const calls of this.#inFlight.values()) count += calls.size;
+    return count;
+  }
+
+  /** Cancels every running call tracked under `key`; returns whether there was one. */
+  #cancel(key: string, reason?: Error): boolean {
+    const calls = this.#inFlight.get(key);
+    if (!calls || calls.size === 0) return false;
+    for (const call of [...calls]) call.cancel(reason);
+    return true;
   }
 
   /** Serves one HTTP request for an authenticated caller. */
   async handle(request: Request, caller: McpHttpCaller): Promise<Response> {
+    const refusal = await batchRefusal(request);
+    if (refusal) return refusal;
     const extra: CallerExtra = {
       userId: caller.userId,
       tokenKey: createHash("sha256").update(caller.token).digest("hex").slice(0, 24),
       workingDirectory: caller.workingDirectory,
     };
     const handler = await this.#handlerFor(caller.userId);
-    return handler.fetch(request, {
-      authInfo: { token: extra.tokenKey, clientId: caller.userId, scopes: [], extra },
-    });
+    const invalid = new AbortController();
+    const unwatch = caller.watchToken?.(() => invalid.abort());
+    if (!unwatch) {
+      return handler.fetch(request, {
+        authInfo: { token: extra.tokenKey, clientId: caller.userId, scopes: [], extra },
+      });
+    }
+    try {
+      const watched = new Request(request, { signal: AbortSignal.any([request.signal, invalid.signal]) });
+      const response = await handler.fetch(watched, {
+        authInfo: { token: extra.tokenKey, clientId: caller.userId, scopes: [], extra },
+      });
+      return endsWhen(response, invalid.signal, unwatch);
+    } catch (error) {
+      unwatch();
+      throw error;
+    }
   }
 
   /** Aborts every running call and closes the handlers. */
   async close(): Promise<void> {
     this.#unsubscribe();
     this.#unsubscribeSignals?.();
-    for (const { controller } of this.#inFlight.values()) controller.abort();
+    for (const calls of this.#inFlight.values()) for (const { controller } of calls) controller.abort();
     await Promise.allSettled([...this.#handlers.values()].map(async (h) => (await h).close()));
     this.#handlers.clear();
   }
@@ -143,7 +190,7 @@ export class McpHttpEndpoint {
   }
 
   async #createHandler(userId: string): Promise<McpHttpHandler> {
-    const { createMcpHandler, createMcpServer } = await loadServerSdk();
+    const { createMcpHandler, createMcpServer, MCP_STATELESS_DENY_RESPONDER } = await loadServerSdk();
     return createMcpHandler(
       ({ era, authInfo }) => {
         const extra = authInfo?.extra as CallerExtra | undefined;
@@ -151,12 +198,14 @@ export class McpHttpEndpoint {
         const server = createMcpServer({
           runtime: this.#runtime,
           ...(this.#approvals ? { approvals: this.#approvals } : {}),
+          // A 2025-era request cannot be asked here (its initialize went to another instance): refused, saying so.
+          ...(era === "legacy" ? { approvalResponder: MCP_STATELESS_DENY_RESPONDER } : {}),
           userId,
           workingDirectory: extra.workingDirectory,
           bindingHint: BINDING_HINT,
           trackCall: (requestId, controller) => {
             const key = this.#key(extra, requestId);
-            const entry = {
+            const entry: InFlightCall = {
               controller,
               // A cancelled request gets no response (the specification: the receiver should not answer one):
               // closing this request's server instance aborts the SDK's own handling of it, so the result the
@@ -166,14 +215,16 @@ export class McpHttpEndpoint {
                 void server.close().catch(() => {});
               },
             };
-            this.#inFlight.set(key, entry);
+            const calls = this.#inFlight.get(key) ?? new Set<InFlightCall>();
+            this.#inFlight.set(key, calls);
+            calls.add(entry);
             const hash = this.#hash(key);
             this.#byHash.set(hash, key);
             return () => {
-              if (this.#inFlight.get(key) === entry) {
-                this.#inFlight.delete(key);
-                this.#byHash.delete(hash);
-              }
+              const tracked = this.#inFlight.get(key);
+              if (!tracked?.delete(entry) || tracked.size > 0) return;
+              this.#inFlight.delete(key);
+              this.#byHash.delete(hash);
             };
           },
         });
@@ -182,10 +233,9 @@ export class McpHttpEndpoint {
           server.setNotificationHandler("notifications/cancelled", (notification) => {
             const key = this.#key(extra, notification.params.requestId);
             const reason = notification.params.reason;
-            const entry = this.#inFlight.get(key);
-            if (entry) entry.cancel(reason === undefined ? undefined : new Error(String(reason)));
+            const cancelled = this.#cancel(key, reason === undefined ? undefined : new Error(String(reason)));
             // The call may run on another instance (the load balancer sent its request there): tell them all.
-            else void this.#signals?.publish("mcp_cancel", this.#hash(key));
+            if (!cancelled) void this.#signals?.publish("mcp_cancel", this.#hash(key));
           });
         }
         return server;
@@ -194,6 +244,80 @@ export class McpHttpEndpoint {
         onerror: (error) => this.#logger?.debug({ err: error.message }, "mcp http"),
       },
     );
+  }
+}
+
+/**
+ * The response, its body ending early when `stop` aborts (the caller's token stopped working); `done` is called
+ * once the body has ended, however it ended.
+ */
+function endsWhen(response: Response, stop: AbortSignal, done: () => void): Response {
+  const body = response.body;
+  if (!body) {
+    done();
+    return response;
+  }
+  let end: (() => void) | undefined;
+  const piped = new TransformStream<Uint8Array, Uint8Array>({
+    start(controller) {
+      end = () => {
+        try {
+          controller.terminate();
+        } catch {
+          // Already ended.
+        }
+      };
+    },
+  });
+  const onStop = () => end?.();
+  if (stop.aborted) onStop();
+  else stop.addEventListener("abort", onStop, { once: true });
+  void body
+    .pipeTo(piped.writable)
+    .catch(() => {})
+    .finally(() => {
+      stop.removeEventListener("abort", onStop);
+      done();
+    });
+  return new Response(piped.readable, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
+}
+
+/** The first protocol revision without JSON-RPC batches (2025-03-26 had them; stdio refuses them for every one). */
+const FIRST_REVISION_WITHOUT_BATCHES = "2025-06-18";
+
+/**
+ * The answer to a POST whose body is a JSON-RPC batch under a revision that has none (the `MCP-Protocol-Version`
+ * header names 2025-06-18 or later): `-32600`, as stdio answers a batch; undefined for anything else. The SDK's
+ * handler serves such a batch as legacy traffic, which is right only for a 2025-03-26 client.
+ */
+async function batchRefusal(request: Request): Promise<Response | undefined> {
+  const revision = request.headers.get("mcp-protocol-version");
+  if (request.method !== "POST" || !revision || revision < FIRST_REVISION_WITHOUT_BATCHES) return undefined;
+  if (!(await startsWithBracket(request))) return undefined;
+  const message = `Invalid request: JSON-RPC batches are not part of MCP ${revision} (they were removed in ${FIRST_REVISION_WITHOUT_BATCHES}); send one message per request.`;
+  return Response.json({ jsonrpc: "2.0", id: null, error: { code: -32600, message } }, { status: 400 });
+}
+
+/** Whether the body's first character after whitespace is "[" (read from a copy, only as far as that character). */
+async function startsWithBracket(request: Request): Promise<boolean> {
+  const reader = request.clone().body?.getReader();
+  if (!reader) return false;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return false;
+      for (const byte of value) {
+        // JSON's whitespace: space, tab, line feed, carriage return.
+        if (byte === 0x20 || byte === 0x09 || byte === 0x0a || byte === 0x0d) continue;
+        return byte === 0x5b;
+      }
+    }
+  } finally {
+    void reader.cancel().catch(() => {});
   }
 }
 

@@ -11,8 +11,13 @@
  *
  * Every request with an id thus gets a response. Invalid-params errors the SDK raises from its own validation are
  * reworded from raw validator output into one readable sentence (the details stay in `error.data.issues`).
+ *
+ * Input is decoded as a UTF-8 stream (a character whose bytes straddle two chunks stays whole), and one message is
+ * at most TOOLHOST_MAX_BODY_BYTES, the HTTP body limit: a longer line is dropped as it arrives and answered with
+ * `-32600`, so a client cannot make the server hold an unbounded line.
  */
 import { PassThrough, type Readable, type Writable } from "node:stream";
+import { StringDecoder } from "node:string_decoder";
 import {
   type JSONRPCMessage,
   parseJSONRPCMessage,
@@ -20,13 +25,16 @@ import {
   type TransportSendOptions,
 } from "@modelcontextprotocol/server";
 import { StdioServerTransport, serveStdio } from "@modelcontextprotocol/server/stdio";
+import { DEFAULT_MAX_BODY_BYTES } from "../../core/config.js";
+import { TOOL_ARGUMENT_LIMITS } from "../../core/json-limits.js";
 import { createMcpServer, type McpSessionOptions, toolListFingerprint } from "./tool-server.js";
 
 type JsonRpcErrorReply = { jsonrpc: "2.0"; id: string | number | null; error: { code: number; message: string } };
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+/** A JSON-RPC id that can be echoed back exactly: a string, or an integer JSON.parse did not round (|id| ≤ 2^53−1). */
 const usableId = (id: unknown): id is string | number =>
-  typeof id === "string" || (typeof id === "number" && Number.isInteger(id));
+  typeof id === "string" || (typeof id === "number" && Number.isSafeInteger(id));
 
 /** Whether the SDK's JSON-RPC message schema accepts a request carrying this `_meta`. */
 function sdkAcceptsMeta(method: string, meta: unknown): boolean {
@@ -74,7 +82,11 @@ function screenMessage(message: unknown): JsonRpcErrorReply | undefined {
   if (!isRecord(message)) return reply(null, -32600, "Invalid request: a JSON-RPC message must be a JSON object.");
   const hasId = "id" in message;
   if (hasId && !usableId(message.id)) {
-    return reply(null, -32600, "Invalid request: id must be a string or an integer.");
+    return reply(
+      null,
+      -32600,
+      "Invalid request: id must be a string or an integer (a safe integer: at most 9007199254740991 in magnitude).",
+    );
   }
   const id = hasId ? (message.id as string | number) : null;
   if (message.jsonrpc !== "2.0") return reply(id, -32600, 'Invalid request: "jsonrpc" must be "2.0".');
@@ -143,11 +155,23 @@ export class CheckedStdioServerTransport implements Transport {
   readonly #output: Writable;
   readonly #feed = new PassThrough();
   readonly #inner: StdioServerTransport;
-  #buffer = "";
+  readonly #decoder = new StringDecoder("utf8");
+  readonly #maxMessageBytes: number;
+  /** The parts of the line being read (joined once, at its end) and their size in UTF-8 bytes. */
+  #parts: string[] = [];
+  #bytes = 0;
+  /** The line being read is over the limit: the rest of it is dropped until its end. */
+  #oversized = false;
 
-  constructor(input: Readable = process.stdin, output: Writable = process.stdout) {
+  /** `maxMessageBytes`: the longest message (line) read, in UTF-8 bytes; default the HTTP body limit's default. */
+  constructor(
+    input: Readable = process.stdin,
+    output: Writable = process.stdout,
+    options: { maxMessageBytes?: number } = {},
+  ) {
     this.#input = input;
     this.#output = output;
+    this.#maxMessageBytes = options.maxMessageBytes ?? DEFAULT_MAX_BODY_BYTES;
     this.#inner = new StdioServerTransport(this.#feed, output);
   }
 
@@ -178,19 +202,51 @@ export class CheckedStdioServerTransport implements Transport {
   }
 
   #onData = (chunk: Buffer | string): void => {
-    this.#buffer += chunk.toString();
-    let newline = this.#buffer.indexOf("\n");
+    const text = typeof chunk === "string" ? chunk : this.#decoder.write(chunk);
+    // Only the new text is searched for line ends: a long line arriving in many chunks costs its length once.
+    let start = 0;
+    let newline = text.indexOf("\n");
     while (newline !== -1) {
-      const line = this.#buffer.slice(0, newline).replace(/\r$/, "");
-      this.#buffer = this.#buffer.slice(newline + 1);
-      this.#line(line);
-      newline = this.#buffer.indexOf("\n");
+      this.#append(text.slice(start, newline));
+      this.#endLine();
+      start = newline + 1;
+      newline = text.indexOf("\n", start);
     }
+    this.#append(text.slice(start));
   };
 
+  #append(part: string): void {
+    if (this.#oversized || part === "") return;
+    this.#bytes += Buffer.byteLength(part);
+    if (this.#bytes > this.#maxMessageBytes) {
+      this.#oversized = true;
+      this.#parts = [];
+      return;
+    }
+    this.#parts.push(part);
+  }
+
+  #endLine(): void {
+    const line = this.#parts.join("").replace(/\r$/, "");
+    const oversized = this.#oversized;
+    this.#parts = [];
+    this.#bytes = 0;
+    this.#oversized = false;
+    if (oversized) {
+      const error = replyOf(
+        null,
+        -32600,
+        `Invalid request: the message is larger than ${this.#maxMessageBytes} bytes (TOOLHOST_MAX_BODY_BYTES) and was not read; send less (a tool's arguments hold at most ${TOOL_ARGUMENT_LIMITS.maxBytes} bytes).`,
+      );
+      this.#output.write(`${JSON.stringify(error)}\n`);
+      return;
+    }
+    this.#line(line);
+  }
+
   #onEnd = (): void => {
-    if (this.#buffer.trim() !== "") this.#line(this.#buffer);
-    this.#buffer = "";
+    this.#append(this.#decoder.end());
+    if (this.#oversized || this.#parts.join("").trim() !== "") this.#endLine();
     this.#feed.end();
   };
 
@@ -211,6 +267,12 @@ export class CheckedStdioServerTransport implements Transport {
       message = parseJSONRPCMessage(screened.message);
     } catch (error) {
       this.#inner.onerror?.(error as Error);
+      // A request the screen let through but the SDK's schema refuses still gets an answer.
+      const { id, method } = screened.message as { id?: unknown; method?: unknown };
+      if (usableId(id) && typeof method === "string") {
+        const reply = replyOf(id, -32600, "Invalid request: the message does not match the MCP message schema.");
+        this.#output.write(`${JSON.stringify(reply)}\n`);
+      }
       return;
     }
     this.#inner.onmessage?.(message);
@@ -228,12 +290,20 @@ export class CheckedStdioServerTransport implements Transport {
   }
 }
 
+/**
+ * How often (ms) serveMcpStdio re-checks the user's tool list for changes another process made: the default, the
+ * least, and the most (a timer cannot hold more than about 24.8 days; Node then fires every millisecond instead).
+ */
+export const TOOL_LIST_POLL_MS = { default: 2000, min: 100, max: 3_600_000 } as const;
+
 /** Options of serveMcpStdio. */
 export interface StdioServeOptions extends McpSessionOptions {
-  /** How often (ms) to re-check the user's tool list for changes made by another process (default 2000). */
+  /** How often (ms) to re-check the user's tool list for changes made by another process (see TOOL_LIST_POLL_MS). */
   pollMs?: number;
   input?: Readable;
   output?: Writable;
+  /** Longest message read, in UTF-8 bytes (the CLI passes TOOLHOST_MAX_BODY_BYTES); default 16 MiB. */
+  maxMessageBytes?: number;
   /** Called once the connection has closed (stdin ended or the client went away). */
   onClose?: () => void;
 }
@@ -244,8 +314,18 @@ export interface StdioServeOptions extends McpSessionOptions {
  * CLI, the HTTP service) stored in the shared database.
  */
 export function serveMcpStdio(options: StdioServeOptions): { close(): Promise<void> } {
+  const pollMs = options.pollMs ?? TOOL_LIST_POLL_MS.default;
+  if (!Number.isInteger(pollMs) || pollMs < TOOL_LIST_POLL_MS.min || pollMs > TOOL_LIST_POLL_MS.max) {
+    throw new RangeError(
+      `pollMs must be an integer from ${TOOL_LIST_POLL_MS.min} to ${TOOL_LIST_POLL_MS.max} (milliseconds), got ${pollMs}.`,
+    );
+  }
   const servers = new Set<ReturnType<typeof createMcpServer>>();
-  const transport = new CheckedStdioServerTransport(options.input, options.output);
+  const transport = new CheckedStdioServerTransport(
+    options.input,
+    options.output,
+    options.maxMessageBytes === undefined ? {} : { maxMessageBytes: options.maxMessageBytes },
+  );
   let last: string | undefined;
   let checking = false;
   const check = async () => {
@@ -267,7 +347,7 @@ export function serveMcpStdio(options: StdioServeOptions): { close(): Promise<vo
   const unsubscribe = options.runtime.registry.changes.subscribe((userId) => {
     if (userId === null || userId === options.userId) void check();
   });
-  const timer = setInterval(() => void check(), options.pollMs ?? 2000);
+  const timer = setInterval(() => void check(), pollMs);
   timer.unref();
   const stop = () => {
     clearInterval(timer);

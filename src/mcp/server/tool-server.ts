@@ -20,7 +20,7 @@ import {
 } from "@modelcontextprotocol/server";
 import { runGatedCall } from "../../app/approvals/one-off.js";
 import type { ApprovalResponder, ApprovalService } from "../../app/approvals/service.js";
-import { AGENT_TOOL_NAMES } from "../../core/agents.js";
+import { withoutChatTurnTools } from "../../core/agents.js";
 import { resultJsonText } from "../../core/execution/run.js";
 import type { ToolRuntime } from "../../core/runtime.js";
 import { deriveToolAnnotations } from "../../core/tool-annotations.js";
@@ -56,6 +56,17 @@ export interface McpSessionOptions {
 export const MCP_DENY_RESPONDER: ApprovalResponder = {
   unattended:
     "This MCP client cannot be asked (it did not declare elicitation); a person can answer only in a client that supports it.",
+  answer: async () => undefined,
+};
+
+/**
+ * The responder of a 2025-era request over stateless HTTP: whatever the client declared at initialize, the instance
+ * serving this request never saw it and cannot send it an elicitation request, so the gate refuses at once, saying
+ * what would let the client be asked.
+ */
+export const MCP_STATELESS_DENY_RESPONDER: ApprovalResponder = {
+  unattended:
+    "This MCP client speaks a 2025 protocol revision over HTTP, where Toolhost cannot ask it (each request reaches a fresh server instance, which cannot send it an elicitation request); a client on revision 2026-07-28 that declares elicitation, or one connected over stdio (toolhost mcp), can be asked.",
   answer: async () => undefined,
 };
 
@@ -157,27 +168,14 @@ export function toMcpTool(tool: RegisteredTool, definition: ToolDefinition): Too
 }
 
 /**
- * Tools that cannot work for an MCP caller, whatever its settings: the sub-agent tools need the calling agent of a
- * chat turn (its lineage comes from the host, never the caller), which an MCP connection has not. Listing them
- * would only offer calls that all answer `access_denied`.
+ * The user's enabled tools an MCP client is offered: their registered tools and definitions, in order; the
+ * sub-agent tools are left out, as for every caller outside a chat turn ({@link withoutChatTurnTools}).
  */
-const NOT_FOR_MCP: ReadonlySet<string> = new Set(AGENT_TOOL_NAMES);
-
-/** The user's enabled tools an MCP client is offered: their registered tools and definitions, in order. */
 export async function mcpListedTools(
   runtime: ToolRuntime,
   userId: string,
 ): Promise<{ tools: RegisteredTool[]; definitions: ToolDefinition[] }> {
-  const enabled = await runtime.getEnabledToolRuntime(userId);
-  const tools: RegisteredTool[] = [];
-  const definitions: ToolDefinition[] = [];
-  enabled.definitions.forEach((definition, i) => {
-    const tool = enabled.tools[i];
-    if (!tool || NOT_FOR_MCP.has(definition.name)) return;
-    tools.push(tool);
-    definitions.push(definition);
-  });
-  return { tools, definitions };
+  return withoutChatTurnTools(await runtime.getEnabledToolRuntime(userId));
 }
 
 /** A stable digest of a user's enabled tool list (names, titles, descriptions, schemas) to notice changes. */
@@ -270,7 +268,15 @@ export function createMcpServer(options: McpSessionOptions): Server {
     { capabilities: { tools: { listChanged: true } }, instructions: serverInstructions(options) },
   );
 
-  server.setRequestHandler("tools/list", async () => {
+  server.setRequestHandler("tools/list", async (request) => {
+    // The whole list is one page (no nextCursor), so a cursor is one this server never issued: refused, as the
+    // protocol asks for an invalid cursor, rather than answered with the first page again (a client would loop).
+    if (request.params?.cursor !== undefined) {
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        "Invalid params for tools/list: params.cursor: this server issued no cursor (it lists every tool in one page, without nextCursor); list without a cursor.",
+      );
+    }
     const { tools, definitions } = await mcpListedTools(runtime, userId);
     return { tools: definitions.map((definition, i) => toMcpTool(tools[i] as RegisteredTool, definition)) };
   });
