@@ -99,11 +99,18 @@ export interface ToolhostConfig {
    */
   readonly publicUrl: string | undefined;
   /**
-   * TOOLHOST_TURN_LEASE_MS, a positive integer of milliseconds: how long a chat turn's lease lasts between renewals
-   * (a dead instance's turns move within about 1.4 times it); undefined: the coordinator's default.
+   * TOOLHOST_TURN_LEASE_MS, a positive integer of milliseconds up to {@link TURN_LEASE_MAX_MS}: how long a chat turn's
+   * lease lasts between renewals (a dead instance's turns move within about 1.4 times it); undefined: the
+   * coordinator's default.
    */
   readonly turnLeaseMs: number | undefined;
 }
+
+/**
+ * The longest chat-turn lease (an hour): a dead instance's turns would wait longer than anyone would, and a lease
+ * past what a timer holds (its renewal runs every third of it) would make the renewal timer fire every millisecond.
+ */
+export const TURN_LEASE_MAX_MS = 3_600_000;
 
 /** A `TOOLHOST_*` variable is set to a value it cannot take (code `invalid_config`); the message names it. */
 export class ConfigError extends BrandedError {
@@ -225,7 +232,8 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): ToolhostConfig
   const timeoutSeconds = number(env, V.approvalTimeoutMs, { min: 0, exclusive: true, expected: "positive seconds" });
   const ttlDays = number(env, V.spillTtlMs, { min: 0, exclusive: true, expected: "a positive number of days" });
   const quotaMb = number(env, V.spillQuotaBytes, { min: 0, exclusive: true, expected: "a positive number of MiB" });
-  const seconds = { min: 0, exclusive: true, expected: "a positive number of seconds" };
+  // A deadline is a timer: past what one holds it would fire at once, so an hour is the most.
+  const seconds = { min: 0, exclusive: true, max: 3600, expected: "a positive number of seconds, at most 3600" };
   const bodySeconds = number(env, V.bodyTimeoutMs, seconds);
   const headerSeconds = number(env, V.headersTimeoutMs, seconds);
   return Object.freeze({
@@ -268,7 +276,8 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): ToolhostConfig
       integer: true,
       min: 0,
       exclusive: true,
-      expected: "a positive integer of milliseconds",
+      max: TURN_LEASE_MAX_MS,
+      expected: `a positive integer of milliseconds, at most ${TURN_LEASE_MAX_MS} (an hour)`,
     }),
   });
 }

@@ -66,6 +66,10 @@ describe("readConfig", () => {
     ["TOOLHOST_PORT", "abc", /TOOLHOST_PORT must be a port number from 0 to 65535; got "abc"/],
     ["TOOLHOST_PORT", "99999", /TOOLHOST_PORT must be a port number from 0 to 65535/],
     ["TOOLHOST_PORT", "1.5", /TOOLHOST_PORT must be a port number from 0 to 65535/],
+    // Past what a timer holds, a lease's renewal or a deadline would fire every millisecond.
+    ["TOOLHOST_TURN_LEASE_MS", "99999999999", /TOOLHOST_TURN_LEASE_MS must be .* at most 3600000/],
+    ["TOOLHOST_BODY_TIMEOUT_SECONDS", "10000000", /TOOLHOST_BODY_TIMEOUT_SECONDS must be .* at most 3600/],
+    ["TOOLHOST_HEADERS_TIMEOUT_SECONDS", "1e9", /TOOLHOST_HEADERS_TIMEOUT_SECONDS must be .* at most 3600/],
   ])("a malformed %s=%s is a ConfigError naming it, never a silent default", (name, value, message) => {
     let error: unknown;
     try {
