@@ -98,6 +98,21 @@ async function askThenLeave(server: Server, file: string, body: Record<string, u
   return { chatId, approvalId: ask.approvalId, headers, leave: () => client.abort() };
 }
 
+/**
+ * askThenLeave, then drops the client and waits until the server has dealt with it (the chat shows no running turn:
+ * the turn ends its lease only after its gate has decided the ask's fate); the ask is still pending then.
+ */
+async function askedAndLeft(server: Server, file: string) {
+  const turn = await askThenLeave(server, file);
+  turn.leave();
+  await poll("the turn to stop after the client left", async () => {
+    const res = await fetch(`${server.url}/api/chats/${turn.chatId}`, { headers: turn.headers });
+    return ((await res.json()) as { turn: unknown }).turn === null ? true : undefined;
+  });
+  expect(await approvalStatus(server, turn.headers, turn.approvalId)).toEqual(["pending"]);
+  return turn;
+}
+
 async function approvalStatus(server: Server, headers: Record<string, string>, id: string): Promise<string[]> {
   const res = await fetch(`${server.url}/api/approvals`, { headers });
   const body = (await res.json()) as { approvals: { id: string; status: string }[] };
@@ -155,16 +170,9 @@ describe.runIf(existsSync("/proc/self/cmdline"))("asks that outlive their client
     it("a client that leaves keeps its ask pending; answering it completes the turn, the file written once", async () => {
       const server = current();
       const file = "disconnect.txt";
-      const turn = await askThenLeave(server, file);
-      turn.leave();
-      // Still pending once the server has dealt with the client leaving (the documented promise): the turn ends its
-      // lease only after its gate has decided the ask's fate (a cancel is stored before the turn ends, as the
-      // "cancel" case below shows), so a chat that no longer shows a running turn proves the disconnect was handled.
-      await poll("the turn to stop after the client left", async () => {
-        const res = await fetch(`${server.url}/api/chats/${turn.chatId}`, { headers: turn.headers });
-        return ((await res.json()) as { turn: unknown }).turn === null ? true : undefined;
-      });
-      expect(await approvalStatus(server, turn.headers, turn.approvalId)).toEqual(["pending"]);
+      // Still pending once the server has dealt with the client leaving (the documented promise; a cancel is stored
+      // before the turn ends, as the "cancel" case below shows).
+      const turn = await askedAndLeft(server, file);
       expect(existsSync(join(work, file))).toBe(false);
       const answered = await fetch(`${server.url}/api/approvals/${turn.approvalId}`, {
         method: "POST",
@@ -197,13 +205,7 @@ describe.runIf(existsSync("/proc/self/cmdline"))("asks that outlive their client
     it("a turn left waiting for its ask is cancelled by POST /cancel, its ask with it; until then DELETE is 409", async () => {
       const server = current();
       const file = "cancel-suspended.txt";
-      const turn = await askThenLeave(server, file);
-      turn.leave();
-      await poll("the turn to stop after the client left", async () => {
-        const res = await fetch(`${server.url}/api/chats/${turn.chatId}`, { headers: turn.headers });
-        return ((await res.json()) as { turn: unknown }).turn === null ? true : undefined;
-      });
-      expect(await approvalStatus(server, turn.headers, turn.approvalId)).toEqual(["pending"]);
+      const turn = await askedAndLeft(server, file);
       const chatUrl = `${server.url}/api/chats/${turn.chatId}`;
       // The waiting turn keeps the chat: deleting it would leave an ask whose answer resumes nothing.
       const refused = await fetch(chatUrl, { method: "DELETE", headers: turn.headers });

@@ -5,20 +5,20 @@
  */
 
 import { readFileSync } from "node:fs";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { ToolDefinition } from "../../src/core/types.js";
 import type { ChatCompletionUsageNumbers } from "../../src/providers/adapters/openai-chat.js";
 import {
   type ConversationMessage,
   createProviderAdapter,
   isAbortError,
-  type ProviderAdapter,
   ProviderError,
   type ProviderName,
   type ProviderStreamEvent,
   providerCredentials,
 } from "../../src/providers/index.js";
-import { type FakeProvider, type FakeTurn, startFakeProvider } from "../fakes/provider-server.js";
+import { type FakeTurn, startFakeProvider } from "../fakes/provider-server.js";
+import { fakeProviders } from "../helpers/fake-providers.js";
 
 const PROVIDERS: ProviderName[] = ["openai", "openai-chat", "gemini", "anthropic"];
 
@@ -47,20 +47,7 @@ const TOOLS: ToolDefinition[] = [
   },
 ];
 
-let fakes: FakeProvider[] = [];
-afterEach(async () => {
-  await Promise.all(fakes.map((f) => f.close()));
-  fakes = [];
-});
-
-async function setup(
-  name: ProviderName,
-  script: FakeTurn[],
-): Promise<{ fake: FakeProvider; adapter: ProviderAdapter }> {
-  const fake = await startFakeProvider(name, script);
-  fakes.push(fake);
-  return { fake, adapter: createProviderAdapter(name, { apiKey: "test-key", baseURL: fake.baseURL }) };
-}
+const { setup, track } = fakeProviders();
 
 async function collect(iterable: AsyncIterable<ProviderStreamEvent>): Promise<ProviderStreamEvent[]> {
   const events: ProviderStreamEvent[] = [];
@@ -353,7 +340,7 @@ describe("tool definitions on the wire", () => {
     expect(plain.parameters).toEqual(ODD.parameters);
 
     const fake = await startFakeProvider("openai-chat", [{ kind: "text", text: "ok" }]);
-    fakes.push(fake);
+    track(fake);
     const strictChat = createProviderAdapter("openai-chat", { apiKey: "k", baseURL: fake.baseURL, chatStrict: true });
     await collect(strictChat.stream({ model: "m", messages: [{ role: "user", content: "go" }], tools: [ODD] }));
     expect(fake.requests[0]!.tools[0]!.strict).toBe(true);
@@ -556,7 +543,7 @@ describe.each(PROVIDERS)("%s retries", (name) => {
       { kind: "error", status: 503, message: "overloaded", retryAfterMs: 10 },
       { kind: "text", text: "second time lucky" },
     ]);
-    fakes.push(fake);
+    track(fake);
     const retrying = createProviderAdapter(name, { apiKey: "k", baseURL: fake.baseURL, maxRetries: 1 });
     const events = await collect(
       retrying.stream({ model: "m", messages: [{ role: "user", content: "go" }], tools: [] }),

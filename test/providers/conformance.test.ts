@@ -4,17 +4,16 @@
  */
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runToolLoop } from "../../src/loop/run-tool-loop.js";
 import { toResponsesInput } from "../../src/providers/adapters/openai-responses.js";
 import {
   type ConversationMessage,
   createProviderAdapter,
-  type ProviderAdapter,
   type ProviderName,
   type ProviderStreamEvent,
 } from "../../src/providers/index.js";
-import { type FakeProvider, type FakeTurn, startFakeProvider } from "../fakes/provider-server.js";
+import { fakeProviders } from "../helpers/fake-providers.js";
 import { memoryRuntime } from "../helpers/runtime.js";
 
 const TOOLS = [
@@ -25,20 +24,7 @@ const TOOLS = [
   },
 ];
 
-let fakes: FakeProvider[] = [];
-afterEach(async () => {
-  await Promise.all(fakes.map((f) => f.close()));
-  fakes = [];
-});
-
-async function setup(
-  name: ProviderName,
-  script: FakeTurn[],
-): Promise<{ fake: FakeProvider; adapter: ProviderAdapter }> {
-  const fake = await startFakeProvider(name, script);
-  fakes.push(fake);
-  return { fake, adapter: createProviderAdapter(name, { apiKey: "test-key", baseURL: fake.baseURL }) };
-}
+const { setup } = fakeProviders();
 
 const fixture = (file: string) => readFileSync(new URL(`../fixtures/streams/${file}`, import.meta.url), "utf8");
 

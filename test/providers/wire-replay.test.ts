@@ -7,7 +7,7 @@
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { type LoopEvent, runToolLoop } from "../../src/loop/index.js";
 import {
   createProviderAdapter,
@@ -16,7 +16,7 @@ import {
   type ProviderName,
   type ProviderStreamEvent,
 } from "../../src/providers/index.js";
-import { type FakeProvider, type FakeTurn, startFakeProvider } from "../fakes/provider-server.js";
+import { fakeProviders } from "../helpers/fake-providers.js";
 import { memoryRuntime } from "../helpers/runtime.js";
 
 const TOOLS = [
@@ -32,20 +32,7 @@ const TOOLS = [
   },
 ];
 
-let fakes: FakeProvider[] = [];
-afterEach(async () => {
-  await Promise.all(fakes.map((f) => f.close()));
-  fakes = [];
-});
-
-async function setup(
-  name: ProviderName,
-  script: FakeTurn[],
-): Promise<{ fake: FakeProvider; adapter: ProviderAdapter }> {
-  const fake = await startFakeProvider(name, script);
-  fakes.push(fake);
-  return { fake, adapter: createProviderAdapter(name, { apiKey: "test-key", baseURL: fake.baseURL }) };
-}
+const { setup } = fakeProviders();
 
 async function collect(adapter: ProviderAdapter) {
   const events: ProviderStreamEvent[] = [];
