@@ -432,6 +432,16 @@ for (const { name, skip, make } of cases) {
         await query("ro", `SELECT count(*) FROM items WHERE name = ${p(1)}`, { params: ["x' OR '1'='1"] }),
       );
       expect(String(injected.rows[0]?.[0])).toBe("0");
+      // A parameter with no placeholder is refused, not ignored (mysql2 fills placeholders itself and dropped it).
+      for (const params of [[1, 2], []]) {
+        const mismatch = await query("ro", `SELECT ${p(1)} AS one`, { params });
+        expect(mismatch.ok ? "ran" : mismatch.error.code, JSON.stringify(params)).toBe("validation_failed");
+      }
+      // A ? inside a string or a comment is no placeholder.
+      if (name === "MariaDB") {
+        const quoted = rows(await query("ro", "SELECT 'why?' AS q, ? AS v -- and?", { params: [7] }));
+        expect(quoted.rows).toEqual([["why?", 7]]);
+      }
     });
 
     it("binds an object or array parameter as its JSON text, on every driver", async () => {

@@ -288,6 +288,16 @@ export class MysqlDriver implements DataDriver {
   async query(request: QueryRequest): Promise<QueryResult> {
     const started = performance.now();
     const limit = request.maxRows;
+    // mysql2 fills `?` placeholders in the client, ignoring values left over: a count that does not match is refused,
+    // as PostgreSQL and SQLite refuse it.
+    const placeholders = placeholderCount(request.sql, request.params.length);
+    if (placeholders !== request.params.length) {
+      throw sqlRejected(
+        this.source,
+        `the statement has ${placeholders} ? placeholder${placeholders === 1 ? "" : "s"} and ${request.params.length} parameter${request.params.length === 1 ? " was" : "s were"} given.`,
+        { rule: "parameter_count" },
+      );
+    }
     const outcome = await this.#session(
       request.signal,
       request.timeoutMs,
@@ -451,6 +461,22 @@ export class MysqlDriver implements DataDriver {
  */
 function bindValue(value: unknown): unknown {
   return value !== null && typeof value === "object" ? JSON.stringify(value) : value;
+}
+
+/**
+ * The `?` value placeholders mysql2 fills in `sql` (outside strings, quoted names and comments), counting up to one
+ * past `given`: mysql2's own formatter is run with values that count themselves.
+ */
+function placeholderCount(sql: string, given: number): number {
+  let filled = 0;
+  const counters = Array.from({ length: given + 1 }, () => ({
+    toSqlString: () => {
+      filled += 1;
+      return "NULL";
+    },
+  }));
+  mysql.format(sql, counters);
+  return filled;
 }
 
 /**
