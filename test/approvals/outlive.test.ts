@@ -99,15 +99,17 @@ async function askThenLeave(server: Server, file: string, body: Record<string, u
 }
 
 /**
- * askThenLeave, then drops the client and waits until the server has dealt with it (the chat shows no running turn:
- * the turn ends its lease only after its gate has decided the ask's fate); the ask is still pending then.
+ * askThenLeave, then drops the client and waits until the server has dealt with it (the chat shows its turn waiting
+ * for approval, no longer running: the turn ends its lease only after its gate has decided the ask's fate); the ask
+ * is still pending then.
  */
 async function askedAndLeft(server: Server, file: string) {
   const turn = await askThenLeave(server, file);
   turn.leave();
   await poll("the turn to stop after the client left", async () => {
     const res = await fetch(`${server.url}/api/chats/${turn.chatId}`, { headers: turn.headers });
-    return ((await res.json()) as { turn: unknown }).turn === null ? true : undefined;
+    const shown = ((await res.json()) as { turn: { state: string } | null }).turn;
+    return shown?.state === "waiting_for_approval" ? true : undefined;
   });
   expect(await approvalStatus(server, turn.headers, turn.approvalId)).toEqual(["pending"]);
   return turn;
@@ -211,9 +213,13 @@ describe.runIf(existsSync("/proc/self/cmdline"))("asks that outlive their client
       const refused = await fetch(chatUrl, { method: "DELETE", headers: turn.headers });
       expect(refused.status).toBe(409);
       expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("chat_busy");
+      // The chat shows the turn that keeps it busy, and what it waits for.
+      const waiting = ((await (await fetch(chatUrl, { headers: turn.headers })).json()) as { turn: { id: string } })
+        .turn;
+      expect(waiting).toEqual({ id: expect.any(String), owner: null, state: "waiting_for_approval" });
       const cancel = await fetch(`${chatUrl}/cancel`, { method: "POST", headers: turn.headers });
       expect(cancel.status).toBe(200);
-      expect(await cancel.json()).toMatchObject({ cancelled: true, turnId: expect.any(String) });
+      expect(await cancel.json()).toMatchObject({ cancelled: true, turnId: waiting.id });
       expect(await approvalStatus(server, turn.headers, turn.approvalId)).toEqual([]);
       const answered = await fetch(`${server.url}/api/approvals/${turn.approvalId}`, {
         method: "POST",

@@ -120,12 +120,22 @@ export const RunningTurnSchema = Type.Union(
     Type.Object({
       id: Type.String(),
       owner: Nullable(
-        Type.String({ description: "The server instance running it (host:pid:nonce); null while it is handed over" }),
+        Type.String({
+          description:
+            "The server instance running it (host:pid:nonce); null while it is handed over or waits for approvals",
+        }),
       ),
+      state: Type.Union([Type.Literal("running"), Type.Literal("waiting_for_approval")], {
+        description:
+          "running: on an instance now; waiting_for_approval: stopped at asks nobody has answered yet (its client left); an answer resumes it, POST /cancel ends it",
+      }),
     }),
     Type.Null(),
   ],
-  { description: "The turn running now (on any instance), or null" },
+  {
+    description:
+      "The chat's unfinished turn (on any instance), or null; while there is one, a new message is refused (409)",
+  },
 );
 
 /** GET /api/chats/:id response. */
@@ -340,7 +350,13 @@ export function chatRoutes(ctx: AppContext, service?: ChatService): Hono<AuthEnv
     if (!found) throw new HttpError(404, "not_found", `No chat "${c.req.param("id")}" for this user.`);
     const { userId: _u, ...chat } = found;
     const running = await ctx.turns.repository.current(found.id);
-    return c.json({ ...chat, turn: running ? { id: running.turnId, owner: running.owner } : null });
+    const waiting = running ? undefined : await ctx.approvals.repository.activeTurn(found.id);
+    const turn = running
+      ? { id: running.turnId, owner: running.owner, state: "running" as const }
+      : waiting
+        ? { id: waiting.id, owner: null, state: "waiting_for_approval" as const }
+        : null;
+    return c.json({ ...chat, turn });
   });
 
   app.get("/:id/approvals", async (c) => {
