@@ -219,7 +219,7 @@ export function createServerApp(ctx: AppContext, options: ServerAppOptions = {})
 
   // MCP Streamable HTTP (stateless, both protocol eras), with the same bearer token and the user's own tool
   // settings. A client binds a working directory per connection through a header, checked exactly like a chat's.
-  const mcp = new McpHttpEndpoint(ctx.runtime, ctx.logger, ctx.approvals, ctx.signals);
+  const mcp = new McpHttpEndpoint(ctx.runtime, ctx.logger, ctx.approvals, ctx.signals, ctx.config.maxBodyBytes);
   ctx.onClose(() => mcp.close());
   // URLs handed to clients never come from an unchecked Host header: the configured public URL, else the request's
   // origin once the Host check of /mcp accepted it (a forged Host gets that check's 403, not a URL naming it).

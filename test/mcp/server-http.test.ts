@@ -136,6 +136,27 @@ describe("MCP over Streamable HTTP", () => {
     expect(JSON.parse(body)).toMatchObject({ id: 1, result: { protocolVersion: "2025-11-25" } });
   });
 
+  it("reads a body up to TOOLHOST_MAX_BODY_BYTES, one limit on every route (the SDK's own stopped at 4 MiB)", async () => {
+    server = await startTestServer();
+    // 5 MiB: under the server's limit (16 MiB by default), over the SDK's. The initialize carries it as client info.
+    const response = await server.api("/mcp", {
+      method: "POST",
+      headers: { accept: "application/json, text/event-stream" },
+      json: {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: {
+          protocolVersion: "2025-11-25",
+          capabilities: {},
+          clientInfo: { name: "big", version: "1", description: "x".repeat(5 * 1024 * 1024) },
+        },
+      },
+    });
+    expect(response.status).toBe(200);
+    await response.text();
+  });
+
   it("answers GET and DELETE with 405 and serves the protected-resource metadata", async () => {
     server = await startTestServer();
     const get = await server.api("/mcp", { headers: { accept: "text/event-stream" } });

@@ -94,7 +94,20 @@ export class McpHttpEndpoint {
    * `signals` (the instances' bus): a `notifications/cancelled` for a request that runs on another instance is
    * passed on to it, and one passed on by another instance cancels the call here.
    */
-  constructor(runtime: ToolRuntime, logger?: Logger, approvals?: ApprovalService, signals?: SignalBus) {
+  readonly #maxBodyBytes: number | undefined;
+
+  /**
+   * `maxBodyBytes`: the largest request body the SDK reads (the server's TOOLHOST_MAX_BODY_BYTES, so one limit holds
+   * on every route); absent: the SDK's own (4 MiB).
+   */
+  constructor(
+    runtime: ToolRuntime,
+    logger?: Logger,
+    approvals?: ApprovalService,
+    signals?: SignalBus,
+    maxBodyBytes?: number,
+  ) {
+    this.#maxBodyBytes = maxBodyBytes;
     this.#runtime = runtime;
     this.#approvals = approvals;
     this.#logger = logger;
@@ -242,6 +255,7 @@ export class McpHttpEndpoint {
       },
       {
         onerror: (error) => this.#logger?.debug({ err: error.message }, "mcp http"),
+        ...(this.#maxBodyBytes !== undefined ? { maxRequestBodySize: this.#maxBodyBytes } : {}),
       },
     );
   }
