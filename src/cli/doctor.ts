@@ -40,8 +40,11 @@ export interface DoctorReport {
 /** What the checks read; every field has a default from the process. */
 export interface DoctorInputs {
   env?: NodeJS.ProcessEnv;
-  /** Opens the application context (database); default the CLI's createAppContext. */
-  openContext: () => Promise<AppContext>;
+  /**
+   * Opens the application context (database) on `env`: the environment with the malformed TOOLHOST_* variables
+   * unset, so the database check runs on their defaults instead of repeating the configuration error.
+   */
+  openContext: (env: NodeJS.ProcessEnv) => Promise<AppContext>;
   /**
    * Statuses of the external MCP servers after trying to connect (name, state, tool count, last error); undefined
    * when the MCP client is not available.
@@ -265,7 +268,7 @@ export async function runDoctor(inputs: DoctorInputs): Promise<DoctorReport> {
   let ctx: AppContext | undefined;
   let opened: Error | undefined;
   try {
-    ctx = await inputs.openContext();
+    ctx = await inputs.openContext(readable);
   } catch (error) {
     opened = error as Error;
   }
