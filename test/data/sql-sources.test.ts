@@ -36,5 +36,7 @@ describe("data source URLs without their password", () => {
     expect(added.stdout).toContain('Data source "pg" is unreachable');
     expect(added.stdout).toContain("(toolhost data-sources test pg)");
     expect(added.stdout).not.toContain("***g");
+    expect(added.stdout).toContain("It is stored all the same");
+    expect(added.stdout).toContain("toolhost data-sources remove pg");
   });
 });
