@@ -73,7 +73,8 @@ function dataDirCheck(choice: DataDirChoice, createdNow: boolean, openError?: Er
       "data-dir",
       "data directory",
       "fail",
-      `${choice.path} (from ${from}) cannot be created: ${openError.message}. Set TOOLHOST_DATA_DIR to a directory this user can create or write.`,
+      // The system's reason (the database's own message around it would repeat the advice below).
+      `${choice.path} (from ${from}) cannot be created: ${openError.cause instanceof Error ? openError.cause.message : openError.message}. Set TOOLHOST_DATA_DIR to a directory this user can create or write.`,
     );
   if (!existsSync(choice.path))
     return check(
