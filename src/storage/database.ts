@@ -490,7 +490,7 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<T
     await database.close().catch(() => {});
     if (error instanceof MigrationError || error instanceof SchemaDamageError) throw error;
     throw new Error(
-      `Cannot open the ${database.dialect} database at ${database.location}: ${(error as Error)?.message ?? String(error)}`,
+      `Cannot open the ${database.dialect} database at ${database.location}: ${(error as Error)?.message ?? String(error)}${database.dialect === "postgres" ? ". Check that the PostgreSQL server is running and accepts this user, and that TOOLHOST_DATABASE_URL is right." : ""}`,
       { cause: error },
     );
   }

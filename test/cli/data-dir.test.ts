@@ -80,4 +80,12 @@ describe("the CLI uses one data directory wherever it runs", () => {
     expect(url.stderr).toContain(`Cannot open the SQLite database ${join(file, "t.db")}`);
     expect(url.stderr).toContain("Set TOOLHOST_DATABASE_URL to a sqlite: file");
   });
+
+  it("a PostgreSQL database that cannot be reached says what to check, without the password", async () => {
+    const run = await runCli(["tools"], { TOOLHOST_DATABASE_URL: "postgres://u:hunter2@127.0.0.1:9/db" });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("Cannot open the postgres database at postgres://u:***@127.0.0.1:9/db");
+    expect(run.stderr).toContain("Check that the PostgreSQL server is running");
+    expect(run.stderr).not.toContain("hunter2");
+  });
 });
