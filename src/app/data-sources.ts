@@ -6,7 +6,7 @@
  */
 
 import { providerConfigPath as configFilePath } from "../core/credentials.js";
-import { AccessDeniedError, NotFoundError, ToolArgumentError } from "../core/errors.js";
+import { AccessDeniedError, NotFoundError, ToolArgumentError, ToolError } from "../core/errors.js";
 import { DataSourceExistsError, type DataSourceRepository } from "../storage/data-source-repository.js";
 import {
   type DataSourceCatalog,
@@ -131,8 +131,14 @@ export class DataSourcesService {
           const version = await driver.version(AbortSignal.timeout(TEST_TIMEOUT_MS));
           return { ...base, reachable: true, version };
         } catch (error) {
+          // A classified error was written by the drivers' helpers with the server's text already scrubbed;
+          // scrubbing it again would also cut a short password out of Toolhost's own words (the source's name).
           const message = error instanceof Error ? error.message : String(error);
-          return { ...base, reachable: false, error: scrubSecret(message, source.url) };
+          return {
+            ...base,
+            reachable: false,
+            error: ToolError.isInstance(error) ? message : scrubSecret(message, source.url),
+          };
         }
       }),
     );

@@ -142,7 +142,7 @@ export class WorkingDirectoryBinder {
     if (input === undefined || input === null || input === "") {
       if (roots) {
         throw new AccessDeniedError(
-          `This server confines working directories to ${roots.join(", ")} (TOOLHOST_CHAT_ROOTS); pass a ${name} within one of them.`,
+          `This server confines working directories to ${roots.join(", ")} (TOOLHOST_CHAT_ROOTS); pass a ${name} within one of them${caller.base === undefined ? ` (a relative one resolves against ${roots[0]}: "." binds ${roots[0]})` : ""}.`,
           { rule: "chat_roots", argument: "workingDirectory" },
         );
       }

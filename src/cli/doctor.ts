@@ -40,8 +40,11 @@ export interface DoctorReport {
 /** What the checks read; every field has a default from the process. */
 export interface DoctorInputs {
   env?: NodeJS.ProcessEnv;
-  /** Opens the application context (database); default the CLI's createAppContext. */
-  openContext: () => Promise<AppContext>;
+  /**
+   * Opens the application context (database) on `env`: the environment with the malformed TOOLHOST_* variables
+   * unset, so the database check runs on their defaults instead of repeating the configuration error.
+   */
+  openContext: (env: NodeJS.ProcessEnv) => Promise<AppContext>;
   /**
    * Statuses of the external MCP servers after trying to connect (name, state, tool count, last error); undefined
    * when the MCP client is not available.
@@ -70,7 +73,8 @@ function dataDirCheck(choice: DataDirChoice, createdNow: boolean, openError?: Er
       "data-dir",
       "data directory",
       "fail",
-      `${choice.path} (from ${from}) cannot be created: ${openError.message}. Set TOOLHOST_DATA_DIR to a directory this user can create or write.`,
+      // The system's reason (the database's own message around it would repeat the advice below).
+      `${choice.path} (from ${from}) cannot be created: ${openError.cause instanceof Error ? openError.cause.message : openError.message}. Set TOOLHOST_DATA_DIR to a directory this user can create or write.`,
     );
   if (!existsSync(choice.path))
     return check(
@@ -265,7 +269,7 @@ export async function runDoctor(inputs: DoctorInputs): Promise<DoctorReport> {
   let ctx: AppContext | undefined;
   let opened: Error | undefined;
   try {
-    ctx = await inputs.openContext();
+    ctx = await inputs.openContext(readable);
   } catch (error) {
     opened = error as Error;
   }

@@ -3,7 +3,7 @@
  * data directory) is the default; a `postgres://` URL selects PostgreSQL (for several instances sharing one database).
  */
 
-import { chmodSync, existsSync } from "node:fs";
+import { chmodSync, existsSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import Database from "better-sqlite3";
@@ -404,6 +404,27 @@ function sqliteAddonPath(): string | null {
 }
 
 /**
+ * Why a SQLite file could not be opened or created, naming it (or its data directory) and the variable that chooses
+ * it: an ancestor that is a file, or the system's reason.
+ */
+function sqliteOpenError(file: string, fromUrl: boolean, error: unknown): Error {
+  let reason = (error as Error)?.message ?? String(error);
+  for (let dir = dirname(file); ; dir = dirname(dir)) {
+    if (existsSync(dir)) {
+      if (!statSync(dir).isDirectory()) reason = `${dir} is not a directory`;
+      break;
+    }
+    if (dirname(dir) === dir) break;
+  }
+  return new Error(
+    fromUrl
+      ? `Cannot open the SQLite database ${file}: ${reason}. Set TOOLHOST_DATABASE_URL to a sqlite: file this user can create or write (or leave it unset for the data directory).`
+      : `Cannot open the SQLite database in the data directory ${dirname(file)}: ${reason}. Set TOOLHOST_DATA_DIR to a directory this user can create or write.`,
+    { cause: error },
+  );
+}
+
+/**
  * Opens (creating when needed) the database and brings its schema up to date. Throws Error when a migration
  * fails, naming it.
  */
@@ -439,10 +460,15 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<T
     };
   } else {
     const file = url ? resolve(url.replace(/^sqlite:/, "")) : join(resolveDataDir(options.dataDir), "toolhost.db");
-    makeDirectoriesSync(resolve(file, ".."), 0o700);
     const created = !existsSync(file);
-    const addon = sqliteAddonPath();
-    const sqlite = new Database(file, addon ? { nativeBinding: addon } : {});
+    let sqlite: Database.Database;
+    try {
+      makeDirectoriesSync(resolve(file, ".."), 0o700);
+      const addon = sqliteAddonPath();
+      sqlite = new Database(file, addon ? { nativeBinding: addon } : {});
+    } catch (error) {
+      throw sqliteOpenError(file, Boolean(url), error);
+    }
     // A new file is private to its owner (it holds tokens and credentials), wherever TOOLHOST_DATABASE_URL puts it;
     // SQLite gives the -wal/-shm/-journal files it creates later the main file's mode.
     if (created) chmodSync(file, 0o600);
@@ -464,7 +490,7 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<T
     await database.close().catch(() => {});
     if (error instanceof MigrationError || error instanceof SchemaDamageError) throw error;
     throw new Error(
-      `Cannot open the ${database.dialect} database at ${database.location}: ${(error as Error)?.message ?? String(error)}`,
+      `Cannot open the ${database.dialect} database at ${database.location}: ${(error as Error)?.message ?? String(error)}${database.dialect === "postgres" ? ". Check that the PostgreSQL server is running and accepts this user, and that TOOLHOST_DATABASE_URL is right." : ""}`,
       { cause: error },
     );
   }

@@ -450,6 +450,11 @@ describe("templates", () => {
     const missing = await runCli(["agents", "show", "nope"], env);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('No agent "nope"');
+    // A prefix shorter than 6 characters is not looked up: the message says so, not just "no agent".
+    const short = await runCli(["agents", "show", agent?.id.slice(0, 4) ?? ""], env);
+    expect(short.code).toBe(1);
+    expect(short.stderr).toContain("first 6+ characters");
+    expect(short.stderr).toContain("toolhost agents list");
     const cancel = await runCli(["agents", "cancel", agent?.id ?? ""], env);
     expect(JSON.parse(cancel.stdout)).toEqual({ closed: true, agentId: agent?.id, cancelled: [] });
   });

@@ -35,6 +35,16 @@ describe("the working-directory binder", () => {
     expect(() => binder.bind(".", { userId: "..", admin: false })).toThrow();
   });
 
+  it("a missing directory under roots is refused saying how to bind the user's own root (a relative one)", () => {
+    const missing = refusal(() => binder.bind(undefined, eve));
+    expect(missing.code).toBe("access_denied");
+    expect(missing.message).toContain(join(root, "eve"));
+    expect(missing.message).toContain(`"." binds ${join(root, "eve")}`);
+    // The CLI resolves relative values against its own directory, so the hint is not offered there.
+    const cli = refusal(() => binder.bind(undefined, { ...eve, base: "/tmp", argument: "--cwd" }));
+    expect(cli.message).not.toContain('"."');
+  });
+
   it("gives one answer for everything outside the roots, whatever exists there", () => {
     const answers = ["/etc/ssh", "/etc/nonexistent", "/etc/passwd", join(root, "eve", "to-etc", "nope")].map((p) =>
       refusal(() => binder.bind(p, eve)),

@@ -2,7 +2,7 @@
  * One data directory wherever a command runs: TOOLHOST_DATA_DIR, else $XDG_DATA_HOME/toolhost, else
  * ~/.local/share/toolhost. The CLI runs with a temporary HOME so the real one is never touched.
  */
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { chooseDataDir } from "../../src/core/data-dir.js";
@@ -64,5 +64,28 @@ describe("the CLI uses one data directory wherever it runs", () => {
       server.child.kill("SIGTERM");
       await server.exited;
     }
+  });
+
+  it("a data directory that cannot be created or is a file is named, with what to set, not a bare errno", async () => {
+    const file = join(tempDir(), "a-file");
+    writeFileSync(file, "x");
+    for (const dataDir of ["/proc/toolhost-none/data", file]) {
+      const run = await runCli(["tools"], { TOOLHOST_DATA_DIR: dataDir });
+      expect(run.code, dataDir).toBe(1);
+      expect(run.stderr, dataDir).toContain(`Cannot open the SQLite database in the data directory ${dataDir}`);
+      expect(run.stderr, dataDir).toContain("Set TOOLHOST_DATA_DIR to a directory this user can create or write");
+    }
+    const url = await runCli(["tools"], { TOOLHOST_DATABASE_URL: `sqlite:${join(file, "t.db")}` });
+    expect(url.code).toBe(1);
+    expect(url.stderr).toContain(`Cannot open the SQLite database ${join(file, "t.db")}`);
+    expect(url.stderr).toContain("Set TOOLHOST_DATABASE_URL to a sqlite: file");
+  });
+
+  it("a PostgreSQL database that cannot be reached says what to check, without the password", async () => {
+    const run = await runCli(["tools"], { TOOLHOST_DATABASE_URL: "postgres://u:hunter2@127.0.0.1:9/db" });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("Cannot open the postgres database at postgres://u:***@127.0.0.1:9/db");
+    expect(run.stderr).toContain("Check that the PostgreSQL server is running");
+    expect(run.stderr).not.toContain("hunter2");
   });
 });

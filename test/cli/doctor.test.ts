@@ -75,8 +75,10 @@ describe("toolhost doctor", () => {
     expect(config?.status).toBe("fail");
     expect(config?.detail).toContain("TOOLHOST_MAX_BODY_BYTES");
     expect(config?.detail).toContain("TOOLHOST_TURN_LEASE_MS");
-    for (const id of ["data-dir", "ripgrep", "shell.bash", "sandbox", "chat-roots"])
+    for (const id of ["data-dir", "ripgrep", "shell.bash", "sandbox", "chat-roots", "admins"])
       expect(byId(report, id), id).toBeDefined();
+    // The database opens on the defaults too: its line is about the database, not a repeat of the config error.
+    expect(byId(report, "database")).toMatchObject({ status: "ok", detail: expect.stringMatching(/^sqlite /) });
   });
 
   it("a data directory that cannot be created is reported at once, not waited on", async () => {

@@ -130,4 +130,18 @@ describe("the CLI commands", () => {
     expect(flag.stderr).toMatch(/--cwd "\/etc" is outside/);
     expect(flag.stderr + outside.stderr).not.toContain("workingDirectory");
   });
+
+  it("chat under TOOLHOST_CHAT_ROOTS refuses the current directory or --cwd in the CLI's words, as call does", async () => {
+    const root = realpathSync(tempDir("toolhost-chat-roots-"));
+    const rooted = { ...env, TOOLHOST_CHAT_ROOTS: root, OPENAI_API_KEY: "sk-test" };
+    const outside = await runCli(["chat", "hi", "--provider", "openai-chat", "--model", "m"], rooted, {
+      cwd: tempDir(),
+    });
+    expect(outside.code).toBe(2);
+    expect(outside.stderr).toMatch(/the current directory ".*" is outside .* within one of them with --cwd DIR\./);
+    const flag = await runCli(["chat", "hi", "--provider", "openai-chat", "--model", "m", "--cwd", "/etc"], rooted);
+    expect(flag.code).toBe(2);
+    expect(flag.stderr).toMatch(/--cwd "\/etc" is outside .* with --cwd DIR\./);
+    expect(flag.stderr + outside.stderr).not.toContain("workingDirectory");
+  });
 });

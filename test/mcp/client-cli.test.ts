@@ -24,6 +24,17 @@ describe("toolhost mcp-servers", () => {
     expect(both.stderr).toMatch(/not both/);
   });
 
+  it("add of a server that does not connect says it was stored anyway and how to check or remove it", async () => {
+    const env = { TOOLHOST_DATA_DIR: tempDir(), TOOLHOST_LOG_LEVEL: "fatal" };
+    const added = await runCli(["mcp-servers", "add", "down", "--url", "http://127.0.0.1:9/mcp"], env);
+    expect(added.code).toBe(1);
+    expect(added.stdout).toContain("Added down: failed");
+    expect(added.stdout).toContain("toolhost mcp-servers status down");
+    expect(added.stdout).toContain("toolhost mcp-servers remove down");
+    const listed = await runCli(["mcp-servers", "list", "--json"], env);
+    expect(listed.stdout).toContain('"down"');
+  });
+
   it("adds, lists, checks, uses and removes servers", async () => {
     const dataDir = tempDir();
     const configDir = tempDir();

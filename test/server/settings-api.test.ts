@@ -210,7 +210,10 @@ describe("settings API over real HTTP and SQLite", () => {
     expect(await missing.json()).toMatchObject({ ok: false, error: { code: "not_found" } });
     const unknown = await s.api("/api/tools/no_such_tool/execute", { method: "POST", json: { arguments: {} } });
     expect(unknown.status).toBe(404);
-    expect(await unknown.json()).toMatchObject({ ok: false, error: { code: "not_found" } });
+    const unknownBody = (await unknown.json()) as { error: { message: string } };
+    expect(unknownBody).toMatchObject({ ok: false, error: { code: "not_found" } });
+    // Said to an API client, not to a model: where to find the tools.
+    expect(unknownBody.error.message).toContain("GET /api/tools");
   });
 
   it("serves the settings page without a token, and it reveals no tools", async () => {

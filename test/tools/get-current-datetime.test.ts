@@ -116,6 +116,16 @@ describe("get_current_datetime: tz database names", () => {
     const city = await call({ timezone: "Kathmandu" });
     expect(!city.ok && city.error.details?.suggestions).toContain("Asia/Kathmandu");
   });
+
+  it("suggests nothing rather than unrelated zones when the city part is too short to resemble one", async () => {
+    // A one-letter city is within two edits of every two-letter link ("GB", "NZ"), none of them a likely meaning.
+    const outcome = await call({ timezone: "Mars/X" });
+    expect(outcome.ok).toBe(false);
+    expect(!outcome.ok && outcome.error.details?.suggestions).toBeUndefined();
+    expect(!outcome.ok && outcome.error.message).not.toContain("Did you mean");
+    const short = await call({ timezone: "Europe/Rom" });
+    expect(!short.ok && short.error.details?.suggestions).toContain("Europe/Rome");
+  });
 });
 
 describe("tz database names", () => {

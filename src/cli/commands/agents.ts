@@ -9,6 +9,14 @@ import { withContext } from "../app-context.js";
 import { parseUserId } from "../options.js";
 import { CliError, clip, print, table } from "../util.js";
 
+/** The error for an id that names none of the user's agents, saying which ids are accepted (exit 1). */
+function noAgent(given: string, userId: string): CliError {
+  return new CliError(
+    `No agent "${clip(given, 80)}" for user ${userId}. Use an id from \`toolhost agents list\` (or its first 6+ characters).`,
+    1,
+  );
+}
+
 /** Registers `toolhost agents`. Exit codes: 0 success, 1 unknown agent or failure, 2 usage error. */
 export function registerAgentsCommand(program: Command): void {
   const agents = program.command("agents").description("Sub-agents: list, show, cancel, and the templates.");
@@ -54,7 +62,7 @@ export function registerAgentsCommand(program: Command): void {
     .action(async (id: string, opts: { user: string }) =>
       withContext(async (ctx) => {
         const agent = await ctx.agents.get(opts.user, await agentId(ctx, opts.user, id));
-        if (agent?.kind !== "child") throw new CliError(`No agent "${id}" for user ${opts.user}.`, 1);
+        if (agent?.kind !== "child") throw noAgent(id, opts.user);
         const { userId: _u, ...view } = agent;
         print(view);
       }),
@@ -69,7 +77,7 @@ export function registerAgentsCommand(program: Command): void {
       withContext(async (ctx) => {
         const id = await agentId(ctx, opts.user, given);
         const agent = await ctx.agents.get(opts.user, id);
-        if (agent?.kind !== "child") throw new CliError(`No agent "${given}" for user ${opts.user}.`, 1);
+        if (agent?.kind !== "child") throw noAgent(given, opts.user);
         print(await ctx.agents.cancel(opts.user, id));
       }),
     );

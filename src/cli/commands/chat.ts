@@ -273,12 +273,18 @@ async function resolveChat(
     if (await ctx.chats.exists(opts.chat)) throw new CliError(`Chat ${opts.chat} belongs to another user.`);
   }
   const provider = parseProvider(opts.provider ?? ctx.config.chatProvider ?? "openai");
-  const chat = await service.createChat(opts.user, {
-    id: opts.chat,
-    provider,
-    model: opts.model ?? defaultModel(ctx, provider),
-    workingDirectory: opts.cwd ?? process.cwd(),
-  });
+  // Refusals name what the operator typed (--cwd) or "the current directory", as `toolhost call` does.
+  const caller = operator(opts.user);
+  const chat = await service.createChat(
+    opts.user,
+    {
+      id: opts.chat,
+      provider,
+      model: opts.model ?? defaultModel(ctx, provider),
+      workingDirectory: opts.cwd ?? process.cwd(),
+    },
+    opts.cwd === undefined ? { ...caller, argument: "the current directory" } : caller,
+  );
   return { id: chat.id, created: true };
 }
 

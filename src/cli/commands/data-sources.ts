@@ -71,7 +71,13 @@ export function registerDataSourcesCommand(program: Command): void {
         print(
           "Enable the tools for a user: toolhost settings set sql_query --enable (and sql_schema; -u USER for another user).",
         );
-        if (!result?.reachable) process.exitCode = 1;
+        if (!result?.reachable) {
+          // Stored all the same (its server may be down for now): say so, or the next `add` meets a taken name.
+          print(
+            `It is stored all the same: fix the cause, then check it with toolhost data-sources test ${added.name}, or remove it with toolhost data-sources remove ${added.name}.`,
+          );
+          process.exitCode = 1;
+        }
       });
     });
 

@@ -17,7 +17,12 @@ export function registerDoctorCommand(program: Command): void {
     .action(async (opts: { json?: boolean; mcp: boolean }) => {
       const { formatDoctorReport, runDoctor } = await import("../doctor.js");
       const report = await runDoctor({
-        openContext: () => createAppContext(),
+        openContext: (env) => {
+          // Parts of the context read the process's environment, so the malformed variables the configuration
+          // check reported are unset here too (this process ends after the report).
+          for (const [name, value] of Object.entries(env)) if (process.env[name] !== value) process.env[name] = value;
+          return createAppContext({ env });
+        },
         ...(opts.mcp
           ? {
               mcpStatuses: async (ctx) => {

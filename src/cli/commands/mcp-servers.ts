@@ -153,7 +153,13 @@ export function registerMcpServersCommand(program: Command): void {
           if (status.tools.length > 0) {
             print(`  tools (disabled until enabled in the settings): ${status.tools.map((t) => t.name).join(", ")}`);
           }
-          if (status.state === "failed") process.exitCode = 1;
+          if (status.state === "failed") {
+            // Stored all the same (a server may be down for now): say so, or the next `add` meets a taken name.
+            print(
+              `  It is stored all the same: fix the cause, then check it with toolhost mcp-servers status ${name}, or remove it with toolhost mcp-servers remove ${name}.`,
+            );
+            process.exitCode = 1;
+          }
         });
       },
     );

@@ -61,8 +61,18 @@ export function toolRoutes(ctx: AppContext): Hono<AuthEnv> {
     });
     // Every tool outcome is 200 (a missing file, spill or approval included): 404 only for a tool that does not exist.
     const unknownTool = !outcome.ok && outcome.error.code === "not_found" && !ctx.runtime.registry.get(toolName);
+    if (unknownTool) {
+      // The runtime's message speaks to a model ("call one of the tools you were given"); this caller is a client.
+      const message = `Unknown tool ${JSON.stringify(toolName.slice(0, 200))}. List your enabled tools with GET /api/tools, every tool with GET /api/settings/tools.`;
+      return sendJsonText(
+        c,
+        ExecuteToolResponse,
+        JSON.stringify({ ...outcome, error: { ...outcome.error, message } }),
+        404,
+      );
+    }
     // The result's JSON text from the run stage, when it kept one (large results): not serialized a second time.
-    return sendJsonText(c, ExecuteToolResponse, outcomeJsonText(outcome), unknownTool ? 404 : 200);
+    return sendJsonText(c, ExecuteToolResponse, outcomeJsonText(outcome), 200);
   });
   return app;
 }

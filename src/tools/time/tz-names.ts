@@ -71,7 +71,9 @@ export function suggestTzNames(input: string, limit = 3): string[] {
   if (city.length >= 3) for (const name of all) if (lastPart(name).includes(city)) add(name);
   const scored = all
     .map((name) => ({ name, d: Math.min(distance(key, name.toLowerCase()), distance(city, lastPart(name))) }))
-    .filter(({ d }) => d <= Math.max(2, Math.floor(city.length / 4)))
+    // Close means fewer edits than the typed city has letters: a one-letter "X" is two edits from every
+    // two-letter link ("GB", "NZ") and resembles none of them.
+    .filter(({ d }) => d <= Math.max(2, Math.floor(city.length / 4)) && d < city.length)
     .sort((a, b) => a.d - b.d);
   for (const { name } of scored) add(name);
   return out.slice(0, limit);
