@@ -118,18 +118,17 @@ describe("MCP over Streamable HTTP", () => {
     expect(missing.status).toBe(400);
   });
 
-  it("answers an initialize for a newer, unknown revision with the newest one it supports", async () => {
-    server = await startTestServer();
-    const response = await server.api("/mcp", {
+  /** A raw JSON-RPC initialize POSTed to /mcp (started server), with the given revision and client info. */
+  const initialize = (protocolVersion: string, clientInfo: Record<string, string>) =>
+    server!.api("/mcp", {
       method: "POST",
       headers: { accept: "application/json, text/event-stream" },
-      json: {
-        jsonrpc: "2.0",
-        id: 1,
-        method: "initialize",
-        params: { protocolVersion: "2099-01-01", capabilities: {}, clientInfo: { name: "future", version: "1" } },
-      },
+      json: { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion, capabilities: {}, clientInfo } },
     });
+
+  it("answers an initialize for a newer, unknown revision with the newest one it supports", async () => {
+    server = await startTestServer();
+    const response = await initialize("2099-01-01", { name: "future", version: "1" });
     expect(response.status).toBe(200);
     const text = await response.text();
     const body = text.trim().startsWith("{") ? text : (/^data: (.*)$/m.exec(text)?.[1] ?? "");
@@ -139,20 +138,7 @@ describe("MCP over Streamable HTTP", () => {
   it("reads a body up to TOOLHOST_MAX_BODY_BYTES, one limit on every route (the SDK's own stopped at 4 MiB)", async () => {
     server = await startTestServer();
     // 5 MiB: under the server's limit (16 MiB by default), over the SDK's. The initialize carries it as client info.
-    const response = await server.api("/mcp", {
-      method: "POST",
-      headers: { accept: "application/json, text/event-stream" },
-      json: {
-        jsonrpc: "2.0",
-        id: 1,
-        method: "initialize",
-        params: {
-          protocolVersion: "2025-11-25",
-          capabilities: {},
-          clientInfo: { name: "big", version: "1", description: "x".repeat(5 * 1024 * 1024) },
-        },
-      },
-    });
+    const response = await initialize("2025-11-25", { name: "big", version: "1", description: "x".repeat(5 << 20) });
     expect(response.status).toBe(200);
     await response.text();
   });
