@@ -5,8 +5,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener, serve } from "@hono/node-server";
+import { firstTokenUser } from "../app/admin.js";
 import type { AppContext } from "../app/context.js";
-import { LOCAL_USER } from "../core/config.js";
 import { createMcpClientManager } from "../mcp/client/index.js";
 import { isLoopbackHost } from "../mcp/server/host-check.js";
 import { createServerApp, type ServerAppOptions } from "./app.js";
@@ -102,10 +102,11 @@ export async function startServer(ctx: AppContext, options: StartServerOptions =
   const stopSweeper = ctx.approvals.startSweeper();
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
   print(`Toolhost ${url} (data: ${ctx.dataDir}, database: ${ctx.database.dialect} ${ctx.database.location})`);
-  const first = await ctx.tokens.createFirst(LOCAL_USER, "created on first start");
+  const owner = firstTokenUser(ctx.admins);
+  const first = await ctx.tokens.createFirst(owner, "created on first start");
   if (first) {
     const { token } = first;
-    print(`No API token existed, so one was created for user "${LOCAL_USER}". It is shown only this once:`);
+    print(`No API token existed, so one was created for user "${owner}". It is shown only this once:`);
     print(`  ${token}`);
     print(`Try: curl -H "Authorization: Bearer ${token}" ${url}/api/settings/tools`);
   } else {

@@ -215,3 +215,24 @@ describe("toolhost token (CLI) and the second start", () => {
     }
   });
 });
+
+describe("the first token", () => {
+  it("goes to the local user by default, and to the first configured admin when local is none", async () => {
+    for (const [admins, owner] of [
+      [undefined, "local"],
+      ["alice, bob", "alice"],
+      ["bob,local", "local"],
+      ["", "local"],
+    ] as const) {
+      const s = await startTestServer(admins === undefined ? {} : { env: { TOOLHOST_ADMIN_USERS: admins } });
+      try {
+        expect(s.printed.join("\n")).toContain(`was created for user "${owner}"`);
+        const me = (await (await s.api("/api/me")).json()) as { userId: string; admin: boolean };
+        // The one token a new server prints can administer it (unless the operator named no admin at all).
+        expect(me).toEqual({ userId: owner, admin: admins !== "" });
+      } finally {
+        await s.stop();
+      }
+    }
+  });
+});
