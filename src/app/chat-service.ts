@@ -275,6 +275,14 @@ export class ChatService {
     return suspended ? { cancelled: true, turnId: suspended } : { cancelled: false, turnId: null };
   }
 
+  /** Cancels the asks of a turn that waits for approvals (at `at`), which no answer could resume any more. */
+  async #cancelAsksOf(turn: ApprovalTurnRecord, at: Date): Promise<void> {
+    const repository = this.#approvals?.repository;
+    if (!repository) return;
+    for (const ask of await repository.listPending(turn.userId, turn.chatId))
+      if (ask.turnId === turn.id) await repository.cancel(ask.id, at);
+  }
+
   /**
    * Cancels the chat's turn that waits for approvals with no process running it (its client left, its server
    * stopped): its state is marked cancelled and its pending asks are cancelled, then it is woken, so whoever resumes
@@ -291,8 +299,7 @@ export class ChatService {
       (state: SuspendedTurnState) => ({ ...state, cancelled: true }),
       at,
     );
-    for (const ask of await approvals.repository.listPending(turn.userId, chatId))
-      if (ask.turnId === turn.id) await approvals.repository.cancel(ask.id, at);
+    await this.#cancelAsksOf(turn, at);
     await approvals.wakeTurn(turn.id);
     return turn.id;
   }
@@ -410,9 +417,7 @@ export class ChatService {
         this.#logger?.error({ err: String(unstartable), turnId: turn.id }, "resuming a turn failed");
         if (lease) await this.#endUnstartable(lease, unstartable);
         if (approvals) {
-          const at = new Date();
-          for (const ask of await approvals.repository.listPending(turn.userId, chat.id))
-            if (ask.turnId === turn.id) await approvals.repository.cancel(ask.id, at);
+          await this.#cancelAsksOf(turn, new Date());
           await approvals.repository.deleteTurn(turn.id);
         }
         return;

@@ -215,6 +215,14 @@ describe("cancelling a long shell call over HTTP", () => {
 
   // `tee` writes the pid file (under approval: allow a redirection would run as well).
   const command = "echo $$ | tee pid >/dev/null; exec sleep 30";
+  /** POSTs a raw tools/call of bash running `command` in `work` (with `init`'s token or signal). */
+  const callShell = (s: TestServer, work: string, init: { token?: string; signal?: AbortSignal } = {}) =>
+    s.api("/mcp", {
+      method: "POST",
+      ...init,
+      headers: { accept: "application/json, text/event-stream", "Toolhost-Working-Directory": work },
+      json: { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "bash", arguments: { command } } },
+    });
 
   it("a 2025-era notifications/cancelled on a second request aborts the call (stateless server)", async () => {
     const { s, work } = await startShell();
@@ -333,14 +341,7 @@ describe("cancelling a long shell call over HTTP", () => {
   it("revoking the token a call runs under stops the call and ends its response, as for a chat turn", async () => {
     const { s, work } = await startShell();
     const issued = await s.ctx.tokens.create("local", "to revoke");
-    const call = s
-      .api("/mcp", {
-        method: "POST",
-        token: issued.token,
-        headers: { accept: "application/json, text/event-stream", "Toolhost-Working-Directory": work },
-        json: { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "bash", arguments: { command } } },
-      })
-      .then((r) => r.text());
+    const call = callShell(s, work, { token: issued.token }).then((r) => r.text());
     const pid = await pidOf(work);
     await s.ctx.tokens.revoke(issued.id);
     await eventually(() => !alive(pid), 5000, "the shell process to be gone");
@@ -352,14 +353,7 @@ describe("cancelling a long shell call over HTTP", () => {
   it("a dropped connection stops the shell", async () => {
     const { s, work } = await startShell();
     const controller = new AbortController();
-    const call = s
-      .api("/mcp", {
-        method: "POST",
-        signal: controller.signal,
-        headers: { accept: "application/json, text/event-stream", "Toolhost-Working-Directory": work },
-        json: { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "bash", arguments: { command } } },
-      })
-      .catch((e: unknown) => e);
+    const call = callShell(s, work, { signal: controller.signal }).catch((e: unknown) => e);
     const pid = await pidOf(work);
     controller.abort();
     await call;

@@ -200,11 +200,11 @@ export function sqlRejected(source: string, detail: string, details: Record<stri
   });
 }
 
-/** The error for a result row too long for the driver to read (past the longest string JavaScript holds). */
+/** The error for a result row too large to read (past ROW_MAX_BYTES, or the longest string JavaScript holds). */
 export function valueTooLarge(source: string, error: unknown): ToolArgumentError {
   const reason = error instanceof Error ? error.message : String(error);
   return new ToolArgumentError(
-    `Data source "${source}" returned a row too large to read (${reason.slice(0, 200)}). Select a part of its values instead: substr(column, 1, 65536), length(column), or fewer columns.`,
+    `Data source "${source}" returned a row too large to read (${reason.slice(0, 200)}). Select a part of its values instead: substr(column, 1, ${VALUE_MAX_CHARS}), length(column), or fewer columns.`,
     { argument: "sql", source },
   );
 }

@@ -342,15 +342,11 @@ export class MysqlDriver implements DataDriver {
             if (truncated) return;
             if (!Array.isArray(row)) return; // a statement without rows (its OK packet)
             if (rows.length >= limit || full) return stop();
-            const values = row.map((v, i) =>
-              typeof v !== "string"
-                ? jsonSafe(v)
-                : dateColumns[i]
-                  ? isoLocal(v)
-                  : jsonColumns[i]
-                    ? jsonSafe(jsonColumnValue(v))
-                    : jsonSafe(v),
-            );
+            const values = row.map((v, i) => {
+              if (typeof v !== "string") return jsonSafe(v);
+              if (dateColumns[i]) return isoLocal(v);
+              return jsonSafe(jsonColumns[i] ? jsonColumnValue(v) : v);
+            });
             rows.push(values);
             full = !budget.take(values);
           });
