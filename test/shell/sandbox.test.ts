@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { createServer, type Server } from "node:net";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ToolRegistryStore } from "../../src/core/registry.js";
 import { ToolRuntime } from "../../src/core/runtime.js";
 import { MemoryAuditSink, MemoryToolSettingsStore } from "../../src/core/stores.js";
@@ -94,20 +94,24 @@ afterAll(() => cleanup());
 // The bwrap tests run concurrently: each has its own runtime, its own subdirectory or marker, and none changes what
 // another one reads (they mostly wait on processes starting in new namespaces).
 describe.concurrent(`bwrap sandbox${skipReason}`, () => {
-  it.skipIf(!probe.available)("writing outside the working directory fails; inside works", async () => {
-    const { call } = setup();
-    // Outside /tmp (which is private inside the sandbox), so the write meets the read-only root.
-    const outsideDir = mkdtempSync(join(existsSync("/var/tmp") ? "/var/tmp" : homedir(), "toolhost-outside-"));
-    onTestFinished(() => rmSync(outsideDir, { recursive: true, force: true }));
-    const outside = join(outsideDir, "outside.txt");
-    const result = await call(`echo in > inside.txt; echo out > ${outside}; echo tmp > /tmp/t && cat /tmp/t`);
-    expect(result.sandboxed).toBe(true);
-    expect(readFileSync(join(wd, "inside.txt"), "utf8")).toBe("in\n");
-    expect(existsSync(outside)).toBe(false);
-    expect(result.stderr).toMatch(/Read-only file system/);
-    expect(result.stdout).toBe("tmp\n"); // a private /tmp is writable
-    expect(existsSync("/tmp/t") && readFileSync("/tmp/t", "utf8") === "tmp\n").toBe(false);
-  });
+  // A concurrent test registers its cleanup on its own context: the module's onTestFinished may pick another test.
+  it.skipIf(!probe.available)(
+    "writing outside the working directory fails; inside works",
+    async ({ onTestFinished }) => {
+      const { call } = setup();
+      // Outside /tmp (which is private inside the sandbox), so the write meets the read-only root.
+      const outsideDir = mkdtempSync(join(existsSync("/var/tmp") ? "/var/tmp" : homedir(), "toolhost-outside-"));
+      onTestFinished(() => rmSync(outsideDir, { recursive: true, force: true }));
+      const outside = join(outsideDir, "outside.txt");
+      const result = await call(`echo in > inside.txt; echo out > ${outside}; echo tmp > /tmp/t && cat /tmp/t`);
+      expect(result.sandboxed).toBe(true);
+      expect(readFileSync(join(wd, "inside.txt"), "utf8")).toBe("in\n");
+      expect(existsSync(outside)).toBe(false);
+      expect(result.stderr).toMatch(/Read-only file system/);
+      expect(result.stdout).toBe("tmp\n"); // a private /tmp is writable
+      expect(existsSync("/tmp/t") && readFileSync("/tmp/t", "utf8") === "tmp\n").toBe(false);
+    },
+  );
 
   it.skipIf(!probe.available)("TCP to a loopback listener fails with network off and works with it on", async () => {
     let connections = 0;
@@ -133,7 +137,7 @@ describe.concurrent(`bwrap sandbox${skipReason}`, () => {
   });
 
   it.skipIf(!probe.available)(
-    "socket() of a non-Unix family is refused by seccomp even before the namespace",
+    "socket() of every family is refused by seccomp even before the namespace; socketpair() still works",
     async () => {
       const { call } = setup();
       const result = await call(
@@ -142,9 +146,45 @@ for fam in (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6):
     try:
         socket.socket(fam, socket.SOCK_STREAM); print(fam.name, "ok")
     except OSError as e:
-        print(fam.name, e.errno)'`,
+        print(fam.name, e.errno)
+a, b = socket.socketpair(); a.sendall(b"pair"); print(b.recv(4).decode())
+try:
+    socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); print("dgram ok")
+except OSError as e:
+    print("dgram", e.errno)'`,
       );
-      expect(result.stdout).toBe("AF_UNIX ok\nAF_INET 1\nAF_INET6 1\n");
+      expect(result.stdout).toBe("AF_UNIX 1\nAF_INET 1\nAF_INET6 1\npair\ndgram 1\n");
+    },
+  );
+
+  it.skipIf(!probe.available)(
+    "a host service listening on a Unix socket cannot be reached with network off, and can with it on",
+    async () => {
+      // Outside /tmp (private inside the sandbox), where a daemon's socket lives (/run/postgresql, docker.sock).
+      const socketDir = mkdtempSync(join(existsSync("/var/tmp") ? "/var/tmp" : homedir(), "toolhost-socket-"));
+      const path = join(socketDir, "daemon.sock");
+      let connections = 0;
+      const server: Server = createServer((socket) => {
+        connections++;
+        socket.end("hello\n");
+      });
+      try {
+        await new Promise<void>((resolve) => server.listen(path, resolve));
+        const { call } = setup();
+        const command = `python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print(s.recv(6).decode(), end="")' ${path}`;
+        const off = await call(command, { network: "off" });
+        expect(off.exitCode).not.toBe(0);
+        expect(off.stdout).toBe("");
+        expect(off.stderr).toMatch(/PermissionError|Operation not permitted/);
+        expect(connections).toBe(0);
+        const on = await call(command, { network: "on" });
+        expect(on).toMatchObject({ exitCode: 0, stdout: "hello\n", sandboxed: true });
+        expect(connections).toBe(1);
+      } finally {
+        server.close();
+        rmSync(socketDir, { recursive: true, force: true });
+      }
     },
   );
 

@@ -10,6 +10,7 @@ import {
   EPERM,
   SECCOMP_ARCHES,
   SECCOMP_RET,
+  SOCK_DGRAM,
   seccompSupported,
 } from "../../src/tools/shell/sandbox/seccomp.js";
 
@@ -68,6 +69,10 @@ function run(program: Insn[], data: Buffer, endianness: "LE" | "BE" = "LE"): num
       case BPF.JGE_K:
         pc += 1 + (acc >= ins.k ? ins.jt : ins.jf);
         break;
+      case BPF.AND_K:
+        acc = (acc & ins.k) >>> 0;
+        pc++;
+        break;
       case BPF.RET_K:
         return ins.k;
       default:
@@ -92,13 +97,18 @@ describe("seccomp filter bytes", () => {
     const READ = archName === "x64" ? 0 : 63;
     const CONNECT = archName === "x64" ? 42 : 203;
 
-    it(`${archName}, network off: refuses non-Unix sockets, ptrace and io_uring; allows the rest`, () => {
+    it(`${archName}, network off: refuses socket() of any family, datagram pairs, ptrace and io_uring; allows the rest`, () => {
       const program = decode(buildSeccompFilter({ arch: archName, network: false, endianness: "LE" }));
       const verdict = (nr: number, args: number[] = []) => run(program, seccompData(arch.auditArch, nr, args));
       expect(verdict(s.socket, [AF_INET, 1, 0])).toBe(DENY);
       expect(verdict(s.socket, [AF_INET6, 1, 0])).toBe(DENY);
       expect(verdict(s.socket, [AF_NETLINK, 3, 0])).toBe(DENY);
-      expect(verdict(s.socket, [AF_UNIX, 1, 0])).toBe(ALLOW);
+      // A Unix socket of its own would connect to any host service's socket the read-only root shows.
+      expect(verdict(s.socket, [AF_UNIX, 1, 0])).toBe(DENY);
+      expect(verdict(s.socketpair, [AF_UNIX, 1, 0])).toBe(ALLOW);
+      expect(verdict(s.socketpair, [AF_UNIX, 5 | 0o2000000, 0])).toBe(ALLOW); // seqpacket, SOCK_CLOEXEC
+      expect(verdict(s.socketpair, [AF_UNIX, SOCK_DGRAM, 0])).toBe(DENY);
+      expect(verdict(s.socketpair, [AF_UNIX, SOCK_DGRAM | 0o4000, 0])).toBe(DENY); // SOCK_NONBLOCK
       expect(verdict(s.ptrace, [16, 1])).toBe(DENY);
       expect(verdict(s.ioUringSetup, [8, 0])).toBe(DENY);
       expect(verdict(s.ioUringEnter)).toBe(DENY);
@@ -114,17 +124,20 @@ describe("seccomp filter bytes", () => {
       const program = decode(buildSeccompFilter({ arch: archName, network: true, endianness: "LE" }));
       const verdict = (nr: number, args: number[] = []) => run(program, seccompData(arch.auditArch, nr, args));
       expect(verdict(s.socket, [AF_INET, 1, 0])).toBe(ALLOW);
+      expect(verdict(s.socket, [AF_UNIX, 1, 0])).toBe(ALLOW);
+      expect(verdict(s.socketpair, [AF_UNIX, SOCK_DGRAM, 0])).toBe(ALLOW);
       expect(verdict(s.ptrace)).toBe(DENY);
       expect(verdict(s.ioUringSetup)).toBe(DENY);
     });
   }
 
-  it("big-endian targets read the low word of args[0] at offset 20", () => {
+  it("big-endian targets read the low word of args[1] at offset 28", () => {
     const arch = SECCOMP_ARCHES.arm64!;
     const program = decode(buildSeccompFilter({ arch: "arm64", endianness: "BE" }), "BE");
     const verdict = (nr: number, args: number[]) => run(program, seccompData(arch.auditArch, nr, args, "BE"), "BE");
     expect(verdict(arch.syscalls.socket, [AF_INET])).toBe(DENY);
-    expect(verdict(arch.syscalls.socket, [AF_UNIX])).toBe(ALLOW);
+    expect(verdict(arch.syscalls.socketpair, [AF_UNIX, SOCK_DGRAM])).toBe(DENY);
+    expect(verdict(arch.syscalls.socketpair, [AF_UNIX, 1])).toBe(ALLOW);
   });
 
   it("every jump lands inside the program and the program ends in returns", () => {

@@ -43,7 +43,8 @@ export const SANDBOX_DESCRIPTORS: ToolParameterDescriptor[] = [
   {
     name: "network",
     type: "string",
-    description: 'Network access of sandboxed commands: "off" (no network; Unix sockets only) or "on".',
+    description:
+      'Network access of sandboxed commands: "off" (no network, and no socket of their own: not even to a host service\'s Unix socket; connected socket pairs still work) or "on".',
     allowedValues: ["off", "on"],
     default: "off",
     adminOnly: true,

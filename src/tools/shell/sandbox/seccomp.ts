@@ -7,8 +7,11 @@
  * - on x86-64, for x32-ABI numbers (bit 30 set): EPERM;
  * - ptrace, io_uring_setup, io_uring_enter, io_uring_register: EPERM (no tracing of other processes, no
  *   asynchronous I/O ring whose operations — sockets included — bypass per-call filtering);
- * - with the network off, socket() whose family (args[0]) is not AF_UNIX: EPERM. socketpair() is left alone: it
- *   only creates connected Unix-domain pairs;
+ * - with the network off, every socket(), Unix-domain ones included: EPERM. The sandbox sees the host's filesystem,
+ *   and with it every Unix socket a host service listens on (PostgreSQL's, the Docker daemon's, a session bus that
+ *   starts programs outside the sandbox); a socket() of its own is what a command would connect to one with.
+ *   socketpair() still works for stream and seqpacket pairs (already connected to each other, they reach nothing
+ *   else); a datagram pair is refused too, since a datagram socket can send to any address;
  * - everything else: allowed.
  *
  * Only x86-64 and arm64 are supported (the architectures bwrap is commonly used on); elsewhere
@@ -20,6 +23,7 @@ export const BPF = {
   LD_W_ABS: 0x20, // BPF_LD | BPF_W | BPF_ABS
   JEQ_K: 0x15, // BPF_JMP | BPF_JEQ | BPF_K
   JGE_K: 0x35, // BPF_JMP | BPF_JGE | BPF_K
+  AND_K: 0x54, // BPF_ALU | BPF_AND | BPF_K
   RET_K: 0x06, // BPF_RET | BPF_K
 } as const;
 
@@ -33,9 +37,12 @@ export const SECCOMP_RET = {
 export const EPERM = 1;
 /** Address family of Unix-domain sockets. */
 export const AF_UNIX = 1;
+/** Socket type of a datagram socket, and the mask of the type inside socket()'s and socketpair()'s type argument. */
+export const SOCK_DGRAM = 2;
+const SOCK_TYPE_MASK = 0xf;
 
 /** Offsets inside `struct seccomp_data`. */
-export const SECCOMP_DATA = { nr: 0, arch: 4, arg0Low: 16 } as const;
+export const SECCOMP_DATA = { nr: 0, arch: 4, arg0Low: 16, arg1Low: 24 } as const;
 
 /** Per-architecture facts: the AUDIT_ARCH value and the syscall numbers the filter refers to. */
 export interface SeccompArch {
@@ -43,7 +50,14 @@ export interface SeccompArch {
   auditArch: number;
   /** Refuse syscall numbers >= this (x32 ABI on x86-64); undefined when the architecture has no such ABI. */
   x32Bit?: number;
-  syscalls: { socket: number; ptrace: number; ioUringSetup: number; ioUringEnter: number; ioUringRegister: number };
+  syscalls: {
+    socket: number;
+    socketpair: number;
+    ptrace: number;
+    ioUringSetup: number;
+    ioUringEnter: number;
+    ioUringRegister: number;
+  };
 }
 
 /** The architectures the filter is built for, keyed by Node's `process.arch`. */
@@ -52,12 +66,19 @@ export const SECCOMP_ARCHES: Record<string, SeccompArch> = {
     name: "x64",
     auditArch: 0xc000003e, // AUDIT_ARCH_X86_64
     x32Bit: 0x40000000,
-    syscalls: { socket: 41, ptrace: 101, ioUringSetup: 425, ioUringEnter: 426, ioUringRegister: 427 },
+    syscalls: { socket: 41, socketpair: 53, ptrace: 101, ioUringSetup: 425, ioUringEnter: 426, ioUringRegister: 427 },
   },
   arm64: {
     name: "arm64",
     auditArch: 0xc00000b7, // AUDIT_ARCH_AARCH64
-    syscalls: { socket: 198, ptrace: 117, ioUringSetup: 425, ioUringEnter: 426, ioUringRegister: 427 },
+    syscalls: {
+      socket: 198,
+      socketpair: 199,
+      ptrace: 117,
+      ioUringSetup: 425,
+      ioUringEnter: 426,
+      ioUringRegister: 427,
+    },
   },
 };
 
@@ -77,7 +98,7 @@ interface Instruction {
 
 /** Options of buildSeccompFilter. */
 export interface SeccompFilterOptions {
-  /** When false (the default), socket() with a family other than AF_UNIX is refused. */
+  /** When false (the default), socket() is refused, and socketpair() of datagram sockets. */
   network?: boolean;
   /** Architecture (Node's process.arch naming); default this process's. */
   arch?: string;
@@ -105,10 +126,13 @@ export function buildSeccompFilter(options: SeccompFilterOptions = {}): Buffer {
   }
   if (!options.network) {
     program.push(
-      { code: BPF.JEQ_K, k: s.socket, jf: "allow" },
-      // socket(family, …): args[0] is an int, so its low 32 bits are the whole value.
-      { code: BPF.LD_W_ABS, k: SECCOMP_DATA.arg0Low + (endiannessOf(options) === "LE" ? 0 : 4) },
-      { code: BPF.JEQ_K, k: AF_UNIX, jf: "deny" },
+      { code: BPF.JEQ_K, k: s.socket, jt: "deny" },
+      { code: BPF.JEQ_K, k: s.socketpair, jf: "allow" },
+      // socketpair(family, type, …): args[1] is an int, so its low 32 bits are the whole value; SOCK_NONBLOCK and
+      // SOCK_CLOEXEC ride above the type mask.
+      { code: BPF.LD_W_ABS, k: SECCOMP_DATA.arg1Low + (endiannessOf(options) === "LE" ? 0 : 4) },
+      { code: BPF.AND_K, k: SOCK_TYPE_MASK },
+      { code: BPF.JEQ_K, k: SOCK_DGRAM, jt: "deny" },
     );
   }
   program.push(
