@@ -343,6 +343,13 @@ const RUNS_A_DENIED_PROGRAM = [
   "zip -T -TT='rm f; :' z.zip /etc/hostname",
   "zip -T --unzip-c='rm f; :' z.zip /etc/hostname",
   "yes 'rm f' | head -n 300000 | sort -S 64k --compress-prog=sh >/dev/null",
+  // a fourth round: words computed at run time, by an expansion or by what xargs appends, hide an -exec or an option
+  "for x in -exec; do find . -maxdepth 0 $x rm f {} +; done",
+  "printf '%s\\n' -exec rm f ';' | xargs find . -maxdepth 0",
+  "printf -- '-c\\nalias.x=!rm f\\nx\\n' | xargs -d '\\n' git",
+  "for z in --compress-prog=sh; do yes 'rm f' | head -n 300000 | sort -S 64k $z >/dev/null; done",
+  "echo --compress-prog=sh | xargs sort -S 64k big.txt",
+  "for e in -e; do rsync $e 'sh -c \"rm f\"' x: y; done",
 ];
 const RUNS_MORE_THAN_ALLOWED = [
   "echo \\ #; touch pwn",
@@ -408,7 +415,23 @@ async function decideWith(command: string, setting: ApprovalDecision, rules: App
   return (await evaluateApproval(bash, { command }, settings, { baseDirectory: "/tmp" })).decision;
 }
 
+/** A narrow allow rule naming find still judges the commands its -exec runs, however the -exec is spelled. */
+const FIND_ALLOWED: ApprovalRule[] = [...NARROW_ALLOW, { decision: "allow", match: "find" }];
+const FIND_RUNS_MORE = [
+  "for x in -exec; do find . -maxdepth 0 $x touch pwn {} +; done",
+  "for x in -execdir; do find . -maxdepth 0 $x touch pwn ';'; done",
+  "printf '%s\\n' -exec touch pwn ';' | xargs find . -maxdepth 0",
+  "find . -maxdepth 0 -exec touch pwn ';'",
+];
+
 describe("what bash runs is what the policy judges", () => {
+  it.each(FIND_RUNS_MORE)("approval ask, allow find: %j is not allowed", async (command) => {
+    expect(await decideWith(command, "ask", FIND_ALLOWED)).not.toBe("allow");
+  });
+  it("approval ask, allow find: a find that runs nothing stays allowed", async () => {
+    expect(await decideWith("find . -name '*.md'", "ask", FIND_ALLOWED)).toBe("allow");
+    expect(await decideWith("for n in a b; do find . -name $n; done", "ask", FIND_ALLOWED)).toBe("ask");
+  });
   it.each(RUNS_A_DENIED_PROGRAM)("approval allow, deny rules: %j is not allowed", async (command) => {
     expect(await decideWith(command, "allow", DENY_RULES)).not.toBe("allow");
   });
@@ -531,8 +554,24 @@ describe("rule examples", () => {
   it("a computed argument may stand for one word a deny rule needs", async () => {
     expect(await decide("git push $REMOTE $FLAGS")).toBe("deny");
     expect(await decide("git push origin $BRANCH")).toBe("deny");
-    expect(await decide("git pull $REMOTE")).toBe("ask");
+    expect(await decide('git pull "$REMOTE"')).toBe("ask");
     expect(await decide('git commit -m "$MSG"')).toBe("ask");
     expect(await decide("rm $TARGET")).toBe("deny");
+  });
+
+  it("an unquoted expansion, a substitution or what xargs appends may stand for any number of words", async () => {
+    const rules: ApprovalRule[] = [{ decision: "deny", match: "chmod -R 777" }];
+    // bash splits an unquoted expansion into words; xargs appends the words it reads.
+    for (const command of [
+      "for a in '-R 777'; do chmod $a x; done",
+      "chmod $(echo -R 777) x",
+      "echo -R 777 x | xargs chmod",
+      "echo 777 x | xargs chmod -R",
+    ]) {
+      expect(await decideWith(command, "allow", rules), command).toBe("deny");
+    }
+    // A quoted expansion is one word: it cannot stand for both.
+    expect(await decideWith('chmod "$MODE" x', "allow", rules)).toBe("allow");
+    expect(await decideWith("chmod -R 755 x", "allow", rules)).toBe("allow");
   });
 });

@@ -261,7 +261,13 @@ async function matchSubjects(
   switch (subject.kind) {
     case "shell": {
       const value = args[subject.argument];
-      let commands: { argv: ShellWord[]; wrappers: ShellWord[][]; doubts: string[]; runner: boolean }[];
+      let commands: {
+        argv: ShellWord[];
+        wrappers: ShellWord[][];
+        doubts: string[];
+        runner: boolean;
+        spread?: boolean;
+      }[];
       let lineDoubts: string[] = [];
       if (subject.dialect === "argv") {
         if (!Array.isArray(value)) {
@@ -317,7 +323,7 @@ async function matchSubjects(
         if (command.argv.every((w) => typeof w === "string")) tally.candidates.push(text);
         if (subject.dialect === "argv") tally.subjects.push(text);
         const inner = strictestMatch(rules, (r) =>
-          matchCommandRule(r.match, command.argv, r.decision === "allow" ? "narrow" : "broad"),
+          matchCommandRule(r.match, command.argv, r.decision === "allow" ? "narrow" : "broad", command.spread),
         );
         const outer = strictestMatch(
           rules,

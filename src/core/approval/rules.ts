@@ -5,7 +5,8 @@
  *   rule's words in order, and a path-qualified program (`/usr/bin/git`, `./git`) only matches a rule that names
  *   that exact path. An `ask` or `deny` rule matches broadly: the program's base name, the rule's positional
  *   words in order anywhere among the arguments, its flags anywhere (`-rf` is met by `-fr` or `-r -f`, `--force` by
- *   `--force=…`), and each argument computed at run time could be anything, so it may stand for one word the rule needs.
+ *   `--force=…`), and each argument computed at run time could be anything, so it may stand for one word the rule needs
+ *   (an unquoted one, which bash splits into words, or what xargs appends: for any number of them).
  * - path rules are globs (`src/**`, `~/notes/*.md`, `/etc/**`) resolved like the tool resolves paths: absolute,
  *   `~`-prefixed, or relative to the working directory; matched against the path as given and as it resolves
  *   through symlinks.
@@ -95,9 +96,15 @@ function isFlag(word: string): boolean {
 
 /**
  * Whether a command-prefix rule matches one command's words. `mode` "narrow" is used for allow rules and
- * "broad" for ask and deny rules (see the module comment).
+ * "broad" for ask and deny rules (see the module comment). `spread`: an argument may stand for any number of words
+ * (an unquoted expansion, what xargs appends), so a broad rule's missing words may all hide there.
  */
-export function matchCommandRule(pattern: string, argv: ShellWord[], mode: "narrow" | "broad"): boolean {
+export function matchCommandRule(
+  pattern: string,
+  argv: ShellWord[],
+  mode: "narrow" | "broad",
+  spread = false,
+): boolean {
   const words = patternWords(pattern);
   const program = words[0];
   const head = argv[0];
@@ -139,8 +146,9 @@ export function matchCommandRule(pattern: string, argv: ShellWord[], mode: "narr
     }
     if (!met) unmet += 1;
   }
-  // Each computed argument may stand for one word the rule needs (it could be anything).
-  return unmet <= dynamic;
+  // Each computed argument may stand for one word the rule needs (it could be anything); one that bash splits into
+  // words, or the words xargs appends, for any number of them.
+  return unmet <= dynamic || (spread && dynamic > 0);
 }
 
 /** Fixed stand-in for the working directory when a relative rule is checked against relative examples. */
@@ -191,7 +199,7 @@ export function ruleMatchesExample(subject: ApprovalSubject, rule: ApprovalRule,
       const parsed = parseShellCommand(example);
       return parsed.commands.some(
         (c) =>
-          matchCommandRule(rule.match, c.argv, mode) ||
+          matchCommandRule(rule.match, c.argv, mode, c.spread) ||
           (mode === "broad" && c.wrappers.some((w) => matchCommandRule(rule.match, w, mode))),
       );
     }

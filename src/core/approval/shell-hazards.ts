@@ -181,7 +181,8 @@ const TAR_RUNNING = [
 /**
  * Whether a program runs other programs through its arguments (beyond the fixed list of runners, which run them
  * whatever the arguments): git with configuration or a subcommand that executes, tar with a program option, sed with
- * its `e` command or flag, rsync -e, sort --compress-program, zip -T with a test command.
+ * its `e` command or flag, rsync -e, sort --compress-program, zip -T with a test command, split --filter — or any of
+ * them with an argument computed at run time, which may be that option.
  */
 export function runsViaArguments(argv: ShellWord[]): boolean {
   const name = typeof argv[0] === "string" ? basename(argv[0]) : null;
@@ -228,13 +229,13 @@ export function runsViaArguments(argv: ShellWord[]): boolean {
     case "gsed":
       return computed || short("f") || long("--file") || sedScripts(words).some(sedRuns);
     case "rsync":
-      return short("e") || long("--rsh");
+      return computed || short("e") || long("--rsh");
     case "sort":
-      return long("--compress-program");
+      return computed || long("--compress-program");
     case "zip":
-      return words.some((w) => w.startsWith("-TT")) || long("--unzip-command");
+      return computed || words.some((w) => w.startsWith("-TT")) || long("--unzip-command");
     case "split":
-      return long("--filter");
+      return computed || long("--filter");
     default:
       return false;
   }

@@ -33,6 +33,11 @@ export interface ShellCommand {
   doubts: string[];
   /** It runs other programs the parser cannot see (ssh, docker, an interpreter with inline code, …). */
   runner: boolean;
+  /**
+   * An argument may stand for any number of words at run time: an unquoted expansion or substitution (bash splits
+   * it into words), or the words xargs appends. A broad rule's missing words may all hide there.
+   */
+  spread?: boolean;
 }
 
 /** The commands of a command line, with the doubts that concern the line as a whole. */
@@ -349,9 +354,19 @@ export function literal(node: Node): string | null {
   }
 }
 
+/** Unquoted expansions and substitutions: bash splits their value into any number of words. */
+const SPLIT_WORDS = new Set(["simple_expansion", "expansion", "command_substitution"]);
+
+/** Whether an argument node may expand to several words (it holds an unquoted expansion or substitution). */
+function splits(node: Node): boolean {
+  if (SPLIT_WORDS.has(node.type)) return true;
+  return node.type === "concatenation" && node.namedChildren.some((c) => c !== null && SPLIT_WORDS.has(c.type));
+}
+
 function commandsOf(node: Node, out: ParsedShell, depth: number): ShellCommand[] {
   const argv: ShellWord[] = [];
   const doubts: string[] = [];
+  let spread = false;
   for (const child of node.namedChildren) {
     if (!child) continue;
     if (child.type === "variable_assignment") {
@@ -361,13 +376,15 @@ function commandsOf(node: Node, out: ParsedShell, depth: number): ShellCommand[]
     } else if (child.type.endsWith("redirect")) {
       // visited separately
     } else {
-      argv.push(literal(child));
+      const word = literal(child);
+      if (word === null && splits(child)) spread = true;
+      argv.push(word);
     }
   }
-  return unwrap(argv, doubts, out, depth);
+  return unwrap(argv, doubts, out, depth, spread);
 }
 
-function doubtful(argv: ShellWord[], doubts: string[], wrappers: ShellWord[][]): ShellCommand {
+function doubtful(argv: ShellWord[], doubts: string[], wrappers: ShellWord[][], spread: boolean): ShellCommand {
   const name = argv[0];
   doubts.push(...commandHazards(argv));
   // A program named by a path outside the system's directories (`./x`, a script the line may have just written).
@@ -377,6 +394,7 @@ function doubtful(argv: ShellWord[], doubts: string[], wrappers: ShellWord[][]):
     wrappers,
     doubts,
     runner: (typeof name === "string" && RUNNERS.has(basename(name))) || runsViaArguments(argv) || ownProgram,
+    ...(spread ? { spread } : {}),
   };
 }
 
@@ -386,8 +404,11 @@ const SYSTEM_PROGRAM = /^\/(?:usr\/)?(?:local\/)?s?bin\/[^/]+$/;
 /** Glob syntax in a command name (`*`, `?`, a bracket expression); `[` and `[[` alone are the test commands. */
 const NAME_PATTERN = /[*?]|\[.*\]|\{[^}]*(,|\.\.)[^}]*\}/;
 
-/** Splits off every known wrapper; the inner commands of `sh -c`, `eval` and `find -exec` are parsed as well. */
-function unwrap(argv: ShellWord[], doubts: string[], out: ParsedShell, depth: number): ShellCommand[] {
+/**
+ * Splits off every known wrapper; the inner commands of `sh -c`, `eval` and `find -exec` are parsed as well.
+ * `spread`: an argument may stand for several words (see ShellCommand.spread).
+ */
+function unwrap(argv: ShellWord[], doubts: string[], out: ParsedShell, depth: number, spread = false): ShellCommand[] {
   const wrappers: ShellWord[][] = [];
   let rest = argv;
   const extra: ShellCommand[] = [];
@@ -471,6 +492,9 @@ function unwrap(argv: ShellWord[], doubts: string[], out: ParsedShell, depth: nu
       break;
     }
     if (name === "find") {
+      // A word computed at run time may be `-exec`, `-execdir`, `-ok` or `-okdir` and run what follows it.
+      if (rest.slice(1).some((w) => w === null))
+        doubts.push("find's expression holds a word computed at run time (it may be an -exec)");
       for (let i = 1; i < rest.length; i += 1) {
         const w = rest[i];
         if (w === "-exec" || w === "-execdir" || w === "-ok" || w === "-okdir") {
@@ -484,12 +508,15 @@ function unwrap(argv: ShellWord[], doubts: string[], out: ParsedShell, depth: nu
           const inner = rest.slice(i + 1, end).filter((x) => x !== "{}");
           if (inner.length > 0)
             extra.push(
-              ...unwrap(inner, [], out, depth).map((c) => ({ ...c, wrappers: [...wrappers, rest, ...c.wrappers] })),
+              ...unwrap(inner, [], out, depth, spread).map((c) => ({
+                ...c,
+                wrappers: [...wrappers, rest, ...c.wrappers],
+              })),
             );
           i = end;
         }
       }
-      return [{ argv: rest, wrappers, doubts, runner: false }, ...extra];
+      return [{ argv: rest, wrappers, doubts, runner: false, ...(spread ? { spread } : {}) }, ...extra];
     }
     // coproc NAME { … }: the grammar reads NAME { … as one command.
     if (name === "coproc" && rest.slice(1, 3).some((w) => w === "{" || w === "(" || w === null)) {
@@ -501,7 +528,7 @@ function unwrap(argv: ShellWord[], doubts: string[], out: ParsedShell, depth: nu
     const parsed = splitWrapper(rest, spec);
     if (parsed.unknown) {
       doubts.push(`${name} is used with an option the approval policy does not know (${parsed.unknown})`);
-      return [doubtful(rest, doubts, wrappers)];
+      return [doubtful(rest, doubts, wrappers, spread)];
     }
     if (parsed.assignments) doubts.push(`${name} sets environment variables for the command`);
     // GNU time -o FILE writes (or appends to) a file, like a redirection.
@@ -524,6 +551,12 @@ function unwrap(argv: ShellWord[], doubts: string[], out: ParsedShell, depth: nu
     }
     wrappers.push(rest.slice(0, rest.length - parsed.inner.length));
     rest = parsed.inner;
+    if (name === "xargs") {
+      // xargs appends the words it reads to the command (or puts them where -I says): words computed at run time,
+      // any number of them (an -exec for find, a -c for git, the flags a deny rule names).
+      rest = [...rest, null];
+      spread = true;
+    }
   }
-  return [doubtful(rest, doubts, wrappers), ...extra];
+  return [doubtful(rest, doubts, wrappers, spread), ...extra];
 }
