@@ -415,6 +415,41 @@ async function decideWith(command: string, setting: ApprovalDecision, rules: App
   return (await evaluateApproval(bash, { command }, settings, { baseDirectory: "/tmp" })).decision;
 }
 
+/**
+ * zsh lines are parsed with bash's grammar; zsh's precommand modifiers and its builtins that run a command line are
+ * what bash would take for an unknown program name (zsh's manual, "Precommand Modifiers", `emulate -c`, `zpty`).
+ */
+const zsh: RegisteredTool = {
+  ...bash,
+  definition: { ...bash.definition, name: "zsh" },
+  approval: { default: "ask", subject: { kind: "shell", argument: "command", dialect: "zsh" } },
+};
+const ZSH_RUNS_A_DENIED_PROGRAM = [
+  "noglob rm f",
+  "nocorrect rm f",
+  "- rm f",
+  "repeat 1 rm f",
+  "noglob nocorrect rm -rf f",
+  "emulate sh -c 'rm f'",
+  "emulate -L zsh -c 'rm f'",
+  "zmodload zsh/zpty; zpty z 'rm f'",
+  "sched +0 rm f",
+];
+
+describe("zsh: precommand modifiers and command-running builtins", () => {
+  it.each(ZSH_RUNS_A_DENIED_PROGRAM)("approval allow, deny rules: %j is not allowed", async (command) => {
+    const settings = { enabled: true, values: { approval: "allow", approvalRules: DENY_RULES } };
+    expect((await evaluateApproval(zsh, { command }, settings, { baseDirectory: "/tmp" })).decision).not.toBe("allow");
+  });
+  it("approval ask, allow ls: a modifier before ls keeps ls allowed; before rm it does not", async () => {
+    const settings = { enabled: true, values: { approval: "ask", approvalRules: NARROW_ALLOW } };
+    const decide = async (command: string) =>
+      (await evaluateApproval(zsh, { command }, settings, { baseDirectory: "/tmp" })).decision;
+    expect(await decide("noglob ls *.md")).toBe("allow");
+    expect(await decide("noglob rm f")).toBe("ask");
+  });
+});
+
 /** A narrow allow rule naming find still judges the commands its -exec runs, however the -exec is spelled. */
 const FIND_ALLOWED: ApprovalRule[] = [...NARROW_ALLOW, { decision: "allow", match: "find" }];
 const FIND_RUNS_MORE = [

@@ -124,6 +124,12 @@ export const WRAPPERS: Record<string, WrapperSpec> = {
   coproc: { withValue: [], flags: [] },
   chrt: { withValue: [], flags: ["-b", "-d", "-f", "-i", "-o", "-r", "-R", "-a", "-m", "-v"], operands: 1 },
   caffeinate: { withValue: ["-t", "-w"], flags: ["-d", "-i", "-m", "-s", "-u"] },
+  // zsh's precommand modifiers (bash would look for programs of these names): `noglob rm x` runs rm.
+  noglob: { withValue: [], flags: [] },
+  nocorrect: { withValue: [], flags: [] },
+  "-": { withValue: [], flags: [] },
+  // zsh: repeat N COMMAND runs COMMAND N times.
+  repeat: { withValue: [], flags: [], operands: 1 },
 };
 
 /** Shells whose `-c STRING` is parsed as a command line of its own. */
@@ -194,6 +200,10 @@ export const RUNNERS = new Set([
   "at",
   "batch",
   "crontab",
+  // zsh builtins that run a command line given to them (emulate … -c, zpty, sched)
+  "emulate",
+  "zpty",
+  "sched",
   // editors and tools with a shell escape or a command language of their own
   "vim",
   "vi",
