@@ -450,6 +450,52 @@ describe("zsh: precommand modifiers and command-running builtins", () => {
   });
 });
 
+/** shell_exec runs its argv without a shell, but its wrappers, `sh -c`, `find -exec` and runners are read as in a line. */
+const shellExec: RegisteredTool = {
+  ...bash,
+  definition: { ...bash.definition, name: "shell_exec" },
+  approval: { default: "ask", subject: { kind: "shell", argument: "argv", dialect: "argv" } },
+};
+async function decideArgv(argv: string[], setting: ApprovalDecision, rules: ApprovalRule[]) {
+  const settings = { enabled: true, values: { approval: setting, approvalRules: rules } };
+  return (await evaluateApproval(shellExec, { argv }, settings, { baseDirectory: "/tmp" })).decision;
+}
+
+describe("shell_exec: wrappers and runners in an argv", () => {
+  const denied: string[][] = [
+    ["env", "rm", "f"],
+    ["timeout", "5", "rm", "f"],
+    ["nice", "-n", "5", "rm", "f"],
+    ["xargs", "rm"],
+    ["find", ".", "-exec", "rm", "{}", ";"],
+    ["sh", "-c", "rm f"],
+  ];
+  it.each(denied.map((argv) => [argv]))("approval allow, deny rm: %j is denied", async (argv) => {
+    expect(await decideArgv(argv, "allow", DENY_RULES)).toBe("deny");
+  });
+  const hidden: string[][] = [
+    ["python3", "-c", "import os"],
+    ["git", "-c", "alias.x=!rm f", "x"],
+    ["env", "-S", "rm f"],
+  ];
+  it.each(hidden.map((argv) => [argv]))("approval allow, deny rm: %j asks (it could hide rm)", async (argv) => {
+    expect(await decideArgv(argv, "allow", DENY_RULES)).toBe("ask");
+  });
+  it("approval ask: an allow rule naming a wrapper does not allow what it runs", async () => {
+    const rules: ApprovalRule[] = [
+      { decision: "allow", match: "env" },
+      { decision: "allow", match: "timeout" },
+      { decision: "allow", match: "git status" },
+    ];
+    expect(await decideArgv(["env", "rm", "f"], "ask", rules)).toBe("ask");
+    expect(await decideArgv(["timeout", "5", "rm", "f"], "ask", rules)).toBe("ask");
+    expect(await decideArgv(["timeout", "5", "git", "status"], "ask", rules)).toBe("allow");
+    expect(await decideArgv(["git", "status", "--short"], "ask", rules)).toBe("allow");
+    // No shell reads the argv: its words are plain text, never syntax.
+    expect(await decideArgv(["git", "status", "$(rm f)", ">", "out"], "ask", rules)).toBe("allow");
+  });
+});
+
 /** A narrow allow rule naming find still judges the commands its -exec runs, however the -exec is spelled. */
 const FIND_ALLOWED: ApprovalRule[] = [...NARROW_ALLOW, { decision: "allow", match: "find" }];
 const FIND_RUNS_MORE = [

@@ -37,7 +37,7 @@ import {
   STRICTNESS,
   stricter,
 } from "./rules.js";
-import { loadShellParser, parseShellCommand, REDIRECT_DOUBT, type ShellWord } from "./shell-parse.js";
+import { loadShellParser, parseArgv, parseShellCommand, REDIRECT_DOUBT, type ShellWord } from "./shell-parse.js";
 
 /** Name of the per-tool decision setting. */
 export const APPROVAL_SETTING = "approval";
@@ -274,9 +274,13 @@ async function matchSubjects(
           tally.add(stricter(setting, "ask"), "The command is not an argument list.");
           return;
         }
-        commands = [
-          { argv: value.map((w) => (typeof w === "string" ? w : null)), wrappers: [], doubts: [], runner: false },
-        ];
+        // No shell reads it, but what its wrappers, `sh -c` and `find -exec` run is judged as in a command line.
+        await loadShellParser();
+        const argv = value.map((w) => (typeof w === "string" ? w : null));
+        const parsed = parseArgv(argv);
+        tally.subjects.push(show(argv));
+        commands = parsed.commands;
+        lineDoubts = parsed.doubts;
       } else if (typeof value !== "string") {
         tally.add(stricter(setting, "ask"), "The command is not a string.");
         return;
@@ -321,7 +325,6 @@ async function matchSubjects(
       for (const command of commands) {
         const text = show(command.argv);
         if (command.argv.every((w) => typeof w === "string")) tally.candidates.push(text);
-        if (subject.dialect === "argv") tally.subjects.push(text);
         const inner = strictestMatch(rules, (r) =>
           matchCommandRule(r.match, command.argv, r.decision === "allow" ? "narrow" : "broad", command.spread),
         );

@@ -17,7 +17,7 @@ import { homedir } from "node:os";
 import { basename, isAbsolute, join, resolve } from "node:path";
 import type picomatchModule from "picomatch";
 import type { ApprovalDecision, ApprovalSubject } from "../types.js";
-import { parseShellCommand, type ShellWord, shellParserReady } from "./shell-parse.js";
+import { parseArgv, parseShellCommand, type ShellWord, shellParserReady } from "./shell-parse.js";
 
 let picomatchLoaded: typeof picomatchModule | undefined;
 
@@ -194,9 +194,8 @@ export function ruleMatchesExample(subject: ApprovalSubject, rule: ApprovalRule,
   const mode = rule.decision === "allow" ? "narrow" : "broad";
   switch (subject.kind) {
     case "shell": {
-      if (subject.dialect === "argv") return matchCommandRule(rule.match, patternWords(example), mode);
       if (!shellParserReady()) return undefined;
-      const parsed = parseShellCommand(example);
+      const parsed = subject.dialect === "argv" ? parseArgv(patternWords(example)) : parseShellCommand(example);
       return parsed.commands.some(
         (c) =>
           matchCommandRule(rule.match, c.argv, mode, c.spread) ||

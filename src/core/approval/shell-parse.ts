@@ -134,6 +134,19 @@ export function parseShellCommand(source: string, depth = 0): ParsedShell {
   return out;
 }
 
+/**
+ * The commands an argument vector runs when no shell reads it (shell_exec): its words are plain text, never syntax,
+ * but its wrappers (`env`, `timeout`, `xargs`, …), `sh -c '…'` and `find -exec` are read as in a command line, and
+ * runners are marked. Synchronous once {@link loadShellParser} has resolved (a `sh -c` script is parsed); throws
+ * Error when it has not.
+ */
+export function parseArgv(argv: ShellWord[]): ParsedShell {
+  if (!parser) throw new Error("The shell parser is not loaded yet: await loadShellParser() first.");
+  const out: ParsedShell = { commands: [], doubts: [] };
+  out.commands.push(...unwrap(argv, [], out, 0));
+  return out;
+}
+
 const HARMLESS_TARGETS = new Set(["/dev/null", "/dev/stdout", "/dev/stderr"]);
 
 function visit(node: Node, out: ParsedShell, depth: number): void {
