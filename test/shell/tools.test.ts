@@ -349,4 +349,35 @@ describe.concurrent("audit log in the database", () => {
       await database.close();
     }
   });
+
+  it("records the command redacted and bounded like the arguments: no secret, no megabyte line", async () => {
+    const database = await openDatabase({ dataDir: join(root, "db-redact") });
+    try {
+      const audit = new SqlAuditLog(database.db);
+      const registry = new ToolRegistryStore();
+      registry.register(shellExecTool);
+      registry.register(buildShellTool("bash", BASH));
+      const store = new MemoryToolSettingsStore();
+      await store.save(USER, "shell_exec", { enabled: true, parameters: {} });
+      await store.save(USER, "bash", { enabled: true, parameters: {} });
+      const runtime = new ToolRuntime({ registry, store, audit, logger: recordingLogger(), dataDir: join(root, "data") });
+      const ctx = { userId: USER, chatId: "c9", workingDirectory: wd };
+      const secret = "hunter2-s3cr3t-value";
+      const long = "a".repeat(300_000);
+      await runtime.executeTool("bash", { command: `echo x --password=${secret} >/dev/null; : ${long}` }, ctx);
+      await runtime.executeTool("shell_exec", { argv: ["echo", `--password=${secret}`, long] }, ctx);
+      // Refused before it ran (the allowlist), recorded all the same.
+      await runtime.executeTool("shell_exec", { argv: ["/bin/echo", `--password=${secret}`] }, ctx);
+      const rows = await audit.list({ userId: USER, limit: 10 });
+      expect(rows).toHaveLength(3);
+      for (const row of rows) {
+        const line = JSON.stringify(row);
+        expect(line).not.toContain(secret);
+        expect(line.length).toBeLessThan(80_000);
+        expect(JSON.stringify(row.command)).toContain("[redacted]");
+      }
+    } finally {
+      await database.close();
+    }
+  });
 });

@@ -5,6 +5,7 @@
  */
 import { ToolAbortedError, ToolTimeoutError } from "../../core/errors.js";
 import { resolveAndValidatePath } from "../../core/path-policy.js";
+import { redactBounded } from "../../core/redact.js";
 import type { AuditEntry, ToolContext } from "../../core/types.js";
 import type { Termination } from "./process-runner.js";
 
@@ -12,14 +13,17 @@ import type { Termination } from "./process-runner.js";
 export type AuditTermination = "exited" | "timed_out" | "aborted" | "signalled" | "refused" | "failed";
 
 /**
- * Records one execution for the calling user and chat. An audit sink failure is logged at error level and does
- * not fail the call (the command already ran); never throws.
+ * Records one execution for the calling user and chat. The command is recorded as the call's arguments are: a
+ * redacted, bounded copy (redactBounded), so a secret on a command line or a megabyte command never lands whole in
+ * the audit log. An audit sink failure is logged at error level and does not fail the call (the command already
+ * ran); never throws.
  */
 export async function recordShellAudit(
   context: ToolContext,
   entry: Omit<AuditEntry, "userId" | "chatId" | "termination"> & { termination: AuditTermination },
 ): Promise<void> {
-  const full: AuditEntry = { userId: context.userId, chatId: context.chatId, ...entry };
+  const command = redactBounded(entry.command) as AuditEntry["command"];
+  const full: AuditEntry = { userId: context.userId, chatId: context.chatId, ...entry, command };
   try {
     await context.audit.record(full);
   } catch (error) {
