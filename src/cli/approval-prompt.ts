@@ -44,6 +44,22 @@ export function cliResponder(options: CliResponderOptions): ApprovalResponder {
   };
 }
 
+/**
+ * The title and body of the prompt's note: the tool (and agent), the command or path, the working directory and why
+ * it asks. Everything in it that came from a model — the arguments, and the reason, which quotes the command's
+ * words — is shown with its control characters escaped (see printable): an escape sequence in a command cannot move
+ * the cursor over the lines that show it.
+ */
+export function approvalNote(request: ApprovalRequestView): { title: string; body: string } {
+  const who = request.agentPath ? ` (agent ${printable(request.agentPath.split("/").join(" › "))})` : "";
+  const what = printable(request.subjects.length > 0 ? request.subjects.join("\n") : request.preview, {
+    multiline: true,
+  });
+  const where = request.workingDirectory ? `\nin ${printable(request.workingDirectory)}` : "";
+  const reason = printable(request.reason, { multiline: true });
+  return { title: `${printable(request.tool)}${who} asks for approval`, body: `${what}${where}\n\n${reason}` };
+}
+
 async function prompt(
   request: ApprovalRequestView,
   signal: AbortSignal,
@@ -53,15 +69,10 @@ async function prompt(
   const clack = await import("@clack/prompts");
   options.pause?.();
   try {
-    const who = request.agentPath ? ` (agent ${printable(request.agentPath.split("/").join(" › "))})` : "";
-    // The call's arguments came from a model: shown with their control characters escaped.
-    const what = printable(request.subjects.length > 0 ? request.subjects.join("\n") : request.preview, {
-      multiline: true,
-    });
     // Prompts go to stderr: stdout carries the model's answer.
     const output = process.stderr;
-    const where = request.workingDirectory ? `\nin ${request.workingDirectory}` : "";
-    clack.note(`${what}${where}\n\n${request.reason}`, `${request.tool}${who} asks for approval`, { output });
+    const note = approvalNote(request);
+    clack.note(note.body, note.title, { output });
     const choice = await clack.select({
       message: `Run ${request.tool}?`,
       options: [

@@ -7,7 +7,11 @@
 import { mkdirSync, realpathSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ApprovalRequestView } from "../../src/app/approvals/service.js";
+import { approvalNote } from "../../src/cli/approval-prompt.js";
 import { clip, errorText, printable, table } from "../../src/cli/util.js";
+import { evaluateApproval } from "../../src/core/approval/policy.js";
+import { buildShellTool } from "../../src/tools/shell/shell-tool.js";
 import { AgentRepository } from "../../src/storage/agent-repository.js";
 import { runCliInProcess as runCli } from "../helpers/cli.js";
 import { startTestServer, type TestServer, tempDir } from "../helpers/server.js";
@@ -25,6 +29,33 @@ describe("printing user and model text", () => {
     ]);
     expect(rendered.split("\n")).toHaveLength(2);
     expect(rendered).not.toMatch(RAW_CONTROL);
+  });
+
+  it("the approval prompt escapes the command and the reason that quotes it", async () => {
+    // The policy's reason quotes the command's words as the shell reads them: $'\e[1A' is a real escape there.
+    const verdict = await evaluateApproval(
+      buildShellTool("bash", "/bin/bash"),
+      { command: "echo $'\\e[1A\\e[2Kls'; rm -rf ~" },
+      { enabled: true, values: { approval: "ask", approvalRules: [] } },
+      { baseDirectory: "/tmp" },
+    );
+    expect(verdict.reason).toMatch(RAW_CONTROL);
+    const note = approvalNote({
+      id: "a1",
+      toolCallId: "t1",
+      tool: "bash",
+      chatId: null,
+      preview: "{}",
+      subjects: verdict.subjects,
+      reason: verdict.reason,
+      rule: null,
+      allowAlways: false,
+      expiresAt: new Date().toISOString(),
+      workingDirectory: "/tmp",
+    } as unknown as ApprovalRequestView);
+    expect(note.body).not.toMatch(RAW_CONTROL);
+    expect(note.title).not.toMatch(RAW_CONTROL);
+    expect(note.body).toContain("\\x1b[1A");
   });
 
   it("cuts at a word boundary, and cuts long words in error lines saying how much is left out", () => {
