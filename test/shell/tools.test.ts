@@ -192,6 +192,24 @@ describe("shell_exec allowlist (hostile)", () => {
     });
     expect(await call("bash", { command: "  " })).toMatchObject({ ok: false, error: { code: "validation_failed" } });
   });
+
+  it("a command too long for the operating system is refused as an argument error that says what to do", async () => {
+    const { enable, call } = setup();
+    await enable();
+    // Linux takes at most 128 KiB in one argument (MAX_ARG_STRLEN); the exec fails with E2BIG past it.
+    const long = "a".repeat(200_000);
+    for (const [tool, args] of [
+      ["bash", { command: `: ${long}` }],
+      ["shell_exec", { argv: ["echo", long] }],
+    ] as const) {
+      const outcome = await call(tool, args);
+      expect(outcome, tool).toMatchObject({ ok: false, error: { code: "validation_failed" } });
+      const message = outcome.ok ? "" : outcome.error.message;
+      expect(message).toMatch(/too long/);
+      expect(message).toContain("200,");
+      expect(message).toMatch(/file/);
+    }
+  });
 });
 
 describe("environment (hostile)", () => {

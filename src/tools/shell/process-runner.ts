@@ -15,7 +15,7 @@ import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import type { Readable, Writable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
-import { NotFoundError, ToolExecutionError, ToolTimeoutError } from "../../core/errors.js";
+import { NotFoundError, ToolArgumentError, ToolExecutionError, ToolTimeoutError } from "../../core/errors.js";
 import { HeadTailCapture } from "./output-cap.js";
 import { killProcessTree, PROCESS_TAG_VARIABLE, processStartTime } from "./process-tree.js";
 
@@ -80,6 +80,35 @@ export interface ProcessRunResult {
   pid: number;
 }
 
+/** Linux's limit on one argument of exec (MAX_ARG_STRLEN: 32 pages of 4 KiB); exec fails with E2BIG past it. */
+export const MAX_ARGUMENT_BYTES = 128 * 1024;
+
+/**
+ * The classified error of a spawn that failed: NotFoundError for a missing executable or working directory,
+ * ToolArgumentError when the arguments are longer than exec takes (E2BIG: the caller's input, which it can shorten),
+ * else ToolExecutionError.
+ */
+function spawnFailure(options: RunProcessOptions, error: NodeJS.ErrnoException): Error {
+  const name = options.argv0 ?? options.file;
+  if (error.code === "ENOENT") {
+    return new NotFoundError(`Cannot run "${name}": the executable or the working directory does not exist.`, {
+      file: options.file,
+      cwd: options.cwd,
+    });
+  }
+  if (error.code === "E2BIG") {
+    const sizes = options.args.map((a) => Buffer.byteLength(a, "utf8"));
+    const longest = Math.max(0, ...sizes);
+    const total = sizes.reduce((sum, n) => sum + n, 0);
+    const fmt = (n: number) => n.toLocaleString("en-US");
+    return new ToolArgumentError(
+      `Cannot run "${name}": the command is too long for the operating system (its longest argument is ${fmt(longest)} bytes, ${fmt(total)} in all; Linux takes at most ${fmt(MAX_ARGUMENT_BYTES)} bytes in one argument). Write long text to a file (write_file) and pass the file's path, or split the work into shorter commands.`,
+      { file: options.file, longestArgumentBytes: longest, argumentBytes: total },
+    );
+  }
+  return new ToolExecutionError(`Cannot run "${name}": ${error.message}.`, { file: options.file, errno: error.code });
+}
+
 function closed(stream: Readable | null): Promise<void> {
   if (!stream || stream.destroyed || stream.readableEnded) return Promise.resolve();
   return new Promise((resolve) => {
@@ -106,7 +135,8 @@ async function waitAtMost(promise: Promise<unknown>, ms: number): Promise<void> 
 /**
  * Runs `file args` under the rules of the module comment and resolves with its ProcessRunResult; a non-zero exit,
  * a timeout or an abort are results, not errors (the caller decides what to surface).
- * Throws NotFoundError when the executable or the cwd does not exist, ToolExecutionError when it cannot be spawned.
+ * Throws NotFoundError when the executable or the cwd does not exist, ToolArgumentError when the arguments are longer
+ * than exec takes, ToolExecutionError when it cannot be spawned otherwise.
  */
 export async function runProcess(options: RunProcessOptions): Promise<ProcessRunResult> {
   const started = performance.now();
@@ -139,14 +169,20 @@ export async function runProcess(options: RunProcessOptions): Promise<ProcessRun
   }
 
   const posix = process.platform !== "win32";
-  const child = spawn(options.file, [...options.args], {
-    cwd: options.cwd,
-    env: { ...options.env, [PROCESS_TAG_VARIABLE]: tag },
-    argv0: options.argv0 ?? options.file,
-    detached: posix,
-    stdio: options.fd3Input ? ["ignore", "pipe", "pipe", "pipe"] : ["ignore", "pipe", "pipe"],
-    windowsHide: true,
-  });
+  let child: ReturnType<typeof spawn>;
+  try {
+    child = spawn(options.file, [...options.args], {
+      cwd: options.cwd,
+      env: { ...options.env, [PROCESS_TAG_VARIABLE]: tag },
+      argv0: options.argv0 ?? options.file,
+      detached: posix,
+      stdio: options.fd3Input ? ["ignore", "pipe", "pipe", "pipe"] : ["ignore", "pipe", "pipe"],
+      windowsHide: true,
+    });
+  } catch (error) {
+    // Some failures (E2BIG: arguments longer than exec takes) are thrown by spawn itself, not emitted.
+    throw spawnFailure(options, error as NodeJS.ErrnoException);
+  }
   if (options.fd3Input) {
     const fd3 = child.stdio[3] as Writable | null;
     fd3?.on("error", () => {}); // the child may exit before reading it: its exit status tells
@@ -155,16 +191,7 @@ export async function runProcess(options: RunProcessOptions): Promise<ProcessRun
 
   if (child.pid === undefined) {
     const error = await new Promise<NodeJS.ErrnoException>((resolve) => child.once("error", resolve));
-    if (error.code === "ENOENT") {
-      throw new NotFoundError(
-        `Cannot run "${options.argv0 ?? options.file}": the executable or the working directory does not exist.`,
-        { file: options.file, cwd: options.cwd },
-      );
-    }
-    throw new ToolExecutionError(`Cannot run "${options.argv0 ?? options.file}": ${error.message}.`, {
-      file: options.file,
-      errno: error.code,
-    });
+    throw spawnFailure(options, error);
   }
   const pid = child.pid;
   // Every process of the call starts after the child; older ones are never examined (undefined: no /proc).

@@ -114,7 +114,8 @@ export function findInterpreter(
  * Runs a command through a shell interpreter in its own process group, with stdin closed, both streams capped,
  * and the whole call (children, grandchildren, background jobs, nohup, setsid daemons) SIGKILLed at the timeout
  * or on abort. A non-zero exit, a timeout and an abort are results (see `termination`).
- * Throws NotFoundError when the interpreter is missing, ToolExecutionError when it cannot be spawned.
+ * Throws NotFoundError when the interpreter is missing, ToolArgumentError when the command is longer than the
+ * operating system takes in one argument, ToolExecutionError when it cannot be spawned otherwise.
  */
 export async function runShellCommand(options: RunShellCommandOptions): Promise<ShellCommandResult> {
   const executable = options.executable ?? findInterpreter(options.shell);
