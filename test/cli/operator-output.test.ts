@@ -11,8 +11,8 @@ import type { ApprovalRequestView } from "../../src/app/approvals/service.js";
 import { approvalNote } from "../../src/cli/approval-prompt.js";
 import { clip, errorText, printable, table } from "../../src/cli/util.js";
 import { evaluateApproval } from "../../src/core/approval/policy.js";
-import { buildShellTool } from "../../src/tools/shell/shell-tool.js";
 import { AgentRepository } from "../../src/storage/agent-repository.js";
+import { buildShellTool } from "../../src/tools/shell/shell-tool.js";
 import { runCliInProcess as runCli } from "../helpers/cli.js";
 import { startTestServer, type TestServer, tempDir } from "../helpers/server.js";
 

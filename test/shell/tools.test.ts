@@ -378,7 +378,13 @@ describe.concurrent("audit log in the database", () => {
       const store = new MemoryToolSettingsStore();
       await store.save(USER, "shell_exec", { enabled: true, parameters: {} });
       await store.save(USER, "bash", { enabled: true, parameters: {} });
-      const runtime = new ToolRuntime({ registry, store, audit, logger: recordingLogger(), dataDir: join(root, "data") });
+      const runtime = new ToolRuntime({
+        registry,
+        store,
+        audit,
+        logger: recordingLogger(),
+        dataDir: join(root, "data"),
+      });
       const ctx = { userId: USER, chatId: "c9", workingDirectory: wd };
       const secret = "hunter2-s3cr3t-value";
       const long = "a".repeat(300_000);
