@@ -88,7 +88,7 @@ export async function buildAgentsTools(session: AdapterSession, tool: AgentsTool
         // Asked again for a call the run already approved (newer SDK releases check on resume): an ask made only
         // now, for these arguments, was never shown to whoever approved.
         if (decided.decision === "ask" && decided.fresh && approvedIn(runContext, mapped.name, callId)) {
-          session.refuseApproval(callId);
+          await session.refuseApproval(callId, name, input, decided.approvalId);
         }
         return decided.decision === "ask";
       },

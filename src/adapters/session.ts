@@ -6,8 +6,8 @@
  * - `new ApprovalGate({ …, onAsk: "return" }).check(call, step)` to classify a new call: allow (nothing stored),
  *   deny (the gate audits the refusal) or ask (the gate stores a pending approval bound to the call's id, its exact
  *   arguments, the user, the working directory and the chat, audits it as pending, and returns its id);
- * - `approvals.repository.findForCall(toolCallId, { chatId, userId })` to find that approval again (in another request or
- *   process), which keeps the decision for the same call stable;
+ * - `approvals.repository.findForCall(toolCallId, { chatId, userId, tool, argsHash })` to find that approval again (in
+ *   another request or process), which keeps the decision for the same call stable;
  * - `approvals.decide(userId, approvalId, answer)` to record the framework's approval response in Toolhost, with
  *   who answered through which surface (`ai-sdk:<user>`, `openai-agents:<user>`);
  * - `runGatedCall(name, args, { approvalId? })` to run a call: with the approval's id it is checked against its
@@ -61,6 +61,12 @@ export type CallDecision =
 /** One framework's answer to an ask. */
 export interface FrameworkAnswer {
   toolCallId: string;
+  /**
+   * The tool and arguments of the call that was answered, when the framework says: the answer then decides only
+   * an ask of exactly that call (a provider may reuse a call id for different calls).
+   */
+  tool?: string;
+  args?: unknown;
   approved: boolean;
   /** The words the approver gave (a denial's reason reaches the model through the framework). */
   reason?: string;
@@ -83,8 +89,9 @@ export class AdapterSession {
   readonly chatId: string | null;
   readonly workingDirectory: string | null;
   readonly surface: string;
+  /** Decisions by {@link callKey}: a provider may reuse a call id for different calls, even in one run. */
   readonly #decisions = new Map<string, Promise<CallDecision>>();
-  /** Calls whose framework approval is known not to be for the ask Toolhost has (see {@link refuseApproval}). */
+  /** Calls (by {@link callKey}) whose framework approval is known not to be for the ask Toolhost has. */
   readonly #unapprovable = new Set<string>();
   /** Answers already recorded by this session (a conversation's messages carry them on every request). */
   readonly #answered = new Set<string>();
@@ -169,6 +176,8 @@ export class AdapterSession {
     const record = await this.approvals.repository.findForCall(toolCallId, {
       chatId: this.chatId,
       userId: this.userId,
+      ...(name !== undefined ? { tool: name } : {}),
+      ...(args !== undefined ? { argsHash: argumentsHash(args) } : {}),
     });
     if (!record || record.userId !== this.userId || record.chatId !== this.chatId) return undefined;
     if (name !== undefined && record.tool !== name) return undefined;
@@ -183,11 +192,12 @@ export class AdapterSession {
    * predicate when the answer comes back sees the same decision.
    */
   classify(name: string, args: unknown, toolCallId: string): Promise<CallDecision> {
-    const known = this.#decisions.get(toolCallId);
+    const key = callKey(toolCallId, name, args);
+    const known = this.#decisions.get(key);
     if (known) return known;
     const decided = withCallSurface(this.surface, () => this.#classify(name, args, toolCallId));
-    this.#decisions.set(toolCallId, decided);
-    decided.catch(() => this.#decisions.delete(toolCallId));
+    this.#decisions.set(key, decided);
+    decided.catch(() => this.#decisions.delete(key));
     return decided;
   }
 
@@ -208,26 +218,30 @@ export class AdapterSession {
   }
 
   /**
-   * Marks the call `toolCallId` as one whose framework approval does not cover Toolhost's ask: the framework says
-   * it was approved, but Toolhost's ask for exactly these arguments was made only now (the arguments were changed
-   * after the approval request went out). Executing it is then refused.
+   * Marks the call `toolCallId` of `name` with `args` as one whose framework approval does not cover Toolhost's
+   * ask `approvalId`: the framework says it was approved, but that ask for exactly these arguments was made only
+   * now (the arguments were changed after the approval request went out). The ask, which nobody was shown, is
+   * cancelled at once (so no answer in the conversation can decide it later), and executing the call is refused.
    */
-  refuseApproval(toolCallId: string): void {
-    this.#unapprovable.add(toolCallId);
+  async refuseApproval(toolCallId: string, name: string, args: unknown, approvalId: string): Promise<void> {
+    this.#unapprovable.add(callKey(toolCallId, name, args));
+    await this.#cancelUnshown(approvalId);
   }
 
   /**
    * Records framework answers to Toolhost's asks (an approval response, a rejection): each pending ask of this user
-   * for one of the calls is decided `allow_once` or `deny` by `<surface>:<userId>`. Answers to calls Toolhost never
-   * asked about, or already decided, change nothing. Never throws (a failure is logged).
+   * for one of the calls (of the answer's tool and arguments, when it names them) is decided `allow_once` or `deny`
+   * by `<surface>:<userId>`. Answers to calls Toolhost never asked about, or already decided, change nothing. Never
+   * throws (a failure is logged).
    */
   async recordAnswers(answers: readonly FrameworkAnswer[]): Promise<void> {
     for (const answer of answers) {
-      if (this.#answered.has(answer.toolCallId)) continue;
+      const key = answer.tool === undefined ? answer.toolCallId : callKey(answer.toolCallId, answer.tool, answer.args);
+      if (this.#answered.has(key)) continue;
       try {
-        const record = await this.approvalFor(answer.toolCallId);
+        const record = await this.approvalFor(answer.toolCallId, answer.tool, answer.args);
         if (!record) continue;
-        this.#answered.add(answer.toolCallId);
+        this.#answered.add(key);
         if (record.status !== "pending") continue;
         await this.approvals.decide(this.userId, record.id, {
           decision: answer.approved ? "allow_once" : "deny",
@@ -267,7 +281,7 @@ export class AdapterSession {
   ): Promise<ToolCallOutcome> {
     return withCallSurface(this.surface, async () => {
       // Classified before execution (the framework's approval predicate ran in this session)?
-      const classifiedBefore = this.#decisions.has(call.toolCallId);
+      const classifiedBefore = this.#decisions.has(callKey(call.toolCallId, name, args));
       const decided = await this.classify(name, args, call.toolCallId);
       if (decided.decision === "deny") return decided.outcome;
       const common = {
@@ -285,7 +299,7 @@ export class AdapterSession {
         // one such ask, cancelled when it was refused before (the same history sent again).
         if (
           (decided.fresh && !classifiedBefore) ||
-          this.#unapprovable.has(call.toolCallId) ||
+          this.#unapprovable.has(callKey(call.toolCallId, name, args)) ||
           record?.status === "cancelled"
         ) {
           // That ask was never put to anyone: it is cancelled, so no answer can decide it later (a framework answer
@@ -313,7 +327,7 @@ export class AdapterSession {
           return outcome;
         }
         if (record?.status === "pending") {
-          await this.recordAnswers([{ toolCallId: call.toolCallId, approved: true }]);
+          await this.recordAnswers([{ toolCallId: call.toolCallId, tool: name, args, approved: true }]);
         }
         return runGatedCall(name, args, { ...common, approvalId: decided.approvalId });
       }
@@ -321,6 +335,11 @@ export class AdapterSession {
       return outcome.ok ? outcome : withoutPendingHint(outcome);
     });
   }
+}
+
+/** One call's identity in a session: its id, tool and exact arguments (a provider may reuse ids). */
+function callKey(toolCallId: string, name: string, args: unknown): string {
+  return `${toolCallId}\n${name}\n${argumentsHash(args)}`;
 }
 
 const emptySnapshot = () => ({

@@ -284,6 +284,116 @@ function suite(sdk: () => Promise<Sdk>, version: 6 | 7) {
     expect(writes).toEqual([]);
   });
 
+  it("a provider that reuses call ids: each call is asked about and answered on its own", async () => {
+    const user = `reuse-${version}`;
+    const work = workDirectory();
+    await askBeforeWrites(ctx, user);
+    const answer = (result: any, approved: boolean) => {
+      const request = result.content.find((p: any) => p.type === "tool-approval-request");
+      return { role: "tool", content: [{ type: "tool-approval-response", approvalId: request.approvalId, approved }] };
+    };
+    // One request, two steps, both calls named call_0: the write in the second step is asked about.
+    const first = await s.ai.generateText({
+      model: scripted(s, [
+        [{ id: "call_0", tool: "list_directory", input: { path: "." } }],
+        [{ id: "call_0", tool: "write_file", input: { path: "a.txt", content: "a\n" } }],
+      ]).model,
+      tools: await toolhostTools(s, { userId: user, workingDirectory: work }),
+      prompt: "write",
+      stopWhen: s.ai.stepCountIs(4),
+    });
+    const asked = first.content.find((p: any) => p.type === "tool-approval-request");
+    expect(asked?.toolCall.input).toEqual({ path: "a.txt", content: "a\n" });
+    // Denied; the model then writes another file, again as call_0.
+    const messages: any[] = [{ role: "user", content: "write" }, ...first.response.messages, answer(first, false)];
+    const second = await s.ai.generateText({
+      model: scripted(s, [[{ id: "call_0", tool: "write_file", input: { path: "b.txt", content: "b\n" } }]]).model,
+      tools: await toolhostTools(s, { userId: user, workingDirectory: work, messages }),
+      messages,
+    });
+    messages.push(...second.response.messages, answer(second, true));
+    // Approved: the history still holds the first denial of a call_0, which answers nothing here.
+    await s.ai.generateText({
+      model: scripted(s, []).model,
+      tools: await toolhostTools(s, { userId: user, workingDirectory: work, messages }),
+      messages,
+    });
+    expect(readFileSync(join(work, "b.txt"), "utf8")).toBe("b\n");
+    expect(existsSync(join(work, "a.txt"))).toBe(false);
+    const writes = (await auditOf(ctx, user)).filter((a) => a.tool === "write_file");
+    expect(writes.map((a) => [a.outcome, a.approval, a.approvedBy])).toEqual([
+      ["denied", "pending", "policy"],
+      ["denied", "pending", "policy"],
+      ["ok", "allow_once", `ai-sdk:${user}`],
+    ]);
+  });
+
+  it("two conversations of one user with the same call id and arguments keep their own approvals", async () => {
+    const user = `two-chats-${version}`;
+    const work = workDirectory();
+    await askBeforeWrites(ctx, user);
+    const input = { path: "same.txt", content: "same\n" };
+    // A conversation without a chat id, then one with: both ask about call_0 writing the same file.
+    const ask = async (chatId: string | null) => {
+      const first = await s.ai.generateText({
+        model: scripted(s, [[{ id: "call_0", tool: "write_file", input }]]).model,
+        tools: await toolhostTools(s, { userId: user, workingDirectory: work, chatId }),
+        prompt: "write",
+      });
+      const request = first.content.find((p: any) => p.type === "tool-approval-request");
+      return [
+        { role: "user", content: "write" },
+        ...first.response.messages,
+        { role: "tool", content: [{ type: "tool-approval-response", approvalId: request.approvalId, approved: true }] },
+      ];
+    };
+    const unscoped = await ask(null);
+    await ask(`chat-${user}`);
+    const result = await s.ai.generateText({
+      model: scripted(s, []).model,
+      tools: await toolhostTools(s, { userId: user, workingDirectory: work, chatId: null, messages: unscoped }),
+      messages: unscoped,
+    });
+    expect(JSON.stringify(result.responseMessages ?? result.response.messages)).not.toContain("denied_by_policy");
+    expect(readFileSync(join(work, "same.txt"), "utf8")).toBe("same\n");
+    const pending = await ctx.approvals.listPending(user);
+    expect(pending.map((p) => p.chatId)).toEqual([`chat-${user}`]);
+  });
+
+  it("an approval does not carry over to another call given the same id after the request", async () => {
+    const user = `appended-${version}`;
+    const work = workDirectory();
+    await askBeforeWrites(ctx, user);
+    const first = await s.ai.generateText({
+      model: scripted(s, [[{ id: "y1", tool: "write_file", input: { path: "asked.txt", content: "asked\n" } }]]).model,
+      tools: await toolhostTools(s, { userId: user, workingDirectory: work }),
+      prompt: "write it",
+    });
+    const request = first.content.find((p: any) => p.type === "tool-approval-request");
+    // The history gains a second call y1 after the approval request: the SDK runs the newest call of an id.
+    const history = JSON.parse(JSON.stringify(first.response.messages));
+    history.push({
+      role: "assistant",
+      content: [
+        { type: "tool-call", toolCallId: "y1", toolName: "write_file", input: { path: "other.txt", content: "x" } },
+      ],
+    });
+    const messages = [
+      { role: "user", content: "write it" },
+      ...history,
+      { role: "tool", content: [{ type: "tool-approval-response", approvalId: request.approvalId, approved: true }] },
+    ];
+    for (const attempt of [1, 2]) {
+      await s.ai.generateText({
+        model: scripted(s, []).model,
+        tools: await toolhostTools(s, { userId: user, workingDirectory: work, messages }),
+        messages,
+      });
+      expect(existsSync(join(work, "other.txt")), `attempt ${attempt}`).toBe(false);
+    }
+    expect((await auditOf(ctx, user)).filter((a) => a.tool === "write_file" && a.outcome === "ok")).toEqual([]);
+  });
+
   it("a call the policy denies never runs, even with an approval from the framework", async () => {
     const user = `policy-deny-${version}`;
     const work = workDirectory();

@@ -203,6 +203,27 @@ function suite(
     expect(JSON.parse(outputs.get("t2")!).error.code).toBe("denied_by_policy");
   });
 
+  it("a provider that reuses call ids: a later call with the same id is asked about on its own", async () => {
+    const user = `reuse-${v}`;
+    const work = workDirectory();
+    await askBeforeWrites(ctx, user);
+    const tools = await build(agents, { userId: user, workingDirectory: work });
+    const { model } = scriptedModel(agents, [
+      [{ id: "call_0", tool: "list_directory", input: { path: "." } }],
+      [{ id: "call_0", tool: "write_file", input: { path: "r.txt", content: "r\n" } }],
+    ]);
+    const agent = agentWith(tools, model);
+    const first = await agents.run(agent, "write it");
+    expect(first.interruptions.map((i: any) => i.name)).toEqual(["write_file"]);
+    // Asked in Toolhost too (the SDK itself then pairs results with calls by id, so its resume is its own affair).
+    const pending = await ctx.approvals.listPending(user);
+    expect(pending.map((p) => [p.toolCallId, p.tool])).toEqual([["call_0", "write_file"]]);
+    expect((await auditOf(ctx, user)).map((a) => [a.tool, a.outcome])).toEqual([
+      ["list_directory", "ok"],
+      ["write_file", "denied"],
+    ]);
+  });
+
   it("a rejection runs nothing; Toolhost records the denial when the run resumes", async () => {
     const user = `reject-${v}`;
     const work = workDirectory();
