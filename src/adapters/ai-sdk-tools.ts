@@ -5,6 +5,7 @@
 import type { JSONSchema7, Schema, Tool, ToolSet } from "ai";
 import type { SerializedToolError } from "../core/errors.js";
 import type { ToolProgressEvent } from "../core/types.js";
+import { serializeToolOutcome } from "../loop/serialize.js";
 import {
   type AdapterContext,
   AdapterSession,
@@ -26,7 +27,8 @@ export type JsonSchemaFactory = (
 
 /**
  * A Toolhost tool call that failed or was refused, as the AI SDK's `execute` throws it: the model receives its
- * message, the classified error as JSON `{"error":{"code","message","details?"}}` (as from Toolhost's own loop).
+ * message, the classified error as JSON `{"error":{"code","message","details?"}}`, cut where Toolhost's own loop
+ * cuts a result (serializeToolOutcome), so a huge failure message cannot flood the model's context.
  */
 export class ToolhostCallError extends Error {
   override readonly name = "ToolhostCallError";
@@ -35,7 +37,7 @@ export class ToolhostCallError extends Error {
   /** The classified error's details (e.g. `approvalId`, `rule`). */
   readonly details: Record<string, unknown> | undefined;
   constructor(error: SerializedToolError) {
-    super(JSON.stringify({ error }));
+    super(serializeToolOutcome({ ok: false, error, durationMs: 0 }));
     this.code = error.code;
     this.details = error.details as Record<string, unknown> | undefined;
   }

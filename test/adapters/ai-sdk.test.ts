@@ -12,6 +12,7 @@ import type { ToolhostToolsOptions } from "../../src/adapters/session.js";
 import type { AppContext } from "../../src/app/context.js";
 import { registerTool } from "../../src/core/registry.js";
 import { defineTool } from "../../src/core/settings-declaration.js";
+import { MAX_TOOL_RESULT_CHARS } from "../../src/loop/serialize.js";
 import {
   adapterContext,
   alive,
@@ -41,6 +42,19 @@ beforeAll(async () => {
         context.emitProgress({ kind: "output", message: "half way" });
         context.emitProgress({ kind: "output", message: "almost" });
         return { finished: true };
+      },
+    }),
+  );
+  // A tool whose failure message is huge (a tool echoing a command's whole stderr into its error).
+  registerTool(
+    defineTool({
+      definition: {
+        name: "loud_failure",
+        description: "Fails with a very long message.",
+        parameters: { type: "object", properties: {}, additionalProperties: false },
+      },
+      async execute() {
+        throw new Error(`failed: ${"e".repeat(3 * MAX_TOOL_RESULT_CHARS)}`);
       },
     }),
   );
@@ -392,6 +406,20 @@ function suite(sdk: () => Promise<Sdk>, version: 6 | 7) {
       expect(existsSync(join(work, "other.txt")), `attempt ${attempt}`).toBe(false);
     }
     expect((await auditOf(ctx, user)).filter((a) => a.tool === "write_file" && a.outcome === "ok")).toEqual([]);
+  });
+
+  it("a failure's message reaches the model cut as in Toolhost's own loop, still classified", async () => {
+    const user = `loud-${version}`;
+    const tools = await toolhostTools(s, { userId: user, workingDirectory: workDirectory() });
+    const result = await s.ai.generateText({
+      model: scripted(s, [[{ id: "l1", tool: "loud_failure", input: {} }]]).model,
+      tools,
+      prompt: "fail",
+    });
+    const error = result.steps[0].content.find((p: any) => p.type === "tool-error")?.error;
+    expect(error?.code).toBe("execution_failed");
+    expect(error.message.length).toBeLessThan(MAX_TOOL_RESULT_CHARS + 200);
+    expect(error.message).toContain("[truncated: the result was");
   });
 
   it("a call the policy denies never runs, even with an approval from the framework", async () => {
