@@ -77,9 +77,8 @@ export async function buildAgentsTools(session: AdapterSession, tool: AgentsTool
       strict: mapped.strict === true,
       isEnabled: async ({ runContext }: { runContext: RunContext<unknown> }) => {
         await recordRejections(runContext);
-        // Read once per turn of the run (the SDK asks every tool at the start of each turn).
-        const step = (runContext?.usage as { requests?: number } | undefined)?.requests ?? 0;
-        return session.isEnabled(name, runContext ? { scope: runContext, step } : undefined);
+        // Read once per turn of the run (the SDK asks every tool when it lists them for a model request).
+        return session.isEnabled(name, runContext);
       },
       needsApproval: async (runContext: RunContext<unknown>, input: unknown, callId?: string) => {
         await recordRejections(runContext);

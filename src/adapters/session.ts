@@ -95,7 +95,8 @@ export class AdapterSession {
   readonly #unapprovable = new Set<string>();
   /** Answers already recorded by this session (a conversation's messages carry them on every request). */
   readonly #answered = new Set<string>();
-  readonly #enabled = new WeakMap<object, { step: number; names: Promise<Set<string>> }>();
+  /** Per run context: the tools asked about in its current turn's listing, and the enabled names read for it. */
+  readonly #enabled = new WeakMap<object, { asked: Set<string>; names: Promise<Set<string>> }>();
 
   private constructor(
     ctx: AdapterContext,
@@ -142,18 +143,21 @@ export class AdapterSession {
   }
 
   /**
-   * Whether `name` is enabled for the user now. With `turn`, the settings are read once per turn of a run (`scope`
-   * is the run's context object, `step` counts its model requests) rather than once per tool.
+   * Whether `name` is enabled for the user now. With `scope` (a run's context object), the settings are read once
+   * per turn of that run rather than once per tool: the framework asks about every tool once when it lists them for
+   * a model request, so a tool asked about again starts the next turn's listing (this needs no usage accounting,
+   * which a model server may not report).
    */
-  async isEnabled(name: string, turn?: { scope: object; step: number }): Promise<boolean> {
+  async isEnabled(name: string, scope?: object): Promise<boolean> {
     const read = () => this.list().then((listed) => new Set(listed.map((l) => l.definition.name)));
-    if (!turn) return (await read()).has(name);
-    let cached = this.#enabled.get(turn.scope);
-    if (!cached || cached.step !== turn.step) {
-      cached = { step: turn.step, names: read() };
-      this.#enabled.set(turn.scope, cached);
+    if (!scope) return (await read()).has(name);
+    let turn = this.#enabled.get(scope);
+    if (!turn || turn.asked.has(name)) {
+      turn = { asked: new Set(), names: read() };
+      this.#enabled.set(scope, turn);
     }
-    return (await cached.names).has(name);
+    turn.asked.add(name);
+    return (await turn.names).has(name);
   }
 
   #gate(): ApprovalGate {

@@ -21,6 +21,7 @@ import {
   allowBash,
   askBeforeWrites,
   auditOf,
+  chatCompletionsServer,
   eventually,
   NODE_MAJOR,
   SLEEP_COMMAND,
@@ -136,6 +137,30 @@ function suite(
     const later = scriptedModel(agents, []);
     await agents.run(agentWith(tools, later.model), "again");
     expect(later.requests[0].tools.map((t: any) => t.name)).not.toContain("list_directory");
+  });
+
+  it("a tool turned off during a run is gone from the next turn, also when the model reports no usage", async () => {
+    const user = `turns-${v}`;
+    const work = workDirectory();
+    const tools = await build(agents, { userId: user, workingDirectory: work });
+    // A Chat Completions server on loopback that reports no usage; glob is turned off while the first turn runs.
+    const server = await chatCompletionsServer(
+      [[{ id: "call_a", tool: "list_directory", input: { path: "." } }]],
+      async (n) => {
+        if (n === 1) await ctx.settings.update(user, "glob", { enabled: false });
+      },
+    );
+    try {
+      const { default: OpenAI } = await import("openai");
+      const client = new OpenAI({ baseURL: server.baseURL, apiKey: "test", maxRetries: 0 });
+      const model = new agents.OpenAIChatCompletionsModel(client, "fake");
+      const result = await agents.run(agentWith(tools, model), "list it");
+      expect(result.finalOutput).toBe("done");
+      const offered = server.requests.map((r) => (r.tools ?? []).map((t) => t.function.name).includes("glob"));
+      expect(offered).toEqual([true, false]);
+    } finally {
+      await server.close();
+    }
   });
 
   it("an ask interrupts the run; approved, the resumed run (from a serialized state) writes the file exactly once", async () => {
