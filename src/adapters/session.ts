@@ -235,8 +235,8 @@ export class AdapterSession {
   /**
    * Records framework answers to Toolhost's asks (an approval response, a rejection): each pending ask of this user
    * for one of the calls (of the answer's tool and arguments, when it names them) is decided `allow_once` or `deny`
-   * by `<surface>:<userId>`. Answers to calls Toolhost never asked about, or already decided, change nothing. Never
-   * throws (a failure is logged).
+   * by `<surface>:<userId>`; a denial is audited as the call's refusal. Answers to calls Toolhost never asked about,
+   * or already decided, change nothing. Never throws (a failure is logged).
    */
   async recordAnswers(answers: readonly FrameworkAnswer[]): Promise<void> {
     for (const answer of answers) {
@@ -247,11 +247,22 @@ export class AdapterSession {
         if (!record) continue;
         this.#answered.add(key);
         if (record.status !== "pending") continue;
-        await this.approvals.decide(this.userId, record.id, {
+        const decided = await this.approvals.decide(this.userId, record.id, {
           decision: answer.approved ? "allow_once" : "deny",
           ...(answer.reason ? { message: answer.reason } : {}),
           decidedBy: this.answeredBy,
         });
+        // The framework runs nothing for a denied call: the gate's refusal of it is its audit line (denied_by_user,
+        // by `<surface>:<user>`), as for a denial in a Toolhost chat. Its arguments: the call's when the framework
+        // named them, else the ask's redacted preview.
+        if (decided.status === "denied") {
+          const call = {
+            id: record.toolCallId,
+            name: record.tool,
+            arguments: (answer.args ?? record.preview) as string,
+          };
+          await withCallSurface(this.surface, () => this.#gate().settle(decided, call));
+        }
       } catch (error) {
         // Decided or expired meanwhile: the gate reads the final status when the call runs.
         this.runtime.logger.debug?.(

@@ -337,6 +337,7 @@ function suite(sdk: () => Promise<Sdk>, version: 6 | 7) {
     const writes = (await auditOf(ctx, user)).filter((a) => a.tool === "write_file");
     expect(writes.map((a) => [a.outcome, a.approval, a.approvedBy])).toEqual([
       ["denied", "pending", "policy"],
+      ["denied", "deny", `ai-sdk:${user}`],
       ["denied", "pending", "policy"],
       ["ok", "allow_once", `ai-sdk:${user}`],
     ]);
@@ -492,6 +493,13 @@ function suite(sdk: () => Promise<Sdk>, version: 6 | 7) {
     expect(record).toBeUndefined();
     const decided = await ctx.approvals.repository.findForCall("d1", { userId: user });
     expect([decided?.status, decided?.decidedBy, decided?.message]).toEqual(["denied", `ai-sdk:${user}`, "not now"]);
+    // The audit has the denial, naming who denied it through which framework, as for a denial in a Toolhost chat.
+    const writes = (await auditOf(ctx, user)).filter((a) => a.tool === "write_file");
+    expect(writes.map((a) => [a.outcome, a.errorCode, a.approval, a.approvedBy, (a.details as any)?.surface])).toEqual([
+      ["denied", "denied_by_policy", "pending", "policy", AI_SDK_SURFACE],
+      ["denied", "denied_by_user", "deny", `ai-sdk:${user}`, AI_SDK_SURFACE],
+    ]);
+    expect(writes[1]?.arguments).toMatchObject({ path: "no.txt" });
   });
 
   it("aborting streamText kills the shell's processes; progress streams as preliminary results", async () => {

@@ -270,7 +270,11 @@ function suite(
       `openai-agents:${user}`,
       "not now",
     ]);
-    expect((await auditOf(ctx, user)).filter((a) => a.tool === "write_file" && a.outcome === "ok")).toEqual([]);
+    const writes = (await auditOf(ctx, user)).filter((a) => a.tool === "write_file");
+    expect(writes.map((a) => [a.outcome, a.errorCode, a.approval, a.approvedBy, (a.details as any)?.surface])).toEqual([
+      ["denied", "denied_by_policy", "pending", "policy", OPENAI_AGENTS_SURFACE],
+      ["denied", "denied_by_user", "deny", `openai-agents:${user}`, OPENAI_AGENTS_SURFACE],
+    ]);
   });
 
   it("aborting the run (details.signal) kills the shell's processes", async () => {
