@@ -234,6 +234,47 @@ function suite(sdk: () => Promise<Sdk>, version: 6 | 7) {
     ]);
   });
 
+  it("an approved call whose request is cancelled before it runs keeps its approval for the same request sent again", async () => {
+    const user = `cancelled-${version}`;
+    const work = workDirectory();
+    await askBeforeWrites(ctx, user);
+    const first = await s.ai.generateText({
+      model: scripted(s, [[{ id: "k1", tool: "write_file", input: { path: "k.txt", content: "k\n" } }]]).model,
+      tools: await toolhostTools(s, { userId: user, workingDirectory: work }),
+      prompt: "write it",
+    });
+    const request = first.content.find((p: any) => p.type === "tool-approval-request");
+    const messages = [
+      { role: "user", content: "write it" },
+      ...first.response.messages,
+      { role: "tool", content: [{ type: "tool-approval-response", approvalId: request.approvalId, approved: true }] },
+    ];
+    // The client went away before the approved call ran.
+    await s.ai
+      .generateText({
+        model: scripted(s, []).model,
+        tools: await toolhostTools(s, { userId: user, workingDirectory: work, messages }),
+        messages,
+        abortSignal: AbortSignal.abort(),
+      })
+      .catch(() => undefined);
+    expect(existsSync(join(work, "k.txt"))).toBe(false);
+    // It sends the same messages again: the call runs, once.
+    const again = await s.ai.generateText({
+      model: scripted(s, []).model,
+      tools: await toolhostTools(s, { userId: user, workingDirectory: work, messages }),
+      messages,
+    });
+    expect(JSON.stringify(again.responseMessages ?? again.response.messages)).not.toContain("already been used");
+    expect(readFileSync(join(work, "k.txt"), "utf8")).toBe("k\n");
+    const writes = (await auditOf(ctx, user)).filter((a) => a.tool === "write_file");
+    expect(writes.map((a) => [a.outcome, a.errorCode])).toEqual([
+      ["denied", "denied_by_policy"],
+      ["error", "aborted"],
+      ["ok", null],
+    ]);
+  });
+
   it("two users' calls with the same call id keep their own approvals", async () => {
     const [alice, bob] = [`same-id-a-${version}`, `same-id-b-${version}`];
     const work = workDirectory();

@@ -427,8 +427,9 @@ export class ApprovalGate implements ToolCallGate {
    * Runs the checks an approved call passes before it runs: the HMAC binding to exactly these arguments, the
    * arguments against the tool's schema, the current policy again, completely (a rule since turned to deny denies
    * it; one that now asks for another reason than the one answered asks again: through `step` when given, else the
-   * call is refused saying a new approval is needed), then marks the approval used (once). Returns the verdict; a
-   * refusal is audited.
+   * call is refused saying a new approval is needed), then marks the approval used (once) — unless `signal` has
+   * already aborted: the call is refused as aborted and the approval stays for the same call sent again. Returns
+   * the verdict; a refusal is audited.
    */
   async authorize(
     record: ApprovalRecord,
@@ -481,6 +482,16 @@ export class ApprovalGate implements ToolCallGate {
           signal,
         );
       }
+    }
+    if (signal?.aborted) {
+      // Cancelled before it ran: the approval is not used up, so the same call sent again runs (once).
+      return this.#refuse(
+        call,
+        new ToolAbortedError("The call was cancelled before it ran; its approval stays valid for the same call."),
+        decision,
+        by,
+        signal,
+      );
     }
     if (!(await service.use(record.id))) {
       return this.#refuse(
