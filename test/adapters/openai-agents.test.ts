@@ -15,6 +15,9 @@ import {
 } from "../../src/adapters/openai-agents-tools.js";
 import { AdapterSession, type ToolhostToolsOptions } from "../../src/adapters/session.js";
 import type { AppContext } from "../../src/app/context.js";
+import { registerTool } from "../../src/core/registry.js";
+import { LARGEST_MAX_RESULT_BYTES } from "../../src/core/result-cap.js";
+import { defineTool } from "../../src/core/settings-declaration.js";
 import {
   adapterContext,
   alive,
@@ -33,6 +36,19 @@ let ctx: AppContext;
 
 beforeAll(async () => {
   ctx = await adapterContext();
+  // A tool whose result is larger than the largest output cap a user may set.
+  registerTool(
+    defineTool({
+      definition: {
+        name: "big_output",
+        description: "Answers with two megabytes of text.",
+        parameters: { type: "object", properties: {}, additionalProperties: false },
+      },
+      async execute() {
+        return "x".repeat(2 * LARGEST_MAX_RESULT_BYTES);
+      },
+    }),
+  );
 });
 
 afterAll(async () => {
@@ -247,6 +263,19 @@ function suite(
       ["list_directory", "ok"],
       ["write_file", "denied"],
     ]);
+  });
+
+  it("a result cut at the user's largest output cap still tells the model where its full output is", async () => {
+    const user = `cap-${v}`;
+    await ctx.settings.update(user, "big_output", {
+      parameters: { maxResultBytes: LARGEST_MAX_RESULT_BYTES },
+    });
+    const tools = await build(agents, { userId: user, workingDirectory: workDirectory() });
+    const { model, requests } = scriptedModel(agents, [[{ id: "g1", tool: "big_output", input: {} }]]);
+    await agents.run(agentWith(tools, model), "go");
+    const output = outputsIn(requests.at(-1)).get("g1")!;
+    expect(output).toMatch(/spill:[0-9a-f]+/);
+    expect(output).not.toContain("[truncated: the result was");
   });
 
   it("a rejection runs nothing; Toolhost records the denial when the run resumes", async () => {
