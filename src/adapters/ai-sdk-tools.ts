@@ -197,11 +197,7 @@ export async function buildAiSdkTools(session: AdapterSession, jsonSchema: JsonS
       {
         // Toolhost's own argument checks, so malformed input fails as validation_failed with Toolhost's message.
         validate: async (value) => {
-          const inspected = await session.runtime.inspectCall(name, value, {
-            userId: session.userId,
-            chatId: session.chatId,
-            workingDirectory: session.workingDirectory,
-          });
+          const inspected = await session.runtime.inspectCall(name, value, session.scope);
           if (!inspected.ok && inspected.error.code === "validation_failed") {
             return { success: false, error: new ToolhostCallError(inspected.error.toJSON()) };
           }

@@ -31,7 +31,8 @@ export interface ToolhostToolsOptions {
   /** The user whose settings, approvals, spill area and audit the calls use (e.g. from the request's session). */
   userId: string;
   /**
-   * The directory relative paths resolve against and file tools are confined to, or null for none. Checked like
+   * The directory relative paths resolve against and file tools are confined to, or null for none (then they reach
+   * no directory but an admin's allowedPaths: the host process's own never stands in for it). Checked like
    * the CLI's `--cwd` (the host application is the operator): it must exist, and lie inside TOOLHOST_CHAT_ROOTS when
    * those are configured. The bound directory is part of every approval's binding.
    */
@@ -160,15 +161,22 @@ export class AdapterSession {
     return (await turn.names).has(name);
   }
 
-  #gate(): ApprovalGate {
-    return new ApprovalGate({
-      service: this.approvals,
-      runtime: this.runtime,
+  /**
+   * Who and where every call of the session runs: the user, the chat, the bound working directory — and without
+   * one, no directory at all: the host process's own directory never stands in for it (several users share the
+   * host, which chose none for this user).
+   */
+  get scope(): { userId: string; chatId: string | null; workingDirectory: string | null; processCwdFallback: false } {
+    return {
       userId: this.userId,
       chatId: this.chatId,
       workingDirectory: this.workingDirectory,
-      onAsk: "return",
-    });
+      processCwdFallback: false,
+    };
+  }
+
+  #gate(): ApprovalGate {
+    return new ApprovalGate({ service: this.approvals, runtime: this.runtime, ...this.scope, onAsk: "return" });
   }
 
   /**
@@ -302,9 +310,7 @@ export class AdapterSession {
       const common = {
         runtime: this.runtime,
         approvals: this.approvals,
-        userId: this.userId,
-        chatId: this.chatId,
-        workingDirectory: this.workingDirectory,
+        ...this.scope,
         ...(call.signal ? { signal: call.signal } : {}),
         ...(call.onProgress ? { onProgress: call.onProgress } : {}),
       };
@@ -331,12 +337,7 @@ export class AdapterSession {
           await this.runtime.auditCall(
             name,
             args,
-            {
-              userId: this.userId,
-              chatId: this.chatId,
-              workingDirectory: this.workingDirectory,
-              approval: { decision: "deny", decidedBy: "policy" },
-            },
+            { ...this.scope, approval: { decision: "deny", decidedBy: "policy" } },
             outcome,
           );
           return outcome;

@@ -184,6 +184,29 @@ function suite(sdk: () => Promise<Sdk>, version: 6 | 7) {
     ]);
   });
 
+  it("without a working directory the file tools reach no directory, not the host process's own", async () => {
+    const user = `no-directory-${version}`;
+    await allowBash(ctx, user);
+    const tools = await toolhostTools(s, { userId: user, workingDirectory: null });
+    const result = await s.ai.generateText({
+      model: scripted(s, [
+        [
+          { id: "n1", tool: "list_directory", input: { path: "." } },
+          { id: "n2", tool: "read_file", input: { path: "package.json" } },
+          { id: "n3", tool: "bash", input: { command: "cat package.json" } },
+        ],
+      ]).model,
+      tools,
+      prompt: "look around",
+    });
+    const errors = result.steps[0].content.filter((p: any) => p.type === "tool-error");
+    expect(errors.map((e: any) => [e.toolCallId, e.error.code, e.error.details?.rule])).toEqual([
+      ["n1", "access_denied", "noWorkingDirectory"],
+      ["n2", "access_denied", "noWorkingDirectory"],
+      ["n3", "access_denied", "noWorkingDirectory"],
+    ]);
+  });
+
   it("an ask becomes the SDK's approval request; approved, the file is written exactly once, recorded in Toolhost", async () => {
     const user = `approve-${version}`;
     const work = workDirectory();

@@ -51,6 +51,8 @@ export interface ApprovalGateOptions {
   agentPath?: string;
   /** Host services (ToolContext.services), as the loop passes them to executeTool. */
   services?: Record<string, unknown>;
+  /** False: the process's directory does not stand in for a missing working directory (ToolCallContext). */
+  processCwdFallback?: false;
   /**
    * What an ask does when the responder leaves it pending (or there is none): `wait` (default) until it is answered
    * through the API or expires; `return` at once with a `denied_by_policy` outcome naming the pending approval (the
@@ -93,6 +95,7 @@ export class ApprovalGate implements ToolCallGate {
       workingDirectory: this.#o.workingDirectory,
       ...(signal ? { signal } : {}),
       ...(this.#o.services ? { services: this.#o.services } : {}),
+      ...(this.#o.processCwdFallback === false ? { processCwdFallback: false as const } : {}),
     };
   }
 
