@@ -180,8 +180,9 @@ export async function classifyForAiSdk(
   options: { toolCallId: string; messages?: unknown },
 ): Promise<CallDecision> {
   await session.recordAnswers(approvalAnswersIn(options.messages));
-  const decided = await session.classify(name, input, options.toolCallId);
-  if (decided.decision === "ask" && decided.fresh && callsApprovedNow(options.messages).has(options.toolCallId)) {
+  const answeredNow = callsApprovedNow(options.messages).has(options.toolCallId);
+  const decided = await session.classify(name, input, options.toolCallId, { newCall: !answeredNow });
+  if (decided.decision === "ask" && decided.fresh && answeredNow) {
     await session.refuseApproval(options.toolCallId, name, input, decided.approvalId);
   }
   return decided;

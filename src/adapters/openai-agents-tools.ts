@@ -83,10 +83,11 @@ export async function buildAgentsTools(session: AdapterSession, tool: AgentsTool
       needsApproval: async (runContext: RunContext<unknown>, input: unknown, callId?: string) => {
         await recordRejections(runContext);
         if (!callId) return true;
-        const decided = await session.classify(name, input, callId);
+        const approved = approvedIn(runContext, mapped.name, callId);
+        const decided = await session.classify(name, input, callId, { newCall: !approved });
         // Asked again for a call the run already approved (newer SDK releases check on resume): an ask made only
         // now, for these arguments, was never shown to whoever approved.
-        if (decided.decision === "ask" && decided.fresh && approvedIn(runContext, mapped.name, callId)) {
+        if (decided.decision === "ask" && decided.fresh && approved) {
           await session.refuseApproval(callId, name, input, decided.approvalId);
         }
         return decided.decision === "ask";

@@ -199,23 +199,43 @@ export class AdapterSession {
 
   /**
    * Classifies a call: `allow`, `ask` (a pending approval now exists in Toolhost) or `deny` (audited, with the
-   * outcome the model gets). The same call id always gets the same answer: an ask made earlier (in this process or
-   * another) is found again and stays an ask whatever its status, so a framework that re-evaluates its approval
-   * predicate when the answer comes back sees the same decision.
+   * outcome the model gets). The same call (id, tool, arguments) always gets the same answer: an ask made earlier
+   * (in this process or another) is found again and stays an ask whatever its status, so a framework that
+   * re-evaluates its approval predicate when the answer comes back sees the same decision. `newCall` says the
+   * framework asks about a call the model has just made (not one it is answering): a provider that reuses call ids
+   * may repeat an earlier call exactly, and an ask of that id already finished (run, denied, expired, cancelled)
+   * then gives way to a new one.
    */
-  classify(name: string, args: unknown, toolCallId: string): Promise<CallDecision> {
+  classify(
+    name: string,
+    args: unknown,
+    toolCallId: string,
+    options: { newCall?: boolean } = {},
+  ): Promise<CallDecision> {
     const key = callKey(toolCallId, name, args);
     const known = this.#decisions.get(key);
-    if (known) return known;
-    const decided = withCallSurface(this.surface, () => this.#classify(name, args, toolCallId));
+    if (known && !options.newCall) return known;
+    const newCall = options.newCall === true;
+    const decided = withCallSurface(this.surface, () => this.#classify(name, args, toolCallId, newCall, known));
     this.#decisions.set(key, decided);
     decided.catch(() => this.#decisions.delete(key));
     return decided;
   }
 
-  async #classify(name: string, args: unknown, toolCallId: string): Promise<CallDecision> {
+  /** See {@link classify}; `known`: this session's earlier decision on the same call (asked about anew). */
+  async #classify(
+    name: string,
+    args: unknown,
+    toolCallId: string,
+    newCall: boolean,
+    known?: Promise<CallDecision>,
+  ): Promise<CallDecision> {
+    const earlier = await known?.catch(() => undefined);
+    if (earlier && earlier.decision !== "ask") return earlier;
     const existing = await this.approvalFor(toolCallId, name, args);
-    if (existing) return { decision: "ask", approvalId: existing.id, reason: existing.reason };
+    if (existing && !(newCall && FINISHED_ASKS.has(existing.status))) {
+      return { decision: "ask", approvalId: existing.id, reason: existing.reason };
+    }
     const verdict = await this.#gate().check(
       { id: toolCallId, name, arguments: args as string },
       { emit: () => {}, snapshot: emptySnapshot },
@@ -352,6 +372,9 @@ export class AdapterSession {
     });
   }
 }
+
+/** The states of an ask that has nothing left to decide: a repeat of its call is a new call. */
+const FINISHED_ASKS: ReadonlySet<ApprovalRecord["status"]> = new Set(["used", "denied", "expired", "cancelled"]);
 
 /** One call's identity in a session: its id, tool and exact arguments (a provider may reuse ids). */
 function callKey(toolCallId: string, name: string, args: unknown): string {

@@ -407,6 +407,41 @@ function suite(sdk: () => Promise<Sdk>, version: 6 | 7) {
     ]);
   });
 
+  it("a provider that reuses call ids: the same call approved again later in the conversation runs again", async () => {
+    const user = `repeat-${version}`;
+    const work = workDirectory();
+    await askBeforeWrites(ctx, user);
+    const input = { path: "again.txt", content: "again\n" };
+    const approve = (result: any) => {
+      const request = result.content.find((p: any) => p.type === "tool-approval-request");
+      expect(request?.toolCall.toolCallId).toBe("call_0");
+      return {
+        role: "tool",
+        content: [{ type: "tool-approval-response", approvalId: request.approvalId, approved: true }],
+      };
+    };
+    const messages: any[] = [{ role: "user", content: "write it" }];
+    for (const round of [1, 2]) {
+      // The model asks to write the same file with the same content, as call_0 each time; the user approves.
+      const asked = await s.ai.generateText({
+        model: scripted(s, [[{ id: "call_0", tool: "write_file", input }]]).model,
+        tools: await toolhostTools(s, { userId: user, workingDirectory: work, messages }),
+        messages,
+      });
+      messages.push(...asked.response.messages, approve(asked));
+      const ran = await s.ai.generateText({
+        model: scripted(s, []).model,
+        tools: await toolhostTools(s, { userId: user, workingDirectory: work, messages }),
+        messages,
+      });
+      expect(readFileSync(join(work, "again.txt"), "utf8"), `round ${round}`).toBe("again\n");
+      rmSync(join(work, "again.txt"));
+      messages.push(...(ran.responseMessages ?? ran.response.messages), { role: "user", content: "once more" });
+    }
+    const writes = (await auditOf(ctx, user)).filter((a) => a.tool === "write_file" && a.outcome === "ok");
+    expect(writes).toHaveLength(2);
+  });
+
   it("two conversations of one user with the same call id and arguments keep their own approvals", async () => {
     const user = `two-chats-${version}`;
     const work = workDirectory();
