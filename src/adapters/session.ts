@@ -315,12 +315,19 @@ export class AdapterSession {
    * returns its refusal (whatever the framework was told); a call Toolhost asks about runs only with its approval —
    * recorded first as this surface's allow_once while still pending — checked against its binding and the current
    * policy and used once (a second execution of the same call is refused); any other call goes through the gate as a
-   * new one. Never throws for a tool failure or refusal: it is the outcome.
+   * new one. `approvedAll`: the framework approved every call of the tool without asking (the Agents SDK's
+   * alwaysApprove), so a call Toolhost asks about is refused with the advice not to call again in this run. Never
+   * throws for a tool failure or refusal: it is the outcome.
    */
   run(
     name: string,
     args: unknown,
-    call: { toolCallId: string; signal?: AbortSignal; onProgress?: (event: ToolProgressEvent) => void },
+    call: {
+      toolCallId: string;
+      signal?: AbortSignal;
+      onProgress?: (event: ToolProgressEvent) => void;
+      approvedAll?: boolean;
+    },
   ): Promise<ToolCallOutcome> {
     return withCallSurface(this.surface, async () => {
       // Classified before execution (the framework's approval predicate ran in this session)?
@@ -349,7 +356,9 @@ export class AdapterSession {
           const outcome: ToolCallOutcome = {
             ok: false,
             error: new DeniedByPolicyError(
-              "This call needs approval, and the approval given for it was not for these arguments (or was given without asking Toolhost). It was not run; call the tool again to ask.",
+              call.approvedAll
+                ? "This call needs approval, and this run approves every call of the tool without asking (alwaysApprove), which is no approval of this call. It was not run; do not call the tool again in this run. The user can allow it in Toolhost's settings of the tool (its approval setting or a rule)."
+                : "This call needs approval, and the approval given for it was not for these arguments (or was given without asking Toolhost). It was not run; call the tool again to ask.",
               { approvalId: decided.approvalId },
             ).toJSON(),
             durationMs: 0,

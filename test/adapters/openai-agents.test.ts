@@ -278,6 +278,28 @@ function suite(
     expect(output).not.toContain("[truncated: the result was");
   });
 
+  it("alwaysApprove runs nothing Toolhost asks about, and the model is told not to call again", async () => {
+    const user = `always-${v}`;
+    const work = workDirectory();
+    await askBeforeWrites(ctx, user);
+    const tools = await build(agents, { userId: user, workingDirectory: work });
+    const { model, requests } = scriptedModel(agents, [
+      [{ id: "a1", tool: "write_file", input: { path: "one.txt", content: "1\n" } }],
+      [{ id: "a2", tool: "write_file", input: { path: "two.txt", content: "2\n" } }],
+    ]);
+    const agent = agentWith(tools, model);
+    const first = await agents.run(agent, "write them");
+    for (const item of first.interruptions) first.state.approve(item, { alwaysApprove: true });
+    await agents.run(agent, first.state);
+    // The call that was asked about ran; the next one, approved by the SDK without asking Toolhost, did not.
+    expect(readFileSync(join(work, "one.txt"), "utf8")).toBe("1\n");
+    expect(existsSync(join(work, "two.txt"))).toBe(false);
+    const refusal = JSON.parse(outputsIn(requests.at(-1)).get("a2")!).error;
+    expect(refusal.code).toBe("denied_by_policy");
+    expect(refusal.message).toContain("alwaysApprove");
+    expect(refusal.message).toContain("do not call the tool again in this run");
+  });
+
   it("a rejection runs nothing; Toolhost records the denial when the run resumes", async () => {
     const user = `reject-${v}`;
     const work = workDirectory();
