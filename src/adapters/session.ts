@@ -377,7 +377,13 @@ export class AdapterSession {
         return runGatedCall(name, args, { ...common, approvalId: decided.approvalId });
       }
       const outcome = await runGatedCall(name, args, { ...common, onAsk: "return" });
-      return outcome.ok ? outcome : withoutPendingHint(outcome);
+      if (outcome.ok) return outcome;
+      const asked = pendingAskOf(outcome);
+      if (asked === undefined) return outcome;
+      // The ask the gate made now is never shown (the model is told to call again, so that the framework asks):
+      // cancelled, so it neither waits in the user's pending list nor counts against their limit.
+      await this.#cancelUnshown(asked);
+      return withoutPendingHint(outcome, asked);
     });
   }
 }
@@ -397,19 +403,25 @@ const emptySnapshot = () => ({
   results: [],
 });
 
+/** The approval id of the ask a gate's refusal left pending (onAsk "return"), if it is one. */
+function pendingAskOf(outcome: ToolCallOutcome & { ok: false }): string | undefined {
+  const details = outcome.error.details as { approvalId?: unknown } | undefined;
+  return outcome.error.code === "denied_by_policy" && typeof details?.approvalId === "string"
+    ? details.approvalId
+    : undefined;
+}
+
 /**
  * A call that reached execution without the framework asking (the policy changed between the two): the gate's
  * message tells an HTTP client how to answer the pending approval; through a framework the model is told to call
  * again, so that the framework asks.
  */
-function withoutPendingHint(outcome: ToolCallOutcome & { ok: false }): ToolCallOutcome {
-  const details = outcome.error.details as { approvalId?: unknown } | undefined;
-  if (outcome.error.code !== "denied_by_policy" || typeof details?.approvalId !== "string") return outcome;
+function withoutPendingHint(outcome: ToolCallOutcome & { ok: false }, approvalId: string): ToolCallOutcome {
   return {
     ...outcome,
     error: new DeniedByPolicyError(
       "This call needs approval, which was not asked for when it was made (the user's approval settings changed). It was not run; call the tool again to ask.",
-      { approvalId: details.approvalId },
+      { approvalId },
     ).toJSON(),
   };
 }

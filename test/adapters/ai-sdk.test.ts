@@ -666,6 +666,23 @@ describe.concurrent("toolhost/ai-sdk with ai 6", () => {
     expect(await again.write_file.needsApproval(input, { toolCallId: "s2", messages: [] })).toBe(true);
     expect(await again.list_directory.needsApproval({ path: "." }, { toolCallId: "s3", messages: [] })).toBe(false);
   });
+  it("a call allowed when checked but asked about when it runs leaves no ask pending that nobody will see", async () => {
+    const user = "policy-changed-6";
+    const work = workDirectory();
+    const tools: any = await publicToolhostTools(ctx, { userId: user, workingDirectory: work });
+    const input = { path: "late.txt", content: "x" };
+    expect(await tools.write_file.needsApproval(input, { toolCallId: "p1", messages: [] })).toBe(false);
+    // The user's approval setting changes between the SDK's check and the execution.
+    await askBeforeWrites(ctx, user);
+    const run = async () => {
+      for await (const _ of tools.write_file.execute(input, { toolCallId: "p1", messages: [] })) {
+        // drain
+      }
+    };
+    await expect(run()).rejects.toMatchObject({ code: "denied_by_policy" });
+    expect(existsSync(join(work, "late.txt"))).toBe(false);
+    expect(await ctx.approvals.listPending(user)).toEqual([]);
+  });
 });
 
 (NODE_MAJOR < 22 ? describe.skip : describe.concurrent)(
