@@ -5,6 +5,7 @@
 import type { JSONSchema7, Schema, Tool, ToolSet } from "ai";
 import type { SerializedToolError } from "../core/errors.js";
 import type { ToolProgressEvent } from "../core/types.js";
+import { serializeToolOutcome } from "../loop/serialize.js";
 import {
   type AdapterContext,
   AdapterSession,
@@ -26,7 +27,8 @@ export type JsonSchemaFactory = (
 
 /**
  * A Toolhost tool call that failed or was refused, as the AI SDK's `execute` throws it: the model receives its
- * message, the classified error as JSON `{"error":{"code","message","details?"}}` (as from Toolhost's own loop).
+ * message, the classified error as JSON `{"error":{"code","message","details?"}}`, cut where Toolhost's own loop
+ * cuts a result (serializeToolOutcome), so a huge failure message cannot flood the model's context.
  */
 export class ToolhostCallError extends Error {
   override readonly name = "ToolhostCallError";
@@ -35,7 +37,7 @@ export class ToolhostCallError extends Error {
   /** The classified error's details (e.g. `approvalId`, `rule`). */
   readonly details: Record<string, unknown> | undefined;
   constructor(error: SerializedToolError) {
-    super(JSON.stringify({ error }));
+    super(serializeToolOutcome({ ok: false, error, durationMs: 0 }));
     this.code = error.code;
     this.details = error.details as Record<string, unknown> | undefined;
   }
@@ -57,22 +59,31 @@ export function sessionOf(tools: object): AdapterSession | undefined {
 
 /**
  * The answers to Toolhost's asks in AI SDK messages: each `tool-approval-response` part (role `tool`) joined by
- * its approval id to the `tool-approval-request` part (role `assistant`) naming the tool call. Anything else is
- * ignored.
+ * its approval id to the `tool-approval-request` part (role `assistant`) naming the tool call, and the answer
+ * carries that call's tool and input (the `tool-call` part before the request). A provider may reuse a call id:
+ * only the answer to the latest approval request of each call id counts (an earlier one answered an earlier call).
+ * Anything else is ignored.
  */
 export function approvalAnswersIn(messages: unknown): FrameworkAnswer[] {
   if (!Array.isArray(messages)) return [];
-  const callOf = new Map<string, string>();
+  const calls = new Map<string, { tool?: unknown; input?: unknown }>();
+  const requests = new Map<string, { toolCallId: string; tool?: unknown; input?: unknown }>();
+  const latestRequest = new Map<string, string>();
   const responses: { approvalId: string; approved: boolean; reason?: string }[] = [];
   for (const message of messages) {
     const content = (message as { content?: unknown } | null)?.content;
     if (!Array.isArray(content)) continue;
     for (const part of content) {
       const p = part as Record<string, unknown> | null;
-      if (p?.type === "tool-approval-request" && typeof p.approvalId === "string") {
-        const callId =
-          typeof p.toolCallId === "string" ? p.toolCallId : (p.toolCall as { toolCallId?: unknown })?.toolCallId;
-        if (typeof callId === "string") callOf.set(p.approvalId, callId);
+      if (p?.type === "tool-call" && typeof p.toolCallId === "string") {
+        calls.set(p.toolCallId, { tool: p.toolName, input: p.input });
+      } else if (p?.type === "tool-approval-request" && typeof p.approvalId === "string") {
+        const inline = p.toolCall as { toolCallId?: unknown; toolName?: unknown; input?: unknown } | undefined;
+        const callId = typeof p.toolCallId === "string" ? p.toolCallId : inline?.toolCallId;
+        if (typeof callId !== "string") continue;
+        const call = calls.get(callId) ?? { tool: inline?.toolName, input: inline?.input };
+        requests.set(p.approvalId, { toolCallId: callId, ...call });
+        latestRequest.set(callId, p.approvalId);
       } else if (p?.type === "tool-approval-response" && typeof p.approvalId === "string") {
         responses.push({
           approvalId: p.approvalId,
@@ -84,8 +95,16 @@ export function approvalAnswersIn(messages: unknown): FrameworkAnswer[] {
   }
   const answers: FrameworkAnswer[] = [];
   for (const r of responses) {
-    const toolCallId = callOf.get(r.approvalId);
-    if (toolCallId) answers.push({ toolCallId, approved: r.approved, ...(r.reason ? { reason: r.reason } : {}) });
+    const request = requests.get(r.approvalId);
+    if (!request || latestRequest.get(request.toolCallId) !== r.approvalId || typeof request.tool !== "string")
+      continue;
+    answers.push({
+      toolCallId: request.toolCallId,
+      tool: request.tool,
+      args: request.input,
+      approved: r.approved,
+      ...(r.reason ? { reason: r.reason } : {}),
+    });
   }
   return answers;
 }
@@ -120,10 +139,39 @@ class ProgressQueue {
 }
 
 /**
+ * The ids of the calls whose approval responses the SDK acts on in this request: those in the last message (a
+ * `tool` message), as the SDK reads them, except calls that message already holds a result for.
+ */
+export function callsApprovedNow(messages: unknown): Set<string> {
+  const ids = new Set<string>();
+  if (!Array.isArray(messages)) return ids;
+  const last = messages.at(-1) as { role?: unknown; content?: unknown } | undefined;
+  if (last?.role !== "tool" || !Array.isArray(last.content)) return ids;
+  const answered = new Set<string>();
+  const withResult = new Set<string>();
+  for (const part of last.content as (Record<string, unknown> | null)[]) {
+    if (part?.type === "tool-approval-response" && typeof part.approvalId === "string") answered.add(part.approvalId);
+    if (part?.type === "tool-result" && typeof part.toolCallId === "string") withResult.add(part.toolCallId);
+  }
+  for (const message of messages) {
+    const content = (message as { content?: unknown } | null)?.content;
+    if (!Array.isArray(content)) continue;
+    for (const part of content as (Record<string, unknown> | null)[]) {
+      if (part?.type !== "tool-approval-request" || !answered.has(part.approvalId as string)) continue;
+      const callId =
+        typeof part.toolCallId === "string" ? part.toolCallId : (part.toolCall as { toolCallId?: unknown })?.toolCallId;
+      if (typeof callId === "string" && !withResult.has(callId)) ids.add(callId);
+    }
+  }
+  return ids;
+}
+
+/**
  * Classifies a call for the SDK's approval check (tool-level `needsApproval` or AI SDK 7's `toolApproval`), first
  * recording the answers in `messages`. The SDK checks an answered call again before running it: an ask made only
  * then (the call's arguments differ from the ones asked about) was never shown to whoever answered, so the call is
- * marked to be refused when it executes.
+ * marked to be refused when it executes. A new call that merely reuses the id of a call answered earlier in the
+ * conversation is asked about as usual.
  */
 export async function classifyForAiSdk(
   session: AdapterSession,
@@ -131,11 +179,11 @@ export async function classifyForAiSdk(
   input: unknown,
   options: { toolCallId: string; messages?: unknown },
 ): Promise<CallDecision> {
-  const answers = approvalAnswersIn(options.messages);
-  await session.recordAnswers(answers);
-  const decided = await session.classify(name, input, options.toolCallId);
-  if (decided.decision === "ask" && decided.fresh && answers.some((a) => a.toolCallId === options.toolCallId)) {
-    session.refuseApproval(options.toolCallId);
+  await session.recordAnswers(approvalAnswersIn(options.messages));
+  const answeredNow = callsApprovedNow(options.messages).has(options.toolCallId);
+  const decided = await session.classify(name, input, options.toolCallId, { newCall: !answeredNow });
+  if (decided.decision === "ask" && decided.fresh && answeredNow) {
+    await session.refuseApproval(options.toolCallId, name, input, decided.approvalId);
   }
   return decided;
 }
@@ -150,11 +198,7 @@ export async function buildAiSdkTools(session: AdapterSession, jsonSchema: JsonS
       {
         // Toolhost's own argument checks, so malformed input fails as validation_failed with Toolhost's message.
         validate: async (value) => {
-          const inspected = await session.runtime.inspectCall(name, value, {
-            userId: session.userId,
-            chatId: session.chatId,
-            workingDirectory: session.workingDirectory,
-          });
+          const inspected = await session.runtime.inspectCall(name, value, session.scope);
           if (!inspected.ok && inspected.error.code === "validation_failed") {
             return { success: false, error: new ToolhostCallError(inspected.error.toJSON()) };
           }

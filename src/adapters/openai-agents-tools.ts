@@ -40,14 +40,22 @@ export function rejectionsIn(
   return answers;
 }
 
-/** Whether the run's context holds an approval of the call `callId` of `toolName` (or of all its calls). */
-function approvedIn(runContext: RunContext<unknown> | undefined, toolName: string, callId: string): boolean {
+/**
+ * The approval the run's context holds for the call `callId` of `toolName`: `all` (every call of the tool, the
+ * SDK's alwaysApprove), `call` (this one), or undefined.
+ */
+function approvalIn(
+  runContext: RunContext<unknown> | undefined,
+  toolName: string,
+  callId: string,
+): "all" | "call" | undefined {
   try {
     const approved = (runContext?.toJSON() as { approvals?: Record<string, { approved?: unknown }> } | undefined)
       ?.approvals?.[toolName]?.approved;
-    return approved === true || (Array.isArray(approved) && approved.includes(callId));
+    if (approved === true) return "all";
+    return Array.isArray(approved) && approved.includes(callId) ? "call" : undefined;
   } catch {
-    return false;
+    return undefined;
   }
 }
 
@@ -77,29 +85,31 @@ export async function buildAgentsTools(session: AdapterSession, tool: AgentsTool
       strict: mapped.strict === true,
       isEnabled: async ({ runContext }: { runContext: RunContext<unknown> }) => {
         await recordRejections(runContext);
-        // Read once per turn of the run (the SDK asks every tool at the start of each turn).
-        const step = (runContext?.usage as { requests?: number } | undefined)?.requests ?? 0;
-        return session.isEnabled(name, runContext ? { scope: runContext, step } : undefined);
+        // Read once per turn of the run (the SDK asks every tool when it lists them for a model request).
+        return session.isEnabled(name, runContext);
       },
       needsApproval: async (runContext: RunContext<unknown>, input: unknown, callId?: string) => {
         await recordRejections(runContext);
         if (!callId) return true;
-        const decided = await session.classify(name, input, callId);
+        const approved = approvalIn(runContext, mapped.name, callId) !== undefined;
+        const decided = await session.classify(name, input, callId, { newCall: !approved });
         // Asked again for a call the run already approved (newer SDK releases check on resume): an ask made only
         // now, for these arguments, was never shown to whoever approved.
-        if (decided.decision === "ask" && decided.fresh && approvedIn(runContext, mapped.name, callId)) {
-          session.refuseApproval(callId);
+        if (decided.decision === "ask" && decided.fresh && approved) {
+          await session.refuseApproval(callId, name, input, decided.approvalId);
         }
         return decided.decision === "ask";
       },
       execute: async (
         input: unknown,
-        _runContext?: RunContext<unknown>,
+        runContext?: RunContext<unknown>,
         details?: { toolCall?: { callId?: string }; signal?: AbortSignal },
       ) => {
+        const toolCallId = details?.toolCall?.callId ?? `call_${randomUUID()}`;
         const outcome = await session.run(name, input, {
-          toolCallId: details?.toolCall?.callId ?? `call_${randomUUID()}`,
+          toolCallId,
           ...(details?.signal ? { signal: details.signal } : {}),
+          ...(approvalIn(runContext, mapped.name, toolCallId) === "all" ? { approvedAll: true } : {}),
         });
         // The model reads the result, or the classified error as JSON, as from Toolhost's own loop.
         return serializeToolOutcome(outcome);

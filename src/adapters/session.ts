@@ -6,8 +6,8 @@
  * - `new ApprovalGate({ …, onAsk: "return" }).check(call, step)` to classify a new call: allow (nothing stored),
  *   deny (the gate audits the refusal) or ask (the gate stores a pending approval bound to the call's id, its exact
  *   arguments, the user, the working directory and the chat, audits it as pending, and returns its id);
- * - `approvals.repository.findForCall(toolCallId, { chatId, userId })` to find that approval again (in another request or
- *   process), which keeps the decision for the same call stable;
+ * - `approvals.repository.findForCall(toolCallId, { chatId, userId, tool, argsHash })` to find that approval again (in
+ *   another request or process), which keeps the decision for the same call stable;
  * - `approvals.decide(userId, approvalId, answer)` to record the framework's approval response in Toolhost, with
  *   who answered through which surface (`ai-sdk:<user>`, `openai-agents:<user>`);
  * - `runGatedCall(name, args, { approvalId? })` to run a call: with the approval's id it is checked against its
@@ -31,7 +31,8 @@ export interface ToolhostToolsOptions {
   /** The user whose settings, approvals, spill area and audit the calls use (e.g. from the request's session). */
   userId: string;
   /**
-   * The directory relative paths resolve against and file tools are confined to, or null for none. Checked like
+   * The directory relative paths resolve against and file tools are confined to, or null for none (then they reach
+   * no directory but an admin's allowedPaths: the host process's own never stands in for it). Checked like
    * the CLI's `--cwd` (the host application is the operator): it must exist, and lie inside TOOLHOST_CHAT_ROOTS when
    * those are configured. The bound directory is part of every approval's binding.
    */
@@ -61,6 +62,12 @@ export type CallDecision =
 /** One framework's answer to an ask. */
 export interface FrameworkAnswer {
   toolCallId: string;
+  /**
+   * The tool and arguments of the call that was answered, when the framework says: the answer then decides only
+   * an ask of exactly that call (a provider may reuse a call id for different calls).
+   */
+  tool?: string;
+  args?: unknown;
   approved: boolean;
   /** The words the approver gave (a denial's reason reaches the model through the framework). */
   reason?: string;
@@ -83,12 +90,14 @@ export class AdapterSession {
   readonly chatId: string | null;
   readonly workingDirectory: string | null;
   readonly surface: string;
+  /** Decisions by {@link callKey}: a provider may reuse a call id for different calls, even in one run. */
   readonly #decisions = new Map<string, Promise<CallDecision>>();
-  /** Calls whose framework approval is known not to be for the ask Toolhost has (see {@link refuseApproval}). */
+  /** Calls (by {@link callKey}) whose framework approval is known not to be for the ask Toolhost has. */
   readonly #unapprovable = new Set<string>();
   /** Answers already recorded by this session (a conversation's messages carry them on every request). */
   readonly #answered = new Set<string>();
-  readonly #enabled = new WeakMap<object, { step: number; names: Promise<Set<string>> }>();
+  /** Per run context: the tools asked about in its current turn's listing, and the enabled names read for it. */
+  readonly #enabled = new WeakMap<object, { asked: Set<string>; names: Promise<Set<string>> }>();
 
   private constructor(
     ctx: AdapterContext,
@@ -135,29 +144,39 @@ export class AdapterSession {
   }
 
   /**
-   * Whether `name` is enabled for the user now. With `turn`, the settings are read once per turn of a run (`scope`
-   * is the run's context object, `step` counts its model requests) rather than once per tool.
+   * Whether `name` is enabled for the user now. With `scope` (a run's context object), the settings are read once
+   * per turn of that run rather than once per tool: the framework asks about every tool once when it lists them for
+   * a model request, so a tool asked about again starts the next turn's listing (this needs no usage accounting,
+   * which a model server may not report).
    */
-  async isEnabled(name: string, turn?: { scope: object; step: number }): Promise<boolean> {
+  async isEnabled(name: string, scope?: object): Promise<boolean> {
     const read = () => this.list().then((listed) => new Set(listed.map((l) => l.definition.name)));
-    if (!turn) return (await read()).has(name);
-    let cached = this.#enabled.get(turn.scope);
-    if (!cached || cached.step !== turn.step) {
-      cached = { step: turn.step, names: read() };
-      this.#enabled.set(turn.scope, cached);
+    if (!scope) return (await read()).has(name);
+    let turn = this.#enabled.get(scope);
+    if (!turn || turn.asked.has(name)) {
+      turn = { asked: new Set(), names: read() };
+      this.#enabled.set(scope, turn);
     }
-    return (await cached.names).has(name);
+    turn.asked.add(name);
+    return (await turn.names).has(name);
   }
 
-  #gate(): ApprovalGate {
-    return new ApprovalGate({
-      service: this.approvals,
-      runtime: this.runtime,
+  /**
+   * Who and where every call of the session runs: the user, the chat, the bound working directory — and without
+   * one, no directory at all: the host process's own directory never stands in for it (several users share the
+   * host, which chose none for this user).
+   */
+  get scope(): { userId: string; chatId: string | null; workingDirectory: string | null; processCwdFallback: false } {
+    return {
       userId: this.userId,
       chatId: this.chatId,
       workingDirectory: this.workingDirectory,
-      onAsk: "return",
-    });
+      processCwdFallback: false,
+    };
+  }
+
+  #gate(): ApprovalGate {
+    return new ApprovalGate({ service: this.approvals, runtime: this.runtime, ...this.scope, onAsk: "return" });
   }
 
   /**
@@ -169,6 +188,8 @@ export class AdapterSession {
     const record = await this.approvals.repository.findForCall(toolCallId, {
       chatId: this.chatId,
       userId: this.userId,
+      ...(name !== undefined ? { tool: name } : {}),
+      ...(args !== undefined ? { argsHash: argumentsHash(args) } : {}),
     });
     if (!record || record.userId !== this.userId || record.chatId !== this.chatId) return undefined;
     if (name !== undefined && record.tool !== name) return undefined;
@@ -178,22 +199,43 @@ export class AdapterSession {
 
   /**
    * Classifies a call: `allow`, `ask` (a pending approval now exists in Toolhost) or `deny` (audited, with the
-   * outcome the model gets). The same call id always gets the same answer: an ask made earlier (in this process or
-   * another) is found again and stays an ask whatever its status, so a framework that re-evaluates its approval
-   * predicate when the answer comes back sees the same decision.
+   * outcome the model gets). The same call (id, tool, arguments) always gets the same answer: an ask made earlier
+   * (in this process or another) is found again and stays an ask whatever its status, so a framework that
+   * re-evaluates its approval predicate when the answer comes back sees the same decision. `newCall` says the
+   * framework asks about a call the model has just made (not one it is answering): a provider that reuses call ids
+   * may repeat an earlier call exactly, and an ask of that id already finished (run, denied, expired, cancelled)
+   * then gives way to a new one.
    */
-  classify(name: string, args: unknown, toolCallId: string): Promise<CallDecision> {
-    const known = this.#decisions.get(toolCallId);
-    if (known) return known;
-    const decided = withCallSurface(this.surface, () => this.#classify(name, args, toolCallId));
-    this.#decisions.set(toolCallId, decided);
-    decided.catch(() => this.#decisions.delete(toolCallId));
+  classify(
+    name: string,
+    args: unknown,
+    toolCallId: string,
+    options: { newCall?: boolean } = {},
+  ): Promise<CallDecision> {
+    const key = callKey(toolCallId, name, args);
+    const known = this.#decisions.get(key);
+    if (known && !options.newCall) return known;
+    const newCall = options.newCall === true;
+    const decided = withCallSurface(this.surface, () => this.#classify(name, args, toolCallId, newCall, known));
+    this.#decisions.set(key, decided);
+    decided.catch(() => this.#decisions.delete(key));
     return decided;
   }
 
-  async #classify(name: string, args: unknown, toolCallId: string): Promise<CallDecision> {
+  /** See {@link classify}; `known`: this session's earlier decision on the same call (asked about anew). */
+  async #classify(
+    name: string,
+    args: unknown,
+    toolCallId: string,
+    newCall: boolean,
+    known?: Promise<CallDecision>,
+  ): Promise<CallDecision> {
+    const earlier = await known?.catch(() => undefined);
+    if (earlier && earlier.decision !== "ask") return earlier;
     const existing = await this.approvalFor(toolCallId, name, args);
-    if (existing) return { decision: "ask", approvalId: existing.id, reason: existing.reason };
+    if (existing && !(newCall && FINISHED_ASKS.has(existing.status))) {
+      return { decision: "ask", approvalId: existing.id, reason: existing.reason };
+    }
     const verdict = await this.#gate().check(
       { id: toolCallId, name, arguments: args as string },
       { emit: () => {}, snapshot: emptySnapshot },
@@ -208,32 +250,47 @@ export class AdapterSession {
   }
 
   /**
-   * Marks the call `toolCallId` as one whose framework approval does not cover Toolhost's ask: the framework says
-   * it was approved, but Toolhost's ask for exactly these arguments was made only now (the arguments were changed
-   * after the approval request went out). Executing it is then refused.
+   * Marks the call `toolCallId` of `name` with `args` as one whose framework approval does not cover Toolhost's
+   * ask `approvalId`: the framework says it was approved, but that ask for exactly these arguments was made only
+   * now (the arguments were changed after the approval request went out). The ask, which nobody was shown, is
+   * cancelled at once (so no answer in the conversation can decide it later), and executing the call is refused.
    */
-  refuseApproval(toolCallId: string): void {
-    this.#unapprovable.add(toolCallId);
+  async refuseApproval(toolCallId: string, name: string, args: unknown, approvalId: string): Promise<void> {
+    this.#unapprovable.add(callKey(toolCallId, name, args));
+    await this.#cancelUnshown(approvalId);
   }
 
   /**
    * Records framework answers to Toolhost's asks (an approval response, a rejection): each pending ask of this user
-   * for one of the calls is decided `allow_once` or `deny` by `<surface>:<userId>`. Answers to calls Toolhost never
-   * asked about, or already decided, change nothing. Never throws (a failure is logged).
+   * for one of the calls (of the answer's tool and arguments, when it names them) is decided `allow_once` or `deny`
+   * by `<surface>:<userId>`; a denial is audited as the call's refusal. Answers to calls Toolhost never asked about,
+   * or already decided, change nothing. Never throws (a failure is logged).
    */
   async recordAnswers(answers: readonly FrameworkAnswer[]): Promise<void> {
     for (const answer of answers) {
-      if (this.#answered.has(answer.toolCallId)) continue;
+      const key = answer.tool === undefined ? answer.toolCallId : callKey(answer.toolCallId, answer.tool, answer.args);
+      if (this.#answered.has(key)) continue;
       try {
-        const record = await this.approvalFor(answer.toolCallId);
+        const record = await this.approvalFor(answer.toolCallId, answer.tool, answer.args);
         if (!record) continue;
-        this.#answered.add(answer.toolCallId);
+        this.#answered.add(key);
         if (record.status !== "pending") continue;
-        await this.approvals.decide(this.userId, record.id, {
+        const decided = await this.approvals.decide(this.userId, record.id, {
           decision: answer.approved ? "allow_once" : "deny",
           ...(answer.reason ? { message: answer.reason } : {}),
           decidedBy: this.answeredBy,
         });
+        // The framework runs nothing for a denied call: the gate's refusal of it is its audit line (denied_by_user,
+        // by `<surface>:<user>`), as for a denial in a Toolhost chat. Its arguments: the call's when the framework
+        // named them, else the ask's redacted preview.
+        if (decided.status === "denied") {
+          const call = {
+            id: record.toolCallId,
+            name: record.tool,
+            arguments: (answer.args ?? record.preview) as string,
+          };
+          await withCallSurface(this.surface, () => this.#gate().settle(decided, call));
+        }
       } catch (error) {
         // Decided or expired meanwhile: the gate reads the final status when the call runs.
         this.runtime.logger.debug?.(
@@ -258,24 +315,29 @@ export class AdapterSession {
    * returns its refusal (whatever the framework was told); a call Toolhost asks about runs only with its approval —
    * recorded first as this surface's allow_once while still pending — checked against its binding and the current
    * policy and used once (a second execution of the same call is refused); any other call goes through the gate as a
-   * new one. Never throws for a tool failure or refusal: it is the outcome.
+   * new one. `approvedAll`: the framework approved every call of the tool without asking (the Agents SDK's
+   * alwaysApprove), so a call Toolhost asks about is refused with the advice not to call again in this run. Never
+   * throws for a tool failure or refusal: it is the outcome.
    */
   run(
     name: string,
     args: unknown,
-    call: { toolCallId: string; signal?: AbortSignal; onProgress?: (event: ToolProgressEvent) => void },
+    call: {
+      toolCallId: string;
+      signal?: AbortSignal;
+      onProgress?: (event: ToolProgressEvent) => void;
+      approvedAll?: boolean;
+    },
   ): Promise<ToolCallOutcome> {
     return withCallSurface(this.surface, async () => {
       // Classified before execution (the framework's approval predicate ran in this session)?
-      const classifiedBefore = this.#decisions.has(call.toolCallId);
+      const classifiedBefore = this.#decisions.has(callKey(call.toolCallId, name, args));
       const decided = await this.classify(name, args, call.toolCallId);
       if (decided.decision === "deny") return decided.outcome;
       const common = {
         runtime: this.runtime,
         approvals: this.approvals,
-        userId: this.userId,
-        chatId: this.chatId,
-        workingDirectory: this.workingDirectory,
+        ...this.scope,
         ...(call.signal ? { signal: call.signal } : {}),
         ...(call.onProgress ? { onProgress: call.onProgress } : {}),
       };
@@ -285,7 +347,7 @@ export class AdapterSession {
         // one such ask, cancelled when it was refused before (the same history sent again).
         if (
           (decided.fresh && !classifiedBefore) ||
-          this.#unapprovable.has(call.toolCallId) ||
+          this.#unapprovable.has(callKey(call.toolCallId, name, args)) ||
           record?.status === "cancelled"
         ) {
           // That ask was never put to anyone: it is cancelled, so no answer can decide it later (a framework answer
@@ -294,7 +356,9 @@ export class AdapterSession {
           const outcome: ToolCallOutcome = {
             ok: false,
             error: new DeniedByPolicyError(
-              "This call needs approval, and the approval given for it was not for these arguments (or was given without asking Toolhost). It was not run; call the tool again to ask.",
+              call.approvedAll
+                ? "This call needs approval, and this run approves every call of the tool without asking (alwaysApprove), which is no approval of this call. It was not run; do not call the tool again in this run. The user can allow it in Toolhost's settings of the tool (its approval setting or a rule)."
+                : "This call needs approval, and the approval given for it was not for these arguments (or was given without asking Toolhost). It was not run; call the tool again to ask.",
               { approvalId: decided.approvalId },
             ).toJSON(),
             durationMs: 0,
@@ -302,25 +366,34 @@ export class AdapterSession {
           await this.runtime.auditCall(
             name,
             args,
-            {
-              userId: this.userId,
-              chatId: this.chatId,
-              workingDirectory: this.workingDirectory,
-              approval: { decision: "deny", decidedBy: "policy" },
-            },
+            { ...this.scope, approval: { decision: "deny", decidedBy: "policy" } },
             outcome,
           );
           return outcome;
         }
         if (record?.status === "pending") {
-          await this.recordAnswers([{ toolCallId: call.toolCallId, approved: true }]);
+          await this.recordAnswers([{ toolCallId: call.toolCallId, tool: name, args, approved: true }]);
         }
         return runGatedCall(name, args, { ...common, approvalId: decided.approvalId });
       }
       const outcome = await runGatedCall(name, args, { ...common, onAsk: "return" });
-      return outcome.ok ? outcome : withoutPendingHint(outcome);
+      if (outcome.ok) return outcome;
+      const asked = pendingAskOf(outcome);
+      if (asked === undefined) return outcome;
+      // The ask the gate made now is never shown (the model is told to call again, so that the framework asks):
+      // cancelled, so it neither waits in the user's pending list nor counts against their limit.
+      await this.#cancelUnshown(asked);
+      return withoutPendingHint(outcome, asked);
     });
   }
+}
+
+/** The states of an ask that has nothing left to decide: a repeat of its call is a new call. */
+const FINISHED_ASKS: ReadonlySet<ApprovalRecord["status"]> = new Set(["used", "denied", "expired", "cancelled"]);
+
+/** One call's identity in a session: its id, tool and exact arguments (a provider may reuse ids). */
+function callKey(toolCallId: string, name: string, args: unknown): string {
+  return `${toolCallId}\n${name}\n${argumentsHash(args)}`;
 }
 
 const emptySnapshot = () => ({
@@ -330,19 +403,25 @@ const emptySnapshot = () => ({
   results: [],
 });
 
+/** The approval id of the ask a gate's refusal left pending (onAsk "return"), if it is one. */
+function pendingAskOf(outcome: ToolCallOutcome & { ok: false }): string | undefined {
+  const details = outcome.error.details as { approvalId?: unknown } | undefined;
+  return outcome.error.code === "denied_by_policy" && typeof details?.approvalId === "string"
+    ? details.approvalId
+    : undefined;
+}
+
 /**
  * A call that reached execution without the framework asking (the policy changed between the two): the gate's
  * message tells an HTTP client how to answer the pending approval; through a framework the model is told to call
  * again, so that the framework asks.
  */
-function withoutPendingHint(outcome: ToolCallOutcome & { ok: false }): ToolCallOutcome {
-  const details = outcome.error.details as { approvalId?: unknown } | undefined;
-  if (outcome.error.code !== "denied_by_policy" || typeof details?.approvalId !== "string") return outcome;
+function withoutPendingHint(outcome: ToolCallOutcome & { ok: false }, approvalId: string): ToolCallOutcome {
   return {
     ...outcome,
     error: new DeniedByPolicyError(
       "This call needs approval, which was not asked for when it was made (the user's approval settings changed). It was not run; call the tool again to ask.",
-      { approvalId: details.approvalId },
+      { approvalId },
     ).toJSON(),
   };
 }

@@ -28,6 +28,9 @@ export const DEFAULT_MAX_RESULT_BYTES = 48 * 1024;
 /** Default cap on a result's text lines. */
 export const DEFAULT_MAX_RESULT_LINES = 2000;
 
+/** The largest cap on a result's JSON a user may set (`maxResultBytes`), in UTF-8 bytes (1 MiB). */
+export const LARGEST_MAX_RESULT_BYTES = 1024 * 1024;
+
 /** The common setting `maxResultBytes` (every tool). */
 export const MAX_RESULT_BYTES_DESCRIPTOR: ToolParameterDescriptor = {
   name: "maxResultBytes",
@@ -35,7 +38,7 @@ export const MAX_RESULT_BYTES_DESCRIPTOR: ToolParameterDescriptor = {
   description:
     "Largest tool result sent to the model, in bytes of JSON; a longer one is cut and its full output saved to a spill file the model can read.",
   min: 4096,
-  max: 1024 * 1024,
+  max: LARGEST_MAX_RESULT_BYTES,
   default: DEFAULT_MAX_RESULT_BYTES,
   unit: "bytes",
 };

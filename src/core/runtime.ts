@@ -330,7 +330,7 @@ export class ToolRuntime {
       // The runtime's services object itself when the call adds none (one object fewer per call).
       services: call.services ? { ...this.services, ...call.services } : this.services,
       protectedPaths: this.protectedPaths,
-      processCwdFallback: this.processCwdFallback(call.userId),
+      processCwdFallback: call.processCwdFallback === false ? false : this.processCwdFallback(call.userId),
     });
     if (call.approval) context.approval = { decision: call.approval.decision, decidedBy: call.approval.decidedBy };
     if (call.toolCallId !== undefined) context.toolCallId = call.toolCallId;

@@ -3,11 +3,16 @@
  * a ConversationToolResult in its provider's own format (function_call_output, role tool, Gemini function response,
  * Anthropic tool_result with is_error for `ok: false`).
  */
+import { LARGEST_MAX_RESULT_BYTES } from "../core/result-cap.js";
 import type { ToolCallOutcome } from "../core/runtime.js";
 import type { ConversationToolResult } from "../providers/types.js";
 
-/** Longest tool result text (characters) fed back to a model; longer text is cut and marked as truncated. */
-export const MAX_TOOL_RESULT_CHARS = 200_000;
+/**
+ * Longest tool result text (characters) fed back to a model; longer text is cut and marked as truncated. It is the
+ * largest output cap a user may set (`maxResultBytes`): a result the output cap let through, with its spill
+ * reference at the end, is never cut a second time; only what escapes that cap (a failure's message) is cut here.
+ */
+export const MAX_TOOL_RESULT_CHARS = LARGEST_MAX_RESULT_BYTES;
 
 /**
  * The text a model sees for one tool outcome: the result as JSON (a string result as-is), or for a failure the

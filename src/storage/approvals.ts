@@ -183,16 +183,23 @@ export class ApprovalRepository {
     return row ? toRecord(row) : undefined;
   }
 
-  /** The newest approval asked for a tool call of a turn (or chat), or undefined. */
+  /**
+   * The newest approval asked for a tool call of a turn (or chat), or undefined. `chatId: null` means outside any
+   * chat (absent: any chat); `tool` and `argsHash` narrow to the asks of that tool with exactly those arguments (a
+   * provider may reuse a call id for different calls).
+   */
   async findForCall(
     toolCallId: string,
-    scope: { turnId?: string | null; chatId?: string | null; userId?: string },
+    scope: { turnId?: string | null; chatId?: string | null; userId?: string; tool?: string; argsHash?: string },
   ): Promise<ApprovalRecord | undefined> {
     let query = this.db.selectFrom("approvals").selectAll().where("tool_call_id", "=", toolCallId);
     // Call ids come from model providers: two users' calls may share one.
     if (scope.userId !== undefined) query = query.where("user_id", "=", scope.userId);
     if (scope.turnId) query = query.where("turn_id", "=", scope.turnId);
-    else if (scope.chatId) query = query.where("chat_id", "=", scope.chatId);
+    else if (scope.chatId === null) query = query.where("chat_id", "is", null);
+    else if (scope.chatId !== undefined) query = query.where("chat_id", "=", scope.chatId);
+    if (scope.tool !== undefined) query = query.where("tool", "=", scope.tool);
+    if (scope.argsHash !== undefined) query = query.where("args_hash", "=", scope.argsHash);
     const row = await query.orderBy("created_at", "desc").executeTakeFirst();
     return row ? toRecord(row) : undefined;
   }

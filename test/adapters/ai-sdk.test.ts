@@ -12,6 +12,7 @@ import type { ToolhostToolsOptions } from "../../src/adapters/session.js";
 import type { AppContext } from "../../src/app/context.js";
 import { registerTool } from "../../src/core/registry.js";
 import { defineTool } from "../../src/core/settings-declaration.js";
+import { MAX_TOOL_RESULT_CHARS } from "../../src/loop/serialize.js";
 import {
   adapterContext,
   alive,
@@ -41,6 +42,19 @@ beforeAll(async () => {
         context.emitProgress({ kind: "output", message: "half way" });
         context.emitProgress({ kind: "output", message: "almost" });
         return { finished: true };
+      },
+    }),
+  );
+  // A tool whose failure message is huge (a tool echoing a command's whole stderr into its error).
+  registerTool(
+    defineTool({
+      definition: {
+        name: "loud_failure",
+        description: "Fails with a very long message.",
+        parameters: { type: "object", properties: {}, additionalProperties: false },
+      },
+      async execute() {
+        throw new Error(`failed: ${"e".repeat(3 * MAX_TOOL_RESULT_CHARS)}`);
       },
     }),
   );
@@ -170,6 +184,29 @@ function suite(sdk: () => Promise<Sdk>, version: 6 | 7) {
     ]);
   });
 
+  it("without a working directory the file tools reach no directory, not the host process's own", async () => {
+    const user = `no-directory-${version}`;
+    await allowBash(ctx, user);
+    const tools = await toolhostTools(s, { userId: user, workingDirectory: null });
+    const result = await s.ai.generateText({
+      model: scripted(s, [
+        [
+          { id: "n1", tool: "list_directory", input: { path: "." } },
+          { id: "n2", tool: "read_file", input: { path: "package.json" } },
+          { id: "n3", tool: "bash", input: { command: "cat package.json" } },
+        ],
+      ]).model,
+      tools,
+      prompt: "look around",
+    });
+    const errors = result.steps[0].content.filter((p: any) => p.type === "tool-error");
+    expect(errors.map((e: any) => [e.toolCallId, e.error.code, e.error.details?.rule])).toEqual([
+      ["n1", "access_denied", "noWorkingDirectory"],
+      ["n2", "access_denied", "noWorkingDirectory"],
+      ["n3", "access_denied", "noWorkingDirectory"],
+    ]);
+  });
+
   it("an ask becomes the SDK's approval request; approved, the file is written exactly once, recorded in Toolhost", async () => {
     const user = `approve-${version}`;
     const work = workDirectory();
@@ -217,6 +254,47 @@ function suite(sdk: () => Promise<Sdk>, version: 6 | 7) {
       ["denied", "denied_by_policy", "pending", "policy"],
       ["ok", null, "allow_once", `ai-sdk:${user}`],
       ["error", "access_denied", "allow_once", `ai-sdk:${user}`],
+    ]);
+  });
+
+  it("an approved call whose request is cancelled before it runs keeps its approval for the same request sent again", async () => {
+    const user = `cancelled-${version}`;
+    const work = workDirectory();
+    await askBeforeWrites(ctx, user);
+    const first = await s.ai.generateText({
+      model: scripted(s, [[{ id: "k1", tool: "write_file", input: { path: "k.txt", content: "k\n" } }]]).model,
+      tools: await toolhostTools(s, { userId: user, workingDirectory: work }),
+      prompt: "write it",
+    });
+    const request = first.content.find((p: any) => p.type === "tool-approval-request");
+    const messages = [
+      { role: "user", content: "write it" },
+      ...first.response.messages,
+      { role: "tool", content: [{ type: "tool-approval-response", approvalId: request.approvalId, approved: true }] },
+    ];
+    // The client went away before the approved call ran.
+    await s.ai
+      .generateText({
+        model: scripted(s, []).model,
+        tools: await toolhostTools(s, { userId: user, workingDirectory: work, messages }),
+        messages,
+        abortSignal: AbortSignal.abort(),
+      })
+      .catch(() => undefined);
+    expect(existsSync(join(work, "k.txt"))).toBe(false);
+    // It sends the same messages again: the call runs, once.
+    const again = await s.ai.generateText({
+      model: scripted(s, []).model,
+      tools: await toolhostTools(s, { userId: user, workingDirectory: work, messages }),
+      messages,
+    });
+    expect(JSON.stringify(again.responseMessages ?? again.response.messages)).not.toContain("already been used");
+    expect(readFileSync(join(work, "k.txt"), "utf8")).toBe("k\n");
+    const writes = (await auditOf(ctx, user)).filter((a) => a.tool === "write_file");
+    expect(writes.map((a) => [a.outcome, a.errorCode])).toEqual([
+      ["denied", "denied_by_policy"],
+      ["error", "aborted"],
+      ["ok", null],
     ]);
   });
 
@@ -282,6 +360,166 @@ function suite(sdk: () => Promise<Sdk>, version: 6 | 7) {
     }
     const writes = (await auditOf(ctx, user)).filter((a) => a.tool === "write_file" && a.outcome === "ok");
     expect(writes).toEqual([]);
+  });
+
+  it("a provider that reuses call ids: each call is asked about and answered on its own", async () => {
+    const user = `reuse-${version}`;
+    const work = workDirectory();
+    await askBeforeWrites(ctx, user);
+    const answer = (result: any, approved: boolean) => {
+      const request = result.content.find((p: any) => p.type === "tool-approval-request");
+      return { role: "tool", content: [{ type: "tool-approval-response", approvalId: request.approvalId, approved }] };
+    };
+    // One request, two steps, both calls named call_0: the write in the second step is asked about.
+    const first = await s.ai.generateText({
+      model: scripted(s, [
+        [{ id: "call_0", tool: "list_directory", input: { path: "." } }],
+        [{ id: "call_0", tool: "write_file", input: { path: "a.txt", content: "a\n" } }],
+      ]).model,
+      tools: await toolhostTools(s, { userId: user, workingDirectory: work }),
+      prompt: "write",
+      stopWhen: s.ai.stepCountIs(4),
+    });
+    const asked = first.content.find((p: any) => p.type === "tool-approval-request");
+    expect(asked?.toolCall.input).toEqual({ path: "a.txt", content: "a\n" });
+    // Denied; the model then writes another file, again as call_0.
+    const messages: any[] = [{ role: "user", content: "write" }, ...first.response.messages, answer(first, false)];
+    const second = await s.ai.generateText({
+      model: scripted(s, [[{ id: "call_0", tool: "write_file", input: { path: "b.txt", content: "b\n" } }]]).model,
+      tools: await toolhostTools(s, { userId: user, workingDirectory: work, messages }),
+      messages,
+    });
+    messages.push(...second.response.messages, answer(second, true));
+    // Approved: the history still holds the first denial of a call_0, which answers nothing here.
+    await s.ai.generateText({
+      model: scripted(s, []).model,
+      tools: await toolhostTools(s, { userId: user, workingDirectory: work, messages }),
+      messages,
+    });
+    expect(readFileSync(join(work, "b.txt"), "utf8")).toBe("b\n");
+    expect(existsSync(join(work, "a.txt"))).toBe(false);
+    const writes = (await auditOf(ctx, user)).filter((a) => a.tool === "write_file");
+    expect(writes.map((a) => [a.outcome, a.approval, a.approvedBy])).toEqual([
+      ["denied", "pending", "policy"],
+      ["denied", "deny", `ai-sdk:${user}`],
+      ["denied", "pending", "policy"],
+      ["ok", "allow_once", `ai-sdk:${user}`],
+    ]);
+  });
+
+  it("a provider that reuses call ids: the same call approved again later in the conversation runs again", async () => {
+    const user = `repeat-${version}`;
+    const work = workDirectory();
+    await askBeforeWrites(ctx, user);
+    const input = { path: "again.txt", content: "again\n" };
+    const approve = (result: any) => {
+      const request = result.content.find((p: any) => p.type === "tool-approval-request");
+      expect(request?.toolCall.toolCallId).toBe("call_0");
+      return {
+        role: "tool",
+        content: [{ type: "tool-approval-response", approvalId: request.approvalId, approved: true }],
+      };
+    };
+    const messages: any[] = [{ role: "user", content: "write it" }];
+    for (const round of [1, 2]) {
+      // The model asks to write the same file with the same content, as call_0 each time; the user approves.
+      const asked = await s.ai.generateText({
+        model: scripted(s, [[{ id: "call_0", tool: "write_file", input }]]).model,
+        tools: await toolhostTools(s, { userId: user, workingDirectory: work, messages }),
+        messages,
+      });
+      messages.push(...asked.response.messages, approve(asked));
+      const ran = await s.ai.generateText({
+        model: scripted(s, []).model,
+        tools: await toolhostTools(s, { userId: user, workingDirectory: work, messages }),
+        messages,
+      });
+      expect(readFileSync(join(work, "again.txt"), "utf8"), `round ${round}`).toBe("again\n");
+      rmSync(join(work, "again.txt"));
+      messages.push(...(ran.responseMessages ?? ran.response.messages), { role: "user", content: "once more" });
+    }
+    const writes = (await auditOf(ctx, user)).filter((a) => a.tool === "write_file" && a.outcome === "ok");
+    expect(writes).toHaveLength(2);
+  });
+
+  it("two conversations of one user with the same call id and arguments keep their own approvals", async () => {
+    const user = `two-chats-${version}`;
+    const work = workDirectory();
+    await askBeforeWrites(ctx, user);
+    const input = { path: "same.txt", content: "same\n" };
+    // A conversation without a chat id, then one with: both ask about call_0 writing the same file.
+    const ask = async (chatId: string | null) => {
+      const first = await s.ai.generateText({
+        model: scripted(s, [[{ id: "call_0", tool: "write_file", input }]]).model,
+        tools: await toolhostTools(s, { userId: user, workingDirectory: work, chatId }),
+        prompt: "write",
+      });
+      const request = first.content.find((p: any) => p.type === "tool-approval-request");
+      return [
+        { role: "user", content: "write" },
+        ...first.response.messages,
+        { role: "tool", content: [{ type: "tool-approval-response", approvalId: request.approvalId, approved: true }] },
+      ];
+    };
+    const unscoped = await ask(null);
+    await ask(`chat-${user}`);
+    const result = await s.ai.generateText({
+      model: scripted(s, []).model,
+      tools: await toolhostTools(s, { userId: user, workingDirectory: work, chatId: null, messages: unscoped }),
+      messages: unscoped,
+    });
+    expect(JSON.stringify(result.responseMessages ?? result.response.messages)).not.toContain("denied_by_policy");
+    expect(readFileSync(join(work, "same.txt"), "utf8")).toBe("same\n");
+    const pending = await ctx.approvals.listPending(user);
+    expect(pending.map((p) => p.chatId)).toEqual([`chat-${user}`]);
+  });
+
+  it("an approval does not carry over to another call given the same id after the request", async () => {
+    const user = `appended-${version}`;
+    const work = workDirectory();
+    await askBeforeWrites(ctx, user);
+    const first = await s.ai.generateText({
+      model: scripted(s, [[{ id: "y1", tool: "write_file", input: { path: "asked.txt", content: "asked\n" } }]]).model,
+      tools: await toolhostTools(s, { userId: user, workingDirectory: work }),
+      prompt: "write it",
+    });
+    const request = first.content.find((p: any) => p.type === "tool-approval-request");
+    // The history gains a second call y1 after the approval request: the SDK runs the newest call of an id.
+    const history = JSON.parse(JSON.stringify(first.response.messages));
+    history.push({
+      role: "assistant",
+      content: [
+        { type: "tool-call", toolCallId: "y1", toolName: "write_file", input: { path: "other.txt", content: "x" } },
+      ],
+    });
+    const messages = [
+      { role: "user", content: "write it" },
+      ...history,
+      { role: "tool", content: [{ type: "tool-approval-response", approvalId: request.approvalId, approved: true }] },
+    ];
+    for (const attempt of [1, 2]) {
+      await s.ai.generateText({
+        model: scripted(s, []).model,
+        tools: await toolhostTools(s, { userId: user, workingDirectory: work, messages }),
+        messages,
+      });
+      expect(existsSync(join(work, "other.txt")), `attempt ${attempt}`).toBe(false);
+    }
+    expect((await auditOf(ctx, user)).filter((a) => a.tool === "write_file" && a.outcome === "ok")).toEqual([]);
+  });
+
+  it("a failure's message reaches the model cut as in Toolhost's own loop, still classified", async () => {
+    const user = `loud-${version}`;
+    const tools = await toolhostTools(s, { userId: user, workingDirectory: workDirectory() });
+    const result = await s.ai.generateText({
+      model: scripted(s, [[{ id: "l1", tool: "loud_failure", input: {} }]]).model,
+      tools,
+      prompt: "fail",
+    });
+    const error = result.steps[0].content.find((p: any) => p.type === "tool-error")?.error;
+    expect(error?.code).toBe("execution_failed");
+    expect(error.message.length).toBeLessThan(MAX_TOOL_RESULT_CHARS + 200);
+    expect(error.message).toContain("[truncated: the result was");
   });
 
   it("a call the policy denies never runs, even with an approval from the framework", async () => {
@@ -354,6 +592,13 @@ function suite(sdk: () => Promise<Sdk>, version: 6 | 7) {
     expect(record).toBeUndefined();
     const decided = await ctx.approvals.repository.findForCall("d1", { userId: user });
     expect([decided?.status, decided?.decidedBy, decided?.message]).toEqual(["denied", `ai-sdk:${user}`, "not now"]);
+    // The audit has the denial, naming who denied it through which framework, as for a denial in a Toolhost chat.
+    const writes = (await auditOf(ctx, user)).filter((a) => a.tool === "write_file");
+    expect(writes.map((a) => [a.outcome, a.errorCode, a.approval, a.approvedBy, (a.details as any)?.surface])).toEqual([
+      ["denied", "denied_by_policy", "pending", "policy", AI_SDK_SURFACE],
+      ["denied", "denied_by_user", "deny", `ai-sdk:${user}`, AI_SDK_SURFACE],
+    ]);
+    expect(writes[1]?.arguments).toMatchObject({ path: "no.txt" });
   });
 
   it("aborting streamText kills the shell's processes; progress streams as preliminary results", async () => {
@@ -420,6 +665,23 @@ describe.concurrent("toolhost/ai-sdk with ai 6", () => {
     expect(await again.write_file.needsApproval(input, { toolCallId: "s1", messages: [] })).toBe(true);
     expect(await again.write_file.needsApproval(input, { toolCallId: "s2", messages: [] })).toBe(true);
     expect(await again.list_directory.needsApproval({ path: "." }, { toolCallId: "s3", messages: [] })).toBe(false);
+  });
+  it("a call allowed when checked but asked about when it runs leaves no ask pending that nobody will see", async () => {
+    const user = "policy-changed-6";
+    const work = workDirectory();
+    const tools: any = await publicToolhostTools(ctx, { userId: user, workingDirectory: work });
+    const input = { path: "late.txt", content: "x" };
+    expect(await tools.write_file.needsApproval(input, { toolCallId: "p1", messages: [] })).toBe(false);
+    // The user's approval setting changes between the SDK's check and the execution.
+    await askBeforeWrites(ctx, user);
+    const run = async () => {
+      for await (const _ of tools.write_file.execute(input, { toolCallId: "p1", messages: [] })) {
+        // drain
+      }
+    };
+    await expect(run()).rejects.toMatchObject({ code: "denied_by_policy" });
+    expect(existsSync(join(work, "late.txt"))).toBe(false);
+    expect(await ctx.approvals.listPending(user)).toEqual([]);
   });
 });
 

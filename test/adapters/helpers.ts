@@ -68,3 +68,57 @@ export async function sleeperPid(work: string): Promise<number> {
 export async function auditOf(ctx: AppContext, userId: string) {
   return (await ctx.audit.list({ userId, kind: "tool_call", limit: 200 })).reverse();
 }
+
+/** One request a fake Chat Completions server received (the parsed JSON body). */
+export type ChatCompletionsRequest = { tools?: { function: { name: string } }[]; messages: unknown[] };
+
+/**
+ * A loopback OpenAI Chat Completions server (POST /v1/chat/completions, non-streaming): the n-th request is
+ * answered with the tool calls of `turns[n]`, later ones with the text "done". Like some OpenAI-compatible servers,
+ * it reports no `usage`. `onRequest` runs before each answer (e.g. to change a setting mid-run).
+ */
+export async function chatCompletionsServer(
+  turns: { id: string; tool: string; input: unknown }[][],
+  onRequest?: (n: number) => Promise<void>,
+): Promise<{ baseURL: string; requests: ChatCompletionsRequest[]; close: () => Promise<void> }> {
+  const { createServer } = await import("node:http");
+  const requests: ChatCompletionsRequest[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", async () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as ChatCompletionsRequest;
+      requests.push(body);
+      await onRequest?.(requests.length);
+      const turn = turns[requests.length - 1];
+      const message = turn
+        ? {
+            role: "assistant",
+            content: null,
+            tool_calls: turn.map((c) => ({
+              id: c.id,
+              type: "function",
+              function: { name: c.tool, arguments: JSON.stringify(c.input) },
+            })),
+          }
+        : { role: "assistant", content: "done" };
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(
+        JSON.stringify({
+          id: `chatcmpl-${requests.length}`,
+          object: "chat.completion",
+          created: 0,
+          model: "fake",
+          choices: [{ index: 0, message, finish_reason: turn ? "tool_calls" : "stop" }],
+        }),
+      );
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    baseURL: `http://127.0.0.1:${port}/v1`,
+    requests,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}

@@ -15,12 +15,16 @@ import {
 } from "../../src/adapters/openai-agents-tools.js";
 import { AdapterSession, type ToolhostToolsOptions } from "../../src/adapters/session.js";
 import type { AppContext } from "../../src/app/context.js";
+import { registerTool } from "../../src/core/registry.js";
+import { LARGEST_MAX_RESULT_BYTES } from "../../src/core/result-cap.js";
+import { defineTool } from "../../src/core/settings-declaration.js";
 import {
   adapterContext,
   alive,
   allowBash,
   askBeforeWrites,
   auditOf,
+  chatCompletionsServer,
   eventually,
   NODE_MAJOR,
   SLEEP_COMMAND,
@@ -32,6 +36,19 @@ let ctx: AppContext;
 
 beforeAll(async () => {
   ctx = await adapterContext();
+  // A tool whose result is larger than the largest output cap a user may set.
+  registerTool(
+    defineTool({
+      definition: {
+        name: "big_output",
+        description: "Answers with two megabytes of text.",
+        parameters: { type: "object", properties: {}, additionalProperties: false },
+      },
+      async execute() {
+        return "x".repeat(2 * LARGEST_MAX_RESULT_BYTES);
+      },
+    }),
+  );
 });
 
 afterAll(async () => {
@@ -138,6 +155,30 @@ function suite(
     expect(later.requests[0].tools.map((t: any) => t.name)).not.toContain("list_directory");
   });
 
+  it("a tool turned off during a run is gone from the next turn, also when the model reports no usage", async () => {
+    const user = `turns-${v}`;
+    const work = workDirectory();
+    const tools = await build(agents, { userId: user, workingDirectory: work });
+    // A Chat Completions server on loopback that reports no usage; glob is turned off while the first turn runs.
+    const server = await chatCompletionsServer(
+      [[{ id: "call_a", tool: "list_directory", input: { path: "." } }]],
+      async (n) => {
+        if (n === 1) await ctx.settings.update(user, "glob", { enabled: false });
+      },
+    );
+    try {
+      const { default: OpenAI } = await import("openai");
+      const client = new OpenAI({ baseURL: server.baseURL, apiKey: "test", maxRetries: 0 });
+      const model = new agents.OpenAIChatCompletionsModel(client, "fake");
+      const result = await agents.run(agentWith(tools, model), "list it");
+      expect(result.finalOutput).toBe("done");
+      const offered = server.requests.map((r) => (r.tools ?? []).map((t) => t.function.name).includes("glob"));
+      expect(offered).toEqual([true, false]);
+    } finally {
+      await server.close();
+    }
+  });
+
   it("an ask interrupts the run; approved, the resumed run (from a serialized state) writes the file exactly once", async () => {
     const user = `approve-${v}`;
     const work = workDirectory();
@@ -203,6 +244,62 @@ function suite(
     expect(JSON.parse(outputs.get("t2")!).error.code).toBe("denied_by_policy");
   });
 
+  it("a provider that reuses call ids: a later call with the same id is asked about on its own", async () => {
+    const user = `reuse-${v}`;
+    const work = workDirectory();
+    await askBeforeWrites(ctx, user);
+    const tools = await build(agents, { userId: user, workingDirectory: work });
+    const { model } = scriptedModel(agents, [
+      [{ id: "call_0", tool: "list_directory", input: { path: "." } }],
+      [{ id: "call_0", tool: "write_file", input: { path: "r.txt", content: "r\n" } }],
+    ]);
+    const agent = agentWith(tools, model);
+    const first = await agents.run(agent, "write it");
+    expect(first.interruptions.map((i: any) => i.name)).toEqual(["write_file"]);
+    // Asked in Toolhost too (the SDK itself then pairs results with calls by id, so its resume is its own affair).
+    const pending = await ctx.approvals.listPending(user);
+    expect(pending.map((p) => [p.toolCallId, p.tool])).toEqual([["call_0", "write_file"]]);
+    expect((await auditOf(ctx, user)).map((a) => [a.tool, a.outcome])).toEqual([
+      ["list_directory", "ok"],
+      ["write_file", "denied"],
+    ]);
+  });
+
+  it("a result cut at the user's largest output cap still tells the model where its full output is", async () => {
+    const user = `cap-${v}`;
+    await ctx.settings.update(user, "big_output", {
+      parameters: { maxResultBytes: LARGEST_MAX_RESULT_BYTES },
+    });
+    const tools = await build(agents, { userId: user, workingDirectory: workDirectory() });
+    const { model, requests } = scriptedModel(agents, [[{ id: "g1", tool: "big_output", input: {} }]]);
+    await agents.run(agentWith(tools, model), "go");
+    const output = outputsIn(requests.at(-1)).get("g1")!;
+    expect(output).toMatch(/spill:[0-9a-f]+/);
+    expect(output).not.toContain("[truncated: the result was");
+  });
+
+  it("alwaysApprove runs nothing Toolhost asks about, and the model is told not to call again", async () => {
+    const user = `always-${v}`;
+    const work = workDirectory();
+    await askBeforeWrites(ctx, user);
+    const tools = await build(agents, { userId: user, workingDirectory: work });
+    const { model, requests } = scriptedModel(agents, [
+      [{ id: "a1", tool: "write_file", input: { path: "one.txt", content: "1\n" } }],
+      [{ id: "a2", tool: "write_file", input: { path: "two.txt", content: "2\n" } }],
+    ]);
+    const agent = agentWith(tools, model);
+    const first = await agents.run(agent, "write them");
+    for (const item of first.interruptions) first.state.approve(item, { alwaysApprove: true });
+    await agents.run(agent, first.state);
+    // The call that was asked about ran; the next one, approved by the SDK without asking Toolhost, did not.
+    expect(readFileSync(join(work, "one.txt"), "utf8")).toBe("1\n");
+    expect(existsSync(join(work, "two.txt"))).toBe(false);
+    const refusal = JSON.parse(outputsIn(requests.at(-1)).get("a2")!).error;
+    expect(refusal.code).toBe("denied_by_policy");
+    expect(refusal.message).toContain("alwaysApprove");
+    expect(refusal.message).toContain("do not call the tool again in this run");
+  });
+
   it("a rejection runs nothing; Toolhost records the denial when the run resumes", async () => {
     const user = `reject-${v}`;
     const work = workDirectory();
@@ -224,7 +321,11 @@ function suite(
       `openai-agents:${user}`,
       "not now",
     ]);
-    expect((await auditOf(ctx, user)).filter((a) => a.tool === "write_file" && a.outcome === "ok")).toEqual([]);
+    const writes = (await auditOf(ctx, user)).filter((a) => a.tool === "write_file");
+    expect(writes.map((a) => [a.outcome, a.errorCode, a.approval, a.approvedBy, (a.details as any)?.surface])).toEqual([
+      ["denied", "denied_by_policy", "pending", "policy", OPENAI_AGENTS_SURFACE],
+      ["denied", "denied_by_user", "deny", `openai-agents:${user}`, OPENAI_AGENTS_SURFACE],
+    ]);
   });
 
   it("aborting the run (details.signal) kills the shell's processes", async () => {

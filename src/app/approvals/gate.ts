@@ -51,6 +51,8 @@ export interface ApprovalGateOptions {
   agentPath?: string;
   /** Host services (ToolContext.services), as the loop passes them to executeTool. */
   services?: Record<string, unknown>;
+  /** False: the process's directory does not stand in for a missing working directory (ToolCallContext). */
+  processCwdFallback?: false;
   /**
    * What an ask does when the responder leaves it pending (or there is none): `wait` (default) until it is answered
    * through the API or expires; `return` at once with a `denied_by_policy` outcome naming the pending approval (the
@@ -93,6 +95,7 @@ export class ApprovalGate implements ToolCallGate {
       workingDirectory: this.#o.workingDirectory,
       ...(signal ? { signal } : {}),
       ...(this.#o.services ? { services: this.#o.services } : {}),
+      ...(this.#o.processCwdFallback === false ? { processCwdFallback: false as const } : {}),
     };
   }
 
@@ -427,8 +430,9 @@ export class ApprovalGate implements ToolCallGate {
    * Runs the checks an approved call passes before it runs: the HMAC binding to exactly these arguments, the
    * arguments against the tool's schema, the current policy again, completely (a rule since turned to deny denies
    * it; one that now asks for another reason than the one answered asks again: through `step` when given, else the
-   * call is refused saying a new approval is needed), then marks the approval used (once). Returns the verdict; a
-   * refusal is audited.
+   * call is refused saying a new approval is needed), then marks the approval used (once) — unless `signal` has
+   * already aborted: the call is refused as aborted and the approval stays for the same call sent again. Returns
+   * the verdict; a refusal is audited.
    */
   async authorize(
     record: ApprovalRecord,
@@ -481,6 +485,16 @@ export class ApprovalGate implements ToolCallGate {
           signal,
         );
       }
+    }
+    if (signal?.aborted) {
+      // Cancelled before it ran: the approval is not used up, so the same call sent again runs (once).
+      return this.#refuse(
+        call,
+        new ToolAbortedError("The call was cancelled before it ran; its approval stays valid for the same call."),
+        decision,
+        by,
+        signal,
+      );
     }
     if (!(await service.use(record.id))) {
       return this.#refuse(

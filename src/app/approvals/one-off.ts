@@ -32,6 +32,8 @@ export interface GatedCallOptions {
   approvalId?: string;
   /** Receives `approval_requested` / `approval_resolved` events (e.g. to print them). */
   onEvent?: GateStep["emit"];
+  /** False: the process's directory does not stand in for a missing working directory (ToolCallContext). */
+  processCwdFallback?: false;
 }
 
 const refused = (error: ToolError): ToolCallOutcome => ({ ok: false, error: error.toJSON(), durationMs: 0 });
@@ -49,6 +51,7 @@ export async function runGatedCall(name: string, args: unknown, options: GatedCa
     ...(options.signal ? { signal: options.signal } : {}),
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     ...(options.services ? { services: options.services } : {}),
+    ...(options.processCwdFallback === false ? { processCwdFallback: false as const } : {}),
   };
   if (!approvals) return runtime.executeTool(name, args, context);
   const gate = new ApprovalGate({
@@ -59,6 +62,7 @@ export async function runGatedCall(name: string, args: unknown, options: GatedCa
     workingDirectory: options.workingDirectory ?? null,
     ...(options.responder ? { responder: options.responder } : {}),
     ...(options.services ? { services: options.services } : {}),
+    ...(options.processCwdFallback === false ? { processCwdFallback: false as const } : {}),
     onAsk: options.onAsk ?? "return",
   });
   let verdict: GateVerdict;

@@ -51,6 +51,12 @@ export interface ToolCallContext {
    */
   allowDefaultDisabled?: boolean;
   /**
+   * False: without a bound working directory the call reaches no directory — the process's own directory does not
+   * stand in for it (a surface serving several users, whose host chose none). Absent: the runtime's rule
+   * (ToolRuntime.processCwdFallback). It can only take the fallback away, never grant it.
+   */
+  processCwdFallback?: false;
+  /**
    * The approval decision that let this call run, recorded in the audit: `decision` allow (the policy allowed it),
    * allow_once, allow_always; `decidedBy` "policy" or who answered the ask. Absent: no gate ran (library use).
    */
