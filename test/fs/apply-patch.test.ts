@@ -213,3 +213,36 @@ describe("apply_patch: *** Begin Patch envelope", () => {
     expect(get("x.txt")).toBe("x\n");
   });
 });
+
+describe("apply_patch: a write that fails after others leaves every file as it was", () => {
+  const update = "*** Update File: a.txt\n@@\n-one\n+ONE\n";
+  it("refuses a target under a file before writing anything, naming the patch argument", async () => {
+    put("a.txt", "one\n");
+    put("f.txt", "file\n");
+    await read("a.txt");
+    const err = await patch(`*** Begin Patch\n${update}*** Add File: f.txt/sub/new.txt\n+new\n*** End Patch\n`).catch(
+      (e) => e,
+    );
+    expect(err.code).toBe("validation_failed");
+    expect(err.details).toMatchObject({ argument: "patch", rule: "not_a_directory" });
+    expect(err.message).toMatch(/Nothing was written/);
+    expect(get("a.txt")).toBe("one\n");
+  });
+  it("undoes the writes made before one that fails (a file the patch adds is the parent of another)", async () => {
+    put("a.txt", "one\n");
+    put("gone.txt", "keep me\n");
+    await read("a.txt");
+    await read("gone.txt");
+    const err = await patch(
+      `*** Begin Patch\n${update}*** Delete File: gone.txt\n*** Add File: x.txt\n+x\n*** Add File: x.txt/y/z.txt\n+z\n*** End Patch\n`,
+    ).catch((e) => e);
+    expect(err.code).toBe("validation_failed");
+    expect(err.message).toMatch(/Nothing was written/);
+    expect(get("a.txt")).toBe("one\n");
+    expect(get("gone.txt")).toBe("keep me\n");
+    expect(existsSync(join(proj, "x.txt"))).toBe(false);
+    // The restored file still counts as read: the chat can patch it without reading it again.
+    expect((await patch(`*** Begin Patch\n${update}*** End Patch\n`)).files).toHaveLength(1);
+    expect(get("a.txt")).toBe("ONE\n");
+  });
+});

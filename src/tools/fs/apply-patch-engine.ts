@@ -2,7 +2,8 @@
  * The implementation of the apply_patch tool (its metadata is in src/tools/builtin/apply-patch.ts, which loads this
  * module on the tool's first call). See that file for the behaviour.
  */
-import { rm } from "node:fs/promises";
+import { rm, rmdir } from "node:fs/promises";
+import { dirname } from "node:path";
 import { clip, NotFoundError, shorten, ToolArgumentError, ToolExecutionError } from "../../core/errors.js";
 import { resolveAndValidatePath, toResultPath } from "../../core/path-policy.js";
 import type { ToolContext } from "../../core/types.js";
@@ -254,6 +255,8 @@ interface Planned {
   real: string;
   content?: string;
   mode?: number;
+  /** The bytes of the file before the patch (update, move, delete): what a failed patch puts back. */
+  original?: Buffer;
   /** For a move: the destination. */
   dest?: { input: string; absolute: string; real: string };
   hunks: number;
@@ -320,6 +323,7 @@ async function planPatch(resolved: ResolvedOp[], context: ToolContext): Promise<
     if (!(op.kind === "delete" && moveDests.has(target.real))) claim(target.real, op.path);
     const exists = await lstatOrUndefined(target.real);
     if (op.kind === "add") {
+      await assertParentIsDirectory(target.real, op.path);
       if (exists) {
         throw new ToolExecutionError(
           `Cannot add "${clip(op.path)}": it already exists. Read it and send an update (or "*** Update File:") instead.`,
@@ -343,8 +347,16 @@ async function planPatch(resolved: ResolvedOp[], context: ToolContext): Promise<
     }
     const current = await readWholeFile(target.real, op.path, PATCH_FILE_CAP, context.signal);
     await assertFresh(context, target.real, op.path, current.sha256);
+    const original = current.bytes;
     if (op.kind === "delete") {
-      planned.push({ action: "delete", input: op.path, ...target, hunks: 0 });
+      planned.push({
+        action: "delete",
+        input: op.path,
+        ...target,
+        mode: current.info.mode & 0o7777,
+        original,
+        hunks: 0,
+      });
       continue;
     }
     const text = decodeStrict(current.bytes, op.path);
@@ -355,6 +367,7 @@ async function planPatch(resolved: ResolvedOp[], context: ToolContext): Promise<
       ...target,
       content,
       mode: current.info.mode & 0o7777,
+      original,
       hunks: op.hunks.length,
     };
     if (dest && op.moveTo) {
@@ -365,6 +378,7 @@ async function planPatch(resolved: ResolvedOp[], context: ToolContext): Promise<
           { path: clip(op.moveTo), rule: "exists" },
         );
       }
+      await assertParentIsDirectory(dest.real, op.moveTo);
       entry.dest = { input: op.moveTo, ...dest };
     }
     planned.push(entry);
@@ -397,21 +411,89 @@ export async function applyPatch(
   }
 }
 
-/** Plans (freshness, hunks) and then writes; the caller holds the path locks of every target. */
+/**
+ * Refuses a target whose nearest existing ancestor is not a directory (a file in the way of a path to create):
+ * found while planning, before anything is written. ToolArgumentError (validation_failed, rule not_a_directory).
+ */
+async function assertParentIsDirectory(real: string, input: string): Promise<void> {
+  for (let dir = dirname(real); ; dir = dirname(dir)) {
+    const info = await lstatOrUndefined(dir);
+    if (info) {
+      if (info.isDirectory()) return;
+      throw new ToolArgumentError(
+        `Invalid argument "patch": a parent of "${clip(input)}" is a file, not a directory. Check the path (list_directory or glob can help).`,
+        { argument: "patch", path: clip(input), rule: "not_a_directory" },
+      );
+    }
+    if (dirname(dir) === dir) return;
+  }
+}
+
+/** The directories that do not exist yet on the way to `real`, innermost first (what a write there creates). */
+async function missingParents(real: string): Promise<string[]> {
+  const missing: string[] = [];
+  for (let dir = dirname(real); dirname(dir) !== dir && !(await lstatOrUndefined(dir)); dir = dirname(dir)) {
+    missing.push(dir);
+  }
+  return missing;
+}
+
+/**
+ * Plans (freshness, hunks) and then writes; the caller holds the path locks of every target. A write or delete
+ * that fails (a file the patch adds in the way of another, a full disk) undoes the ones made before it: replaced
+ * and deleted files get their bytes and mode back, added files and the directories made for them are removed. So
+ * the patch is all or nothing even when the file system fails it halfway; only when undoing fails too is the error
+ * a `partial_write` naming the files left changed.
+ */
 async function writePlanned(resolved: ResolvedOp[], context: ToolContext): Promise<ApplyPatchResult> {
   const planned = await planPatch(resolved, context);
   if (context.signal.aborted) throw context.signal.reason;
+  // What each written location held before: the file itself (update), or a file the patch deletes (move onto it).
+  const before = new Map<string, Planned>();
+  for (const p of planned) if (p.original) before.set(p.real, p);
+  const undo: { input: string; step: () => Promise<unknown> }[] = [];
+  const restore = (p: Planned, real: string, input: string) => ({
+    input,
+    step: () => atomicWrite(real, p.original!, { mode: p.mode, createDirectories: true, input }),
+  });
+  const written = new Set(planned.flatMap((p) => (p.action === "delete" ? [] : [(p.dest ?? p).real])));
+  try {
+    for (const p of planned) {
+      if (p.action === "delete") continue;
+      const target = p.dest ?? p;
+      const previous = before.get(target.real);
+      const created = previous ? [] : await missingParents(target.real);
+      await atomicWrite(target.real, p.content ?? "", { mode: p.mode, createDirectories: true, input: target.input });
+      undo.push(
+        previous
+          ? restore(previous, target.real, target.input)
+          : {
+              input: target.input,
+              step: async () => {
+                await rm(target.real, { force: true });
+                for (const dir of created) await rmdir(dir);
+              },
+            },
+      );
+    }
+    for (const p of planned) {
+      // A deleted file that a move just replaced is already gone (the move's atomic rename took its place).
+      if ((p.action === "delete" || p.action === "move") && !written.has(p.real)) {
+        await rm(p.real, { force: true });
+        undo.push(restore(p, p.real, p.input));
+      }
+    }
+  } catch (error) {
+    const left: string[] = [];
+    for (const { input, step } of undo.reverse()) await step().catch(() => left.push(input));
+    if (left.length > 0) throw partialWrite(error, left);
+    throw error;
+  }
   const chat = ledgerChat(context);
   for (const p of planned) {
-    if (p.action === "delete") continue;
-    const target = p.dest ?? p;
-    await atomicWrite(target.real, p.content ?? "", { mode: p.mode, createDirectories: true, input: target.input });
-    await context.ledger.recordRead(chat, target.real, sha256(Buffer.from(p.content ?? "", "utf8")));
-  }
-  const written = new Set(planned.flatMap((p) => (p.action === "delete" ? [] : [(p.dest ?? p).real])));
-  for (const p of planned) {
-    // A deleted file that a move just replaced is already gone (the move's atomic rename took its place).
-    if ((p.action === "delete" || p.action === "move") && !written.has(p.real)) await rm(p.real, { force: true });
+    if (p.action !== "delete") {
+      await context.ledger.recordRead(chat, (p.dest ?? p).real, sha256(Buffer.from(p.content ?? "", "utf8")));
+    }
   }
   const files = planned.map((p) => ({
     path: toResultPath((p.dest ?? p).absolute, context),
@@ -419,4 +501,15 @@ async function writePlanned(resolved: ResolvedOp[], context: ToolContext): Promi
     hunks: p.hunks,
   }));
   return { patched: true, path: files[0]!.path, files };
+}
+
+/** The error of a patch whose failed write could not be fully undone: which files it left changed. */
+function partialWrite(error: unknown, left: string[]): ToolExecutionError {
+  const reason = error instanceof Error ? error.message : String(error);
+  const names = left.map((input) => `"${clip(input)}"`).join(", ");
+  return new ToolExecutionError(
+    `The patch failed while writing (${reason}) and could not be undone for ${names}: read ${left.length === 1 ? "that file" : "those files"} again before changing ${left.length === 1 ? "it" : "them"}.`,
+    { argument: "patch", rule: "partial_write", files: left.map((input) => clip(input)) },
+    { cause: error },
+  );
 }

@@ -353,13 +353,15 @@ export function emptyPatch(): ToolRefusal {
 
 /**
  * Adds to a refusal that the patch changed nothing (it is all or nothing: every failure happens before the first
- * write), naming the files it would have added, so a model does not assume a partial success.
+ * write, or its writes are undone), naming the files it would have added, so a model does not assume a partial
+ * success. A `partial_write` (writes that could not be undone) is returned as it is: it names what was left.
  */
 export function nothingWritten<E>(error: E, ops: FileOp[] | undefined): E {
   if (
     !(error instanceof ToolError || error instanceof ToolRefusal) ||
     error.code === "aborted" ||
-    error.code === "timeout"
+    error.code === "timeout" ||
+    error.details?.rule === "partial_write"
   )
     return error;
   // Each file once, though the patch may add the same path twice (the refusal it gets may be just that).
