@@ -30,6 +30,7 @@
  * The engines live in tools/fs/grep/ (common.ts, js-engine.ts, ripgrep-engine.ts); this file holds the tool.
  */
 import { argumentRefusal, quote, ToolArgumentError, type ToolRefusal } from "../../core/errors.js";
+import { linkedDeniedFiles } from "../../core/path-aliases.js";
 import {
   hasExclusionsWithin,
   PATH_POLICY_DESCRIPTORS,
@@ -231,6 +232,7 @@ export async function planGrep(
     gitignore: booleanSetting(params, D.respectGitignore),
     policy,
     excluded: walkExclusion(policy, absolute, real),
+    deniedFiles: [...linkedDeniedFiles(policy.denied)],
     signal: context.signal,
   };
 }
@@ -245,9 +247,13 @@ export async function runGrep(
   let engine: GrepResult["engine"] = "js";
   let outcome: EngineOutcome | undefined;
   // ripgrep would read denied and protected files (and reveal them through its binary-skip counts) before their
-  // matches could be dropped, so any such path inside the search root sends the search to the JS engine.
+  // matches could be dropped, so any such path inside the search root, or a denied file with another name that may
+  // lie there (a hard link), sends the search to the JS engine.
   const rg =
-    choice === "js" || plan.isFile || hasExclusionsWithin(plan.policy, plan.rootAbs, plan.rootReal)
+    choice === "js" ||
+    plan.isFile ||
+    plan.deniedFiles.length > 0 ||
+    hasExclusionsWithin(plan.policy, plan.rootAbs, plan.rootReal)
       ? null
       : ripgrepPath();
   const translated = rg ? translateJsRegex(plan.pattern, plan.ignoreCase) : null;

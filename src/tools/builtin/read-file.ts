@@ -64,13 +64,13 @@ export async function readFileForChat(
   context: ToolContext,
   view: ReadView,
 ): Promise<{ bytes: Buffer; sha256: string; absolute: string; real: string }> {
-  const { absolute, real } = await resolveAndValidatePath(input, context, {
+  const { absolute, real, policy } = await resolveAndValidatePath(input, context, {
     mustExist: true,
     kind: "file",
     purpose: "read",
   });
   const cap = view === "text" ? TEXT_VIEW_CAP : BYTE_VIEW_CAP;
-  const read = await readRegularFile(real, input, cap, context.signal);
+  const read = await readRegularFile(real, input, cap, context.signal, policy.denied);
   if (read.exceeded) {
     throw new ToolArgumentError(
       view === "text"

@@ -19,7 +19,8 @@ import { chmod, lstat, open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { clip, NotFoundError, ToolArgumentError, ToolExecutionError } from "../../core/errors.js";
 import { makeDirectories } from "../../core/make-directory.js";
-import { pathSystemError } from "../../core/path-refusals.js";
+import { isDeniedFileAlias } from "../../core/path-aliases.js";
+import { accessDenied, pathSystemError } from "../../core/path-refusals.js";
 import type { ToolContext } from "../../core/types.js";
 
 /** Result of reading a whole file through one descriptor under a byte cap. */
@@ -203,15 +204,22 @@ export function sha256(data: Uint8Array | string): string {
 
 /**
  * Opens the regular file `real` (see {@link openRegularFile}), reads it under `cap` (see {@link readAllCapped}) and
- * closes it. Resolves with the read and what fstat said; the caller decides what an exceeded cap means.
+ * closes it. Resolves with the read and what fstat said; the caller decides what an exceeded cap means. With
+ * `denied` (the policy's denied and protected paths), a file that is one of them under another name (a hard link,
+ * perhaps made since the path was checked) is refused as access_denied before a byte is read.
  */
 export async function readRegularFile(
   real: string,
   input: string,
   cap: number,
   signal?: AbortSignal,
+  denied?: readonly string[],
 ): Promise<CappedRead & { info: Stats }> {
   const { fd, info } = openRegularFile(real, input);
+  if (denied && isDeniedFileAlias(denied, info, fd)) {
+    closeSync(fd);
+    throw accessDenied(input, "deniedPaths");
+  }
   try {
     return { ...(await readAllCapped(fd, cap, signal, info.size)), info };
   } finally {
