@@ -164,6 +164,15 @@ describe("grep: rules", () => {
     expect(await names("sub/**/*.txt")).toEqual(["sub/deep/d.txt"]);
     expect(await names("!*.txt")).toEqual(["sub/deep/d.md", "sub/keep.log"]);
   });
+  it("refuses a glob that filters nothing: blank, or given with a single file", async () => {
+    for (const glob of ["", "   "]) {
+      const err = await grep({ pattern: "foo", path: ".", glob }).catch((e) => e);
+      expect(err, JSON.stringify(glob)).toMatchObject({ code: "validation_failed", details: { argument: "glob" } });
+      expect(err.message).toMatch(/leave "glob" out/);
+    }
+    const err = await grep({ pattern: "foo", path: "a.txt", glob: "*.md" }).catch((e) => e);
+    expect(err).toMatchObject({ code: "validation_failed", details: { argument: "glob", rule: "glob_with_file" } });
+  });
   it("searches a single file named explicitly, even a dotfile", async () => {
     const r = await grep({ pattern: "hidden", path: ".hidden/h.txt" });
     expect(r.matches).toEqual([{ file: ".hidden/h.txt", line: 1, text: "foo hidden" }]);

@@ -179,8 +179,14 @@ export function grepArgumentsRefusal(args: {
   } finally {
     Error.stackTraceLimit = stackTraceLimit;
   }
-  if (args.glob !== undefined && args.glob.trim() !== "") return globPatternProblem(args.glob, "glob");
-  return undefined;
+  if (typeof args.glob !== "string") return undefined;
+  if (args.glob.trim() === "") {
+    return argumentRefusal(
+      'Invalid argument "glob": it is blank, so it filters nothing; leave "glob" out to search every file, or send a pattern such as "*.ts".',
+      { argument: "glob", rule: "non_empty" },
+    );
+  }
+  return globPatternProblem(args.glob, "glob");
 }
 
 const checkPath = pathArgumentsCheck("path");
@@ -201,7 +207,7 @@ export async function planGrep(
     if (check.kind === "timeout") throw new GrepPatternError(args.pattern, "too costly", "regex_too_costly");
     if (check.kind === "error") throw new GrepPatternError(args.pattern, regexReason(check.message));
   }
-  if (args.glob !== undefined && args.glob.trim() !== "") {
+  if (typeof args.glob === "string") {
     const negated = args.glob.startsWith("!");
     compilePattern((negated ? args.glob.slice(1) : args.glob).replace(/^\.\//, ""), { dot: true }, "glob");
   }
@@ -215,6 +221,12 @@ export async function planGrep(
   });
   const params = context.settings.values;
   const isFile = !info.isDirectory();
+  if (isFile && typeof args.glob === "string") {
+    throw new ToolArgumentError(
+      `Invalid argument "glob": it filters the files of a directory search, and ${quote(args.path)} is a file. Leave "glob" out to search the file, or give its directory as "path".`,
+      { argument: "glob", rule: "glob_with_file" },
+    );
+  }
   return {
     pattern: args.pattern,
     regex,
