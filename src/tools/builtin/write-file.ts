@@ -15,6 +15,7 @@
  * Result: { path, size (bytes written), sha256, created }.
  */
 import { clip, ToolArgumentError } from "../../core/errors.js";
+import { openedFileRefusal } from "../../core/path-opened.js";
 import {
   PATH_POLICY_DESCRIPTORS,
   pathArgumentsCheck,
@@ -52,7 +53,8 @@ export async function writeFileForChat(
   args: { path: string; content: string; createDirectories?: boolean },
   context: ToolContext,
 ): Promise<WriteFileResult & { absolute: string; real: string }> {
-  const { absolute, real } = await resolveAndValidatePath(args.path, context, { kind: "file", purpose: "write" });
+  const resolved = await resolveAndValidatePath(args.path, context, { kind: "file", purpose: "write" });
+  const { absolute, real } = resolved;
   const data = Buffer.from(args.content, "utf8");
   if (data.length > WRITE_CAP) {
     throw new ToolArgumentError(`"content" is larger than 10 MiB; write smaller files.`, { argument: "content" });
@@ -76,7 +78,12 @@ export async function writeFileForChat(
       mode = current.info.mode & 0o7777;
     }
     if (context.signal.aborted) throw context.signal.reason;
-    await atomicWrite(real, data, { mode, createDirectories: args.createDirectories === true, input: args.path });
+    await atomicWrite(real, data, {
+      mode,
+      createDirectories: args.createDirectories === true,
+      input: args.path,
+      check: (fd, info) => openedFileRefusal(resolved, fd, info, context, { input: args.path, purpose: "write" }),
+    });
     const digest = sha256(data);
     // The chat knows what it just wrote: a follow-up write needs no re-read.
     await context.ledger.recordRead(ledgerChat(context), real, digest);

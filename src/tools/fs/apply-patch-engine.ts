@@ -5,7 +5,8 @@
 import { rm, rmdir } from "node:fs/promises";
 import { dirname } from "node:path";
 import { clip, NotFoundError, shorten, ToolArgumentError, ToolExecutionError } from "../../core/errors.js";
-import { resolveAndValidatePath, toResultPath } from "../../core/path-policy.js";
+import { openedFileRefusal } from "../../core/path-opened.js";
+import { type ResolvedPath, resolveAndValidatePath, toResultPath } from "../../core/path-policy.js";
 import type { ToolContext } from "../../core/types.js";
 import {
   assertFresh,
@@ -248,17 +249,15 @@ export function applyHunks(
 }
 
 /** One planned change, computed before anything is written. */
-interface Planned {
+interface Planned extends ResolvedPath {
   action: "add" | "update" | "delete" | "move";
   input: string;
-  absolute: string;
-  real: string;
   content?: string;
   mode?: number;
   /** The bytes of the file before the patch (update, move, delete): what a failed patch puts back. */
   original?: Buffer;
   /** For a move: the destination. */
-  dest?: { input: string; absolute: string; real: string };
+  dest?: ResolvedPath & { input: string };
   hunks: number;
 }
 
@@ -273,7 +272,6 @@ function decodeStrict(bytes: Buffer, input: string): string {
   return text;
 }
 
-type ResolvedPath = { absolute: string; real: string };
 type ResolvedOp = { op: FileOp; target: ResolvedPath; dest: ResolvedPath | undefined };
 
 /**
@@ -452,10 +450,15 @@ async function writePlanned(resolved: ResolvedOp[], context: ToolContext): Promi
   const before = new Map<string, Planned>();
   for (const p of planned) if (p.original) before.set(p.real, p);
   const undo: { input: string; step: () => Promise<unknown> }[] = [];
-  const restore = (p: Planned, real: string, input: string) => ({
-    input,
-    step: () => atomicWrite(real, p.original!, { mode: p.mode, createDirectories: true, input }),
-  });
+  // Each write's temp file is checked where it really lies (a directory swapped for a link since planning).
+  const write = (to: ResolvedPath, input: string, data: Buffer | string, mode: number | undefined) =>
+    atomicWrite(to.real, data, {
+      mode,
+      createDirectories: true,
+      input,
+      check: (fd, info) => openedFileRefusal(to, fd, info, context, { input, argument: "patch", purpose: "write" }),
+    });
+  const restore = (p: Planned, input: string) => ({ input, step: () => write(p, input, p.original!, p.mode) });
   const written = new Set(planned.flatMap((p) => (p.action === "delete" ? [] : [(p.dest ?? p).real])));
   try {
     for (const p of planned) {
@@ -463,10 +466,10 @@ async function writePlanned(resolved: ResolvedOp[], context: ToolContext): Promi
       const target = p.dest ?? p;
       const previous = before.get(target.real);
       const created = previous ? [] : await missingParents(target.real);
-      await atomicWrite(target.real, p.content ?? "", { mode: p.mode, createDirectories: true, input: target.input });
+      await write(target, target.input, p.content ?? "", p.mode);
       undo.push(
         previous
-          ? restore(previous, target.real, target.input)
+          ? restore(previous, target.input)
           : {
               input: target.input,
               step: async () => {
@@ -480,7 +483,7 @@ async function writePlanned(resolved: ResolvedOp[], context: ToolContext): Promi
       // A deleted file that a move just replaced is already gone (the move's atomic rename took its place).
       if ((p.action === "delete" || p.action === "move") && !written.has(p.real)) {
         await rm(p.real, { force: true });
-        undo.push(restore(p, p.real, p.input));
+        undo.push(restore(p, p.input));
       }
     }
   } catch (error) {

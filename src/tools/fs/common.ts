@@ -19,8 +19,8 @@ import { chmod, lstat, open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { clip, NotFoundError, ToolArgumentError, ToolExecutionError } from "../../core/errors.js";
 import { makeDirectories } from "../../core/make-directory.js";
-import { isDeniedFileAlias } from "../../core/path-aliases.js";
-import { accessDenied, pathSystemError } from "../../core/path-refusals.js";
+import { descriptorLocation } from "../../core/path-opened.js";
+import { pathSystemError } from "../../core/path-refusals.js";
 import type { ToolContext } from "../../core/types.js";
 
 /** Result of reading a whole file through one descriptor under a byte cap. */
@@ -202,23 +202,26 @@ export function sha256(data: Uint8Array | string): string {
   return createHash("sha256").update(data).digest("hex");
 }
 
+/** A check of a file just opened (its descriptor and fstat): the error that refuses it, or undefined. */
+export type OpenedCheck = (fd: number, info: Stats) => Error | undefined;
+
 /**
  * Opens the regular file `real` (see {@link openRegularFile}), reads it under `cap` (see {@link readAllCapped}) and
- * closes it. Resolves with the read and what fstat said; the caller decides what an exceeded cap means. With
- * `denied` (the policy's denied and protected paths), a file that is one of them under another name (a hard link,
- * perhaps made since the path was checked) is refused as access_denied before a byte is read.
+ * closes it. Resolves with the read and what fstat said; the caller decides what an exceeded cap means. `check`
+ * (openedFileRefusal: the policy decided again on what was opened) runs before a byte is read; its error is thrown.
  */
 export async function readRegularFile(
   real: string,
   input: string,
   cap: number,
   signal?: AbortSignal,
-  denied?: readonly string[],
+  check?: OpenedCheck,
 ): Promise<CappedRead & { info: Stats }> {
   const { fd, info } = openRegularFile(real, input);
-  if (denied && isDeniedFileAlias(denied, info, fd)) {
+  const refusal = check?.(fd, info);
+  if (refusal) {
     closeSync(fd);
-    throw accessDenied(input, "deniedPaths");
+    throw refusal;
   }
   try {
     return { ...(await readAllCapped(fd, cap, signal, info.size)), info };
@@ -371,12 +374,14 @@ export function tempName(name: string, dirBytes = 0): string {
 /**
  * Writes `data` to `real` atomically: a temp file in the same directory, fsync, chmod to `mode` (the replaced
  * file's permission bits; new files get 0o666 minus the umask), then rename over the target.
- * Creates missing parent directories only when `createDirectories`; else throws NotFoundError.
+ * Creates missing parent directories only when `createDirectories`; else throws NotFoundError. `check` runs on the
+ * temp file as soon as it is open (openedFileRefusal: a directory on the way swapped for a link since the path was
+ * checked puts it elsewhere); its error removes the temp file and is thrown.
  */
 export async function atomicWrite(
   real: string,
   data: Uint8Array | string,
-  options: { mode?: number; createDirectories?: boolean; input: string },
+  options: { mode?: number; createDirectories?: boolean; input: string; check?: OpenedCheck },
 ): Promise<void> {
   const dir = dirname(real);
   const parent = await lstatOrUndefined(dir).catch((error: unknown) => {
@@ -407,6 +412,12 @@ export async function atomicWrite(
     throw pathSystemError(error, options.input);
   });
   try {
+    const refusal = options.check?.(handle.fd, await handle.stat());
+    if (refusal) {
+      // Removed where it really lies (a link on the way led elsewhere), not through the swapped path.
+      await rm(descriptorLocation(handle.fd) ?? temp, { force: true });
+      throw refusal;
+    }
     await handle.writeFile(data);
     await handle.sync();
   } catch (error) {
