@@ -2,8 +2,11 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
+import { MemoryFreshnessLedger } from "../../src/core/stores.js";
 import { trigger } from "../../src/core/trigger.js";
-import { fsRuntime, tempDir } from "./helpers.js";
+import { readFileForChat } from "../../src/tools/builtin/read-file.js";
+import { applyPatch } from "../../src/tools/fs/apply-patch-engine.js";
+import { fsRuntime, makeContext, tempDir } from "./helpers.js";
 
 const { dir, cleanup } = tempDir();
 afterAll(() => cleanup());
@@ -244,5 +247,31 @@ describe("apply_patch: a write that fails after others leaves every file as it w
     // The restored file still counts as read: the chat can patch it without reading it again.
     expect((await patch(`*** Begin Patch\n${update}*** End Patch\n`)).files).toHaveLength(1);
     expect(get("a.txt")).toBe("ONE\n");
+  });
+});
+
+describe("apply_patch: a file another process creates after the plan is not overwritten unread", () => {
+  it("refuses the Add with `exists` and leaves that file as the other process wrote it", async () => {
+    put("a.txt", "one\n");
+    const ledger = new MemoryFreshnessLedger();
+    // The freshness check of a.txt runs after new.txt was planned as an Add: another writer creates it there.
+    const racing = {
+      recordRead: (chat: string, path: string, sha: string) => ledger.recordRead(chat, path, sha),
+      getRead: async (chat: string, path: string) => {
+        if (path.endsWith("a.txt")) writeFileSync(join(proj, "new.txt"), "theirs\n");
+        return ledger.getRead(chat, path);
+      },
+    };
+    const context = makeContext({ workingDirectory: proj, ledger: racing });
+    await readFileForChat("a.txt", context, "text");
+    const err = await applyPatch(
+      {
+        patch: "*** Begin Patch\n*** Add File: new.txt\n+mine\n*** Update File: a.txt\n@@\n-one\n+ONE\n*** End Patch\n",
+      },
+      context,
+    ).catch((e) => e);
+    expect(err).toMatchObject({ code: "execution_failed", details: { rule: "exists" } });
+    expect(get("new.txt")).toBe("theirs\n");
+    expect(get("a.txt")).toBe("one\n");
   });
 });

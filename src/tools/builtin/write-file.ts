@@ -29,6 +29,7 @@ import {
   atomicWrite,
   ledgerChat,
   lstatOrUndefined,
+  notReadRefusal,
   readWholeFile,
   refuseFinalSymlink,
   sha256,
@@ -83,6 +84,8 @@ export async function writeFileForChat(
       createDirectories: args.createDirectories === true,
       input: args.path,
       check: (fd, info) => openedFileRefusal(resolved, fd, info, context, { input: args.path, purpose: "write" }),
+      // A file another process created since the lstat above was never read: not replaced.
+      ...(existing ? {} : { createOnly: () => notReadRefusal(context, args.path) }),
     });
     const digest = sha256(data);
     // The chat knows what it just wrote: a follow-up write needs no re-read.

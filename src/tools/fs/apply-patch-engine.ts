@@ -322,12 +322,7 @@ async function planPatch(resolved: ResolvedOp[], context: ToolContext): Promise<
     const exists = await lstatOrUndefined(target.real);
     if (op.kind === "add") {
       await assertParentIsDirectory(target.real, op.path);
-      if (exists) {
-        throw new ToolExecutionError(
-          `Cannot add "${clip(op.path)}": it already exists. Read it and send an update (or "*** Update File:") instead.`,
-          { path: clip(op.path), rule: "exists" },
-        );
-      }
+      if (exists) throw existsRefusal(op.path);
       const hunk = op.hunks[0];
       const lines = op.hunks.flatMap((h) => h.lines.filter((l) => l.op !== "-").map((l) => l.text));
       const noEol = hunk?.newNoEol === true;
@@ -382,6 +377,18 @@ async function planPatch(resolved: ResolvedOp[], context: ToolContext): Promise<
     planned.push(entry);
   }
   return planned;
+}
+
+/** The refusal of creating a file (an Add, or a move's destination) that exists (rule `exists`). */
+function existsRefusal(input: string, action: Planned["action"] = "add"): ToolExecutionError {
+  const advice =
+    action === "move"
+      ? "Choose another destination, or read it and delete it in the same patch."
+      : 'Read it and send an update (or "*** Update File:") instead.';
+  return new ToolExecutionError(
+    `Cannot ${action === "move" ? "move a file to" : "add"} "${clip(input)}": it already exists. ${advice}`,
+    { path: clip(input), rule: "exists" },
+  );
 }
 
 /** Result of apply_patch. */
@@ -451,12 +458,14 @@ async function writePlanned(resolved: ResolvedOp[], context: ToolContext): Promi
   for (const p of planned) if (p.original) before.set(p.real, p);
   const undo: { input: string; step: () => Promise<unknown> }[] = [];
   // Each write's temp file is checked where it really lies (a directory swapped for a link since planning).
-  const write = (to: ResolvedPath, input: string, data: Buffer | string, mode: number | undefined) =>
+  // A file the patch creates must still be new: one another process made since planning is not replaced.
+  const write = (to: ResolvedPath, input: string, data: Buffer | string, mode?: number, create?: Planned["action"]) =>
     atomicWrite(to.real, data, {
       mode,
       createDirectories: true,
       input,
       check: (fd, info) => openedFileRefusal(to, fd, info, context, { input, argument: "patch", purpose: "write" }),
+      ...(create ? { createOnly: () => existsRefusal(input, create) } : {}),
     });
   const restore = (p: Planned, input: string) => ({ input, step: () => write(p, input, p.original!, p.mode) });
   const written = new Set(planned.flatMap((p) => (p.action === "delete" ? [] : [(p.dest ?? p).real])));
@@ -466,7 +475,7 @@ async function writePlanned(resolved: ResolvedOp[], context: ToolContext): Promi
       const target = p.dest ?? p;
       const previous = before.get(target.real);
       const created = previous ? [] : await missingParents(target.real);
-      await write(target, target.input, p.content ?? "", p.mode);
+      await write(target, target.input, p.content ?? "", p.mode, previous ? undefined : p.action);
       undo.push(
         previous
           ? restore(previous, target.input)
