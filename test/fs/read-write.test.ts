@@ -334,6 +334,24 @@ describe("list_directory", () => {
 });
 
 describe("002 ids through trigger", () => {
+  it("file_read of a spill names it by its spill name, never by where the server keeps it", async () => {
+    const rt = fsRuntime(proj);
+    writeFileSync(
+      join(proj, "many.txt"),
+      Array.from({ length: 20_000 }, (_, i) => `row ${i} ${"x".repeat(30)}`).join("\n"),
+    );
+    const cut = await rt.call(
+      "grep",
+      { pattern: "row", path: "many.txt" },
+      { maxResults: 5000, maxMatchesPerFile: 5000 },
+    );
+    const spill = JSON.stringify(cut).match(/spill:[0-9a-f]{24}/)?.[0];
+    expect(spill).toBeDefined();
+    const opts = { runtime: rt.runtime, userId: "u1", chatId: "chat-1", workingDirectory: proj };
+    const read = await trigger("tool::file_read", { path: spill, maxBytes: 20 }, opts);
+    expect(read.path).toBe(spill);
+    expect(JSON.stringify(read)).not.toContain(rt.runtime.dataDir);
+  });
   it("file_read / file_write / file_list answer with the function-id shapes and are not offered by default", async () => {
     const rt = fsRuntime(proj);
     const opts = { runtime: rt.runtime, userId: "u1", chatId: "chat-9", workingDirectory: proj };
