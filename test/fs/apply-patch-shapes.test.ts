@@ -257,3 +257,39 @@ describe("moves and all-or-nothing refusals", () => {
     expect(existsSync(join(proj, "twice.txt"))).toBe(false);
   });
 });
+
+describe("git's quoted paths (core.quotePath: non-ASCII, tabs, quotes)", () => {
+  it("parses C-style quoted headers, octal bytes included, in ---/+++, diff --git and rename lines", () => {
+    const ops = parsePatch(
+      [
+        'diff --git "a/caf\\303\\251.txt" "b/caf\\303\\251.txt"',
+        'rename from "caf\\303\\251.txt"',
+        'rename to "na\\303\\257ve \\"q\\".txt"',
+        'diff --git "a/t\\tab.txt" "b/t\\tab.txt"',
+        "index 1111111..2222222 100644",
+        '--- "a/t\\tab.txt"',
+        '+++ "b/t\\tab.txt"',
+        "@@ -1 +1 @@",
+        "-one",
+        "+ONE",
+      ].join("\n"),
+    );
+    expect(ops).toMatchObject([
+      { kind: "update", path: "café.txt", moveTo: 'naïve "q".txt' },
+      { kind: "update", path: "t\tab.txt" },
+    ]);
+    // Unquoted names with spaces (a mode change has no ---/+++ lines to name the file).
+    expect(parsePatch("diff --git a/my file.txt b/my file.txt\nold mode 100644\nnew mode 100755\n")).toMatchObject([
+      { kind: "update", path: "my file.txt" },
+    ]);
+  });
+  it("applies git's diff of a file with a non-ASCII name to that file", async () => {
+    put("café.txt", "one\n");
+    await read("café.txt");
+    const result = await patch(
+      'diff --git "a/caf\\303\\251.txt" "b/caf\\303\\251.txt"\n--- "a/caf\\303\\251.txt"\n+++ "b/caf\\303\\251.txt"\n@@ -1 +1 @@\n-one\n+ONE\n',
+    );
+    expect(result.files).toEqual([{ path: "café.txt", action: "update", hunks: 1 }]);
+    expect(get("café.txt")).toBe("ONE\n");
+  });
+});
