@@ -275,3 +275,18 @@ describe("apply_patch: a file another process creates after the plan is not over
     expect(get("a.txt")).toBe("one\n");
   });
 });
+
+describe("apply_patch: hunks out of file order or overlapping", () => {
+  it("says the hunk comes before the previous one instead of showing identical expected and actual lines", async () => {
+    put("a.txt", "one\ntwo\nthree\n");
+    await read("a.txt");
+    const swapped = "--- a/a.txt\n+++ b/a.txt\n@@ -3 +3 @@\n-three\n+THREE\n@@ -1 +1 @@\n-one\n+ONE\n";
+    const err = await patch(swapped).catch((e) => e);
+    expect(err.details).toMatchObject({ rule: "hunk_order", hunk: 2 });
+    expect(err.message).toMatch(/Hunk 2 of 2 for "a\.txt".*line 1.*before.*hunk 1/s);
+    const overlapping =
+      "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n-one\n+ONE\n two\n@@ -2,2 +2,2 @@\n two\n-three\n+THREE\n";
+    expect((await patch(overlapping).catch((e) => e)).details).toMatchObject({ rule: "hunk_order", hunk: 2 });
+    expect(get("a.txt")).toBe("one\ntwo\nthree\n");
+  });
+});

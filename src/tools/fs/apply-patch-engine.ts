@@ -208,6 +208,14 @@ export function applyHunks(
         if (at < 0 && anchors.length === 0 && searchFrom > from) {
           at = locate(file, old, from, expected, hunk.atEof, budget);
         }
+        // Lines only found before where the previous hunk ended: the hunks are out of order, or overlap.
+        const earlier = at < 0 && h > 0 ? locate(file, old, 0, expected, hunk.atEof, budget) : -1;
+        if (earlier >= 0 && earlier < from) {
+          throw new ToolExecutionError(
+            `Hunk ${h + 1} of ${hunks.length} for "${clip(path)}" did not apply: its lines match at line ${earlier + 1}, before the end of hunk ${h} (line ${from}). Hunks must come in file order without overlapping: sort them by line number, and merge hunks that share lines into one.`,
+            { path: clip(path), hunk: h + 1, rule: "hunk_order" },
+          );
+        }
       } catch (error) {
         if (!(error instanceof BudgetExhausted)) throw error;
         throw new ToolArgumentError(
