@@ -2,6 +2,7 @@
 import { execFileSync } from "node:child_process";
 import {
   chmodSync,
+  existsSync,
   mkdirSync,
   readdirSync,
   readFileSync,
@@ -17,7 +18,7 @@ import { resolveAndValidatePath } from "../../src/core/path-policy.js";
 import { MemoryFreshnessLedger } from "../../src/core/stores.js";
 import { trigger } from "../../src/core/trigger.js";
 import { readFileForChat, readResolvedFile } from "../../src/tools/builtin/read-file.js";
-import { writeFileForChat } from "../../src/tools/builtin/write-file.js";
+import { WRITE_CAP, writeFileForChat } from "../../src/tools/builtin/write-file.js";
 import { sha256 } from "../../src/tools/fs/common.js";
 import { fsRuntime, makeContext, tempDir } from "./helpers.js";
 
@@ -293,6 +294,19 @@ describe("write_file", () => {
     expect(other.ok).toBe(false);
   });
 
+  it("refuses content over its ceiling with the ceiling and a rule, before touching the file", async () => {
+    // A tool call's strings stop at the argument limit (2 MiB) first; a library caller reaches write_file's own.
+    const context = makeContext({ workingDirectory: proj });
+    const err = await writeFileForChat({ path: "huge.txt", content: "x".repeat(WRITE_CAP + 1) }, context).catch(
+      (e) => e,
+    );
+    expect(err).toMatchObject({
+      code: "validation_failed",
+      details: { argument: "content", rule: "size_cap", capBytes: WRITE_CAP },
+    });
+    expect(err.message).toMatch(/larger than the 10 MiB/);
+    expect(existsSync(join(proj, "huge.txt"))).toBe(false);
+  });
   it("keeps the file mode and leaves no temp files behind; parent missing without createDirectories", async () => {
     const rt = fsRuntime(proj);
     mkdirSync(join(proj, "m"));

@@ -27,6 +27,7 @@ import type { RegisteredTool, ToolContext } from "../../core/types.js";
 import {
   assertFresh,
   atomicWrite,
+  formatBytes,
   ledgerChat,
   lstatOrUndefined,
   notReadRefusal,
@@ -58,7 +59,10 @@ export async function writeFileForChat(
   const { absolute, real } = resolved;
   const data = Buffer.from(args.content, "utf8");
   if (data.length > WRITE_CAP) {
-    throw new ToolArgumentError(`"content" is larger than 10 MiB; write smaller files.`, { argument: "content" });
+    throw new ToolArgumentError(
+      `"content" is ${formatBytes(data.length)}, larger than the ${formatBytes(WRITE_CAP)} write_file writes at once. Write a smaller file, or split the content over several files.`,
+      { argument: "content", rule: "size_cap", capBytes: WRITE_CAP },
+    );
   }
   await refuseFinalSymlink(absolute, args.path);
   return withPathLock(real, async () => {
