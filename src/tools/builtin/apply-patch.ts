@@ -27,13 +27,17 @@
 import { PATH_POLICY_DESCRIPTORS } from "../../core/path-policy.js";
 import { defineTool, lazyExecute } from "../../core/settings-declaration.js";
 import type { RegisteredTool } from "../../core/types.js";
-import { patchArgumentsRefusal } from "../fs/patch-parse.js";
+import { patchArgumentsRefusal, patchTargets } from "../fs/patch-parse.js";
 
 export type { ApplyPatchResult } from "../fs/apply-patch-engine.js";
 
 export const applyPatchTool: RegisteredTool = defineTool({
   // Approval: allowed by default; the path policy (or SSRF guard) confines it, rules match its subject.
-  approval: { default: "allow", subject: { kind: "path", arguments: ["path"], patchArgument: "patch" } },
+  // Rules match every file the patch touches, as the tool's own parser reads it (renames, quoted names, padding).
+  approval: {
+    default: "allow",
+    subject: { kind: "path", arguments: ["path"], patchArgument: "patch", namedPaths: patchTargets },
+  },
   definition: {
     name: "apply_patch",
     description:

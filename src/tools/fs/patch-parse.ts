@@ -446,6 +446,20 @@ export function patchArgumentsRefusal(args: { patch: string; path?: string }): T
   return undefined;
 }
 
+/**
+ * Every path a patch would touch (targets and move destinations), read by the parser apply_patch runs, so approval
+ * rules see exactly the files the tool would write; undefined when the patch does not parse (the call is refused).
+ */
+export function patchTargets(args: Record<string, unknown>): string[] | undefined {
+  if (typeof args.patch !== "string") return undefined;
+  try {
+    const ops = parsePatch(args.patch, typeof args.path === "string" ? args.path : undefined);
+    return [...new Set(ops.flatMap((op) => (op.kind === "update" && op.moveTo ? [op.path, op.moveTo] : [op.path])))];
+  } catch {
+    return undefined;
+  }
+}
+
 /** The operations {@link patchArgumentsRefusal} parsed from `args` (once: a second call parses again), if any. */
 export function checkedPatchOps(args: object): FileOp[] | undefined {
   const ops = checkedOps.get(args);
