@@ -293,3 +293,19 @@ describe("git's quoted paths (core.quotePath: non-ASCII, tabs, quotes)", () => {
     expect(get("café.txt")).toBe("ONE\n");
   });
 });
+
+describe("apply_patch's path argument", () => {
+  it("is refused when the patch names its own files and none of them is path (it would be ignored)", async () => {
+    put("a.txt", "one\n");
+    put("b.txt", "one\n");
+    await read("a.txt");
+    await read("b.txt");
+    const envelope = "*** Begin Patch\n*** Update File: a.txt\n@@\n-one\n+ONE\n*** End Patch\n";
+    const out = await rt.call("apply_patch", { patch: envelope, path: "b.txt" });
+    expect(out).toMatchObject({ ok: false, error: { code: "validation_failed", details: { rule: "path_unused" } } });
+    expect(get("a.txt")).toBe("one\n");
+    // The same file named both ways is fine, however it is spelled.
+    expect(await rt.call("apply_patch", { patch: envelope, path: join(proj, "a.txt") })).toMatchObject({ ok: true });
+    expect(get("a.txt")).toBe("ONE\n");
+  });
+});

@@ -6,7 +6,13 @@ import { rm, rmdir } from "node:fs/promises";
 import { dirname } from "node:path";
 import { clip, NotFoundError, shorten, ToolArgumentError, ToolExecutionError } from "../../core/errors.js";
 import { openedFileRefusal } from "../../core/path-opened.js";
-import { type ResolvedPath, resolveAndValidatePath, toResultPath } from "../../core/path-policy.js";
+import {
+  baseDirectory,
+  expandPath,
+  type ResolvedPath,
+  resolveAndValidatePath,
+  toResultPath,
+} from "../../core/path-policy.js";
 import type { ToolContext } from "../../core/types.js";
 import {
   assertFresh,
@@ -415,6 +421,7 @@ export async function applyPatch(
   let ops: FileOp[] | undefined;
   try {
     ops = checkedPatchOps(args) ?? parsePatch(args.patch, args.path);
+    assertPathUsed(args.path, ops, context);
     const resolved = await resolveTargets(ops, context);
     const reals = resolved.flatMap(({ target, dest }) => (dest ? [target.real, dest.real] : [target.real]));
     // Freshness checks and writes of every target under this process's path locks (sorted: no deadlock).
@@ -422,6 +429,26 @@ export async function applyPatch(
   } catch (error) {
     throw nothingWritten(error, ops);
   }
+}
+
+/**
+ * Refuses a `path` argument the patch would ignore: it names the file of hunks without headers, and a patch whose
+ * headers name its files (none of them `path`, however spelled) would silently leave it out. ToolArgumentError
+ * (validation_failed, rule path_unused).
+ */
+function assertPathUsed(path: string | undefined, ops: FileOp[], context: ToolContext): void {
+  if (typeof path !== "string") return;
+  const base = baseDirectory(context);
+  const wanted = expandPath(path, base);
+  const named = ops.flatMap((op) => (op.kind === "update" && op.moveTo ? [op.path, op.moveTo] : [op.path]));
+  if (named.some((p) => p === path || expandPath(p, base) === wanted)) return;
+  throw new ToolArgumentError(
+    `Invalid argument "path": it names the file for hunks without file headers, but this patch names its own files (${named
+      .slice(0, 5)
+      .map((p) => `"${clip(p)}"`)
+      .join(", ")}) and not "${clip(path)}". Leave "path" out, or send the hunks for "${clip(path)}" without headers.`,
+    { argument: "path", rule: "path_unused" },
+  );
 }
 
 /**
