@@ -18,6 +18,7 @@ import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "nod
 import { argumentRefusal, clip, NotFoundError, ToolArgumentError, type ToolRefusal } from "./errors.js";
 import { hasLoneSurrogate } from "./json-limits.js";
 import { isSpillName, spillIdOfFileName } from "./output-spill.js";
+import { isDeniedFileAlias } from "./path-aliases.js";
 import {
   accessDenied,
   gitDirectoryRefusal,
@@ -451,7 +452,7 @@ export async function resolveAndValidatePath(
       { argument, rule: "kind", path: clip(input) },
     );
   }
-  if (exists && (kind !== "any" || namesDirectory)) {
+  if (exists && (kind !== "any" || namesDirectory || policy.denied.length > 0)) {
     let info: Stats;
     try {
       info = statSync(real);
@@ -476,6 +477,8 @@ export async function resolveAndValidatePath(
         { argument, rule: "kind", path: clip(input) },
       );
     }
+    // A hard link to a denied or protected file is that file, whatever its name (see path-aliases.ts).
+    if (isDeniedFileAlias(policy.denied, info, real)) throw accessDenied(input, "deniedPaths", argument);
   }
   return { absolute, real, policy };
 }

@@ -3,7 +3,8 @@
  * directories or covered by a denied or protected path, and of a write into a Git directory; the refusal of a write
  * to a spill name; the length limits of a path; and the classified error of a filesystem failure met on a path argument.
  */
-import { sep } from "node:path";
+import { statSync } from "node:fs";
+import { dirname, join, sep } from "node:path";
 import {
   AccessDeniedError,
   clip,
@@ -58,11 +59,36 @@ export function gitDirectoryRefusal(
   argument = "path",
 ): AccessDeniedError | undefined {
   const inGit = (path: string) => path.split(sep).includes(".git");
-  if (!inGit(absolute) && !inGit(real)) return undefined;
+  if (!inGit(absolute) && !inGit(real) && !inRepositoryDirectory(real)) return undefined;
   return new AccessDeniedError(
-    `Access denied to "${clip(input)}": it is in a Git directory (.git), which file tools never write (its hooks and config run commands). Use git commands to change a repository.`,
+    `Access denied to "${clip(input)}": it is in a Git directory (.git, or a repository directory such as a worktree's separate one or a bare repository), which file tools never write (its hooks and config run commands). Use git commands to change a repository.`,
     { path: clip(input), argument, rule: "gitDirectory" },
   );
+}
+
+/**
+ * True when a directory above `real` is a Git repository directory by its contents, as git itself tells one (a
+ * `HEAD`, an `objects` and a `refs` directory), whatever its name: the repository of a worktree made with
+ * `--separate-git-dir` (its `.git` is a pointer file), or a bare repository (`store.git`). One failed lookup per
+ * level in the usual case (no `HEAD`).
+ */
+function inRepositoryDirectory(real: string): boolean {
+  const isDirectory = (path: string) => {
+    try {
+      return statSync(path).isDirectory();
+    } catch {
+      return false;
+    }
+  };
+  for (let dir = dirname(real); ; dir = dirname(dir)) {
+    try {
+      statSync(join(dir, "HEAD"));
+      if (isDirectory(join(dir, "objects")) && isDirectory(join(dir, "refs"))) return true;
+    } catch {
+      // no HEAD: not a repository directory
+    }
+    if (dirname(dir) === dir) return false;
+  }
 }
 
 /**

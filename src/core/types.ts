@@ -418,13 +418,20 @@ export type ApprovalDecision = "allow" | "ask" | "deny";
  * What a tool's argument rules match against:
  * - `shell`: a command line in `argument`, parsed as `dialect` and matched per command (prefix rules such as
  *   `git status`); `argv`: an argument vector in `argument` (shell_exec).
- * - `path`: the paths in `arguments` (and, with `patchArgument`, the files a patch names), matched by globs resolved
- *   like the tool resolves paths (absolute, `~`-prefixed, or relative to the working directory).
+ * - `path`: the paths in `arguments`, and the further paths a call names (`namedPaths`: read by the tool's own parser,
+ *   so the rules see every file it would touch; or, with `patchArgument`, the files a patch's headers name), matched
+ *   by globs resolved like the tool resolves paths (absolute, `~`-prefixed, or relative to the working directory).
  * - `host`: the host of the URL in `argument`, matched by host patterns (`example.com`, `*.example.com`).
  */
 export type ApprovalSubject =
   | { kind: "shell"; argument: string; dialect: "bash" | "zsh" | "powershell" | "argv" }
-  | { kind: "path"; arguments: string[]; patchArgument?: string }
+  | {
+      kind: "path";
+      arguments: string[];
+      patchArgument?: string;
+      /** The further paths of a call as the tool reads them; undefined when it cannot tell (then `patchArgument`). */
+      namedPaths?: (args: Record<string, unknown>) => string[] | undefined;
+    }
   | { kind: "host"; argument: string };
 
 /** A tool's place in the approval policy (RegisteredTool.approval). */

@@ -60,6 +60,28 @@ describe("path rules", () => {
   });
 });
 
+describe("apply_patch's rules see every file the tool would touch", () => {
+  // Each patch is one apply_patch applies to secrets/…: the approval must read it as the tool does.
+  const patches: [string, string][] = [
+    [
+      "a git rename without ---/+++ lines",
+      "diff --git a/notes.txt b/secrets/x\nsimilarity index 100%\nrename from notes.txt\nrename to secrets/x\n",
+    ],
+    ["a new empty file (git header only)", "diff --git a/secrets/new b/secrets/new\nnew file mode 100644\n"],
+    ["a git-quoted name", '--- /dev/null\n+++ "b/secrets/caf\\303\\251"\n@@ -0,0 +1 @@\n+x\n'],
+    ["padded envelope markers", "*** Begin Patch\n   *** Add File: secrets/x\n+x\n*** End Patch\n"],
+  ];
+  it.each(patches)("%s", async (_what, patch) => {
+    const verdict = await evaluateApproval(
+      tool("apply_patch"),
+      { patch },
+      { enabled: true, values: { approval: "allow", approvalRules: [{ decision: "deny", match: "secrets/**" }] } },
+      { baseDirectory: "/w" },
+    );
+    expect(verdict).toMatchObject({ decision: "deny", rule: { match: "secrets/**" } });
+  });
+});
+
 describe("host rules", () => {
   it("match a host exactly or its subdomains", () => {
     expect(matchHostRule("example.com", "example.com")).toBe(true);

@@ -257,3 +257,55 @@ describe("moves and all-or-nothing refusals", () => {
     expect(existsSync(join(proj, "twice.txt"))).toBe(false);
   });
 });
+
+describe("git's quoted paths (core.quotePath: non-ASCII, tabs, quotes)", () => {
+  it("parses C-style quoted headers, octal bytes included, in ---/+++, diff --git and rename lines", () => {
+    const ops = parsePatch(
+      [
+        'diff --git "a/caf\\303\\251.txt" "b/caf\\303\\251.txt"',
+        'rename from "caf\\303\\251.txt"',
+        'rename to "na\\303\\257ve \\"q\\".txt"',
+        'diff --git "a/t\\tab.txt" "b/t\\tab.txt"',
+        "index 1111111..2222222 100644",
+        '--- "a/t\\tab.txt"',
+        '+++ "b/t\\tab.txt"',
+        "@@ -1 +1 @@",
+        "-one",
+        "+ONE",
+      ].join("\n"),
+    );
+    expect(ops).toMatchObject([
+      { kind: "update", path: "café.txt", moveTo: 'naïve "q".txt' },
+      { kind: "update", path: "t\tab.txt" },
+    ]);
+    // Unquoted names with spaces (a mode change has no ---/+++ lines to name the file).
+    expect(parsePatch("diff --git a/my file.txt b/my file.txt\nold mode 100644\nnew mode 100755\n")).toMatchObject([
+      { kind: "update", path: "my file.txt" },
+    ]);
+  });
+  it("applies git's diff of a file with a non-ASCII name to that file", async () => {
+    put("café.txt", "one\n");
+    await read("café.txt");
+    const result = await patch(
+      'diff --git "a/caf\\303\\251.txt" "b/caf\\303\\251.txt"\n--- "a/caf\\303\\251.txt"\n+++ "b/caf\\303\\251.txt"\n@@ -1 +1 @@\n-one\n+ONE\n',
+    );
+    expect(result.files).toEqual([{ path: "café.txt", action: "update", hunks: 1 }]);
+    expect(get("café.txt")).toBe("ONE\n");
+  });
+});
+
+describe("apply_patch's path argument", () => {
+  it("is refused when the patch names its own files and none of them is path (it would be ignored)", async () => {
+    put("a.txt", "one\n");
+    put("b.txt", "one\n");
+    await read("a.txt");
+    await read("b.txt");
+    const envelope = "*** Begin Patch\n*** Update File: a.txt\n@@\n-one\n+ONE\n*** End Patch\n";
+    const out = await rt.call("apply_patch", { patch: envelope, path: "b.txt" });
+    expect(out).toMatchObject({ ok: false, error: { code: "validation_failed", details: { rule: "path_unused" } } });
+    expect(get("a.txt")).toBe("one\n");
+    // The same file named both ways is fine, however it is spelled.
+    expect(await rt.call("apply_patch", { patch: envelope, path: join(proj, "a.txt") })).toMatchObject({ ok: true });
+    expect(get("a.txt")).toBe("ONE\n");
+  });
+});

@@ -2,8 +2,11 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
+import { MemoryFreshnessLedger } from "../../src/core/stores.js";
 import { trigger } from "../../src/core/trigger.js";
-import { fsRuntime, tempDir } from "./helpers.js";
+import { readFileForChat } from "../../src/tools/builtin/read-file.js";
+import { applyPatch } from "../../src/tools/fs/apply-patch-engine.js";
+import { fsRuntime, makeContext, tempDir } from "./helpers.js";
 
 const { dir, cleanup } = tempDir();
 afterAll(() => cleanup());
@@ -211,5 +214,79 @@ describe("apply_patch: *** Begin Patch envelope", () => {
     const bad = await patch("*** Begin Patch\n*** Frobnicate: x.txt\n*** End Patch\n").catch((e) => e);
     expect(bad.code).toBe("validation_failed");
     expect(get("x.txt")).toBe("x\n");
+  });
+});
+
+describe("apply_patch: a write that fails after others leaves every file as it was", () => {
+  const update = "*** Update File: a.txt\n@@\n-one\n+ONE\n";
+  it("refuses a target under a file before writing anything, naming the patch argument", async () => {
+    put("a.txt", "one\n");
+    put("f.txt", "file\n");
+    await read("a.txt");
+    const err = await patch(`*** Begin Patch\n${update}*** Add File: f.txt/sub/new.txt\n+new\n*** End Patch\n`).catch(
+      (e) => e,
+    );
+    expect(err.code).toBe("validation_failed");
+    expect(err.details).toMatchObject({ argument: "patch", rule: "not_a_directory" });
+    expect(err.message).toMatch(/Nothing was written/);
+    expect(get("a.txt")).toBe("one\n");
+  });
+  it("undoes the writes made before one that fails (a file the patch adds is the parent of another)", async () => {
+    put("a.txt", "one\n");
+    put("gone.txt", "keep me\n");
+    await read("a.txt");
+    await read("gone.txt");
+    const err = await patch(
+      `*** Begin Patch\n${update}*** Delete File: gone.txt\n*** Add File: x.txt\n+x\n*** Add File: x.txt/y/z.txt\n+z\n*** End Patch\n`,
+    ).catch((e) => e);
+    expect(err.code).toBe("validation_failed");
+    expect(err.message).toMatch(/Nothing was written/);
+    expect(get("a.txt")).toBe("one\n");
+    expect(get("gone.txt")).toBe("keep me\n");
+    expect(existsSync(join(proj, "x.txt"))).toBe(false);
+    // The restored file still counts as read: the chat can patch it without reading it again.
+    expect((await patch(`*** Begin Patch\n${update}*** End Patch\n`)).files).toHaveLength(1);
+    expect(get("a.txt")).toBe("ONE\n");
+  });
+});
+
+describe("apply_patch: a file another process creates after the plan is not overwritten unread", () => {
+  it("refuses the Add with `exists` and leaves that file as the other process wrote it", async () => {
+    put("a.txt", "one\n");
+    const ledger = new MemoryFreshnessLedger();
+    // The freshness check of a.txt runs after new.txt was planned as an Add: another writer creates it there.
+    const racing = {
+      recordRead: (chat: string, path: string, sha: string) => ledger.recordRead(chat, path, sha),
+      getRead: async (chat: string, path: string) => {
+        if (path.endsWith("a.txt")) writeFileSync(join(proj, "new.txt"), "theirs\n");
+        return ledger.getRead(chat, path);
+      },
+    };
+    const context = makeContext({ workingDirectory: proj, ledger: racing });
+    await readFileForChat("a.txt", context, "text");
+    const err = await applyPatch(
+      {
+        patch: "*** Begin Patch\n*** Add File: new.txt\n+mine\n*** Update File: a.txt\n@@\n-one\n+ONE\n*** End Patch\n",
+      },
+      context,
+    ).catch((e) => e);
+    expect(err).toMatchObject({ code: "execution_failed", details: { rule: "exists" } });
+    expect(get("new.txt")).toBe("theirs\n");
+    expect(get("a.txt")).toBe("one\n");
+  });
+});
+
+describe("apply_patch: hunks out of file order or overlapping", () => {
+  it("says the hunk comes before the previous one instead of showing identical expected and actual lines", async () => {
+    put("a.txt", "one\ntwo\nthree\n");
+    await read("a.txt");
+    const swapped = "--- a/a.txt\n+++ b/a.txt\n@@ -3 +3 @@\n-three\n+THREE\n@@ -1 +1 @@\n-one\n+ONE\n";
+    const err = await patch(swapped).catch((e) => e);
+    expect(err.details).toMatchObject({ rule: "hunk_order", hunk: 2 });
+    expect(err.message).toMatch(/Hunk 2 of 2 for "a\.txt".*line 1.*before.*hunk 1/s);
+    const overlapping =
+      "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n-one\n+ONE\n two\n@@ -2,2 +2,2 @@\n two\n-three\n+THREE\n";
+    expect((await patch(overlapping).catch((e) => e)).details).toMatchObject({ rule: "hunk_order", hunk: 2 });
+    expect(get("a.txt")).toBe("one\ntwo\nthree\n");
   });
 });

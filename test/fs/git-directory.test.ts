@@ -3,6 +3,7 @@
  * there, so a model that could plant them with write_file or apply_patch would turn an allowed `git status` into
  * any command. Reading stays allowed; names that merely begin with `.git` (.gitignore, .github) are ordinary files.
  */
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -64,6 +65,30 @@ describe("write_file, file_write and apply_patch refuse a Git directory", () => 
     expect(readFileSync(join(dir, "repo/.git/config"), "utf8")).toBe("[core]\n");
     expect(existsSync(join(dir, "repo/.git/hooks/pre-commit"))).toBe(false);
     expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("a\n");
+  });
+
+  it("refuses a Git directory without a .git name: a worktree's separate one, a bare repository", async () => {
+    // `git init --separate-git-dir` leaves a ".git" pointer file in the worktree and the repository elsewhere; a
+    // bare repository has no ".git" at all. git still runs their hooks and config.
+    execFileSync("git", ["init", "-q", "--separate-git-dir", join(dir, "sep-git"), join(dir, "work")]);
+    execFileSync("git", ["init", "-q", "--bare", join(dir, "store.git")]);
+    const config = readFileSync(join(dir, "sep-git/config"), "utf8");
+    // A model reads what it overwrites first: the freshness rule is not what stops it here.
+    for (const path of ["sep-git/config", "store.git/config"]) await call("read_file", { path });
+    for (const path of ["sep-git/config", "sep-git/hooks/pre-commit", "store.git/config", "store.git/hooks/x/y"]) {
+      refused(
+        await call("write_file", { path, content: "[core]\n\tfsmonitor = touch PWNED\n", createDirectories: true }),
+      );
+    }
+    refused(
+      await call("apply_patch", {
+        patch: "*** Begin Patch\n*** Add File: sep-git/hooks/post-checkout\n+x\n*** End Patch\n",
+      }),
+    );
+    expect(readFileSync(join(dir, "sep-git/config"), "utf8")).toBe(config);
+    expect(existsSync(join(dir, "sep-git/hooks/pre-commit"))).toBe(false);
+    expect(await call("read_file", { path: "sep-git/config" })).toMatchObject({ ok: true });
+    expect(await call("write_file", { path: "work/file.txt", content: "x\n" })).toMatchObject({ ok: true });
   });
 
   it("still reads a Git directory and writes names that only begin with .git", async () => {

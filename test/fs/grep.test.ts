@@ -164,6 +164,45 @@ describe("grep: rules", () => {
     expect(await names("sub/**/*.txt")).toEqual(["sub/deep/d.txt"]);
     expect(await names("!*.txt")).toEqual(["sub/deep/d.md", "sub/keep.log"]);
   });
+  it("refuses a glob that filters nothing: blank, or given with a single file", async () => {
+    for (const glob of ["", "   "]) {
+      const err = await grep({ pattern: "foo", path: ".", glob }).catch((e) => e);
+      expect(err, JSON.stringify(glob)).toMatchObject({ code: "validation_failed", details: { argument: "glob" } });
+      expect(err.message).toMatch(/leave "glob" out/);
+    }
+    const err = await grep({ pattern: "foo", path: "a.txt", glob: "*.md" }).catch((e) => e);
+    expect(err).toMatchObject({ code: "validation_failed", details: { argument: "glob", rule: "glob_with_file" } });
+  });
+  it("a glob never brings back the dotfiles includeDotfiles leaves out, on either engine", async () => {
+    const t = tempDir();
+    try {
+      writeFileSync(join(t.dir, ".env"), "TOKEN=secret\n");
+      mkdirSync(join(t.dir, "sub"));
+      writeFileSync(join(t.dir, "sub", ".env"), "TOKEN=nested\n");
+      writeFileSync(join(t.dir, "a.txt"), "TOKEN=plain\n");
+      for (const engine of ["auto", "js"]) {
+        for (const glob of ["*", ".env", ".*", "!a.txt"]) {
+          const out = await fsRuntime(t.dir).call("grep", { pattern: "TOKEN", path: ".", glob }, { engine });
+          const files = (out as any).result.matches.map((m: any) => m.file);
+          expect(files, `${engine} ${glob}`).toEqual(glob === "*" ? ["a.txt"] : []);
+        }
+        const dotted = await fsRuntime(t.dir).call(
+          "grep",
+          { pattern: "TOKEN", path: ".", glob: ".env" },
+          {
+            engine,
+            includeDotfiles: true,
+          },
+        );
+        expect(
+          (dotted as any).result.matches.map((m: any) => m.file),
+          engine,
+        ).toEqual([".env", "sub/.env"]);
+      }
+    } finally {
+      t.cleanup();
+    }
+  });
   it("searches a single file named explicitly, even a dotfile", async () => {
     const r = await grep({ pattern: "hidden", path: ".hidden/h.txt" });
     expect(r.matches).toEqual([{ file: ".hidden/h.txt", line: 1, text: "foo hidden" }]);

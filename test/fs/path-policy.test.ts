@@ -4,11 +4,13 @@
  * resolveAndValidatePath is exercised on real trees with real symlinks.
  */
 import { spawn } from "node:child_process";
-import { mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { linkSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isPathWithinRoots, resolveAndValidatePath, toResultPath } from "../../src/core/path-policy.js";
+import { ToolRuntime } from "../../src/core/runtime.js";
+import { MemoryAuditSink, MemoryFreshnessLedger, MemoryToolSettingsStore } from "../../src/core/stores.js";
 import { fsRuntime, makeContext, tempDir } from "./helpers.js";
 
 type Row = [path: unknown, roots: unknown, expected: boolean, why: string];
@@ -385,5 +387,63 @@ describe.runIf(process.platform === "linux")("the server's own /proc entries are
     } finally {
       other.kill("SIGKILL");
     }
+  });
+});
+
+// A hard link is the same file under another name, and unlike a symbolic link nothing on the way reveals it: a
+// denied or protected file must be refused by what it is (its device and inode), not by the name it was reached by.
+describe("a hard link to a denied or protected file", () => {
+  const { dir, cleanup } = tempDir();
+  afterAll(() => cleanup());
+
+  it("read_file and grep refuse the alias as they refuse the file, with either engine", async () => {
+    const proj = join(dir, "hl");
+    mkdirSync(proj);
+    writeFileSync(join(proj, "secret.txt"), "SECRET token\n");
+    writeFileSync(join(proj, "plain.txt"), "plain token\n");
+    linkSync(join(proj, "secret.txt"), join(proj, "alias.txt"));
+    const { call } = fsRuntime(proj);
+    const denied = { deniedPaths: [join(proj, "secret.txt")] };
+    for (const path of ["secret.txt", "alias.txt"]) {
+      expect(await call("read_file", { path }, denied), path).toMatchObject({
+        ok: false,
+        error: { code: "access_denied", details: { rule: "deniedPaths" } },
+      });
+    }
+    expect(await call("grep", { pattern: "token", path: "alias.txt" }, denied)).toMatchObject({
+      ok: false,
+      error: { code: "access_denied" },
+    });
+    for (const engine of ["auto", "js"]) {
+      const found = await call("grep", { pattern: "token", path: "." }, { ...denied, engine });
+      expect(found, engine).toMatchObject({ ok: true, result: { matches: [{ file: "plain.txt" }] } });
+    }
+    // A file with several names that is not denied reads as before.
+    linkSync(join(proj, "plain.txt"), join(proj, "plain2.txt"));
+    expect(await call("read_file", { path: "plain2.txt" }, denied)).toMatchObject({ ok: true });
+  });
+
+  it("a hard link to one of Toolhost's own files (its database) is refused as the file is", async () => {
+    const proj = join(dir, "hl-data");
+    const data = join(dir, "hl-data-dir");
+    mkdirSync(proj);
+    mkdirSync(data);
+    const db = join(data, "toolhost.db");
+    writeFileSync(db, "PROVIDER KEY\n");
+    linkSync(db, join(proj, "innocent.txt"));
+    const runtime = new ToolRuntime({
+      store: new MemoryToolSettingsStore(),
+      ledger: new MemoryFreshnessLedger(),
+      audit: new MemoryAuditSink(),
+      dataDir: data,
+      protectedPaths: [data, db],
+    });
+    const call = (tool: string, args: unknown) =>
+      runtime.executeTool(tool, args, { userId: "u1", chatId: "c1", workingDirectory: proj });
+    expect(await call("read_file", { path: "innocent.txt" })).toMatchObject({
+      ok: false,
+      error: { code: "access_denied", details: { rule: "deniedPaths" } },
+    });
+    expect(await call("grep", { pattern: "KEY", path: "." })).toMatchObject({ ok: true, result: { matches: [] } });
   });
 });

@@ -1,11 +1,26 @@
 /** read_file, write_file, list_directory and the function-id file tools, on real files. Hostile cases first. */
 import { execFileSync } from "node:child_process";
-import { chmodSync, mkdirSync, readFileSync, statSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { resolveAndValidatePath } from "../../src/core/path-policy.js";
+import { MemoryFreshnessLedger } from "../../src/core/stores.js";
 import { trigger } from "../../src/core/trigger.js";
+import { readFileForChat, readResolvedFile } from "../../src/tools/builtin/read-file.js";
+import { WRITE_CAP, writeFileForChat } from "../../src/tools/builtin/write-file.js";
 import { sha256 } from "../../src/tools/fs/common.js";
-import { fsRuntime, tempDir } from "./helpers.js";
+import { fsRuntime, makeContext, tempDir } from "./helpers.js";
 
 let dir: string;
 let cleanup: () => void;
@@ -79,6 +94,54 @@ describe("hostile paths: read, write and list refused, secret never printed", ()
     const out = await call("read_file", { path: "/proc/meminfo" }, { restrictPaths: false });
     expect(out.ok).toBe(true);
     if (out.ok) expect((out.result as { content: string }).content).toContain("MemTotal:");
+  });
+});
+
+// Between a path's check and its use, a concurrent process (a shell command) can swap a directory on the way for a
+// symbolic link; O_NOFOLLOW guards only the last name. What was opened is decided again by the policy.
+describe("a directory on the way swapped for a link between the check and the use", () => {
+  // root/d/sub/passwd becomes, through root/d → there, there/sub/passwd: a file outside with the same name.
+  const setUp = (name: string) => {
+    const root = join(dir, name);
+    const there = join(dir, `${name}-outside`);
+    for (const base of [root, join(root, "d"), there]) {
+      mkdirSync(join(base === root ? join(root, "d") : base, "sub"), { recursive: true });
+    }
+    writeFileSync(join(root, "d", "sub", "passwd"), "OUTSIDE-SECRET\n");
+    writeFileSync(join(there, "sub", "passwd"), "OUTSIDE-SECRET\n");
+    const swap = () => {
+      renameSync(join(root, "d"), join(root, "d-old"));
+      symlinkSync(there, join(root, "d"));
+    };
+    return { root, there, swap };
+  };
+
+  it("read_file refuses the file it opened outside, and shows none of it", async () => {
+    const { root, swap } = setUp("swap-read");
+    const context = makeContext({ workingDirectory: root });
+    const resolved = await resolveAndValidatePath("d/sub/passwd", context, { mustExist: true, kind: "file" });
+    swap();
+    const err = await readResolvedFile(resolved, "d/sub/passwd", context, "text").catch((e) => e);
+    expect(err).toMatchObject({ code: "access_denied", details: { rule: "workingDirectory" } });
+  });
+
+  it("write_file refuses to write where the link leads, and leaves the file there as it was", async () => {
+    const { root, there, swap } = setUp("swap-write");
+    const ledger = new MemoryFreshnessLedger();
+    // The freshness check runs between the path's check and the write: the swap happens there.
+    const swapping = {
+      recordRead: (chat: string, path: string, sha: string) => ledger.recordRead(chat, path, sha),
+      getRead: async (chat: string, path: string) => {
+        swap();
+        return ledger.getRead(chat, path);
+      },
+    };
+    const context = makeContext({ workingDirectory: root, ledger: swapping });
+    await readFileForChat("d/sub/passwd", context, "text");
+    const err = await writeFileForChat({ path: "d/sub/passwd", content: "pwned\n" }, context).catch((e) => e);
+    expect(err).toMatchObject({ code: "access_denied" });
+    expect(readFileSync(join(there, "sub", "passwd"), "utf8")).toBe("OUTSIDE-SECRET\n");
+    expect(readdirSync(join(there, "sub"))).toEqual(["passwd"]);
   });
 });
 
@@ -231,6 +294,19 @@ describe("write_file", () => {
     expect(other.ok).toBe(false);
   });
 
+  it("refuses content over its ceiling with the ceiling and a rule, before touching the file", async () => {
+    // A tool call's strings stop at the argument limit (2 MiB) first; a library caller reaches write_file's own.
+    const context = makeContext({ workingDirectory: proj });
+    const err = await writeFileForChat({ path: "huge.txt", content: "x".repeat(WRITE_CAP + 1) }, context).catch(
+      (e) => e,
+    );
+    expect(err).toMatchObject({
+      code: "validation_failed",
+      details: { argument: "content", rule: "size_cap", capBytes: WRITE_CAP },
+    });
+    expect(err.message).toMatch(/larger than the 10 MiB/);
+    expect(existsSync(join(proj, "huge.txt"))).toBe(false);
+  });
   it("keeps the file mode and leaves no temp files behind; parent missing without createDirectories", async () => {
     const rt = fsRuntime(proj);
     mkdirSync(join(proj, "m"));
@@ -272,6 +348,24 @@ describe("list_directory", () => {
 });
 
 describe("002 ids through trigger", () => {
+  it("file_read of a spill names it by its spill name, never by where the server keeps it", async () => {
+    const rt = fsRuntime(proj);
+    writeFileSync(
+      join(proj, "many.txt"),
+      Array.from({ length: 20_000 }, (_, i) => `row ${i} ${"x".repeat(30)}`).join("\n"),
+    );
+    const cut = await rt.call(
+      "grep",
+      { pattern: "row", path: "many.txt" },
+      { maxResults: 5000, maxMatchesPerFile: 5000 },
+    );
+    const spill = JSON.stringify(cut).match(/spill:[0-9a-f]{24}/)?.[0];
+    expect(spill).toBeDefined();
+    const opts = { runtime: rt.runtime, userId: "u1", chatId: "chat-1", workingDirectory: proj };
+    const read = await trigger("tool::file_read", { path: spill, maxBytes: 20 }, opts);
+    expect(read.path).toBe(spill);
+    expect(JSON.stringify(read)).not.toContain(rt.runtime.dataDir);
+  });
   it("file_read / file_write / file_list answer with the function-id shapes and are not offered by default", async () => {
     const rt = fsRuntime(proj);
     const opts = { runtime: rt.runtime, userId: "u1", chatId: "chat-9", workingDirectory: proj };

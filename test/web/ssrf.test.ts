@@ -301,3 +301,33 @@ describe("web_fetch SSRF guard", () => {
     expect(checked.allowedByList).toBe(false);
   });
 });
+
+// A host approval rule is matched on the URL the call names; a redirect must not carry a fetch past a rule that would
+// deny (or ask about) its target, or a deny rule is one redirector away from nothing.
+describe("approval rules of web_fetch hold on redirect hops", () => {
+  it("refuses a redirect to a host a deny or ask rule names; nothing reaches it", async () => {
+    const { call } = webRuntime();
+    const names = mapResolver({ "public.test": ["127.0.0.1"], "blocked.test": ["127.0.0.1"] });
+    const origin = `http://public.test:${redirector.port}`;
+    for (const decision of ["deny", "ask"]) {
+      const outcome = await call(
+        "web_fetch",
+        { url: `${origin}/to?u=${encodeURIComponent(`http://blocked.test:${P()}/secret`)}` },
+        {
+          services: { webResolver: names },
+          settings: {
+            allowedHosts: ["public.test", "blocked.test"],
+            approvalRules: [{ decision, match: "blocked.test" }],
+          },
+        },
+      );
+      expect(outcome, decision).toMatchObject({
+        ok: false,
+        error: { code: "access_denied", details: { rule: "approval" } },
+      });
+      if (!outcome.ok) expect(outcome.error.message).toMatch(/blocked\.test/);
+    }
+    expect(counting.requests).toEqual([]);
+    expect(counting.connections).toBe(0);
+  });
+});

@@ -409,14 +409,19 @@ async function matchSubjects(
   }
 }
 
-/** The paths a call names: its path arguments (absent: the working directory) and the files a patch touches. */
+/**
+ * The paths a call names: its path arguments (absent: the working directory) and the further paths the tool names
+ * (`namedPaths`, the files its patch touches as the tool parses it; else the files a patch's headers name).
+ */
 export function pathsOf(subject: Extract<ApprovalSubject, { kind: "path" }>, args: Record<string, unknown>): string[] {
   const out: string[] = [];
   for (const name of subject.arguments) {
     const value = args[name];
     if (typeof value === "string" && value !== "") out.push(value);
   }
-  if (subject.patchArgument) {
+  const named = subject.namedPaths?.(args);
+  if (named) out.push(...named.filter((p) => p !== ""));
+  else if (subject.patchArgument) {
     const patch = args[subject.patchArgument];
     if (typeof patch === "string") out.push(...patchPaths(patch));
   }

@@ -14,9 +14,10 @@
  *   Bytes outside the hunks are preserved exactly (a file that is not valid UTF-8 is refused, not re-encoded).
  * - Every target (and move destination) goes through the path policy; updated, deleted and moved files need a
  *   fresh read by this chat (the freshness guard of write_file). Everything is checked and computed before the
- *   first byte is written, so a failure in the second file leaves the first untouched. Planning and writing run
- *   under this process's lock on every target's real path (taken in sorted order), so concurrent stale writers
- *   cannot both pass the freshness check.
+ *   first byte is written, so a failure in the second file leaves the first untouched; a write the file system
+ *   fails halfway (a file the patch adds in the way of another, a full disk) undoes the writes before it. Planning
+ *   and writing run under this process's lock on every target's real path (taken in sorted order), so concurrent
+ *   stale writers cannot both pass the freshness check.
  * - A target or move destination whose final component is a symbolic link (inside the root, outside, or dangling)
  *   is refused (validation_failed): patch the link's target path directly. Links in parent directories are fine.
  * - A hunk that does not apply names its file and hunk, shows the lines it expected and what the file holds there.
@@ -26,13 +27,17 @@
 import { PATH_POLICY_DESCRIPTORS } from "../../core/path-policy.js";
 import { defineTool, lazyExecute } from "../../core/settings-declaration.js";
 import type { RegisteredTool } from "../../core/types.js";
-import { patchArgumentsRefusal } from "../fs/patch-parse.js";
+import { patchArgumentsRefusal, patchTargets } from "../fs/patch-parse.js";
 
 export type { ApplyPatchResult } from "../fs/apply-patch-engine.js";
 
 export const applyPatchTool: RegisteredTool = defineTool({
   // Approval: allowed by default; the path policy (or SSRF guard) confines it, rules match its subject.
-  approval: { default: "allow", subject: { kind: "path", arguments: ["path"], patchArgument: "patch" } },
+  // Rules match every file the patch touches, as the tool's own parser reads it (renames, quoted names, padding).
+  approval: {
+    default: "allow",
+    subject: { kind: "path", arguments: ["path"], patchArgument: "patch", namedPaths: patchTargets },
+  },
   definition: {
     name: "apply_patch",
     description:

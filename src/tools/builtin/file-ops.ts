@@ -4,8 +4,8 @@
  * freshness ledger). Registered with enabledByDefault: false so a model is not offered two tools for the same job;
  * trigger() may still run a tool that is off only by default.
  *
- * - file_read { path, maxBytes? } → { content, path (absolute), size (whole file, bytes) }; text files only
- *   (10 MiB ceiling); content holds at most maxBytes bytes, cut on a character boundary.
+ * - file_read { path, maxBytes? } → { content, path (absolute; a spill's name for a spill), size (whole file,
+ *   bytes) }; text files only (10 MiB ceiling); content holds at most maxBytes bytes, cut on a character boundary.
  * - file_write { path, content } → { written: true, path (absolute), size (bytes written) }; the freshness guard
  *   applies under the same per-path lock as write_file (writeFileForChat), a final symbolic link is refused, and
  *   parent directories are created.
@@ -14,6 +14,7 @@
  */
 import { lstat, opendir } from "node:fs/promises";
 import { join } from "node:path";
+import { isSpillName } from "../../core/output-spill.js";
 import { isExcludedEntry, PATH_POLICY_DESCRIPTORS, pathArgumentsCheck } from "../../core/path-policy.js";
 import { defineTool } from "../../core/settings-declaration.js";
 import { decodeText } from "../../core/text-probe.js";
@@ -67,7 +68,8 @@ export const fileReadTool: RegisteredTool = defineTool({
     const { bytes, real } = await readFileForChat(path, context, "text");
     assertTextual(bytes, path);
     const shown = maxBytes === undefined ? bytes : cutUtf8(bytes, maxBytes);
-    return { content: decodeText(shown).text, path: real, size: bytes.length };
+    // A spill is named by its spill name: no answer tells where the server keeps spills.
+    return { content: decodeText(shown).text, path: isSpillName(path) ? path : real, size: bytes.length };
   },
 });
 

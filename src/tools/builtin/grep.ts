@@ -30,6 +30,7 @@
  * The engines live in tools/fs/grep/ (common.ts, js-engine.ts, ripgrep-engine.ts); this file holds the tool.
  */
 import { argumentRefusal, quote, ToolArgumentError, type ToolRefusal } from "../../core/errors.js";
+import { linkedDeniedFiles } from "../../core/path-aliases.js";
 import {
   hasExclusionsWithin,
   PATH_POLICY_DESCRIPTORS,
@@ -178,8 +179,14 @@ export function grepArgumentsRefusal(args: {
   } finally {
     Error.stackTraceLimit = stackTraceLimit;
   }
-  if (args.glob !== undefined && args.glob.trim() !== "") return globPatternProblem(args.glob, "glob");
-  return undefined;
+  if (typeof args.glob !== "string") return undefined;
+  if (args.glob.trim() === "") {
+    return argumentRefusal(
+      'Invalid argument "glob": it is blank, so it filters nothing; leave "glob" out to search every file, or send a pattern such as "*.ts".',
+      { argument: "glob", rule: "non_empty" },
+    );
+  }
+  return globPatternProblem(args.glob, "glob");
 }
 
 const checkPath = pathArgumentsCheck("path");
@@ -200,7 +207,7 @@ export async function planGrep(
     if (check.kind === "timeout") throw new GrepPatternError(args.pattern, "too costly", "regex_too_costly");
     if (check.kind === "error") throw new GrepPatternError(args.pattern, regexReason(check.message));
   }
-  if (args.glob !== undefined && args.glob.trim() !== "") {
+  if (typeof args.glob === "string") {
     const negated = args.glob.startsWith("!");
     compilePattern((negated ? args.glob.slice(1) : args.glob).replace(/^\.\//, ""), { dot: true }, "glob");
   }
@@ -214,6 +221,12 @@ export async function planGrep(
   });
   const params = context.settings.values;
   const isFile = !info.isDirectory();
+  if (isFile && typeof args.glob === "string") {
+    throw new ToolArgumentError(
+      `Invalid argument "glob": it filters the files of a directory search, and ${quote(args.path)} is a file. Leave "glob" out to search the file, or give its directory as "path".`,
+      { argument: "glob", rule: "glob_with_file" },
+    );
+  }
   return {
     pattern: args.pattern,
     regex,
@@ -231,6 +244,7 @@ export async function planGrep(
     gitignore: booleanSetting(params, D.respectGitignore),
     policy,
     excluded: walkExclusion(policy, absolute, real),
+    deniedFiles: [...linkedDeniedFiles(policy.denied)],
     signal: context.signal,
   };
 }
@@ -245,9 +259,13 @@ export async function runGrep(
   let engine: GrepResult["engine"] = "js";
   let outcome: EngineOutcome | undefined;
   // ripgrep would read denied and protected files (and reveal them through its binary-skip counts) before their
-  // matches could be dropped, so any such path inside the search root sends the search to the JS engine.
+  // matches could be dropped, so any such path inside the search root, or a denied file with another name that may
+  // lie there (a hard link), sends the search to the JS engine.
   const rg =
-    choice === "js" || plan.isFile || hasExclusionsWithin(plan.policy, plan.rootAbs, plan.rootReal)
+    choice === "js" ||
+    plan.isFile ||
+    plan.deniedFiles.length > 0 ||
+    hasExclusionsWithin(plan.policy, plan.rootAbs, plan.rootReal)
       ? null
       : ripgrepPath();
   const translated = rg ? translateJsRegex(plan.pattern, plan.ignoreCase) : null;

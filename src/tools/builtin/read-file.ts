@@ -13,9 +13,11 @@
  * Result: { content, path, size, sha256, totalLines, startLine, endLine, truncated } plus `view` when not text.
  */
 import { argumentRefusal, clip, ToolArgumentError, type ToolRefusal } from "../../core/errors.js";
+import { openedFileRefusal } from "../../core/path-opened.js";
 import {
   PATH_POLICY_DESCRIPTORS,
   pathArgumentsCheck,
+  type ResolvedPath,
   resolveAndValidatePath,
   toResultPath,
 } from "../../core/path-policy.js";
@@ -64,13 +66,26 @@ export async function readFileForChat(
   context: ToolContext,
   view: ReadView,
 ): Promise<{ bytes: Buffer; sha256: string; absolute: string; real: string }> {
-  const { absolute, real } = await resolveAndValidatePath(input, context, {
-    mustExist: true,
-    kind: "file",
-    purpose: "read",
-  });
+  const resolved = await resolveAndValidatePath(input, context, { mustExist: true, kind: "file", purpose: "read" });
+  return readResolvedFile(resolved, input, context, view);
+}
+
+/**
+ * The read of readFileForChat once the path is resolved: opens `resolved.real`, decides the policy again on what was
+ * opened (openedFileRefusal: a directory swapped for a link, a hard link to a denied file since the check), reads
+ * it under the view's ceiling and records its sha256 in the ledger.
+ */
+export async function readResolvedFile(
+  resolved: ResolvedPath,
+  input: string,
+  context: ToolContext,
+  view: ReadView,
+): Promise<{ bytes: Buffer; sha256: string; absolute: string; real: string }> {
+  const { absolute, real } = resolved;
   const cap = view === "text" ? TEXT_VIEW_CAP : BYTE_VIEW_CAP;
-  const read = await readRegularFile(real, input, cap, context.signal);
+  const read = await readRegularFile(real, input, cap, context.signal, (fd, info) =>
+    openedFileRefusal(resolved, fd, info, context, { input, purpose: "read" }),
+  );
   if (read.exceeded) {
     throw new ToolArgumentError(
       view === "text"

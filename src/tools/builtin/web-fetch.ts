@@ -11,7 +11,7 @@
  * Host services (ToolCallContext.services): `webResolver` (a HostResolver replacing the system DNS resolver) and
  * `webAllowedHosts` (string[] added to the allowedHosts setting by the host application).
  */
-import { ToolArgumentError } from "../../core/errors.js";
+import { AccessDeniedError, ToolArgumentError } from "../../core/errors.js";
 import { defineTool, integerSetting, stringListSetting } from "../../core/settings-declaration.js";
 import { TIMEOUT_SECONDS_DESCRIPTOR } from "../../core/settings-policy.js";
 import type { RegisteredTool, ToolContext, ToolParameterDescriptor } from "../../core/types.js";
@@ -82,10 +82,16 @@ export async function webFetch(args: { url: string; maxSize?: number }, context:
     );
   }
   // The fetch client, the SSRF guard and the HTML conversion load on the first fetch (registration is metadata only).
-  const [{ guardedFetch }, { binaryRefusal, bodyKind, bodyToContent }] = await Promise.all([
-    import("../web/fetch.js"),
-    import("../web/content.js"),
-  ]);
+  const [{ guardedFetch }, { binaryRefusal, bodyKind, bodyToContent }, { rulesOf }, { matchHostRule, stricter }] =
+    await Promise.all([
+      import("../web/fetch.js"),
+      import("../web/content.js"),
+      import("../../core/approval/policy.js"),
+      import("../../core/approval/rules.js"),
+    ]);
+  // Approval rules are matched on the URL the call names, before it runs; a redirect cannot be approved on the way,
+  // so a hop to a host a rule denies or asks about is refused (fetching that URL directly goes through the rule).
+  const hopRules = rulesOf(context.settings).filter((r) => r.decision !== "allow");
   const { resolver, extraHosts } = servicesOf(context);
   const allowedHosts = [...stringListSetting(context.settings.values, ALLOWED_HOSTS), ...extraHosts];
   const result = await guardedFetch(url, {
@@ -94,6 +100,19 @@ export async function webFetch(args: { url: string; maxSize?: number }, context:
     allowedHosts,
     resolver,
     signal: context.signal,
+    checkRedirect: (target, from) => {
+      const hits = hopRules.filter((r) => matchHostRule(r.match, target.hostname.replace(/^\[|\]$/g, "")));
+      if (hits.length === 0) return;
+      const rule = hits.find((r) => r.decision === hits.map((h) => h.decision).reduce(stricter))!;
+      const why =
+        rule.decision === "ask"
+          ? `a redirect cannot be asked about on the way. Fetch ${target.href} directly (the user will be asked)`
+          : "rules apply to every hop of a fetch. Do not fetch it";
+      throw new AccessDeniedError(
+        `Redirect from ${from} to ${target.href} refused: the approval rule "${rule.decision}: ${rule.match}" covers ${target.hostname}, and ${why}.`,
+        { rule: "approval", host: target.hostname, redirectFrom: from, redirectTo: target.href },
+      );
+    },
     inspect: (response, at) => {
       const type = response.headers.get("content-type") ?? "";
       if (bodyKind(type) === "binary") throw binaryRefusal(at.href, type);

@@ -15,6 +15,7 @@
  * Result: { path, size (bytes written), sha256, created }.
  */
 import { clip, ToolArgumentError } from "../../core/errors.js";
+import { openedFileRefusal } from "../../core/path-opened.js";
 import {
   PATH_POLICY_DESCRIPTORS,
   pathArgumentsCheck,
@@ -26,8 +27,10 @@ import type { RegisteredTool, ToolContext } from "../../core/types.js";
 import {
   assertFresh,
   atomicWrite,
+  formatBytes,
   ledgerChat,
   lstatOrUndefined,
+  notReadRefusal,
   readWholeFile,
   refuseFinalSymlink,
   sha256,
@@ -52,10 +55,14 @@ export async function writeFileForChat(
   args: { path: string; content: string; createDirectories?: boolean },
   context: ToolContext,
 ): Promise<WriteFileResult & { absolute: string; real: string }> {
-  const { absolute, real } = await resolveAndValidatePath(args.path, context, { kind: "file", purpose: "write" });
+  const resolved = await resolveAndValidatePath(args.path, context, { kind: "file", purpose: "write" });
+  const { absolute, real } = resolved;
   const data = Buffer.from(args.content, "utf8");
   if (data.length > WRITE_CAP) {
-    throw new ToolArgumentError(`"content" is larger than 10 MiB; write smaller files.`, { argument: "content" });
+    throw new ToolArgumentError(
+      `"content" is ${formatBytes(data.length)}, larger than the ${formatBytes(WRITE_CAP)} write_file writes at once. Write a smaller file, or split the content over several files.`,
+      { argument: "content", rule: "size_cap", capBytes: WRITE_CAP },
+    );
   }
   await refuseFinalSymlink(absolute, args.path);
   return withPathLock(real, async () => {
@@ -76,7 +83,14 @@ export async function writeFileForChat(
       mode = current.info.mode & 0o7777;
     }
     if (context.signal.aborted) throw context.signal.reason;
-    await atomicWrite(real, data, { mode, createDirectories: args.createDirectories === true, input: args.path });
+    await atomicWrite(real, data, {
+      mode,
+      createDirectories: args.createDirectories === true,
+      input: args.path,
+      check: (fd, info) => openedFileRefusal(resolved, fd, info, context, { input: args.path, purpose: "write" }),
+      // A file another process created since the lstat above was never read: not replaced.
+      ...(existing ? {} : { createOnly: () => notReadRefusal(context, args.path) }),
+    });
     const digest = sha256(data);
     // The chat knows what it just wrote: a follow-up write needs no re-read.
     await context.ledger.recordRead(ledgerChat(context), real, digest);

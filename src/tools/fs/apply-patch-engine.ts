@@ -2,9 +2,17 @@
  * The implementation of the apply_patch tool (its metadata is in src/tools/builtin/apply-patch.ts, which loads this
  * module on the tool's first call). See that file for the behaviour.
  */
-import { rm } from "node:fs/promises";
+import { rm, rmdir } from "node:fs/promises";
+import { dirname } from "node:path";
 import { clip, NotFoundError, shorten, ToolArgumentError, ToolExecutionError } from "../../core/errors.js";
-import { resolveAndValidatePath, toResultPath } from "../../core/path-policy.js";
+import { openedFileRefusal } from "../../core/path-opened.js";
+import {
+  baseDirectory,
+  expandPath,
+  type ResolvedPath,
+  resolveAndValidatePath,
+  toResultPath,
+} from "../../core/path-policy.js";
 import type { ToolContext } from "../../core/types.js";
 import {
   assertFresh,
@@ -206,6 +214,14 @@ export function applyHunks(
         if (at < 0 && anchors.length === 0 && searchFrom > from) {
           at = locate(file, old, from, expected, hunk.atEof, budget);
         }
+        // Lines only found before where the previous hunk ended: the hunks are out of order, or overlap.
+        const earlier = at < 0 && h > 0 ? locate(file, old, 0, expected, hunk.atEof, budget) : -1;
+        if (earlier >= 0 && earlier < from) {
+          throw new ToolExecutionError(
+            `Hunk ${h + 1} of ${hunks.length} for "${clip(path)}" did not apply: its lines match at line ${earlier + 1}, before the end of hunk ${h} (line ${from}). Hunks must come in file order without overlapping: sort them by line number, and merge hunks that share lines into one.`,
+            { path: clip(path), hunk: h + 1, rule: "hunk_order" },
+          );
+        }
       } catch (error) {
         if (!(error instanceof BudgetExhausted)) throw error;
         throw new ToolArgumentError(
@@ -247,15 +263,15 @@ export function applyHunks(
 }
 
 /** One planned change, computed before anything is written. */
-interface Planned {
+interface Planned extends ResolvedPath {
   action: "add" | "update" | "delete" | "move";
   input: string;
-  absolute: string;
-  real: string;
   content?: string;
   mode?: number;
+  /** The bytes of the file before the patch (update, move, delete): what a failed patch puts back. */
+  original?: Buffer;
   /** For a move: the destination. */
-  dest?: { input: string; absolute: string; real: string };
+  dest?: ResolvedPath & { input: string };
   hunks: number;
 }
 
@@ -270,7 +286,6 @@ function decodeStrict(bytes: Buffer, input: string): string {
   return text;
 }
 
-type ResolvedPath = { absolute: string; real: string };
 type ResolvedOp = { op: FileOp; target: ResolvedPath; dest: ResolvedPath | undefined };
 
 /**
@@ -320,12 +335,8 @@ async function planPatch(resolved: ResolvedOp[], context: ToolContext): Promise<
     if (!(op.kind === "delete" && moveDests.has(target.real))) claim(target.real, op.path);
     const exists = await lstatOrUndefined(target.real);
     if (op.kind === "add") {
-      if (exists) {
-        throw new ToolExecutionError(
-          `Cannot add "${clip(op.path)}": it already exists. Read it and send an update (or "*** Update File:") instead.`,
-          { path: clip(op.path), rule: "exists" },
-        );
-      }
+      await assertParentIsDirectory(target.real, op.path);
+      if (exists) throw existsRefusal(op.path);
       const hunk = op.hunks[0];
       const lines = op.hunks.flatMap((h) => h.lines.filter((l) => l.op !== "-").map((l) => l.text));
       const noEol = hunk?.newNoEol === true;
@@ -343,8 +354,16 @@ async function planPatch(resolved: ResolvedOp[], context: ToolContext): Promise<
     }
     const current = await readWholeFile(target.real, op.path, PATCH_FILE_CAP, context.signal);
     await assertFresh(context, target.real, op.path, current.sha256);
+    const original = current.bytes;
     if (op.kind === "delete") {
-      planned.push({ action: "delete", input: op.path, ...target, hunks: 0 });
+      planned.push({
+        action: "delete",
+        input: op.path,
+        ...target,
+        mode: current.info.mode & 0o7777,
+        original,
+        hunks: 0,
+      });
       continue;
     }
     const text = decodeStrict(current.bytes, op.path);
@@ -355,6 +374,7 @@ async function planPatch(resolved: ResolvedOp[], context: ToolContext): Promise<
       ...target,
       content,
       mode: current.info.mode & 0o7777,
+      original,
       hunks: op.hunks.length,
     };
     if (dest && op.moveTo) {
@@ -365,11 +385,24 @@ async function planPatch(resolved: ResolvedOp[], context: ToolContext): Promise<
           { path: clip(op.moveTo), rule: "exists" },
         );
       }
+      await assertParentIsDirectory(dest.real, op.moveTo);
       entry.dest = { input: op.moveTo, ...dest };
     }
     planned.push(entry);
   }
   return planned;
+}
+
+/** The refusal of creating a file (an Add, or a move's destination) that exists (rule `exists`). */
+function existsRefusal(input: string, action: Planned["action"] = "add"): ToolExecutionError {
+  const advice =
+    action === "move"
+      ? "Choose another destination, or read it and delete it in the same patch."
+      : 'Read it and send an update (or "*** Update File:") instead.';
+  return new ToolExecutionError(
+    `Cannot ${action === "move" ? "move a file to" : "add"} "${clip(input)}": it already exists. ${advice}`,
+    { path: clip(input), rule: "exists" },
+  );
 }
 
 /** Result of apply_patch. */
@@ -388,6 +421,7 @@ export async function applyPatch(
   let ops: FileOp[] | undefined;
   try {
     ops = checkedPatchOps(args) ?? parsePatch(args.patch, args.path);
+    assertPathUsed(args.path, ops, context);
     const resolved = await resolveTargets(ops, context);
     const reals = resolved.flatMap(({ target, dest }) => (dest ? [target.real, dest.real] : [target.real]));
     // Freshness checks and writes of every target under this process's path locks (sorted: no deadlock).
@@ -397,21 +431,116 @@ export async function applyPatch(
   }
 }
 
-/** Plans (freshness, hunks) and then writes; the caller holds the path locks of every target. */
+/**
+ * Refuses a `path` argument the patch would ignore: it names the file of hunks without headers, and a patch whose
+ * headers name its files (none of them `path`, however spelled) would silently leave it out. ToolArgumentError
+ * (validation_failed, rule path_unused).
+ */
+function assertPathUsed(path: string | undefined, ops: FileOp[], context: ToolContext): void {
+  if (typeof path !== "string") return;
+  const base = baseDirectory(context);
+  const wanted = expandPath(path, base);
+  const named = ops.flatMap((op) => (op.kind === "update" && op.moveTo ? [op.path, op.moveTo] : [op.path]));
+  if (named.some((p) => p === path || expandPath(p, base) === wanted)) return;
+  throw new ToolArgumentError(
+    `Invalid argument "path": it names the file for hunks without file headers, but this patch names its own files (${named
+      .slice(0, 5)
+      .map((p) => `"${clip(p)}"`)
+      .join(", ")}) and not "${clip(path)}". Leave "path" out, or send the hunks for "${clip(path)}" without headers.`,
+    { argument: "path", rule: "path_unused" },
+  );
+}
+
+/**
+ * Refuses a target whose nearest existing ancestor is not a directory (a file in the way of a path to create):
+ * found while planning, before anything is written. ToolArgumentError (validation_failed, rule not_a_directory).
+ */
+async function assertParentIsDirectory(real: string, input: string): Promise<void> {
+  for (let dir = dirname(real); ; dir = dirname(dir)) {
+    const info = await lstatOrUndefined(dir);
+    if (info) {
+      if (info.isDirectory()) return;
+      throw new ToolArgumentError(
+        `Invalid argument "patch": a parent of "${clip(input)}" is a file, not a directory. Check the path (list_directory or glob can help).`,
+        { argument: "patch", path: clip(input), rule: "not_a_directory" },
+      );
+    }
+    if (dirname(dir) === dir) return;
+  }
+}
+
+/** The directories that do not exist yet on the way to `real`, innermost first (what a write there creates). */
+async function missingParents(real: string): Promise<string[]> {
+  const missing: string[] = [];
+  for (let dir = dirname(real); dirname(dir) !== dir && !(await lstatOrUndefined(dir)); dir = dirname(dir)) {
+    missing.push(dir);
+  }
+  return missing;
+}
+
+/**
+ * Plans (freshness, hunks) and then writes; the caller holds the path locks of every target. A write or delete
+ * that fails (a file the patch adds in the way of another, a full disk) undoes the ones made before it: replaced
+ * and deleted files get their bytes and mode back, added files and the directories made for them are removed. So
+ * the patch is all or nothing even when the file system fails it halfway; only when undoing fails too is the error
+ * a `partial_write` naming the files left changed.
+ */
 async function writePlanned(resolved: ResolvedOp[], context: ToolContext): Promise<ApplyPatchResult> {
   const planned = await planPatch(resolved, context);
   if (context.signal.aborted) throw context.signal.reason;
+  // What each written location held before: the file itself (update), or a file the patch deletes (move onto it).
+  const before = new Map<string, Planned>();
+  for (const p of planned) if (p.original) before.set(p.real, p);
+  const undo: { input: string; step: () => Promise<unknown> }[] = [];
+  // Each write's temp file is checked where it really lies (a directory swapped for a link since planning).
+  // A file the patch creates must still be new: one another process made since planning is not replaced.
+  const write = (to: ResolvedPath, input: string, data: Buffer | string, mode?: number, create?: Planned["action"]) =>
+    atomicWrite(to.real, data, {
+      mode,
+      createDirectories: true,
+      input,
+      check: (fd, info) => openedFileRefusal(to, fd, info, context, { input, argument: "patch", purpose: "write" }),
+      ...(create ? { createOnly: () => existsRefusal(input, create) } : {}),
+    });
+  const restore = (p: Planned, input: string) => ({ input, step: () => write(p, input, p.original!, p.mode) });
+  const written = new Set(planned.flatMap((p) => (p.action === "delete" ? [] : [(p.dest ?? p).real])));
+  try {
+    for (const p of planned) {
+      if (p.action === "delete") continue;
+      const target = p.dest ?? p;
+      const previous = before.get(target.real);
+      const created = previous ? [] : await missingParents(target.real);
+      await write(target, target.input, p.content ?? "", p.mode, previous ? undefined : p.action);
+      undo.push(
+        previous
+          ? restore(previous, target.input)
+          : {
+              input: target.input,
+              step: async () => {
+                await rm(target.real, { force: true });
+                for (const dir of created) await rmdir(dir);
+              },
+            },
+      );
+    }
+    for (const p of planned) {
+      // A deleted file that a move just replaced is already gone (the move's atomic rename took its place).
+      if ((p.action === "delete" || p.action === "move") && !written.has(p.real)) {
+        await rm(p.real, { force: true });
+        undo.push(restore(p, p.input));
+      }
+    }
+  } catch (error) {
+    const left: string[] = [];
+    for (const { input, step } of undo.reverse()) await step().catch(() => left.push(input));
+    if (left.length > 0) throw partialWrite(error, left);
+    throw error;
+  }
   const chat = ledgerChat(context);
   for (const p of planned) {
-    if (p.action === "delete") continue;
-    const target = p.dest ?? p;
-    await atomicWrite(target.real, p.content ?? "", { mode: p.mode, createDirectories: true, input: target.input });
-    await context.ledger.recordRead(chat, target.real, sha256(Buffer.from(p.content ?? "", "utf8")));
-  }
-  const written = new Set(planned.flatMap((p) => (p.action === "delete" ? [] : [(p.dest ?? p).real])));
-  for (const p of planned) {
-    // A deleted file that a move just replaced is already gone (the move's atomic rename took its place).
-    if ((p.action === "delete" || p.action === "move") && !written.has(p.real)) await rm(p.real, { force: true });
+    if (p.action !== "delete") {
+      await context.ledger.recordRead(chat, (p.dest ?? p).real, sha256(Buffer.from(p.content ?? "", "utf8")));
+    }
   }
   const files = planned.map((p) => ({
     path: toResultPath((p.dest ?? p).absolute, context),
@@ -419,4 +548,15 @@ async function writePlanned(resolved: ResolvedOp[], context: ToolContext): Promi
     hunks: p.hunks,
   }));
   return { patched: true, path: files[0]!.path, files };
+}
+
+/** The error of a patch whose failed write could not be fully undone: which files it left changed. */
+function partialWrite(error: unknown, left: string[]): ToolExecutionError {
+  const reason = error instanceof Error ? error.message : String(error);
+  const names = left.map((input) => `"${clip(input)}"`).join(", ");
+  return new ToolExecutionError(
+    `The patch failed while writing (${reason}) and could not be undone for ${names}: read ${left.length === 1 ? "that file" : "those files"} again before changing ${left.length === 1 ? "it" : "them"}.`,
+    { argument: "patch", rule: "partial_write", files: left.map((input) => clip(input)) },
+    { cause: error },
+  );
 }

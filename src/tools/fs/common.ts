@@ -15,10 +15,11 @@ import {
   readSync,
   type Stats,
 } from "node:fs";
-import { chmod, lstat, open, rename, rm } from "node:fs/promises";
+import { chmod, link, lstat, open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { clip, NotFoundError, ToolArgumentError, ToolExecutionError } from "../../core/errors.js";
 import { makeDirectories } from "../../core/make-directory.js";
+import { descriptorLocation } from "../../core/path-opened.js";
 import { pathSystemError } from "../../core/path-refusals.js";
 import type { ToolContext } from "../../core/types.js";
 
@@ -201,17 +202,27 @@ export function sha256(data: Uint8Array | string): string {
   return createHash("sha256").update(data).digest("hex");
 }
 
+/** A check of a file just opened (its descriptor and fstat): the error that refuses it, or undefined. */
+export type OpenedCheck = (fd: number, info: Stats) => Error | undefined;
+
 /**
  * Opens the regular file `real` (see {@link openRegularFile}), reads it under `cap` (see {@link readAllCapped}) and
- * closes it. Resolves with the read and what fstat said; the caller decides what an exceeded cap means.
+ * closes it. Resolves with the read and what fstat said; the caller decides what an exceeded cap means. `check`
+ * (openedFileRefusal: the policy decided again on what was opened) runs before a byte is read; its error is thrown.
  */
 export async function readRegularFile(
   real: string,
   input: string,
   cap: number,
   signal?: AbortSignal,
+  check?: OpenedCheck,
 ): Promise<CappedRead & { info: Stats }> {
   const { fd, info } = openRegularFile(real, input);
+  const refusal = check?.(fd, info);
+  if (refusal) {
+    closeSync(fd);
+    throw refusal;
+  }
   try {
     return { ...(await readAllCapped(fd, cap, signal, info.size)), info };
   } finally {
@@ -254,21 +265,26 @@ export async function assertFresh(
 ): Promise<void> {
   const recorded = await context.ledger.getRead(ledgerChat(context), real);
   // Whose reads count: the chat's, or (a call outside any chat) those of the user's calls outside any chat.
-  const [notRead, lastRead] = context.chatId
-    ? ["this chat has not read it", "this chat last read it"]
-    : ["you have not read it outside a chat", "you last read it outside a chat"];
-  if (recorded === undefined) {
-    throw new ToolExecutionError(
-      `Refusing to overwrite "${clip(input)}": ${notRead}. Call read_file on "${clip(input)}" first (any view), then retry.`,
-      { path: clip(input), rule: "read_before_write" },
-    );
-  }
+  const lastRead = context.chatId ? "this chat last read it" : "you last read it outside a chat";
+  if (recorded === undefined) throw notReadRefusal(context, input);
   if (recorded !== currentSha) {
     throw new ToolExecutionError(
       `Refusing to overwrite "${clip(input)}": it changed since ${lastRead}. Call read_file on "${clip(input)}" again, re-apply your change to the current content, then retry.`,
       { path: clip(input), rule: "stale_read" },
     );
   }
+}
+
+/**
+ * The `read_before_write` refusal (ToolExecutionError) of overwriting a file this chat (or, outside a chat, this
+ * user's chat-less calls) never read, telling the model to read it first.
+ */
+export function notReadRefusal(context: ToolContext, input: string): ToolExecutionError {
+  const notRead = context.chatId ? "this chat has not read it" : "you have not read it outside a chat";
+  return new ToolExecutionError(
+    `Refusing to overwrite "${clip(input)}": ${notRead}. Call read_file on "${clip(input)}" first (any view), then retry.`,
+    { path: clip(input), rule: "read_before_write" },
+  );
 }
 
 const pathLocks = new Map<string, Promise<void>>();
@@ -363,12 +379,22 @@ export function tempName(name: string, dirBytes = 0): string {
 /**
  * Writes `data` to `real` atomically: a temp file in the same directory, fsync, chmod to `mode` (the replaced
  * file's permission bits; new files get 0o666 minus the umask), then rename over the target.
- * Creates missing parent directories only when `createDirectories`; else throws NotFoundError.
+ * Creates missing parent directories only when `createDirectories`; else throws NotFoundError. `check` runs on the
+ * temp file as soon as it is open (openedFileRefusal: a directory on the way swapped for a link since the path was
+ * checked puts it elsewhere); its error removes the temp file and is thrown. With `createOnly` the file must still
+ * be new: what another process created at `real` since the caller looked is left alone (see linkInPlace).
  */
 export async function atomicWrite(
   real: string,
   data: Uint8Array | string,
-  options: { mode?: number; createDirectories?: boolean; input: string },
+  options: {
+    mode?: number;
+    createDirectories?: boolean;
+    input: string;
+    check?: OpenedCheck;
+    /** A new file: refused with this error if something appeared at `real` meanwhile (never replaced). */
+    createOnly?: () => Error;
+  },
 ): Promise<void> {
   const dir = dirname(real);
   const parent = await lstatOrUndefined(dir).catch((error: unknown) => {
@@ -399,6 +425,12 @@ export async function atomicWrite(
     throw pathSystemError(error, options.input);
   });
   try {
+    const refusal = options.check?.(handle.fd, await handle.stat());
+    if (refusal) {
+      // Removed where it really lies (a link on the way led elsewhere), not through the swapped path.
+      await rm(descriptorLocation(handle.fd) ?? temp, { force: true });
+      throw refusal;
+    }
     await handle.writeFile(data);
     await handle.sync();
   } catch (error) {
@@ -409,9 +441,28 @@ export async function atomicWrite(
   await handle.close();
   try {
     if (options.mode !== undefined) await chmod(temp, options.mode & 0o7777);
-    await rename(temp, real);
+    if (options.createOnly) await linkInPlace(temp, real, options.createOnly);
+    else await rename(temp, real);
   } catch (error) {
     await rm(temp, { force: true });
     throw pathSystemError(error, options.input);
   }
+}
+
+/**
+ * Puts the finished temp file at `real` only if nothing is there: a hard link, which fails when the name exists
+ * (a rename would replace a file someone created since the write was planned), then the temp name is removed.
+ * Throws `exists()` when the name is taken. A file system without hard links falls back to the rename.
+ */
+async function linkInPlace(temp: string, real: string, exists: () => Error): Promise<void> {
+  try {
+    await link(temp, real);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "EEXIST") throw exists();
+    if (code !== "EPERM" && code !== "ENOTSUP" && code !== "EOPNOTSUPP" && code !== "EMLINK") throw error;
+    await rename(temp, real);
+    return;
+  }
+  await rm(temp, { force: true });
 }

@@ -201,18 +201,63 @@ function parseEnvelope(all: string[], beginAt: number): FileOp[] {
   return ops;
 }
 
-function headerPath(raw: string): string | null {
-  let p = raw.replace(/\t.*$/, "").trim();
-  if (p.startsWith('"') && p.endsWith('"')) {
-    try {
-      p = JSON.parse(p) as string;
-    } catch {
-      // keep as is
+/** The escapes of git's C-style quoted paths (besides octal `\NNN` bytes and `\"` / `\\`). */
+const GIT_ESCAPES: Record<string, number> = { a: 7, b: 8, t: 9, n: 10, v: 11, f: 12, r: 13 };
+
+/**
+ * Reads one path token of a git header at `text[from]`: a C-style quoted path (`"caf\303\251.txt"`: git quotes
+ * names with non-ASCII bytes, control characters, `"` or `\` unless core.quotePath is off; octal escapes are UTF-8
+ * bytes), or, unquoted, everything up to `stop` (or the end). Returns the path and where the token ended; a quote
+ * never closed is read as unquoted text.
+ */
+function gitPathToken(text: string, from = 0, stop?: RegExp): { path: string; end: number } {
+  if (text[from] === '"') {
+    const bytes: number[] = [];
+    for (let i = from + 1; i < text.length; i++) {
+      const c = text[i]!;
+      if (c === '"') return { path: Buffer.from(bytes).toString("utf8"), end: i + 1 };
+      if (c !== "\\") {
+        bytes.push(...Buffer.from(c, "utf8"));
+        continue;
+      }
+      const next = text[++i] ?? "";
+      const octal = /^[0-7]{3}/.exec(text.slice(i, i + 3));
+      if (octal) {
+        bytes.push(Number.parseInt(octal[0], 8) & 0xff);
+        i += 2;
+      } else if (next in GIT_ESCAPES) bytes.push(GIT_ESCAPES[next]!);
+      else bytes.push(...Buffer.from(next, "utf8"));
     }
   }
+  const rest = text.slice(from);
+  const at = stop ? rest.search(stop) : -1;
+  return { path: at < 0 ? rest : rest.slice(0, at), end: at < 0 ? text.length : from + at };
+}
+
+/** A `---` / `+++` header's path: unquoted, without a trailing timestamp and the `a/` / `b/` prefix; null for /dev/null. */
+function headerPath(raw: string): string | null {
+  const text = raw.trim();
+  let p = text.startsWith('"') ? gitPathToken(text).path : text.replace(/\t.*$/, "").trim();
   if (p === "/dev/null") return null;
   if (p.startsWith("a/") || p.startsWith("b/")) p = p.slice(2);
   return p;
+}
+
+/** The two paths of a `diff --git a/x b/y` line (each may be quoted), without their prefixes; undefined when unreadable. */
+function gitDiffPaths(line: string): { old: string; new: string } | undefined {
+  const rest = line.slice("diff --git ".length);
+  if (!rest.includes('"')) {
+    // Unquoted names may hold spaces: split at the " b/" that gives two equal names (no rename), else the first.
+    const splits = [...rest.matchAll(/ b\//g)].map((m) => m.index);
+    const pick = splits.find((at) => rest.slice(0, at) === `a/${rest.slice(at + 3)}`) ?? splits[0];
+    if (pick !== undefined && rest.startsWith("a/")) return { old: rest.slice(2, pick), new: rest.slice(pick + 3) };
+    const m = /^(\S+) (\S+)$/.exec(rest);
+    return m ? { old: m[1]!, new: m[2]! } : undefined;
+  }
+  const first = gitPathToken(rest, 0, / (?=b\/|")/);
+  const second = gitPathToken(rest, first.end + 1);
+  const strip = (p: string, prefix: string) => (p.startsWith(prefix) ? p.slice(2) : p);
+  return { old: strip(first.path, "a/"), new: strip(second.path, "b/") };
 }
 
 function parseUnified(lines: string[], defaultPath?: string): FileOp[] {
@@ -255,10 +300,10 @@ function parseUnified(lines: string[], defaultPath?: string): FileOp[] {
     if (line.startsWith("diff --git ")) {
       flush();
       sawHeader = true;
-      const m = /^diff --git (?:"?a\/)?(.+?)"? (?:"?b\/)?(.+?)"?$/.exec(line);
-      if (m) {
-        gitOld = m[1];
-        gitNew = m[2];
+      const paths = gitDiffPaths(line);
+      if (paths) {
+        gitOld = paths.old;
+        gitNew = paths.new;
       }
       i++;
       continue;
@@ -293,12 +338,12 @@ function parseUnified(lines: string[], defaultPath?: string): FileOp[] {
       continue;
     }
     if (line.startsWith("rename from ")) {
-      renameFrom = line.slice(12).trim();
+      renameFrom = gitPathToken(line.slice(12).trim()).path;
       i++;
       continue;
     }
     if (line.startsWith("rename to ")) {
-      renameTo = line.slice(10).trim();
+      renameTo = gitPathToken(line.slice(10).trim()).path;
       i++;
       continue;
     }
@@ -353,13 +398,15 @@ export function emptyPatch(): ToolRefusal {
 
 /**
  * Adds to a refusal that the patch changed nothing (it is all or nothing: every failure happens before the first
- * write), naming the files it would have added, so a model does not assume a partial success.
+ * write, or its writes are undone), naming the files it would have added, so a model does not assume a partial
+ * success. A `partial_write` (writes that could not be undone) is returned as it is: it names what was left.
  */
 export function nothingWritten<E>(error: E, ops: FileOp[] | undefined): E {
   if (
     !(error instanceof ToolError || error instanceof ToolRefusal) ||
     error.code === "aborted" ||
-    error.code === "timeout"
+    error.code === "timeout" ||
+    error.details?.rule === "partial_write"
   )
     return error;
   // Each file once, though the patch may add the same path twice (the refusal it gets may be just that).
@@ -397,6 +444,20 @@ export function patchArgumentsRefusal(args: { patch: string; path?: string }): T
   }
   checkedOps.set(args, ops);
   return undefined;
+}
+
+/**
+ * Every path a patch would touch (targets and move destinations), read by the parser apply_patch runs, so approval
+ * rules see exactly the files the tool would write; undefined when the patch does not parse (the call is refused).
+ */
+export function patchTargets(args: Record<string, unknown>): string[] | undefined {
+  if (typeof args.patch !== "string") return undefined;
+  try {
+    const ops = parsePatch(args.patch, typeof args.path === "string" ? args.path : undefined);
+    return [...new Set(ops.flatMap((op) => (op.kind === "update" && op.moveTo ? [op.path, op.moveTo] : [op.path])))];
+  } catch {
+    return undefined;
+  }
 }
 
 /** The operations {@link patchArgumentsRefusal} parsed from `args` (once: a second call parses again), if any. */

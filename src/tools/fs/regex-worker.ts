@@ -15,7 +15,7 @@ import { BINARY_PROBE_BYTES, detectBom, isBinaryHead, splitLines } from "../../c
 /** What searching one file produced. */
 export type WorkerFileOutcome =
   | { kind: "searched"; lines: { line: number; text: string }[]; more: boolean }
-  | { kind: "binary" | "tooLarge" | "unreadable" };
+  | { kind: "binary" | "tooLarge" | "unreadable" | "denied" };
 
 /**
  * Candidate lines of several files for verifyFiles, as bytes: file `f` (absolute real path `paths[f]`) has
@@ -36,6 +36,11 @@ export interface RegexWorkerOptions {
   maxPerFile: number;
   maxFileSize: number;
   maxLineChars: number;
+  /**
+   * Identities (`device:inode`) of the denied and protected files that have other names (linkedDeniedFiles): a
+   * file found to be one of them is not read (outcome "denied").
+   */
+  deniedFiles: string[];
 }
 
 const WORKER_SOURCE = `
@@ -53,9 +58,10 @@ const decoders = {
 };
 // The search this worker serves now: set by a "configure" message, the first one of every search (a worker is
 // reused by later searches once one has finished cleanly).
-let maxPerFile, maxFileSize, maxLineChars, regex, pre;
+let maxPerFile, maxFileSize, maxLineChars, regex, pre, deniedFiles;
 function configure(options) {
   ({ maxPerFile, maxFileSize, maxLineChars } = options);
+  deniedFiles = new Set(options.deniedFiles);
   regex = new RegExp(options.pattern, options.flags);
   // A whole-text pre-test in multiline mode admits a superset of the matching lines, unless lookaround is used.
   pre = /\\(\\?<?[=!]/.test(options.pattern) ? null : new RegExp(options.pattern, options.flags + "m");
@@ -78,6 +84,11 @@ function read(path) {
     fd = fs.openSync(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
     const info = fs.fstatSync(fd);
     if (!info.isFile()) return "unreadable";
+    if (deniedFiles.size > 0 && info.nlink > 1) {
+      // A hard link to a denied or protected file is that file.
+      const exact = fs.fstatSync(fd, { bigint: true });
+      if (deniedFiles.has(exact.dev + ":" + exact.ino)) return "denied";
+    }
     if (info.size > maxFileSize) return "tooLarge";
     let buf = Buffer.allocUnsafe(Math.min(info.size + 1, maxFileSize + 1));
     let length = 0;

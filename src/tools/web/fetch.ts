@@ -19,6 +19,11 @@ export interface GuardedFetchOptions extends SsrfPolicy {
   maxRedirects?: number;
   /** Aborts the request and the body read (the tool's time budget or the caller's cancel). */
   signal?: AbortSignal;
+  /**
+   * Called with each redirect's target (and the URL that redirected) before anything is sent to it; may throw to
+   * refuse the hop (web_fetch: a host its approval rules deny or ask about).
+   */
+  checkRedirect?: (target: URL, from: string) => void;
   /** Called with the response headers before the body is read; may throw to refuse it (e.g. binary types). */
   inspect?: (response: Response, url: URL) => void;
   /** Extra trusted TLS root certificates (PEM), e.g. an intranet CA; the system roots stay trusted. */
@@ -155,6 +160,7 @@ export async function guardedFetch(url: string, options: GuardedFetchOptions): P
             },
           );
         }
+        options.checkRedirect?.(next, checked.url.href);
         current = next.href;
         continue;
       }

@@ -11,9 +11,9 @@
  * - Free arguments (`free`: real names, links, denied and protected paths, hostile text), which really execute:
  *   TOOLHOST_FUZZ_EXEC_RUNS per tool (default 300; grep 100 unless set, since each grep that searches starts a
  *   worker or ripgrep): no `execution_failed` except the tools' semantic refusals (read before write, stale read,
- *   hunk or anchor mismatch, already exists), and the same message rules. A few hundred runs draw every family of
- *   the `free` arbitraries many times over (the rarest, weight 1 in 10, some 30 times at 300 runs); the defective
- *   arguments, which must all be refused before any file is touched, carry the large count.
+ *   hunk or anchor mismatch, hunks out of order, already exists), and the same message rules. A few hundred runs
+ *   draw every family of the `free` arbitraries many times over (the rarest, weight 1 in 10, some 30 times at 300
+ *   runs); the defective arguments, which must all be refused before any file is touched, carry the large count.
  *
  * Both properties fail on a thrown (rather than returned) error. The seed is fixed (TOOLHOST_FUZZ_SEED overrides
  * it; "random" draws one), so the suite is deterministic; a failure prints the seed and the shrunk arguments.
@@ -45,7 +45,14 @@ const SEED =
       : 20261201;
 
 /** Refusals a tool gives on purpose as execution_failed: the call was fine, the state of the files says no. */
-const SEMANTIC_RULES = new Set(["read_before_write", "stale_read", "hunk_mismatch", "anchor_not_found", "exists"]);
+const SEMANTIC_RULES = new Set([
+  "read_before_write",
+  "stale_read",
+  "hunk_mismatch",
+  "hunk_order",
+  "anchor_not_found",
+  "exists",
+]);
 
 let world: FuzzWorld;
 

@@ -55,6 +55,8 @@ export interface GrepPlan {
   policy: EffectivePathPolicy;
   /** Whether an entry (path relative to the root) is denied or protected; decided once for the root (walkExclusion). */
   excluded: (rel: string) => boolean;
+  /** Identities of the denied and protected files that have other names (linkedDeniedFiles), found at the start. */
+  deniedFiles: string[];
   signal: AbortSignal;
 }
 
@@ -184,6 +186,7 @@ export function startWorker(plan: GrepPlan): RegexWorker {
       maxPerFile: plan.maxPerFile,
       maxFileSize: plan.maxFileSize,
       maxLineChars: MAX_MATCH_LINE_CHARS,
+      deniedFiles: plan.deniedFiles,
     },
     plan.signal,
   );

@@ -163,7 +163,10 @@ export function ripgrepArgs(
     "!.git",
   ];
   if (!plan.gitignore) args.push("--no-ignore-vcs");
+  // A file type selected by the glob (below) overrides ripgrep's hidden-file rule: `--type` with "*" or ".env" would
+  // bring dotfiles back. An explicit exclusion keeps them out, as the JS engine does.
   if (plan.dot) args.push("--hidden");
+  else args.push("--glob", "!.*");
   const filter = fileFilter(plan.glob);
   let postFilter: ((rel: string) => boolean) | null = null;
   if (plan.glob && plan.glob.trim() !== "") {
