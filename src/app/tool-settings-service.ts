@@ -8,13 +8,19 @@ import { AccessDeniedError, BrandedError, errorBrand, NotFoundError, ToolSetting
 import { redactValue } from "../core/redact.js";
 import type { ToolRegistryStore } from "../core/registry.js";
 import {
+  checkSettingValue,
   getSafeEffectiveToolSettings,
   getToolDefinition,
   mergeToolSettings,
   normalizeToolParameters,
   salvageToolParameters,
 } from "../core/settings-policy.js";
-import { type ToolSettingsStore, unchangedSettings, type VersionedToolSettings } from "../core/stores.js";
+import {
+  canonicalJson,
+  type ToolSettingsStore,
+  unchangedSettings,
+  type VersionedToolSettings,
+} from "../core/stores.js";
 import { deriveToolAnnotations } from "../core/tool-annotations.js";
 import type {
   AuditSink,
@@ -295,11 +301,7 @@ export class ToolSettingsService {
     if (options.admin && (options.lock ?? true)) body = withLockImplications(tool, body);
     // Approval rules carry examples checked on save; their shell parser loads asynchronously.
     await prepareApprovalPolicy();
-    if (!options.admin) this.#refuseAdminOnly(tool, body);
-    let touched = [...(body.enabled === undefined ? [] : ["enabled"]), ...Object.keys(body.parameters ?? {})];
-    const updates = { ...(body.parameters ?? {}) };
-    const resets = Object.keys(updates).filter((key) => updates[key] === null);
-    for (const key of resets) delete updates[key];
+    const requested = body.parameters ?? {};
     let old: { enabled: boolean | null; parameters: Record<string, unknown> } = { enabled: null, parameters: {} };
     let oldVersion = 0;
     const written = await this.store
@@ -318,12 +320,20 @@ export class ToolSettingsService {
           parameters: saved?.parameters ?? {},
         };
         const locked = new Set(saved?.locked ?? []);
+        let touched = [...(body.enabled === undefined ? [] : ["enabled"]), ...Object.keys(requested)];
+        const updates = { ...requested };
         if (!options.admin) {
-          // Asking for the on/off state the tool already has changes nothing, so it is no reason to refuse (an
-          // admin may have enabled a shell tool, or locked its state, for this user).
+          // Asking for the on/off state the tool already has, or for a value an admin-only or locked setting already
+          // has, changes nothing, so it is no reason to refuse (an admin may have enabled a shell tool, or locked its
+          // state, for this user; a client may send back the parameters it read). Such values are not written.
           const enabledNow = typeof saved?.enabled === "boolean" ? saved.enabled : tool.settings.enabledByDefault;
           if (body.enabled === enabledNow) touched = touched.filter((key) => key !== "enabled");
           else if (body.enabled === true && tool.settings.enablingRequiresAdmin) throw adminOnlyEnabling(tool);
+          for (const key of unchangedGuardedKeys(tool, saved, requested, locked)) {
+            delete updates[key];
+            touched = touched.filter((k) => k !== key);
+          }
+          refuseAdminOnly(tool, Object.keys(updates));
           const blocked = touched.filter((key) => locked.has(key));
           if (blocked.length > 0) {
             throw new AccessDeniedError(
@@ -333,6 +343,8 @@ export class ToolSettingsService {
           }
           refuseLoosening(tool, saved, updates);
         }
+        const resets = Object.keys(updates).filter((key) => updates[key] === null);
+        for (const key of resets) delete updates[key];
         const salvaged = salvageToolParameters(tool, saved?.parameters ?? {});
         if (salvaged.dropped.length > 0) {
           this.logger.warn(
@@ -445,19 +457,6 @@ export class ToolSettingsService {
     return { descriptor: this.#describe(tool, written), unlocked };
   }
 
-  /** Refuses a non-admin's change of an admin-only parameter (enabling an admin-only tool is checked in the write). */
-  #refuseAdminOnly(tool: RegisteredTool, body: UpdateToolSettingsBody): void {
-    const name = tool.definition.name;
-    const guarded = new Set(tool.settings.parameterDescriptors.filter((d) => d.adminOnly).map((d) => d.name));
-    const blocked = Object.keys(body.parameters ?? {}).filter((key) => guarded.has(key));
-    if (blocked.length > 0) {
-      throw new AccessDeniedError(
-        `Only an admin can change ${blocked.map((b) => `"${b}"`).join(", ")} of "${name}": it widens what the tool can reach. Ask an admin (TOOLHOST_ADMIN_USERS).`,
-        { tool: name, parameters: blocked, rule: "admin_only" },
-      );
-    }
-  }
-
   #tool(toolName: string): RegisteredTool {
     const tool = this.registry.get(toolName);
     if (!tool) {
@@ -470,6 +469,52 @@ export class ToolSettingsService {
     }
     return tool;
   }
+}
+
+/** Refuses a non-admin's change of an admin-only parameter (enabling an admin-only tool is checked apart). */
+function refuseAdminOnly(tool: RegisteredTool, keys: readonly string[]): void {
+  const name = tool.definition.name;
+  const guarded = new Set(tool.settings.parameterDescriptors.filter((d) => d.adminOnly).map((d) => d.name));
+  const blocked = keys.filter((key) => guarded.has(key));
+  if (blocked.length > 0) {
+    throw new AccessDeniedError(
+      `Only an admin can change ${blocked.map((b) => `"${b}"`).join(", ")} of "${name}": it widens what the tool can reach. Ask an admin (TOOLHOST_ADMIN_USERS).`,
+      { tool: name, parameters: blocked, rule: "admin_only" },
+    );
+  }
+}
+
+/**
+ * The admin-only or locked parameters of a non-admin's update that change nothing: set to the value they have now
+ * (compared after validation, so a rule without its optional fields equals the stored one), or reset (null) while
+ * nothing is saved for them.
+ */
+function unchangedGuardedKeys(
+  tool: RegisteredTool,
+  saved: VersionedToolSettings | undefined,
+  requested: Record<string, unknown>,
+  locked: ReadonlySet<string>,
+): string[] {
+  const name = tool.definition.name;
+  const descriptors = new Map(tool.settings.parameterDescriptors.map((d) => [d.name, d]));
+  const stored = saved?.parameters ?? {};
+  let current: Record<string, unknown> | undefined;
+  const out: string[] = [];
+  for (const [key, value] of Object.entries(requested)) {
+    const d = descriptors.get(key);
+    if (!d || !(d.adminOnly || locked.has(key))) continue;
+    if (value === null) {
+      if (!Object.hasOwn(stored, key)) out.push(key);
+      continue;
+    }
+    current ??= getSafeEffectiveToolSettings(tool, saved).values;
+    try {
+      if (canonicalJson(checkSettingValue(name, d, value)) === canonicalJson(current[key])) out.push(key);
+    } catch {
+      // an invalid value is a change (refused as one)
+    }
+  }
+  return out;
 }
 
 /** The refusal of a non-admin's enabling of a tool only an admin may enable (a shell). */

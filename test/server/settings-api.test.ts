@@ -185,6 +185,54 @@ describe("settings API over real HTTP and SQLite", () => {
     expect(list.tools.find((t) => t.name === "bash")?.enablingRequiresAdmin).toBe(true);
   });
 
+  it("a non-admin may PUT back the parameters it read: admin-only and locked values it does not change are no refusal", async () => {
+    const s = await start();
+    const user = await s.ctx.tokens.create("mallory");
+    const asUser = (path: string, json: unknown) => s.api(path, { method: "PUT", token: user.token, json });
+    type Descriptor = { parameters: Record<string, unknown>; lockedKeys: string[]; version: number };
+    await s.api("/api/admin/users/mallory/settings/tools/web_fetch", {
+      method: "PUT",
+      json: { parameters: { timeoutSeconds: 10, approvalRules: [{ decision: "deny", match: "evil.example" }] } },
+    });
+    for (const tool of ["read_file", "web_fetch"]) {
+      const read = (await (await s.api(`/api/settings/tools/${tool}`, { token: user.token })).json()) as Descriptor;
+      const res = await asUser(`/api/settings/tools/${tool}`, {
+        parameters: { ...read.parameters, maxResultLines: 100 },
+      });
+      expect(res.status, tool).toBe(200);
+      const after = (await res.json()) as Descriptor;
+      expect(after.parameters).toEqual({ ...read.parameters, maxResultLines: 100 });
+      expect(after.lockedKeys).toEqual(read.lockedKeys);
+    }
+    // The unchanged admin-only values were not stored as the user's own.
+    const row = await s.ctx.database.db
+      .selectFrom("user_tool_settings")
+      .select("parameters")
+      .where("user_id", "=", "mallory")
+      .where("tool_name", "=", "read_file")
+      .executeTakeFirstOrThrow();
+    expect(Object.keys(JSON.parse(row.parameters))).not.toContain("restrictPaths");
+    expect(Object.keys(JSON.parse(row.parameters))).not.toContain("allowedPaths");
+    // A locked rule sent without its optional fields is the same rule; resetting an admin-only value nobody set is
+    // no change either.
+    const same = await asUser("/api/settings/tools/web_fetch", {
+      parameters: { approvalRules: [{ decision: "deny", match: "evil.example" }], timeoutSeconds: 10 },
+    });
+    expect(same.status).toBe(200);
+    expect((await asUser("/api/settings/tools/read_file", { parameters: { restrictPaths: null } })).status).toBe(200);
+    // A change of either is still refused.
+    for (const [tool, parameters, rule] of [
+      ["web_fetch", { timeoutSeconds: 11 }, "admin_locked"],
+      ["web_fetch", { approvalRules: [] }, "admin_locked"],
+      ["read_file", { restrictPaths: false }, "admin_only"],
+      ["read_file", { allowedPaths: ["/"] }, "admin_only"],
+    ] as const) {
+      const res = await asUser(`/api/settings/tools/${tool}`, { parameters });
+      expect(res.status, JSON.stringify(parameters)).toBe(403);
+      expect(((await res.json()) as { error: { details: { rule: string } } }).error.details.rule).toBe(rule);
+    }
+  });
+
   it("executes a tool, honouring the user's settings", async () => {
     const s = await start();
     const ok = await s.api("/api/tools/get_current_datetime/execute", {
