@@ -106,6 +106,34 @@ describe("admin locks", () => {
     expect(audit.entries[0]?.actor).toBe("local");
   });
 
+  it("the admin route, like the CLI, locks nothing for an admin unless asked; its GET carries the ETag its PUT checks", async () => {
+    server = await startTestServer({ env: { ...process.env, TOOLHOST_ADMIN_USERS: "local,root" } });
+    // For itself and for another admin, an admin's change is no lock (docs/state.md: never a lock for oneself).
+    for (const user of ["local", "root"]) {
+      const res = await server.api(`/api/admin/users/${user}/settings/tools/web_fetch`, {
+        method: "PUT",
+        json: { enabled: false },
+      });
+      expect(res.status, user).toBe(200);
+      expect(((await res.json()) as Descriptor).lockedKeys, user).toEqual([]);
+    }
+    // Asked for, it locks.
+    const asked = await server.api("/api/admin/users/root/settings/tools/grep", {
+      method: "PUT",
+      json: { parameters: { maxResults: 9 }, lock: true },
+    });
+    expect(((await asked.json()) as Descriptor).lockedKeys).toEqual(["maxResults"]);
+    const read = await server.api("/api/admin/users/root/settings/tools/grep");
+    const etag = read.headers.get("etag");
+    expect(etag).toBe(`"${((await read.json()) as { version: number }).version}"`);
+    const put = await server.api("/api/admin/users/root/settings/tools/grep", {
+      method: "PUT",
+      headers: { "If-Match": etag ?? "" },
+      json: { parameters: { maxResults: 10 } },
+    });
+    expect(put.status).toBe(200);
+  });
+
   it("the CLI locks what it sets for a non-admin, not for an admin, and `settings unlock` removes locks", async () => {
     server = await startTestServer();
     const env = { TOOLHOST_DATA_DIR: server.dataDir };
