@@ -302,7 +302,7 @@ export class ToolSettingsService {
     // Approval rules carry examples checked on save; their shell parser loads asynchronously.
     await prepareApprovalPolicy();
     const requested = body.parameters ?? {};
-    let old: { enabled: boolean | null; parameters: Record<string, unknown> } = { enabled: null, parameters: {} };
+    let old: VersionedToolSettings | undefined;
     let oldVersion = 0;
     const written = await this.store
       .modify(userId, toolName, (saved) => {
@@ -315,10 +315,7 @@ export class ToolSettingsService {
         ) {
           throw new SettingsVersionConflictError(toolName, expected, current);
         }
-        old = {
-          enabled: typeof saved?.enabled === "boolean" ? saved.enabled : null,
-          parameters: saved?.parameters ?? {},
-        };
+        old = saved;
         const locked = new Set(saved?.locked ?? []);
         let touched = [...(body.enabled === undefined ? [] : ["enabled"]), ...Object.keys(requested)];
         const updates = { ...requested };
@@ -388,17 +385,32 @@ export class ToolSettingsService {
       });
     // A change that changed nothing (the store wrote nothing, the version stayed): no audit line, no notification.
     if (written.version === oldVersion) return this.#describe(tool, written);
+    await this.#audit(userId, toolName, options.actor, old, written);
+    this.registry.changes.emit(userId);
+    return this.#describe(tool, written);
+  }
+
+  /** Records a committed change (values, enabled flag, locks) in the audit, redacted; a failure is only logged. */
+  async #audit(
+    userId: string,
+    toolName: string,
+    actor: string | undefined,
+    before: VersionedToolSettings | undefined,
+    after: VersionedToolSettings,
+  ): Promise<void> {
+    const side = (row: VersionedToolSettings | undefined) => ({
+      enabled: typeof row?.enabled === "boolean" ? row.enabled : null,
+      parameters: redactValue(row?.parameters ?? {}) as Record<string, unknown>,
+      locked: [...(row?.locked ?? [])],
+    });
     try {
       await this.audit?.recordEvent?.({
         kind: "settings_change",
         userId,
-        actor: options.actor ?? userId,
+        actor: actor ?? userId,
         tool: toolName,
-        old: { enabled: old.enabled, parameters: redactValue(old.parameters) as Record<string, unknown> },
-        new: {
-          enabled: typeof written.enabled === "boolean" ? written.enabled : null,
-          parameters: redactValue(written.parameters ?? {}) as Record<string, unknown>,
-        },
+        old: side(before),
+        new: side(after),
       });
     } catch (error) {
       this.logger.error(
@@ -406,8 +418,6 @@ export class ToolSettingsService {
         "recording a settings change in the audit failed",
       );
     }
-    this.registry.changes.emit(userId);
-    return this.#describe(tool, written);
   }
 
   /**
@@ -415,7 +425,8 @@ export class ToolSettingsService {
    * the user may change those keys again. Atomic like {@link update}. Returns the new descriptor and the keys that
    * were unlocked. Throws NotFoundError for an unknown tool and ToolSettingsError (`invalid_settings`) for a key the
    * tool does not have (neither "enabled" nor one of its parameters), naming the keys it has; nothing is written
-   * then, nor when no named key was locked. Callers check that the caller is an admin.
+   * then, nor when no named key was locked. An unlock is audited like an update (`options.actor` the changer). Callers
+   * check that the caller is an admin.
    */
   async unlock(
     userId: string,
@@ -433,8 +444,10 @@ export class ToolSettingsService {
       );
     }
     let unlocked: string[] = [];
+    let before: VersionedToolSettings | undefined;
     const written = await this.store
       .modify(userId, toolName, (saved) => {
+        before = saved;
         const locked = saved?.locked ?? [];
         unlocked = keys.length === 0 ? [...locked] : locked.filter((k) => keys.includes(k));
         // Nothing to unlock: leave the transaction without writing (the version, the API's ETag, stays).
@@ -452,6 +465,7 @@ export class ToolSettingsService {
       });
     if (unlocked.length > 0) {
       this.logger.info({ tool: toolName, userId, actor: options.actor, unlocked }, "admin locks removed");
+      await this.#audit(userId, toolName, options.actor, before, written);
       this.registry.changes.emit(userId);
     }
     return { descriptor: this.#describe(tool, written), unlocked };

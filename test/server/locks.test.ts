@@ -106,6 +106,31 @@ describe("admin locks", () => {
     expect(audit.entries[0]?.actor).toBe("local");
   });
 
+  it("locks and unlocks are audited, with the admin as the changer", async () => {
+    server = await startTestServer();
+    await server.ctx.tokens.create("eve");
+    const path = "/api/admin/users/eve/settings/tools/grep";
+    await server.api(path, { method: "PUT", json: { parameters: { maxResults: 9 }, lock: false } });
+    // Locking the value eve has changes no value, only the lock.
+    await server.api(path, { method: "PUT", json: { parameters: { maxResults: 9 } } });
+    await server.api(`${path}/locks`, { method: "DELETE" });
+    type Entry = { actor: string; details: { old: { locked?: string[] }; new: { locked?: string[] } } };
+    const { entries } = (await (await server.api("/api/admin/audit?user=eve&kind=settings_change")).json()) as {
+      entries: Entry[];
+    };
+    // (Entries of one millisecond have no order: compare them as a set.)
+    const seen = entries.map((e) => JSON.stringify([e.actor, e.details.old.locked, e.details.new.locked])).sort();
+    expect(seen).toEqual(
+      [
+        ["local", ["maxResults"], []],
+        ["local", [], ["maxResults"]],
+        ["local", [], []],
+      ]
+        .map((e) => JSON.stringify(e))
+        .sort(),
+    );
+  });
+
   it("the admin route, like the CLI, locks nothing for an admin unless asked; its GET carries the ETag its PUT checks", async () => {
     server = await startTestServer({ env: { ...process.env, TOOLHOST_ADMIN_USERS: "local,root" } });
     // For itself and for another admin, an admin's change is no lock (docs/state.md: never a lock for oneself).
