@@ -3,7 +3,7 @@
  * routes and the CLI so both apply the same rules and raise the same errors.
  */
 
-import { prepareApprovalPolicy } from "../core/approval/policy.js";
+import { prepareApprovalPolicy, refuseCostlyRules } from "../core/approval/policy.js";
 import { AccessDeniedError, BrandedError, errorBrand, NotFoundError, ToolSettingsError } from "../core/errors.js";
 import { redactValue } from "../core/redact.js";
 import type { ToolRegistryStore } from "../core/registry.js";
@@ -350,6 +350,8 @@ export class ToolSettingsService {
           );
         }
         const savedParameters = salvaged.parameters;
+        // Rules too costly to match are refused before their examples are tried (that would be the costly match).
+        refuseCostlyRules(tool, updates);
         // Validates names, types, ranges and canDisable; throws before anything is written.
         mergeToolSettings(
           tool,

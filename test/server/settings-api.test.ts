@@ -233,6 +233,36 @@ describe("settings API over real HTTP and SQLite", () => {
     }
   });
 
+  it("refuses path rules whose matching would stall the server (422 naming the limit), before trying their examples", async () => {
+    const s = await start();
+    const user = await s.ctx.tokens.create("mallory");
+    const rules = (rule: Record<string, unknown>) =>
+      s.api("/api/settings/tools/read_file", {
+        method: "PUT",
+        token: user.token,
+        json: { parameters: { approvalRules: [{ decision: "deny", ...rule }] } },
+      });
+    // Matched as a regular expression, twelve `*` in one name backtrack for years on a long name: the example alone
+    // takes a noticeable fraction of a second, one a few characters longer would take minutes.
+    for (const [rule, message] of [
+      [{ match: `/x/${"*a".repeat(12)}b`, mustNotMatch: [`/x/${"a".repeat(24)}`] }, /at most 3 wildcards/],
+      [{ match: "/x/*a*a*b" }, /at most 3 wildcards|at most 2 "\*"/],
+      [{ match: "/x/**/a/**/a/**" }, /at most 3 wildcards|at most 2 "\*\*"/],
+      [{ match: "/x/+(a|aa)b" }, /extglobs/],
+      [{ match: "/x/**", mustMatch: [`/x/${"a".repeat(5000)}`] }, /longer than any path/],
+    ] as const) {
+      const res = await rules(rule);
+      expect(res.status, rule.match).toBe(422);
+      const body = (await res.json()) as { error: { message: string; details: { parameter: string } } };
+      expect(body.error.message).toMatch(message);
+      expect(body.error.details.parameter).toBe("approvalRules");
+    }
+    // Ordinary globs stay welcome.
+    for (const match of ["**/node_modules/**/*.js", "~/notes/*.md", "src/**", "/srv/*/secret-*.txt", "\\*\\*\\*"]) {
+      expect((await rules({ match })).status, match).toBe(200);
+    }
+  });
+
   it("executes a tool, honouring the user's settings", async () => {
     const s = await start();
     const ok = await s.api("/api/tools/get_current_datetime/execute", {
