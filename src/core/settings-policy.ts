@@ -191,8 +191,13 @@ export function normalizeToolParameters(
     const d = descriptors.get(key);
     if (!d) {
       const known = [...descriptors.keys()];
+      // The on/off state is no parameter: it sits beside them.
+      const hint =
+        key === "enabled"
+          ? ` The on/off state is not a parameter: send {"enabled": ${JSON.stringify(typeof params[key] === "boolean" ? params[key] : false)}} beside "parameters" (CLI: --enable or --disable).`
+          : "";
       throw new ToolParameterError(
-        `Unknown parameter "${key}" for tool "${name}"; ${known.length ? `known parameters: ${known.join(", ")}` : "it has no settings"}.`,
+        `Unknown parameter "${key}" for tool "${name}"; ${known.length ? `known parameters: ${known.join(", ")}` : "it has no settings"}.${hint}`,
         { tool: name, parameter: key, rule: "unknown parameter" },
       );
     }

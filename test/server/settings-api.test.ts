@@ -113,6 +113,15 @@ describe("settings API over real HTTP and SQLite", () => {
     expect(malformed.status).toBe(400);
     expect((await s.api("/api/settings/tools/slow_job", { method: "PUT", json: { enabled: "yes" } })).status).toBe(400);
     expect((await s.api("/api/settings/tools/slow_job", { method: "PUT", json: { colour: "red" } })).status).toBe(400);
+    // The on/off state sent among the parameters: the 422 says where it goes.
+    const misplaced = await s.api("/api/settings/tools/slow_job", {
+      method: "PUT",
+      json: { parameters: { enabled: false } },
+    });
+    expect(misplaced.status).toBe(422);
+    expect(((await misplaced.json()) as { error: { message: string } }).error.message).toContain(
+      'send {"enabled": false} beside "parameters" (CLI: --enable or --disable)',
+    );
   });
 
   it("a valid PUT persists across a restart, per user", async () => {
