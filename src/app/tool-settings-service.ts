@@ -157,7 +157,7 @@ export interface UpdateToolSettingsOptions {
   /**
    * Record the keys an admin sets as locks for the user (default: `admin`). Pass false when an admin changes their
    * own settings, or another admin's: locks are what an admin sets for a user who is not one, so that user
-   * cannot lift them.
+   * cannot lift them. An admin's reset (null) of a key lifts its lock either way.
    */
   lock?: boolean;
 }
@@ -364,12 +364,11 @@ export class ToolSettingsService {
           delete savedParameters[key];
         }
         const enabled = body.enabled ?? (typeof saved?.enabled === "boolean" ? saved.enabled : null);
-        // What an admin sets for a non-admin is locked against that user; an admin's reset (null) unlocks it again.
-        if (options.admin && (options.lock ?? true)) {
-          for (const key of touched) {
-            if (resets.includes(key)) locked.delete(key);
-            else locked.add(key);
-          }
+        // What an admin sets for a non-admin is locked against that user; an admin's reset (null) unlocks it again,
+        // whether or not this change locks.
+        if (options.admin) {
+          for (const key of resets) locked.delete(key);
+          if (options.lock ?? true) for (const key of touched) if (!resets.includes(key)) locked.add(key);
         }
         const next = {
           enabled,

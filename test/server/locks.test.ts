@@ -106,6 +106,23 @@ describe("admin locks", () => {
     expect(audit.entries[0]?.actor).toBe("local");
   });
 
+  it("an admin's reset (null) lifts the key's lock whether or not the change locks (lock: false, the page unticked)", async () => {
+    server = await startTestServer();
+    const eve = await server.ctx.tokens.create("eve");
+    const path = "/api/admin/users/eve/settings/tools/grep";
+    await server.api(path, { method: "PUT", json: { parameters: { maxResults: 9, deniedPaths: ["/s"] } } });
+    const reset = await server.api(path, { method: "PUT", json: { parameters: { maxResults: null }, lock: false } });
+    expect(reset.status).toBe(200);
+    expect(((await reset.json()) as Descriptor).lockedKeys).toEqual(["deniedPaths"]);
+    // Eve may set it again herself.
+    const hers = await server.api("/api/settings/tools/grep", {
+      method: "PUT",
+      token: eve.token,
+      json: { parameters: { maxResults: 5 } },
+    });
+    expect(hers.status).toBe(200);
+  });
+
   it("locks and unlocks are audited, with the admin as the changer", async () => {
     server = await startTestServer();
     await server.ctx.tokens.create("eve");
