@@ -123,6 +123,25 @@ describe("admin locks", () => {
     expect(hers.status).toBe(200);
   });
 
+  it("under a locked ask, allow rules saved before the lock may be sent back; a new one is refused", async () => {
+    server = await startTestServer();
+    const eve = await server.ctx.tokens.create("eve");
+    const mine = (parameters: Record<string, unknown>) =>
+      server!.api("/api/settings/tools/read_file", { method: "PUT", token: eve.token, json: { parameters } });
+    expect((await mine({ approvalRules: [{ decision: "allow", match: "/srv/notes/**" }] })).status).toBe(200);
+    await server.api("/api/admin/users/eve/settings/tools/read_file", {
+      method: "PUT",
+      json: { parameters: { approval: "ask" } },
+    });
+    const read = (await (await server.api("/api/settings/tools/read_file", { token: eve.token })).json()) as Descriptor;
+    const roundTrip = await mine({ ...read.parameters, maxResultLines: 100 });
+    expect(roundTrip.status).toBe(200);
+    const rules = read.parameters.approvalRules as unknown[];
+    const added = await mine({ approvalRules: [...rules, { decision: "allow", match: "/srv/more/**" }] });
+    expect(added.status).toBe(422);
+    expect(((await added.json()) as { error: { message: string } }).error.message).toContain('"/srv/more/**"');
+  });
+
   it("locks and unlocks are audited, with the admin as the changer", async () => {
     server = await startTestServer();
     await server.ctx.tokens.create("eve");
