@@ -74,7 +74,7 @@ export function withLockImplications(tool: RegisteredTool, body: UpdateToolSetti
 /**
  * Refuses a user's update that would loosen a decision an admin locked: allow rules in `approvalRules` while the
  * locked `approval` setting is `ask` or `deny` (a locked decision is a floor; the user's rules may only make it
- * stricter). Throws ToolSettingsError (422 invalid_settings, `rule: "admin_locked"`) naming the lock.
+ * stricter), except allow rules already stored (for the same match), which may be kept. Throws ToolSettingsError (422 invalid_settings, `rule: "admin_locked"`) naming the lock.
  */
 export function refuseLoosening(
   tool: RegisteredTool,
@@ -86,7 +86,18 @@ export function refuseLoosening(
   if (floor !== "ask" && floor !== "deny") return;
   const rules = updates[APPROVAL_RULES_SETTING];
   if (!Array.isArray(rules)) return;
-  const loosening = rules.filter((r) => (r as { decision?: unknown } | null)?.decision === "allow");
+  // Allow rules stored before the lock may be sent back (a PUT of the parameters read): they are ignored under the
+  // floor when a call is decided, and keeping them is no loosening.
+  const stored = saved.parameters?.[APPROVAL_RULES_SETTING];
+  const kept = new Set(
+    (Array.isArray(stored) ? stored : [])
+      .filter((r) => (r as { decision?: unknown } | null)?.decision === "allow")
+      .map((r) => (r as { match?: unknown }).match),
+  );
+  const loosening = rules.filter((r) => {
+    const rule = r as { decision?: unknown; match?: unknown } | null;
+    return rule?.decision === "allow" && !kept.has(rule.match);
+  });
   if (loosening.length === 0) return;
   throw new ToolSettingsError(
     `The approval setting of "${tool.definition.name}" was locked at ${floor} by an admin; your rules may only make it stricter, so allow rules (${loosening.map((r) => JSON.stringify((r as { match?: unknown }).match)).join(", ")}) are refused. Ask an admin, or use ask and deny rules.`,

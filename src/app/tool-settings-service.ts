@@ -3,18 +3,24 @@
  * routes and the CLI so both apply the same rules and raise the same errors.
  */
 
-import { prepareApprovalPolicy } from "../core/approval/policy.js";
+import { prepareApprovalPolicy, refuseCostlyRules } from "../core/approval/policy.js";
 import { AccessDeniedError, BrandedError, errorBrand, NotFoundError, ToolSettingsError } from "../core/errors.js";
 import { redactValue } from "../core/redact.js";
 import type { ToolRegistryStore } from "../core/registry.js";
 import {
+  checkSettingValue,
   getSafeEffectiveToolSettings,
   getToolDefinition,
   mergeToolSettings,
   normalizeToolParameters,
   salvageToolParameters,
 } from "../core/settings-policy.js";
-import { type ToolSettingsStore, unchangedSettings, type VersionedToolSettings } from "../core/stores.js";
+import {
+  canonicalJson,
+  type ToolSettingsStore,
+  unchangedSettings,
+  type VersionedToolSettings,
+} from "../core/stores.js";
 import { deriveToolAnnotations } from "../core/tool-annotations.js";
 import type {
   AuditSink,
@@ -151,7 +157,7 @@ export interface UpdateToolSettingsOptions {
   /**
    * Record the keys an admin sets as locks for the user (default: `admin`). Pass false when an admin changes their
    * own settings, or another admin's: locks are what an admin sets for a user who is not one, so that user
-   * cannot lift them.
+   * cannot lift them. An admin's reset (null) of a key lifts its lock either way.
    */
   lock?: boolean;
 }
@@ -295,12 +301,8 @@ export class ToolSettingsService {
     if (options.admin && (options.lock ?? true)) body = withLockImplications(tool, body);
     // Approval rules carry examples checked on save; their shell parser loads asynchronously.
     await prepareApprovalPolicy();
-    if (!options.admin) this.#refuseAdminOnly(tool, body);
-    let touched = [...(body.enabled === undefined ? [] : ["enabled"]), ...Object.keys(body.parameters ?? {})];
-    const updates = { ...(body.parameters ?? {}) };
-    const resets = Object.keys(updates).filter((key) => updates[key] === null);
-    for (const key of resets) delete updates[key];
-    let old: { enabled: boolean | null; parameters: Record<string, unknown> } = { enabled: null, parameters: {} };
+    const requested = body.parameters ?? {};
+    let old: VersionedToolSettings | undefined;
     let oldVersion = 0;
     const written = await this.store
       .modify(userId, toolName, (saved) => {
@@ -313,17 +315,22 @@ export class ToolSettingsService {
         ) {
           throw new SettingsVersionConflictError(toolName, expected, current);
         }
-        old = {
-          enabled: typeof saved?.enabled === "boolean" ? saved.enabled : null,
-          parameters: saved?.parameters ?? {},
-        };
+        old = saved;
         const locked = new Set(saved?.locked ?? []);
+        let touched = [...(body.enabled === undefined ? [] : ["enabled"]), ...Object.keys(requested)];
+        const updates = { ...requested };
         if (!options.admin) {
-          // Asking for the on/off state the tool already has changes nothing, so it is no reason to refuse (an
-          // admin may have enabled a shell tool, or locked its state, for this user).
+          // Asking for the on/off state the tool already has, or for a value an admin-only or locked setting already
+          // has, changes nothing, so it is no reason to refuse (an admin may have enabled a shell tool, or locked its
+          // state, for this user; a client may send back the parameters it read). Such values are not written.
           const enabledNow = typeof saved?.enabled === "boolean" ? saved.enabled : tool.settings.enabledByDefault;
           if (body.enabled === enabledNow) touched = touched.filter((key) => key !== "enabled");
           else if (body.enabled === true && tool.settings.enablingRequiresAdmin) throw adminOnlyEnabling(tool);
+          for (const key of unchangedGuardedKeys(tool, saved, requested, locked)) {
+            delete updates[key];
+            touched = touched.filter((k) => k !== key);
+          }
+          refuseAdminOnly(tool, Object.keys(updates));
           const blocked = touched.filter((key) => locked.has(key));
           if (blocked.length > 0) {
             throw new AccessDeniedError(
@@ -333,6 +340,8 @@ export class ToolSettingsService {
           }
           refuseLoosening(tool, saved, updates);
         }
+        const resets = Object.keys(updates).filter((key) => updates[key] === null);
+        for (const key of resets) delete updates[key];
         const salvaged = salvageToolParameters(tool, saved?.parameters ?? {});
         if (salvaged.dropped.length > 0) {
           this.logger.warn(
@@ -341,6 +350,8 @@ export class ToolSettingsService {
           );
         }
         const savedParameters = salvaged.parameters;
+        // Rules too costly to match are refused before their examples are tried (that would be the costly match).
+        refuseCostlyRules(tool, updates);
         // Validates names, types, ranges and canDisable; throws before anything is written.
         mergeToolSettings(
           tool,
@@ -353,12 +364,11 @@ export class ToolSettingsService {
           delete savedParameters[key];
         }
         const enabled = body.enabled ?? (typeof saved?.enabled === "boolean" ? saved.enabled : null);
-        // What an admin sets for a non-admin is locked against that user; an admin's reset (null) unlocks it again.
-        if (options.admin && (options.lock ?? true)) {
-          for (const key of touched) {
-            if (resets.includes(key)) locked.delete(key);
-            else locked.add(key);
-          }
+        // What an admin sets for a non-admin is locked against that user; an admin's reset (null) unlocks it again,
+        // whether or not this change locks.
+        if (options.admin) {
+          for (const key of resets) locked.delete(key);
+          if (options.lock ?? true) for (const key of touched) if (!resets.includes(key)) locked.add(key);
         }
         const next = {
           enabled,
@@ -376,17 +386,32 @@ export class ToolSettingsService {
       });
     // A change that changed nothing (the store wrote nothing, the version stayed): no audit line, no notification.
     if (written.version === oldVersion) return this.#describe(tool, written);
+    await this.#audit(userId, toolName, options.actor, old, written);
+    this.registry.changes.emit(userId);
+    return this.#describe(tool, written);
+  }
+
+  /** Records a committed change (values, enabled flag, locks) in the audit, redacted; a failure is only logged. */
+  async #audit(
+    userId: string,
+    toolName: string,
+    actor: string | undefined,
+    before: VersionedToolSettings | undefined,
+    after: VersionedToolSettings,
+  ): Promise<void> {
+    const side = (row: VersionedToolSettings | undefined) => ({
+      enabled: typeof row?.enabled === "boolean" ? row.enabled : null,
+      parameters: redactValue(row?.parameters ?? {}) as Record<string, unknown>,
+      locked: [...(row?.locked ?? [])],
+    });
     try {
       await this.audit?.recordEvent?.({
         kind: "settings_change",
         userId,
-        actor: options.actor ?? userId,
+        actor: actor ?? userId,
         tool: toolName,
-        old: { enabled: old.enabled, parameters: redactValue(old.parameters) as Record<string, unknown> },
-        new: {
-          enabled: typeof written.enabled === "boolean" ? written.enabled : null,
-          parameters: redactValue(written.parameters ?? {}) as Record<string, unknown>,
-        },
+        old: side(before),
+        new: side(after),
       });
     } catch (error) {
       this.logger.error(
@@ -394,8 +419,6 @@ export class ToolSettingsService {
         "recording a settings change in the audit failed",
       );
     }
-    this.registry.changes.emit(userId);
-    return this.#describe(tool, written);
   }
 
   /**
@@ -403,7 +426,8 @@ export class ToolSettingsService {
    * the user may change those keys again. Atomic like {@link update}. Returns the new descriptor and the keys that
    * were unlocked. Throws NotFoundError for an unknown tool and ToolSettingsError (`invalid_settings`) for a key the
    * tool does not have (neither "enabled" nor one of its parameters), naming the keys it has; nothing is written
-   * then, nor when no named key was locked. Callers check that the caller is an admin.
+   * then, nor when no named key was locked. An unlock is audited like an update (`options.actor` the changer). Callers
+   * check that the caller is an admin.
    */
   async unlock(
     userId: string,
@@ -421,8 +445,10 @@ export class ToolSettingsService {
       );
     }
     let unlocked: string[] = [];
+    let before: VersionedToolSettings | undefined;
     const written = await this.store
       .modify(userId, toolName, (saved) => {
+        before = saved;
         const locked = saved?.locked ?? [];
         unlocked = keys.length === 0 ? [...locked] : locked.filter((k) => keys.includes(k));
         // Nothing to unlock: leave the transaction without writing (the version, the API's ETag, stays).
@@ -440,22 +466,10 @@ export class ToolSettingsService {
       });
     if (unlocked.length > 0) {
       this.logger.info({ tool: toolName, userId, actor: options.actor, unlocked }, "admin locks removed");
+      await this.#audit(userId, toolName, options.actor, before, written);
       this.registry.changes.emit(userId);
     }
     return { descriptor: this.#describe(tool, written), unlocked };
-  }
-
-  /** Refuses a non-admin's change of an admin-only parameter (enabling an admin-only tool is checked in the write). */
-  #refuseAdminOnly(tool: RegisteredTool, body: UpdateToolSettingsBody): void {
-    const name = tool.definition.name;
-    const guarded = new Set(tool.settings.parameterDescriptors.filter((d) => d.adminOnly).map((d) => d.name));
-    const blocked = Object.keys(body.parameters ?? {}).filter((key) => guarded.has(key));
-    if (blocked.length > 0) {
-      throw new AccessDeniedError(
-        `Only an admin can change ${blocked.map((b) => `"${b}"`).join(", ")} of "${name}": it widens what the tool can reach. Ask an admin (TOOLHOST_ADMIN_USERS).`,
-        { tool: name, parameters: blocked, rule: "admin_only" },
-      );
-    }
   }
 
   #tool(toolName: string): RegisteredTool {
@@ -470,6 +484,52 @@ export class ToolSettingsService {
     }
     return tool;
   }
+}
+
+/** Refuses a non-admin's change of an admin-only parameter (enabling an admin-only tool is checked apart). */
+function refuseAdminOnly(tool: RegisteredTool, keys: readonly string[]): void {
+  const name = tool.definition.name;
+  const guarded = new Set(tool.settings.parameterDescriptors.filter((d) => d.adminOnly).map((d) => d.name));
+  const blocked = keys.filter((key) => guarded.has(key));
+  if (blocked.length > 0) {
+    throw new AccessDeniedError(
+      `Only an admin can change ${blocked.map((b) => `"${b}"`).join(", ")} of "${name}": it widens what the tool can reach. Ask an admin (TOOLHOST_ADMIN_USERS).`,
+      { tool: name, parameters: blocked, rule: "admin_only" },
+    );
+  }
+}
+
+/**
+ * The admin-only or locked parameters of a non-admin's update that change nothing: set to the value they have now
+ * (compared after validation, so a rule without its optional fields equals the stored one), or reset (null) while
+ * nothing is saved for them.
+ */
+function unchangedGuardedKeys(
+  tool: RegisteredTool,
+  saved: VersionedToolSettings | undefined,
+  requested: Record<string, unknown>,
+  locked: ReadonlySet<string>,
+): string[] {
+  const name = tool.definition.name;
+  const descriptors = new Map(tool.settings.parameterDescriptors.map((d) => [d.name, d]));
+  const stored = saved?.parameters ?? {};
+  let current: Record<string, unknown> | undefined;
+  const out: string[] = [];
+  for (const [key, value] of Object.entries(requested)) {
+    const d = descriptors.get(key);
+    if (!d || !(d.adminOnly || locked.has(key))) continue;
+    if (value === null) {
+      if (!Object.hasOwn(stored, key)) out.push(key);
+      continue;
+    }
+    current ??= getSafeEffectiveToolSettings(tool, saved).values;
+    try {
+      if (canonicalJson(checkSettingValue(name, d, value)) === canonicalJson(current[key])) out.push(key);
+    } catch {
+      // an invalid value is a change (refused as one)
+    }
+  }
+  return out;
 }
 
 /** The refusal of a non-admin's enabling of a tool only an admin may enable (a shell). */

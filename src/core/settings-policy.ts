@@ -191,8 +191,13 @@ export function normalizeToolParameters(
     const d = descriptors.get(key);
     if (!d) {
       const known = [...descriptors.keys()];
+      // The on/off state is no parameter: it sits beside them.
+      const hint =
+        key === "enabled"
+          ? ` The on/off state is not a parameter: send {"enabled": ${JSON.stringify(typeof params[key] === "boolean" ? params[key] : false)}} beside "parameters" (CLI: --enable or --disable).`
+          : "";
       throw new ToolParameterError(
-        `Unknown parameter "${key}" for tool "${name}"; ${known.length ? `known parameters: ${known.join(", ")}` : "it has no settings"}.`,
+        `Unknown parameter "${key}" for tool "${name}"; ${known.length ? `known parameters: ${known.join(", ")}` : "it has no settings"}.${hint}`,
         { tool: name, parameter: key, rule: "unknown parameter" },
       );
     }
@@ -231,7 +236,7 @@ export function mergeToolSettings(
 
 /**
  * Keeps what is valid of stored parameters: each invalid parameter is left out on its own, and a list keeps its
- * valid entries (one bad `deniedPaths` entry does not drop the others). Returns the kept values and a description
+ * valid entries (one bad `deniedPaths` entry does not drop the others), the first ones up to its cap. Returns the kept values and a description
  * of what was dropped. Never throws.
  */
 export function salvageToolParameters(
@@ -256,14 +261,18 @@ export function salvageToolParameters(
       // fall through: salvage a list's valid entries, else drop the parameter
     }
     const entries = (d.type === "string[]" || d.type === "object[]") && Array.isArray(value) ? value : undefined;
-    const kept = entries?.filter((entry) => {
-      try {
-        checkSettingValue(name, d, [entry]);
-        return true;
-      } catch {
-        return false;
-      }
-    });
+    // The valid entries, the first ones up to the list's cap (a list stored longer than its cap keeps its head
+    // rather than vanishing: a deny list that lost everything would loosen the tool).
+    const kept = entries
+      ?.filter((entry) => {
+        try {
+          checkSettingValue(name, d, [entry]);
+          return true;
+        } catch {
+          return false;
+        }
+      })
+      .slice(0, d.max ?? Number.POSITIVE_INFINITY);
     try {
       if (!entries || !kept) throw new Error("not a list");
       parameters[key] = checkSettingValue(name, d, kept);

@@ -21,7 +21,7 @@ export interface ToolSettingsWrite {
 }
 
 /** JSON text of a value with object keys sorted, so that equal data compares equal whatever the key order. */
-function canonicalJson(value: unknown): string {
+export function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) =>
     v && typeof v === "object" && !Array.isArray(v)
       ? Object.fromEntries(

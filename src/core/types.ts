@@ -241,8 +241,9 @@ export type AuditEvent =
       /** Who changed them (a user id, or `cli:<os user>`). */
       actor: string;
       tool: string;
-      old: { enabled: boolean | null; parameters: Record<string, unknown> };
-      new: { enabled: boolean | null; parameters: Record<string, unknown> };
+      /** Before and after; `locked`: the keys admins locked for the user (a lock or an unlock alone is a change). */
+      old: { enabled: boolean | null; parameters: Record<string, unknown>; locked?: string[] };
+      new: { enabled: boolean | null; parameters: Record<string, unknown>; locked?: string[] };
     };
 
 /** Where audit entries go (the database in the server and CLI; memory in tests). */

@@ -132,7 +132,7 @@ export const AdminUpdateToolSettingsBodySchema = Type.Object(
     lock: Type.Optional(
       Type.Boolean({
         description:
-          "Lock the keys set here for the user, so they cannot change them back (default true, as `toolhost settings set --user`); a reset (null) lifts a key's lock.",
+          "Lock the keys set here for the user, so they cannot change them back (default: true for a user who is not an admin, false for an admin, as `toolhost settings set --user`); a reset (null) lifts a key's lock.",
       }),
     ),
   },

@@ -12,7 +12,8 @@
  * while its value lies outside. Settings an admin locked, and admin-only settings for a non-admin, are shown
  * read-only with the reason. An admin can open another user's settings and change them (through
  * PUT /api/admin/users/:user/settings/tools/:tool, locked for that user unless "Lock what I save" is off) and remove
- * locks. Sign out forgets the token. The layout works down to phone width (about 400 px).
+ * locks. Every save sends the shown version as If-Match: a 412 (changed meanwhile) overwrites nothing and shows the
+ * tool as it is now. Sign out forgets the token. The layout works down to phone width (about 400 px).
  */
 export const SETTINGS_PAGE_HTML = `<!doctype html>
 <html lang="en">
@@ -99,7 +100,7 @@ const status = (text, cls = "muted") => { const s = $("#status"); s.textContent 
 const token = () => sessionStorage.getItem("toolhost-token") || "";
 class ApiError extends Error { constructor(body, status) { super((body.error && (body.error.code + ": " + body.error.message)) || ("HTTP " + status)); this.body = body; this.status = status; } }
 async function api(path, init = {}) {
-  const res = await fetch(path, { ...init, headers: { "authorization": "Bearer " + token(), "content-type": "application/json" } });
+  const res = await fetch(path, { ...init, headers: { ...init.headers, "authorization": "Bearer " + token(), "content-type": "application/json" } });
   const body = await res.json().catch(() => ({}));
   if (!res.ok) throw new ApiError(body, res.status);
   return body;
@@ -284,7 +285,17 @@ async function save(tool, card, body, done) {
       ? "/api/admin/users/" + encodeURIComponent(viewUser) + "/settings/tools/" + encodeURIComponent(tool.name)
       : "/api/settings/tools/" + encodeURIComponent(tool.name);
     const sent = viewUser ? { ...body, lock: $("#lock-changes").checked } : body;
-    const updated = await api(path, { method: "PUT", body: JSON.stringify(sent) });
+    // Only onto the settings this card shows: a change made meanwhile (another tab, an admin, an "allow always"
+    // answer) is never overwritten by values edited from an older copy.
+    const ifMatch = { "If-Match": '"' + tool.version + '"' };
+    let updated;
+    try { updated = await api(path, { method: "PUT", headers: ifMatch, body: JSON.stringify(sent) }); }
+    catch (e) {
+      if (e.status !== 412) throw e;
+      const fresh = replaceTool(card, await api(path));
+      message(fresh, "Not saved: these settings changed since the page showed them (another tab, an admin, or an “allow always” answer). They are shown as they are now; make your change again.", "err", "enabled" in body);
+      return;
+    }
     const fresh = replaceTool(card, updated);
     message(fresh, done, "ok", "enabled" in body);
   } catch (e) {

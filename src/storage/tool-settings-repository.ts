@@ -41,11 +41,15 @@ function toSaved(r: {
   } catch {
     // corrupt: no locks (admins can set them again)
   }
+  // Only 0 and 1 are a stored choice; anything else is corrupt and reads as unset (the tool's default applies),
+  // never as "off". A version that is no count reads as 0 (the next write stores 1).
+  const enabled = Number(r.enabled);
+  const version = Number(r.version);
   return {
-    enabled: r.enabled === null ? null : r.enabled === 1,
+    enabled: r.enabled === null || (enabled !== 0 && enabled !== 1) ? null : enabled === 1,
     parameters: parseJsonObject(r.parameters),
     locked,
-    version: Number(r.version),
+    version: Number.isSafeInteger(version) && version >= 0 ? version : 0,
   };
 }
 

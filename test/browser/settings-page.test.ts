@@ -182,6 +182,37 @@ describe.skipIf(!available)("settings page (Chromium)", () => {
     await shot(page, "5-edited");
   });
 
+  it("never saves over a change made since the card was shown: it shows the settings as they are now instead", async () => {
+    const page = await freshTab();
+    await signIn(page, server.token);
+    const card = tool(page, "grep");
+    await card.locator("summary").click();
+    // Meanwhile another tab (or an admin, or an "allow always" answer) changes the same list.
+    const other = await server.api("/api/settings/tools/grep", {
+      method: "PUT",
+      json: { parameters: { deniedPaths: ["/srv/elsewhere"] } },
+    });
+    expect(other.status).toBe(200);
+    const denied = field(page, "grep", "deniedPaths");
+    await denied.locator("button.add").click();
+    await denied.locator(".item input").last().fill("/srv/mine");
+    await card.locator("button.save").click();
+    await expect.poll(() => tool(page, "grep").locator(".msg").textContent()).toMatch(/changed since the page/);
+    // The other change survived, and the card now shows it.
+    expect((await saved("grep")).parameters.deniedPaths).toEqual(["/srv/elsewhere"]);
+    await expect
+      .poll(() => field(page, "grep", "deniedPaths").locator(".item input").first().inputValue())
+      .toBe("/srv/elsewhere");
+    // Made again on what is there now, the change applies.
+    const again = field(page, "grep", "deniedPaths");
+    await again.locator("button.add").click();
+    await again.locator(".item input").last().fill("/srv/mine");
+    await tool(page, "grep").locator("button.save").click();
+    await expect
+      .poll(async () => (await saved("grep")).parameters.deniedPaths)
+      .toEqual(["/srv/elsewhere", "/srv/mine"]);
+  });
+
   it("shows a non-admin the admin-only settings read-only, with the reason", async () => {
     const page = await freshTab();
     await signIn(page, anaToken);

@@ -169,3 +169,17 @@ describe("getSafeEffectiveToolSettings keeps what is valid", () => {
     expect(warned.dropped).toEqual(["mode", "roots (1 of 3 entries)", "nope"]);
   });
 });
+
+describe("getSafeEffectiveToolSettings and a stored list longer than its cap", () => {
+  it("keeps the first entries up to the cap instead of dropping the whole list (a deny list must not vanish)", () => {
+    const logger = recordingLogger();
+    const effective = getSafeEffectiveToolSettings(
+      tool(),
+      { parameters: { roots: ["/a", "/b", "/c", "/d", 5] } },
+      logger,
+    );
+    expect(effective.values.roots).toEqual(["/a", "/b", "/c"]);
+    const warned = logger.lines.find((l) => l.level === "warn")?.obj as { dropped: string[] };
+    expect(warned.dropped).toEqual(["roots (2 of 5 entries)"]);
+  });
+});

@@ -106,6 +106,95 @@ describe("admin locks", () => {
     expect(audit.entries[0]?.actor).toBe("local");
   });
 
+  it("an admin's reset (null) lifts the key's lock whether or not the change locks (lock: false, the page unticked)", async () => {
+    server = await startTestServer();
+    const eve = await server.ctx.tokens.create("eve");
+    const path = "/api/admin/users/eve/settings/tools/grep";
+    await server.api(path, { method: "PUT", json: { parameters: { maxResults: 9, deniedPaths: ["/s"] } } });
+    const reset = await server.api(path, { method: "PUT", json: { parameters: { maxResults: null }, lock: false } });
+    expect(reset.status).toBe(200);
+    expect(((await reset.json()) as Descriptor).lockedKeys).toEqual(["deniedPaths"]);
+    // Eve may set it again herself.
+    const hers = await server.api("/api/settings/tools/grep", {
+      method: "PUT",
+      token: eve.token,
+      json: { parameters: { maxResults: 5 } },
+    });
+    expect(hers.status).toBe(200);
+  });
+
+  it("under a locked ask, allow rules saved before the lock may be sent back; a new one is refused", async () => {
+    server = await startTestServer();
+    const eve = await server.ctx.tokens.create("eve");
+    const mine = (parameters: Record<string, unknown>) =>
+      server!.api("/api/settings/tools/read_file", { method: "PUT", token: eve.token, json: { parameters } });
+    expect((await mine({ approvalRules: [{ decision: "allow", match: "/srv/notes/**" }] })).status).toBe(200);
+    await server.api("/api/admin/users/eve/settings/tools/read_file", {
+      method: "PUT",
+      json: { parameters: { approval: "ask" } },
+    });
+    const read = (await (await server.api("/api/settings/tools/read_file", { token: eve.token })).json()) as Descriptor;
+    const roundTrip = await mine({ ...read.parameters, maxResultLines: 100 });
+    expect(roundTrip.status).toBe(200);
+    const rules = read.parameters.approvalRules as unknown[];
+    const added = await mine({ approvalRules: [...rules, { decision: "allow", match: "/srv/more/**" }] });
+    expect(added.status).toBe(422);
+    expect(((await added.json()) as { error: { message: string } }).error.message).toContain('"/srv/more/**"');
+  });
+
+  it("locks and unlocks are audited, with the admin as the changer", async () => {
+    server = await startTestServer();
+    await server.ctx.tokens.create("eve");
+    const path = "/api/admin/users/eve/settings/tools/grep";
+    await server.api(path, { method: "PUT", json: { parameters: { maxResults: 9 }, lock: false } });
+    // Locking the value eve has changes no value, only the lock.
+    await server.api(path, { method: "PUT", json: { parameters: { maxResults: 9 } } });
+    await server.api(`${path}/locks`, { method: "DELETE" });
+    type Entry = { actor: string; details: { old: { locked?: string[] }; new: { locked?: string[] } } };
+    const { entries } = (await (await server.api("/api/admin/audit?user=eve&kind=settings_change")).json()) as {
+      entries: Entry[];
+    };
+    // (Entries of one millisecond have no order: compare them as a set.)
+    const seen = entries.map((e) => JSON.stringify([e.actor, e.details.old.locked, e.details.new.locked])).sort();
+    expect(seen).toEqual(
+      [
+        ["local", ["maxResults"], []],
+        ["local", [], ["maxResults"]],
+        ["local", [], []],
+      ]
+        .map((e) => JSON.stringify(e))
+        .sort(),
+    );
+  });
+
+  it("the admin route, like the CLI, locks nothing for an admin unless asked; its GET carries the ETag its PUT checks", async () => {
+    server = await startTestServer({ env: { ...process.env, TOOLHOST_ADMIN_USERS: "local,root" } });
+    // For itself and for another admin, an admin's change is no lock (docs/state.md: never a lock for oneself).
+    for (const user of ["local", "root"]) {
+      const res = await server.api(`/api/admin/users/${user}/settings/tools/web_fetch`, {
+        method: "PUT",
+        json: { enabled: false },
+      });
+      expect(res.status, user).toBe(200);
+      expect(((await res.json()) as Descriptor).lockedKeys, user).toEqual([]);
+    }
+    // Asked for, it locks.
+    const asked = await server.api("/api/admin/users/root/settings/tools/grep", {
+      method: "PUT",
+      json: { parameters: { maxResults: 9 }, lock: true },
+    });
+    expect(((await asked.json()) as Descriptor).lockedKeys).toEqual(["maxResults"]);
+    const read = await server.api("/api/admin/users/root/settings/tools/grep");
+    const etag = read.headers.get("etag");
+    expect(etag).toBe(`"${((await read.json()) as { version: number }).version}"`);
+    const put = await server.api("/api/admin/users/root/settings/tools/grep", {
+      method: "PUT",
+      headers: { "If-Match": etag ?? "" },
+      json: { parameters: { maxResults: 10 } },
+    });
+    expect(put.status).toBe(200);
+  });
+
   it("the CLI locks what it sets for a non-admin, not for an admin, and `settings unlock` removes locks", async () => {
     server = await startTestServer();
     const env = { TOOLHOST_DATA_DIR: server.dataDir };

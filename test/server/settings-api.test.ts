@@ -113,6 +113,15 @@ describe("settings API over real HTTP and SQLite", () => {
     expect(malformed.status).toBe(400);
     expect((await s.api("/api/settings/tools/slow_job", { method: "PUT", json: { enabled: "yes" } })).status).toBe(400);
     expect((await s.api("/api/settings/tools/slow_job", { method: "PUT", json: { colour: "red" } })).status).toBe(400);
+    // The on/off state sent among the parameters: the 422 says where it goes.
+    const misplaced = await s.api("/api/settings/tools/slow_job", {
+      method: "PUT",
+      json: { parameters: { enabled: false } },
+    });
+    expect(misplaced.status).toBe(422);
+    expect(((await misplaced.json()) as { error: { message: string } }).error.message).toContain(
+      'send {"enabled": false} beside "parameters" (CLI: --enable or --disable)',
+    );
   });
 
   it("a valid PUT persists across a restart, per user", async () => {
@@ -183,6 +192,84 @@ describe("settings API over real HTTP and SQLite", () => {
       tools: { name: string; enablingRequiresAdmin: boolean }[];
     };
     expect(list.tools.find((t) => t.name === "bash")?.enablingRequiresAdmin).toBe(true);
+  });
+
+  it("a non-admin may PUT back the parameters it read: admin-only and locked values it does not change are no refusal", async () => {
+    const s = await start();
+    const user = await s.ctx.tokens.create("mallory");
+    const asUser = (path: string, json: unknown) => s.api(path, { method: "PUT", token: user.token, json });
+    type Descriptor = { parameters: Record<string, unknown>; lockedKeys: string[]; version: number };
+    await s.api("/api/admin/users/mallory/settings/tools/web_fetch", {
+      method: "PUT",
+      json: { parameters: { timeoutSeconds: 10, approvalRules: [{ decision: "deny", match: "evil.example" }] } },
+    });
+    for (const tool of ["read_file", "web_fetch"]) {
+      const read = (await (await s.api(`/api/settings/tools/${tool}`, { token: user.token })).json()) as Descriptor;
+      const res = await asUser(`/api/settings/tools/${tool}`, {
+        parameters: { ...read.parameters, maxResultLines: 100 },
+      });
+      expect(res.status, tool).toBe(200);
+      const after = (await res.json()) as Descriptor;
+      expect(after.parameters).toEqual({ ...read.parameters, maxResultLines: 100 });
+      expect(after.lockedKeys).toEqual(read.lockedKeys);
+    }
+    // The unchanged admin-only values were not stored as the user's own.
+    const row = await s.ctx.database.db
+      .selectFrom("user_tool_settings")
+      .select("parameters")
+      .where("user_id", "=", "mallory")
+      .where("tool_name", "=", "read_file")
+      .executeTakeFirstOrThrow();
+    expect(Object.keys(JSON.parse(row.parameters))).not.toContain("restrictPaths");
+    expect(Object.keys(JSON.parse(row.parameters))).not.toContain("allowedPaths");
+    // A locked rule sent without its optional fields is the same rule; resetting an admin-only value nobody set is
+    // no change either.
+    const same = await asUser("/api/settings/tools/web_fetch", {
+      parameters: { approvalRules: [{ decision: "deny", match: "evil.example" }], timeoutSeconds: 10 },
+    });
+    expect(same.status).toBe(200);
+    expect((await asUser("/api/settings/tools/read_file", { parameters: { restrictPaths: null } })).status).toBe(200);
+    // A change of either is still refused.
+    for (const [tool, parameters, rule] of [
+      ["web_fetch", { timeoutSeconds: 11 }, "admin_locked"],
+      ["web_fetch", { approvalRules: [] }, "admin_locked"],
+      ["read_file", { restrictPaths: false }, "admin_only"],
+      ["read_file", { allowedPaths: ["/"] }, "admin_only"],
+    ] as const) {
+      const res = await asUser(`/api/settings/tools/${tool}`, { parameters });
+      expect(res.status, JSON.stringify(parameters)).toBe(403);
+      expect(((await res.json()) as { error: { details: { rule: string } } }).error.details.rule).toBe(rule);
+    }
+  });
+
+  it("refuses path rules whose matching would stall the server (422 naming the limit), before trying their examples", async () => {
+    const s = await start();
+    const user = await s.ctx.tokens.create("mallory");
+    const rules = (rule: Record<string, unknown>) =>
+      s.api("/api/settings/tools/read_file", {
+        method: "PUT",
+        token: user.token,
+        json: { parameters: { approvalRules: [{ decision: "deny", ...rule }] } },
+      });
+    // Matched as a regular expression, twelve `*` in one name backtrack for years on a long name: the example alone
+    // takes a noticeable fraction of a second, one a few characters longer would take minutes.
+    for (const [rule, message] of [
+      [{ match: `/x/${"*a".repeat(12)}b`, mustNotMatch: [`/x/${"a".repeat(24)}`] }, /at most 3 wildcards/],
+      [{ match: "/x/*a*a*b" }, /at most 3 wildcards|at most 2 "\*"/],
+      [{ match: "/x/**/a/**/a/**" }, /at most 3 wildcards|at most 2 "\*\*"/],
+      [{ match: "/x/+(a|aa)b" }, /extglobs/],
+      [{ match: "/x/**", mustMatch: [`/x/${"a".repeat(5000)}`] }, /longer than any path/],
+    ] as const) {
+      const res = await rules(rule);
+      expect(res.status, rule.match).toBe(422);
+      const body = (await res.json()) as { error: { message: string; details: { parameter: string } } };
+      expect(body.error.message).toMatch(message);
+      expect(body.error.details.parameter).toBe("approvalRules");
+    }
+    // Ordinary globs stay welcome.
+    for (const match of ["**/node_modules/**/*.js", "~/notes/*.md", "src/**", "/srv/*/secret-*.txt", "\\*\\*\\*"]) {
+      expect((await rules({ match })).status, match).toBe(200);
+    }
   });
 
   it("executes a tool, honouring the user's settings", async () => {

@@ -41,6 +41,34 @@ function repositoryContract(name: string, open: () => Opener) {
       expect(await store.get("u2", "bash")).toEqual({ enabled: null, parameters: null, locked: [], version: 1 });
     });
 
+    it("a corrupt enabled or version column reads as unset (the default applies) and the next write repairs it", async () => {
+      const store = new SqlToolSettingsStore(database.db);
+      await store.save("u4", "bash", { enabled: false, parameters: { timeoutSeconds: 60 } });
+      // What a database edited by hand may hold: a flag that is neither 0 nor 1, a version that is no count (SQLite
+      // keeps text or a fraction in an integer column; PostgreSQL at least a negative number).
+      const versions: unknown[] = name === "SQLite" ? ["abc", 1.5, -3] : [-3];
+      for (const version of versions) {
+        await database.db
+          .updateTable("user_tool_settings")
+          .set({ enabled: 7, version: version as number })
+          .where("user_id", "=", "u4")
+          .execute();
+        store.invalidate("u4");
+        expect(await store.get("u4", "bash"), String(version)).toEqual({
+          enabled: null,
+          parameters: { timeoutSeconds: 60 },
+          locked: [],
+          version: 0,
+        });
+        expect((await store.getAll("u4")).get("bash")?.version).toBe(0);
+      }
+      const written = await store.modify("u4", "bash", (current) => ({
+        enabled: current?.enabled ?? null,
+        parameters: current?.parameters ?? {},
+      }));
+      expect(written).toMatchObject({ enabled: null, version: 1 });
+    });
+
     it("stores tokens hashed and authenticates them", async () => {
       const tokens = new TokenRepository(database.db);
       const { token } = await tokens.create("ana");

@@ -16,6 +16,7 @@
  */
 import { realpathSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
+import { ToolParameterError } from "../errors.js";
 import type {
   ApprovalDecision,
   ApprovalHint,
@@ -27,6 +28,7 @@ import type {
 } from "../types.js";
 import {
   type ApprovalRule,
+  costlyRules,
   expandAgainst,
   hostOf,
   invalidRules,
@@ -112,6 +114,22 @@ export function approvalRulesDescriptor(tool: RegisteredTool): ToolParameterDesc
     ],
     validate: (value) => invalidRules(subject, value),
   };
+}
+
+/**
+ * Refuses rules a save would make too costly to match (see costlyRules): throws ToolParameterError (422) naming the
+ * rule. For saves only, before the rules' own validation runs their examples.
+ */
+export function refuseCostlyRules(tool: RegisteredTool, parameters: Record<string, unknown>): void {
+  const subject = approvalProfile(tool).subject;
+  const value = parameters[APPROVAL_RULES_SETTING];
+  const problem = subject && value != null ? costlyRules(subject, value) : undefined;
+  if (!problem) return;
+  const name = tool.definition.name;
+  throw new ToolParameterError(
+    `Invalid value for parameter "${APPROVAL_RULES_SETTING}" of tool "${name}": ${problem}.`,
+    { tool: name, parameter: APPROVAL_RULES_SETTING, rule: problem },
+  );
 }
 
 /** Prepares what the synchronous save-time checks need (the shell parser). Resolves in ~15 ms the first time. */

@@ -16,6 +16,7 @@ import { createRequire } from "node:module";
 import { homedir } from "node:os";
 import { basename, isAbsolute, join, resolve } from "node:path";
 import type picomatchModule from "picomatch";
+import { MAX_PATH_BYTES } from "../path-refusals.js";
 import type { ApprovalDecision, ApprovalSubject } from "../types.js";
 import { parseArgv, parseShellCommand, type ShellWord, shellParserReady } from "./shell-parse.js";
 
@@ -87,6 +88,62 @@ export function invalidPattern(subject: ApprovalSubject, pattern: string): strin
         return `a host rule is a host name like example.com or *.example.com (got ${JSON.stringify(pattern)})`;
       return undefined;
   }
+}
+
+/**
+ * Most wildcards (`*` runs and `**`) a path rule may hold, most `**`, and most `*` runs in one of its names. Globs
+ * are matched as regular expressions, whose backtracking grows with the path's length to the power of the wildcards
+ * that can compete for the same characters: three `*` in one name, or three `**`, take seconds on a long path, a
+ * dozen take years, and the whole server stalls meanwhile. Within these limits a path of PATH_MAX takes a fraction
+ * of a second at worst.
+ */
+export const PATH_RULE_WILDCARDS = { total: 3, globstars: 2, starsPerName: 2 } as const;
+
+/**
+ * Why saving these rules would cost too much, or undefined: a path rule with more wildcards than PATH_RULE_WILDCARDS
+ * allows, or a path example longer than any path. Checked before a rule's examples are (which would run the costly
+ * match), and only when rules are saved: stored rules keep applying as they are (dropping a stored deny rule would
+ * loosen the policy).
+ */
+export function costlyRules(subject: ApprovalSubject, value: unknown): string | undefined {
+  if (subject.kind !== "path" || !Array.isArray(value)) return undefined;
+  for (const [index, raw] of value.entries()) {
+    const rule = raw as Partial<ApprovalRule> | null;
+    if (typeof rule?.match !== "string") continue;
+    const where = `rule ${index + 1} (${JSON.stringify(rule.match)})`;
+    const costly = costlyGlob(rule.match);
+    if (costly) return `${where}: ${costly}`;
+    const examples = [...(rule.mustMatch ?? []), ...(rule.mustNotMatch ?? [])];
+    const long = examples.find((example) => typeof example === "string" && Buffer.byteLength(example) > MAX_PATH_BYTES);
+    if (long !== undefined)
+      return `${where}: the example ${JSON.stringify(long.slice(0, 40))}… is longer than any path (at most ${MAX_PATH_BYTES} bytes)`;
+  }
+  return undefined;
+}
+
+/** Why a path glob would be too costly to match (see PATH_RULE_WILDCARDS), or undefined when it is not. */
+function costlyGlob(pattern: string): string | undefined {
+  const plain = pattern.replace(/\\./g, "x");
+  if (/[*?+@!]\(/.test(plain)) {
+    return "extglobs such as *(…), +(…), @(…) or !(…) are not supported in rules; use *, **, ? and {a,b}";
+  }
+  const names = plain.split("/");
+  const total = plain.match(/\*+/g)?.length ?? 0;
+  if (total > PATH_RULE_WILDCARDS.total) {
+    return `a rule may hold at most ${PATH_RULE_WILDCARDS.total} wildcards ("*" or "**", got ${total}); split it into several rules`;
+  }
+  const globstars = names.filter((name) => name === "**").length;
+  if (globstars > PATH_RULE_WILDCARDS.globstars) {
+    return `a rule may hold at most ${PATH_RULE_WILDCARDS.globstars} "**" (got ${globstars}); split it into several rules`;
+  }
+  for (const name of names) {
+    if (name === "**") continue;
+    const stars = name.match(/\*+/g)?.length ?? 0;
+    if (stars > PATH_RULE_WILDCARDS.starsPerName) {
+      return `a name in a rule may hold at most ${PATH_RULE_WILDCARDS.starsPerName} "*" (got ${stars} in ${JSON.stringify(name)}); split it into several rules`;
+    }
+  }
+  return undefined;
 }
 
 /** Whether a word is an option (`-x`, `--long`), not an operand. */

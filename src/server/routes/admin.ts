@@ -76,10 +76,14 @@ export function adminRoutes(ctx: AppContext): Hono<AuthEnv> {
   app.get("/users/:user/settings/tools", async (c) =>
     sendJson(c, ToolSettingsListResponse, { tools: await ctx.settings.list(c.req.param("user")) }),
   );
-  app.get("/users/:user/settings/tools/:toolName", async (c) =>
-    sendJson(c, ToolSettingsDescriptorSchema, await ctx.settings.get(c.req.param("user"), c.req.param("toolName"))),
-  );
-  // Setting another user's values, with the user's own validation; what is set is locked for them unless lock: false.
+  app.get("/users/:user/settings/tools/:toolName", async (c) => {
+    const descriptor = await ctx.settings.get(c.req.param("user"), c.req.param("toolName"));
+    // The version the PUT's If-Match names, as on the user's own route.
+    c.header("ETag", etag(descriptor.version));
+    return sendJson(c, ToolSettingsDescriptorSchema, descriptor);
+  });
+  // Setting another user's values, with the user's own validation; what is set for a user who is not an admin is
+  // locked for them unless lock: false (for an admin, as for oneself, only when lock: true), as the CLI does.
   app.put("/users/:user/settings/tools/:toolName", async (c) => {
     const ifMatch = parseIfMatch(c.req.header("If-Match"));
     const { lock, ...body } = await readJsonBody<UpdateToolSettingsBody & { lock?: boolean }>(
@@ -88,9 +92,10 @@ export function adminRoutes(ctx: AppContext): Hono<AuthEnv> {
       SETTINGS_BODY_LIMITS,
     );
     try {
-      const descriptor = await ctx.settings.update(c.req.param("user"), c.req.param("toolName"), body, {
+      const user = c.req.param("user");
+      const descriptor = await ctx.settings.update(user, c.req.param("toolName"), body, {
         admin: true,
-        lock: lock ?? true,
+        lock: lock ?? !ctx.admins.isAdmin(user),
         actor: c.get("userId"),
         ...(ifMatch === undefined ? {} : { ifMatch: ifMatch.versions }),
       });
