@@ -369,6 +369,47 @@ export async function wakeIdle(host: AgentHost, tree: AgentTree): Promise<void> 
   }
 }
 
+/**
+ * The tools an agent of `depth` is offered: its parent's tools intersected with its template's, without the agent
+ * tools at the depth limit. The one rule of a sub-agent's tools (a spawn and a woken run both apply it).
+ */
+export function offeredTools(
+  parentTools: Iterable<string>,
+  template: Pick<AgentTemplate, "tools">,
+  depth: number,
+  maxDepth: number,
+): Set<string> {
+  const names = new Set([...parentTools].filter((name) => template.tools === null || template.tools.includes(name)));
+  if (depth >= maxDepth) for (const name of AGENT_TOOL_NAMES) names.delete(name);
+  return names;
+}
+
+/**
+ * The tools of a stored agent, derived from its whole lineage: the root's tools narrowed by every ancestor's template
+ * and then its own (see offeredTools), so a run that starts while its parent's is over (woken by a message) gets no
+ * tool one of its ancestors lacked. An ancestor whose template is gone offers nothing.
+ */
+export async function lineageTools(
+  host: AgentHost,
+  tree: AgentTree,
+  agent: AgentRecord,
+  maxDepth: number,
+): Promise<Set<string>> {
+  let tools: Set<string> = new Set(host.runs.get(tree.rootId)?.tools ?? []);
+  for (const id of agent.path.split("/").slice(1)) {
+    const record = id === agent.id ? agent : await host.repo.get(tree.userId, id);
+    let template: Pick<AgentTemplate, "tools">;
+    try {
+      if (!record) throw new Error("gone");
+      template = host.templates.get(record.template);
+    } catch {
+      template = { tools: [] };
+    }
+    tools = offeredTools(tools, template, record?.depth ?? agent.depth, maxDepth);
+  }
+  return tools;
+}
+
 /** Resumes an idle agent in a new run (taking a running slot); false when it is not idle or no slot is free. */
 export async function resumeIdle(host: AgentHost, tree: AgentTree, agent: AgentRecord): Promise<boolean> {
   const limits = tree.limits;
@@ -381,9 +422,7 @@ export async function resumeIdle(host: AgentHost, tree: AgentTree, agent: AgentR
     return true;
   }
   const { template, adapter } = setup;
-  const parentTools = parentRun?.tools ?? host.runs.get(tree.rootId)?.tools ?? new Set<string>();
-  const names = new Set([...parentTools].filter((n) => template.tools === null || template.tools.includes(n)));
-  if (agent.depth >= limits.maxDepth) for (const name of AGENT_TOOL_NAMES) names.delete(name);
+  const names = await lineageTools(host, tree, agent, limits.maxDepth);
   const transcript = (await host.repo.transcript(tree.userId, agent.id)) as ConversationMessage[];
   const fresh = { ...agent, status: "running" as const };
   startRun(host, parentRun, fresh, {

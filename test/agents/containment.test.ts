@@ -1,0 +1,95 @@
+/**
+ * A sub-agent never gains more than its lineage allows, however it is started: a run woken by a message gets the
+ * tools its first run had (its template's intersected with every ancestor's), even when its parent's run is over;
+ * mail, waits and replies stay within their documented bounds.
+ */
+import { rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ChatService } from "../../src/app/chat-service.js";
+import type { ChatTurnEvent } from "../../src/app/chat-types.js";
+import { type AppContext, createAppContext } from "../../src/app/context.js";
+import type { AgentSpawnResult } from "../../src/core/agents.js";
+import type { ProviderAdapter } from "../../src/providers/types.js";
+import { recordingLogger } from "../helpers/runtime.js";
+import { tempDir } from "../helpers/server.js";
+import { calls, lastResult, taskModel, text } from "./fake-model.js";
+
+let root: string;
+let ctx: AppContext;
+
+beforeAll(async () => {
+  root = tempDir("toolhost-agents-contain-");
+  writeFileSync(
+    join(root, "config.json"),
+    JSON.stringify({
+      agents: {
+        spawner: { description: "Lists and delegates.", tools: ["list_directory", "agent_spawn"] },
+      },
+    }),
+  );
+  ctx = await createAppContext({
+    dataDir: join(root, "data"),
+    logger: recordingLogger(),
+    env: { TOOLHOST_CONFIG: join(root, "config.json"), TOOLHOST_AGENT_TEMPLATES_DIR: join(root, "none") },
+    agentOptions: { heartbeatMs: 0, graceTurnMs: 5_000 },
+  });
+});
+
+afterAll(async () => {
+  await ctx?.close();
+  rmSync(root, { recursive: true, force: true });
+});
+
+async function runTurn(model: ProviderAdapter, userId: string, content: string): Promise<ChatTurnEvent[]> {
+  const service = new ChatService({
+    chats: ctx.chats,
+    runtime: ctx.runtime,
+    env: {},
+    chatRoots: null,
+    adapterFactory: () => model,
+    agents: ctx.agents,
+  });
+  const chat = await service.createChat(userId, { provider: "openai", model: "fake" });
+  const turn = await service.prepareTurn(userId, chat.id, content);
+  const events: ChatTurnEvent[] = [];
+  for await (const event of turn.run()) events.push(event);
+  return events;
+}
+
+describe("a run woken by a message keeps its lineage's tools", () => {
+  it("a grandchild woken after its parent finished gets no tool its parent lacked", async () => {
+    const leafTools: string[][] = [];
+    let leafId = "";
+    const model = taskModel(({ task, turn, request }) => {
+      if (task === "root") {
+        if (turn === 0) return calls([{ id: "s", name: "agent_spawn", args: { template: "spawner", message: "mid" } }]);
+        if (turn === 1) {
+          const me = (lastResult(request.messages, "agent_spawn")?.value as AgentSpawnResult).parentId;
+          return calls([
+            { id: "m", name: "agent_send", args: { agentId: me, targetAgentId: leafId, message: "more" } },
+          ]);
+        }
+        if (turn === 2) return calls([{ id: "w", name: "agent_wait", args: { agentIds: [leafId] } }]);
+        return text("done");
+      }
+      if (task === "mid") {
+        if (turn === 0)
+          return calls([{ id: "g", name: "agent_spawn", args: { template: "general", message: "leaf" } }]);
+        leafId = (lastResult(request.messages, "agent_spawn")?.value as AgentSpawnResult).agentId;
+        return text("mid done");
+      }
+      if (task === "leaf") {
+        leafTools.push(request.tools.map((t) => t.name).sort());
+        return text(`leaf answer ${turn}`);
+      }
+      return undefined;
+    });
+    const events = await runTurn(model, "contain", "root");
+    const sent = events.find((e) => e.type === "tool_result" && !("agent" in e) && e.name === "agent_send");
+    expect(sent).toMatchObject({ ok: true, result: { delivery: "started" } });
+    expect(leafTools).toHaveLength(2);
+    expect(leafTools[0]).toEqual(["agent_spawn", "list_directory"]);
+    expect(leafTools[1]).toEqual(leafTools[0]);
+  });
+});
