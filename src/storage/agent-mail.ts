@@ -5,8 +5,16 @@
  */
 import { randomUUID } from "node:crypto";
 import { type Kysely, sql } from "kysely";
-import { LimitExceededError, NotFoundError } from "../core/errors.js";
-import { type AgentMessageRecord, changed, type EnqueueLimits, now, PAIR_RATE_WINDOW_MS } from "./agent-records.js";
+import type { AgentStatus } from "../core/agents.js";
+import { AccessDeniedError, LimitExceededError, NotFoundError } from "../core/errors.js";
+import {
+  type AgentMessageRecord,
+  changed,
+  type EnqueueLimits,
+  now,
+  PAIR_RATE_WINDOW_MS,
+  RESUMABLE_STATUSES,
+} from "./agent-records.js";
 import type { DatabaseSchema } from "./database.js";
 
 /** A message to queue (see AgentRepository.enqueue). */
@@ -30,13 +38,20 @@ export async function enqueueMessage(
   const { limits } = input;
   const target = await trx
     .selectFrom("agents")
-    .select(["id", "root_id"])
+    .select(["id", "root_id", "status"])
     .where("id", "=", input.targetId)
     .where("user_id", "=", input.userId)
     .executeTakeFirst();
   if (!target || target.root_id !== input.rootId) {
     throw new NotFoundError(
       `No agent "${input.targetId}" in this agent tree. Send only to agents of your own tree (ids from agent_spawn).`,
+    );
+  }
+  const status = target.status as AgentStatus;
+  if (status !== "running" && !RESUMABLE_STATUSES.includes(status)) {
+    throw new AccessDeniedError(
+      `Agent ${target.id} has ended (${status}) and reads no more messages. Spawn a new agent with agent_spawn for the work, giving it what it needs to know.`,
+      { argument: "targetAgentId", rule: "agent_ended", status },
     );
   }
   const placed = await trx

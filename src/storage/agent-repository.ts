@@ -443,7 +443,9 @@ export class AgentRepository {
    * Queues a message in one transaction: takes one place in the target's queue (refused at `queueMax`), checks the
    * ordered pair's sliding window of the last minute (refused at `pairRatePerMinute`), and records the send. Sends
    * to one target serialize on the target's row, so the window holds across server instances. Throws
-   * LimitExceededError naming the limit, NotFoundError when the target is not this user's agent of the same tree.
+   * LimitExceededError naming the limit, NotFoundError when the target is not this user's agent of the same tree,
+   * AccessDeniedError when the target's run ended for good (cancelled, error, interrupted, budget_exhausted: it
+   * would never read the message).
    */
   enqueue(input: EnqueueInput): Promise<{ messageId: string; queueDepth: number }> {
     return this.#tx((trx) => enqueueMessage(trx, input));

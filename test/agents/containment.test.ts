@@ -13,7 +13,7 @@ import type { AgentSpawnResult } from "../../src/core/agents.js";
 import type { ProviderAdapter } from "../../src/providers/types.js";
 import { recordingLogger } from "../helpers/runtime.js";
 import { tempDir } from "../helpers/server.js";
-import { calls, lastResult, taskModel, text } from "./fake-model.js";
+import { calls, hang, lastResult, taskModel, text } from "./fake-model.js";
 
 let root: string;
 let ctx: AppContext;
@@ -91,5 +91,51 @@ describe("a run woken by a message keeps its lineage's tools", () => {
     expect(leafTools).toHaveLength(2);
     expect(leafTools[0]).toEqual(["agent_spawn", "list_directory"]);
     expect(leafTools[1]).toEqual(leafTools[0]);
+  });
+});
+
+describe("mail to an agent that ended", () => {
+  it("refuses a message to a cancelled agent, which would never read it, and says what to do instead", async () => {
+    let sent: unknown;
+    let childId = "";
+    const model = taskModel(({ task, turn, request }) => {
+      if (task === "root") {
+        const me = (lastResult(request.messages, "agent_spawn")?.value as AgentSpawnResult | undefined)?.parentId;
+        if (turn === 0)
+          return calls([
+            { id: "s", name: "agent_spawn", args: { template: "general", message: "sleeper", wait: false } },
+          ]);
+        if (turn === 1) {
+          childId = (lastResult(request.messages, "agent_spawn")?.value as AgentSpawnResult).agentId;
+          return calls([{ id: "c", name: "agent_close", args: { agentId: childId } }]);
+        }
+        if (turn === 2) {
+          const spawned = request.messages.find((m) => m.role === "tool" && m.results[0]?.name === "agent_spawn");
+          const parentId =
+            spawned?.role === "tool"
+              ? (JSON.parse(spawned.results[0]?.content ?? "{}") as AgentSpawnResult).parentId
+              : me;
+          return calls([
+            {
+              id: "m",
+              name: "agent_send",
+              args: { agentId: parentId, targetAgentId: childId, message: "still there?" },
+            },
+          ]);
+        }
+        sent = lastResult(request.messages, "agent_send");
+        return text("done");
+      }
+      if (task === "sleeper") return hang(request.signal);
+      return undefined;
+    });
+    await runTurn(model, "ended", "root");
+    expect(sent).toMatchObject({
+      ok: false,
+      value: { error: { code: "access_denied", message: expect.stringContaining("cancelled") } },
+    });
+    expect((sent as { value: { error: { message: string } } }).value.error.message).toMatch(/agent_spawn/);
+    const child = await ctx.agents.get("ended", childId);
+    expect(child).toMatchObject({ status: "cancelled", queueDepth: 0 });
   });
 });
