@@ -10,6 +10,7 @@ import {
   MESSAGE_MAX_BYTES,
   MESSAGE_QUEUE_MAX,
 } from "../core/agents.js";
+import { cutMarker, headOf, utf8Bytes } from "../core/cut-rules.js";
 import { withAgentSpan } from "../core/tracing.js";
 import type { ToolDefinition } from "../core/types.js";
 import type { LoopEvent } from "../loop/events.js";
@@ -334,7 +335,7 @@ export async function execute(host: AgentHost, run: AgentRun, setup: RunSetup): 
           rootId: record.rootId,
           senderId: record.id,
           targetId: sender,
-          body: `[Reply] ${response}`.slice(0, limits?.messageMaxBytes ?? MESSAGE_MAX_BYTES),
+          body: replyBody(response, limits?.messageMaxBytes ?? MESSAGE_MAX_BYTES),
           limits: { queueMax: limits?.queueMax ?? MESSAGE_QUEUE_MAX, pairRatePerMinute: Number.MAX_SAFE_INTEGER },
           skipRate: true,
         })
@@ -358,6 +359,20 @@ export async function execute(host: AgentHost, run: AgentRun, setup: RunSetup): 
     usage,
     ...(note ? { note } : {}),
   });
+}
+
+/**
+ * The message that answers a woken run's senders: `[Reply] ` and its response, within `maxBytes` of UTF-8 — a longer
+ * one keeps its head and ends with the cut marker (never a split character).
+ */
+export function replyBody(response: string, maxBytes: number): string {
+  const full = `[Reply] ${response}`;
+  const total = utf8Bytes(full);
+  if (total <= maxBytes) return full;
+  const reserve = utf8Bytes(cutMarker({ bytes: total })) + 1;
+  if (reserve >= maxBytes) return headOf(full, maxBytes, Number.MAX_SAFE_INTEGER, true);
+  const head = headOf(full, maxBytes - reserve, Number.MAX_SAFE_INTEGER, true);
+  return `${head}\n${cutMarker({ bytes: total - utf8Bytes(head) })}`;
 }
 
 /** Starts a run for idle agents of the tree that have mail, while slots are free. */

@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ChatService } from "../../src/app/chat-service.js";
 import type { ChatTurnEvent } from "../../src/app/chat-types.js";
 import { type AppContext, createAppContext } from "../../src/app/context.js";
-import type { AgentSpawnResult } from "../../src/core/agents.js";
+import { type AgentSpawnResult, MESSAGE_MAX_BYTES } from "../../src/core/agents.js";
+import { CUT_MARKER_PATTERN } from "../../src/core/cut-rules.js";
 import type { ProviderAdapter } from "../../src/providers/types.js";
 import { recordingLogger } from "../helpers/runtime.js";
 import { tempDir } from "../helpers/server.js";
@@ -137,5 +138,46 @@ describe("mail to an agent that ended", () => {
     expect((sent as { value: { error: { message: string } } }).value.error.message).toMatch(/agent_spawn/);
     const child = await ctx.agents.get("ended", childId);
     expect(child).toMatchObject({ status: "cancelled", queueDepth: 0 });
+  });
+});
+
+describe("a woken agent's reply stays within the message size", () => {
+  it("cuts a reply larger than MESSAGE_MAX_BYTES by bytes (multi-byte text too), with the cut marker", async () => {
+    let inbox: string[] = [];
+    let helperId = "";
+    const huge = "€".repeat(60_000); // 180,000 bytes of UTF-8 in 60,000 UTF-16 units
+    const model = taskModel(({ task, turn, request }) => {
+      if (task === "root") {
+        if (turn === 0)
+          return calls([{ id: "s", name: "agent_spawn", args: { template: "general", message: "helper" } }]);
+        if (turn === 1) {
+          const spawned = lastResult(request.messages, "agent_spawn")?.value as AgentSpawnResult;
+          helperId = spawned.agentId;
+          return calls([
+            {
+              id: "m",
+              name: "agent_send",
+              args: { agentId: spawned.parentId, targetAgentId: helperId, message: "more" },
+            },
+          ]);
+        }
+        if (turn === 2) return calls([{ id: "w", name: "agent_wait", args: { agentIds: [helperId] } }]);
+        inbox = request.messages
+          .filter((m) => m.role === "user")
+          .map((m) => (m as { content: string }).content)
+          .slice(1);
+        return text("done");
+      }
+      if (task === "helper") return text(turn === 0 ? "first" : huge);
+      return undefined;
+    });
+    await runTurn(model, "bigreply", "root");
+    expect(inbox).toHaveLength(1);
+    const reply = inbox[0] as string;
+    const body = reply.slice(reply.indexOf("\n") + 1);
+    expect(body.startsWith("[Reply] €€€")).toBe(true);
+    expect(Buffer.byteLength(body, "utf8")).toBeLessThanOrEqual(MESSAGE_MAX_BYTES);
+    expect(body).toMatch(CUT_MARKER_PATTERN);
+    expect(body).not.toContain("\uFFFD");
   });
 });
