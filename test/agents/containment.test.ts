@@ -9,9 +9,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ChatService } from "../../src/app/chat-service.js";
 import type { ChatTurnEvent } from "../../src/app/chat-types.js";
 import { type AppContext, createAppContext } from "../../src/app/context.js";
-import { type AgentSpawnResult, MESSAGE_MAX_BYTES } from "../../src/core/agents.js";
+import { type AgentSpawnResult, DEFAULT_AGENT_WAIT_MS, MESSAGE_MAX_BYTES } from "../../src/core/agents.js";
 import { CUT_MARKER_PATTERN } from "../../src/core/cut-rules.js";
-import type { ProviderAdapter } from "../../src/providers/types.js";
+import type { EffectiveToolSettings } from "../../src/core/types.js";
+import type { ConversationMessage, ProviderAdapter } from "../../src/providers/types.js";
+import { agentWaitTool } from "../../src/tools/builtin/agent-wait.js";
 import { recordingLogger } from "../helpers/runtime.js";
 import { tempDir } from "../helpers/server.js";
 import { calls, hang, lastResult, taskModel, text } from "./fake-model.js";
@@ -42,6 +44,11 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
+/** The last agent_spawn result of a conversation (an empty object before one). */
+function spawnedBy(messages: ConversationMessage[]): AgentSpawnResult {
+  return (lastResult(messages, "agent_spawn")?.value ?? {}) as AgentSpawnResult;
+}
+
 async function runTurn(model: ProviderAdapter, userId: string, content: string): Promise<ChatTurnEvent[]> {
   const service = new ChatService({
     chats: ctx.chats,
@@ -66,7 +73,7 @@ describe("a run woken by a message keeps its lineage's tools", () => {
       if (task === "root") {
         if (turn === 0) return calls([{ id: "s", name: "agent_spawn", args: { template: "spawner", message: "mid" } }]);
         if (turn === 1) {
-          const me = (lastResult(request.messages, "agent_spawn")?.value as AgentSpawnResult).parentId;
+          const me = spawnedBy(request.messages).parentId;
           return calls([
             { id: "m", name: "agent_send", args: { agentId: me, targetAgentId: leafId, message: "more" } },
           ]);
@@ -77,7 +84,7 @@ describe("a run woken by a message keeps its lineage's tools", () => {
       if (task === "mid") {
         if (turn === 0)
           return calls([{ id: "g", name: "agent_spawn", args: { template: "general", message: "leaf" } }]);
-        leafId = (lastResult(request.messages, "agent_spawn")?.value as AgentSpawnResult).agentId;
+        leafId = spawnedBy(request.messages).agentId;
         return text("mid done");
       }
       if (task === "leaf") {
@@ -99,29 +106,20 @@ describe("mail to an agent that ended", () => {
   it("refuses a message to a cancelled agent, which would never read it, and says what to do instead", async () => {
     let sent: unknown;
     let childId = "";
+    let rootId = "";
     const model = taskModel(({ task, turn, request }) => {
       if (task === "root") {
-        const me = (lastResult(request.messages, "agent_spawn")?.value as AgentSpawnResult | undefined)?.parentId;
         if (turn === 0)
           return calls([
             { id: "s", name: "agent_spawn", args: { template: "general", message: "sleeper", wait: false } },
           ]);
         if (turn === 1) {
-          childId = (lastResult(request.messages, "agent_spawn")?.value as AgentSpawnResult).agentId;
+          ({ agentId: childId, parentId: rootId } = spawnedBy(request.messages));
           return calls([{ id: "c", name: "agent_close", args: { agentId: childId } }]);
         }
         if (turn === 2) {
-          const spawned = request.messages.find((m) => m.role === "tool" && m.results[0]?.name === "agent_spawn");
-          const parentId =
-            spawned?.role === "tool"
-              ? (JSON.parse(spawned.results[0]?.content ?? "{}") as AgentSpawnResult).parentId
-              : me;
           return calls([
-            {
-              id: "m",
-              name: "agent_send",
-              args: { agentId: parentId, targetAgentId: childId, message: "still there?" },
-            },
+            { id: "m", name: "agent_send", args: { agentId: rootId, targetAgentId: childId, message: "still there?" } },
           ]);
         }
         sent = lastResult(request.messages, "agent_send");
@@ -151,7 +149,7 @@ describe("a woken agent's reply stays within the message size", () => {
         if (turn === 0)
           return calls([{ id: "s", name: "agent_spawn", args: { template: "general", message: "helper" } }]);
         if (turn === 1) {
-          const spawned = lastResult(request.messages, "agent_spawn")?.value as AgentSpawnResult;
+          const spawned = spawnedBy(request.messages);
           helperId = spawned.agentId;
           return calls([
             {
@@ -179,5 +177,18 @@ describe("a woken agent's reply stays within the message size", () => {
     expect(Buffer.byteLength(body, "utf8")).toBeLessThanOrEqual(MESSAGE_MAX_BYTES);
     expect(body).toMatch(CUT_MARKER_PATTERN);
     expect(body).not.toContain("\uFFFD");
+  });
+});
+
+describe("agent_wait's budget covers the wait it makes", () => {
+  it("a short timeoutMs raised by the user's minTimeoutMs still gets a budget for the whole wait", () => {
+    const budget = agentWaitTool.timeoutMs?.({ timeoutMs: 0 }, {
+      values: { minTimeoutMs: 30_000 },
+    } as unknown as EffectiveToolSettings);
+    // The wait lasts 30 s (the user's minimum); a budget of 5 s cut it off with a timeout error.
+    expect(budget).toBeGreaterThanOrEqual(30_000);
+    expect(agentWaitTool.timeoutMs?.({}, { values: {} } as unknown as EffectiveToolSettings)).toBeGreaterThanOrEqual(
+      DEFAULT_AGENT_WAIT_MS,
+    );
   });
 });
