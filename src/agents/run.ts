@@ -425,11 +425,14 @@ export async function lineageTools(
   return tools;
 }
 
-/** Resumes an idle agent in a new run (taking a running slot); false when it is not idle or no slot is free. */
+/**
+ * Resumes an idle agent in a new run (taking a running slot); false when it is not idle, no slot is free or the
+ * tree's token budget is spent.
+ */
 export async function resumeIdle(host: AgentHost, tree: AgentTree, agent: AgentRecord): Promise<boolean> {
   const limits = tree.limits;
   if (!limits || !tree.open || host.closed || agent.kind !== "child" || host.runs.has(agent.id)) return false;
-  if (!(await host.repo.resume(agent.id, limits.maxConcurrent, host.instanceId))) return false;
+  if (!(await host.repo.resume(agent.id, limits, host.instanceId))) return false;
   const parentRun = agent.parentId ? host.runs.get(agent.parentId) : undefined;
   const setup = storedAgentSetup(host, tree, agent);
   if ("error" in setup) {

@@ -415,10 +415,14 @@ export class AgentRepository {
 
   /**
    * Starts a new run of an idle agent (its last run completed or hit a turn or time limit), taking a running slot
-   * of its tree, in one transaction. Returns false (nothing changed) when the agent is not idle or the tree has no
-   * free slot.
+   * of its tree, in one transaction. Returns false (nothing changed) when the agent is not idle, the tree has no
+   * free slot, or the tree has used its token budget (a woken run is a model call like a spawned one).
    */
-  async resume(id: string, maxConcurrent: number, instanceId: string): Promise<boolean> {
+  async resume(
+    id: string,
+    limits: Pick<ReserveLimits, "maxConcurrent" | "tokenBudget">,
+    instanceId: string,
+  ): Promise<boolean> {
     const noSlot = Symbol("no slot");
     try {
       return await this.#tx(async (trx) => {
@@ -430,7 +434,13 @@ export class AgentRepository {
           .executeTakeFirst();
         if (changed(woke) === 0) return false;
         const row = await trx.selectFrom("agents").select("root_id").where("id", "=", id).executeTakeFirstOrThrow();
-        if (!(await takeOne(trx, row.root_id, "active_count", maxConcurrent))) throw noSlot;
+        if (!(await takeOne(trx, row.root_id, "active_count", limits.maxConcurrent))) throw noSlot;
+        const root = await trx
+          .selectFrom("agents")
+          .select("tree_tokens")
+          .where("id", "=", row.root_id)
+          .executeTakeFirstOrThrow();
+        if (Number(root.tree_tokens) >= limits.tokenBudget) throw noSlot;
         return true;
       });
     } catch (error) {

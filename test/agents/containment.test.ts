@@ -192,3 +192,39 @@ describe("agent_wait's budget covers the wait it makes", () => {
     );
   });
 });
+
+describe("a spent token budget holds for runs woken by a message", () => {
+  it("a message to an idle agent of a tree over its budget does not start a model turn", async () => {
+    await ctx.settings.update("spent", "agent_spawn", { parameters: { tokenBudget: 40 } }, { admin: true });
+    let helperTurns = 0;
+    let sent: unknown;
+    let ids = { agentId: "", parentId: "" };
+    const model = taskModel(({ task, turn, request }) => {
+      if (task === "root") {
+        if (turn === 0)
+          return calls([{ id: "s", name: "agent_spawn", args: { template: "general", message: "helper" } }]);
+        if (turn === 1) {
+          ids = spawnedBy(request.messages);
+          // After this turn the tree has used 15 + 15 + 15 = 45 tokens of its 40.
+          return calls([
+            {
+              id: "m",
+              name: "agent_send",
+              args: { agentId: ids.parentId, targetAgentId: ids.agentId, message: "more" },
+            },
+          ]);
+        }
+        sent = lastResult(request.messages, "agent_send");
+        return text("done");
+      }
+      if (task === "helper") {
+        helperTurns++;
+        return text(`answer ${turn}`);
+      }
+      return undefined;
+    });
+    await runTurn(model, "spent", "root");
+    expect(sent).toMatchObject({ ok: true, value: { delivery: "queued" } });
+    expect(helperTurns).toBe(1);
+  });
+});
