@@ -9,11 +9,14 @@ import type { AgentRecord } from "../storage/agent-records.js";
 import { type AgentHost, isDescendant } from "./host.js";
 import type { AgentRun, AgentTree } from "./types.js";
 
-/** Takes the run's unread messages and renders them as user messages of its next model turn. */
+/**
+ * Takes the run's unread messages and renders them as user messages of its next model turn. The senders of messages
+ * (not of replies, which answer this agent's own messages) get this run's answer as a reply when it was woken.
+ */
 export async function incoming(host: AgentHost, run: AgentRun): Promise<ConversationMessage[]> {
   const messages = await host.repo.consume(run.record.id);
   return messages.map((m) => {
-    run.replyTo.add(m.senderId);
+    if (!m.reply) run.replyTo.add(m.senderId);
     return {
       role: "user" as const,
       content: `[Message from agent ${m.senderId}]\n${m.body}`,

@@ -337,7 +337,7 @@ export async function execute(host: AgentHost, run: AgentRun, setup: RunSetup): 
           targetId: sender,
           body: replyBody(response, limits?.messageMaxBytes ?? MESSAGE_MAX_BYTES),
           limits: { queueMax: limits?.queueMax ?? MESSAGE_QUEUE_MAX, pairRatePerMinute: Number.MAX_SAFE_INTEGER },
-          skipRate: true,
+          reply: true,
         })
         .catch((error) => host.logger?.warn({ err: String(error) }, "queueing an agent's reply failed"));
     }

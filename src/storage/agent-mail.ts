@@ -26,8 +26,11 @@ export interface EnqueueInput {
   body: string;
   limits: EnqueueLimits;
   nowMs?: number;
-  /** Replies of a woken agent are not rate limited (they answer a message that was). */
-  skipRate?: boolean;
+  /**
+   * A woken agent's answer to the messages that woke it: not rate limited (it answers a message that was), and
+   * marked so that its reader does not answer it in turn.
+   */
+  reply?: boolean;
 }
 
 /** Queues a message inside `trx` (see AgentRepository.enqueue for the rules and errors). */
@@ -67,7 +70,7 @@ export async function enqueueMessage(
     );
   }
   const nowMs = input.nowMs ?? Date.now();
-  if (!input.skipRate) {
+  if (!input.reply) {
     const since = nowMs - PAIR_RATE_WINDOW_MS;
     await trx
       .deleteFrom("agent_sends")
@@ -112,6 +115,7 @@ export async function enqueueMessage(
       body: input.body,
       created_at: new Date(nowMs).toISOString(),
       consumed_at: null,
+      reply: input.reply ? 1 : 0,
     })
     .execute();
   const depth = await trx
@@ -158,5 +162,6 @@ export async function consumeMessages(trx: Kysely<DatabaseSchema>, targetId: str
     targetId: r.target_id,
     body: r.body,
     createdAt: r.created_at,
+    reply: Number(r.reply) === 1,
   }));
 }

@@ -16,6 +16,7 @@ import type { ConversationMessage, ProviderAdapter } from "../../src/providers/t
 import { agentWaitTool } from "../../src/tools/builtin/agent-wait.js";
 import { recordingLogger } from "../helpers/runtime.js";
 import { tempDir } from "../helpers/server.js";
+import { until } from "../helpers/until.js";
 import { calls, hang, lastResult, taskModel, text } from "./fake-model.js";
 
 let root: string;
@@ -49,7 +50,12 @@ function spawnedBy(messages: ConversationMessage[]): AgentSpawnResult {
   return (lastResult(messages, "agent_spawn")?.value ?? {}) as AgentSpawnResult;
 }
 
-async function runTurn(model: ProviderAdapter, userId: string, content: string): Promise<ChatTurnEvent[]> {
+async function runTurn(
+  model: ProviderAdapter,
+  userId: string,
+  content: string,
+  signal?: AbortSignal,
+): Promise<ChatTurnEvent[]> {
   const service = new ChatService({
     chats: ctx.chats,
     runtime: ctx.runtime,
@@ -61,7 +67,7 @@ async function runTurn(model: ProviderAdapter, userId: string, content: string):
   const chat = await service.createChat(userId, { provider: "openai", model: "fake" });
   const turn = await service.prepareTurn(userId, chat.id, content);
   const events: ChatTurnEvent[] = [];
-  for await (const event of turn.run()) events.push(event);
+  for await (const event of turn.run(signal)) events.push(event);
   return events;
 }
 
@@ -226,5 +232,56 @@ describe("a spent token budget holds for runs woken by a message", () => {
     await runTurn(model, "spent", "root");
     expect(sent).toMatchObject({ ok: true, value: { delivery: "queued" } });
     expect(helperTurns).toBe(1);
+  });
+});
+
+describe("replies do not answer replies", () => {
+  it("two agents that messaged each other settle: a reply wakes its reader but is not answered back", async () => {
+    const controller = new AbortController();
+    let a = "";
+    let b = "";
+    let root = "";
+    let bRuns = 0;
+    const model = taskModel(({ task, turn, request }) => {
+      if (task === "root") {
+        if (turn === 0)
+          return calls([{ id: "a", name: "agent_spawn", args: { template: "general", message: "pinger" } }]);
+        if (turn === 1) {
+          ({ agentId: a, parentId: root } = spawnedBy(request.messages));
+          return calls([{ id: "b", name: "agent_spawn", args: { template: "general", message: "ponger" } }]);
+        }
+        if (turn === 2) {
+          b = spawnedBy(request.messages).agentId;
+          return calls([
+            { id: "m", name: "agent_send", args: { agentId: root, targetAgentId: a, message: "greet B" } },
+          ]);
+        }
+        return hang(request.signal);
+      }
+      if (task === "pinger") {
+        if (turn === 0) return text("A ready");
+        if (turn === 1)
+          return calls([{ id: "h", name: "agent_send", args: { agentId: a, targetAgentId: b, message: "hello B" } }]);
+        return text(`A ${turn}`);
+      }
+      if (task === "ponger") {
+        if (turn > 0) bRuns++;
+        return text(`B ${turn}`);
+      }
+      return undefined;
+    });
+    const done = runTurn(model, "pingpong", "root", controller.signal);
+    const settled = async () => {
+      if (!a || !b || ctx.agents.isRunningHere(a) || ctx.agents.isRunningHere(b)) return false;
+      const [ra, rb] = await Promise.all([ctx.agents.get("pingpong", a), ctx.agents.get("pingpong", b)]);
+      return ra?.status === "completed" && rb?.status === "completed" && ra.queueDepth === 0 && rb.queueDepth === 0;
+    };
+    try {
+      await until(settled, "A and B to settle with empty queues");
+    } finally {
+      controller.abort();
+      await done;
+    }
+    expect(bRuns).toBeLessThanOrEqual(2);
   });
 });
