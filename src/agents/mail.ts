@@ -3,7 +3,7 @@
  * idle target is woken into a new run) and agent_wait.
  */
 import type { AgentSendLimits, AgentSendResult, AgentWaitResult } from "../core/agents.js";
-import { AccessDeniedError, LimitExceededError, NotFoundError } from "../core/errors.js";
+import { AccessDeniedError, LimitExceededError, NotFoundError, quote, shorten } from "../core/errors.js";
 import type { ConversationMessage } from "../providers/types.js";
 import type { AgentRecord } from "../storage/agent-records.js";
 import { type AgentHost, isDescendant } from "./host.js";
@@ -76,9 +76,9 @@ export async function waitFor(
       const agent = await host.repo.get(userId, id);
       if (!agent || !isDescendant(caller.record, agent)) {
         throw new NotFoundError(
-          `No sub-agent "${id}" below you. Wait only for agents you (or your sub-agents) spawned.`,
+          `No sub-agent ${quote(id)} below you. Wait only for agents you (or your sub-agents) spawned.`,
           {
-            agentId: id,
+            agentId: shorten(id),
           },
         );
       }

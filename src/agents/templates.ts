@@ -9,7 +9,7 @@ import { createRequire } from "node:module";
 import { basename, join } from "node:path";
 import type { parse as YamlParse } from "yaml";
 import type { AgentTemplateSummary } from "../core/agents.js";
-import { NotFoundError, ToolSettingsError } from "../core/errors.js";
+import { NotFoundError, quote, shorten, ToolSettingsError } from "../core/errors.js";
 
 let yamlParse: typeof YamlParse | undefined;
 
@@ -254,8 +254,8 @@ export class AgentTemplateCatalog {
     const all = this.list();
     const found = all.find((t) => t.id === id);
     if (!found) {
-      throw new NotFoundError(`No agent template "${id}". Use one of: ${all.map((t) => t.id).join(", ")}.`, {
-        template: id,
+      throw new NotFoundError(`No agent template ${quote(id)}. Use one of: ${all.map((t) => t.id).join(", ")}.`, {
+        template: shorten(id),
       });
     }
     return found;

@@ -6,7 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { type Kysely, sql } from "kysely";
 import type { AgentStatus } from "../core/agents.js";
-import { AccessDeniedError, LimitExceededError, NotFoundError } from "../core/errors.js";
+import { AccessDeniedError, LimitExceededError, NotFoundError, quote } from "../core/errors.js";
 import {
   type AgentMessageRecord,
   changed,
@@ -47,7 +47,7 @@ export async function enqueueMessage(
     .executeTakeFirst();
   if (!target || target.root_id !== input.rootId) {
     throw new NotFoundError(
-      `No agent "${input.targetId}" in this agent tree. Send only to agents of your own tree (ids from agent_spawn).`,
+      `No agent ${quote(input.targetId)} in this agent tree. Send only to agents of your own tree (ids from agent_spawn).`,
     );
   }
   const status = target.status as AgentStatus;

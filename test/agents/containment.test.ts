@@ -285,3 +285,34 @@ describe("replies do not answer replies", () => {
     expect(bRuns).toBeLessThanOrEqual(2);
   });
 });
+
+describe("errors quote a long argument briefly", () => {
+  it("each agent tool's refusal of an unknown or forged id quotes at most ~100 characters of it", async () => {
+    const long = `${"z".repeat(5000)}-end`;
+    const results: Record<string, { ok: boolean; value: unknown }> = {};
+    const model = taskModel(({ task, turn, request }) => {
+      if (task !== "root") return undefined;
+      if (turn === 0) {
+        return calls([
+          { id: "t", name: "agent_spawn", args: { template: long, message: "m" } },
+          { id: "p", name: "agent_spawn", args: { template: "general", message: "m", parentId: long } },
+          { id: "s", name: "agent_send", args: { agentId: long, targetAgentId: long, message: "m" } },
+          { id: "w", name: "agent_wait", args: { agentIds: [long] } },
+          { id: "c", name: "agent_close", args: { agentId: long } },
+        ]);
+      }
+      const tool = request.messages.at(-1);
+      if (tool?.role === "tool") {
+        for (const r of tool.results) results[r.id] = { ok: r.ok, value: JSON.parse(r.content) };
+      }
+      return text("done");
+    });
+    await runTurn(model, "longids", "root");
+    expect(Object.keys(results).sort()).toEqual(["c", "p", "s", "t", "w"]);
+    for (const [id, result] of Object.entries(results)) {
+      const message = (result.value as { error: { message: string } }).error.message;
+      expect(result.ok, id).toBe(false);
+      expect(message.length, `${id}: ${message.slice(0, 80)}`).toBeLessThan(400);
+    }
+  });
+});
