@@ -179,7 +179,7 @@ export class AgentRepository {
       }
       if (!(await takeOne(trx, parent.root_id, "tree_count", limits.maxTreeAgents))) {
         throw new LimitExceededError(
-          `Cannot spawn: this agent tree already holds ${limits.maxTreeAgents} sub-agents (MAX_TREE_AGENTS ${limits.maxTreeAgents}).`,
+          `Cannot spawn: this agent tree already holds ${limits.maxTreeAgents} sub-agents (MAX_TREE_AGENTS ${limits.maxTreeAgents}). Reuse one with agent_send, or do the work yourself.`,
           { limit: "MAX_TREE_AGENTS", value: limits.maxTreeAgents },
         );
       }
@@ -196,7 +196,7 @@ export class AgentRepository {
         .executeTakeFirstOrThrow();
       if (Number(root.tree_tokens) >= limits.tokenBudget) {
         throw new LimitExceededError(
-          `Cannot spawn: this agent tree used ${Number(root.tree_tokens)} tokens of its budget of ${limits.tokenBudget} (TREE_TOKEN_BUDGET).`,
+          `Cannot spawn: this agent tree used ${Number(root.tree_tokens)} tokens of its budget of ${limits.tokenBudget} (TREE_TOKEN_BUDGET). Finish the work yourself with what you have; a new chat turn starts a new budget.`,
           { limit: "TREE_TOKEN_BUDGET", value: limits.tokenBudget },
         );
       }

@@ -204,6 +204,7 @@ describe("a spent token budget holds for runs woken by a message", () => {
     await ctx.settings.update("spent", "agent_spawn", { parameters: { tokenBudget: 40 } }, { admin: true });
     let helperTurns = 0;
     let sent: unknown;
+    let refused: unknown;
     let ids = { agentId: "", parentId: "" };
     const model = taskModel(({ task, turn, request }) => {
       if (task === "root") {
@@ -220,7 +221,11 @@ describe("a spent token budget holds for runs woken by a message", () => {
             },
           ]);
         }
-        sent = lastResult(request.messages, "agent_send");
+        if (turn === 2) {
+          sent = lastResult(request.messages, "agent_send");
+          return calls([{ id: "s2", name: "agent_spawn", args: { template: "general", message: "helper" } }]);
+        }
+        refused = lastResult(request.messages, "agent_spawn");
         return text("done");
       }
       if (task === "helper") {
@@ -232,6 +237,17 @@ describe("a spent token budget holds for runs woken by a message", () => {
     await runTurn(model, "spent", "root");
     expect(sent).toMatchObject({ ok: true, value: { delivery: "queued" } });
     expect(helperTurns).toBe(1);
+    // Spawning is refused too, saying what to do instead.
+    expect(refused).toMatchObject({
+      ok: false,
+      value: {
+        error: {
+          code: "limit_exceeded",
+          message: expect.stringMatching(/yourself/),
+          details: { limit: "TREE_TOKEN_BUDGET", value: 40 },
+        },
+      },
+    });
   });
 });
 
