@@ -434,14 +434,26 @@ export async function resumeIdle(host: AgentHost, tree: AgentTree, agent: AgentR
   if (!limits || !tree.open || host.closed || agent.kind !== "child" || host.runs.has(agent.id)) return false;
   if (!(await host.repo.resume(agent.id, limits, host.instanceId))) return false;
   const parentRun = agent.parentId ? host.runs.get(agent.parentId) : undefined;
+  // From here the agent holds a running slot: whatever fails before its run starts ends it, freeing the slot.
+  const fail = async (note: string) => {
+    await host.repo.finish(agent.id, "error", { note }, tree.journal?.fence).catch(() => false);
+  };
   const setup = storedAgentSetup(host, tree, agent);
   if ("error" in setup) {
-    await host.repo.finish(agent.id, "error", { note: setup.error });
+    await fail(setup.error);
     return true;
   }
   const { template, adapter } = setup;
-  const names = await lineageTools(host, tree, agent, limits.maxDepth);
-  const transcript = (await host.repo.transcript(tree.userId, agent.id)) as ConversationMessage[];
+  let names: Set<string>;
+  let transcript: ConversationMessage[];
+  try {
+    names = await lineageTools(host, tree, agent, limits.maxDepth);
+    transcript = (await host.repo.transcript(tree.userId, agent.id)) as ConversationMessage[];
+  } catch (error) {
+    host.logger?.error({ err: String(error), agentId: agent.id }, "waking an agent failed");
+    await fail(`The agent could not be woken: ${(error as Error)?.message ?? String(error)}`);
+    return true;
+  }
   const fresh = { ...agent, status: "running" as const };
   startRun(host, parentRun, fresh, {
     adapter,

@@ -5,7 +5,7 @@
  */
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ChatService } from "../../src/app/chat-service.js";
 import type { ChatTurnEvent } from "../../src/app/chat-types.js";
 import { type AppContext, createAppContext } from "../../src/app/context.js";
@@ -13,6 +13,7 @@ import { type AgentSpawnResult, DEFAULT_AGENT_WAIT_MS, MESSAGE_MAX_BYTES } from 
 import { CUT_MARKER_PATTERN } from "../../src/core/cut-rules.js";
 import type { EffectiveToolSettings } from "../../src/core/types.js";
 import type { ConversationMessage, ProviderAdapter } from "../../src/providers/types.js";
+import { AgentRepository } from "../../src/storage/agent-repository.js";
 import { agentWaitTool } from "../../src/tools/builtin/agent-wait.js";
 import { recordingLogger } from "../helpers/runtime.js";
 import { tempDir } from "../helpers/server.js";
@@ -330,5 +331,52 @@ describe("errors quote a long argument briefly", () => {
       expect(result.ok, id).toBe(false);
       expect(message.length, `${id}: ${message.slice(0, 80)}`).toBeLessThan(400);
     }
+  });
+});
+
+describe("a wake that fails before its run starts", () => {
+  it("ends the woken agent as error and frees its running slot", async () => {
+    await ctx.settings.update("wakefail", "agent_spawn", { parameters: { maxConcurrent: 1 } }, { admin: true });
+    let helperId = "";
+    let respawn: unknown;
+    const original = AgentRepository.prototype.transcript;
+    const spy = vi.spyOn(AgentRepository.prototype, "transcript").mockImplementation(async function (
+      this: AgentRepository,
+      userId: string,
+      id: string,
+    ) {
+      if (id === helperId) throw new Error("disk unreadable");
+      return original.call(this, userId, id);
+    });
+    const model = taskModel(({ task, turn, request }) => {
+      if (task === "root") {
+        if (turn === 0)
+          return calls([{ id: "s", name: "agent_spawn", args: { template: "general", message: "helper" } }]);
+        if (turn === 1) {
+          const ids = spawnedBy(request.messages);
+          helperId = ids.agentId;
+          return calls([
+            { id: "m", name: "agent_send", args: { agentId: ids.parentId, targetAgentId: helperId, message: "more" } },
+          ]);
+        }
+        if (turn === 2)
+          return calls([{ id: "s2", name: "agent_spawn", args: { template: "general", message: "second" } }]);
+        respawn = lastResult(request.messages, "agent_spawn");
+        return text("done");
+      }
+      if (task === "helper" || task === "second") return text("ok");
+      return undefined;
+    });
+    try {
+      await runTurn(model, "wakefail", "root");
+    } finally {
+      spy.mockRestore();
+    }
+    // The slot the failed wake took is free again: the next spawn (maxConcurrent 1) runs.
+    expect(respawn).toMatchObject({ ok: true, value: { status: "completed" } });
+    expect(await ctx.agents.get("wakefail", helperId)).toMatchObject({
+      status: "error",
+      note: expect.stringContaining("disk unreadable"),
+    });
   });
 });
