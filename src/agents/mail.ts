@@ -3,17 +3,20 @@
  * idle target is woken into a new run) and agent_wait.
  */
 import type { AgentSendLimits, AgentSendResult, AgentWaitResult } from "../core/agents.js";
-import { AccessDeniedError, LimitExceededError, NotFoundError } from "../core/errors.js";
+import { AccessDeniedError, LimitExceededError, NotFoundError, quote, shorten } from "../core/errors.js";
 import type { ConversationMessage } from "../providers/types.js";
 import type { AgentRecord } from "../storage/agent-records.js";
 import { type AgentHost, isDescendant } from "./host.js";
 import type { AgentRun, AgentTree } from "./types.js";
 
-/** Takes the run's unread messages and renders them as user messages of its next model turn. */
+/**
+ * Takes the run's unread messages and renders them as user messages of its next model turn. The senders of messages
+ * (not of replies, which answer this agent's own messages) get this run's answer as a reply when it was woken.
+ */
 export async function incoming(host: AgentHost, run: AgentRun): Promise<ConversationMessage[]> {
   const messages = await host.repo.consume(run.record.id);
   return messages.map((m) => {
-    run.replyTo.add(m.senderId);
+    if (!m.reply) run.replyTo.add(m.senderId);
     return {
       role: "user" as const,
       content: `[Message from agent ${m.senderId}]\n${m.body}`,
@@ -73,9 +76,9 @@ export async function waitFor(
       const agent = await host.repo.get(userId, id);
       if (!agent || !isDescendant(caller.record, agent)) {
         throw new NotFoundError(
-          `No sub-agent "${id}" below you. Wait only for agents you (or your sub-agents) spawned.`,
+          `No sub-agent ${quote(id)} below you. Wait only for agents you (or your sub-agents) spawned.`,
           {
-            agentId: id,
+            agentId: shorten(id),
           },
         );
       }

@@ -10,6 +10,7 @@ import {
   MESSAGE_MAX_BYTES,
   MESSAGE_QUEUE_MAX,
 } from "../core/agents.js";
+import { cutMarker, headOf, utf8Bytes } from "../core/cut-rules.js";
 import { withAgentSpan } from "../core/tracing.js";
 import type { ToolDefinition } from "../core/types.js";
 import type { LoopEvent } from "../loop/events.js";
@@ -334,9 +335,9 @@ export async function execute(host: AgentHost, run: AgentRun, setup: RunSetup): 
           rootId: record.rootId,
           senderId: record.id,
           targetId: sender,
-          body: `[Reply] ${response}`.slice(0, limits?.messageMaxBytes ?? MESSAGE_MAX_BYTES),
+          body: replyBody(response, limits?.messageMaxBytes ?? MESSAGE_MAX_BYTES),
           limits: { queueMax: limits?.queueMax ?? MESSAGE_QUEUE_MAX, pairRatePerMinute: Number.MAX_SAFE_INTEGER },
-          skipRate: true,
+          reply: true,
         })
         .catch((error) => host.logger?.warn({ err: String(error) }, "queueing an agent's reply failed"));
     }
@@ -360,6 +361,20 @@ export async function execute(host: AgentHost, run: AgentRun, setup: RunSetup): 
   });
 }
 
+/**
+ * The message that answers a woken run's senders: `[Reply] ` and its response, within `maxBytes` of UTF-8 — a longer
+ * one keeps its head and ends with the cut marker (never a split character).
+ */
+export function replyBody(response: string, maxBytes: number): string {
+  const full = `[Reply] ${response}`;
+  const total = utf8Bytes(full);
+  if (total <= maxBytes) return full;
+  const reserve = utf8Bytes(cutMarker({ bytes: total })) + 1;
+  if (reserve >= maxBytes) return headOf(full, maxBytes, Number.MAX_SAFE_INTEGER, true);
+  const head = headOf(full, maxBytes - reserve, Number.MAX_SAFE_INTEGER, true);
+  return `${head}\n${cutMarker({ bytes: total - utf8Bytes(head) })}`;
+}
+
 /** Starts a run for idle agents of the tree that have mail, while slots are free. */
 export async function wakeIdle(host: AgentHost, tree: AgentTree): Promise<void> {
   if (!tree.open || host.closed || !tree.limits) return;
@@ -369,22 +384,76 @@ export async function wakeIdle(host: AgentHost, tree: AgentTree): Promise<void> 
   }
 }
 
-/** Resumes an idle agent in a new run (taking a running slot); false when it is not idle or no slot is free. */
+/**
+ * The tools an agent of `depth` is offered: its parent's tools intersected with its template's, without the agent
+ * tools at the depth limit. The one rule of a sub-agent's tools (a spawn and a woken run both apply it).
+ */
+export function offeredTools(
+  parentTools: Iterable<string>,
+  template: Pick<AgentTemplate, "tools">,
+  depth: number,
+  maxDepth: number,
+): Set<string> {
+  const names = new Set([...parentTools].filter((name) => template.tools === null || template.tools.includes(name)));
+  if (depth >= maxDepth) for (const name of AGENT_TOOL_NAMES) names.delete(name);
+  return names;
+}
+
+/**
+ * The tools of a stored agent, derived from its whole lineage: the root's tools narrowed by every ancestor's template
+ * and then its own (see offeredTools), so a run that starts while its parent's is over (woken by a message) gets no
+ * tool one of its ancestors lacked. An ancestor whose template is gone offers nothing.
+ */
+export async function lineageTools(
+  host: AgentHost,
+  tree: AgentTree,
+  agent: AgentRecord,
+  maxDepth: number,
+): Promise<Set<string>> {
+  let tools: Set<string> = new Set(host.runs.get(tree.rootId)?.tools ?? []);
+  for (const id of agent.path.split("/").slice(1)) {
+    const record = id === agent.id ? agent : await host.repo.get(tree.userId, id);
+    let template: Pick<AgentTemplate, "tools">;
+    try {
+      if (!record) throw new Error("gone");
+      template = host.templates.get(record.template);
+    } catch {
+      template = { tools: [] };
+    }
+    tools = offeredTools(tools, template, record?.depth ?? agent.depth, maxDepth);
+  }
+  return tools;
+}
+
+/**
+ * Resumes an idle agent in a new run (taking a running slot); false when it is not idle, no slot is free or the
+ * tree's token budget is spent.
+ */
 export async function resumeIdle(host: AgentHost, tree: AgentTree, agent: AgentRecord): Promise<boolean> {
   const limits = tree.limits;
   if (!limits || !tree.open || host.closed || agent.kind !== "child" || host.runs.has(agent.id)) return false;
-  if (!(await host.repo.resume(agent.id, limits.maxConcurrent, host.instanceId))) return false;
+  if (!(await host.repo.resume(agent.id, limits, host.instanceId))) return false;
   const parentRun = agent.parentId ? host.runs.get(agent.parentId) : undefined;
+  // From here the agent holds a running slot: whatever fails before its run starts ends it, freeing the slot.
+  const fail = async (note: string) => {
+    await host.repo.finish(agent.id, "error", { note }, tree.journal?.fence).catch(() => false);
+  };
   const setup = storedAgentSetup(host, tree, agent);
   if ("error" in setup) {
-    await host.repo.finish(agent.id, "error", { note: setup.error });
+    await fail(setup.error);
     return true;
   }
   const { template, adapter } = setup;
-  const parentTools = parentRun?.tools ?? host.runs.get(tree.rootId)?.tools ?? new Set<string>();
-  const names = new Set([...parentTools].filter((n) => template.tools === null || template.tools.includes(n)));
-  if (agent.depth >= limits.maxDepth) for (const name of AGENT_TOOL_NAMES) names.delete(name);
-  const transcript = (await host.repo.transcript(tree.userId, agent.id)) as ConversationMessage[];
+  let names: Set<string>;
+  let transcript: ConversationMessage[];
+  try {
+    names = await lineageTools(host, tree, agent, limits.maxDepth);
+    transcript = (await host.repo.transcript(tree.userId, agent.id)) as ConversationMessage[];
+  } catch (error) {
+    host.logger?.error({ err: String(error), agentId: agent.id }, "waking an agent failed");
+    await fail(`The agent could not be woken: ${(error as Error)?.message ?? String(error)}`);
+    return true;
+  }
   const fresh = { ...agent, status: "running" as const };
   startRun(host, parentRun, fresh, {
     adapter,

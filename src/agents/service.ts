@@ -23,7 +23,7 @@ import {
   type AgentToolService,
   type AgentWaitResult,
 } from "../core/agents.js";
-import { NotFoundError } from "../core/errors.js";
+import { NotFoundError, quote, shorten } from "../core/errors.js";
 import type { AgentRecord } from "../storage/agent-records.js";
 import { type AgentHost, defaultSystemPrompt, isDescendant, isStale, linkRun, settleRuns, stopRun } from "./host.js";
 import { cancelSubtree, heartbeat, sweep } from "./liveness.js";
@@ -252,9 +252,9 @@ export class AgentService {
     const agent = await this.#host.repo.get(caller.tree.userId, agentId);
     if (!agent || !isDescendant(caller.record, agent)) {
       throw new NotFoundError(
-        `No sub-agent "${agentId}" below you. Close only agents you (or your sub-agents) spawned.`,
+        `No sub-agent ${quote(agentId)} below you. Close only agents you (or your sub-agents) spawned.`,
         {
-          agentId,
+          agentId: shorten(agentId),
         },
       );
     }
@@ -267,7 +267,7 @@ export class AgentService {
    */
   async cancel(userId: string, agentId: string): Promise<AgentCloseResult> {
     const agent = await this.#host.repo.get(userId, agentId);
-    if (agent?.kind !== "child") throw new NotFoundError(`No agent "${agentId}" for this user.`);
+    if (agent?.kind !== "child") throw new NotFoundError(`No agent ${quote(agentId)} for this user.`);
     return cancelSubtree(this.#host, userId, agent);
   }
 

@@ -2,7 +2,7 @@
  * Starting sub-agents: agent_spawn (limits reserved in the database before any model call), the answer of a spawn
  * run again after a takeover, and resuming here the running agents of a turn taken over from another instance.
  */
-import { AGENT_TOOL_NAMES, type AgentSpawnLimits, type AgentSpawnResult } from "../core/agents.js";
+import type { AgentSpawnLimits, AgentSpawnResult } from "../core/agents.js";
 import { AccessDeniedError, NotFoundError, ToolError, ToolExecutionError } from "../core/errors.js";
 import { providerEntry } from "../providers/table.js";
 import type { ProviderAdapter, ProviderName } from "../providers/types.js";
@@ -10,7 +10,7 @@ import type { AgentRecord } from "../storage/agent-records.js";
 import { type AgentHost, tagOf, ZERO_USAGE } from "./host.js";
 import { waitFor } from "./mail.js";
 import { agentSpawnsTotal } from "./metrics.js";
-import { adapterFor, startRun, storedAgentSetup } from "./run.js";
+import { adapterFor, offeredTools, startRun, storedAgentSetup } from "./run.js";
 import type { AgentRun, AgentTree } from "./types.js";
 
 /** Spawns a child of `parent` (see AgentToolService.spawn). */
@@ -45,8 +45,7 @@ export async function spawn(
     );
   }
   const depth = parent.record.depth + 1;
-  const names = new Set([...parent.tools].filter((name) => template.tools === null || template.tools.includes(name)));
-  if (depth >= limits.maxDepth) for (const name of AGENT_TOOL_NAMES) names.delete(name);
+  const names = offeredTools(parent.tools, template, depth, limits.maxDepth);
   const maxTurns = Math.min(template.maxTurns ?? limits.maxTurns, limits.maxTurns);
   const timeMs = Math.min(template.timeSeconds ?? limits.timeSeconds, limits.timeSeconds) * 1000;
   tree.limits = limits;

@@ -9,7 +9,7 @@ import { createRequire } from "node:module";
 import { basename, join } from "node:path";
 import type { parse as YamlParse } from "yaml";
 import type { AgentTemplateSummary } from "../core/agents.js";
-import { NotFoundError, ToolSettingsError } from "../core/errors.js";
+import { NotFoundError, quote, shorten, ToolSettingsError } from "../core/errors.js";
 
 let yamlParse: typeof YamlParse | undefined;
 
@@ -134,7 +134,7 @@ export function validateTemplate(
 
 /**
  * Parses a Markdown template: YAML front matter between `---` lines (the fields), then the body (the system
- * prompt). The id defaults to the file name without `.md`.
+ * prompt). The id is the file name without `.md` (front matter naming one is refused).
  */
 export function parseTemplateMarkdown(file: string, text: string, options: TemplateValidation): AgentTemplate {
   const match = /^\uFEFF?---\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)([\s\S]*)$/.exec(text);
@@ -148,6 +148,9 @@ export function parseTemplateMarkdown(file: string, text: string, options: Templ
   const body = (match[2] ?? "").trim();
   if (front && typeof front === "object" && "systemPrompt" in front) {
     fail(file, "systemPrompt", "belongs in the body of a Markdown template, after the front matter.");
+  }
+  if (front && typeof front === "object" && "id" in front) {
+    fail(file, "id", "comes from the file name; remove it (rename the file to change the id).");
   }
   return validateTemplate(front, file, { ...options, id: basename(file).replace(/\.md$/i, ""), systemPrompt: body });
 }
@@ -163,7 +166,7 @@ export interface TemplateSources {
 /**
  * Loads every template: `general`, then the config file's, then the directory's (sorted by file name). A later
  * definition of an id replaces an earlier one, except `general`, which may be redefined but never removed.
- * Throws ToolSettingsError naming the file and field of the first invalid template.
+ * Throws ToolSettingsError naming the file and field of the first invalid (or unreadable) template.
  */
 export function loadAgentTemplates(sources: TemplateSources, options: TemplateValidation): AgentTemplate[] {
   const byId = new Map<string, AgentTemplate>([[GENERAL_TEMPLATE.id, GENERAL_TEMPLATE]]);
@@ -187,7 +190,17 @@ export function loadAgentTemplates(sources: TemplateSources, options: TemplateVa
     for (const name of readdirSync(dir).sort()) {
       if (!name.toLowerCase().endsWith(".md")) continue;
       const file = join(dir, name);
-      const template = parseTemplateMarkdown(file, readFileSync(file, "utf8"), options);
+      let text: string;
+      try {
+        text = readFileSync(file, "utf8");
+      } catch (error) {
+        fail(
+          file,
+          "(file)",
+          `cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}): make it a readable file or remove it.`,
+        );
+      }
+      const template = parseTemplateMarkdown(file, text, options);
       byId.set(template.id, template);
     }
   }
@@ -241,8 +254,8 @@ export class AgentTemplateCatalog {
     const all = this.list();
     const found = all.find((t) => t.id === id);
     if (!found) {
-      throw new NotFoundError(`No agent template "${id}". Use one of: ${all.map((t) => t.id).join(", ")}.`, {
-        template: id,
+      throw new NotFoundError(`No agent template ${quote(id)}. Use one of: ${all.map((t) => t.id).join(", ")}.`, {
+        template: shorten(id),
       });
     }
     return found;

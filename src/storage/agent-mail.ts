@@ -5,8 +5,16 @@
  */
 import { randomUUID } from "node:crypto";
 import { type Kysely, sql } from "kysely";
-import { LimitExceededError, NotFoundError } from "../core/errors.js";
-import { type AgentMessageRecord, changed, type EnqueueLimits, now, PAIR_RATE_WINDOW_MS } from "./agent-records.js";
+import type { AgentStatus } from "../core/agents.js";
+import { AccessDeniedError, LimitExceededError, NotFoundError, quote } from "../core/errors.js";
+import {
+  type AgentMessageRecord,
+  changed,
+  type EnqueueLimits,
+  now,
+  PAIR_RATE_WINDOW_MS,
+  RESUMABLE_STATUSES,
+} from "./agent-records.js";
 import type { DatabaseSchema } from "./database.js";
 
 /** A message to queue (see AgentRepository.enqueue). */
@@ -18,8 +26,11 @@ export interface EnqueueInput {
   body: string;
   limits: EnqueueLimits;
   nowMs?: number;
-  /** Replies of a woken agent are not rate limited (they answer a message that was). */
-  skipRate?: boolean;
+  /**
+   * A woken agent's answer to the messages that woke it: not rate limited (it answers a message that was), and
+   * marked so that its reader does not answer it in turn.
+   */
+  reply?: boolean;
 }
 
 /** Queues a message inside `trx` (see AgentRepository.enqueue for the rules and errors). */
@@ -30,13 +41,20 @@ export async function enqueueMessage(
   const { limits } = input;
   const target = await trx
     .selectFrom("agents")
-    .select(["id", "root_id"])
+    .select(["id", "root_id", "status"])
     .where("id", "=", input.targetId)
     .where("user_id", "=", input.userId)
     .executeTakeFirst();
   if (!target || target.root_id !== input.rootId) {
     throw new NotFoundError(
-      `No agent "${input.targetId}" in this agent tree. Send only to agents of your own tree (ids from agent_spawn).`,
+      `No agent ${quote(input.targetId)} in this agent tree. Send only to agents of your own tree (ids from agent_spawn).`,
+    );
+  }
+  const status = target.status as AgentStatus;
+  if (status !== "running" && !RESUMABLE_STATUSES.includes(status)) {
+    throw new AccessDeniedError(
+      `Agent ${target.id} has ended (${status}) and reads no more messages. Spawn a new agent with agent_spawn for the work, giving it what it needs to know.`,
+      { argument: "targetAgentId", rule: "agent_ended", status },
     );
   }
   const placed = await trx
@@ -52,7 +70,7 @@ export async function enqueueMessage(
     );
   }
   const nowMs = input.nowMs ?? Date.now();
-  if (!input.skipRate) {
+  if (!input.reply) {
     const since = nowMs - PAIR_RATE_WINDOW_MS;
     await trx
       .deleteFrom("agent_sends")
@@ -97,6 +115,7 @@ export async function enqueueMessage(
       body: input.body,
       created_at: new Date(nowMs).toISOString(),
       consumed_at: null,
+      reply: input.reply ? 1 : 0,
     })
     .execute();
   const depth = await trx
@@ -143,5 +162,6 @@ export async function consumeMessages(trx: Kysely<DatabaseSchema>, targetId: str
     targetId: r.target_id,
     body: r.body,
     createdAt: r.created_at,
+    reply: Number(r.reply) === 1,
   }));
 }

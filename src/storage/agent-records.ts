@@ -42,6 +42,8 @@ export interface AgentMessageRecord {
   targetId: string;
   body: string;
   createdAt: string;
+  /** A woken agent's answer to the messages that woke it: its reader does not answer it back. */
+  reply: boolean;
 }
 
 /** Limits checked when a child is reserved (already clamped by the caller). */

@@ -179,7 +179,7 @@ export class AgentRepository {
       }
       if (!(await takeOne(trx, parent.root_id, "tree_count", limits.maxTreeAgents))) {
         throw new LimitExceededError(
-          `Cannot spawn: this agent tree already holds ${limits.maxTreeAgents} sub-agents (MAX_TREE_AGENTS ${limits.maxTreeAgents}).`,
+          `Cannot spawn: this agent tree already holds ${limits.maxTreeAgents} sub-agents (MAX_TREE_AGENTS ${limits.maxTreeAgents}). Reuse one with agent_send, or do the work yourself.`,
           { limit: "MAX_TREE_AGENTS", value: limits.maxTreeAgents },
         );
       }
@@ -196,7 +196,7 @@ export class AgentRepository {
         .executeTakeFirstOrThrow();
       if (Number(root.tree_tokens) >= limits.tokenBudget) {
         throw new LimitExceededError(
-          `Cannot spawn: this agent tree used ${Number(root.tree_tokens)} tokens of its budget of ${limits.tokenBudget} (TREE_TOKEN_BUDGET).`,
+          `Cannot spawn: this agent tree used ${Number(root.tree_tokens)} tokens of its budget of ${limits.tokenBudget} (TREE_TOKEN_BUDGET). Finish the work yourself with what you have; a new chat turn starts a new budget.`,
           { limit: "TREE_TOKEN_BUDGET", value: limits.tokenBudget },
         );
       }
@@ -415,10 +415,14 @@ export class AgentRepository {
 
   /**
    * Starts a new run of an idle agent (its last run completed or hit a turn or time limit), taking a running slot
-   * of its tree, in one transaction. Returns false (nothing changed) when the agent is not idle or the tree has no
-   * free slot.
+   * of its tree, in one transaction. Returns false (nothing changed) when the agent is not idle, the tree has no
+   * free slot, or the tree has used its token budget (a woken run is a model call like a spawned one).
    */
-  async resume(id: string, maxConcurrent: number, instanceId: string): Promise<boolean> {
+  async resume(
+    id: string,
+    limits: Pick<ReserveLimits, "maxConcurrent" | "tokenBudget">,
+    instanceId: string,
+  ): Promise<boolean> {
     const noSlot = Symbol("no slot");
     try {
       return await this.#tx(async (trx) => {
@@ -430,7 +434,13 @@ export class AgentRepository {
           .executeTakeFirst();
         if (changed(woke) === 0) return false;
         const row = await trx.selectFrom("agents").select("root_id").where("id", "=", id).executeTakeFirstOrThrow();
-        if (!(await takeOne(trx, row.root_id, "active_count", maxConcurrent))) throw noSlot;
+        if (!(await takeOne(trx, row.root_id, "active_count", limits.maxConcurrent))) throw noSlot;
+        const root = await trx
+          .selectFrom("agents")
+          .select("tree_tokens")
+          .where("id", "=", row.root_id)
+          .executeTakeFirstOrThrow();
+        if (Number(root.tree_tokens) >= limits.tokenBudget) throw noSlot;
         return true;
       });
     } catch (error) {
@@ -443,7 +453,9 @@ export class AgentRepository {
    * Queues a message in one transaction: takes one place in the target's queue (refused at `queueMax`), checks the
    * ordered pair's sliding window of the last minute (refused at `pairRatePerMinute`), and records the send. Sends
    * to one target serialize on the target's row, so the window holds across server instances. Throws
-   * LimitExceededError naming the limit, NotFoundError when the target is not this user's agent of the same tree.
+   * LimitExceededError naming the limit, NotFoundError when the target is not this user's agent of the same tree,
+   * AccessDeniedError when the target's run ended for good (cancelled, error, interrupted, budget_exhausted: it
+   * would never read the message).
    */
   enqueue(input: EnqueueInput): Promise<{ messageId: string; queueDepth: number }> {
     return this.#tx((trx) => enqueueMessage(trx, input));

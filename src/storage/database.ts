@@ -268,6 +268,8 @@ export interface AgentMessagesTable {
   consumed_at: string | null;
   /** Position in the target's queue (per target, increasing in the order messages were queued). */
   seq: number;
+  /** 1 for a woken agent's answer to the messages that woke it (never answered in turn), else 0. */
+  reply: number;
 }
 
 /** Row of `agent_sends`: one send of an ordered pair (the sliding window of the pair rate limit), ms since epoch. */

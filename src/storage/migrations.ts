@@ -431,6 +431,19 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable("user_tool_settings").dropColumn("version").execute();
     },
   },
+  "0016_agent_message_reply": {
+    // A woken agent's answer to the messages that woke it is marked a reply: it wakes its reader like any message
+    // but is not answered in turn (two agents would otherwise answer each other's answers forever).
+    async up(db: Kysely<any>) {
+      await db.schema
+        .alterTable("agent_messages")
+        .addColumn("reply", "integer", (c) => c.notNull().defaultTo(0))
+        .execute();
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.alterTable("agent_messages").dropColumn("reply").execute();
+    },
+  },
   "0015_allowlist_preset_default": {
     // shell_exec's default allowlist preset was stored as "seed"; it is named "default" now. Stored values are
     // rewritten (settings and admin locks keep their meaning); anything else in the JSON is left as it was.

@@ -400,6 +400,8 @@ describe("limits refuse at exactly their bound", () => {
       t.scope.spawn({ template: "general", message: "quick", wait: true }, limits, signal),
     ).rejects.toMatchObject({
       code: "limit_exceeded",
+      // The refusal says what to do instead.
+      message: expect.stringMatching(/agent_send|do the work yourself/),
       details: { limit: "MAX_TREE_AGENTS", value: 3 },
     });
     await t.end();

@@ -342,6 +342,17 @@ describe("templates", () => {
     );
     expect(failure(() => load({}, { "d.md": "---\ntools: [grep]\n---\n" })).details.field).toBe("description");
     expect(failure(() => load({ y: { description: "d", provider: "mystery" } })).details.field).toBe("provider");
+    // A Markdown template's id is its file name: front matter cannot take another template's id (general's).
+    const renamed = failure(() => load({}, { "evil.md": "---\nid: general\ndescription: d\n---\nAnything.\n" }));
+    expect(renamed).toMatchObject({ code: "invalid_settings", details: { file: join(dir, "evil.md"), field: "id" } });
+    expect(renamed.message).toContain("file name");
+    // An entry that cannot be read is reported with its file, classified, like an invalid one.
+    const unreadable = failure(() => {
+      load({});
+      mkdirSync(join(dir, "folder.md"));
+      return loadAgentTemplates({ directory: dir }, options);
+    });
+    expect(unreadable).toMatchObject({ code: "invalid_settings", details: { file: join(dir, "folder.md") } });
   });
 
   it("a template's tools are intersected with the parent's; agent_spawn lists the templates to the model", async () => {

@@ -6,6 +6,7 @@ import { Hono } from "hono";
 import Type from "typebox";
 import { summarizeTemplate } from "../../agents/templates.js";
 import type { AppContext } from "../../app/context.js";
+import { quote } from "../../core/errors.js";
 import type { AgentRecord } from "../../storage/agent-records.js";
 import { type AuthEnv, HttpError } from "../http.js";
 import { ErrorBody } from "../schemas.js";
@@ -151,7 +152,7 @@ export function agentRoutes(ctx: AppContext): Hono<AuthEnv> {
   app.get("/:id", async (c) => {
     const agent = await ctx.agents.get(c.get("userId"), c.req.param("id"));
     if (agent?.kind !== "child") {
-      throw new HttpError(404, "not_found", `No agent "${c.req.param("id")}" for this user.`);
+      throw new HttpError(404, "not_found", `No agent ${quote(c.req.param("id"))} for this user.`);
     }
     return c.json({ ...agentView(agent), transcript: agent.transcript });
   });

@@ -13,7 +13,7 @@ import {
   MESSAGE_QUEUE_MAX,
 } from "../../core/agents.js";
 import { storedTextCheck } from "../../core/arg-parsing.js";
-import { AccessDeniedError, LimitExceededError, ToolArgumentError } from "../../core/errors.js";
+import { AccessDeniedError, LimitExceededError, quote, ToolArgumentError } from "../../core/errors.js";
 import { defineTool, integerSettings } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolParameterDescriptor } from "../../core/types.js";
 
@@ -85,7 +85,7 @@ export const agentSendTool: RegisteredTool = defineTool({
     const agents = agentServiceFrom(context.services, "agent_send");
     if (agentId !== agents.agentId) {
       throw new AccessDeniedError(
-        `agentId "${agentId}" is not your agent id (${agents.agentId}); an agent sends only as itself.`,
+        `agentId ${quote(agentId)} is not your agent id (${agents.agentId}); an agent sends only as itself.`,
         { argument: "agentId", rule: "lineage" },
       );
     }

@@ -21,7 +21,7 @@ import {
   MESSAGE_MAX_BYTES,
 } from "../../core/agents.js";
 import { storedTextCheck } from "../../core/arg-parsing.js";
-import { AccessDeniedError, LimitExceededError, ToolArgumentError } from "../../core/errors.js";
+import { AccessDeniedError, LimitExceededError, quote, ToolArgumentError } from "../../core/errors.js";
 import { defineTool, integerSettings } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolDefinition, ToolParameterDescriptor } from "../../core/types.js";
 
@@ -161,7 +161,7 @@ export const agentSpawnTool: RegisteredTool = defineTool({
     const agents = agentServiceFrom(context.services, "agent_spawn");
     if (parentId !== undefined && parentId !== agents.agentId) {
       throw new AccessDeniedError(
-        `parentId "${parentId}" is not your agent id (${agents.agentId}). Omit parentId: a sub-agent's parent is always the agent that spawns it.`,
+        `parentId ${quote(parentId)} is not your agent id (${agents.agentId}). Omit parentId: a sub-agent's parent is always the agent that spawns it.`,
         { argument: "parentId", rule: "lineage" },
       );
     }

@@ -5,21 +5,33 @@
  */
 import { agentServiceFrom, DEFAULT_AGENT_WAIT_MS, MAX_AGENT_WAIT_MS } from "../../core/agents.js";
 import { storedTextCheck } from "../../core/arg-parsing.js";
-import { defineTool } from "../../core/settings-declaration.js";
+import { defineTool, integerSetting } from "../../core/settings-declaration.js";
 import type { RegisteredTool, ToolParameterDescriptor } from "../../core/types.js";
 
+const MIN_TIMEOUT: ToolParameterDescriptor = {
+  name: "minTimeoutMs",
+  type: "integer",
+  description: "Shortest wait a model may ask for (shorter requests wait this long).",
+  min: 0,
+  max: DEFAULT_AGENT_WAIT_MS,
+  default: 1000,
+  unit: "milliseconds",
+};
+
 /** Settings of agent_wait. */
-const WAIT_SETTINGS: ToolParameterDescriptor[] = [
-  {
-    name: "minTimeoutMs",
-    type: "integer",
-    description: "Shortest wait a model may ask for (shorter requests wait this long).",
-    min: 0,
-    max: DEFAULT_AGENT_WAIT_MS,
-    default: 1000,
-    unit: "milliseconds",
-  },
-];
+const WAIT_SETTINGS: ToolParameterDescriptor[] = [MIN_TIMEOUT];
+
+/**
+ * How long a call waits: its `timeoutMs` (default DEFAULT_AGENT_WAIT_MS), raised to the user's `minTimeoutMs` and
+ * at most MAX_AGENT_WAIT_MS. The one rule both the wait and its time budget follow.
+ */
+export function waitMsOf(
+  args: Readonly<Record<string, unknown>>,
+  parameters: Readonly<Record<string, unknown>>,
+): number {
+  const asked = typeof args.timeoutMs === "number" ? args.timeoutMs : DEFAULT_AGENT_WAIT_MS;
+  return Math.min(MAX_AGENT_WAIT_MS, Math.max(integerSetting(parameters, MIN_TIMEOUT), asked));
+}
 
 export const agentWaitTool: RegisteredTool = defineTool({
   // Approval: allowed by default; the agent limits (depth, count, rate) bound it.
@@ -56,13 +68,12 @@ export const agentWaitTool: RegisteredTool = defineTool({
     parameterDescriptors: WAIT_SETTINGS,
   },
   managesOwnTimeout: true,
-  timeoutMs: (args) => Number(args.timeoutMs ?? DEFAULT_AGENT_WAIT_MS) + 5_000,
+  // The wait ends on its own at its deadline; the budget leaves it time to answer.
+  timeoutMs: (args, settings) => waitMsOf(args, settings.values) + 5_000,
   validateArguments: storedTextCheck("agentIds"),
   async execute(args, context) {
     const { agentIds, timeoutMs } = args as { agentIds?: string[]; timeoutMs?: number };
     const agents = agentServiceFrom(context.services, "agent_wait");
-    const min = Number(context.settings.values.minTimeoutMs ?? 1000);
-    const bounded = Math.min(MAX_AGENT_WAIT_MS, Math.max(min, timeoutMs ?? DEFAULT_AGENT_WAIT_MS));
-    return agents.wait({ agentIds, timeoutMs: bounded }, context.signal);
+    return agents.wait({ agentIds, timeoutMs: waitMsOf({ timeoutMs }, context.settings.values) }, context.signal);
   },
 });
