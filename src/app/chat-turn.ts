@@ -250,24 +250,30 @@ export async function* runChatTurn(
           message:
             gone === "handed_over"
               ? "This server is shutting down; another instance continues the turn. Follow it with GET /api/chats/{id}/events."
-              : "Another instance took this turn over; follow it with GET /api/chats/{id}/events.",
+              : LEASE_LOST_MESSAGE,
         };
         yield { ...event, reason: "error" };
         return;
       }
       if (completedSomething) {
+        const messages = [userMessage, ...event.messages].map((m) => ({ role: m.role, content: m }));
         try {
-          await deps.chats.append(
-            chat.id,
-            [userMessage, ...event.messages].map((m) => ({ role: m.role, content: m })),
-            owned ? (trx) => deps.turns!.repository.assertEpoch(trx, chat.id, owned.lease.epoch) : undefined,
-          );
+          if (owned) {
+            // The messages, the last events and the end of the lease land in one transaction (fenced): killed
+            // before it commits, the turn is taken over and stored once by its new owner; after, it is over.
+            owned.log.push(event);
+            const stored = await owned.log.finish(async (trx) => {
+              await deps.chats.append(chat.id, messages, undefined, trx);
+            });
+            if (!stored) throw new StaleLeaseError(LEASE_LOST_MESSAGE);
+          } else await deps.chats.append(chat.id, messages);
         } catch (error) {
           if (error instanceof StaleLeaseError) {
             yield { type: "error", code: "lease_lost", message: error.message };
             yield { ...event, reason: "error" };
             return;
           }
+          owned?.log.withdraw(event);
           deps.logger?.error(
             { err: (error as Error)?.stack ?? String(error), chatId: chat.id },
             "storing chat messages failed",
@@ -291,6 +297,8 @@ export async function* runChatTurn(
               deps.logger?.warn({ err: String(error), chatId: chat.id }, "storing the chat's title failed"),
             );
         }
+        yield event;
+        continue;
       }
       // The last events (done included) and the end of the lease land together.
       await endLease(event);
@@ -302,6 +310,9 @@ export async function* runChatTurn(
     );
   }
 }
+
+/** What a turn's stream says when another instance took the turn over. */
+const LEASE_LOST_MESSAGE = "Another instance took this turn over; follow it with GET /api/chats/{id}/events.";
 
 /** An unbounded async queue: `push` from anywhere, iterate once; iteration ends after `close()` and a drain. */
 class EventQueue<T> implements AsyncIterable<T> {

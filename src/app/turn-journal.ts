@@ -300,17 +300,30 @@ export class TurnEventLog {
   }
 
   /**
-   * Stores the remaining events and ends the lease in one transaction (fenced: a stale owner stores nothing), and
-   * drops the turn's journal.
+   * Stores the remaining events and ends the lease in one transaction, with `fenced` work (the turn's messages) in
+   * it, and drops the turn's journal: the turn is stored and over at once, or not at all (an owner killed in
+   * between would leave stored messages under a live lease, and the instance taking it over would run the turn
+   * again). Fenced: a stale owner stores nothing (false). When it throws, nothing was stored and the events stay
+   * queued.
    */
-  async finish(): Promise<void> {
+  async finish(fenced?: (trx: Kysely<any>) => Promise<void>): Promise<boolean> {
     while (this.#flushing) await this.#flushing;
-    const rest = this.#queue.splice(0);
+    const rest = this.#queue.slice();
     const repo = this.#turns.repository;
-    await repo.release(this.#lease.chatId, this.#lease.epoch, async (trx) => {
+    const ended = await repo.release(this.#lease.chatId, this.#lease.epoch, async (trx) => {
+      await fenced?.(trx);
       await repo.insertEvents(trx, this.#lease.chatId, rest);
       await repo.dropJournal(trx, this.#lease.turnId);
     });
-    this.#turns.eventsStored(this.#lease.chatId);
+    this.#queue.splice(0, rest.length);
+    if (ended) this.#turns.eventsStored(this.#lease.chatId);
+    return ended;
+  }
+
+  /** Takes `event` back when it is still queued (not stored): a `done` whose turn could not be stored. */
+  withdraw(event: object): void {
+    if (this.#last !== event || this.#queue.at(-1)?.seq !== this.lastId) return;
+    this.#queue.pop();
+    this.#last = undefined;
   }
 }

@@ -1,0 +1,160 @@
+/**
+ * Faults at awkward moments for several real `toolhost serve` processes on one PostgreSQL database: an owner
+ * SIGKILLed after it stored a turn's messages but before its lease ended, and other moments a takeover must not run
+ * a turn twice. Each instance has its own data directory; one fake model serves them all.
+ */
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { createAppContext } from "../../src/app/context.js";
+import {
+  type FakeProvider,
+  type FakeRequest,
+  type FakeTurnAction,
+  startFakeProvider,
+} from "../fakes/provider-server.js";
+import { freshPostgresDatabase } from "../helpers/postgres.js";
+import { tempDir } from "../helpers/temp.js";
+import { until } from "../helpers/until.js";
+import { assertBuilt, type CliProcess, cleanEnv, startCli } from "./chat-process.js";
+
+vi.setConfig({ testTimeout: 90_000, hookTimeout: 90_000 });
+
+interface Instance {
+  name: string;
+  p: CliProcess;
+  url: string;
+}
+
+let databaseUrl: string;
+let work: string;
+let fake: FakeProvider;
+let db: pg.Client;
+const instances: Instance[] = [];
+const tokens: Record<string, string> = {};
+
+/** The fake model: answers text, counting how often it was asked for each user message. */
+const asked = new Map<string, number>();
+function dispatch(request: FakeRequest): FakeTurnAction {
+  const users = (request.body?.input ?? []).filter((item: { role?: string }) => item.role === "user");
+  const last = users.at(-1);
+  const task = typeof last?.content === "string" ? last.content : JSON.stringify(last?.content ?? "");
+  asked.set(task, (asked.get(task) ?? 0) + 1);
+  return { kind: "text", text: `answer to ${task}` };
+}
+
+function startInstance(name: string): Promise<Instance> {
+  const p = startCli(
+    ["serve", "--port", "0"],
+    cleanEnv({
+      TOOLHOST_DATA_DIR: join(work, name),
+      TOOLHOST_DATABASE_URL: databaseUrl,
+      TOOLHOST_TURN_LEASE_MS: "1500",
+      OPENAI_API_KEY: "test-key",
+      OPENAI_BASE_URL: fake.baseURL,
+      TOOLHOST_ADMIN_USERS: "local",
+    }),
+  );
+  return p
+    .waitFor((out) => /http:\/\/[\d.]+:\d+/.test(out))
+    .then(() => ({ name, p, url: /http:\/\/[\d.]+:\d+/.exec(p.stdout())![0] }));
+}
+
+function api(instance: Instance, user: string, path: string, init: { method?: string; json?: unknown } = {}) {
+  return fetch(`${instance.url}${path}`, {
+    method: init.method ?? (init.json === undefined ? "GET" : "POST"),
+    headers: { authorization: `Bearer ${tokens[user]}`, "content-type": "application/json" },
+    body: init.json === undefined ? undefined : JSON.stringify(init.json),
+  });
+}
+
+async function newChat(instance: Instance, user = "local"): Promise<string> {
+  const res = await api(instance, user, "/api/chats", {
+    json: { provider: "openai", model: "fake-model", workingDirectory: work },
+  });
+  expect(res.status).toBe(201);
+  return ((await res.json()) as { id: string }).id;
+}
+
+async function messagesOf(instance: Instance, chatId: string): Promise<{ role: string; content?: string }[]> {
+  const chat = (await (await api(instance, "local", `/api/chats/${chatId}`)).json()) as {
+    messages: { role: string; content?: string }[];
+  };
+  return chat.messages;
+}
+
+beforeAll(async () => {
+  assertBuilt();
+  work = tempDir();
+  databaseUrl = await freshPostgresDatabase();
+  fake = await startFakeProvider(
+    "openai",
+    Array.from({ length: 100 }, () => dispatch),
+  );
+  const ctx = await createAppContext({ dataDir: join(work, "setup"), databaseUrl });
+  try {
+    tokens.local = (await ctx.tokens.create("local", "test")).token;
+    tokens.other = (await ctx.tokens.create("other", "test")).token;
+  } finally {
+    await ctx.close();
+  }
+  db = new pg.Client({ connectionString: databaseUrl });
+  await db.connect();
+  instances.push(...(await Promise.all(["a", "b"].map(startInstance))));
+});
+
+afterAll(async () => {
+  for (const i of instances) if (i.p.child.exitCode === null) i.p.child.kill("SIGTERM");
+  await Promise.all(instances.map((i) => i.p.exited));
+  await db?.end();
+  await fake?.close();
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe("an owner killed at an awkward moment", () => {
+  it("SIGKILLed after storing the turn's messages, before its lease ended: the turn is not run again, its messages are not stored twice", async () => {
+    const [a, b] = instances as [Instance, Instance];
+    const chatId = await newChat(a);
+    // Ending this chat's lease blocks (the owner's transaction waits in a trigger) until the test lets it go.
+    await db.query("create table if not exists hold_release (chat_id text primary key)");
+    await db.query(`create or replace function hold_release() returns trigger language plpgsql as $$
+      begin
+        if old.turn_id is not null and new.turn_id is null and exists (select 1 from hold_release where chat_id = old.chat_id) then
+          perform pg_sleep(60);
+        end if;
+        return new;
+      end $$`);
+    await db.query(
+      "create or replace trigger hold_release before update on chat_leases for each row execute function hold_release()",
+    );
+    await db.query("insert into hold_release values ($1)", [chatId]);
+    const content = `once ${Date.now()}`;
+    const res = api(a, "local", `/api/chats/${chatId}/messages`, { json: { content } });
+    // The turn ran to its end; the end of its lease waits in the trigger.
+    await until(
+      async () =>
+        (await db.query("select 1 from pg_stat_activity where wait_event = 'PgSleep' and query like '%chat_leases%'"))
+          .rowCount === 1,
+      "the release to wait in the trigger",
+    );
+    a.p.child.kill("SIGKILL");
+    await a.p.exited;
+    await res.then((r) => r.text()).catch(() => "");
+    // The dead owner's transaction ends (rolled back: the lease still names the turn).
+    await db.query("delete from hold_release");
+    await db.query(
+      "select pg_terminate_backend(pid) from pg_stat_activity where wait_event = 'PgSleep' and query like '%chat_leases%'",
+    );
+    await until(
+      async () =>
+        (await db.query("select turn_id from chat_leases where chat_id = $1", [chatId])).rows[0]?.turn_id === null,
+      "the lease to end",
+      { timeoutMs: 30_000, intervalMs: 50 },
+    );
+    // Stored once: by the dead owner (its messages and the end of its lease in one transaction) or, when that
+    // did not commit, by the instance that took the turn over.
+    expect((await messagesOf(b, chatId)).map((m) => m.role)).toEqual(["user", "assistant"]);
+    expect((await messagesOf(b, chatId)).at(-1)?.content).toBe(`answer to ${content}`);
+  });
+});
