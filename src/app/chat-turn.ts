@@ -207,11 +207,14 @@ export async function* runChatTurn(
   };
   void pump();
   // Stores the turn's last event (its done) with the end of its lease, fenced: from here no instance runs the turn.
+  // Unless it is suspended, its approval state goes in the same transaction (no sweep resumes it afterwards).
   const endLease = async (last: LoopEvent) => {
     if (!owned) return;
     owned.log.push(last);
+    const ending = !suspended();
+    await keeper?.settled();
     await owned.log
-      .finish()
+      .finish(ending ? (trx) => keeper?.finishWithin(trx) ?? Promise.resolve() : undefined)
       .catch((error) => deps.logger?.error({ err: String(error), chatId: chat.id }, "ending the turn's lease failed"));
   };
   // Suspended, not ended: the signal asked to keep asks pending (client left, server stopping) and one is. The
@@ -258,15 +261,18 @@ export async function* runChatTurn(
       if (completedSomething) {
         const messages = [userMessage, ...event.messages].map((m) => ({ role: m.role, content: m }));
         try {
+          // The messages, the last events, the end of the lease and the removal of the approval state land in one
+          // transaction (fenced): killed before it commits, the turn is taken over (or resumed) and stored once by
+          // its next owner; after, it is over.
+          await keeper?.settled();
           if (owned) {
-            // The messages, the last events and the end of the lease land in one transaction (fenced): killed
-            // before it commits, the turn is taken over and stored once by its new owner; after, it is over.
             owned.log.push(event);
             const stored = await owned.log.finish(async (trx) => {
               await deps.chats.append(chat.id, messages, undefined, trx);
+              await keeper?.finishWithin(trx);
             });
             if (!stored) throw new StaleLeaseError(LEASE_LOST_MESSAGE);
-          } else await deps.chats.append(chat.id, messages);
+          } else await deps.chats.append(chat.id, messages, (trx) => keeper?.finishWithin(trx) ?? Promise.resolve());
         } catch (error) {
           if (error instanceof StaleLeaseError) {
             yield { type: "error", code: "lease_lost", message: error.message };

@@ -419,8 +419,11 @@ export class ApprovalRepository {
     return row ? toTurn(row) : undefined;
   }
 
-  /** Removes a finished turn. */
-  async deleteTurn(id: string): Promise<void> {
-    await this.db.deleteFrom("approval_turns").where("id", "=", id).execute();
+  /** Removes a finished turn; `within`, a running transaction's `trx`, removes it in that transaction. */
+  async deleteTurn(id: string, within?: Kysely<any>): Promise<void> {
+    await ((within as Kysely<DatabaseSchema> | undefined) ?? this.db)
+      .deleteFrom("approval_turns")
+      .where("id", "=", id)
+      .execute();
   }
 }

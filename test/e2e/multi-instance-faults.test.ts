@@ -41,6 +41,9 @@ function dispatch(request: FakeRequest): FakeTurnAction {
   const last = users.at(-1);
   const task = typeof last?.content === "string" ? last.content : JSON.stringify(last?.content ?? "");
   asked.set(task, (asked.get(task) ?? 0) + 1);
+  const ask = /^ASK (\S+)/.exec(task)?.[1];
+  if (ask && request.lastToolResults.length === 0)
+    return { kind: "tools", calls: [{ name: "bash", arguments: { command: `echo ${ask}` } }] };
   return { kind: "text", text: `answer to ${task}` };
 }
 
@@ -54,6 +57,7 @@ function startInstance(name: string): Promise<Instance> {
       OPENAI_API_KEY: "test-key",
       OPENAI_BASE_URL: fake.baseURL,
       TOOLHOST_ADMIN_USERS: "local",
+      TOOLHOST_APPROVAL_STALE_MS: "1000",
     }),
   );
   return p
@@ -96,6 +100,7 @@ beforeAll(async () => {
   try {
     tokens.local = (await ctx.tokens.create("local", "test")).token;
     tokens.other = (await ctx.tokens.create("other", "test")).token;
+    await ctx.settings.update("local", "bash", { enabled: true, parameters: { approval: "ask" } }, { admin: true });
   } finally {
     await ctx.close();
   }
@@ -112,40 +117,56 @@ afterAll(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
+/**
+ * Makes the statement `kind` (an UPDATE or DELETE) on `table` wait, for rows of the chats listed in `hold_<table>`,
+ * until the test ends that backend: an owner's transaction held open at the moment the test chooses.
+ */
+async function holdOn(table: string, kind: "update" | "delete", when: string): Promise<void> {
+  await db.query(`create table if not exists hold_${table} (chat_id text primary key)`);
+  await db.query(`create or replace function hold_${table}() returns trigger language plpgsql as $$
+    begin
+      if (${when}) and exists (select 1 from hold_${table} where chat_id = old.chat_id) then
+        perform pg_sleep(60);
+      end if;
+      return ${kind === "delete" ? "old" : "new"};
+    end $$`);
+  await db.query(
+    `create or replace trigger hold_${table} before ${kind} on ${table} for each row execute function hold_${table}()`,
+  );
+}
+
+/** Waits until a statement on `table` waits in its hold trigger. */
+async function heldOn(table: string): Promise<void> {
+  await until(
+    async () =>
+      (await db.query("select 1 from pg_stat_activity where wait_event = 'PgSleep' and query ilike $1", [`%${table}%`]))
+        .rowCount === 1,
+    `a statement on ${table} to wait in its trigger`,
+  );
+}
+
+/** Lets every held statement go: ends their backends (their transactions roll back) and the holds. */
+async function releaseHolds(table: string): Promise<void> {
+  await db.query(`delete from hold_${table}`);
+  await db.query("select pg_terminate_backend(pid) from pg_stat_activity where wait_event = 'PgSleep'");
+}
+
 describe("an owner killed at an awkward moment", () => {
   it("SIGKILLed after storing the turn's messages, before its lease ended: the turn is not run again, its messages are not stored twice", async () => {
     const [a, b] = instances as [Instance, Instance];
     const chatId = await newChat(a);
     // Ending this chat's lease blocks (the owner's transaction waits in a trigger) until the test lets it go.
-    await db.query("create table if not exists hold_release (chat_id text primary key)");
-    await db.query(`create or replace function hold_release() returns trigger language plpgsql as $$
-      begin
-        if old.turn_id is not null and new.turn_id is null and exists (select 1 from hold_release where chat_id = old.chat_id) then
-          perform pg_sleep(60);
-        end if;
-        return new;
-      end $$`);
-    await db.query(
-      "create or replace trigger hold_release before update on chat_leases for each row execute function hold_release()",
-    );
-    await db.query("insert into hold_release values ($1)", [chatId]);
+    await holdOn("chat_leases", "update", "old.turn_id is not null and new.turn_id is null");
+    await db.query("insert into hold_chat_leases values ($1)", [chatId]);
     const content = `once ${Date.now()}`;
     const res = api(a, "local", `/api/chats/${chatId}/messages`, { json: { content } });
     // The turn ran to its end; the end of its lease waits in the trigger.
-    await until(
-      async () =>
-        (await db.query("select 1 from pg_stat_activity where wait_event = 'PgSleep' and query like '%chat_leases%'"))
-          .rowCount === 1,
-      "the release to wait in the trigger",
-    );
+    await heldOn("chat_leases");
     a.p.child.kill("SIGKILL");
     await a.p.exited;
     await res.then((r) => r.text()).catch(() => "");
     // The dead owner's transaction ends (rolled back: the lease still names the turn).
-    await db.query("delete from hold_release");
-    await db.query(
-      "select pg_terminate_backend(pid) from pg_stat_activity where wait_event = 'PgSleep' and query like '%chat_leases%'",
-    );
+    await releaseHolds("chat_leases");
     await until(
       async () =>
         (await db.query("select turn_id from chat_leases where chat_id = $1", [chatId])).rows[0]?.turn_id === null,
@@ -156,5 +177,46 @@ describe("an owner killed at an awkward moment", () => {
     // did not commit, by the instance that took the turn over.
     expect((await messagesOf(b, chatId)).map((m) => m.role)).toEqual(["user", "assistant"]);
     expect((await messagesOf(b, chatId)).at(-1)?.content).toBe(`answer to ${content}`);
+  });
+});
+
+describe("a turn that asked for an approval", () => {
+  it("its owner SIGKILLed after the turn was stored, before its approval state was removed: the turn is not resumed and stored again", async () => {
+    const [, b] = instances as [Instance, Instance];
+    const c = await startInstance("c");
+    instances.push(c);
+    const chatId = await newChat(b);
+    await holdOn("approval_turns", "delete", "true");
+    await db.query("insert into hold_approval_turns values ($1)", [chatId]);
+    const content = `ASK w${Date.now()}`;
+    const res = await api(c, "local", `/api/chats/${chatId}/messages`, { json: { content } });
+    const text = res.text().catch(() => "");
+    await until(
+      async () => (await db.query("select id from approvals where chat_id = $1", [chatId])).rows[0]?.id,
+      "the ask",
+    );
+    const { id } = (await db.query("select id from approvals where chat_id = $1", [chatId])).rows[0];
+    expect((await api(b, "local", `/api/approvals/${id}`, { json: { decision: "allow_once" } })).status).toBe(200);
+    // The turn is stored and its lease ended; removing its approval state waits in the trigger.
+    await heldOn("approval_turns");
+    c.p.child.kill("SIGKILL");
+    await c.p.exited;
+    await text;
+    await releaseHolds("approval_turns");
+    const stored = ["user", "assistant", "tool", "assistant"];
+    await until(
+      async () =>
+        (await db.query("select 1 from approval_turns where chat_id = $1 and status != 'done'", [chatId])).rowCount ===
+          0 &&
+        (await db.query("select turn_id from chat_leases where chat_id = $1", [chatId])).rows[0]?.turn_id === null,
+      "the turn to be over",
+      { timeoutMs: 30_000, intervalMs: 50 },
+    );
+    expect((await messagesOf(b, chatId)).map((m) => m.role)).toEqual(stored);
+    // The chat takes the next message.
+    const next = await api(b, "local", `/api/chats/${chatId}/messages`, { json: { content: "next" } });
+    expect(next.status).toBe(200);
+    await next.text();
+    expect((await messagesOf(b, chatId)).map((m) => m.role)).toEqual([...stored, "user", "assistant"]);
   });
 });
