@@ -16,6 +16,7 @@ import {
   type StoredTurnEvent,
 } from "../storage/turn-lease-records.js";
 import type { TurnLeaseRepository } from "../storage/turn-leases.js";
+import { retryWhileUnavailable } from "../storage/unavailable.js";
 import type { TurnCoordinator } from "./turn-coordinator.js";
 
 /** The takeover state of a turn (`chat_leases.state`, version 1). */
@@ -303,18 +304,21 @@ export class TurnEventLog {
    * Stores the remaining events and ends the lease in one transaction, with `fenced` work (the turn's messages) in
    * it, and drops the turn's journal: the turn is stored and over at once, or not at all (an owner killed in
    * between would leave stored messages under a live lease, and the instance taking it over would run the turn
-   * again). Fenced: a stale owner stores nothing (false). When it throws, nothing was stored and the events stay
-   * queued.
+   * again). Fenced: a stale owner stores nothing (false). Tried again for a while when the database cannot be
+   * reached. When it throws, nothing was stored and the events stay queued.
    */
   async finish(fenced?: (trx: Kysely<any>) => Promise<void>): Promise<boolean> {
     while (this.#flushing) await this.#flushing;
     const rest = this.#queue.slice();
     const repo = this.#turns.repository;
-    const ended = await repo.release(this.#lease.chatId, this.#lease.epoch, async (trx) => {
-      await fenced?.(trx);
-      await repo.insertEvents(trx, this.#lease.chatId, rest);
-      await repo.dropJournal(trx, this.#lease.turnId);
-    });
+    // A cut connection (a database restart, a failover) does not lose the finished turn: it is tried again.
+    const ended = await retryWhileUnavailable(() =>
+      repo.release(this.#lease.chatId, this.#lease.epoch, async (trx) => {
+        await fenced?.(trx);
+        await repo.insertEvents(trx, this.#lease.chatId, rest);
+        await repo.dropJournal(trx, this.#lease.turnId);
+      }),
+    );
     this.#queue.splice(0, rest.length);
     if (ended) this.#turns.eventsStored(this.#lease.chatId);
     return ended;

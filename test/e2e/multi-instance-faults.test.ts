@@ -180,6 +180,28 @@ describe("an owner killed at an awkward moment", () => {
   });
 });
 
+describe("the database connection cut at an awkward moment", () => {
+  it("the connection of the transaction that stores a finished turn is cut: the turn is stored anyway, its client told so", async () => {
+    const [, b] = instances as [Instance, Instance];
+    const chatId = await newChat(b);
+    await holdOn("chat_leases", "update", "old.turn_id is not null and new.turn_id is null");
+    await db.query("insert into hold_chat_leases values ($1)", [chatId]);
+    const content = `cut ${Date.now()}`;
+    const res = await api(b, "local", `/api/chats/${chatId}/messages`, { json: { content } });
+    const text = res.text();
+    await heldOn("chat_leases");
+    // As a database restart or failover ends it: the backend goes, the client's connection with it.
+    await releaseHolds("chat_leases");
+    const stream = await text;
+    expect(stream).not.toContain("could not be stored");
+    expect(stream).toMatch(/event: done\ndata: \{"type":"done","reason":"text"/);
+    expect((await messagesOf(b, chatId)).map((m) => m.role)).toEqual(["user", "assistant"]);
+    expect((await db.query("select turn_id from chat_leases where chat_id = $1", [chatId])).rows[0]?.turn_id).toBe(
+      null,
+    );
+  });
+});
+
 describe("a turn that asked for an approval", () => {
   it("its owner SIGKILLed after the turn was stored, before its approval state was removed: the turn is not resumed and stored again", async () => {
     const [, b] = instances as [Instance, Instance];
