@@ -27,8 +27,8 @@ export function processGone(instanceId: string): boolean {
 
 /**
  * Marks `interrupted` the running agents of instances that are gone: at once for an instance of this machine
- * whose process no longer exists (a restart after a crash), else once its heartbeat is older than staleAfterMs
- * (another machine, or a pid reused meanwhile).
+ * whose process no longer exists (a restart after a crash), else once its heartbeat is older than staleAfterMs on
+ * the database's clock (another machine, or a pid reused meanwhile).
  */
 export async function sweep(host: AgentHost): Promise<string[]> {
   const marked: string[] = [];
@@ -36,8 +36,7 @@ export async function sweep(host: AgentHost): Promise<string[]> {
     if (instance === host.instanceId || !processGone(instance)) continue;
     marked.push(...(await host.repo.interrupt({ instanceId: instance })));
   }
-  const staleBefore = new Date(Date.now() - host.staleAfterMs).toISOString();
-  marked.push(...(await host.repo.interrupt({ exceptInstance: host.instanceId, staleBefore })));
+  marked.push(...(await host.repo.interrupt({ exceptInstance: host.instanceId, staleForMs: host.staleAfterMs })));
   return marked;
 }
 
