@@ -74,7 +74,7 @@ export class ChatTurnKeeper implements TurnKeeper {
 
   heartbeat(): Promise<void> {
     return this.#enqueue(async () => {
-      if (this.#persisted) await this.repository.heartbeat(this.turnId, this.owner, new Date());
+      if (this.#persisted) await this.repository.heartbeat(this.turnId, this.owner);
     });
   }
 
