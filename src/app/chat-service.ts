@@ -546,9 +546,8 @@ export class ChatService {
     };
     const done: ChatTurnEvent = { type: "done", reason: "error", iterations: 0, messages: [] };
     log.push(failed);
-    log.push(done);
     await log
-      .finish()
+      .finish(done)
       .catch((failure) =>
         this.#logger?.error({ err: String(failure), chatId: lease.chatId }, "ending a taken-over turn failed"),
       );

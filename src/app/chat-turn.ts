@@ -210,11 +210,10 @@ export async function* runChatTurn(
   // Unless it is suspended, its approval state goes in the same transaction (no sweep resumes it afterwards).
   const endLease = async (last: LoopEvent) => {
     if (!owned) return;
-    owned.log.push(last);
     const ending = !suspended();
     await keeper?.settled();
     await owned.log
-      .finish(ending ? (trx) => keeper?.finishWithin(trx) ?? Promise.resolve() : undefined)
+      .finish(last, ending ? (trx) => keeper?.finishWithin(trx) ?? Promise.resolve() : undefined)
       .catch((error) => deps.logger?.error({ err: String(error), chatId: chat.id }, "ending the turn's lease failed"));
   };
   // Suspended, not ended: the signal asked to keep asks pending (client left, server stopping) and one is. The
@@ -266,8 +265,7 @@ export async function* runChatTurn(
           // its next owner; after, it is over.
           await keeper?.settled();
           if (owned) {
-            owned.log.push(event);
-            const stored = await owned.log.finish(async (trx) => {
+            const stored = await owned.log.finish(event, async (trx) => {
               await deps.chats.append(chat.id, messages, undefined, trx);
               await keeper?.finishWithin(trx);
             });
@@ -279,7 +277,6 @@ export async function* runChatTurn(
             yield { ...event, reason: "error" };
             return;
           }
-          owned?.log.withdraw(event);
           deps.logger?.error(
             { err: (error as Error)?.stack ?? String(error), chatId: chat.id },
             "storing chat messages failed",

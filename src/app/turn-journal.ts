@@ -266,11 +266,15 @@ export class TurnEventLog {
 
   /** Numbers the event, queues it for storage and returns its seq. */
   push(event: { type: string }): number {
-    this.#last = event;
-    const seq = this.#next++;
-    this.#queue.push({ seq, turnId: this.#lease.turnId, type: event.type, data: JSON.stringify(event) });
+    const stored = this.#number(event);
+    this.#queue.push(stored);
     if (!this.#flushing) this.#flushing = this.#drain();
-    return seq;
+    return stored.seq;
+  }
+
+  #number(event: { type: string }): StoredTurnEvent {
+    this.#last = event;
+    return { seq: this.#next++, turnId: this.#lease.turnId, type: event.type, data: JSON.stringify(event) };
   }
 
   async #drain(): Promise<void> {
@@ -301,33 +305,28 @@ export class TurnEventLog {
   }
 
   /**
-   * Stores the remaining events and ends the lease in one transaction, with `fenced` work (the turn's messages) in
-   * it, and drops the turn's journal: the turn is stored and over at once, or not at all (an owner killed in
-   * between would leave stored messages under a live lease, and the instance taking it over would run the turn
-   * again). Fenced: a stale owner stores nothing (false). Tried again for a while when the database cannot be
-   * reached. When it throws, nothing was stored and the events stay queued.
+   * Stores the remaining events and `last` (the turn's `done`, numbered now but stored only here) and ends the lease
+   * in one transaction, with `fenced` work (the turn's messages) in it, and drops the turn's journal: the turn is
+   * stored and over at once, or not at all (an owner killed in between would leave stored messages under a live
+   * lease, and the instance taking it over would run the turn again; a `done` stored ahead of its messages would
+   * let a follower read the chat without them). Fenced: a stale owner stores nothing (false). Tried again for a
+   * while when the database cannot be reached. When it throws, nothing was stored (`last` keeps its number unused).
    */
-  async finish(fenced?: (trx: Kysely<any>) => Promise<void>): Promise<boolean> {
+  async finish(last?: { type: string }, fenced?: (trx: Kysely<any>) => Promise<void>): Promise<boolean> {
     while (this.#flushing) await this.#flushing;
     const rest = this.#queue.slice();
+    const events = last ? [...rest, this.#number(last)] : rest;
     const repo = this.#turns.repository;
     // A cut connection (a database restart, a failover) does not lose the finished turn: it is tried again.
     const ended = await retryWhileUnavailable(() =>
       repo.release(this.#lease.chatId, this.#lease.epoch, async (trx) => {
         await fenced?.(trx);
-        await repo.insertEvents(trx, this.#lease.chatId, rest);
+        await repo.insertEvents(trx, this.#lease.chatId, events);
         await repo.dropJournal(trx, this.#lease.turnId);
       }),
     );
     this.#queue.splice(0, rest.length);
     if (ended) this.#turns.eventsStored(this.#lease.chatId);
     return ended;
-  }
-
-  /** Takes `event` back when it is still queued (not stored): a `done` whose turn could not be stored. */
-  withdraw(event: object): void {
-    if (this.#last !== event || this.#queue.at(-1)?.seq !== this.lastId) return;
-    this.#queue.pop();
-    this.#last = undefined;
   }
 }
