@@ -268,6 +268,18 @@ export class TurnLeaseRepository {
     });
   }
 
+  /** Whether the chat's turn still holds the lease with this epoch and a cancel was requested for it. */
+  async cancelRequested(chatId: string, epoch: number): Promise<boolean> {
+    const row = await this.#db
+      .selectFrom("chat_leases")
+      .select("cancel_requested")
+      .where("chat_id", "=", chatId)
+      .where("epoch", "=", epoch)
+      .where("turn_id", "is not", null)
+      .executeTakeFirst();
+    return Number(row?.cancel_requested ?? 0) === 1;
+  }
+
   /** The chat's current turn (id, owner), or undefined when none holds the lease. */
   async current(chatId: string): Promise<{ turnId: string; owner: string | null; expiresMs: number } | undefined> {
     const row = await this.#db

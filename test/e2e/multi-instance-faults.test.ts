@@ -242,3 +242,50 @@ describe("a turn that asked for an approval", () => {
     expect((await messagesOf(b, chatId)).map((m) => m.role)).toEqual([...stored, "user", "assistant"]);
   });
 });
+
+describe("a cancel right after an answer", () => {
+  it("a turn that waited for approvals after its client left, answered and at once cancelled on another instance, ends cancelled", async () => {
+    // The earlier cases killed instances: a fresh one asks, the survivor answers and cancels.
+    const b = instances[1]!;
+    const a = await startInstance("d");
+    instances.push(a);
+    for (let round = 0; round < 3; round++) {
+      const chatId = await newChat(a);
+      const client = new AbortController();
+      const res = await fetch(`${a.url}/api/chats/${chatId}/messages`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${tokens.local}`, "content-type": "application/json" },
+        body: JSON.stringify({ content: `ASK c${round}` }),
+        signal: client.signal,
+      });
+      const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+      for (let seen = ""; !seen.includes("approval_requested"); ) seen += (await reader.read()).value ?? "";
+      client.abort();
+      const { id } = (await db.query("select id from approvals where chat_id = $1", [chatId])).rows[0];
+      await until(
+        async () =>
+          (
+            await db.query(
+              "select 1 from approval_turns where chat_id = $1 and owner is not null and heartbeat_at < '2000'",
+              [chatId],
+            )
+          ).rowCount === 1,
+        "the turn to be left waiting",
+      );
+      expect((await api(b, "local", `/api/approvals/${id}`, { json: { decision: "allow_once" } })).status).toBe(200);
+      const cancel = await api(b, "local", `/api/chats/${chatId}/cancel`, { json: {} });
+      expect(await cancel.json()).toMatchObject({ cancelled: true });
+      await until(
+        async () =>
+          (await db.query("select 1 from approval_turns where chat_id = $1", [chatId])).rowCount === 0 &&
+          (await db.query("select turn_id from chat_leases where chat_id = $1", [chatId])).rows[0]?.turn_id == null,
+        "the turn to be over",
+        { timeoutMs: 30_000, intervalMs: 50 },
+      );
+      // It ended as a cancelled turn does: its step kept (the approved call and its result), no further model turn.
+      expect((await messagesOf(b, chatId)).map((m) => m.role)).toEqual(["user", "assistant", "tool"]);
+      const events = await (await api(b, "local", `/api/chats/${chatId}/events`)).text();
+      expect(events).toMatch(/"type":"done","reason":"aborted"/);
+    }
+  });
+});
