@@ -12,6 +12,7 @@ import type { AgentService } from "../agents/service.js";
 import { readConfig } from "../core/config.js";
 import { MissingCredentialsError } from "../core/credentials.js";
 import { NotFoundError, ToolArgumentError } from "../core/errors.js";
+import { ownerIsGone } from "../core/instance.js";
 import type { ToolRuntime } from "../core/runtime.js";
 import type { Logger } from "../core/types.js";
 import { DEFAULT_MAX_ITERATIONS } from "../loop/run-tool-loop.js";
@@ -40,7 +41,6 @@ import {
   type TurnOptions,
   toConversationMessage,
 } from "./chat-types.js";
-import { ownerIsGone } from "./instance.js";
 import type { TurnCoordinator, TurnStopReason } from "./turn-coordinator.js";
 import { resumeStepFromJournal, type TakeoverState, TurnEventLog } from "./turn-journal.js";
 import { type BindingCaller, WorkingDirectoryBinder } from "./working-directory.js";

@@ -8,10 +8,10 @@
  * lease expired), and hands its turns over on a graceful shutdown.
  */
 
+import { newInstanceId } from "../core/instance.js";
 import type { Logger } from "../core/types.js";
 import type { Lease } from "../storage/turn-lease-records.js";
 import type { TurnLeaseRepository } from "../storage/turn-leases.js";
-import { newInstanceId } from "./instance.js";
 import type { SignalBus } from "./signals.js";
 
 /** Default lease length, in ms (TOOLHOST_TURN_LEASE_MS overrides): a dead owner's turn moves within ~1.4x this. */

@@ -17,7 +17,7 @@ import {
 import { freshPostgresDatabase } from "../helpers/postgres.js";
 import { tempDir } from "../helpers/temp.js";
 import { until } from "../helpers/until.js";
-import { assertBuilt, type CliProcess, cleanEnv, startCli } from "./chat-process.js";
+import { assertBuilt, CLI, type CliProcess, cleanEnv, startCli, startProgram } from "./chat-process.js";
 
 vi.setConfig({ testTimeout: 90_000, hookTimeout: 90_000 });
 
@@ -47,9 +47,18 @@ function dispatch(request: FakeRequest): FakeTurnAction {
   return { kind: "text", text: `answer to ${task}` };
 }
 
-function startInstance(name: string): Promise<Instance> {
-  const p = startCli(
-    ["serve", "--port", "0"],
+/** Starts an instance; `ownPidNamespace`: in a PID namespace of its own (bwrap), on the same host name. */
+function startInstance(name: string, ownPidNamespace = false): Promise<Instance> {
+  const serve = ["serve", "--port", "0"];
+  // Killed with its parent (bwrap, which the test ends with SIGKILL: it does not pass SIGTERM on).
+  const bwrap = ["--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--die-with-parent"];
+  const p = (
+    ownPidNamespace
+      ? (args: string[], env: NodeJS.ProcessEnv) =>
+          startProgram("bwrap", [...bwrap, process.execPath, CLI, ...args], env)
+      : startCli
+  )(
+    serve,
     cleanEnv({
       TOOLHOST_DATA_DIR: join(work, name),
       TOOLHOST_DATABASE_URL: databaseUrl,
@@ -106,11 +115,11 @@ beforeAll(async () => {
   }
   db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
-  instances.push(...(await Promise.all(["a", "b"].map(startInstance))));
+  instances.push(...(await Promise.all(["a", "b"].map((name) => startInstance(name)))));
 });
 
 afterAll(async () => {
-  for (const i of instances) if (i.p.child.exitCode === null) i.p.child.kill("SIGTERM");
+  for (const i of instances) if (i.p.child.exitCode === null) i.p.child.kill(i.name === "f" ? "SIGKILL" : "SIGTERM");
   await Promise.all(instances.map((i) => i.p.exited));
   await db?.end();
   await fake?.close();
@@ -287,5 +296,29 @@ describe("a cancel right after an answer", () => {
       const events = await (await api(b, "local", `/api/chats/${chatId}/events`)).text();
       expect(events).toMatch(/"type":"done","reason":"aborted"/);
     }
+  });
+});
+
+describe("instances on one host in different PID namespaces", () => {
+  it("an answer given on an instance in another PID namespace (same host name) does not take a live owner's turn", async () => {
+    const owner = instances.find((i) => i.name === "d") ?? (await startInstance("e"));
+    const other = await startInstance("f", true);
+    instances.push(other);
+    const chatId = await newChat(owner);
+    const res = await api(owner, "local", `/api/chats/${chatId}/messages`, {
+      json: { content: `ASK ns${Date.now()}` },
+    });
+    const stream = res.text();
+    await until(
+      async () => (await db.query("select id from approvals where chat_id = $1", [chatId])).rows[0]?.id,
+      "the ask",
+    );
+    const { id } = (await db.query("select id from approvals where chat_id = $1", [chatId])).rows[0];
+    expect((await api(other, "local", `/api/approvals/${id}`, { json: { decision: "allow_once" } })).status).toBe(200);
+    // The owner's pid does not exist in the other instance's namespace; the owner is alive all the same.
+    const text = await stream;
+    expect(text).not.toContain("lease_lost");
+    expect(text).toMatch(/"type":"done","reason":"text"/);
+    expect((await messagesOf(owner, chatId)).map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
   });
 });

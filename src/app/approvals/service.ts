@@ -19,9 +19,9 @@ import { APPROVAL_RULES_SETTING, APPROVAL_SETTING } from "../../core/approval/po
 import type { ApprovalRule } from "../../core/approval/rules.js";
 import { readConfig } from "../../core/config.js";
 import { AccessDeniedError, LimitExceededError, NotFoundError, ToolSettingsError } from "../../core/errors.js";
+import { newInstanceId, ownerIsGone } from "../../core/instance.js";
 import type { Logger } from "../../core/types.js";
 import type { ApprovalRecord, ApprovalRepository, ApprovalTurnRecord } from "../../storage/approvals.js";
-import { newInstanceId, ownerIsGone } from "../instance.js";
 import type { SignalBus } from "../signals.js";
 import {
   SettingsVersionConflictError,
