@@ -16,10 +16,10 @@ import {
 } from "../fakes/provider-server.js";
 import { freshPostgresDatabase } from "../helpers/postgres.js";
 import { tempDir } from "../helpers/temp.js";
-import { until } from "../helpers/until.js";
+import { until as untilShared } from "../helpers/until.js";
 import { assertBuilt, CLI, type CliProcess, cleanEnv, startCli, startProgram } from "./chat-process.js";
 
-vi.setConfig({ testTimeout: 90_000, hookTimeout: 90_000 });
+vi.setConfig({ testTimeout: 180_000, hookTimeout: 120_000 });
 
 interface Instance {
   name: string;
@@ -33,6 +33,10 @@ let fake: FakeProvider;
 let db: pg.Client;
 const instances: Instance[] = [];
 const tokens: Record<string, string> = {};
+
+/** The shared polling helper with this file's patience (real processes on a machine that may be busy): 60 s. */
+const until: typeof untilShared = (check, what, options = {}) =>
+  untilShared(check, what, { timeoutMs: 60_000, intervalMs: 25, ...options });
 
 /** The fake model: answers text, counting how often it was asked for each user message. */
 const asked = new Map<string, number>();
@@ -180,7 +184,7 @@ describe("an owner killed at an awkward moment", () => {
       async () =>
         (await db.query("select turn_id from chat_leases where chat_id = $1", [chatId])).rows[0]?.turn_id === null,
       "the lease to end",
-      { timeoutMs: 30_000, intervalMs: 50 },
+      { intervalMs: 50 },
     );
     // Stored once: by the dead owner (its messages and the end of its lease in one transaction) or, when that
     // did not commit, by the instance that took the turn over.
@@ -241,7 +245,7 @@ describe("a turn that asked for an approval", () => {
           0 &&
         (await db.query("select turn_id from chat_leases where chat_id = $1", [chatId])).rows[0]?.turn_id === null,
       "the turn to be over",
-      { timeoutMs: 30_000, intervalMs: 50 },
+      { intervalMs: 50 },
     );
     expect((await messagesOf(b, chatId)).map((m) => m.role)).toEqual(stored);
     // The chat takes the next message.
@@ -289,7 +293,7 @@ describe("a cancel right after an answer", () => {
           (await db.query("select 1 from approval_turns where chat_id = $1", [chatId])).rowCount === 0 &&
           (await db.query("select turn_id from chat_leases where chat_id = $1", [chatId])).rows[0]?.turn_id == null,
         "the turn to be over",
-        { timeoutMs: 30_000, intervalMs: 50 },
+        { intervalMs: 50 },
       );
       // It ended as a cancelled turn does: its step kept (the approved call and its result), no further model turn.
       expect((await messagesOf(b, chatId)).map((m) => m.role)).toEqual(["user", "assistant", "tool"]);
