@@ -3,41 +3,24 @@
  * agents of instances that are gone, stopping a tree (token budget spent) and cancelling a subtree (here, and on
  * other instances through the signal bus).
  */
-import { hostname } from "node:os";
 import type { AgentCloseResult } from "../core/agents.js";
+import { ownerIsGone } from "../core/instance.js";
 import type { AgentRecord } from "../storage/agent-records.js";
 import { type AgentHost, settleRuns, stopRun } from "./host.js";
 import type { AgentRun, AgentTree, StopReason } from "./types.js";
 
 /**
- * Whether an instance id (`host:pid:nonce`, as this service makes them) names a process of this machine that no
- * longer exists. False when it cannot tell (another host, another id shape, a pid that exists).
- */
-export function processGone(instanceId: string): boolean {
-  const [host, pidText] = instanceId.split(":");
-  const pid = Number(pidText);
-  if (host !== hostname() || !Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "ESRCH";
-  }
-}
-
-/**
  * Marks `interrupted` the running agents of instances that are gone: at once for an instance of this machine
- * whose process no longer exists (a restart after a crash), else once its heartbeat is older than staleAfterMs
- * (another machine, or a pid reused meanwhile).
+ * whose process no longer exists (a restart after a crash), else once its heartbeat is older than staleAfterMs on
+ * the database's clock (another machine, or a pid reused meanwhile).
  */
 export async function sweep(host: AgentHost): Promise<string[]> {
   const marked: string[] = [];
   for (const instance of await host.repo.runningInstances()) {
-    if (instance === host.instanceId || !processGone(instance)) continue;
+    if (instance === host.instanceId || !ownerIsGone(instance)) continue;
     marked.push(...(await host.repo.interrupt({ instanceId: instance })));
   }
-  const staleBefore = new Date(Date.now() - host.staleAfterMs).toISOString();
-  marked.push(...(await host.repo.interrupt({ exceptInstance: host.instanceId, staleBefore })));
+  marked.push(...(await host.repo.interrupt({ exceptInstance: host.instanceId, staleForMs: host.staleAfterMs })));
   return marked;
 }
 

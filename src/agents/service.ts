@@ -11,8 +11,6 @@
  * This is the room's facade; the work lives in run.ts (an agent's loop), spawn.ts (spawn, takeover), mail.ts
  * (send, wait, delivery) and liveness.ts (heartbeat, sweep, cancel).
  */
-import { randomUUID } from "node:crypto";
-import { hostname } from "node:os";
 import {
   AGENT_GRACE_TURN_MS,
   type AgentCloseResult,
@@ -24,6 +22,7 @@ import {
   type AgentWaitResult,
 } from "../core/agents.js";
 import { NotFoundError, quote, shorten } from "../core/errors.js";
+import { newInstanceId } from "../core/instance.js";
 import type { AgentRecord } from "../storage/agent-records.js";
 import { type AgentHost, defaultSystemPrompt, isDescendant, isStale, linkRun, settleRuns, stopRun } from "./host.js";
 import { cancelSubtree, heartbeat, sweep } from "./liveness.js";
@@ -56,7 +55,7 @@ export class AgentService {
   #timer: NodeJS.Timeout | undefined;
 
   constructor(options: AgentServiceOptions) {
-    this.instanceId = options.instanceId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    this.instanceId = options.instanceId ?? newInstanceId();
     this.#heartbeatMs = options.heartbeatMs ?? 15_000;
     this.#host = {
       instanceId: this.instanceId,

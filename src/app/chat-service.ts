@@ -12,6 +12,7 @@ import type { AgentService } from "../agents/service.js";
 import { readConfig } from "../core/config.js";
 import { MissingCredentialsError } from "../core/credentials.js";
 import { NotFoundError, ToolArgumentError } from "../core/errors.js";
+import { ownerIsGone } from "../core/instance.js";
 import type { ToolRuntime } from "../core/runtime.js";
 import type { Logger } from "../core/types.js";
 import { DEFAULT_MAX_ITERATIONS } from "../loop/run-tool-loop.js";
@@ -40,7 +41,6 @@ import {
   type TurnOptions,
   toConversationMessage,
 } from "./chat-types.js";
-import { ownerIsGone } from "./instance.js";
 import type { TurnCoordinator, TurnStopReason } from "./turn-coordinator.js";
 import { resumeStepFromJournal, type TakeoverState, TurnEventLog } from "./turn-journal.js";
 import { type BindingCaller, WorkingDirectoryBinder } from "./working-directory.js";
@@ -272,7 +272,11 @@ export class ChatService {
       if (running.cancelled) return running;
     }
     const suspended = await this.#cancelSuspended(chat.id);
-    return suspended ? { cancelled: true, turnId: suspended } : { cancelled: false, turnId: null };
+    if (!suspended) return { cancelled: false, turnId: null };
+    // Answered a moment ago, it may have been resumed between the two looks (it took the lease after the first): the
+    // running turn is cancelled too. (A resume that takes the lease after this reads the cancelled state.)
+    await this.#turns?.cancel(chat.id);
+    return { cancelled: true, turnId: suspended };
   }
 
   /** Cancels the asks of a turn that waits for approvals (at `at`), which no answer could resume any more. */
@@ -338,7 +342,7 @@ export class ChatService {
     };
     if (signal?.aborted) onAbort();
     else signal?.addEventListener("abort", onAbort, { once: true });
-    const untrack = turns.track(lease, stop);
+    const untrack = await turns.track(lease, stop);
     const log = new TurnEventLog(turns, lease, (error) => {
       if (error instanceof StaleLeaseError) stop("lease_lost");
     });
@@ -382,17 +386,6 @@ export class ChatService {
         if (!chat || state?.version !== 1) await approvals?.repository.deleteTurn(turn.id);
         return;
       }
-      let stored: Omit<ChatTurnOptions, "owned"> | undefined;
-      let unstartable: unknown;
-      try {
-        // A turn cancelled while it waited ends at once (its complete steps stored), as a cancelled running turn does.
-        stored = {
-          ...this.#storedTurn(chat, turn.userId, state.userMessage, state.cancelled === true),
-          ...(state.cancelled ? { signal: AbortSignal.abort() } : {}),
-        };
-      } catch (error) {
-        unstartable = error;
-      }
       let lease: Lease | undefined;
       if (this.#turns) {
         try {
@@ -409,6 +402,21 @@ export class ChatService {
           if (error instanceof LeaseBusyError) return;
           throw error;
         }
+      }
+      // A turn cancelled while it waited ends at once (its complete steps stored), as a cancelled running turn does.
+      // Its state is read again now that it holds the lease: a cancel made while it was being claimed either marked
+      // the state before this read, or finds the lease and stops the running turn.
+      const fresh = lease ? ((await approvals?.repository.getTurn(turn.id))?.state as SuspendedTurnState) : undefined;
+      const cancelled = state.cancelled === true || fresh?.cancelled === true;
+      let stored: Omit<ChatTurnOptions, "owned"> | undefined;
+      let unstartable: unknown;
+      try {
+        stored = {
+          ...this.#storedTurn(chat, turn.userId, state.userMessage, cancelled),
+          ...(cancelled ? { signal: AbortSignal.abort() } : {}),
+        };
+      } catch (error) {
+        unstartable = error;
       }
       if (!stored) {
         // It cannot run here (e.g. this instance has no key for the chat's provider), nor, likely, anywhere: it
@@ -546,9 +554,8 @@ export class ChatService {
     };
     const done: ChatTurnEvent = { type: "done", reason: "error", iterations: 0, messages: [] };
     log.push(failed);
-    log.push(done);
     await log
-      .finish()
+      .finish(done)
       .catch((failure) =>
         this.#logger?.error({ err: String(failure), chatId: lease.chatId }, "ending a taken-over turn failed"),
       );

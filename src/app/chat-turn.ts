@@ -207,11 +207,13 @@ export async function* runChatTurn(
   };
   void pump();
   // Stores the turn's last event (its done) with the end of its lease, fenced: from here no instance runs the turn.
+  // Unless it is suspended, its approval state goes in the same transaction (no sweep resumes it afterwards).
   const endLease = async (last: LoopEvent) => {
     if (!owned) return;
-    owned.log.push(last);
+    const ending = !suspended();
+    await keeper?.settled();
     await owned.log
-      .finish()
+      .finish(last, ending ? (trx) => keeper?.finishWithin(trx) ?? Promise.resolve() : undefined)
       .catch((error) => deps.logger?.error({ err: String(error), chatId: chat.id }, "ending the turn's lease failed"));
   };
   // Suspended, not ended: the signal asked to keep asks pending (client left, server stopping) and one is. The
@@ -250,18 +252,25 @@ export async function* runChatTurn(
           message:
             gone === "handed_over"
               ? "This server is shutting down; another instance continues the turn. Follow it with GET /api/chats/{id}/events."
-              : "Another instance took this turn over; follow it with GET /api/chats/{id}/events.",
+              : LEASE_LOST_MESSAGE,
         };
         yield { ...event, reason: "error" };
         return;
       }
       if (completedSomething) {
+        const messages = [userMessage, ...event.messages].map((m) => ({ role: m.role, content: m }));
         try {
-          await deps.chats.append(
-            chat.id,
-            [userMessage, ...event.messages].map((m) => ({ role: m.role, content: m })),
-            owned ? (trx) => deps.turns!.repository.assertEpoch(trx, chat.id, owned.lease.epoch) : undefined,
-          );
+          // The messages, the last events, the end of the lease and the removal of the approval state land in one
+          // transaction (fenced): killed before it commits, the turn is taken over (or resumed) and stored once by
+          // its next owner; after, it is over.
+          await keeper?.settled();
+          if (owned) {
+            const stored = await owned.log.finish(event, async (trx) => {
+              await deps.chats.append(chat.id, messages, undefined, trx);
+              await keeper?.finishWithin(trx);
+            });
+            if (!stored) throw new StaleLeaseError(LEASE_LOST_MESSAGE);
+          } else await deps.chats.append(chat.id, messages, (trx) => keeper?.finishWithin(trx) ?? Promise.resolve());
         } catch (error) {
           if (error instanceof StaleLeaseError) {
             yield { type: "error", code: "lease_lost", message: error.message };
@@ -291,6 +300,8 @@ export async function* runChatTurn(
               deps.logger?.warn({ err: String(error), chatId: chat.id }, "storing the chat's title failed"),
             );
         }
+        yield event;
+        continue;
       }
       // The last events (done included) and the end of the lease land together.
       await endLease(event);
@@ -302,6 +313,9 @@ export async function* runChatTurn(
     );
   }
 }
+
+/** What a turn's stream says when another instance took the turn over. */
+const LEASE_LOST_MESSAGE = "Another instance took this turn over; follow it with GET /api/chats/{id}/events.";
 
 /** An unbounded async queue: `push` from anywhere, iterate once; iteration ends after `close()` and a drain. */
 class EventQueue<T> implements AsyncIterable<T> {

@@ -10,6 +10,7 @@ import { AgentService } from "../agents/service.js";
 import { AgentTemplateCatalog, loadAgentTemplates, summarizeTemplate } from "../agents/templates.js";
 import { setAgentTemplateCatalog } from "../core/agents.js";
 import { readConfig } from "../core/config.js";
+import { newInstanceId } from "../core/instance.js";
 import { defaultRegistry, type ToolRegistryStore } from "../core/registry.js";
 import { providerConfigPath } from "../providers/index.js";
 import { tableCredentialSource } from "../providers/table.js";
@@ -18,7 +19,6 @@ import { TurnLeaseRepository } from "../storage/turn-leases.js";
 import { registerBuiltinTools } from "../tools/index.js";
 import { CHAT_PROVIDERS } from "./chat-types.js";
 import { type CoreContext, type CoreContextOptions, openCoreContext } from "./core-context.js";
-import { newInstanceId } from "./instance.js";
 import { SignalBus } from "./signals.js";
 import { DEFAULT_TURN_LEASE_MS, TurnCoordinator } from "./turn-coordinator.js";
 

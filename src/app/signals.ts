@@ -12,7 +12,7 @@
 import type { Logger } from "../core/types.js";
 import type { ToolhostDatabase } from "../storage/database.js";
 import type { SignalRow } from "../storage/turn-lease-records.js";
-import type { TurnLeaseRepository } from "../storage/turn-leases.js";
+import { SIGNAL_PAGE, type TurnLeaseRepository } from "../storage/turn-leases.js";
 
 /** The kinds of signal, each naming what its `target` id is. */
 export type SignalKind =
@@ -90,6 +90,7 @@ export class SignalBus {
     }
     this.#pollTimer = setInterval(() => {
       if (!this.listening) void this.#poll();
+      else this.#forgetOld();
     }, SIGNAL_POLL_MS);
     this.#pollTimer.unref?.();
   }
@@ -142,19 +143,31 @@ export class SignalBus {
     }
   }
 
+  /** Forgets the ids of signals older than the table keeps (no read returns them again), listening or polling. */
+  #forgetOld(): void {
+    const horizon = this.#since - KEEP_MS;
+    for (const [id, at] of this.#seen) if (at < horizon) this.#seen.delete(id);
+  }
+
   async #poll(): Promise<void> {
     if (this.#polling || this.#stopped) return;
     this.#polling = true;
     try {
-      // Rows commit in any order: read a window a few seconds back and skip the ones seen.
-      const rows = await this.#repo.signalsSince(this.#since - 5_000);
-      for (const row of rows) {
-        this.#deliver(row);
-        if (row.createdMs > this.#since) this.#since = row.createdMs;
+      // Rows commit in any order: read a window a few seconds back and skip the ones seen — page after page, so a
+      // burst of more rows than one page holds cannot hide the signals after it.
+      let from: { ms: number; id?: string } = { ms: this.#since - 5_000 };
+      for (;;) {
+        const rows = await this.#repo.signalsSince(from.ms, from.id);
+        for (const row of rows) {
+          this.#deliver(row);
+          if (row.createdMs > this.#since) this.#since = row.createdMs;
+        }
+        const last = rows.at(-1);
+        if (rows.length < SIGNAL_PAGE || !last || this.#stopped) break;
+        from = { ms: last.createdMs, id: last.id };
       }
-      const horizon = this.#since - KEEP_MS;
-      for (const [id, at] of this.#seen) if (at < horizon) this.#seen.delete(id);
-      if (Math.random() < 0.02) await this.#repo.pruneSignals(horizon);
+      this.#forgetOld();
+      if (Math.random() < 0.02) await this.#repo.pruneSignals(this.#since - KEEP_MS);
     } catch (error) {
       this.#logger?.debug({ err: String(error) }, "polling signals failed");
     } finally {

@@ -8,10 +8,10 @@
  * lease expired), and hands its turns over on a graceful shutdown.
  */
 
+import { newInstanceId } from "../core/instance.js";
 import type { Logger } from "../core/types.js";
 import type { Lease } from "../storage/turn-lease-records.js";
 import type { TurnLeaseRepository } from "../storage/turn-leases.js";
-import { newInstanceId } from "./instance.js";
 import type { SignalBus } from "./signals.js";
 
 /** Default lease length, in ms (TOOLHOST_TURN_LEASE_MS overrides): a dead owner's turn moves within ~1.4x this. */
@@ -83,13 +83,24 @@ export class TurnCoordinator {
     return this.repository.acquire({ chatId, userId, owner: this.instanceId, leaseMs: this.leaseMs, state });
   }
 
-  /** Tracks a turn that runs here under `lease` (renewal, cancel, handover); returns its remover. */
-  track(lease: Lease, stop: (reason: TurnStopReason) => void): () => void {
+  /**
+   * Tracks a turn that runs here under `lease` (renewal, cancel, handover); resolves with its remover once a cancel
+   * requested before it was tracked (its signal found no turn here to stop: the lease was taken a moment before) has
+   * been looked for in the lease and, when there was one, the turn stopped.
+   */
+  async track(lease: Lease, stop: (reason: TurnStopReason) => void): Promise<() => void> {
     const turn: LocalTurn = { lease, stop };
     this.#local.set(lease.chatId, turn);
-    return () => {
+    const untrack = () => {
       if (this.#local.get(lease.chatId) === turn) this.#local.delete(lease.chatId);
     };
+    try {
+      if (await this.repository.cancelRequested(lease.chatId, lease.epoch)) stop("cancelled");
+    } catch (error) {
+      // The flag is read again at the next renewal.
+      this.#logger?.warn({ err: String(error), chatId: lease.chatId }, "reading a turn's cancel flag failed");
+    }
+    return untrack;
   }
 
   /** Tells local followers of the chat's event stream that events were stored (the turn's log calls it). */

@@ -16,6 +16,7 @@ import {
   type StoredTurnEvent,
 } from "../storage/turn-lease-records.js";
 import type { TurnLeaseRepository } from "../storage/turn-leases.js";
+import { retryWhileUnavailable } from "../storage/unavailable.js";
 import type { TurnCoordinator } from "./turn-coordinator.js";
 
 /** The takeover state of a turn (`chat_leases.state`, version 1). */
@@ -265,11 +266,15 @@ export class TurnEventLog {
 
   /** Numbers the event, queues it for storage and returns its seq. */
   push(event: { type: string }): number {
-    this.#last = event;
-    const seq = this.#next++;
-    this.#queue.push({ seq, turnId: this.#lease.turnId, type: event.type, data: JSON.stringify(event) });
+    const stored = this.#number(event);
+    this.#queue.push(stored);
     if (!this.#flushing) this.#flushing = this.#drain();
-    return seq;
+    return stored.seq;
+  }
+
+  #number(event: { type: string }): StoredTurnEvent {
+    this.#last = event;
+    return { seq: this.#next++, turnId: this.#lease.turnId, type: event.type, data: JSON.stringify(event) };
   }
 
   async #drain(): Promise<void> {
@@ -300,17 +305,28 @@ export class TurnEventLog {
   }
 
   /**
-   * Stores the remaining events and ends the lease in one transaction (fenced: a stale owner stores nothing), and
-   * drops the turn's journal.
+   * Stores the remaining events and `last` (the turn's `done`, numbered now but stored only here) and ends the lease
+   * in one transaction, with `fenced` work (the turn's messages) in it, and drops the turn's journal: the turn is
+   * stored and over at once, or not at all (an owner killed in between would leave stored messages under a live
+   * lease, and the instance taking it over would run the turn again; a `done` stored ahead of its messages would
+   * let a follower read the chat without them). Fenced: a stale owner stores nothing (false). Tried again for a
+   * while when the database cannot be reached. When it throws, nothing was stored (`last` keeps its number unused).
    */
-  async finish(): Promise<void> {
+  async finish(last?: { type: string }, fenced?: (trx: Kysely<any>) => Promise<void>): Promise<boolean> {
     while (this.#flushing) await this.#flushing;
-    const rest = this.#queue.splice(0);
+    const rest = this.#queue.slice();
+    const events = last ? [...rest, this.#number(last)] : rest;
     const repo = this.#turns.repository;
-    await repo.release(this.#lease.chatId, this.#lease.epoch, async (trx) => {
-      await repo.insertEvents(trx, this.#lease.chatId, rest);
-      await repo.dropJournal(trx, this.#lease.turnId);
-    });
-    this.#turns.eventsStored(this.#lease.chatId);
+    // A cut connection (a database restart, a failover) does not lose the finished turn: it is tried again.
+    const ended = await retryWhileUnavailable(() =>
+      repo.release(this.#lease.chatId, this.#lease.epoch, async (trx) => {
+        await fenced?.(trx);
+        await repo.insertEvents(trx, this.#lease.chatId, events);
+        await repo.dropJournal(trx, this.#lease.turnId);
+      }),
+    );
+    this.#queue.splice(0, rest.length);
+    if (ended) this.#turns.eventsStored(this.#lease.chatId);
+    return ended;
   }
 }

@@ -21,6 +21,7 @@ import {
   toRecord,
 } from "./agent-records.js";
 import type { AgentsTable, DatabaseSchema } from "./database.js";
+import { isoNowSql } from "./db-clock.js";
 import { inTransaction } from "./transaction.js";
 
 type Db = Kysely<DatabaseSchema> | Transaction<DatabaseSchema>;
@@ -128,7 +129,10 @@ export class AgentRepository {
       max_turns: 0,
       time_ms: 0,
     });
-    await this.db.insertInto("agents").values(row).execute();
+    await this.db
+      .insertInto("agents")
+      .values({ ...row, heartbeat_at: isoNowSql(this.db) })
+      .execute();
     return toRecord(row);
   }
 
@@ -213,7 +217,10 @@ export class AgentRepository {
         max_turns: input.maxTurns,
         time_ms: input.timeMs,
       });
-      await trx.insertInto("agents").values(row).execute();
+      await trx
+        .insertInto("agents")
+        .values({ ...row, heartbeat_at: isoNowSql(trx) })
+        .execute();
       const record = toRecord(row);
       await input.inTransaction?.(trx, record);
       return record;
@@ -242,7 +249,7 @@ export class AgentRepository {
       await fence(trx);
       await trx
         .updateTable("agents")
-        .set({ instance_id: instanceId, heartbeat_at: now() })
+        .set({ instance_id: instanceId, heartbeat_at: isoNowSql(trx) })
         .where("root_id", "=", rootId)
         .where("status", "=", "running")
         .execute();
@@ -428,7 +435,13 @@ export class AgentRepository {
       return await this.#tx(async (trx) => {
         const woke = await trx
           .updateTable("agents")
-          .set({ status: "running", note: null, finished_at: null, instance_id: instanceId, heartbeat_at: now() })
+          .set({
+            status: "running",
+            note: null,
+            finished_at: null,
+            instance_id: instanceId,
+            heartbeat_at: isoNowSql(trx),
+          })
           .where("id", "=", id)
           .where("status", "in", RESUMABLE_STATUSES as AgentStatus[])
           .executeTakeFirst();
@@ -498,7 +511,7 @@ export class AgentRepository {
   async heartbeat(instanceId: string): Promise<void> {
     await this.db
       .updateTable("agents")
-      .set({ heartbeat_at: now() })
+      .set({ heartbeat_at: isoNowSql(this.db) })
       .where("instance_id", "=", instanceId)
       .where("status", "=", "running")
       .execute();
@@ -506,11 +519,12 @@ export class AgentRepository {
 
   /**
    * Marks `interrupted` every running agent whose instance stopped: those of `instanceId` when given (a clean
-   * shutdown), else those not of `exceptInstance` whose heartbeat is older than `staleBefore` (a crash). Partial
+   * shutdown), else those not of `exceptInstance` whose heartbeat is more than `staleForMs` old on the database's
+   * clock (a crash; the instances' own clocks need not agree). Partial
    * results stay. Agents of a chat whose turn still holds its lease are left alone: they move with that turn to the
    * instance that takes it over (a handover, or an expired lease). Returns the ids marked.
    */
-  async interrupt(options: { instanceId?: string; exceptInstance?: string; staleBefore?: string }): Promise<string[]> {
+  async interrupt(options: { instanceId?: string; exceptInstance?: string; staleForMs?: number }): Promise<string[]> {
     let query = this.db
       .selectFrom("agents")
       .select("id")
@@ -523,8 +537,8 @@ export class AgentRepository {
       const except = options.exceptInstance;
       query = query.where((eb) => eb.or([eb("instance_id", "is", null), eb("instance_id", "!=", except)]));
     }
-    if (options.staleBefore) {
-      const before = options.staleBefore;
+    if (options.staleForMs !== undefined) {
+      const before = isoNowSql(this.db, options.staleForMs);
       query = query.where((eb) => eb.or([eb("heartbeat_at", "is", null), eb("heartbeat_at", "<", before)]));
     }
     const rows = await query.execute();

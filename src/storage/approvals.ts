@@ -5,6 +5,7 @@
  */
 import { type Kysely, sql } from "kysely";
 import type { ApprovalsTable, ApprovalTurnsTable, DatabaseSchema } from "./database.js";
+import { isoNowSql } from "./db-clock.js";
 import { inTransaction } from "./transaction.js";
 
 /** Where an approval stands. `used`: an allowed one-off approval that has run (it cannot run again). */
@@ -313,7 +314,10 @@ export class ApprovalRepository {
     return rows.map(toRecord);
   }
 
-  /** Stores (or replaces) a suspended turn, owned by `owner`. */
+  /**
+   * Stores (or replaces) a suspended turn, owned by `owner`. Its heartbeat, like every heartbeat here, is the
+   * database's clock: processes whose clocks disagree still agree on whether its owner went quiet.
+   */
   async saveTurn(
     turn: { id: string; chatId: string; userId: string; state: unknown; owner: string },
     at: Date,
@@ -329,12 +333,12 @@ export class ApprovalRepository {
         state,
         status: "live",
         owner: turn.owner,
-        heartbeat_at: stamp,
+        heartbeat_at: isoNowSql(this.db),
         created_at: stamp,
         updated_at: stamp,
       })
       .onConflict((oc) =>
-        oc.column("id").doUpdateSet({ state, updated_at: stamp, heartbeat_at: stamp, owner: turn.owner }),
+        oc.column("id").doUpdateSet({ state, updated_at: stamp, heartbeat_at: isoNowSql(this.db), owner: turn.owner }),
       )
       .execute();
   }
@@ -355,11 +359,11 @@ export class ApprovalRepository {
     });
   }
 
-  /** Shows the owner is alive. */
-  async heartbeat(id: string, owner: string, at: Date): Promise<void> {
+  /** Shows the owner is alive (on the database's clock). */
+  async heartbeat(id: string, owner: string): Promise<void> {
     await this.db
       .updateTable("approval_turns")
-      .set({ heartbeat_at: at.toISOString() })
+      .set({ heartbeat_at: isoNowSql(this.db) })
       .where("id", "=", id)
       .where("owner", "=", owner)
       .execute();
@@ -386,28 +390,40 @@ export class ApprovalRepository {
   }
 
   /**
-   * Claims a turn for `owner` to resume, when its owner stopped showing it is alive before `staleBefore` (or
-   * `owner` already holds it). Returns the claimed turn, or undefined when another process holds it or it is done.
+   * Claims a turn for `owner` to resume, when its owner has shown no sign of life for `staleForMs` on the database's
+   * clock, or is still `goneOwner` (a process known to be gone: whatever its last heartbeat), or `owner` already
+   * holds it. Returns the claimed turn, or undefined when another process holds it or it is done.
    */
-  async claimTurn(id: string, owner: string, staleBefore: Date, at: Date): Promise<ApprovalTurnRecord | undefined> {
+  async claimTurn(
+    id: string,
+    owner: string,
+    staleForMs: number,
+    goneOwner?: string,
+  ): Promise<ApprovalTurnRecord | undefined> {
     const result = await this.db
       .updateTable("approval_turns")
-      .set({ owner, status: "resuming", heartbeat_at: at.toISOString() })
+      .set({ owner, status: "resuming", heartbeat_at: isoNowSql(this.db) })
       .where("id", "=", id)
       .where("status", "!=", "done")
-      .where((eb) => eb.or([eb("heartbeat_at", "<", staleBefore.toISOString()), eb("owner", "=", owner)]))
+      .where((eb) =>
+        eb.or([
+          eb("heartbeat_at", "<", isoNowSql(this.db, staleForMs)),
+          eb("owner", "=", owner),
+          ...(goneOwner === undefined ? [] : [eb("owner", "=", goneOwner)]),
+        ]),
+      )
       .executeTakeFirst();
     if (Number(result.numUpdatedRows) !== 1) return undefined;
     return this.getTurn(id);
   }
 
-  /** Turns whose owner stopped showing it is alive before `staleBefore` (candidates to resume). */
-  async staleTurns(staleBefore: Date, limit = 50): Promise<ApprovalTurnRecord[]> {
+  /** Turns whose owner has shown no sign of life for `staleForMs` on the database's clock (candidates to resume). */
+  async staleTurns(staleForMs: number, limit = 50): Promise<ApprovalTurnRecord[]> {
     const rows = await this.db
       .selectFrom("approval_turns")
       .selectAll()
       .where("status", "!=", "done")
-      .where("heartbeat_at", "<", staleBefore.toISOString())
+      .where("heartbeat_at", "<", isoNowSql(this.db, staleForMs))
       .orderBy("heartbeat_at")
       .limit(limit)
       .execute();
@@ -426,8 +442,11 @@ export class ApprovalRepository {
     return row ? toTurn(row) : undefined;
   }
 
-  /** Removes a finished turn. */
-  async deleteTurn(id: string): Promise<void> {
-    await this.db.deleteFrom("approval_turns").where("id", "=", id).execute();
+  /** Removes a finished turn; `within`, a running transaction's `trx`, removes it in that transaction. */
+  async deleteTurn(id: string, within?: Kysely<any>): Promise<void> {
+    await ((within as Kysely<DatabaseSchema> | undefined) ?? this.db)
+      .deleteFrom("approval_turns")
+      .where("id", "=", id)
+      .execute();
   }
 }

@@ -489,15 +489,17 @@ export class ChatRepository {
    * Appends messages atomically after the chat's last one; returns them as stored. One transaction through
    * `inTransaction` (SQLite `BEGIN IMMEDIATE`, PostgreSQL retried on serialization failures), so two concurrent
    * appends to one chat serialize instead of colliding on `seq`. `guard` runs first inside the transaction (a turn's
-   * lease check: throwing from it stores nothing).
+   * lease check: throwing from it stores nothing). `within`, the `trx` of a running transaction, joins it (a turn's
+   * messages land with the end of its lease).
    */
   async append(
     chatId: string,
     messages: { role: string; content: unknown }[],
     guard?: (trx: Kysely<any>) => Promise<void>,
+    within?: Kysely<any>,
   ): Promise<ChatMessage[]> {
     if (messages.length === 0) return [];
-    return inTransaction(this.db, async (trx, tx) => {
+    return inTransaction(within ?? this.db, async (trx, tx) => {
       await guard?.(trx);
       // The chat's row lock orders concurrent appends on PostgreSQL (SQLite's BEGIN IMMEDIATE already does).
       await tx.forUpdate(trx.selectFrom("chats").select("id").where("id", "=", chatId)).execute();

@@ -25,6 +25,9 @@ import {
   type TurnTables,
 } from "./turn-lease-records.js";
 
+/** Most signal rows one read returns ({@link TurnLeaseRepository.signalsSince}); a poll reads page after page. */
+export const SIGNAL_PAGE = 1000;
+
 /** Leases, events, journal and signals over one Kysely instance. */
 export class TurnLeaseRepository {
   readonly #db: Kysely<TurnTables>;
@@ -263,6 +266,18 @@ export class TurnLeaseRepository {
       await trx.updateTable("chat_leases").set({ cancel_requested: 1 }).where("chat_id", "=", chatId).execute();
       return { owner: row.owner, turnId: row.turn_id };
     });
+  }
+
+  /** Whether the chat's turn still holds the lease with this epoch and a cancel was requested for it. */
+  async cancelRequested(chatId: string, epoch: number): Promise<boolean> {
+    const row = await this.#db
+      .selectFrom("chat_leases")
+      .select("cancel_requested")
+      .where("chat_id", "=", chatId)
+      .where("epoch", "=", epoch)
+      .where("turn_id", "is not", null)
+      .executeTakeFirst();
+    return Number(row?.cancel_requested ?? 0) === 1;
   }
 
   /** The chat's current turn (id, owner), or undefined when none holds the lease. */
@@ -542,14 +557,23 @@ export class TurnLeaseRepository {
     });
   }
 
-  /** Signals created after `sinceMs` (database clock), oldest first. */
-  async signalsSince(sinceMs: number): Promise<SignalRow[]> {
+  /**
+   * One page of signals, oldest first, ordered by (created time on the database clock, id): those after `sinceMs`,
+   * or, with `afterId`, those after the row (`sinceMs`, `afterId`) — the last row of the previous page, so a caller
+   * reads on past any number of signals created in the same millisecond.
+   */
+  async signalsSince(sinceMs: number, afterId?: string, limit = SIGNAL_PAGE): Promise<SignalRow[]> {
     const rows = await this.#db
       .selectFrom("signals")
       .selectAll()
-      .where("created_ms", ">", sinceMs)
+      .where((eb) =>
+        afterId === undefined
+          ? eb("created_ms", ">", sinceMs)
+          : eb.or([eb("created_ms", ">", sinceMs), eb.and([eb("created_ms", "=", sinceMs), eb("id", ">", afterId)])]),
+      )
       .orderBy("created_ms")
-      .limit(1000)
+      .orderBy("id")
+      .limit(limit)
       .execute();
     return rows.map((r) => ({ id: r.id, kind: r.kind, target: r.target, createdMs: Number(r.created_ms) }));
   }

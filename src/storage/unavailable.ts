@@ -36,3 +36,24 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   }
   return false;
 }
+
+/** How long a write that must not be lost (a finished turn) is tried again while the database is unreachable, in ms. */
+export const UNAVAILABLE_RETRY_MS = 10_000;
+
+/**
+ * Runs `work`, and again after a growing pause (100 ms up to 1 s) while it fails because the database is
+ * unreachable ({@link isDatabaseUnavailable}: a restart, a failover, a cut connection), for up to `forMs`; then
+ * throws its last error. Any other error is thrown at once. Only for work that is safe to repeat: a fenced write
+ * whose first attempt did commit finds its fence moved on and stores nothing the second time.
+ */
+export async function retryWhileUnavailable<T>(work: () => Promise<T>, forMs = UNAVAILABLE_RETRY_MS): Promise<T> {
+  const deadline = Date.now() + forMs;
+  for (let pause = 100; ; pause = Math.min(1_000, pause * 2)) {
+    try {
+      return await work();
+    } catch (error) {
+      if (!isDatabaseUnavailable(error) || Date.now() + pause > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+}

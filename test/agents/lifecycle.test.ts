@@ -163,6 +163,30 @@ describe.concurrent("restart", () => {
   });
 });
 
+// Not concurrent: it moves this process's clock.
+describe("clocks", () => {
+  it("an instance whose clock runs minutes ahead marks no live agent interrupted: heartbeats are judged on the database's clock", async () => {
+    const first = await open("skew", { instanceId: "first" });
+    const model = partialThenHang("keep me");
+    const controller = new AbortController();
+    const run = await start(first, model, "alice", "keep me", controller.signal);
+    await until(childSecondTurn(model), "the child's second turn");
+    const [child] = await first.agents.list("alice", { chatId: run.chat.id });
+    expect(child?.status).toBe("running");
+    // Another instance starts (and sweeps) with its clock ten minutes ahead: the first one's heartbeat is seconds
+    // old on the database's clock, so its agent stays running.
+    vi.useFakeTimers({ toFake: ["Date"], now: Date.now() + 10 * 60_000 });
+    try {
+      const second = await open("skew", { instanceId: "second", staleAfterMs: 60_000 });
+      expect((await second.agents.get("alice", child?.id ?? ""))?.status).toBe("running");
+    } finally {
+      vi.useRealTimers();
+    }
+    controller.abort();
+    await run.done;
+  });
+});
+
 describe.concurrent("users never reach each other's agents", () => {
   it("user B cannot see, message, wait for or cancel user A's agents (service and HTTP)", async () => {
     const ctx = await open("tenancy");

@@ -185,7 +185,7 @@ describe("a taken-over turn that cannot start", () => {
       new Date(),
     );
     await ctx.approvals.repository.releaseTurn("suspended-1", "gone:1:00000000");
-    const claimed = await ctx.approvals.repository.claimTurn("suspended-1", "here", new Date(), new Date());
+    const claimed = await ctx.approvals.repository.claimTurn("suspended-1", "here", 60_000, "gone:1:00000000");
     await service.resumeTurn(claimed!);
     // Not left busy for every instance to claim and fail again: the turn ended, with error and done on its stream.
     expect(await ctx.approvals.repository.activeTurn(chat.id)).toBeUndefined();

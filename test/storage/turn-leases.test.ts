@@ -132,9 +132,7 @@ describe.each(dialects)("turn leases on $name", ({ open }) => {
     expect(await repo.journalRow(child.id, "#state")).toEqual({ step: 1 });
     // The owner died: sweeps leave the held tree alone.
     expect(await agents.interrupt({ instanceId: "old" })).toEqual([]);
-    expect(
-      await agents.interrupt({ exceptInstance: "new", staleBefore: new Date(Date.now() + 60_000).toISOString() }),
-    ).toEqual([]);
+    expect(await agents.interrupt({ exceptInstance: "new", staleForMs: -60_000 })).toEqual([]);
     expect(await repo.handOver(chatId, lease.epoch)).toBe(true);
     const [claim] = (await repo.claimExpired("new", 60_000)).filter((c) => c.chatId === chatId);
     // Every write of the old owner is refused and changes nothing.

@@ -19,9 +19,9 @@ import { APPROVAL_RULES_SETTING, APPROVAL_SETTING } from "../../core/approval/po
 import type { ApprovalRule } from "../../core/approval/rules.js";
 import { readConfig } from "../../core/config.js";
 import { AccessDeniedError, LimitExceededError, NotFoundError, ToolSettingsError } from "../../core/errors.js";
+import { newInstanceId, ownerIsGone } from "../../core/instance.js";
 import type { Logger } from "../../core/types.js";
 import type { ApprovalRecord, ApprovalRepository, ApprovalTurnRecord } from "../../storage/approvals.js";
-import { newInstanceId, ownerIsGone } from "../instance.js";
 import type { SignalBus } from "../signals.js";
 import {
   SettingsVersionConflictError,
@@ -548,16 +548,10 @@ export class ApprovalService {
   async #tryResume(turnId: string): Promise<void> {
     if (!this.#resumer || this.#resuming.has(turnId)) return;
     try {
-      const now = new Date();
       // An owner on this host whose process is gone (a crash) needs no stale timeout.
       const current = await this.repository.getTurn(turnId);
-      const gone = current !== undefined && ownerIsGone(current.owner);
-      const turn = await this.repository.claimTurn(
-        turnId,
-        this.instanceId,
-        gone ? new Date(now.getTime() + 1) : new Date(now.getTime() - this.staleMs),
-        now,
-      );
+      const gone = current !== undefined && ownerIsGone(current.owner) ? current.owner : undefined;
+      const turn = await this.repository.claimTurn(turnId, this.instanceId, this.staleMs, gone);
       if (!turn) return;
       this.#resuming.add(turnId);
       this.#resumer(turn);
@@ -581,7 +575,7 @@ export class ApprovalService {
       if (this.#waiters.has(record.id)) continue;
       await this.repository.expire(record.id, now);
     }
-    for (const turn of await this.repository.staleTurns(new Date(now.getTime() - this.staleMs))) {
+    for (const turn of await this.repository.staleTurns(this.staleMs)) {
       if (turn.owner === this.instanceId && this.#resuming.has(turn.id)) continue;
       const pending = (await this.repository.listPending(turn.userId, turn.chatId)).filter((a) => a.turnId === turn.id);
       if (pending.length === 0) await this.#tryResume(turn.id);

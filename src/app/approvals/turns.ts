@@ -4,6 +4,7 @@
  * `approval_turns` from the first ask of a step until the turn ends.
  */
 import { randomUUID } from "node:crypto";
+import type { Kysely } from "kysely";
 import type { LoopStepSnapshot } from "../../loop/gate.js";
 import type { ConversationMessage, ConversationToolResult } from "../../providers/types.js";
 import type { ApprovalRepository } from "../../storage/approvals.js";
@@ -73,7 +74,7 @@ export class ChatTurnKeeper implements TurnKeeper {
 
   heartbeat(): Promise<void> {
     return this.#enqueue(async () => {
-      if (this.#persisted) await this.repository.heartbeat(this.turnId, this.owner, new Date());
+      if (this.#persisted) await this.repository.heartbeat(this.turnId, this.owner);
     });
   }
 
@@ -90,6 +91,20 @@ export class ChatTurnKeeper implements TurnKeeper {
     return this.#enqueue(async () => {
       if (this.#persisted) await this.repository.releaseTurn(this.turnId, this.owner);
     });
+  }
+
+  /**
+   * Removes the stored state inside `trx`, the transaction that stores the turn's end (its messages, the end of its
+   * lease): a process killed after that commit leaves no state that a sweep would resume, and store, a second
+   * time. Await {@link settled} before that transaction begins: queued writes use connections of their own.
+   */
+  async finishWithin(trx: Kysely<any>): Promise<void> {
+    if (this.#persisted) await this.repository.deleteTurn(this.turnId, trx);
+  }
+
+  /** Resolves once every write queued so far has landed (or failed). */
+  settled(): Promise<void> {
+    return this.#chain;
   }
 
   /** Removes the stored state once the turn has ended (its messages are stored by then). */
