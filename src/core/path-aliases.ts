@@ -48,3 +48,14 @@ export function isDeniedFileAlias(denied: readonly string[], info: Stats, target
   if (!exact) return false;
   return linkedDeniedFiles(denied).has(identity(exact));
 }
+
+/**
+ * Whether the file at `path` is one of the files `identities` names (as {@link linkedDeniedFiles} gives them): false
+ * at once for an empty set; otherwise one stat, and a file with one name, or one that cannot be read, is no alias.
+ */
+export function isLinkedDeniedFile(identities: ReadonlySet<string>, path: string): boolean {
+  if (identities.size === 0) return false;
+  const info = exactStat(path);
+  return info !== undefined && info.isFile() && info.nlink > 1n && identities.has(identity(info));
+}
+

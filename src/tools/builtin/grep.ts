@@ -259,12 +259,12 @@ export async function runGrep(
   let engine: GrepResult["engine"] = "js";
   let outcome: EngineOutcome | undefined;
   // ripgrep would read denied and protected files (and reveal them through its binary-skip counts) before their
-  // matches could be dropped, so any such path inside the search root, or a denied file with another name that may
-  // lie there (a hard link), sends the search to the JS engine.
+  // matches could be dropped, so any such path inside the search root sends the search to the JS engine. A denied
+  // file with another name (a hard link) is told by what ripgrep reports: each such file is checked by its identity
+  // and counted as denied (both engines).
   const rg =
     choice === "js" ||
     plan.isFile ||
-    plan.deniedFiles.length > 0 ||
     hasExclusionsWithin(plan.policy, plan.rootAbs, plan.rootReal)
       ? null
       : ripgrepPath();

@@ -12,6 +12,7 @@ import { createRequire } from "node:module";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { readConfig, type ToolhostConfig } from "../../../core/config.js";
+import { isLinkedDeniedFile } from "../../../core/path-aliases.js";
 import type { RegexWorker } from "../regex-worker.js";
 import {
   cutLineBytes,
@@ -422,6 +423,9 @@ export async function searchWithRipgrep(
   let pathEnd = 0;
   const finished = new Set<string>();
   const flagged: string[] = [];
+  // A reported file that is a denied or protected file under another name (a hard link) counts as denied.
+  const aliases = new Set(plan.deniedFiles);
+  const isAlias = (rel: string) => isLinkedDeniedFile(aliases, join(plan.rootReal, rel));
   const relOf = (path: string): string => {
     if (!path.startsWith(prefix)) throw new RipgrepUnusable(`ripgrep printed a path outside the root: ${path}`);
     return path.slice(prefix.length);
@@ -437,7 +441,7 @@ export async function searchWithRipgrep(
           current = null; // lines printed before the NUL byte was met: searched again
         else if (finished.has(rel)) throw new RipgrepUnusable(`ripgrep's output for ${rel} is not contiguous`);
         finished.add(rel);
-        if (!plan.excluded(rel) && (!postFilter || postFilter(rel))) flagged.push(rel);
+        if (!plan.excluded(rel) && !isAlias(rel) && (!postFilter || postFilter(rel))) flagged.push(rel);
         return;
       }
       if (!STATS_LINE.test(text)) throw new RipgrepUnusable(`unexpected ripgrep output: ${text.slice(0, 200)}`);
@@ -457,7 +461,7 @@ export async function searchWithRipgrep(
       const rel = relOf(bytes.toString("utf8", start, nul));
       if (finished.has(rel)) throw new RipgrepUnusable(`ripgrep's output for ${rel} is not contiguous`);
       finished.add(rel);
-      const denied = plan.excluded(rel);
+      const denied = plan.excluded(rel) || isAlias(rel);
       if (denied) skipped.denied++;
       current =
         denied || (postFilter && !postFilter(rel))
