@@ -56,6 +56,6 @@ export function isDeniedFileAlias(denied: readonly string[], info: Stats, target
 export function isLinkedDeniedFile(identities: ReadonlySet<string>, path: string): boolean {
   if (identities.size === 0) return false;
   const info = exactStat(path);
-  return info !== undefined && info.isFile() && info.nlink > 1n && identities.has(identity(info));
+  if (!info?.isFile()) return false;
+  return info.nlink > 1n && identities.has(identity(info));
 }
-

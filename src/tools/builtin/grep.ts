@@ -263,9 +263,7 @@ export async function runGrep(
   // file with another name (a hard link) is told by what ripgrep reports: each such file is checked by its identity
   // and counted as denied (both engines).
   const rg =
-    choice === "js" ||
-    plan.isFile ||
-    hasExclusionsWithin(plan.policy, plan.rootAbs, plan.rootReal)
+    choice === "js" || plan.isFile || hasExclusionsWithin(plan.policy, plan.rootAbs, plan.rootReal)
       ? null
       : ripgrepPath();
   const translated = rg ? translateJsRegex(plan.pattern, plan.ignoreCase) : null;
