@@ -182,6 +182,47 @@ describe("Chat Completions servers", () => {
     expect(new Set(ids).size).toBe(4);
   });
 
+  it("gives a call whose id the server used before (in the chat, or in the same turn) an id of its own", async () => {
+    // Some compatible servers number every turn's calls from call_0: a chat turn's journal, approvals and
+    // sub-agent links are keyed by call id, so a repeated id would be taken for the earlier call.
+    const first = chatBody([
+      chatDelta({ tool_calls: [{ index: 0, id: "call_0", type: "function", function: { name: "list_dir" } }] }),
+      chatDelta({ tool_calls: [{ index: 0, function: { arguments: "{}" } }] }),
+      chatDelta({}, "tool_calls"),
+    ]);
+    const second = chatBody([
+      chatDelta({ tool_calls: [{ index: 0, id: "call_0", type: "function", function: { name: "list_dir" } }] }),
+      chatDelta({ tool_calls: [{ index: 0, function: { arguments: '{"path":"a"}' } }] }),
+      chatDelta({ tool_calls: [{ index: 1, id: "call_1", type: "function", function: { name: "read_file" } }] }),
+      chatDelta({ tool_calls: [{ index: 1, function: { arguments: '{"path":"b"}' } }] }),
+      chatDelta({ tool_calls: [{ index: 2, id: "call_1", type: "function", function: { name: "list_dir" } }] }),
+      chatDelta({ tool_calls: [{ index: 2, function: { arguments: '{"path":"c"}' } }] }),
+      chatDelta({}, "tool_calls"),
+    ]);
+    const { adapter } = await setup("openai-chat", [
+      { kind: "raw", body: first, issues: [{ id: "call_0", name: "list_dir" }] },
+      { kind: "raw", body: second },
+    ]);
+    expect(completed(await collect(adapter)).map((c) => c.id)).toEqual(["call_0"]);
+    const history = [
+      { role: "user" as const, content: "go" },
+      { role: "assistant" as const, content: "", toolCalls: [{ id: "call_0", name: "list_dir", arguments: "{}" }] },
+      { role: "tool" as const, results: [{ id: "call_0", name: "list_dir", ok: true, content: "{}" }] },
+    ];
+    const events: ProviderStreamEvent[] = [];
+    for await (const e of adapter.stream({ model: "m", messages: history, tools: TOOLS })) events.push(e);
+    const calls = completed(events);
+    expect(calls.map((c) => c.arguments)).toEqual(['{"path":"a"}', '{"path":"b"}', '{"path":"c"}']);
+    const ids = calls.map((c) => c.id);
+    expect(ids[0]).not.toBe("call_0");
+    expect(ids[1]).toBe("call_1");
+    expect(new Set(ids).size).toBe(3);
+    // Every event of a call carries the id its completion has.
+    for (const e of events) {
+      if ("id" in e && typeof e.id === "string") expect(ids).toContain(e.id);
+    }
+  });
+
   it("a finish_reason `length` inside a tool call finishes as length", async () => {
     const body = chatBody([
       chatDelta({

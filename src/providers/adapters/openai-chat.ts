@@ -6,7 +6,9 @@
  * Wire → normalized events:
  * - `choices[0].delta.content` → text_delta
  * - `delta.tool_calls[i]` with an `id` → tool_call_started; later pieces for the same `index` →
- *   tool_call_arguments_delta (a server that sends the name/arguments in the first piece is handled too)
+ *   tool_call_arguments_delta (a server that sends the name/arguments in the first piece is handled too); a call
+ *   without an id, or with one used before in the chat or the turn (servers that number every turn's calls from
+ *   call_0), gets an id of its own
  * - `finish_reason` → tool_call_completed for every call of the turn, then (after the usage chunk requested with
  *   `stream_options.include_usage`) finish: stop / tool_calls (also legacy function_call) / length / content_filter
  * - a stream that ends without any finish_reason is a thrown ProviderError; `data: [DONE]` alone is not enough.
@@ -137,8 +139,21 @@ export class OpenAIChatAdapter implements ProviderAdapter {
     } catch (error) {
       throw classifyProviderError(this.name, error, signal, this.config.baseURL);
     }
-    // The turn's calls in the order they appeared, and the call each wire `index` last referred to.
-    const calls: { id: string; name: string; args: string; started: boolean }[] = [];
+    // The turn's calls in the order they appeared, and the call each wire `index` last referred to. A call keeps the
+    // id the server sent (`wire`, which its later pieces name) unless that id was used before, in the chat or earlier
+    // in this turn (some compatible servers number every turn's calls from call_0): it then gets an id of its own,
+    // since a chat turn's journal, approvals and sub-agent links are keyed by call id.
+    const calls: { wire: string; id: string; name: string; args: string; started: boolean }[] = [];
+    const usedIds = new Set(
+      request.messages.flatMap((m) => (m.role === "assistant" ? (m.toolCalls ?? []) : [])).map((c) => c.id),
+    );
+    const callId = (call: (typeof calls)[number]): string => {
+      if (!call.id) {
+        call.id = call.wire && !usedIds.has(call.wire) ? call.wire : syntheticCallId(this.name);
+        usedIds.add(call.id);
+      }
+      return call.id;
+    };
     const byIndex = new Map<number, (typeof calls)[number]>();
     let finishReason: string | undefined;
     let refused = false;
@@ -171,23 +186,23 @@ export class OpenAIChatAdapter implements ProviderAdapter {
           // Pieces are matched to calls by `index`. Some compatible servers omit it: a new id opens a new call, a
           // piece without one continues the last. Some number every call 0: a piece with another id and a name of
           // its own under the index of a started call opens a new call instead of joining that one.
-          const known = piece.id ? calls.find((c) => c.id === piece.id) : undefined;
+          const known = piece.id ? calls.findLast((c) => c.wire === piece.id) : undefined;
           let call = typeof piece.index === "number" ? byIndex.get(piece.index) : piece.id ? known : calls.at(-1);
-          if (call && piece.id && piece.id !== call.id) {
+          if (call && piece.id && piece.id !== call.wire) {
             if (known) call = known;
             else if (call.started && piece.function?.name) call = undefined;
           }
           if (!call) {
-            call = { id: piece.id || syntheticCallId(this.name), name: "", args: "", started: false };
+            call = { wire: piece.id ?? "", id: "", name: "", args: "", started: false };
             calls.push(call);
           }
           if (typeof piece.index === "number") byIndex.set(piece.index, call);
           // The id and name are fixed once the call has started (some servers repeat them on every piece).
-          if (piece.id && !call.started) call.id = piece.id;
+          if (piece.id && !call.started) call.wire = piece.id;
           if (piece.function?.name && !call.started) call.name += piece.function.name;
           if (!call.started && call.name) {
             call.started = true;
-            yield { type: "tool_call_started", id: call.id, name: mapped.fromWire(call.name) };
+            yield { type: "tool_call_started", id: callId(call), name: mapped.fromWire(call.name) };
           }
           const args = argumentsText(piece.function?.arguments);
           if (args) {
@@ -206,8 +221,8 @@ export class OpenAIChatAdapter implements ProviderAdapter {
     }
     for (const call of calls) {
       const name = mapped.fromWire(call.name);
-      if (!call.started) yield { type: "tool_call_started", id: call.id, name };
-      yield { type: "tool_call_completed", id: call.id, name, arguments: call.args || "{}" };
+      if (!call.started) yield { type: "tool_call_started", id: callId(call), name };
+      yield { type: "tool_call_completed", id: callId(call), name, arguments: call.args || "{}" };
     }
     if (usage) yield { type: "usage", ...usage };
     // A turn cut short (output limit, content filter) says so even when it was calling tools: its last call's
