@@ -399,6 +399,42 @@ describe("Gemini Interactions streams", () => {
   });
 });
 
+describe("Gemini Interactions streams, across turns", () => {
+  it("a call with the id of a call earlier in the chat gets an id of its own", async () => {
+    const turn = (path: string) =>
+      geminiBody(
+        [
+          [
+            "step.start",
+            { index: 0, step: { type: "function_call", id: "fc_0", name: "list_dir", arguments: { path } } },
+          ],
+          ["step.stop", { index: 0 }],
+        ],
+        "requires_action",
+      );
+    const { adapter } = await setup("gemini", [
+      { kind: "raw", body: turn("a"), issues: [{ id: "fc_0", name: "list_dir" }] },
+      { kind: "raw", body: turn("b") },
+    ]);
+    expect(completed(await collect(adapter)).map((c) => c.id)).toEqual(["fc_0"]);
+    const history = [
+      { role: "user" as const, content: "go" },
+      {
+        role: "assistant" as const,
+        content: "",
+        toolCalls: [{ id: "fc_0", name: "list_dir", arguments: '{"path":"a"}' }],
+      },
+      { role: "tool" as const, results: [{ id: "fc_0", name: "list_dir", ok: true, content: "{}" }] },
+    ];
+    const events: ProviderStreamEvent[] = [];
+    for await (const e of adapter.stream({ model: "m", messages: history, tools: TOOLS })) events.push(e);
+    const [call] = completed(events);
+    expect(call?.arguments).toBe('{"path":"b"}');
+    expect(call?.id).not.toBe("fc_0");
+    expect(call?.id).toMatch(/^fc_/);
+  });
+});
+
 // --- Anthropic -----------------------------------------------------------------------------------------------------
 
 describe("Anthropic streams", () => {

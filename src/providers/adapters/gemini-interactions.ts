@@ -36,6 +36,7 @@ import type {
 import {
   argumentsObject,
   classifyProviderError,
+  historyCallIds,
   lazily,
   streamErrorEvent,
   syntheticCallId,
@@ -137,7 +138,7 @@ export class GeminiInteractionsAdapter implements ProviderAdapter {
     const signatures: Record<string, string> = {};
     const thoughts: Step[] = [];
     const completedCalls = new Set<string>();
-    const callIds = new Set<string>();
+    const callIds = historyCallIds(request.messages);
     let finish: { status: string; usage?: any; error?: { code?: unknown; message?: unknown } } | undefined;
     const completeCall = function* (call: { id: string; name: string; args: string; fullArgs?: string }) {
       if (completedCalls.has(call.id)) return;
@@ -161,8 +162,8 @@ export class GeminiInteractionsAdapter implements ProviderAdapter {
                 step.arguments && Object.keys(step.arguments).length > 0 ? JSON.stringify(step.arguments) : undefined;
               const call = {
                 type: "function_call",
-                // A call without an id, or with the id of an earlier call of the turn, gets one of its own: the
-                // calls are told apart (and answered) by id.
+                // A call without an id, or with the id of an earlier call of the turn or the chat, gets one of its
+                // own: the calls are told apart (and answered) by id.
                 id:
                   typeof step.id === "string" && step.id && !callIds.has(step.id)
                     ? step.id

@@ -38,7 +38,7 @@ import type {
   ProviderRequest,
   ProviderStreamEvent,
 } from "../types.js";
-import { classifyProviderError, lazily, syntheticCallId, truncatedStream } from "./shared.js";
+import { classifyProviderError, historyCallIds, lazily, syntheticCallId, truncatedStream } from "./shared.js";
 import { mapTools } from "./tools.js";
 
 /** Renders the provider-neutral conversation as Chat Completions messages. */
@@ -144,9 +144,7 @@ export class OpenAIChatAdapter implements ProviderAdapter {
     // in this turn (some compatible servers number every turn's calls from call_0): it then gets an id of its own,
     // since a chat turn's journal, approvals and sub-agent links are keyed by call id.
     const calls: { wire: string; id: string; name: string; args: string; started: boolean }[] = [];
-    const usedIds = new Set(
-      request.messages.flatMap((m) => (m.role === "assistant" ? (m.toolCalls ?? []) : [])).map((c) => c.id),
-    );
+    const usedIds = historyCallIds(request.messages);
     const callId = (call: (typeof calls)[number]): string => {
       if (!call.id) {
         call.id = call.wire && !usedIds.has(call.wire) ? call.wire : syntheticCallId(this.name);

@@ -4,7 +4,7 @@
  */
 
 import { randomBytes } from "node:crypto";
-import { ProviderError, type ProviderName } from "../types.js";
+import { type ConversationMessage, ProviderError, type ProviderName } from "../types.js";
 
 /** Where each provider's SDK sends requests when no base URL is configured (named in connection errors). */
 export const DEFAULT_BASE_URLS: Record<ProviderName, string> = {
@@ -243,4 +243,14 @@ export function lazily<T>(create: () => Promise<T>): () => Promise<T> {
  */
 export function syntheticCallId(provider: ProviderName): string {
   return `${provider === "gemini" ? "fc" : "call"}_${randomBytes(9).toString("base64url")}`;
+}
+
+/**
+ * The ids of the tool calls in a request's history: a call streamed with one of them (servers that number every
+ * turn's calls from call_0) is given a {@link syntheticCallId} instead, since a chat's call ids must be unique.
+ */
+export function historyCallIds(messages: readonly ConversationMessage[]): Set<string> {
+  const ids = new Set<string>();
+  for (const m of messages) if (m.role === "assistant") for (const call of m.toolCalls ?? []) ids.add(call.id);
+  return ids;
 }
