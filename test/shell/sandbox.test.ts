@@ -113,6 +113,26 @@ describe.concurrent(`bwrap sandbox${skipReason}`, () => {
     },
   );
 
+  it.skipIf(!probe.available)(
+    "a denied directory that holds a writable path stays hidden around it",
+    async ({ onTestFinished }) => {
+      const { call } = setup();
+      // Outside /tmp (private inside the sandbox), where the directory would otherwise be visible.
+      const denied = mkdtempSync(join(existsSync("/var/tmp") ? "/var/tmp" : homedir(), "toolhost-denied-"));
+      onTestFinished(() => rmSync(denied, { recursive: true, force: true }));
+      mkdirSync(join(denied, "inner"));
+      writeFileSync(join(denied, "secret.txt"), "SECRET\n");
+      const result = await call(
+        `cat ${denied}/secret.txt; ls -A ${denied}; echo ok > ${denied}/inner/f && cat ${denied}/inner/f`,
+        { deniedPaths: [denied], writablePaths: [join(denied, "inner")] },
+      );
+      expect(result.sandboxed).toBe(true);
+      expect(result.stdout).not.toContain("SECRET");
+      expect(result.stdout).toBe("inner\nok\n");
+      expect(readFileSync(join(denied, "inner", "f"), "utf8")).toBe("ok\n");
+    },
+  );
+
   it.skipIf(!probe.available)("TCP to a loopback listener fails with network off and works with it on", async () => {
     let connections = 0;
     const server: Server = createServer((socket) => {

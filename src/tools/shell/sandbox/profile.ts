@@ -142,10 +142,19 @@ function ordered(paths: readonly string[]): string[] {
 export function bwrapArguments(profile: SandboxProfile): string[] {
   const args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"];
   const writable = ordered(profile.writableRoots);
-  for (const root of writable) args.push("--bind", root, root);
   const inWritable = (path: string) => writable.some((root) => isPathInside(path, root));
   // Visible at all inside the sandbox: anything outside the private /tmp, or inside a writable root.
   const visible = (path: string) => inWritable(path) || !isPathInside(path, "/tmp");
+  // A hidden directory that holds a writable root (an admin's writablePaths entry inside deniedPaths): covered by an
+  // empty tmpfs first, the roots bound inside it, then made read-only, so only the roots show through.
+  const covering: string[] = [];
+  for (const path of ordered(profile.hiddenPaths)) {
+    if (covering.some((dir) => isPathInside(path, dir)) || !visible(path) || kindOf(path) !== "dir") continue;
+    if (writable.some((root) => root !== path && isPathInside(root, path))) covering.push(path);
+  }
+  for (const dir of covering) args.push("--tmpfs", dir);
+  for (const root of writable) args.push("--bind", root, root);
+  for (const dir of covering) args.push("--remount-ro", dir);
 
   // The roots' own repositories and .env files, and the cwd's when it lies deeper inside a root.
   const scanned = [...new Set([...writable, profile.cwd])];
@@ -172,9 +181,11 @@ export function bwrapArguments(profile: SandboxProfile): string[] {
     const kind = kindOf(path);
     if (kind === "missing" || !visible(path)) continue;
     // Already out of sight under a hidden directory (the database inside the data directory): nothing to add, and
-    // the empty read-only tmpfs there has no place for another mount point.
+    // the empty read-only tmpfs there has no place for another mount point. Only the writable roots bound inside a
+    // covering directory show through it.
     if (hiddenDirs.some((dir) => isPathInside(path, dir))) continue;
-    // A hidden directory that holds a writable root (or the cwd) cannot be covered without hiding them too.
+    if (covering.some((dir) => isPathInside(path, dir)) && !inWritable(path)) continue;
+    // A hidden path that is a writable root, or holds the cwd, cannot be hidden without hiding them too.
     if (writable.some((root) => isPathInside(root, path)) || isPathInside(profile.cwd, path)) continue;
     if (kind === "dir") {
       args.push("--tmpfs", path, "--remount-ro", path);
