@@ -106,7 +106,12 @@ function providerChecks(env: NodeJS.ProcessEnv): DoctorCheck[] {
     return [check("providers", "model providers", "fail", (error as Error).message)];
   }
   const checks = CHAT_PROVIDERS.map((name) => {
-    const keyVars = providerEntry(name).credentials.apiKeyEnv;
+    const credentials = providerEntry(name).credentials;
+    const keyVars = credentials.apiKeyEnv;
+    // A provider that needs no key once its base URL is set (openai-chat for a local server) says so.
+    const orBaseURL = credentials.placeholderKeyWithBaseURL
+      ? `; for a local server that needs no key, ${credentials.baseURLEnv} alone`
+      : "";
     try {
       const config = providerCredentials(name, env, file);
       const fromEnv = keyVars.find((v) => env[v]?.trim());
@@ -122,7 +127,7 @@ function providerChecks(env: NodeJS.ProcessEnv): DoctorCheck[] {
         `provider.${name}`,
         `provider ${name}`,
         "warn" as DoctorStatus,
-        `not configured: set ${keyVars.join(" or ")} (or providers.${name}.apiKey in ${providerConfigPath(env)})`,
+        `not configured: set ${keyVars.join(" or ")} (or providers.${name}.apiKey in ${providerConfigPath(env)})${orBaseURL}`,
       );
     }
   });

@@ -257,13 +257,22 @@ export async function buildProgram(only?: CommandName | ""): Promise<Command> {
             `--poll-ms must be an integer from ${range.min} to ${range.max} (default ${range.default}).`,
           );
         const ctx = await createAppContext();
+        // Bind the directory before any external MCP server is started: a refused --cwd then ends the process
+        // instead of leaving it running on the servers' connections.
+        let workingDirectory: string | null;
+        try {
+          workingDirectory = asUsageError(() => ctx.binder.bind(opts.cwd ?? process.cwd(), operator(opts.user)));
+        } catch (error) {
+          await ctx.close();
+          throw error;
+        }
         // Imported tools join as their servers connect; the connection does not wait for them (list_changed follows).
         await importMcpTools(ctx, false);
         const served = serveMcpStdio({
           runtime: ctx.runtime,
           approvals: ctx.approvals,
           userId: opts.user,
-          workingDirectory: asUsageError(() => ctx.binder.bind(opts.cwd ?? process.cwd(), operator(opts.user))),
+          workingDirectory,
           bindingHint: "The directory was chosen when the server was started (toolhost mcp --cwd DIR).",
           pollMs,
           maxMessageBytes: ctx.config.maxBodyBytes,

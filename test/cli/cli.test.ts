@@ -68,6 +68,13 @@ describe("toolhost CLI: commands and parsers (in-process)", () => {
     expect(run.stderr).toMatch(message);
   });
 
+  it("approvals deny refuses --always (only an allow is stored as a rule); allow offers it", async () => {
+    const deny = await runCli(["approvals", "deny", "some-id", "--always"], env);
+    expect(deny.code).toBe(2);
+    expect(deny.stderr).toMatch(/unknown option '--always'/);
+    expect((await runCli(["approvals", "allow", "--help"], env)).stdout).toMatch(/--always/);
+  });
+
   it("an unknown tool exits 1 with not_found", async () => {
     const run = await runCli(["call", "no_such_tool"], env);
     expect(run.code).toBe(1);

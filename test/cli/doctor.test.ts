@@ -63,6 +63,23 @@ describe("toolhost doctor", () => {
     expect(text.stdout).toMatch(/Healthy\.$/m);
   });
 
+  it("says that openai-chat needs only OPENAI_BASE_URL for a local server without a key", async () => {
+    const config = join(tempDir(), "config.json");
+    writeFileSync(config, "{}");
+    const env = {
+      TOOLHOST_DATA_DIR: join(tempDir(), "data"),
+      TOOLHOST_CONFIG: config,
+      OPENAI_API_KEY: "",
+      OPENAI_BASE_URL: "",
+    };
+    const report = JSON.parse((await runCliInProcess(["doctor", "--json", "--no-mcp"], env)).stdout) as Report;
+    expect(byId(report, "provider.openai-chat")).toMatchObject({
+      status: "warn",
+      detail: expect.stringContaining("for a local server that needs no key, OPENAI_BASE_URL alone"),
+    });
+    expect(byId(report, "provider.openai")?.detail).not.toContain("OPENAI_BASE_URL");
+  });
+
   it("names every malformed TOOLHOST_* variable on one line and still runs every other check", async () => {
     const run = await runCli(["doctor", "--json", "--no-mcp"], {
       TOOLHOST_DATA_DIR: join(tempDir(), "data"),

@@ -186,6 +186,38 @@ describe("MCP over stdio: malformed requests", () => {
     ).toThrow(RangeError);
   });
 
+  it("exits 2 on a refused --cwd even with an external MCP server configured (its connection does not keep it running)", async () => {
+    const dataDir = tempDir();
+    const config = join(dataDir, "config.json");
+    // A server that never answers initialize: started, it would hold the process until its connect timeout or longer.
+    writeFileSync(
+      config,
+      JSON.stringify({
+        mcpServers: { silent: { command: process.execPath, args: ["-e", "setInterval(() => {}, 1000)"] } },
+      }),
+    );
+    const child = spawn(process.execPath, [BIN, "mcp", "--cwd", join(dataDir, "missing")], {
+      env: { ...env(dataDir), TOOLHOST_CONFIG: config },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.on("data", (chunk) => {
+      stderr += chunk;
+    });
+    const code = await new Promise<number | null>((resolve) => {
+      const timer = setTimeout(() => {
+        child.kill("SIGKILL");
+        resolve(null);
+      }, 8000);
+      child.on("exit", (exitCode) => {
+        clearTimeout(timer);
+        resolve(exitCode);
+      });
+    });
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/--cwd ".*missing" does not exist/);
+  });
+
   it("classifies lines and rewords raw validator output (unit)", () => {
     expect(checkJsonRpcLine('{"jsonrpc":"2.0","id":1,"result":{}}')).toBeUndefined();
     expect(checkJsonRpcLine('{"jsonrpc":"2.0","method":"notifications/initialized"}')).toBeUndefined();

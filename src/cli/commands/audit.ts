@@ -110,12 +110,14 @@ export function registerApprovalsCommand(program: Command): void {
     ["allow", "allow_once", "Allow a pending call once (--always stores an allow rule)."],
     ["deny", "deny", "Deny a pending call (--message tells the model why)."],
   ] as const) {
-    approvals
+    const command = approvals
       .command(name)
       .description(help)
       .argument("<id>", "approval id")
-      .option("-u, --user <name>", "user id", parseUserId, LOCAL_USER)
-      .option("--always", "allow: also store an allow rule")
+      .option("-u, --user <name>", "user id", parseUserId, LOCAL_USER);
+    // Only an allow can be stored as a rule: `deny --always` is refused as an unknown option, not ignored.
+    if (decision === "allow_once") command.option("--always", "also store an allow rule");
+    command
       .option("-m, --message <text>", "words for the model")
       .action(async (id: string, opts: { user: string; always?: boolean; message?: string }) =>
         withContext(async (ctx) => {
