@@ -254,7 +254,18 @@ function suite(
       [{ id: "call_0", tool: "write_file", input: { path: "r.txt", content: "r\n" } }],
     ]);
     const agent = agentWith(tools, model);
-    const first = await agents.run(agent, "write it");
+    let first: any;
+    try {
+      first = await agents.run(agent, "write it");
+    } catch (error) {
+      // The current release refuses a reused call id itself, before the call reaches a tool: nothing is asked about
+      // and nothing is written.
+      expect(v).toBe("current");
+      expect((error as Error).message).toMatch(/call_0 was reused/);
+      expect(existsSync(join(work, "r.txt"))).toBe(false);
+      expect(await ctx.approvals.listPending(user)).toEqual([]);
+      return;
+    }
     expect(first.interruptions.map((i: any) => i.name)).toEqual(["write_file"]);
     // Asked in Toolhost too (the SDK itself then pairs results with calls by id, so its resume is its own affair).
     const pending = await ctx.approvals.listPending(user);
