@@ -44,18 +44,17 @@ export function linkedDeniedFiles(denied: readonly string[]): Set<string> {
  */
 export function isDeniedFileAlias(denied: readonly string[], info: Stats, target: string | number): boolean {
   if (!info.isFile() || info.nlink <= 1 || denied.length === 0) return false;
-  const exact = exactStat(target);
-  if (!exact) return false;
-  return linkedDeniedFiles(denied).has(identity(exact));
+  return isLinkedDeniedFile(linkedDeniedFiles(denied), target);
 }
 
 /**
- * Whether the file at `path` is one of the files `identities` names (as {@link linkedDeniedFiles} gives them): false
- * at once for an empty set; otherwise one stat, and a file with one name, or one that cannot be read, is no alias.
+ * Whether the file at `target` (a path or an open descriptor) is one of the files `identities` names (as
+ * {@link linkedDeniedFiles} gives them): false at once for an empty set; otherwise one exact stat, and a file with
+ * one name, or one that cannot be read, is no alias.
  */
-export function isLinkedDeniedFile(identities: ReadonlySet<string>, path: string): boolean {
+export function isLinkedDeniedFile(identities: ReadonlySet<string>, target: string | number): boolean {
   if (identities.size === 0) return false;
-  const info = exactStat(path);
+  const info = exactStat(target);
   if (!info?.isFile()) return false;
   return info.nlink > 1n && identities.has(identity(info));
 }

@@ -10,6 +10,7 @@ import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { type LoopEvent, runToolLoop } from "../../src/loop/index.js";
 import {
+  type ConversationMessage,
   createProviderAdapter,
   type ProviderAdapter,
   ProviderError,
@@ -34,12 +35,19 @@ const TOOLS = [
 
 const { setup } = fakeProviders();
 
-async function collect(adapter: ProviderAdapter) {
+async function collect(adapter: ProviderAdapter, messages: ConversationMessage[] = [{ role: "user", content: "go" }]) {
   const events: ProviderStreamEvent[] = [];
-  for await (const event of adapter.stream({ model: "m", messages: [{ role: "user", content: "go" }], tools: TOOLS })) {
-    events.push(event);
-  }
+  for await (const event of adapter.stream({ model: "m", messages, tools: TOOLS })) events.push(event);
   return events;
+}
+
+/** A chat whose earlier turn made one call, `id` to `name`, and got its result. */
+function historyWithCall(id: string, name: string, args: string): ConversationMessage[] {
+  return [
+    { role: "user", content: "go" },
+    { role: "assistant", content: "", toolCalls: [{ id, name, arguments: args }] },
+    { role: "tool", results: [{ id, name, ok: true, content: "{}" }] },
+  ];
 }
 
 const completed = (events: ProviderStreamEvent[]) =>
@@ -204,13 +212,7 @@ describe("Chat Completions servers", () => {
       { kind: "raw", body: second },
     ]);
     expect(completed(await collect(adapter)).map((c) => c.id)).toEqual(["call_0"]);
-    const history = [
-      { role: "user" as const, content: "go" },
-      { role: "assistant" as const, content: "", toolCalls: [{ id: "call_0", name: "list_dir", arguments: "{}" }] },
-      { role: "tool" as const, results: [{ id: "call_0", name: "list_dir", ok: true, content: "{}" }] },
-    ];
-    const events: ProviderStreamEvent[] = [];
-    for await (const e of adapter.stream({ model: "m", messages: history, tools: TOOLS })) events.push(e);
+    const events = await collect(adapter, historyWithCall("call_0", "list_dir", "{}"));
     const calls = completed(events);
     expect(calls.map((c) => c.arguments)).toEqual(['{"path":"a"}', '{"path":"b"}', '{"path":"c"}']);
     const ids = calls.map((c) => c.id);
@@ -417,18 +419,7 @@ describe("Gemini Interactions streams, across turns", () => {
       { kind: "raw", body: turn("b") },
     ]);
     expect(completed(await collect(adapter)).map((c) => c.id)).toEqual(["fc_0"]);
-    const history = [
-      { role: "user" as const, content: "go" },
-      {
-        role: "assistant" as const,
-        content: "",
-        toolCalls: [{ id: "fc_0", name: "list_dir", arguments: '{"path":"a"}' }],
-      },
-      { role: "tool" as const, results: [{ id: "fc_0", name: "list_dir", ok: true, content: "{}" }] },
-    ];
-    const events: ProviderStreamEvent[] = [];
-    for await (const e of adapter.stream({ model: "m", messages: history, tools: TOOLS })) events.push(e);
-    const [call] = completed(events);
+    const [call] = completed(await collect(adapter, historyWithCall("fc_0", "list_dir", '{"path":"a"}')));
     expect(call?.arguments).toBe('{"path":"b"}');
     expect(call?.id).not.toBe("fc_0");
     expect(call?.id).toMatch(/^fc_/);

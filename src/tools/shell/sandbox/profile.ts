@@ -147,9 +147,10 @@ export function bwrapArguments(profile: SandboxProfile): string[] {
   const visible = (path: string) => inWritable(path) || !isPathInside(path, "/tmp");
   // A hidden directory that holds a writable root (an admin's writablePaths entry inside deniedPaths): covered by an
   // empty tmpfs first, the roots bound inside it, then made read-only, so only the roots show through.
+  const hidden = ordered(profile.hiddenPaths).map((path) => ({ path, kind: kindOf(path) }));
   const covering: string[] = [];
-  for (const path of ordered(profile.hiddenPaths)) {
-    if (covering.some((dir) => isPathInside(path, dir)) || !visible(path) || kindOf(path) !== "dir") continue;
+  for (const { path, kind } of hidden) {
+    if (kind !== "dir" || !visible(path) || covering.some((dir) => isPathInside(path, dir))) continue;
     if (writable.some((root) => root !== path && isPathInside(root, path))) covering.push(path);
   }
   for (const dir of covering) args.push("--tmpfs", dir);
@@ -177,8 +178,7 @@ export function bwrapArguments(profile: SandboxProfile): string[] {
     if (inWritable(path) && kindOf(path) !== "missing") args.push("--ro-bind", path, path);
   }
   const hiddenDirs: string[] = [];
-  for (const path of ordered(profile.hiddenPaths)) {
-    const kind = kindOf(path);
+  for (const { path, kind } of hidden) {
     if (kind === "missing" || !visible(path)) continue;
     // Already out of sight under a hidden directory (the database inside the data directory): nothing to add, and
     // the empty read-only tmpfs there has no place for another mount point. Only the writable roots bound inside a
